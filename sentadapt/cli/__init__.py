@@ -1,0 +1,34 @@
+"""The `sentadapt` command line. Importing this module must not import torch (keeps `--help` fast)."""
+
+from __future__ import annotations
+
+import typer
+
+from sentadapt import __version__
+from sentadapt.cli import eval as eval_command
+
+app = typer.Typer(
+    name="sentadapt",
+    help="Adapt sentence-embedding models to your domain with contrastive learning, and prove the gain.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_show_locals=False,
+)
+app.command(name="eval")(eval_command.eval_models)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"sentadapt {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Show the version."),
+) -> None:
+    """sentadapt: adapt | eval | diagnose | export sentence-embedding models."""
+
+
+def main() -> None:
+    app()

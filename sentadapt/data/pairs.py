@@ -1,0 +1,136 @@
+"""Readers for scored sentence pairs: a user's labelled pairs (tsv/csv/jsonl) and STS JSON Lines files."""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import io
+import json
+import math
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from sentadapt.errors import DataError
+
+PAIR_COLUMNS = ("sentence1", "sentence2", "score")
+
+
+@dataclass
+class ScoredPairs:
+    """Sentence pairs with gold similarity scores (and the subset each pair came from)."""
+
+    sentence1: list[str] = field(default_factory=list)
+    sentence2: list[str] = field(default_factory=list)
+    scores: list[float] = field(default_factory=list)
+    subsets: list[str] = field(default_factory=list)
+    source: str = ""
+
+    def __len__(self) -> int:
+        return len(self.scores)
+
+    def append(self, s1: str, s2: str, score: float, subset: str = "") -> None:
+        self.sentence1.append(s1)
+        self.sentence2.append(s2)
+        self.scores.append(score)
+        self.subsets.append(subset)
+
+    def check_usable(self) -> None:
+        """Spearman needs at least two pairs and at least two distinct gold scores."""
+        if len(self) == 0:
+            raise DataError(f"{self.source}: no sentence pairs; the file is empty")
+        if len(set(self.scores)) < 2:
+            raise DataError(
+                f"{self.source}: all {len(self)} gold scores are equal ({self.scores[0]:g}); "
+                "a rank correlation needs pairs with different scores"
+            )
+
+
+def open_text(path: Path) -> io.TextIOBase:
+    """Open a UTF-8 text file (BOM accepted), transparently gunzipping `.gz` files."""
+    if path.is_dir():
+        raise DataError(f"{path}: is a directory; pass a file")
+    if not path.exists():
+        raise DataError(f"{path}: no such file")
+    if path.suffix == ".gz":
+        with path.open("rb") as probe:
+            if probe.read(2) != b"\x1f\x8b":
+                raise DataError(f"{path}: not a gzip file despite the .gz suffix")
+        return io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8-sig", newline="")
+    return path.open(encoding="utf-8-sig", newline="")
+
+
+def _format_of(path: Path) -> str:
+    suffixes = [s for s in path.suffixes if s != ".gz"]
+    suffix = suffixes[-1].lower() if suffixes else ""
+    if suffix in {".jsonl", ".json"}:
+        return "jsonl"
+    if suffix in {".tsv", ".csv"}:
+        return suffix[1:]
+    raise DataError(f"{path}: unknown pairs format '{suffix or 'no suffix'}'; use .tsv, .csv or .jsonl")
+
+
+def _rows(path: Path, fmt: str) -> Iterator[tuple[int, dict[str, object]]]:
+    """(line number, record) for every non-blank record; errors name the file and line."""
+    with open_text(path) as handle:
+        try:
+            if fmt == "jsonl":
+                for number, line in enumerate(handle, start=1):
+                    if not line.strip():
+                        continue
+                    try:
+                        record = json.loads(line)
+                    except json.JSONDecodeError as error:
+                        raise DataError(f"{path}:{number}: invalid JSON ({error.msg})") from None
+                    if not isinstance(record, dict):
+                        raise DataError(f"{path}:{number}: expected a JSON object with {', '.join(PAIR_COLUMNS)}")
+                    yield number, record
+                return
+            reader = csv.reader(handle, delimiter="\t" if fmt == "tsv" else ",", quoting=csv.QUOTE_MINIMAL)
+            header = next(reader, None)
+            if header is None:
+                return
+            header = [column.strip() for column in header]
+            missing = [column for column in PAIR_COLUMNS if column not in header]
+            if missing:
+                raise DataError(
+                    f"{path}:1: header is missing column(s) {', '.join(missing)}; "
+                    f"expected a header line with {', '.join(PAIR_COLUMNS)}"
+                )
+            for row in reader:
+                if not any(cell.strip() for cell in row):
+                    continue
+                if len(row) != len(header):
+                    raise DataError(f"{path}:{reader.line_num}: expected {len(header)} columns, found {len(row)}")
+                yield reader.line_num, dict(zip(header, row))
+        except UnicodeDecodeError as error:
+            raise DataError(f"{path}: not valid UTF-8 text ({error.reason} at byte {error.start})") from None
+
+
+def read_scored_pairs(path: str | Path, score_range: tuple[float, float] | None = None) -> ScoredPairs:
+    """Read sentence1/sentence2/score records from .tsv, .csv or .jsonl (optionally .gz)."""
+    path = Path(path)
+    fmt = _format_of(path)
+    pairs = ScoredPairs(source=str(path))
+    for number, record in _rows(path, fmt):
+        missing = [column for column in PAIR_COLUMNS if column not in record]
+        if missing:
+            raise DataError(f"{path}:{number}: missing field(s) {', '.join(missing)}")
+        s1, s2 = record["sentence1"], record["sentence2"]
+        if not isinstance(s1, str) or not isinstance(s2, str) or not s1.strip() or not s2.strip():
+            raise DataError(f"{path}:{number}: sentence1 and sentence2 must be non-empty text")
+        score = _parse_score(record["score"], path, number)
+        if score_range is not None and not score_range[0] <= score <= score_range[1]:
+            raise DataError(f"{path}:{number}: score {score:g} is outside [{score_range[0]:g}, {score_range[1]:g}]")
+        pairs.append(s1, s2, score, str(record.get("subset", "") or ""))
+    return pairs
+
+
+def _parse_score(value: object, path: Path, number: int) -> float:
+    try:
+        score = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        raise DataError(f"{path}:{number}: score '{value}' is not a number") from None
+    if not math.isfinite(score):
+        raise DataError(f"{path}:{number}: score '{value}' is not finite")
+    return score

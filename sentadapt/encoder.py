@@ -1,0 +1,372 @@
+"""THE encoder: tokenizer + transformer + pooling + optional Dense head, used by every command.
+
+Training, `eval`, `diagnose` and `export` all go through `Encoder`, so a model is always scored
+with the pooling it was trained and saved with. It loads Hugging Face folders, sentence-transformers
+folders (reading `modules.json`: Pooling, WeightedLayerPooling, Dense, Normalize) and Hub ids, and
+saves the sentence-transformers layout that `SentenceTransformer(path)` loads without sentadapt.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager, nullcontext
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import nn
+
+from sentadapt.errors import ModelError
+from sentadapt.pooling import POOLING_NAMES, Pooling
+from sentadapt.resolve import ResolvedModel, resolve_model
+
+DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
+DEFAULT_MAX_LENGTH = 128
+
+# Dense activations we instantiate from a modules.json; anything else is refused rather than imported.
+SAFE_ACTIVATIONS: dict[str, Callable[[], nn.Module]] = {
+    "torch.nn.modules.activation.Tanh": nn.Tanh,
+    "torch.nn.modules.activation.ReLU": nn.ReLU,
+    "torch.nn.modules.activation.GELU": nn.GELU,
+    "torch.nn.modules.activation.Sigmoid": nn.Sigmoid,
+    "torch.nn.modules.linear.Identity": nn.Identity,
+}
+ACTIVATION_NAMES = {cls: name for name, cls in SAFE_ACTIVATIONS.items()}
+
+ST_TYPES = {
+    "Transformer": "sentence_transformers.models.Transformer",
+    "Pooling": "sentence_transformers.models.Pooling",
+    "WeightedLayerPooling": "sentence_transformers.models.WeightedLayerPooling",
+    "Dense": "sentence_transformers.models.Dense",
+    "Normalize": "sentence_transformers.models.Normalize",
+}
+
+
+class DenseLayer(nn.Module):
+    """A sentence-transformers `Dense` module: activation(linear(x)), saved as `linear.*` weights."""
+
+    def __init__(self, in_features: int, out_features: int, activation: str = "torch.nn.modules.linear.Identity",
+                 bias: bool = True) -> None:
+        super().__init__()
+        if activation not in SAFE_ACTIVATIONS:
+            raise ModelError(
+                f"Dense activation '{activation}' is not supported; use one of {', '.join(SAFE_ACTIVATIONS)}"
+            )
+        self.linear = nn.Linear(in_features, out_features, bias=bias)
+        self.activation_name = activation
+        self.activation = SAFE_ACTIVATIONS[activation]()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.activation(self.linear(x))
+
+    def st_config(self) -> dict[str, Any]:
+        return {
+            "in_features": self.linear.in_features,
+            "out_features": self.linear.out_features,
+            "bias": self.linear.bias is not None,
+            "activation_function": self.activation_name,
+        }
+
+
+@dataclass
+class TokenizedBatch:
+    input_ids: torch.Tensor
+    attention_mask: torch.Tensor
+    token_type_ids: torch.Tensor | None = None
+
+    def to(self, device: torch.device | str) -> TokenizedBatch:
+        return TokenizedBatch(
+            self.input_ids.to(device),
+            self.attention_mask.to(device),
+            None if self.token_type_ids is None else self.token_type_ids.to(device),
+        )
+
+
+def pad_batch(sequences: Sequence[Sequence[int]], pad_id: int) -> TokenizedBatch:
+    """Right-pad token id lists to the longest in the batch (dynamic padding)."""
+    longest = max(len(seq) for seq in sequences)
+    input_ids = torch.full((len(sequences), longest), pad_id, dtype=torch.long)
+    attention_mask = torch.zeros((len(sequences), longest), dtype=torch.long)
+    for row, seq in enumerate(sequences):
+        input_ids[row, : len(seq)] = torch.as_tensor(seq, dtype=torch.long)
+        attention_mask[row, : len(seq)] = 1
+    return TokenizedBatch(input_ids, attention_mask)
+
+
+def default_device() -> torch.device:
+    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+class Encoder(nn.Module):
+    """Transformer backbone + pooling + optional Dense head (+ optional L2 normalisation)."""
+
+    def __init__(
+        self,
+        backbone: nn.Module,
+        tokenizer: Any,
+        pooling: Pooling,
+        head: Sequence[DenseLayer] = (),
+        normalize: bool = False,
+        max_length: int = DEFAULT_MAX_LENGTH,
+        name: str = "",
+    ) -> None:
+        super().__init__()
+        self.backbone = backbone
+        self.tokenizer = tokenizer
+        self.pooling = pooling
+        self.head = nn.ModuleList(head)
+        self.normalize = normalize
+        self.max_length = max_length
+        self.name = name or getattr(backbone.config, "_name_or_path", "model")
+
+    # ------------------------------------------------------------------ properties
+    @property
+    def num_layers(self) -> int:
+        return int(self.backbone.config.num_hidden_layers)
+
+    @property
+    def hidden_size(self) -> int:
+        return int(self.backbone.config.hidden_size)
+
+    @property
+    def embedding_dim(self) -> int:
+        return self.head[-1].linear.out_features if len(self.head) else self.hidden_size
+
+    @property
+    def pooling_name(self) -> str:
+        return self.pooling.name(self.num_layers)
+
+    @property
+    def device(self) -> torch.device:
+        return next(self.backbone.parameters()).device
+
+    # ------------------------------------------------------------------ loading
+    @classmethod
+    def load(
+        cls,
+        model: str | os.PathLike[str] | ResolvedModel,
+        pooling: str | None = None,
+        max_length: int | None = None,
+        device: str | torch.device | None = None,
+        trust_remote_code: bool = False,
+        allow_pickle: bool = False,
+    ) -> Encoder:
+        """Load a local folder or Hub id. `pooling` overrides the folder's own pooling."""
+        resolved = model if isinstance(model, ResolvedModel) else resolve_model(model)
+        if pooling is not None and pooling not in POOLING_NAMES:
+            from sentadapt.errors import ConfigError
+            from sentadapt.registry import unknown_name_message
+
+            raise ConfigError(unknown_name_message("pooling", pooling, list(POOLING_NAMES)))
+        layout = read_sentence_transformers_layout(resolved)
+        backbone, tokenizer = _load_backbone(resolved, layout.transformer_path, trust_remote_code, allow_pickle)
+        num_layers = int(backbone.config.num_hidden_layers)
+        folder_pooling = layout.pooling or Pooling("mean")
+        encoder = cls(
+            backbone,
+            tokenizer,
+            Pooling.from_name(pooling, num_layers) if pooling else folder_pooling,
+            head=layout.head,
+            normalize=layout.normalize,
+            max_length=max_length or layout.max_length or DEFAULT_MAX_LENGTH,
+            name=resolved.name,
+        )
+        encoder.pooling_source = "option" if pooling else ("modules.json" if layout.pooling else "default")
+        encoder.to(device or default_device())
+        encoder.eval()
+        return encoder
+
+    # ------------------------------------------------------------------ forward
+    def forward(
+        self,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor,
+        token_type_ids: torch.Tensor | None = None,
+        position_ids: torch.Tensor | None = None,
+        embedding_transform: Callable[[torch.Tensor], torch.Tensor] | None = None,
+        pooling: Pooling | None = None,
+    ) -> torch.Tensor:
+        """Sentence vectors for a tokenized batch; differentiable (the training path).
+
+        `embedding_transform` edits the embedding layer's output (after position embeddings,
+        LayerNorm and dropout) for this forward only — how ConSERT's cutoff views are made,
+        through a scoped forward hook rather than a patched model class.
+        """
+        pooling = pooling or self.pooling
+        outputs = self.run_backbone(
+            input_ids, attention_mask, token_type_ids, position_ids, embedding_transform,
+            output_hidden_states=pooling.needs_hidden_states,
+        )
+        pooled = pooling(outputs.last_hidden_state, attention_mask, outputs.hidden_states)
+        return self.apply_head(pooled)
+
+    def run_backbone(
+        self,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor,
+        token_type_ids: torch.Tensor | None = None,
+        position_ids: torch.Tensor | None = None,
+        embedding_transform: Callable[[torch.Tensor], torch.Tensor] | None = None,
+        output_hidden_states: bool = False,
+    ) -> Any:
+        kwargs: dict[str, Any] = {"input_ids": input_ids, "attention_mask": attention_mask}
+        if token_type_ids is not None:
+            kwargs["token_type_ids"] = token_type_ids
+        if position_ids is not None:
+            kwargs["position_ids"] = position_ids
+        if output_hidden_states:
+            kwargs["output_hidden_states"] = True
+        with self._embedding_hook(embedding_transform):
+            return self.backbone(**kwargs, return_dict=True)
+
+    @contextmanager
+    def _embedding_hook(self, transform: Callable[[torch.Tensor], torch.Tensor] | None) -> Iterator[None]:
+        if transform is None:
+            yield
+            return
+        embeddings = getattr(self.backbone, "embeddings", None)
+        if embeddings is None:
+            raise ModelError(f"{self.name}: has no `embeddings` module to augment; use a BERT-like encoder")
+        handle = embeddings.register_forward_hook(lambda _module, _inputs, output: transform(output))
+        try:
+            yield
+        finally:
+            handle.remove()
+
+    def apply_head(self, pooled: torch.Tensor) -> torch.Tensor:
+        for layer in self.head:
+            pooled = layer(pooled)
+        if self.normalize:
+            pooled = nn.functional.normalize(pooled, dim=-1)
+        return pooled
+
+    # ------------------------------------------------------------------ tokenization
+    def tokenize_ids(self, texts: Sequence[str], max_length: int | None = None) -> list[list[int]]:
+        """Token ids with special tokens, truncated to max_length, unpadded."""
+        encoded = self.tokenizer(
+            list(texts), truncation=True, max_length=max_length or self.max_length,
+            padding=False, return_attention_mask=False, return_token_type_ids=False,
+        )
+        return encoded["input_ids"]
+
+    def collate(self, sequences: Sequence[Sequence[int]]) -> TokenizedBatch:
+        pad_id = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
+        return pad_batch(sequences, pad_id)
+
+    # ------------------------------------------------------------------ inference
+    @torch.inference_mode()
+    def encode(
+        self,
+        texts: Sequence[str],
+        batch_size: int = 128,
+        max_length: int | None = None,
+        dtype: str = "fp32",
+        pooling: Pooling | None = None,
+        progress: Callable[[int], None] | None = None,
+    ) -> torch.Tensor:
+        """Embed texts → float32 CPU tensor (len(texts), dim), rows in input order.
+
+        Each unique text is encoded once; batches are sorted by token length so padding is minimal.
+        """
+        if dtype not in DTYPES:
+            from sentadapt.errors import ConfigError
+
+            raise ConfigError(f"--dtype: '{dtype}' is not one of {', '.join(DTYPES)}")
+        unique_index: dict[str, int] = {}
+        positions = [unique_index.setdefault(text, len(unique_index)) for text in texts]
+        unique_texts = list(unique_index)
+        if not unique_texts:
+            return torch.empty((0, self.embedding_dim))
+        ids = self.tokenize_ids(unique_texts, max_length)
+        order = sorted(range(len(ids)), key=lambda i: len(ids[i]), reverse=True)
+        was_training = self.training
+        self.eval()
+        device = self.device
+        autocast = (
+            torch.autocast(device_type=device.type, dtype=DTYPES[dtype]) if dtype != "fp32" else nullcontext()
+        )
+        vectors = torch.empty((len(unique_texts), self.embedding_dim), dtype=torch.float32)
+        with autocast:
+            for start in range(0, len(order), batch_size):
+                chunk = order[start : start + batch_size]
+                batch = self.collate([ids[i] for i in chunk]).to(device)
+                out = self(batch.input_ids, batch.attention_mask, pooling=pooling)
+                vectors[torch.as_tensor(chunk)] = out.float().cpu()
+                if progress is not None:
+                    progress(len(chunk))
+        self.train(was_training)
+        return vectors[torch.as_tensor(positions)]
+
+    # ------------------------------------------------------------------ saving
+    def save(self, folder: str | os.PathLike[str]) -> None:
+        """Write the sentence-transformers layout (safetensors weights) into `folder`."""
+        from sentadapt.st_format import write_sentence_transformers_folder
+
+        write_sentence_transformers_folder(self, Path(folder))
+
+
+# ---------------------------------------------------------------------- reading folders
+
+
+@dataclass
+class FolderLayout:
+    """What a model folder's sentence-transformers files say (all empty for a plain HF folder)."""
+
+    transformer_path: str = ""
+    pooling: Pooling | None = None
+    head: tuple[DenseLayer, ...] = ()
+    normalize: bool = False
+    max_length: int | None = None
+
+
+def read_sentence_transformers_layout(resolved: ResolvedModel) -> FolderLayout:
+    if not resolved.is_local:
+        return FolderLayout()
+    from sentadapt.st_format import read_layout
+
+    return read_layout(Path(resolved.location))
+
+
+def _load_backbone(
+    resolved: ResolvedModel, subfolder: str, trust_remote_code: bool, allow_pickle: bool
+) -> tuple[nn.Module, Any]:
+    from transformers import AutoConfig, AutoModel, AutoTokenizer
+    from transformers.utils import logging as hf_logging
+
+    location = str(Path(resolved.location) / subfolder) if resolved.is_local and subfolder else resolved.location
+    kwargs: dict[str, Any] = {"trust_remote_code": trust_remote_code}
+    if resolved.is_local:
+        kwargs["local_files_only"] = True
+    try:
+        config = AutoConfig.from_pretrained(location, **kwargs)
+        tokenizer = AutoTokenizer.from_pretrained(location, **kwargs)
+        model_kwargs = dict(kwargs)
+        if not allow_pickle:
+            model_kwargs["use_safetensors"] = True
+        if getattr(config, "model_type", "") == "bert":
+            # Some sentence models ship without BERT's pooler MLP (never used for sentence vectors).
+            model_kwargs["add_pooling_layer"] = False
+        verbosity = hf_logging.get_verbosity()
+        hf_logging.set_verbosity_error()  # "weights not used" notices about the pooler are noise here
+        try:
+            backbone = AutoModel.from_pretrained(location, config=config, **model_kwargs)
+        finally:
+            hf_logging.set_verbosity(verbosity)
+    except (OSError, ValueError, EnvironmentError) as error:
+        message = str(error).splitlines()[0] if str(error) else type(error).__name__
+        if not allow_pickle and ("safetensors" in message.lower() or "model.safetensors" in message):
+            raise ModelError(
+                f"{resolved.name}: no safetensors weights; pickle checkpoints (.bin) can run code when "
+                "loaded — convert the model to safetensors, or pass --allow-pickle if you trust it"
+            ) from None
+        raise ModelError(f"{resolved.name}: cannot load model: {message}") from None
+    if tokenizer.pad_token_id is None:
+        raise ModelError(f"{resolved.name}: tokenizer has no padding token; sentadapt needs one to batch")
+    return backbone, tokenizer
+
+
+def save_json(path: Path, data: dict[str, Any] | list[Any]) -> None:
+    path.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")

@@ -1,0 +1,25 @@
+"""Errors a user can fix. The CLI prints them as one line and exits non-zero; anything else is a bug."""
+
+
+class SentadaptError(Exception):
+    """Base class: the message must say what is wrong and what to do about it."""
+
+    exit_code = 1
+
+
+class ConfigError(SentadaptError):
+    """A bad option, config file or `--set` value."""
+
+    exit_code = 2
+
+
+class DataError(SentadaptError):
+    """A missing, empty or malformed data file (the message names the file and line)."""
+
+
+class ModelError(SentadaptError):
+    """A model that cannot be found, resolved or loaded."""
+
+
+class ExportError(SentadaptError):
+    """An export that cannot be written or verified."""

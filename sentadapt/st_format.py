@@ -1,0 +1,228 @@
+"""Read and write the sentence-transformers folder layout without importing sentence_transformers.
+
+The layout is plain JSON plus safetensors (see docs/architecture.md). Writing it here keeps
+`sentadapt adapt` free of the optional sentence-transformers dependency; tests load every folder we
+write with `SentenceTransformer(path)` and compare embeddings. Only built-in module types are used
+(Transformer, WeightedLayerPooling, Pooling, Dense, Normalize), so loading never needs
+`trust_remote_code`.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import torch
+from safetensors.torch import load_file, save_file
+
+from sentadapt.errors import ModelError
+from sentadapt.pooling import Pooling
+
+if TYPE_CHECKING:
+    from sentadapt.encoder import Encoder, FolderLayout
+
+POOLING_FLAGS = {
+    "pooling_mode_cls_token": "cls",
+    "pooling_mode_mean_tokens": "mean",
+    "pooling_mode_max_tokens": "max",
+}
+UNSUPPORTED_POOLING_FLAGS = (
+    "pooling_mode_mean_sqrt_len_tokens",
+    "pooling_mode_weightedmean_tokens",
+    "pooling_mode_lasttoken",
+)
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ModelError(f"{path}: missing (listed in modules.json)") from None
+    except json.JSONDecodeError as error:
+        raise ModelError(f"{path}: line {error.lineno}: invalid JSON ({error.msg})") from None
+
+
+def _module_kind(type_name: str) -> str:
+    """'sentence_transformers.models.Pooling' and the v5+ module paths both map to 'Pooling'."""
+    return type_name.rsplit(".", 1)[-1]
+
+
+def read_layout(folder: Path) -> FolderLayout:
+    from sentadapt.encoder import DenseLayer, FolderLayout
+
+    layout = FolderLayout()
+    bert_config = folder / "sentence_bert_config.json"
+    if bert_config.is_file():
+        layout.max_length = _read_json(bert_config).get("max_seq_length")
+    modules_file = folder / "modules.json"
+    if not modules_file.is_file():
+        return layout
+    modules = sorted(_read_json(modules_file), key=lambda m: m.get("idx", 0))
+    token_mode: str | None = None
+    layer_mix: tuple[tuple[int, ...], tuple[float, ...]] = ((), ())
+    head: list[DenseLayer] = []
+    for module in modules:
+        kind = _module_kind(module.get("type", ""))
+        path = folder / module.get("path", "")
+        if kind == "Transformer":
+            layout.transformer_path = module.get("path", "")
+            if (path / "sentence_bert_config.json").is_file():
+                layout.max_length = _read_json(path / "sentence_bert_config.json").get("max_seq_length")
+        elif kind == "Pooling":
+            token_mode = _read_pooling(path / "config.json")
+        elif kind == "WeightedLayerPooling":
+            layer_mix = _read_weighted_layers(path)
+        elif kind == "Dense":
+            head.append(_read_dense(path, DenseLayer))
+        elif kind == "Normalize":
+            layout.normalize = True
+        elif kind == "Dropout":
+            continue  # identity at inference
+        else:
+            raise ModelError(
+                f"{modules_file}: module type '{module.get('type')}' is not supported by sentadapt "
+                "(supported: Transformer, Pooling, WeightedLayerPooling, Dense, Normalize, Dropout)"
+            )
+    if token_mode is not None:
+        layout.pooling = Pooling(token_mode, *layer_mix)
+    layout.head = tuple(head)
+    return layout
+
+
+def _read_pooling(config_path: Path) -> str:
+    config = _read_json(config_path)
+    modes = [mode for flag, mode in POOLING_FLAGS.items() if config.get(flag)]
+    unsupported = [flag for flag in UNSUPPORTED_POOLING_FLAGS if config.get(flag)]
+    if unsupported or len(modes) != 1:
+        raise ModelError(
+            f"{config_path}: pooling {', '.join(unsupported + modes) or 'none'} is not supported; "
+            "sentadapt reads exactly one of cls, mean or max token pooling (pass --pooling to override)"
+        )
+    return modes[0]
+
+
+def _read_weighted_layers(folder: Path) -> tuple[tuple[int, ...], tuple[float, ...]]:
+    config = _read_json(folder / "config.json")
+    start = int(config["layer_start"])
+    num_layers = int(config["num_hidden_layers"])
+    weights_file = folder / "model.safetensors"
+    if weights_file.is_file():
+        weights = load_file(str(weights_file))["layer_weights"].tolist()
+    else:  # sentence-transformers' default when no weights were saved
+        weights = [1.0] * (num_layers + 1 - start)
+    layers = tuple(range(start, num_layers + 1))
+    kept = [(layer, float(w)) for layer, w in zip(layers, weights) if w != 0]
+    return tuple(layer for layer, _ in kept), tuple(w for _, w in kept)
+
+
+def _read_dense(folder: Path, dense_class: type) -> Any:
+    config = _read_json(folder / "config.json")
+    layer = dense_class(
+        int(config["in_features"]),
+        int(config["out_features"]),
+        config.get("activation_function", "torch.nn.modules.activation.Tanh"),
+        bool(config.get("bias", True)),
+    )
+    weights_file = folder / "model.safetensors"
+    if not weights_file.is_file():
+        raise ModelError(f"{folder}: Dense weights must be in model.safetensors (pickle files are not loaded)")
+    state = load_file(str(weights_file))
+    layer.load_state_dict({key: value for key, value in state.items() if key.startswith("linear.")})
+    return layer
+
+
+# ---------------------------------------------------------------------- writing
+
+
+def write_sentence_transformers_folder(encoder: Encoder, folder: Path) -> None:
+    """Write `encoder` as a sentence-transformers folder (caller handles atomic replacement)."""
+    from sentadapt import __version__
+
+    folder.mkdir(parents=True, exist_ok=True)
+    encoder.backbone.save_pretrained(folder, safe_serialization=True)
+    encoder.tokenizer.save_pretrained(folder)
+    pooling = encoder.pooling
+    bert_config: dict[str, Any] = {"max_seq_length": encoder.max_length, "do_lower_case": False}
+    if pooling.needs_hidden_states:
+        # WeightedLayerPooling reads every layer's output; sentence-transformers passes config_args to AutoConfig
+        bert_config["config_args"] = {"output_hidden_states": True}
+    _write_json(folder / "sentence_bert_config.json", bert_config)
+
+    modules: list[dict[str, Any]] = [_module_entry(0, "", "Transformer")]
+    if pooling.needs_hidden_states:
+        path = _next_path(modules, "WeightedLayerPooling")
+        _write_weighted_layers(folder / path, pooling, encoder.num_layers, encoder.hidden_size)
+        modules.append(_module_entry(len(modules), path, "WeightedLayerPooling"))
+    path = _next_path(modules, "Pooling")
+    _write_json(folder / path / "config.json", _pooling_config(pooling.token, encoder.hidden_size))
+    modules.append(_module_entry(len(modules), path, "Pooling"))
+    for layer in encoder.head:
+        path = _next_path(modules, "Dense")
+        (folder / path).mkdir(parents=True, exist_ok=True)
+        _write_json(folder / path / "config.json", layer.st_config())
+        save_file({k: v.detach().cpu().contiguous() for k, v in layer.state_dict().items()
+                   if k.startswith("linear.")}, str(folder / path / "model.safetensors"))
+        modules.append(_module_entry(len(modules), path, "Dense"))
+    if encoder.normalize:
+        path = _next_path(modules, "Normalize")
+        (folder / path).mkdir(parents=True, exist_ok=True)
+        modules.append(_module_entry(len(modules), path, "Normalize"))
+    _write_json(folder / "modules.json", modules)
+    _write_json(folder / "config_sentence_transformers.json", {
+        "model_type": "SentenceTransformer",
+        "__version__": {
+            "sentadapt": __version__,
+            "transformers": _version_of("transformers"),
+            "pytorch": torch.__version__,
+        },
+        "prompts": {},
+        "default_prompt_name": None,
+        "similarity_fn_name": "cosine",
+    })
+
+
+def _next_path(modules: list[dict[str, Any]], kind: str) -> str:
+    return f"{len(modules)}_{kind}"
+
+
+def _module_entry(idx: int, path: str, kind: str) -> dict[str, Any]:
+    from sentadapt.encoder import ST_TYPES
+
+    return {"idx": idx, "name": str(idx), "path": path, "type": ST_TYPES[kind]}
+
+
+def _pooling_config(token_mode: str, dimension: int) -> dict[str, Any]:
+    config: dict[str, Any] = {"word_embedding_dimension": dimension}
+    for flag, mode in POOLING_FLAGS.items():
+        config[flag] = mode == token_mode
+    config.update({flag: False for flag in UNSUPPORTED_POOLING_FLAGS})
+    config["include_prompt"] = True
+    return config
+
+
+def _write_weighted_layers(folder: Path, pooling: Pooling, num_layers: int, dimension: int) -> None:
+    """WeightedLayerPooling covers hidden states layer_start..L; unlisted layers get weight 0."""
+    start = min(pooling.layers)
+    weights = dict(zip(pooling.layers, pooling.weights or (1.0,) * len(pooling.layers)))
+    vector = torch.tensor([weights.get(layer, 0.0) for layer in range(start, num_layers + 1)], dtype=torch.float32)
+    folder.mkdir(parents=True, exist_ok=True)
+    _write_json(folder / "config.json", {
+        "word_embedding_dimension": dimension, "layer_start": start, "num_hidden_layers": num_layers,
+    })
+    # saved as a parameter tensor so loaders get the real weights, not the all-ones default
+    save_file({"layer_weights": vector}, str(folder / "model.safetensors"))
+
+
+def _write_json(path: Path, data: Any) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+
+
+def _version_of(package: str) -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(package)
+    except PackageNotFoundError:
+        return "unknown"
