@@ -355,7 +355,7 @@ def _load_backbone(
             backbone = AutoModel.from_pretrained(location, config=config, **model_kwargs)
         finally:
             hf_logging.set_verbosity(verbosity)
-    except (OSError, ValueError, EnvironmentError) as error:
+    except (OSError, ValueError) as error:
         message = str(error).splitlines()[0] if str(error) else type(error).__name__
         if not allow_pickle and ("safetensors" in message.lower() or "model.safetensors" in message):
             raise ModelError(

@@ -52,9 +52,7 @@ def read_layout(folder: Path) -> FolderLayout:
     from sentadapt.encoder import DenseLayer, FolderLayout
 
     layout = FolderLayout()
-    bert_config = folder / "sentence_bert_config.json"
-    if bert_config.is_file():
-        layout.max_length = _read_json(bert_config).get("max_seq_length")
+    layout.max_length = _read_max_length(folder)
     modules_file = folder / "modules.json"
     if not modules_file.is_file():
         return layout
@@ -67,8 +65,7 @@ def read_layout(folder: Path) -> FolderLayout:
         path = folder / module.get("path", "")
         if kind == "Transformer":
             layout.transformer_path = module.get("path", "")
-            if (path / "sentence_bert_config.json").is_file():
-                layout.max_length = _read_json(path / "sentence_bert_config.json").get("max_seq_length")
+            layout.max_length = _read_max_length(path) or layout.max_length
         elif kind == "Pooling":
             token_mode = _read_pooling(path / "config.json")
         elif kind == "WeightedLayerPooling":
@@ -90,10 +87,29 @@ def read_layout(folder: Path) -> FolderLayout:
     return layout
 
 
+def _read_max_length(folder: Path) -> int | None:
+    """max_seq_length from sentence_bert_config.json (ST < 6) or the tokenizer's model_max_length (ST 6)."""
+    bert_config = folder / "sentence_bert_config.json"
+    if bert_config.is_file() and _read_json(bert_config).get("max_seq_length"):
+        return int(_read_json(bert_config)["max_seq_length"])
+    tokenizer_config = folder / "tokenizer_config.json"
+    if (folder / "modules.json").is_file() and tokenizer_config.is_file():
+        limit = _read_json(tokenizer_config).get("model_max_length")
+        if isinstance(limit, int) and limit < 100_000:  # transformers writes 1e30 for "no limit"
+            return limit
+    return None
+
+
 def _read_pooling(config_path: Path) -> str:
     config = _read_json(config_path)
-    modes = [mode for flag, mode in POOLING_FLAGS.items() if config.get(flag)]
-    unsupported = [flag for flag in UNSUPPORTED_POOLING_FLAGS if config.get(flag)]
+    if "pooling_mode" in config:  # sentence-transformers >= 6: "mean" or a list of modes
+        named = config["pooling_mode"]
+        named = [named] if isinstance(named, str) else list(named)
+        modes = [mode for mode in named if mode in POOLING_FLAGS.values()]
+        unsupported = [mode for mode in named if mode not in POOLING_FLAGS.values()]
+    else:  # the pooling_mode_* flags every earlier version writes
+        modes = [mode for flag, mode in POOLING_FLAGS.items() if config.get(flag)]
+        unsupported = [flag for flag in UNSUPPORTED_POOLING_FLAGS if config.get(flag)]
     if unsupported or len(modes) != 1:
         raise ModelError(
             f"{config_path}: pooling {', '.join(unsupported + modes) or 'none'} is not supported; "

@@ -25,9 +25,13 @@ def eval_models(
         None, "--data-dir", envvar="SENTADAPT_DATA_DIR",
         help="Folder of STS JSON Lines files (stsb.test.jsonl, ...). Default: MTEB datasets on the Hub (online).",
     ),
-    pairs: list[Path] = typer.Option([], "--pairs", help="Your own labelled pairs (.tsv/.csv/.jsonl: sentence1, sentence2, score)."),
+    pairs: list[Path] = typer.Option(
+        [], "--pairs", help="Your own labelled pairs (.tsv/.csv/.jsonl: sentence1, sentence2, score)."
+    ),
     split: str = typer.Option("test", "--split", help="test | dev (dev: STS-B and SICK-R only)."),
-    aggregate: str = typer.Option("all", "--aggregate", help="all (one correlation per task) | mean | wmean of subsets."),
+    aggregate: str = typer.Option(
+        "all", "--aggregate", help="all (one correlation per task) | mean | wmean of subsets."
+    ),
     pooling: str | None = typer.Option(None, "--pooling", help="Override pooling: cls|mean|max|last2avg|firstlast."),
     batch_size: int = typer.Option(128, "--batch-size", min=1),
     max_length: int | None = typer.Option(None, "--max-length", min=8, help="Default: the model's max_seq_length."),
@@ -68,7 +72,7 @@ def eval_models(
              f"max_length {encoder.max_length}, {dtype}, {sum(r.seconds for r in model_reports):.1f}s")
         del encoder
 
-    for index, evaluator in enumerate(evaluators):
+    for index in range(len(evaluators)):
         console.print(render_table([r[index] for r in reports], show_subsets))
         sources = sorted({t.source for t in reports[0][index].tasks})
         note("data: " + "; ".join(sources) + f" — protocol: Spearman×100 of cosine, aggregate '{aggregate}'")

@@ -1,0 +1,83 @@
+"""Offline fixtures: tiny randomly initialised BERTs saved as real model folders, and tiny data files."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+import torch
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")  # unit tests never touch the network
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+ASSETS = Path(__file__).parent / "assets"
+SHARED = Path(__file__).resolve().parents[1].parent / "shared"
+SHARED_MODELS = SHARED / "models"
+SHARED_STS = SHARED / "data" / "sts"
+
+TINY_SENTENCES = [
+    "the server is down",
+    "the database backup failed",
+    "a man is playing a guitar",
+    "a woman is cooking food",
+    "the dog is running fast",
+    "dns timeout on the cluster",
+    "user login failed with a new password",
+    "the red car is big",
+]
+
+
+def build_tiny_bert(folder: Path, layers: int = 2, seed: int = 0) -> Path:
+    """A 2-layer, 32-dim BERT with a 156-token WordPiece vocabulary, saved as an HF folder."""
+    from transformers import BertConfig, BertModel, BertTokenizerFast
+
+    torch.manual_seed(seed)
+    config = BertConfig(
+        vocab_size=sum(1 for _ in (ASSETS / "vocab.txt").open()), hidden_size=32, num_hidden_layers=layers,
+        num_attention_heads=2, intermediate_size=37, max_position_embeddings=64,
+    )
+    model = BertModel(config, add_pooling_layer=False)
+    tokenizer = BertTokenizerFast(vocab_file=str(ASSETS / "vocab.txt"), do_lower_case=True)
+    folder.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(folder, safe_serialization=True)
+    tokenizer.save_pretrained(folder)
+    return folder
+
+
+@pytest.fixture(scope="session")
+def tiny_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return build_tiny_bert(tmp_path_factory.mktemp("tiny-bert"))
+
+
+@pytest.fixture(scope="session")
+def tiny_model_dir_3layers(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return build_tiny_bert(tmp_path_factory.mktemp("tiny-bert-3"), layers=3, seed=1)
+
+
+@pytest.fixture
+def tiny_encoder(tiny_model_dir: Path):
+    from sentadapt.encoder import Encoder
+
+    return Encoder.load(tiny_model_dir, device="cpu")
+
+
+@pytest.fixture
+def pairs_tsv(tmp_path: Path) -> Path:
+    rows = [
+        ("the server is down", "the server is not running", 4.5),
+        ("the database backup failed", "the backup job failed", 4.0),
+        ("a man is playing a guitar", "a man is playing music", 3.5),
+        ("a woman is cooking food", "a person is cooking", 3.0),
+        ("the dog is running fast", "a cat is running", 2.0),
+        ("dns timeout on the cluster", "the red car is big", 0.0),
+        ("user login failed", "the password is new", 1.5),
+        ("the red car is big", "a big red car", 5.0),
+    ]
+    path = tmp_path / "pairs.tsv"
+    path.write_text("sentence1\tsentence2\tscore\n" + "".join(f"{a}\t{b}\t{s}\n" for a, b, s in rows))
+    return path
+
+
+def needs_shared() -> pytest.MarkDecorator:
+    return pytest.mark.skipif(not SHARED_MODELS.is_dir(), reason="../shared (real models and data) not present")

@@ -1,0 +1,111 @@
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from sentadapt.cli import app
+from sentadapt.encoder import Encoder
+from sentadapt.evaluation.sts import StsEvaluator
+
+runner = CliRunner()
+
+
+def _run(*args: str) -> object:
+    return runner.invoke(app, list(args), catch_exceptions=False)
+
+
+def test_eval_pairs_prints_the_evaluator_score_and_writes_json(
+    tiny_model_dir: Path, pairs_tsv: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "r.json"
+    result = _run("eval", str(tiny_model_dir), "--pairs", str(pairs_tsv), "--json", str(out))
+    assert result.exit_code == 0, result.output
+    expected = StsEvaluator.from_pairs_file(pairs_tsv)(Encoder.load(tiny_model_dir, device="cpu"))
+    assert f"{expected.tasks[0].spearman:.2f}" in result.stdout
+    payload = json.loads(out.read_text())
+    assert payload[0]["reports"][0]["tasks"]["pairs.tsv"]["spearman"] == pytest.approx(expected.tasks[0].spearman)
+    assert payload[0]["reports"][0]["pooling"] == "mean"
+
+
+def test_eval_two_models_shows_delta(tiny_model_dir: Path, tiny_model_dir_3layers: Path, pairs_tsv: Path) -> None:
+    result = _run("eval", str(tiny_model_dir), str(tiny_model_dir_3layers), "--pairs", str(pairs_tsv))
+    assert result.exit_code == 0, result.output
+    assert "Δ" in result.stdout
+
+
+def test_eval_sts_from_a_data_dir(tiny_model_dir: Path, tmp_path: Path) -> None:
+    rows = [("a man is playing", "a man plays", 4.6), ("the dog", "a cat", 1.0), ("server down", "dns failed", 0.4)]
+    for task in ("stsb", "sickr"):
+        (tmp_path / f"{task}.test.jsonl").write_text("".join(
+            json.dumps({"sentence1": a, "sentence2": b, "score": max(s, 1.0), "subset": task}) + "\n"
+            for a, b, s in rows
+        ))
+    result = _run("eval", str(tiny_model_dir), "--sts", "stsb,sickr", "--data-dir", str(tmp_path))
+    assert result.exit_code == 0, result.output
+    assert "STS-B" in result.stdout and "SICK-R" in result.stdout and "avg" in result.stdout
+    assert "(SentEval pairs)" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "message"),
+    [
+        (["./missing-model"], 1, "Error: ./missing-model: no such model folder"),
+        (["no-such-model"], 1, "Error: model 'no-such-model' is not a local folder and the Hugging Face Hub is "
+         "unreachable (offline); pass a local model folder (Hugging Face or sentence-transformers format)"),
+        (["all-MiniLM-L6-v2-typo"], 1, "Error: model 'all-MiniLM-L6-v2-typo' is not a local folder"),
+    ],
+)
+def test_eval_model_errors(args: list[str], code: int, message: str, pairs_tsv: Path) -> None:
+    result = _run("eval", *args, "--pairs", str(pairs_tsv))
+    assert result.exit_code == code
+    assert result.stderr.startswith(message)
+    assert "Traceback" not in result.output
+
+
+def test_eval_unknown_task(tiny_model_dir: Path, tmp_path: Path) -> None:
+    result = _run("eval", str(tiny_model_dir), "--sts", "stbs", "--data-dir", str(tmp_path))
+    assert result.exit_code == 2
+    assert result.stderr.strip() == (
+        "Error: --sts: Unknown task 'stbs'. Did you mean: stsb, sts16, sts15? "
+        "Available: all, sickr, sts12, sts13, sts14, sts15, sts16, stsb"
+    )
+
+
+def test_eval_missing_data_file_names_it(tiny_model_dir: Path, tmp_path: Path) -> None:
+    result = _run("eval", str(tiny_model_dir), "--sts", "stsb", "--data-dir", str(tmp_path))
+    assert result.exit_code == 1
+    assert result.stderr.strip() == (
+        f"Error: {tmp_path}/stsb.test.jsonl: missing; the data directory needs stsb.test.jsonl "
+        "(JSON Lines: sentence1, sentence2, score)"
+    )
+
+
+def test_eval_offline_without_data_dir(tiny_model_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("SENTADAPT_DATA_DIR", raising=False)
+    result = _run("eval", str(tiny_model_dir), "--sts", "stsb")
+    assert result.exit_code == 1
+    assert result.stderr.strip() == (
+        "Error: no STS data for stsb: pass --data-dir DIR (or set $SENTADAPT_DATA_DIR) with files such as "
+        "stsb.test.jsonl; the Hugging Face Hub (mteb/stsbenchmark-sts) is unreachable"
+    )
+
+
+def test_eval_bad_dtype(tiny_model_dir: Path, pairs_tsv: Path) -> None:
+    result = _run("eval", str(tiny_model_dir), "--pairs", str(pairs_tsv), "--dtype", "int4")
+    assert result.exit_code == 2
+    assert result.stderr.strip() == "Error: --dtype: 'int4' is not one of fp32, bf16, fp16"
+
+
+def test_cli_import_does_not_import_torch() -> None:
+    code = "import sys, sentadapt.cli; print('torch' in sys.modules)"
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout == "False\n"
+
+
+def test_version() -> None:
+    result = _run("--version")
+    assert result.exit_code == 0 and result.stdout.startswith("sentadapt ")
