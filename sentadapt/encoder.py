@@ -303,7 +303,11 @@ class Encoder(nn.Module):
     # ------------------------------------------------------------------ saving
     def save(self, folder: str | os.PathLike[str]) -> None:
         """Write the sentence-transformers layout (safetensors weights) into `folder`."""
+        from transformers.utils import logging as hf_logging
+
         from sentadapt.st_format import write_sentence_transformers_folder
+
+        hf_logging.disable_progress_bar()
 
         write_sentence_transformers_folder(self, Path(folder))
 
@@ -335,6 +339,8 @@ def _load_backbone(
 ) -> tuple[nn.Module, Any]:
     from transformers import AutoConfig, AutoModel, AutoTokenizer
     from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()  # per-tensor "Loading weights" bars are noise next to our own progress
 
     location = str(Path(resolved.location) / subfolder) if resolved.is_local and subfolder else resolved.location
     kwargs: dict[str, Any] = {"trust_remote_code": trust_remote_code}

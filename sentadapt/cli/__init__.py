@@ -5,6 +5,7 @@ from __future__ import annotations
 import typer
 
 from sentadapt import __version__
+from sentadapt.cli import adapt as adapt_command
 from sentadapt.cli import eval as eval_command
 
 app = typer.Typer(
@@ -14,6 +15,7 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_show_locals=False,
 )
+app.command(name="adapt")(adapt_command.adapt)
 app.command(name="eval")(eval_command.eval_models)
 
 

@@ -10,6 +10,7 @@ import math
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import BinaryIO
 
 from sentadapt.errors import DataError
 
@@ -46,8 +47,8 @@ class ScoredPairs:
             )
 
 
-def open_text(path: Path) -> io.TextIOBase:
-    """Open a UTF-8 text file (BOM accepted), transparently gunzipping `.gz` files."""
+def open_binary(path: Path) -> BinaryIO:
+    """Open a file for reading bytes, transparently gunzipping `.gz` files (checked to really be gzip)."""
     if path.is_dir():
         raise DataError(f"{path}: is a directory; pass a file")
     if not path.exists():
@@ -56,8 +57,13 @@ def open_text(path: Path) -> io.TextIOBase:
         with path.open("rb") as probe:
             if probe.read(2) != b"\x1f\x8b":
                 raise DataError(f"{path}: not a gzip file despite the .gz suffix")
-        return io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8-sig", newline="")
-    return path.open(encoding="utf-8-sig", newline="")
+        return gzip.open(path, "rb")  # type: ignore[return-value]
+    return path.open("rb")
+
+
+def open_text(path: Path) -> io.TextIOBase:
+    """Open a UTF-8 text file (BOM accepted), transparently gunzipping `.gz` files."""
+    return io.TextIOWrapper(open_binary(path), encoding="utf-8-sig", newline="")
 
 
 def _format_of(path: Path) -> str:

@@ -1,0 +1,37 @@
+# Two entry points that set everything up themselves on a fresh machine:
+#   make demo   adapt the embedded default model to the example corpus, then compare it with the base
+#   make test   lint + the test suite (what CI runs)
+# TORCH picks the PyTorch requirement installed first; the pinned CPU build keeps CPU-only machines
+# from downloading several GB of CUDA wheels. On a GPU machine: make test TORCH=torch
+PYTHON ?= python3
+TORCH ?= torch==2.13.0
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed-$(subst =,_,$(TORCH))
+
+.PHONY: install demo test bench-eval clean
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet "$(TORCH)"
+	$(BIN)/python -m pip install --quiet -e ".[dev]"
+	touch $(STAMP)
+
+install: $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/sentadapt adapt examples/it-support-corpus.txt --recipe consert \
+		--base sentence-transformers/all-MiniLM-L6-v2 --dev examples/it-support-dev.tsv \
+		--output runs/demo --max-steps 60 --eval-every 20 --overwrite
+	$(BIN)/sentadapt eval sentence-transformers/all-MiniLM-L6-v2 runs/demo --pairs examples/it-support-dev.tsv
+
+test: $(STAMP)
+	$(BIN)/ruff check sentadapt tests bench
+	$(BIN)/python -m pytest -q
+
+bench-eval: $(STAMP)
+	$(BIN)/python bench/bench_eval.py
+
+clean:
+	rm -rf $(VENV) runs .pytest_cache .ruff_cache

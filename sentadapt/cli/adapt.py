@@ -1,0 +1,241 @@
+"""`sentadapt adapt`: train a recipe on your corpus with the shared loop, keep the best model."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.table import Table
+
+from sentadapt.cli._common import console, err_console, friendly_errors, note
+
+LOCK_FILE = ".lock"
+
+
+def _is_main_process() -> bool:
+    # accelerate launch / torchrun set RANK; only rank 0 talks to the terminal
+    return int(os.environ.get("RANK", "0")) == 0
+
+
+@friendly_errors
+def adapt(
+    corpus: list[str] = typer.Argument(None, help="Text files (one sentence per line; .gz, .jsonl/.csv/.tsv with "
+                                                  "--text-column) or a Hub dataset id. Not needed with --resume."),
+    recipe: str | None = typer.Option(None, "--recipe", help="consert (default, or the --config file's recipe)."),
+    base: str | None = typer.Option(None, "--base", help="Base model: folder or Hub id. "
+                                                          "Default: sentence-transformers/all-MiniLM-L6-v2."),
+    output: Path = typer.Option(..., "--output", "-o", help="Run directory (becomes a sentence-transformers model)."),
+    config_file: Path | None = typer.Option(None, "--config", help="Recipe YAML, e.g. recipes/consert.yaml."),
+    set_options: list[str] = typer.Option([], "--set", help="Override any config key: --set temperature=0.05"),
+    dev: str | None = typer.Option(None, "--dev", help="stsb | sickr | labelled pairs FILE | none. "
+                                                       "Default: STS-B dev when STS data is available."),
+    data_dir: Path | None = typer.Option(None, "--data-dir", envvar="SENTADAPT_DATA_DIR",
+                                         help="Folder of STS JSON Lines files (for --dev stsb|sickr)."),
+    text_column: str | None = typer.Option(None, "--text-column", help="Column of .jsonl/.csv/.tsv corpora."),
+    max_steps: int | None = typer.Option(None, "--max-steps", help="Optimizer steps (overrides --epochs)."),
+    epochs: float | None = typer.Option(None, "--epochs"),
+    batch_size: int | None = typer.Option(None, "--batch-size", help="Global batch (in-batch negatives + 1)."),
+    lr: float | None = typer.Option(None, "--lr"),
+    max_length: int | None = typer.Option(None, "--max-length", help="Tokens per training sentence."),
+    grad_accum: int | None = typer.Option(None, "--grad-accum"),
+    mixed_precision: str | None = typer.Option(None, "--mixed-precision", help="no | fp16 | bf16."),
+    eval_every: int | None = typer.Option(None, "--eval-every", help="Dev evaluation every N steps."),
+    checkpoint_every: int | None = typer.Option(None, "--checkpoint-every"),
+    patience: int | None = typer.Option(None, "--patience", help="Evaluations without gain before stopping."),
+    seed: int | None = typer.Option(None, "--seed"),
+    resume: bool = typer.Option(False, "--resume", help="Continue the run in --output from its last checkpoint."),
+    overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing non-empty --output."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Resolve and print the config, then exit (no weights)."),
+    trust_remote_code: bool = typer.Option(False, "--trust-remote-code"),
+    allow_pickle: bool = typer.Option(False, "--allow-pickle", help="Allow pickle (.bin) weights you trust."),
+) -> None:
+    """Adapt a base model to your corpus with a contrastive recipe; the run directory is the adapted model."""
+    from sentadapt.config import build_config, load_run_config
+    from sentadapt.errors import ConfigError
+    from sentadapt.recipes import RECIPES
+    from sentadapt.resolve import DEFAULT_BASE_MODEL
+
+    flags = {"max_steps": max_steps, "epochs": epochs, "batch_size": batch_size, "lr": lr, "max_length": max_length,
+             "grad_accum": grad_accum, "mixed_precision": mixed_precision, "eval_every": eval_every,
+             "checkpoint_every": checkpoint_every, "patience": patience, "seed": seed}
+    if resume:
+        config = load_run_config(output / "config.yaml", {name: RECIPES.get(name).Config for name in RECIPES})
+        ignored = [k for k, v in flags.items() if v is not None] + (["--set"] if set_options else [])
+        if ignored or corpus:
+            note(f"--resume uses the run's saved config.yaml; ignoring {', '.join(ignored) or 'CORPUS'}")
+    else:
+        if not corpus:
+            raise ConfigError("CORPUS: give at least one corpus file (or --resume to continue a run)")
+        recipe_name = recipe or _recipe_of(config_file) or "consert"
+        recipe_class = RECIPES.get(recipe_name)
+        config = build_config(
+            recipe_name, recipe_class.Config, recipe_class.train_defaults, config_file, flags, set_options,
+            base=base or DEFAULT_BASE_MODEL, corpus=list(corpus), output=str(output), dev=dev,
+            data_dir=str(data_dir) if data_dir else None, text_column=text_column,
+        )
+    _check_paths(config, resume, overwrite, dry_run)
+    if dry_run:
+        _print_dry_run(config)
+        return
+    _run(config, resume, overwrite, trust_remote_code, allow_pickle)
+
+
+def _recipe_of(config_file: Path | None) -> str | None:
+    if config_file is None:
+        return None
+    from sentadapt.config import load_yaml
+
+    return load_yaml(config_file).get("recipe")
+
+
+def _check_paths(config: Any, resume: bool, overwrite: bool, dry_run: bool) -> None:
+    """Fail fast, before any weights load: model, corpus files, dev set, output directory."""
+    from sentadapt.data.pairs import open_text
+    from sentadapt.errors import ConfigError
+    from sentadapt.resolve import resolve_model
+    from sentadapt.train.inputs import resolve_dev
+
+    config.resolved_model = resolve_model(config.base)
+    for source in config.corpus:
+        path = Path(source)
+        if path.exists() or "/" not in source or source.startswith((".", "/", "~")):
+            open_text(path).close()  # names a missing file, a directory, a fake .gz
+    resolve_dev(config)
+    output = Path(config.output)
+    if resume or dry_run:
+        return
+    if output.exists() and not output.is_dir():
+        raise ConfigError(f"--output {output}: exists and is not a directory")
+    if output.is_dir() and any(output.iterdir()) and not overwrite:
+        raise ConfigError(f"--output {output}: exists and is not empty; pass --resume to continue that run "
+                          "or --overwrite to replace it")
+    parent = output if output.is_dir() else output.parent
+    while not parent.exists():
+        parent = parent.parent
+    if not os.access(parent, os.W_OK):
+        raise ConfigError(f"--output {output}: {parent} is not writable")
+
+
+def _print_dry_run(config: Any) -> None:
+    import yaml
+
+    resolved = config.resolved_model
+    console.print(yaml.safe_dump(config.to_dict(), sort_keys=False), end="", markup=False, highlight=False)
+    note(f"model: {resolved.name} → {resolved.location} ({resolved.source}); nothing loaded (--dry-run)")
+
+
+def _acquire_lock(output: Path) -> Path:
+    from sentadapt.errors import ConfigError
+
+    lock = output / LOCK_FILE
+    if lock.exists():
+        try:
+            pid = int(lock.read_text().strip() or 0)
+            os.kill(pid, 0)
+        except (ValueError, ProcessLookupError):
+            pid = 0  # stale lock from a process that is gone
+        except PermissionError:
+            pass
+        if pid and pid != os.getpid():
+            raise ConfigError(f"--output {output}: another sentadapt run (pid {pid}) is writing here; wait for it "
+                              f"or remove {lock} if that process is not sentadapt")
+    lock.write_text(str(os.getpid()))
+    return lock
+
+
+def _run(config: Any, resume: bool, overwrite: bool, trust_remote_code: bool, allow_pickle: bool) -> None:
+    from sentadapt.config import save_run_config
+    from sentadapt.train.inputs import build_inputs
+    from sentadapt.train.loop import Trainer
+
+    output = Path(config.output)
+    main = _is_main_process()
+    lock = None
+    if main:
+        if overwrite and output.is_dir() and not resume:
+            shutil.rmtree(output)
+        output.mkdir(parents=True, exist_ok=True)
+        lock = _acquire_lock(output)
+        if not resume:
+            save_run_config(config, output / "config.yaml")
+    try:
+        reporter = RichReporter() if main else None
+        say = note if main else (lambda _text: None)
+        inputs = build_inputs(config, say, device=_device(), trust_remote_code=trust_remote_code,
+                              allow_pickle=allow_pickle)
+        result = Trainer(inputs, reporter).run(resume=resume)
+        if main:
+            _print_summary(result)
+    finally:
+        if lock is not None:
+            lock.unlink(missing_ok=True)
+
+
+def _device() -> str:
+    import torch
+
+    if torch.cuda.is_available():
+        return f"cuda:{int(os.environ.get('LOCAL_RANK', '0'))}"
+    return "cpu"
+
+
+class RichReporter:
+    """Progress line: step, loss and its parts, lr, examples/s, ETA, latest dev score."""
+
+    def __init__(self) -> None:
+        self.progress: Progress | None = None
+        self.task: Any = None
+        self.dev = "–"
+
+    def message(self, text: str) -> None:
+        (self.progress.console if self.progress else err_console).print(text, highlight=False, soft_wrap=True)
+
+    def start(self, total_steps: int, start_step: int) -> None:
+        self.progress = Progress(
+            TextColumn("step"), MofNCompleteColumn(), BarColumn(bar_width=24), TextColumn("{task.fields[stats]}"),
+            TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(), console=err_console,
+        )
+        self.progress.start()
+        self.task = self.progress.add_task("train", total=total_steps, completed=start_step, stats="")
+
+    def step(self, step: int, loss: float, parts: dict[str, float], lr: float, examples_per_s: float) -> None:
+        shown = " ".join(f"{k} {v:.4f}" for k, v in parts.items() if len(parts) > 1)
+        stats = f"loss {loss:.4f} {shown} lr {lr:.2e} {examples_per_s:.0f} ex/s dev {self.dev}"
+        assert self.progress is not None
+        self.progress.update(self.task, completed=step, stats=stats)
+
+    def evaluation(self, step: int, score: float, best: float, improved: bool) -> None:
+        self.dev = f"{score:.2f}" + (" ★" if improved else "")
+        self.message(f"step {step}: dev {score:.2f} (best {best:.2f})" + (" — saved" if improved else ""))
+
+    def finish(self) -> None:
+        if self.progress is not None:
+            self.progress.stop()
+
+
+def _print_summary(result: Any) -> None:
+    state = result.state
+    table = Table(title="sentadapt adapt — summary", show_header=False)
+    table.add_column(style="bold")
+    table.add_column()
+    table.add_row("output", str(result.output))
+    table.add_row("steps", f"{state.step} / {state.total_steps} ({result.stopped})")
+    table.add_row("time", time.strftime("%H:%M:%S", time.gmtime(result.seconds)))
+    if result.dev_name is None:
+        table.add_row("model kept", f"last step ({result.published_step}); no dev data, selection was blind")
+    else:
+        table.add_row("dev set", result.dev_name)
+        table.add_row("base model dev", f"{state.base_score:.2f}" if state.base_score is not None else "–")
+        table.add_row("best dev", f"{state.best_score:.2f} at step {state.best_step}")
+        if result.improved is not None:
+            delta = state.best_score - state.base_score
+            verdict = (f"[green]improved by {delta:+.2f}[/]" if result.improved else
+                       f"[red]no checkpoint beat the base model ({delta:+.2f}); the base model is better on "
+                       f"{result.dev_name}[/]")
+            table.add_row("verdict", verdict)
+    console.print(table)

@@ -1,0 +1,295 @@
+"""Run configuration: dataclasses with defaults, merged in one direction.
+
+Precedence (later wins): dataclass defaults < the recipe's training defaults (its paper's settings)
+< the YAML file (`--config`) < command-line flags (`--lr`, `--batch-size`, ...) < `--set key=value`.
+Unknown keys are errors that suggest the closest name; every value is checked against its field's
+type and valid range before any weights load. The resolved config is saved with every run.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import types
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from sentadapt.errors import ConfigError
+from sentadapt.registry import unknown_name_message
+
+MIXED_PRECISION = ("no", "fp16", "bf16")
+ON_NAN = ("stop", "skip")
+
+
+@dataclass
+class TrainConfig:
+    """What the one training loop needs, whatever the recipe."""
+
+    max_steps: int = 0  # optimizer steps; 0 = derived from `epochs`
+    epochs: float = 1.0
+    batch_size: int = 64  # GLOBAL batch (all processes together) = the in-batch negatives per step
+    lr: float = 2e-5
+    weight_decay: float = 0.01
+    warmup_ratio: float = 0.1  # linear warm-up over this share of the steps, then linear decay to 0
+    grad_accum: int = 1  # micro-batches per optimizer step (does not add negatives)
+    max_grad_norm: float = 1.0  # 0 = no clipping
+    max_length: int = 64  # tokens per sentence in training
+    mixed_precision: str = "no"
+    eval_every: int = 200  # dev evaluation every N optimizer steps (0 = only at the end)
+    checkpoint_every: int = 200  # resumable checkpoint every N steps (0 = only on interrupt)
+    keep_checkpoints: int = 2
+    patience: int = 10  # stop after N evaluations without improvement (0 = never stop early)
+    seed: int = 42
+    adam_beta1: float = 0.9
+    adam_beta2: float = 0.999
+    adam_eps: float = 1e-6
+    length_grouping: bool = True  # batches drawn at random, padded less by grouping similar lengths
+    dedup: bool = True  # repeated corpus lines would be false negatives in a batch
+    on_nan: str = "stop"  # stop | skip (skip the step, stop after `max_nan_skips`)
+    max_nan_skips: int = 10
+    eval_batch_size: int = 128
+
+    def validate(self) -> None:
+        check_range("max_steps", self.max_steps, 0, None)
+        check_range("epochs", self.epochs, 0, None, low_open=True)
+        check_range("batch_size", self.batch_size, 2, None, hint="contrastive training needs at least 2 sentences "
+                                                                    "per batch for in-batch negatives")
+        check_range("lr", self.lr, 0, 1, low_open=True)
+        check_range("weight_decay", self.weight_decay, 0, None)
+        check_range("warmup_ratio", self.warmup_ratio, 0, 1, high_open=True)
+        check_range("grad_accum", self.grad_accum, 1, None)
+        check_range("max_grad_norm", self.max_grad_norm, 0, None)
+        check_range("max_length", self.max_length, 4, None)
+        check_choice("mixed_precision", self.mixed_precision, MIXED_PRECISION)
+        check_range("eval_every", self.eval_every, 0, None)
+        check_range("checkpoint_every", self.checkpoint_every, 0, None)
+        check_range("keep_checkpoints", self.keep_checkpoints, 1, None)
+        check_range("patience", self.patience, 0, None)
+        check_range("adam_beta1", self.adam_beta1, 0, 1, high_open=True)
+        check_range("adam_beta2", self.adam_beta2, 0, 1, high_open=True)
+        check_range("adam_eps", self.adam_eps, 0, None, low_open=True)
+        check_choice("on_nan", self.on_nan, ON_NAN)
+        check_range("eval_batch_size", self.eval_batch_size, 1, None)
+
+
+@dataclass
+class RunConfig:
+    """Everything a run needs; saved as `config.yaml` in the output directory."""
+
+    recipe: str
+    base: str
+    corpus: list[str]
+    output: str
+    dev: str | None = None  # "stsb", "sickr", a labelled pairs file, or None (blind: keep the last step)
+    data_dir: str | None = None
+    text_column: str | None = None
+    train: TrainConfig = field(default_factory=TrainConfig)
+    recipe_args: Any = None  # the recipe's own Config dataclass
+
+    def to_dict(self) -> dict[str, Any]:
+        data = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        data["train"] = dataclasses.asdict(self.train)
+        data["recipe_args"] = _plain(dataclasses.asdict(self.recipe_args)) if self.recipe_args is not None else {}
+        return data
+
+
+def _plain(value: Any) -> Any:
+    """Tuples → lists so the YAML stays readable (no python/tuple tags)."""
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
+
+
+# ---------------------------------------------------------------------- checks
+
+
+def check_range(name: str, value: float, low: float | None, high: float | None, *, low_open: bool = False,
+                 high_open: bool = False, hint: str = "") -> None:
+    bad = isinstance(value, float) and math.isnan(value)
+    if low is not None:
+        bad |= value <= low if low_open else value < low
+    if high is not None:
+        bad |= value >= high if high_open else value > high
+    if bad:
+        left = "(" if low_open else "["
+        right = ")" if high_open else "]"
+        span = f"{left}{low if low is not None else '-inf'}, {high if high is not None else 'inf'}{right}"
+        raise ConfigError(f"{name}: {value} is out of range; valid: {span}" + (f" ({hint})" if hint else ""))
+
+
+def check_choice(name: str, value: str, choices: tuple[str, ...]) -> None:
+    if value not in choices:
+        raise ConfigError(f"{name}: '{value}' is not one of {', '.join(choices)}")
+
+
+
+
+# ---------------------------------------------------------------------- coercion and merging
+
+
+def coerce(name: str, value: Any, annotation: Any) -> Any:
+    """Turn a YAML/CLI value into the field's type, or raise ConfigError naming the key."""
+    origin = typing.get_origin(annotation)
+    if origin in (typing.Union, types.UnionType):
+        options = [a for a in typing.get_args(annotation) if a is not type(None)]
+        if value is None or (isinstance(value, str) and value.lower() in ("none", "null", "")):
+            if type(None) in typing.get_args(annotation):
+                return None
+        return coerce(name, value, options[0])
+    if origin in (tuple, list):
+        items = value.split(",") if isinstance(value, str) else value
+        if not isinstance(items, (list, tuple)):
+            raise ConfigError(f"{name}: expected a comma-separated list, got {value!r}")
+        (item_type, *_) = typing.get_args(annotation) or (str,)
+        converted = [coerce(name, item.strip() if isinstance(item, str) else item, item_type) for item in items]
+        return tuple(converted) if origin is tuple else converted
+    if annotation is bool:
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, str) and value.lower() in ("true", "yes", "1", "on", "false", "no", "0", "off"):
+            return value.lower() in ("true", "yes", "1", "on")
+        raise ConfigError(f"{name}: expected true or false, got {value!r}")
+    if annotation is int:
+        if isinstance(value, bool):
+            raise ConfigError(f"{name}: expected an integer, got {value!r}")
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            raise ConfigError(f"{name}: expected an integer, got {value!r}") from None
+        if not number.is_integer():
+            raise ConfigError(f"{name}: expected an integer, got {value!r}")
+        return int(number)
+    if annotation is float:
+        try:
+            return float(value)  # YAML reads "2e-5" as a string: accept it here
+        except (TypeError, ValueError):
+            raise ConfigError(f"{name}: expected a number, got {value!r}") from None
+    if annotation is str:
+        if isinstance(value, (dict, list)):
+            raise ConfigError(f"{name}: expected text, got {value!r}")
+        return str(value)
+    return value
+
+
+def apply_overrides(target: Any, overrides: dict[str, Any], where: str) -> None:
+    """Set dataclass fields from a mapping, coercing types; unknown keys are errors."""
+    hints = typing.get_type_hints(type(target))
+    names = [f.name for f in dataclasses.fields(target)]
+    for key, value in overrides.items():
+        if key not in names:
+            raise ConfigError(f"{where}: " + unknown_name_message("key", key, names))
+        setattr(target, key, coerce(f"{where}: {key}", value, hints[key]))
+
+
+def parse_set_options(items: list[str]) -> dict[str, str]:
+    """`--set key=value` pairs → dict (values stay strings; the field type converts them)."""
+    parsed: dict[str, str] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(f"--set: '{item}' is not key=value (e.g. --set temperature=0.05)")
+        parsed[key.strip()] = value.strip()
+    return parsed
+
+
+def load_yaml(path: str | Path) -> dict[str, Any]:
+    import yaml
+
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f"--config: {path}: no such file")
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        where = f":{mark.line + 1}" if mark is not None else ""
+        raise ConfigError(f"{path}{where}: invalid YAML ({getattr(error, 'problem', error)})") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: expected a mapping with recipe, train and recipe_args")
+    allowed = {"recipe", "version", "train", "recipe_args", "description"}
+    for key in data:
+        if key not in allowed:
+            raise ConfigError(f"{path}: " + unknown_name_message("top-level key", key, sorted(allowed)))
+    return data
+
+
+def split_set_options(options: dict[str, str], recipe_config: Any) -> tuple[dict[str, str], dict[str, str]]:
+    """Route bare `--set` keys: recipe fields first, then training fields; `train.x`/`recipe.x` are explicit."""
+    recipe_fields = {f.name for f in dataclasses.fields(recipe_config)}
+    train_fields = {f.name for f in dataclasses.fields(TrainConfig)}
+    to_recipe: dict[str, str] = {}
+    to_train: dict[str, str] = {}
+    for key, value in options.items():
+        scope, dot, name = key.partition(".")
+        if dot and scope == "train":
+            to_train[name] = value
+        elif dot and scope in ("recipe", "recipe_args"):
+            to_recipe[name] = value
+        elif key in recipe_fields:
+            to_recipe[key] = value
+        elif key in train_fields:
+            to_train[key] = value
+        else:
+            raise ConfigError("--set: " + unknown_name_message("key", key, sorted(recipe_fields | train_fields)))
+    return to_recipe, to_train
+
+
+def build_config(
+    recipe_name: str,
+    recipe_config_class: type,
+    recipe_train_defaults: dict[str, Any],
+    yaml_path: str | Path | None,
+    flag_overrides: dict[str, Any],
+    set_options: list[str],
+    **run_fields: Any,
+) -> RunConfig:
+    """Merge defaults < recipe training defaults < YAML < flags < --set into a validated RunConfig."""
+    train = TrainConfig()
+    apply_overrides(train, recipe_train_defaults, f"recipe {recipe_name} defaults")
+    recipe_args = recipe_config_class()
+    if yaml_path is not None:
+        data = load_yaml(yaml_path)
+        if data.get("recipe", recipe_name) != recipe_name:
+            raise ConfigError(
+                f"{yaml_path}: is a config for recipe '{data['recipe']}', but --recipe is '{recipe_name}'"
+            )
+        apply_overrides(train, data.get("train") or {}, f"{yaml_path}: train")
+        apply_overrides(recipe_args, data.get("recipe_args") or {}, f"{yaml_path}: recipe_args")
+    apply_overrides(train, {k: v for k, v in flag_overrides.items() if v is not None}, "option")
+    to_recipe, to_train = split_set_options(parse_set_options(set_options), recipe_args)
+    apply_overrides(recipe_args, to_recipe, "--set")
+    apply_overrides(train, to_train, "--set")
+    train.validate()
+    if hasattr(recipe_args, "validate"):
+        recipe_args.validate()
+    return RunConfig(recipe=recipe_name, train=train, recipe_args=recipe_args, **run_fields)
+
+
+def save_run_config(config: RunConfig, path: Path) -> None:
+    import yaml
+
+    tmp = path.with_name(f".tmp-{path.name}")
+    tmp.write_text(yaml.safe_dump(config.to_dict(), sort_keys=False), encoding="utf-8")
+    tmp.replace(path)
+
+
+def load_run_config(path: Path, recipe_configs: dict[str, type]) -> RunConfig:
+    """Read a run's saved config.yaml back (for --resume): the saved values are authoritative."""
+    import yaml
+
+    if not path.is_file():
+        raise ConfigError(f"--resume: {path} not found; is this a sentadapt run directory?")
+    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    train = TrainConfig()
+    apply_overrides(train, data.get("train") or {}, f"{path}: train")
+    recipe_class = recipe_configs.get(data["recipe"])
+    if recipe_class is None:
+        raise ConfigError(f"{path}: unknown recipe '{data['recipe']}'")
+    recipe_args = recipe_class()
+    apply_overrides(recipe_args, data.get("recipe_args") or {}, f"{path}: recipe_args")
+    fields = {k: data.get(k) for k in ("recipe", "base", "corpus", "output", "dev", "data_dir", "text_column")}
+    return RunConfig(train=train, recipe_args=recipe_args, **fields)

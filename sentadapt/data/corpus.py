@@ -1,0 +1,434 @@
+"""The unlabelled training corpus for `sentadapt adapt CORPUS [CORPUS ...]`.
+
+A source is a local file, read by its suffix (a trailing `.gz` is gunzipped first):
+- `.jsonl` / `.json` (JSON Lines), `.csv`, `.tsv`: one text column, picked by `text_column`, or automatically
+  when the file has exactly one column or one named `text` or `sentence`;
+- anything else: plain text, one sentence per line.
+or, when no such local file exists, a Hugging Face Hub dataset id `owner/name[:split]` (online only).
+
+Files are decoded from UTF-8 (a BOM is dropped) one line at a time, so an invalid byte is reported with its
+line number. Every record ends up either as a sentence or counted under one skip reason, so
+`lines_read == sentences + sum(skipped.values())`.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import zlib
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from sentadapt.data.pairs import open_binary
+from sentadapt.errors import ConfigError, DataError
+from sentadapt.resolve import hub_is_reachable
+
+ENCODING_ERRORS = ("strict", "replace", "skip")
+TEXT_COLUMNS = ("text", "sentence")  # picked automatically, in this order, when a file has several columns
+TABLE_FORMATS = {".jsonl": "jsonl", ".json": "jsonl", ".csv": "csv", ".tsv": "tsv"}
+
+# Skip reasons (keys of CorpusReport.skipped).
+BLANK = "blank"
+DUPLICATE = "duplicate"
+INVALID_UTF8 = "invalid UTF-8"
+
+BINARY_PROBE_BYTES = 8192
+_CHUNK_BYTES = 4 << 20
+_UTF8_BOM = b"\xef\xbb\xbf"
+_UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
+# A missing source with one of these suffixes is a mistyped path, never a Hub dataset id.
+_FILE_SUFFIXES = {".txt", ".text", ".jsonl", ".json", ".csv", ".tsv", ".gz", ".bz2", ".xz", ".zst", ".md", ".log"}
+_HUB_NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.")
+
+
+@dataclass
+class CorpusReport:
+    """What reading the corpus did, for the CLI to print.
+
+    `lines_read` counts records: physical lines of plain-text and JSON Lines files, data rows of csv/tsv files
+    (the header is not counted), rows of Hub datasets. `skipped` maps a reason to a count and only holds
+    reasons that occurred. `replaced` counts lines kept with invalid UTF-8 replaced by U+FFFD.
+    """
+
+    files: list[str] = field(default_factory=list)
+    lines_read: int = 0
+    sentences: int = 0
+    skipped: dict[str, int] = field(default_factory=dict)
+    replaced: int = 0
+
+    def summary(self) -> str:
+        """One line, e.g. "read 512 lines from 2 files → 480 sentences (skipped: 20 blank, 12 duplicate)"."""
+        text = (
+            f"read {_plural(self.lines_read, 'line')} from {_plural(len(self.files), 'file')} → "
+            f"{_plural(self.sentences, 'sentence')}"
+        )
+        notes = []
+        if self.skipped:
+            notes.append(f"skipped: {_reasons(self.skipped)}")
+        if self.replaced:
+            notes.append(f"{_plural(self.replaced, 'line')} with invalid UTF-8 kept, bad bytes replaced by U+FFFD")
+        return f"{text} ({'; '.join(notes)})" if notes else text
+
+
+@dataclass
+class Corpus:
+    """The sentences to train on, in file order, and how they were obtained."""
+
+    sentences: list[str]
+    report: CorpusReport
+
+    def __len__(self) -> int:
+        return len(self.sentences)
+
+
+def read_corpus(
+    sources: Sequence[str | Path],
+    text_column: str | None = None,
+    dedup: bool = True,
+    encoding_errors: str = "strict",
+    min_chars: int = 1,
+) -> Corpus:
+    """Read and concatenate `sources` (in order) into one list of stripped, non-blank sentences.
+
+    `encoding_errors` says what to do with a line that is not valid UTF-8: "strict" raises DataError naming
+    the line, "replace" keeps it with U+FFFD for the bad bytes, "skip" drops it (counted). `dedup` keeps only
+    the first occurrence of each sentence across all sources. Sentences shorter than `min_chars` characters
+    (after stripping) are skipped and counted.
+    """
+    if encoding_errors not in ENCODING_ERRORS:
+        raise ConfigError(f"--encoding-errors '{encoding_errors}': expected one of {', '.join(ENCODING_ERRORS)}")
+    if isinstance(min_chars, bool) or not isinstance(min_chars, int) or min_chars < 1:
+        raise ConfigError(f"--min-chars {min_chars!r}: expected a whole number of at least 1")
+    if isinstance(sources, (str, Path)):
+        sources = [sources]
+    if not sources:
+        raise ConfigError("no corpus given; pass one or more text files (one sentence per line)")
+    collector = _Collector(dedup=dedup, min_chars=min_chars)
+    report = collector.report
+    for source in sources:
+        report.files.append(str(source))
+        path = Path(source).expanduser()
+        if not path.exists() and _looks_like_hub_id(str(source)):
+            _read_hub(str(source), text_column, collector)
+            continue
+        fmt = _format_of(path)
+        lines = Utf8Lines(path, encoding_errors)
+        if fmt == "text":
+            _read_plain(lines, collector)
+        elif fmt == "jsonl":
+            _read_jsonl(lines, text_column, collector)
+        else:
+            _read_table(lines, fmt, text_column, collector)
+        report.replaced += lines.replaced
+        if lines.dropped:
+            report.skipped[INVALID_UTF8] = report.skipped.get(INVALID_UTF8, 0) + lines.dropped
+    report.sentences = len(collector.sentences)
+    if not collector.sentences:
+        read = _plural(report.lines_read, "line")
+        if report.lines_read:
+            why = _reasons(report.skipped)
+        else:
+            why = "the file is empty" if len(report.files) == 1 else "all files are empty"
+        raise DataError(
+            f"{', '.join(report.files)}: no sentences ({read} read: {why}); pass text with one sentence per line"
+        )
+    return Corpus(collector.sentences, report)
+
+
+# ----------------------------------------------------------------------------------------------- local files
+
+
+class Utf8Lines:
+    """The physical lines of a local file (split on "\\n"; a CRLF's "\\r" is left for `strip`), decoded from UTF-8.
+
+    Iterating yields each line as text, or None for a line dropped by `encoding_errors="skip"` (so line numbers
+    stay right); the counts of replaced and dropped lines are kept on the object. Files are read in big chunks
+    and each chunk decoded at once; only a chunk holding invalid UTF-8 is decoded again line by line.
+    """
+
+    def __init__(self, path: Path, encoding_errors: str = "strict") -> None:
+        self.path = path
+        self.encoding_errors = encoding_errors
+        self.replaced = 0
+        self.dropped = 0
+        self.dropped_lines: set[int] = set()
+
+    def __iter__(self) -> Iterator[str | None]:
+        path = self.path
+        try:
+            handle = open_binary(path)
+        except OSError as error:  # e.g. permission denied
+            raise DataError(f"{path}: cannot be read ({error.strerror or error}); check the path") from None
+        with handle:
+            tail = b""
+            number = 0  # lines yielded so far
+            first = True
+            while True:
+                try:
+                    chunk = handle.read(_CHUNK_BYTES)
+                except (OSError, EOFError, zlib.error) as error:
+                    raise DataError(f"{path}: corrupt or truncated gzip file ({error}); re-create the file") from None
+                if first:
+                    first = False
+                    chunk = self._check_start(chunk)
+                if not chunk:
+                    break
+                data = tail + chunk if tail else chunk
+                cut = data.rfind(b"\n")
+                if cut < 0:
+                    tail = data
+                    continue
+                tail = data[cut + 1 :]
+                lines = self._decode(data[:cut], number)
+                number += len(lines)
+                yield from lines
+            if tail:
+                yield from self._decode(tail, number)
+
+    def _check_start(self, chunk: bytes) -> bytes:
+        if chunk.startswith(_UTF8_BOM):
+            return chunk[len(_UTF8_BOM) :]
+        if chunk.startswith(_UTF16_BOMS):
+            raise DataError(f"{self.path}: is UTF-16 text; save it as UTF-8")
+        if b"\x00" in chunk[:BINARY_PROBE_BYTES]:
+            raise DataError(f"{self.path}: looks like a binary file, not text; pass a UTF-8 text file")
+        return chunk
+
+    def _decode(self, block: bytes, before: int) -> list[str | None]:
+        try:
+            return block.decode("utf-8").split("\n")  # type: ignore[return-value]
+        except UnicodeDecodeError:
+            pass
+        lines: list[str | None] = []
+        for offset, raw in enumerate(block.split(b"\n")):
+            try:
+                lines.append(raw.decode("utf-8"))
+                continue
+            except UnicodeDecodeError as error:
+                number = before + offset + 1
+                if self.encoding_errors == "strict":
+                    bad = raw[error.start : error.start + 1].hex()
+                    raise DataError(
+                        f"{self.path}:{number}: not valid UTF-8 ({error.reason} 0x{bad} at byte {error.start + 1} "
+                        "of the line); fix the file or pass --encoding-errors replace|skip"
+                    ) from None
+            if self.encoding_errors == "replace":
+                self.replaced += 1
+                lines.append(raw.decode("utf-8", "replace"))
+            else:
+                self.dropped += 1
+                self.dropped_lines.add(number)
+                lines.append(None)
+        return lines
+
+
+class _Collector:
+    # Dedup matters for contrastive learning: two copies of a sentence in one batch are false negatives (the
+    # loss pushes apart a sentence and itself), and repeated lines are over-weighted in every epoch.
+    def __init__(self, dedup: bool, min_chars: int) -> None:
+        self.sentences: list[str] = []
+        self.seen: set[str] | None = set() if dedup else None
+        self.min_chars = min_chars
+        self.too_short = f"shorter than {min_chars} chars"
+        self.report = CorpusReport()
+
+    def skip(self, reason: str) -> None:
+        self.report.skipped[reason] = self.report.skipped.get(reason, 0) + 1
+
+    def add(self, text: str) -> None:
+        """Add one record's (already stripped) text."""
+        self.report.lines_read += 1
+        if not text:
+            self.skip(BLANK)
+        elif len(text) < self.min_chars:
+            self.skip(self.too_short)
+        elif self.seen is not None and text in self.seen:
+            self.skip(DUPLICATE)
+        else:
+            if self.seen is not None:
+                self.seen.add(text)
+            self.sentences.append(text)
+
+
+def _read_plain(lines: Utf8Lines, collector: _Collector) -> None:
+    add = collector.add
+    for line in lines:
+        if line is None:  # dropped invalid UTF-8, already counted
+            collector.report.lines_read += 1
+        else:
+            add(line.strip())
+
+
+def _read_jsonl(lines: Utf8Lines, text_column: str | None, collector: _Collector) -> None:
+    path = lines.path
+    column: str | None = None
+    chosen_at = 0
+    decode = json.JSONDecoder().raw_decode
+    for number, line in enumerate(lines, start=1):
+        if line is None:
+            collector.report.lines_read += 1
+            continue
+        line = line.strip()
+        if not line:
+            collector.add("")
+            continue
+        try:
+            record, end = decode(line)  # json.loads without its per-call overhead
+            if end != len(line):
+                raise json.JSONDecodeError("Extra data", line, end)
+        except (ValueError, RecursionError) as error:
+            if column is None and line.startswith("["):
+                record = []  # the start of a JSON array spread over lines
+            else:
+                reason = error.msg if isinstance(error, json.JSONDecodeError) else type(error).__name__
+                raise DataError(
+                    f"{path}:{number}: invalid JSON ({reason}); each line must be one JSON object"
+                ) from None
+        if column is None and isinstance(record, list):
+            raise DataError(f"{path}:{number}: a JSON array, not JSON Lines; write one JSON object per line")
+        if not isinstance(record, dict):
+            raise DataError(
+                f"{path}:{number}: expected a JSON object with a text field, found a JSON {_json_type(record)}"
+            )
+        if column is None:
+            column = _pick_column(list(record), text_column, f"{path}:{number}", "field")
+            chosen_at = number
+        if column not in record:
+            if text_column is not None:
+                raise DataError(
+                    f"{path}:{number}: no field '{column}' (fields: {', '.join(record) or 'none'}); "
+                    "pass --text-column with one of them"
+                )
+            raise DataError(
+                f"{path}:{number}: missing field '{column}' (the text field picked on line {chosen_at}); "
+                "every line needs it, or pass --text-column NAME"
+            )
+        collector.add(_cell_text(record[column], f"{path}:{number}", column))
+
+
+def _read_table(lines: Utf8Lines, fmt: str, text_column: str | None, collector: _Collector) -> None:
+    path = lines.path
+    delimiter = "\t" if fmt == "tsv" else ","
+    # TSV has no quoting (STS, GLUE and SBERT files are written that way; a sentence may start with a quote);
+    # CSV follows RFC 4180 quoting.
+    quoting = csv.QUOTE_NONE if fmt == "tsv" else csv.QUOTE_MINIMAL
+    dropped = lines.dropped_lines
+    feed = ((line + "\n") if line is not None else "\n" for line in lines)
+    reader = csv.reader(feed, delimiter=delimiter, quoting=quoting)
+    try:
+        header: list[str] | None = None
+        index = 0
+        for row in reader:
+            if header is None:
+                if row:  # blank lines before the header are ignored
+                    header = [cell.strip() for cell in row]
+                    column = _pick_column(header, text_column, f"{path}:{reader.line_num}", "column")
+                    index = header.index(column)
+                continue
+            if not row and reader.line_num in dropped:  # invalid UTF-8 line, already counted
+                collector.report.lines_read += 1
+                continue
+            if not any(cell.strip() for cell in row):
+                collector.add("")
+                continue
+            if len(row) != len(header):
+                hint = "fields cannot contain tabs" if fmt == "tsv" else "quote fields that contain ','"
+                raise DataError(
+                    f"{path}:{reader.line_num}: expected {len(header)} columns like the header, found {len(row)}; "
+                    f"{hint}"
+                )
+            collector.add(row[index].strip())
+    except csv.Error as error:
+        raise DataError(f"{path}:{reader.line_num}: malformed {fmt.upper()} ({error})") from None
+
+
+def _pick_column(columns: list[str], text_column: str | None, where: str, kind: str) -> str:
+    """The text column: `text_column` if given, else the only one, else one named text or sentence."""
+    if text_column is not None:
+        if text_column in columns:
+            return text_column
+        raise DataError(
+            f"{where}: no {kind} '{text_column}' ({kind}s: {', '.join(columns) or 'none'}); "
+            "pass --text-column with one of them"
+        )
+    if len(columns) == 1:
+        return columns[0]
+    for name in TEXT_COLUMNS:
+        if name in columns:
+            return name
+    if not columns:
+        raise DataError(f"{where}: no {kind}s; expected one holding the text")
+    raise DataError(
+        f"{where}: {len(columns)} {kind}s ({', '.join(columns)}) and none is named text or sentence; "
+        "pass --text-column NAME"
+    )
+
+
+def _cell_text(value: object, where: str, column: str) -> str:
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise DataError(
+            f"{where}: '{column}' holds a {_json_type(value)}, not text; pass --text-column with a text column"
+        )
+    return value.strip()
+
+
+def _json_type(value: object) -> str:
+    names = {dict: "object", list: "array", str: "string", bool: "boolean", int: "number", float: "number"}
+    return "null" if value is None else names.get(type(value), type(value).__name__)
+
+
+def _format_of(path: Path) -> str:
+    suffixes = [s.lower() for s in path.suffixes if s.lower() != ".gz"]
+    return TABLE_FORMATS.get(suffixes[-1], "text") if suffixes else "text"
+
+
+# ------------------------------------------------------------------------------------------ Hub datasets
+
+
+def _looks_like_hub_id(source: str) -> bool:
+    """`owner/name` or `owner/name:split`, and not a mistyped local path."""
+    name = source.split(":", 1)[0]
+    parts = name.split("/")
+    if len(parts) != 2 or not all(parts) or not all(set(part) <= _HUB_NAME_CHARS for part in parts):
+        return False
+    if parts[0].startswith(".") or Path(parts[0]).is_dir():
+        return False  # ./x, ../x or a folder that exists here: a local path
+    return Path(parts[1]).suffix.lower() not in _FILE_SUFFIXES
+
+
+def _read_hub(source: str, text_column: str | None, collector: _Collector) -> None:
+    name, _, split = source.partition(":")
+    split = split or "train"
+    if not hub_is_reachable():
+        raise DataError(
+            f"{source}: not a local file, and the Hugging Face Hub is unreachable (offline); pass a local text file"
+        )
+    try:
+        import datasets
+    except ImportError:  # pragma: no cover - `datasets` is a dependency
+        raise DataError(f"{source}: reading a Hub dataset needs `pip install datasets`; or pass a local file") from None
+    try:
+        dataset = datasets.load_dataset(name, split=split)
+    except Exception as error:  # datasets raises many unrelated types (not found, bad split, gated, network)
+        detail = (str(error).strip().splitlines() or [""])[0]
+        raise DataError(
+            f"{source}: could not load the Hub dataset ({type(error).__name__}: {detail}); "
+            "check the name and split, or pass a local text file"
+        ) from None
+    column = _pick_column(list(dataset.column_names), text_column, source, "column")
+    for number, value in enumerate(dataset[column], start=1):
+        collector.add(_cell_text(value, f"{source}: row {number}", column))
+
+
+# ----------------------------------------------------------------------------------------------- helpers
+
+
+def _plural(count: int, noun: str) -> str:
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
+
+
+def _reasons(counts: dict[str, int]) -> str:
+    return ", ".join(f"{count} {reason}" for reason, count in counts.items() if count)

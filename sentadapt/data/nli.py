@@ -1,0 +1,201 @@
+"""Labelled NLI pairs (premise, hypothesis, label) for ConSERT's supervised modes and CLSR.
+
+Accepted files (optionally `.gz`):
+- JSON Lines (`.jsonl`, `.json`), one object per line;
+- `.tsv` (no quoting, as in SNLI/MNLI/SBERT's AllNLI) or `.csv` (RFC 4180 quoting) with a header line.
+
+Field names, first match wins: premise | sentence1; hypothesis | sentence2; label | gold_label |
+entailment_label | entailment (the last two are SICK's, so `sickr.train.jsonl` reads as NLI data).
+
+Labels are the strings entailment / neutral / contradiction (any case) or the integers 0 / 1 / 2 in that order
+(Hugging Face `snli`, `multi_nli` and GLUE use the same order; numeric strings "0".."2" in tsv/csv too).
+SNLI's "-" and Hugging Face's -1 mean "no gold label": such rows are skipped and counted. Any other label is
+a DataError.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from sentadapt.data.corpus import Utf8Lines
+from sentadapt.errors import DataError
+
+NLI_LABELS = ("entailment", "neutral", "contradiction")
+ENTAILMENT, NEUTRAL, CONTRADICTION = 0, 1, 2
+
+PREMISE_FIELDS = ("premise", "sentence1")
+HYPOTHESIS_FIELDS = ("hypothesis", "sentence2")
+LABEL_FIELDS = ("label", "gold_label", "entailment_label", "entailment")
+
+# Skip reasons (keys of NliPairs.skipped).
+NO_GOLD_LABEL = "no gold label"
+EMPTY_TEXT = "empty text"
+BLANK = "blank"
+
+_LABEL_INDEX = {name: index for index, name in enumerate(NLI_LABELS)}
+_LABEL_INDEX.update({str(index): index for index in range(len(NLI_LABELS))})
+_NO_LABEL = frozenset({"-", "-1"})
+_EXPECTED_LABELS = f"expected one of {', '.join(NLI_LABELS)} (or 0, 1, 2)"
+_FORMATS = {".jsonl": "jsonl", ".json": "jsonl", ".tsv": "tsv", ".csv": "csv"}
+
+
+@dataclass
+class NliPairs:
+    """Parallel lists; `labels[i]` indexes NLI_LABELS. `skipped` maps a reason to a count (only those seen)."""
+
+    premises: list[str] = field(default_factory=list)
+    hypotheses: list[str] = field(default_factory=list)
+    labels: list[int] = field(default_factory=list)
+    source: str = ""
+    skipped: dict[str, int] = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return len(self.labels)
+
+    def label_counts(self) -> dict[str, int]:
+        """Pairs per label name, in NLI_LABELS order."""
+        counts = dict.fromkeys(NLI_LABELS, 0)
+        for label in self.labels:
+            counts[NLI_LABELS[label]] += 1
+        return counts
+
+
+def read_nli(paths: Sequence[str | Path]) -> NliPairs:
+    """Read and concatenate labelled NLI pairs from `paths`, in order (see the module docstring for formats)."""
+    if isinstance(paths, (str, Path)):
+        paths = [paths]
+    pairs = NliPairs(source=", ".join(str(path) for path in paths))
+    lines_read = 0
+    for path in map(Path, paths):
+        fmt = _format_of(path)
+        records = _json_records(path, pairs) if fmt == "jsonl" else _table_records(path, fmt, pairs)
+        for number, record in records:
+            lines_read += 1
+            premise = _text(record, PREMISE_FIELDS, path, number)
+            hypothesis = _text(record, HYPOTHESIS_FIELDS, path, number)
+            label = _label(record[_field(record, LABEL_FIELDS, path, number)], path, number)
+            if label is None:
+                _skip(pairs, NO_GOLD_LABEL)
+            elif not premise or not hypothesis:
+                _skip(pairs, EMPTY_TEXT)
+            else:
+                pairs.premises.append(premise)
+                pairs.hypotheses.append(hypothesis)
+                pairs.labels.append(label)
+    if not pairs.labels:
+        why = ", ".join(f"{count} {reason}" for reason, count in pairs.skipped.items()) or "empty"
+        raise DataError(
+            f"{pairs.source}: no labelled pairs ({lines_read} records read: {why}); "
+            f"pass premise/hypothesis/label records"
+        )
+    return pairs
+
+
+def entailment_pairs(nli: NliPairs) -> list[tuple[str, str]]:
+    """(premise, hypothesis) for every entailment pair, in order: the positives of supervised contrastive modes."""
+    return [(p, h) for p, h, label in zip(nli.premises, nli.hypotheses, nli.labels) if label == ENTAILMENT]
+
+
+def _format_of(path: Path) -> str:
+    suffixes = [s.lower() for s in path.suffixes if s.lower() != ".gz"]
+    fmt = _FORMATS.get(suffixes[-1]) if suffixes else None
+    if fmt is None:
+        shown = suffixes[-1] if suffixes else "no suffix"
+        raise DataError(f"{path}: unknown NLI format '{shown}'; use .jsonl, .tsv or .csv (optionally .gz)")
+    return fmt
+
+
+def _skip(pairs: NliPairs, reason: str) -> None:
+    pairs.skipped[reason] = pairs.skipped.get(reason, 0) + 1
+
+
+def _json_records(path: Path, pairs: NliPairs) -> Iterator[tuple[int, dict[str, object]]]:
+    decode = json.JSONDecoder().raw_decode
+    for number, line in enumerate(Utf8Lines(path), start=1):
+        line = (line or "").strip()
+        if not line:
+            _skip(pairs, BLANK)
+            continue
+        try:
+            record, end = decode(line)
+            if end != len(line):
+                raise json.JSONDecodeError("Extra data", line, end)
+        except (ValueError, RecursionError) as error:
+            reason = error.msg if isinstance(error, json.JSONDecodeError) else type(error).__name__
+            raise DataError(f"{path}:{number}: invalid JSON ({reason}); each line must be one JSON object") from None
+        if not isinstance(record, dict):
+            raise DataError(f"{path}:{number}: expected a JSON object with premise, hypothesis and label")
+        yield number, record
+
+
+def _table_records(path: Path, fmt: str, pairs: NliPairs) -> Iterator[tuple[int, dict[str, object]]]:
+    quoting = csv.QUOTE_NONE if fmt == "tsv" else csv.QUOTE_MINIMAL
+    lines = ((line or "") + "\n" for line in Utf8Lines(path))
+    reader = csv.reader(lines, delimiter="\t" if fmt == "tsv" else ",", quoting=quoting)
+    try:
+        header: list[str] | None = None
+        for row in reader:
+            if header is None:
+                if row:
+                    header = [cell.strip() for cell in row]
+                    for names in (PREMISE_FIELDS, HYPOTHESIS_FIELDS, LABEL_FIELDS):
+                        if not any(name in header for name in names):
+                            raise DataError(
+                                f"{path}:{reader.line_num}: header has no {_either(names)} column "
+                                f"(columns: {', '.join(header)}); expected premise, hypothesis and label columns"
+                            )
+                continue
+            if not any(cell.strip() for cell in row):
+                _skip(pairs, BLANK)
+                continue
+            if len(row) != len(header):
+                hint = "fields cannot contain tabs" if fmt == "tsv" else "quote fields that contain ','"
+                raise DataError(
+                    f"{path}:{reader.line_num}: expected {len(header)} columns like the header, found {len(row)}; "
+                    f"{hint}"
+                )
+            yield reader.line_num, dict(zip(header, row))
+    except csv.Error as error:
+        raise DataError(f"{path}:{reader.line_num}: malformed {fmt.upper()} ({error})") from None
+
+
+def _field(record: dict[str, object], names: tuple[str, ...], path: Path, number: int) -> str:
+    for name in names:
+        if name in record:
+            return name
+    raise DataError(f"{path}:{number}: missing field {_either(names)}; expected premise, hypothesis and label")
+
+
+def _either(names: tuple[str, ...]) -> str:
+    return f"'{names[0]}' (or {', '.join(repr(name) for name in names[1:])})"
+
+
+def _text(record: dict[str, object], names: tuple[str, ...], path: Path, number: int) -> str:
+    name = _field(record, names, path, number)
+    value = record[name]
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise DataError(f"{path}:{number}: '{name}' must be text, found {type(value).__name__} {value!r}")
+    return value.strip()
+
+
+def _label(value: object, path: Path, number: int) -> int | None:
+    """The label's index into NLI_LABELS, or None for "no gold label"."""
+    if isinstance(value, str):
+        key = value.strip().lower()
+        if key in _LABEL_INDEX:
+            return _LABEL_INDEX[key]
+        if key in _NO_LABEL:
+            return None
+    elif isinstance(value, int) and not isinstance(value, bool):
+        if 0 <= value < len(NLI_LABELS):
+            return value
+        if value == -1:
+            return None
+    shown = "null" if value is None else value
+    raise DataError(f"{path}:{number}: unknown label '{shown}'; {_EXPECTED_LABELS}")

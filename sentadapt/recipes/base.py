@@ -1,0 +1,60 @@
+"""The recipe contract: a recipe supplies views and a loss; the training loop owns everything else.
+
+A recipe never calls backward, steps an optimizer or touches accelerate. It declares what data it
+needs, builds its extra trainable heads, computes a loss for a batch, and says how the trained
+encoder is exported (pooling, heads kept or dropped).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Protocol
+
+from torch import Tensor, nn
+
+from sentadapt.encoder import Encoder
+from sentadapt.registry import Registry
+
+# What a recipe trains on; the loop reads and batches the data accordingly.
+#   sentences: unlabeled text, one sentence per example      → input_ids, attention_mask
+#   nli:       premise/hypothesis/label triples              → a_*, b_*, labels
+#   pairs:     positive sentence pairs                       → a_*, b_*
+DATA_KINDS = ("sentences", "nli", "pairs")
+
+
+@dataclass
+class LossOutput:
+    """The loss to back-propagate and its named parts (detached floats, for the progress line and log)."""
+
+    total: Tensor
+    parts: dict[str, float] = field(default_factory=dict)
+
+
+class Recipe(Protocol):
+    name: ClassVar[str]
+    Config: ClassVar[type]
+    train_defaults: ClassVar[dict[str, Any]]  # the paper's training settings, below YAML and flags
+
+    def __init__(self, config: Any, encoder: Encoder) -> None: ...
+
+    @property
+    def needs(self) -> str:
+        """One of DATA_KINDS (may depend on the config, e.g. a supervised mode needs NLI)."""
+        ...
+
+    def trainable_heads(self) -> nn.ModuleDict:
+        """Extra modules trained with the encoder (projection heads, classifiers); may be empty."""
+        ...
+
+    def compute_loss(self, encoder: Encoder, heads: nn.ModuleDict, batch: dict[str, Tensor]) -> LossOutput: ...
+
+    def prepare_export(self, encoder: Encoder, heads: nn.ModuleDict) -> Encoder:
+        """The encoder as it will be evaluated and saved (pooling set; training-only heads left out)."""
+        ...
+
+
+RECIPES: Registry[type[Recipe]] = Registry("recipe")
+
+
+def register_recipe(name: str) -> Any:
+    return RECIPES.register(name)

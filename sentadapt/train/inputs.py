@@ -1,0 +1,71 @@
+"""Resolve a RunConfig into what the loop trains on: model, recipe, tokenized data, dev evaluator."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from sentadapt.config import RunConfig
+from sentadapt.data.batching import TokenizedExamples
+from sentadapt.encoder import Encoder
+from sentadapt.errors import DataError
+from sentadapt.evaluation.sts import TASKS, StsEvaluator, resolve_data_dir
+from sentadapt.recipes import RECIPES
+from sentadapt.train.loop import TrainingInputs
+
+
+def resolve_dev(config: RunConfig) -> tuple[str | None, Callable[[], StsEvaluator] | None]:
+    """Which dev set scores checkpoints: --dev stsb|sickr|FILE, else STS-B dev when STS data is available."""
+    data_dir = resolve_data_dir(config.data_dir)
+    dev = config.dev
+    if dev is None:
+        if data_dir is not None and (data_dir / "stsb.dev.jsonl").is_file():
+            dev = "stsb"
+        else:
+            return None, None
+    if dev.lower() in ("none", "off"):
+        return None, None
+    if dev.lower() in TASKS:
+        name = dev.lower()
+        if data_dir is None:
+            raise DataError(f"--dev {name}: needs STS data; pass --data-dir DIR or set $SENTADAPT_DATA_DIR")
+        return f"{TASKS[name].display} dev", lambda: StsEvaluator.from_sts([name], "dev", data_dir)
+    path = Path(dev)
+    if not path.is_file():
+        raise DataError(f"--dev {dev}: no such file; pass stsb, sickr or a labelled pairs file "
+                        "(.tsv/.csv/.jsonl with sentence1, sentence2, score)")
+    return path.name, lambda: StsEvaluator.from_pairs_file(path)
+
+
+def load_training_examples(config: RunConfig, needs: str, encoder: Encoder, note: Callable[[str], None],
+                           ) -> TokenizedExamples:
+    max_length = config.train.max_length
+    if needs == "sentences":
+        from sentadapt.data.corpus import read_corpus
+
+        corpus = read_corpus(config.corpus, text_column=config.text_column, dedup=config.train.dedup)
+        note(corpus.report.summary())
+        return TokenizedExamples([encoder.tokenize_ids(corpus.sentences, max_length)])
+    if needs == "nli":
+        from sentadapt.data.nli import read_nli
+
+        files = list(getattr(config.recipe_args, "nli", ()) or ())
+        nli = read_nli(files)
+        note(f"NLI: {len(nli.labels)} labelled pairs from {', '.join(files)}")
+        return TokenizedExamples(
+            [encoder.tokenize_ids(nli.premises, max_length), encoder.tokenize_ids(nli.hypotheses, max_length)],
+            labels=list(nli.labels),
+        )
+    raise DataError(f"recipe {config.recipe}: data kind '{needs}' is not supported by the loop")
+
+
+def build_inputs(config: RunConfig, note: Callable[[str], None], device: str | None = None,
+                 trust_remote_code: bool = False, allow_pickle: bool = False) -> TrainingInputs:
+    recipe_class = RECIPES.get(config.recipe)
+    dev_name, make_evaluator = resolve_dev(config)
+    evaluator = make_evaluator() if make_evaluator is not None else None  # bad dev files fail before the model loads
+    encoder = Encoder.load(config.base, device=device or "cpu", trust_remote_code=trust_remote_code,
+                           allow_pickle=allow_pickle)
+    recipe = recipe_class(config.recipe_args, encoder)
+    examples = load_training_examples(config, recipe.needs, encoder, note)
+    return TrainingInputs(config, encoder, recipe, examples, evaluator, dev_name)

@@ -1,0 +1,447 @@
+"""THE training loop, shared by every recipe, on Accelerate (CPU, one GPU, several processes, fp16/bf16).
+
+    accelerate launch -m sentadapt adapt corpus.txt --recipe consert ...   # several GPUs / processes
+
+What it owns: seeding, data order, the optimizer (AdamW, no decay on biases and LayerNorm), the
+linear warm-up/decay schedule, gradient accumulation and clipping, mixed precision, dev evaluation
+with the same evaluator as `sentadapt eval`, best-model selection against the base model, early
+stopping, checkpoints (periodic, on Ctrl-C, on a non-finite loss) and exact resume. Recipes only
+turn a batch into a loss.
+
+Batch size is GLOBAL: with P processes each holds batch_size / P sentences, and the recipes gather
+the views of all processes so the contrastive negatives come from the whole batch.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+import torch
+from safetensors.torch import load_file, save_file
+from torch import nn
+
+from sentadapt.config import RunConfig
+from sentadapt.data.batching import TokenizedExamples, collate, plan_epoch, shard
+from sentadapt.encoder import Encoder
+from sentadapt.errors import ConfigError, SentadaptError
+from sentadapt.evaluation.sts import StsEvaluator
+from sentadapt.recipes.base import Recipe
+from sentadapt.train.checkpoint import (
+    CheckpointError,
+    checkpoint_name,
+    list_checkpoints,
+    prune_checkpoints,
+    publish_model,
+    verify_folder,
+    write_folder_atomically,
+)
+
+LOG_EVERY = 10  # steps between lines in train.log
+
+
+class TrainingInterrupted(SentadaptError):
+    """Ctrl-C: a checkpoint was written; the message says how to resume."""
+
+    exit_code = 130
+
+
+class TrainingDiverged(SentadaptError):
+    """The loss became NaN or infinite."""
+
+
+class Reporter(Protocol):
+    """How the loop tells the outside world what happens (the CLI renders it with rich)."""
+
+    def message(self, text: str) -> None: ...
+    def start(self, total_steps: int, start_step: int) -> None: ...
+    def step(self, step: int, loss: float, parts: dict[str, float], lr: float, examples_per_s: float) -> None: ...
+    def evaluation(self, step: int, score: float, best: float, improved: bool) -> None: ...
+    def finish(self) -> None: ...
+
+
+class SilentReporter:
+    def message(self, text: str) -> None: ...
+    def start(self, total_steps: int, start_step: int) -> None: ...
+    def step(self, step: int, loss: float, parts: dict[str, float], lr: float, examples_per_s: float) -> None: ...
+    def evaluation(self, step: int, score: float, best: float, improved: bool) -> None: ...
+    def finish(self) -> None: ...
+
+
+class TrainingModule(nn.Module):
+    """Encoder + recipe heads as one module, so DDP wraps (and syncs) both; forward returns the loss."""
+
+    def __init__(self, encoder: Encoder, heads: nn.ModuleDict, recipe: Recipe) -> None:
+        super().__init__()
+        self.encoder = encoder
+        self.heads = heads
+        self._recipe = [recipe]  # a list: the recipe is not a module and must not be registered
+
+    def forward(self, batch: dict[str, torch.Tensor]) -> Any:
+        return self._recipe[0].compute_loss(self.encoder, self.heads, batch)
+
+
+@dataclass
+class TrainState:
+    """What a checkpoint stores besides weights and optimizer state (trainer_state.json)."""
+
+    step: int = 0
+    total_steps: int = 0
+    base_score: float | None = None
+    best_score: float | None = None
+    best_step: int | None = None
+    evals_without_improvement: int = 0
+    nan_skips: int = 0
+    history: list[dict[str, float]] = field(default_factory=list)  # dev scores by step
+
+
+@dataclass
+class TrainResult:
+    output: Path
+    state: TrainState
+    stopped: str  # completed | early-stopped
+    seconds: float
+    dev_name: str | None
+    published_step: int
+
+    @property
+    def improved(self) -> bool | None:
+        if self.state.base_score is None or self.state.best_score is None:
+            return None
+        return self.state.best_score > self.state.base_score
+
+
+@dataclass
+class TrainingInputs:
+    """Everything resolved before training starts (data tokenized, evaluator loaded)."""
+
+    config: RunConfig
+    encoder: Encoder
+    recipe: Recipe
+    examples: TokenizedExamples
+    evaluator: StsEvaluator | None
+    dev_name: str | None
+
+
+def linear_schedule(total_steps: int, warmup_ratio: float) -> Callable[[int], float]:
+    """lr multiplier: linear warm-up over warmup_ratio × total steps, then linear decay to 0."""
+    warmup = int(total_steps * warmup_ratio)
+
+    def multiplier(step: int) -> float:
+        if step < warmup:
+            return (step + 1) / warmup
+        return max(0.0, (total_steps - step) / max(1, total_steps - warmup))
+
+    return multiplier
+
+
+def parameter_groups(module: nn.Module, weight_decay: float) -> list[dict[str, Any]]:
+    """AdamW groups: no weight decay on biases and LayerNorm weights (BERT's recipe); frozen params left out."""
+    decay, no_decay = [], []
+    for name, parameter in module.named_parameters():
+        if not parameter.requires_grad:
+            continue
+        (no_decay if name.endswith("bias") or "LayerNorm" in name or "layer_norm" in name else decay).append(parameter)
+    return [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
+
+
+def steps_per_epoch(examples: int, config: RunConfig) -> int:
+    return (examples // config.train.batch_size) // config.train.grad_accum
+
+
+def total_steps_for(examples: int, config: RunConfig) -> int:
+    per_epoch = steps_per_epoch(examples, config)
+    if per_epoch == 0:
+        raise ConfigError(
+            f"the corpus has {examples} examples, fewer than one step of batch_size {config.train.batch_size} × "
+            f"grad_accum {config.train.grad_accum}; lower --batch-size or add data"
+        )
+    return config.train.max_steps or max(1, math.ceil(config.train.epochs * per_epoch))
+
+
+class Trainer:
+    """One run: `Trainer(inputs, reporter).run(resume=...)`."""
+
+    def __init__(self, inputs: TrainingInputs, reporter: Reporter | None = None) -> None:
+        from accelerate import Accelerator
+        from accelerate.utils import set_seed
+
+        self.inputs = inputs
+        self.config = inputs.config
+        self.train_config = inputs.config.train
+        self.reporter = reporter or SilentReporter()
+        self.output = Path(inputs.config.output)
+        self.checkpoints = self.output / "checkpoints"
+        self.accelerator = Accelerator(
+            mixed_precision=self.train_config.mixed_precision,
+            gradient_accumulation_steps=self.train_config.grad_accum,
+        )
+        if self.train_config.batch_size % self.accelerator.num_processes:
+            raise ConfigError(f"batch_size: {self.train_config.batch_size} does not split evenly over "
+                              f"{self.accelerator.num_processes} processes")
+        set_seed(self.train_config.seed)
+        self.is_main = self.accelerator.is_main_process
+        self.state = TrainState(total_steps=total_steps_for(len(inputs.examples), inputs.config))
+
+    # ------------------------------------------------------------------ setup
+    def _build(self, resume: bool) -> None:
+        recipe, encoder = self.inputs.recipe, self.inputs.encoder
+        heads = recipe.trainable_heads()
+        if not resume:
+            self._evaluate_base()  # the base model as the user has it, with its own pooling
+        recipe.prepare_export(encoder, heads)  # checkpoints are scored with the pooling they are saved with
+        self.module = TrainingModule(encoder, heads, recipe).to(self.accelerator.device)
+        self.optimizer = torch.optim.AdamW(
+            parameter_groups(self.module, self.train_config.weight_decay), lr=self.train_config.lr,
+            betas=(self.train_config.adam_beta1, self.train_config.adam_beta2), eps=self.train_config.adam_eps,
+        )
+        # Not passed to accelerator.prepare: it would step the schedule once per process.
+        self.scheduler = torch.optim.lr_scheduler.LambdaLR(
+            self.optimizer, linear_schedule(self.state.total_steps, self.train_config.warmup_ratio)
+        )
+        self.model, self.optimizer = self.accelerator.prepare(self.module, self.optimizer)
+        self.lengths = self.inputs.examples.lengths()
+        self.pad_id = encoder.tokenizer.pad_token_id
+
+    @property
+    def encoder(self) -> Encoder:
+        return self.module.encoder
+
+    # ------------------------------------------------------------------ the loop
+    def run(self, resume: bool = False) -> TrainResult:
+        started = time.perf_counter()
+        self._build(resume)
+        if resume:
+            self._resume()
+        self.reporter.start(self.state.total_steps, self.state.step)
+        stopped = "completed"
+        try:
+            stopped = self._train_steps()
+        except KeyboardInterrupt:
+            path = self._save_checkpoint()
+            raise TrainingInterrupted(
+                f"interrupted at step {self.state.step}; checkpoint saved to {path}; resume with: "
+                f"sentadapt adapt --resume --output {self.output}"
+            ) from None
+        finally:
+            self.reporter.finish()
+        if self.train_config.eval_every == 0 or self.state.step % self.train_config.eval_every:
+            if stopped == "completed":
+                self._evaluate_and_keep_best()
+        published = self._publish()
+        return TrainResult(self.output, self.state, stopped, time.perf_counter() - started, self.inputs.dev_name,
+                           published)
+
+    def _train_steps(self) -> str:
+        cfg = self.train_config
+        accumulate = cfg.grad_accum
+        world, rank = self.accelerator.num_processes, self.accelerator.process_index
+        plan_cache: dict[int, list[list[int]]] = {}
+        window_started, window_examples = time.perf_counter(), 0
+        self.model.train()
+        while self.state.step < self.state.total_steps:
+            loss_sum, parts_sum = 0.0, {}
+            for micro in range(accumulate):
+                batch = self._micro_batch(self.state.step * accumulate + micro, plan_cache, rank, world)
+                with self.accelerator.accumulate(self.model):
+                    output = self.model(batch)
+                    if not torch.isfinite(output.total):
+                        self._handle_non_finite(output.total.item())  # raises, or skips this step
+                        break
+                    # Gathered negatives: each rank back-propagates only its shard and DDP averages over
+                    # ranks, so × world gives the global loss's gradient (accelerate divides by grad_accum).
+                    self.accelerator.backward(output.total * world)
+                    if self.accelerator.sync_gradients and cfg.max_grad_norm > 0:
+                        self.accelerator.clip_grad_norm_(self.model.parameters(), cfg.max_grad_norm)
+                    self.optimizer.step()
+                    self.optimizer.zero_grad(set_to_none=True)
+                loss_sum += output.total.item() / accumulate
+                for key, value in output.parts.items():
+                    parts_sum[key] = parts_sum.get(key, 0.0) + value / accumulate
+            self.scheduler.step()
+            self.state.step += 1
+            window_examples += cfg.batch_size * accumulate
+            elapsed = time.perf_counter() - window_started
+            self.reporter.step(self.state.step, loss_sum, parts_sum, self.scheduler.get_last_lr()[0],
+                               window_examples / max(elapsed, 1e-9))
+            if self.state.step % LOG_EVERY == 0 or self.state.step == 1:
+                self._log({"step": self.state.step, "loss": loss_sum, **parts_sum,
+                           "lr": self.scheduler.get_last_lr()[0]})
+            if cfg.eval_every and self.state.step % cfg.eval_every == 0:
+                if self._evaluate_and_keep_best():
+                    return "early-stopped"
+            if cfg.checkpoint_every and self.state.step % cfg.checkpoint_every == 0:
+                self._save_checkpoint()
+        return "completed"
+
+    def _micro_batch(self, micro_index: int, cache: dict[int, list[list[int]]], rank: int, world: int,
+                     ) -> dict[str, torch.Tensor]:
+        """Micro-batch number `micro_index` of the whole run: a pure function of the index (exact resume)."""
+        per_epoch = len(self.inputs.examples) // self.train_config.batch_size
+        epoch, position = divmod(micro_index, per_epoch)
+        if epoch not in cache:
+            cache.clear()
+            cache[epoch] = plan_epoch(self.lengths, self.train_config.batch_size, self.train_config.seed, epoch,
+                                      self.train_config.length_grouping)
+        indices = shard(cache[epoch][position], rank, world)
+        batch = collate(self.inputs.examples, indices, self.pad_id)
+        return {key: value.to(self.accelerator.device) for key, value in batch.items()}
+
+    def _handle_non_finite(self, value: float) -> None:
+        """Skip the step (on_nan=skip, within the limit) or stop; the weights are still the last good ones."""
+        self.optimizer.zero_grad(set_to_none=True)
+        if self.train_config.on_nan == "skip" and self.state.nan_skips < self.train_config.max_nan_skips:
+            self.state.nan_skips += 1
+            self.reporter.message(f"step {self.state.step + 1}: loss is {value}; step skipped "
+                                  f"({self.state.nan_skips}/{self.train_config.max_nan_skips})")
+            return
+        path = self._save_checkpoint()
+        raise TrainingDiverged(
+            f"loss is {value} at step {self.state.step + 1}; stopped. The last good weights are in {path}. "
+            "Try a lower --lr, a higher temperature, or --mixed-precision no"
+        )
+
+    # ------------------------------------------------------------------ evaluation
+    def _score(self) -> float:
+        assert self.inputs.evaluator is not None
+        report = self.inputs.evaluator(self.encoder, batch_size=self.train_config.eval_batch_size)
+        return report.average
+
+    def _evaluate_base(self) -> None:
+        if self.inputs.evaluator is None:
+            self.reporter.message("no labelled dev data: checkpoint selection is blind, the last step is kept. "
+                                  "A file of ~100 labelled pairs from your domain (--dev FILE) fixes this.")
+            return
+        if self.is_main:
+            self.state.base_score = self._score()
+            self.state.history.append({"step": 0, "dev": self.state.base_score})
+            self._log({"step": 0, "dev": self.state.base_score})
+            self.reporter.message(f"base model on {self.inputs.dev_name}: {self.state.base_score:.2f}")
+
+    def _evaluate_and_keep_best(self) -> bool:
+        """Evaluate on the main process, save the model if best; returns True to stop early (all ranks agree)."""
+        if self.inputs.evaluator is None:
+            return False
+        stop = torch.zeros(1, device=self.accelerator.device)
+        if self.is_main:
+            score = self._score()
+            self.state.history.append({"step": self.state.step, "dev": score})
+            self._log({"step": self.state.step, "dev": score})
+            reference = self.state.best_score if self.state.best_score is not None else -math.inf
+            improved = score > reference
+            if improved:
+                self.state.best_score, self.state.best_step = score, self.state.step
+                self.state.evals_without_improvement = 0
+                self._save_model(self.output / "best")
+            else:
+                self.state.evals_without_improvement += 1
+            self.reporter.evaluation(self.state.step, score, self.state.best_score or score, improved)
+            patience = self.train_config.patience
+            stop[0] = float(bool(patience) and self.state.evals_without_improvement >= patience)
+        self.model.train()
+        from accelerate.utils import broadcast
+
+        stop = broadcast(stop)
+        return bool(stop.item())
+
+    # ------------------------------------------------------------------ files
+    def _save_model(self, folder: Path) -> None:
+        encoder = self.accelerator.unwrap_model(self.model).encoder
+        write_folder_atomically(folder, encoder.save, {"step": self.state.step})
+
+    def _log(self, record: dict[str, Any]) -> None:
+        if self.is_main:
+            with (self.output / "train.log").open("a", encoding="utf-8") as handle:
+                handle.write(json.dumps(record) + "\n")
+
+    def _save_checkpoint(self) -> Path:
+        path = self.checkpoints / checkpoint_name(self.state.step)
+        rank = self.accelerator.process_index
+        self.checkpoints.mkdir(parents=True, exist_ok=True)
+        torch.save(_rng_state(), self.checkpoints / f".rng-rank{rank}.pt")  # every process's own RNG
+        self.accelerator.wait_for_everyone()
+        if self.is_main:
+            module = self.accelerator.unwrap_model(self.model)
+
+            def write(folder: Path) -> None:
+                state = {k: v.detach().cpu().contiguous() for k, v in module.state_dict().items()}
+                save_file(state, str(folder / "model.safetensors"))
+                torch.save(self.optimizer.state_dict(), folder / "optimizer.pt")
+                torch.save(self.scheduler.state_dict(), folder / "scheduler.pt")
+                for rank_file in self.checkpoints.glob(".rng-rank*.pt"):
+                    os.replace(rank_file, folder / rank_file.name[1:])
+                (folder / "trainer_state.json").write_text(json.dumps(self.state.__dict__, indent=1) + "\n")
+
+            write_folder_atomically(path, write, {"step": self.state.step})
+            prune_checkpoints(self.checkpoints, self.train_config.keep_checkpoints)
+        self.accelerator.wait_for_everyone()
+        return path
+
+    def _resume(self) -> None:
+        for candidate in list_checkpoints(self.checkpoints):
+            try:
+                verify_folder(candidate)
+            except CheckpointError as error:
+                self.reporter.message(f"skipping checkpoint: {error}")
+                continue
+            self._load_checkpoint(candidate)
+            self.reporter.message(f"resumed from {candidate} (step {self.state.step})")
+            return
+        raise ConfigError(f"--resume: no usable checkpoint in {self.checkpoints}; start without --resume")
+
+    def _load_checkpoint(self, folder: Path) -> None:
+        module = self.accelerator.unwrap_model(self.model)
+        module.load_state_dict(load_file(str(folder / "model.safetensors")))
+        self.optimizer.load_state_dict(torch.load(folder / "optimizer.pt", weights_only=True))
+        self.scheduler.load_state_dict(torch.load(folder / "scheduler.pt", weights_only=True))
+        _set_rng_state(torch.load(folder / f"rng-rank{self.accelerator.process_index}.pt", weights_only=True))
+        saved = json.loads((folder / "trainer_state.json").read_text())
+        self.state = TrainState(**{**saved, "total_steps": self.state.total_steps})
+
+    def _publish(self) -> int:
+        """Put the chosen model (best on dev, else the last step) at the top of the run directory."""
+        if not self.is_main:
+            return self.state.best_step or self.state.step
+        best = self.output / "best"
+        if self.inputs.evaluator is None or not best.is_dir():
+            self._save_model(best)
+            step = self.state.step
+        else:
+            step = int(verify_folder(best).get("step", self.state.best_step or 0))
+        publish_model(best, self.output)
+        shutil.rmtree(best)
+        self._write_metrics(step)
+        return step
+
+    def _write_metrics(self, published_step: int) -> None:
+        metrics = {
+            "recipe": self.config.recipe, "base_model": self.config.base, "dev": self.inputs.dev_name,
+            "dev_metric": "Spearman x100 of cosine (7-task style 'all' aggregation)",
+            "base_score": self.state.base_score, "best_score": self.state.best_score,
+            "best_step": self.state.best_step, "published_step": published_step, "steps": self.state.step,
+            "total_steps": self.state.total_steps, "history": self.state.history,
+            "pooling": self.encoder.pooling_name,
+        }
+        tmp = self.output / ".tmp-metrics.json"
+        tmp.write_text(json.dumps(metrics, indent=2) + "\n")
+        os.replace(tmp, self.output / "metrics.json")
+
+
+def _rng_state() -> dict[str, Any]:
+    state: dict[str, Any] = {"torch": torch.get_rng_state()}
+    if torch.cuda.is_available():
+        state["cuda"] = torch.cuda.get_rng_state_all()
+    return state
+
+
+def _set_rng_state(state: dict[str, Any]) -> None:
+    torch.set_rng_state(state["torch"])
+    if "cuda" in state and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(state["cuda"])

@@ -1,0 +1,509 @@
+"""The training corpus reader (`sentadapt.data.corpus`) and the NLI reader (`sentadapt.data.nli`)."""
+
+from __future__ import annotations
+
+import contextlib
+import gzip
+import json
+import sys
+import tempfile
+import types
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from sentadapt.data.corpus import ENCODING_ERRORS, Corpus, CorpusReport, read_corpus
+from sentadapt.data.nli import NLI_LABELS, entailment_pairs, read_nli
+from sentadapt.errors import ConfigError, DataError
+
+SHARED_NLI = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "nli"
+
+
+@contextlib.contextmanager
+def raises_exactly(kind: type[Exception], message: str) -> Iterator[None]:
+    with pytest.raises(kind) as caught:
+        yield
+    assert str(caught.value) == message
+
+
+def write(path: Path, data: str | bytes) -> Path:
+    if isinstance(data, str):
+        data = data.encode("utf-8")
+    if path.suffix == ".gz":
+        data = gzip.compress(data)
+    path.write_bytes(data)
+    return path
+
+
+# ------------------------------------------------------------------------------------------------ plain text
+
+
+def test_plain_text_with_bom_crlf_and_blank_lines(tmp_path: Path) -> None:
+    path = write(tmp_path / "c.txt", "\ufeff  the server is down \r\n\r\n\tdns timeout\r\n   \r\nlast line")
+    corpus = read_corpus([path])
+    assert corpus.sentences == ["the server is down", "dns timeout", "last line"]
+    assert corpus.report == CorpusReport(files=[str(path)], lines_read=5, sentences=3, skipped={"blank": 2})
+    assert corpus.report.summary() == "read 5 lines from 1 file → 3 sentences (skipped: 2 blank)"
+    assert len(corpus) == 3
+
+
+def test_dedup_on_and_off(tmp_path: Path) -> None:
+    path = write(tmp_path / "c.txt", "a\nb\na\n  b  \nc\na\n")
+    on = read_corpus([path])
+    assert on.sentences == ["a", "b", "c"]
+    assert on.report.skipped == {"duplicate": 3}
+    assert on.report.summary() == "read 6 lines from 1 file → 3 sentences (skipped: 3 duplicate)"
+    off = read_corpus([path], dedup=False)
+    assert off.sentences == ["a", "b", "a", "b", "c", "a"]
+    assert off.report.skipped == {}
+    assert off.report.summary() == "read 6 lines from 1 file → 6 sentences"
+
+
+def test_several_files_concatenate_in_order_and_dedup_across_them(tmp_path: Path) -> None:
+    first = write(tmp_path / "1.txt", "one\ntwo\n\n")
+    second = write(tmp_path / "2.txt.gz", "two\nthree\n")
+    third = write(tmp_path / "3.jsonl", json.dumps({"text": "four"}) + "\n" + json.dumps({"text": "one"}) + "\n")
+    corpus = read_corpus([first, second, str(third)])
+    assert corpus.sentences == ["one", "two", "three", "four"]
+    report = corpus.report
+    assert report.files == [str(first), str(second), str(third)]
+    assert (report.lines_read, report.sentences, report.skipped) == (7, 4, {"blank": 1, "duplicate": 2})
+    assert report.summary() == "read 7 lines from 3 files → 4 sentences (skipped: 1 blank, 2 duplicate)"
+
+
+def test_gzipped_plain_text(tmp_path: Path) -> None:
+    path = write(tmp_path / "c.txt.gz", "\ufeffalpha\r\nbeta\n")
+    assert read_corpus([path]).sentences == ["alpha", "beta"]
+
+
+def test_a_file_without_a_suffix_is_plain_text_and_a_lone_sentence_is_one_line(tmp_path: Path) -> None:
+    path = write(tmp_path / "corpus", "x, y and z\n")
+    corpus = read_corpus(path)  # a single path is accepted too
+    assert corpus.sentences == ["x, y and z"]
+    assert corpus.report.summary() == "read 1 line from 1 file → 1 sentence"
+
+
+def test_min_chars(tmp_path: Path) -> None:
+    path = write(tmp_path / "c.txt", "ok\na longer line\n\nabc\n")
+    corpus = read_corpus([path], min_chars=3)
+    assert corpus.sentences == ["a longer line", "abc"]
+    assert corpus.report.skipped == {"shorter than 3 chars": 1, "blank": 1}
+    with raises_exactly(ConfigError, "--min-chars 0: expected a whole number of at least 1"):
+        read_corpus([path], min_chars=0)
+
+
+# ----------------------------------------------------------------------------------------- jsonl, csv, tsv
+
+
+def test_jsonl_with_text_column_and_the_auto_rule(tmp_path: Path) -> None:
+    rows = [{"id": 1, "body": "first", "title": "t"}, {"id": 2, "body": " second ", "title": "t"}]
+    path = write(tmp_path / "c.jsonl", "".join(json.dumps(row) + "\n" for row in rows) + "\n")
+    corpus = read_corpus([path], text_column="body")
+    assert corpus.sentences == ["first", "second"]
+    assert corpus.report.skipped == {"blank": 1}
+    with raises_exactly(
+        DataError, f"{path}:1: 3 fields (id, body, title) and none is named text or sentence; pass --text-column NAME"
+    ):
+        read_corpus([path])
+    with raises_exactly(DataError, f"{path}:1: no field 'text' (fields: id, body, title); pass --text-column with one of them"):
+        read_corpus([path], text_column="text")
+
+    single = write(tmp_path / "single.jsonl.gz", '{"s": "only field"}\n{"s": null}\n{"s": ""}\n')
+    assert read_corpus([single]).sentences == ["only field"]
+    named = write(tmp_path / "named.json", '{"id": 1, "sentence": "by name"}\n')
+    assert read_corpus([named]).sentences == ["by name"]
+    text_first = write(tmp_path / "both.jsonl", '{"sentence": "no", "text": "yes"}\n')
+    assert read_corpus([text_first]).sentences == ["yes"]
+
+
+def test_jsonl_errors_name_the_line(tmp_path: Path) -> None:
+    missing = write(tmp_path / "m.jsonl", '{"text": "a"}\n{"other": "b"}\n')
+    with raises_exactly(
+        DataError,
+        f"{missing}:2: missing field 'text' (the text field picked on line 1); every line needs it, "
+        "or pass --text-column NAME",
+    ):
+        read_corpus([missing])
+    with raises_exactly(
+        DataError, f"{missing}:2: no field 'text' (fields: other); pass --text-column with one of them"
+    ):
+        read_corpus([missing], text_column="text")
+    bad = write(tmp_path / "b.jsonl", '{"text": "a"}\n{"text": "b"\n')
+    with raises_exactly(
+        DataError, f"{bad}:2: invalid JSON (Expecting ',' delimiter); each line must be one JSON object"
+    ):
+        read_corpus([bad])
+    number = write(tmp_path / "n.jsonl", '{"text": 3}\n')
+    with raises_exactly(
+        DataError, f"{number}:1: 'text' holds a number, not text; pass --text-column with a text column"
+    ):
+        read_corpus([number])
+    strings = write(tmp_path / "s.jsonl", '"just a string"\n')
+    with raises_exactly(
+        DataError, f"{strings}:1: expected a JSON object with a text field, found a JSON string"
+    ):
+        read_corpus([strings])
+    array = write(tmp_path / "a.json", '[\n  {"text": "a"}\n]\n')
+    with raises_exactly(DataError, f"{array}:1: a JSON array, not JSON Lines; write one JSON object per line"):
+        read_corpus([array])
+
+
+def test_csv_and_tsv_columns(tmp_path: Path) -> None:
+    one = write(tmp_path / "one.csv", 'sentence\n"hello, world"\n\nplain\n""\n')
+    corpus = read_corpus([one])
+    assert corpus.sentences == ["hello, world", "plain"]
+    assert corpus.report.skipped == {"blank": 2}
+    assert corpus.report.lines_read == 4  # the header is not a record
+
+    several = write(tmp_path / "several.tsv.gz", 'id\ttext\tlabel\r\n1\t"Quoted" she said\tx\r\n2\t\ty\r\n')
+    corpus = read_corpus([several])  # auto: the column named text; TSV has no quoting
+    assert corpus.sentences == ['"Quoted" she said']
+    assert corpus.report.skipped == {"blank": 1}
+    assert read_corpus([several], text_column="label").sentences == ["x", "y"]
+
+    ambiguous = write(tmp_path / "amb.csv", "a,b\n1,2\n")
+    with raises_exactly(DataError, f"{ambiguous}:1: 2 columns (a, b) and none is named text or sentence; pass --text-column NAME"):
+        read_corpus([ambiguous])
+    with raises_exactly(DataError, f"{ambiguous}:1: no column 'c' (columns: a, b); pass --text-column with one of them"):
+        read_corpus([ambiguous], text_column="c")
+
+
+def test_table_rows_with_missing_or_extra_cells(tmp_path: Path) -> None:
+    short = write(tmp_path / "short.tsv", "id\ttext\n1\tok\n2\n")
+    with raises_exactly(DataError, f"{short}:3: expected 2 columns like the header, found 1; fields cannot contain tabs"):
+        read_corpus([short])
+    extra = write(tmp_path / "extra.csv", "text\nfine\nunquoted, comma\n")
+    with raises_exactly(DataError, f"{extra}:3: expected 1 columns like the header, found 2; quote fields that contain ','"):
+        read_corpus([extra])
+
+
+# ------------------------------------------------------------------------------------------------ encodings
+
+
+def test_invalid_utf8_strict_names_the_line(tmp_path: Path) -> None:
+    path = write(tmp_path / "c.txt", b"good\nalso good\nbad \xff byte\nfine\n")
+    with raises_exactly(
+        DataError,
+        f"{path}:3: not valid UTF-8 (invalid start byte 0xff at byte 5 of the line); "
+        "fix the file or pass --encoding-errors replace|skip",
+    ):
+        read_corpus([path])
+
+
+def test_invalid_utf8_replace_and_skip(tmp_path: Path) -> None:
+    path = write(tmp_path / "c.txt.gz", b"good\nbad \xff byte\n\xc3\n\nfine\n")
+    replaced = read_corpus([path], encoding_errors="replace")
+    assert replaced.sentences == ["good", "bad \ufffd byte", "\ufffd", "fine"]
+    assert (replaced.report.replaced, replaced.report.skipped) == (2, {"blank": 1})
+    assert replaced.report.summary() == (
+        "read 5 lines from 1 file → 4 sentences "
+        "(skipped: 1 blank; 2 lines with invalid UTF-8 kept, bad bytes replaced by U+FFFD)"
+    )
+    skipped = read_corpus([path], encoding_errors="skip")
+    assert skipped.sentences == ["good", "fine"]
+    assert skipped.report.skipped == {"blank": 1, "invalid UTF-8": 2}
+    assert skipped.report.summary() == "read 5 lines from 1 file → 2 sentences (skipped: 1 blank, 2 invalid UTF-8)"
+
+
+def test_invalid_utf8_in_a_table_keeps_line_numbers(tmp_path: Path) -> None:
+    path = write(tmp_path / "c.csv", b"text\nok\n\xfe\nlast\n")
+    with raises_exactly(
+        DataError,
+        f"{path}:3: not valid UTF-8 (invalid start byte 0xfe at byte 1 of the line); "
+        "fix the file or pass --encoding-errors replace|skip",
+    ):
+        read_corpus([path])
+    corpus = read_corpus([path], encoding_errors="skip")
+    assert corpus.sentences == ["ok", "last"]
+    assert (corpus.report.lines_read, corpus.report.skipped) == (3, {"invalid UTF-8": 1})
+
+
+def test_unknown_encoding_errors_mode(tmp_path: Path) -> None:
+    path = write(tmp_path / "c.txt", "a\n")
+    with raises_exactly(ConfigError, "--encoding-errors 'ignore': expected one of strict, replace, skip"):
+        read_corpus([path], encoding_errors="ignore")
+
+
+# ------------------------------------------------------------------------------------- files that are wrong
+
+
+def test_binary_utf16_directory_missing_and_fake_gzip(tmp_path: Path) -> None:
+    binary = write(tmp_path / "model.bin", b"PK\x03\x04\x00\x00weights")
+    with raises_exactly(DataError, f"{binary}: looks like a binary file, not text; pass a UTF-8 text file"):
+        read_corpus([binary])
+    utf16 = tmp_path / "u16.txt"
+    utf16.write_bytes("hello\n".encode("utf-16"))
+    with raises_exactly(DataError, f"{utf16}: is UTF-16 text; save it as UTF-8"):
+        read_corpus([utf16])
+    with raises_exactly(DataError, f"{tmp_path}: is a directory; pass a file"):
+        read_corpus([tmp_path])
+    missing = tmp_path / "nope.txt"
+    with raises_exactly(DataError, f"{missing}: no such file"):
+        read_corpus([missing])
+    fake = tmp_path / "fake.txt.gz"
+    fake.write_text("not gzip\n")
+    with raises_exactly(DataError, f"{fake}: not a gzip file despite the .gz suffix"):
+        read_corpus([fake])
+    truncated = tmp_path / "cut.txt.gz"
+    truncated.write_bytes(gzip.compress(b"line\n" * 1000)[:40])
+    with pytest.raises(DataError, match="corrupt or truncated gzip file"):
+        read_corpus([truncated])
+
+
+def test_a_missing_relative_path_is_not_taken_for_a_hub_id(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "data").mkdir()
+    for source in ("data/missing", "corpora/train.txt", "./x/y"):
+        with raises_exactly(DataError, f"{source}: no such file"):
+            read_corpus([source])
+
+
+def test_empty_file_and_only_blank_lines(tmp_path: Path) -> None:
+    empty = write(tmp_path / "empty.txt", "")
+    with raises_exactly(
+        DataError, f"{empty}: no sentences (0 lines read: the file is empty); pass text with one sentence per line"
+    ):
+        read_corpus([empty])
+    bom_only = write(tmp_path / "bom.txt", "\ufeff")
+    with raises_exactly(
+        DataError, f"{empty}, {bom_only}: no sentences (0 lines read: all files are empty); pass text with one sentence per line"
+    ):
+        read_corpus([empty, bom_only])
+    blanks = write(tmp_path / "blank.txt", "\n  \r\n\t\n")
+    with raises_exactly(
+        DataError, f"{blanks}: no sentences (3 lines read: 3 blank); pass text with one sentence per line"
+    ):
+        read_corpus([blanks])
+    header_only = write(tmp_path / "h.csv", "text\n\n")
+    with raises_exactly(
+        DataError,
+        f"{blanks}, {header_only}: no sentences (4 lines read: 4 blank); pass text with one sentence per line",
+    ):
+        read_corpus([blanks, header_only])
+
+
+def test_no_sources_is_a_config_error() -> None:
+    with raises_exactly(ConfigError, "no corpus given; pass one or more text files (one sentence per line)"):
+        read_corpus([])
+
+
+# ------------------------------------------------------------------------------------------- Hub datasets
+
+
+def test_hub_id_offline(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    for source in ("someone/some-corpus", "someone/some-corpus:validation"):
+        with raises_exactly(
+            DataError,
+            f"{source}: not a local file, and the Hugging Face Hub is unreachable (offline); pass a local text file",
+        ):
+            read_corpus([source])
+
+
+class _FakeDataset:
+    def __init__(self, columns: dict[str, list[object]]) -> None:
+        self.columns = columns
+        self.column_names = list(columns)
+
+    def __getitem__(self, name: str) -> list[object]:
+        return self.columns[name]
+
+
+def test_hub_id_online_uses_datasets(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[tuple[str, str]] = []
+
+    def load_dataset(name: str, split: str) -> _FakeDataset:
+        calls.append((name, split))
+        if name == "someone/gone":
+            raise FileNotFoundError("Dataset 'someone/gone' doesn't exist on the Hub\nmore detail")
+        return _FakeDataset({"idx": [1, 2, 3], "text": [" hub one ", "", "hub two"]})
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr("sentadapt.data.corpus.hub_is_reachable", lambda: True)
+    monkeypatch.setitem(sys.modules, "datasets", types.SimpleNamespace(load_dataset=load_dataset))
+    corpus = read_corpus(["someone/corpus", "someone/corpus:test"])
+    assert calls == [("someone/corpus", "train"), ("someone/corpus", "test")]
+    assert corpus.sentences == ["hub one", "hub two"]
+    assert corpus.report.skipped == {"blank": 2, "duplicate": 2}
+    with raises_exactly(
+        DataError, "someone/corpus: no column 'body' (columns: idx, text); pass --text-column with one of them"
+    ):
+        read_corpus(["someone/corpus"], text_column="body")
+    with raises_exactly(
+        DataError,
+        "someone/gone: could not load the Hub dataset (FileNotFoundError: Dataset 'someone/gone' doesn't exist on "
+        "the Hub); check the name and split, or pass a local text file",
+    ):
+        read_corpus(["someone/gone"])
+
+
+# ---------------------------------------------------------------------------------------------- properties
+
+_LINE = st.text(
+    alphabet=st.characters(blacklist_categories=("Cs", "Cc"), blacklist_characters="\ufeff"), min_size=1, max_size=20
+).filter(lambda text: text.strip() != "")
+
+
+@settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    lines=st.lists(_LINE, min_size=1, max_size=12),
+    endings=st.lists(st.sampled_from(["\n", "\r\n"]), min_size=12, max_size=12),
+    bom=st.booleans(),
+    final_newline=st.booleans(),
+    gz=st.booleans(),
+)
+def test_property_every_valid_line_comes_back_stripped(
+    lines: list[str], endings: list[str], bom: bool, final_newline: bool, gz: bool
+) -> None:
+    text = "".join(line + ending for line, ending in zip(lines, endings))
+    if not final_newline:
+        text = text.rstrip("\r\n") if text.endswith(("\n", "\r\n")) else text
+        text = text[: -2] if text.endswith("\r\n") else text[:-1] if text.endswith("\n") else text
+    text = ("\ufeff" if bom else "") + text
+    with tempfile.TemporaryDirectory() as folder:
+        path = write(Path(folder) / ("c.txt.gz" if gz else "c.txt"), text)
+        corpus = read_corpus([path], dedup=False)
+    assert corpus.sentences == [line.strip() for line in lines]
+    assert corpus.report.lines_read == len(lines)
+
+
+_SOUP = st.lists(
+    st.sampled_from(
+        [b"\n", b"\r\n", b"\r", b"\xff", b"\xc3", b"\xef\xbb\xbf", b"a", b" ", b",", b"\t", b'"', b"{", b"}",
+         b'"text"', b":", b"[", b"1", b"null", b"\x00", "é".encode(), b"\xe2\x80\xa8"]
+    ),
+    max_size=40,
+).map(b"".join)
+
+
+@settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    data=st.one_of(st.binary(max_size=200), _SOUP),
+    name=st.sampled_from(["c.txt", "c.jsonl", "c.csv", "c.tsv", "c.txt.gz", "c.jsonl.gz", "raw.gz"]),
+    encoding_errors=st.sampled_from([*ENCODING_ERRORS, "bogus"]),
+    text_column=st.sampled_from([None, "text"]),
+)
+def test_property_arbitrary_bytes_never_crash(
+    data: bytes, name: str, encoding_errors: str, text_column: str | None
+) -> None:
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / name
+        path.write_bytes(gzip.compress(data) if name.endswith(".txt.gz") or name.endswith(".jsonl.gz") else data)
+        try:
+            corpus = read_corpus([path], text_column=text_column, encoding_errors=encoding_errors)
+        except (DataError, ConfigError) as error:
+            assert "\n" not in str(error)  # the CLI prints errors as one line
+            return
+    assert isinstance(corpus, Corpus)
+    assert corpus.sentences and all(s == s.strip() and s for s in corpus.sentences)
+    report = corpus.report
+    assert report.lines_read == report.sentences + sum(report.skipped.values())
+
+
+# ---------------------------------------------------------------------------------------------------- NLI
+
+
+def test_nli_jsonl_with_string_and_int_labels(tmp_path: Path) -> None:
+    rows = [
+        {"premise": "A man plays a guitar .", "hypothesis": "A person plays music .", "label": "entailment"},
+        {"sentence1": "A man plays .", "sentence2": "Nobody plays .", "gold_label": "CONTRADICTION"},
+        {"premise": "A dog runs .", "hypothesis": "A dog runs fast .", "label": 1},
+        {"sentence1": "x", "sentence2": "y", "gold_label": "-"},
+        {"premise": "A cat sleeps .", "hypothesis": "An animal rests .", "label": 0},
+        {"premise": "a", "hypothesis": "b", "label": -1},
+        {"premise": " ", "hypothesis": "b", "label": "neutral"},
+    ]
+    path = write(tmp_path / "nli.jsonl.gz", "\n".join(json.dumps(row) for row in rows[:4]) + "\n\n"
+                 + "\n".join(json.dumps(row) for row in rows[4:]) + "\n")
+    nli = read_nli([path])
+    assert nli.premises == ["A man plays a guitar .", "A man plays .", "A dog runs .", "A cat sleeps ."]
+    assert nli.hypotheses[1] == "Nobody plays ."
+    assert nli.labels == [0, 2, 1, 0]
+    assert [NLI_LABELS[label] for label in nli.labels] == ["entailment", "contradiction", "neutral", "entailment"]
+    assert nli.skipped == {"no gold label": 2, "blank": 1, "empty text": 1}
+    assert nli.source == str(path)
+    assert nli.label_counts() == {"entailment": 2, "neutral": 1, "contradiction": 1}
+    assert entailment_pairs(nli) == [
+        ("A man plays a guitar .", "A person plays music ."),
+        ("A cat sleeps .", "An animal rests ."),
+    ]
+
+
+def test_nli_tsv_and_csv(tmp_path: Path) -> None:
+    tsv = write(tmp_path / "nli.tsv", 'sentence1\tsentence2\tgold_label\n"Hi" he said .\tHe spoke .\t0\nA\tB\tNeutral\n')
+    csv_file = write(tmp_path / "nli.csv", 'premise,hypothesis,label\n"One, two",Three,2\nC,D,-\n')
+    nli = read_nli([tsv, csv_file])
+    assert nli.premises == ['"Hi" he said .', "A", "One, two"]
+    assert nli.labels == [0, 1, 2]
+    assert nli.skipped == {"no gold label": 1}
+    assert nli.source == f"{tsv}, {csv_file}"
+
+
+def test_nli_errors(tmp_path: Path) -> None:
+    unknown = write(tmp_path / "u.jsonl", '{"premise": "a", "hypothesis": "b", "label": "maybe"}\n')
+    with raises_exactly(
+        DataError,
+        f"{unknown}:1: unknown label 'maybe'; expected one of entailment, neutral, contradiction (or 0, 1, 2)",
+    ):
+        read_nli([unknown])
+    out_of_range = write(tmp_path / "r.jsonl", '{"premise": "a", "hypothesis": "b", "label": 0}\n'
+                         '{"premise": "a", "hypothesis": "b", "label": 3}\n')
+    with raises_exactly(
+        DataError, f"{out_of_range}:2: unknown label '3'; expected one of entailment, neutral, contradiction (or 0, 1, 2)"
+    ):
+        read_nli([out_of_range])
+    no_label = write(tmp_path / "l.jsonl", '{"premise": "a", "hypothesis": "b"}\n')
+    with raises_exactly(
+        DataError,
+        f"{no_label}:1: missing field 'label' (or 'gold_label', 'entailment_label', 'entailment'); "
+        "expected premise, hypothesis and label",
+    ):
+        read_nli([no_label])
+    no_hypothesis = write(tmp_path / "h.jsonl", '\n{"premise": "a", "label": "neutral"}\n')
+    with raises_exactly(
+        DataError,
+        f"{no_hypothesis}:2: missing field 'hypothesis' (or 'sentence2'); expected premise, hypothesis and label",
+    ):
+        read_nli([no_hypothesis])
+    header = write(tmp_path / "h.tsv", "premise\thypo\tlabel\na\tb\t0\n")
+    with raises_exactly(
+        DataError,
+        f"{header}:1: header has no 'hypothesis' (or 'sentence2') column (columns: premise, hypo, label); "
+        "expected premise, hypothesis and label columns",
+    ):
+        read_nli([header])
+    txt = write(tmp_path / "snli.txt", "x\n")
+    with raises_exactly(DataError, f"{txt}: unknown NLI format '.txt'; use .jsonl, .tsv or .csv (optionally .gz)"):
+        read_nli([txt])
+    only_dash = write(tmp_path / "d.jsonl", '{"premise": "a", "hypothesis": "b", "gold_label": "-"}\n')
+    with raises_exactly(
+        DataError, f"{only_dash}: no labelled pairs (1 records read: 1 no gold label); pass premise/hypothesis/label records"
+    ):
+        read_nli([only_dash])
+    with raises_exactly(DataError, f"{tmp_path / 'missing.jsonl'}: no such file"):
+        read_nli([tmp_path / "missing.jsonl"])
+
+
+@pytest.mark.shared
+@pytest.mark.skipif(not SHARED_NLI.is_dir(), reason="../shared/data/nli not present")
+def test_shared_nli_files_read_with_the_readme_counts() -> None:
+    # ../shared/data/nli/README.md: SNLI 1.0 dev and test (SentEval copies, "-" rows already removed),
+    # JSON Lines with premise / hypothesis / label (strings) / source.
+    expected = {
+        "allnli.dev.jsonl.gz": {"entailment": 3329, "neutral": 3235, "contradiction": 3278},
+        "snli.test.jsonl.gz": {"entailment": 3368, "neutral": 3219, "contradiction": 3237},
+    }
+    for name, counts in expected.items():
+        nli = read_nli([SHARED_NLI / name])
+        assert nli.label_counts() == counts
+        assert len(nli) == sum(counts.values())
+        assert nli.skipped == {}
+        assert len(entailment_pairs(nli)) == counts["entailment"]
+    dev = read_nli([SHARED_NLI / "allnli.dev.jsonl.gz"])
+    assert (dev.premises[1], dev.hypotheses[1], dev.labels[1]) == (
+        "Two women are embracing while holding to go packages .", "Two woman are holding packages .", 0
+    )
