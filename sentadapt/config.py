@@ -50,6 +50,7 @@ class TrainConfig:
     on_nan: str = "stop"  # stop | skip (skip the step, stop after `max_nan_skips`)
     max_nan_skips: int = 10
     eval_batch_size: int = 128
+    log_every: int = 10  # steps between lines of train.log
 
     def validate(self) -> None:
         check_range("max_steps", self.max_steps, 0, None)
@@ -72,6 +73,7 @@ class TrainConfig:
         check_range("adam_eps", self.adam_eps, 0, None, low_open=True)
         check_choice("on_nan", self.on_nan, ON_NAN)
         check_range("eval_batch_size", self.eval_batch_size, 1, None)
+        check_range("log_every", self.log_every, 1, None)
 
 
 @dataclass

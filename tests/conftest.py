@@ -35,10 +35,12 @@ def build_tiny_bert(folder: Path, layers: int = 2, seed: int = 0) -> Path:
     torch.manual_seed(seed)
     config = BertConfig(
         vocab_size=sum(1 for _ in (ASSETS / "vocab.txt").open()), hidden_size=32, num_hidden_layers=layers,
-        num_attention_heads=2, intermediate_size=37, max_position_embeddings=64,
+        num_attention_heads=2, intermediate_size=37, max_position_embeddings=64, initializer_range=0.2,
     )
     model = BertModel(config, add_pooling_layer=False)
-    tokenizer = BertTokenizerFast(vocab_file=str(ASSETS / "vocab.txt"), do_lower_case=True)
+    vocab = {token: index for index, token in enumerate((ASSETS / "vocab.txt").read_text().split())}
+    tokenizer = BertTokenizerFast(vocab=vocab, do_lower_case=True)
+    assert tokenizer.tokenize("the server") == ["the", "server"], "tiny tokenizer lost its vocabulary"
     folder.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(folder, safe_serialization=True)
     tokenizer.save_pretrained(folder)

@@ -107,7 +107,7 @@ def _check_paths(config: Any, resume: bool, overwrite: bool, dry_run: bool) -> N
             open_text(path).close()  # names a missing file, a directory, a fake .gz
     resolve_dev(config)
     output = Path(config.output)
-    if resume or dry_run:
+    if resume or dry_run or not _is_main_process():  # other ranks would see the directory rank 0 just made
         return
     if output.exists() and not output.is_dir():
         raise ConfigError(f"--output {output}: exists and is not a directory")
@@ -149,7 +149,6 @@ def _acquire_lock(output: Path) -> Path:
 
 
 def _run(config: Any, resume: bool, overwrite: bool, trust_remote_code: bool, allow_pickle: bool) -> None:
-    from sentadapt.config import save_run_config
     from sentadapt.train.inputs import build_inputs
     from sentadapt.train.loop import Trainer
 
@@ -161,8 +160,6 @@ def _run(config: Any, resume: bool, overwrite: bool, trust_remote_code: bool, al
             shutil.rmtree(output)
         output.mkdir(parents=True, exist_ok=True)
         lock = _acquire_lock(output)
-        if not resume:
-            save_run_config(config, output / "config.yaml")
     try:
         reporter = RichReporter() if main else None
         say = note if main else (lambda _text: None)

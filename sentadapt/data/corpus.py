@@ -16,7 +16,7 @@ from __future__ import annotations
 import csv
 import json
 import zlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -121,8 +121,6 @@ def read_corpus(
         else:
             _read_table(lines, fmt, text_column, collector)
         report.replaced += lines.replaced
-        if lines.dropped:
-            report.skipped[INVALID_UTF8] = report.skipped.get(INVALID_UTF8, 0) + lines.dropped
     report.sentences = len(collector.sentences)
     if not collector.sentences:
         read = _plural(report.lines_read, "line")
@@ -236,6 +234,10 @@ class _Collector:
     def skip(self, reason: str) -> None:
         self.report.skipped[reason] = self.report.skipped.get(reason, 0) + 1
 
+    def skip_record(self, reason: str) -> None:
+        self.report.lines_read += 1
+        self.skip(reason)
+
     def add(self, text: str) -> None:
         """Add one record's (already stripped) text."""
         self.report.lines_read += 1
@@ -254,8 +256,8 @@ class _Collector:
 def _read_plain(lines: Utf8Lines, collector: _Collector) -> None:
     add = collector.add
     for line in lines:
-        if line is None:  # dropped invalid UTF-8, already counted
-            collector.report.lines_read += 1
+        if line is None:  # invalid UTF-8, dropped
+            collector.skip_record(INVALID_UTF8)
         else:
             add(line.strip())
 
@@ -266,8 +268,8 @@ def _read_jsonl(lines: Utf8Lines, text_column: str | None, collector: _Collector
     chosen_at = 0
     decode = json.JSONDecoder().raw_decode
     for number, line in enumerate(lines, start=1):
-        if line is None:
-            collector.report.lines_read += 1
+        if line is None:  # invalid UTF-8, dropped
+            collector.skip_record(INVALID_UTF8)
             continue
         line = line.strip()
         if not line:
@@ -297,11 +299,11 @@ def _read_jsonl(lines: Utf8Lines, text_column: str | None, collector: _Collector
         if column not in record:
             if text_column is not None:
                 raise DataError(
-                    f"{path}:{number}: no field '{column}' (fields: {', '.join(record) or 'none'}); "
+                    f"{path}:{number}: no field '{printable(column)}' (fields: {_names(record)}); "
                     "pass --text-column with one of them"
                 )
             raise DataError(
-                f"{path}:{number}: missing field '{column}' (the text field picked on line {chosen_at}); "
+                f"{path}:{number}: missing field '{printable(column)}' (the text field picked on line {chosen_at}); "
                 "every line needs it, or pass --text-column NAME"
             )
         collector.add(_cell_text(record[column], f"{path}:{number}", column))
@@ -313,21 +315,23 @@ def _read_table(lines: Utf8Lines, fmt: str, text_column: str | None, collector: 
     # TSV has no quoting (STS, GLUE and SBERT files are written that way; a sentence may start with a quote);
     # CSV follows RFC 4180 quoting.
     quoting = csv.QUOTE_NONE if fmt == "tsv" else csv.QUOTE_MINIMAL
-    dropped = lines.dropped_lines
+    dropped = lines.dropped_lines  # filled as the reader goes, with encoding_errors="skip" only
     feed = ((line + "\n") if line is not None else "\n" for line in lines)
     reader = csv.reader(feed, delimiter=delimiter, quoting=quoting)
     try:
         header: list[str] | None = None
         index = 0
+        last = 0  # the line the previous row ended on
         for row in reader:
+            first, last = last + 1, reader.line_num
+            if dropped and any(number in dropped for number in range(first, last + 1)):
+                collector.skip_record(INVALID_UTF8)  # a record (or quoted field) with a dropped line: drop it all
+                continue
             if header is None:
                 if row:  # blank lines before the header are ignored
                     header = [cell.strip() for cell in row]
                     column = _pick_column(header, text_column, f"{path}:{reader.line_num}", "column")
                     index = header.index(column)
-                continue
-            if not row and reader.line_num in dropped:  # invalid UTF-8 line, already counted
-                collector.report.lines_read += 1
                 continue
             if not any(cell.strip() for cell in row):
                 collector.add("")
@@ -349,7 +353,7 @@ def _pick_column(columns: list[str], text_column: str | None, where: str, kind: 
         if text_column in columns:
             return text_column
         raise DataError(
-            f"{where}: no {kind} '{text_column}' ({kind}s: {', '.join(columns) or 'none'}); "
+            f"{where}: no {kind} '{printable(text_column)}' ({kind}s: {_names(columns)}); "
             "pass --text-column with one of them"
         )
     if len(columns) == 1:
@@ -360,7 +364,7 @@ def _pick_column(columns: list[str], text_column: str | None, where: str, kind: 
     if not columns:
         raise DataError(f"{where}: no {kind}s; expected one holding the text")
     raise DataError(
-        f"{where}: {len(columns)} {kind}s ({', '.join(columns)}) and none is named text or sentence; "
+        f"{where}: {len(columns)} {kind}s ({_names(columns)}) and none is named text or sentence; "
         "pass --text-column NAME"
     )
 
@@ -370,7 +374,8 @@ def _cell_text(value: object, where: str, column: str) -> str:
         return ""
     if not isinstance(value, str):
         raise DataError(
-            f"{where}: '{column}' holds a {_json_type(value)}, not text; pass --text-column with a text column"
+            f"{where}: '{printable(column)}' holds a {_json_type(value)}, not text; "
+            "pass --text-column with a text column"
         )
     return value.strip()
 
@@ -424,6 +429,19 @@ def _read_hub(source: str, text_column: str | None, collector: _Collector) -> No
 
 
 # ----------------------------------------------------------------------------------------------- helpers
+
+
+def printable(text: str, limit: int = 80) -> str:
+    """`text` made safe to quote in a one-line error message: control characters escaped, long text cut."""
+    if len(text) > limit:
+        text = text[: limit - 1] + "…"
+    if text.isprintable():
+        return text
+    return "".join(char if char.isprintable() else repr(char)[1:-1] for char in text)
+
+
+def _names(names: Iterable[str]) -> str:
+    return ", ".join(printable(name) for name in names) or "none"
 
 
 def _plural(count: int, noun: str) -> str:

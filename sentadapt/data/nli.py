@@ -21,7 +21,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sentadapt.data.corpus import Utf8Lines
+from sentadapt.data.corpus import Utf8Lines, printable
 from sentadapt.errors import DataError
 
 NLI_LABELS = ("entailment", "neutral", "contradiction")
@@ -89,7 +89,7 @@ def read_nli(paths: Sequence[str | Path]) -> NliPairs:
     if not pairs.labels:
         why = ", ".join(f"{count} {reason}" for reason, count in pairs.skipped.items()) or "empty"
         raise DataError(
-            f"{pairs.source}: no labelled pairs ({lines_read} records read: {why}); "
+            f"{pairs.source}: no labelled pairs ({lines_read} record{'' if lines_read == 1 else 's'} read: {why}); "
             f"pass premise/hypothesis/label records"
         )
     return pairs
@@ -145,8 +145,8 @@ def _table_records(path: Path, fmt: str, pairs: NliPairs) -> Iterator[tuple[int,
                     for names in (PREMISE_FIELDS, HYPOTHESIS_FIELDS, LABEL_FIELDS):
                         if not any(name in header for name in names):
                             raise DataError(
-                                f"{path}:{reader.line_num}: header has no {_either(names)} column "
-                                f"(columns: {', '.join(header)}); expected premise, hypothesis and label columns"
+                                f"{path}:{reader.line_num}: header has no {_either(names)} column (columns: "
+                                f"{', '.join(map(printable, header))}); expected premise, hypothesis and label columns"
                             )
                 continue
             if not any(cell.strip() for cell in row):
@@ -180,7 +180,7 @@ def _text(record: dict[str, object], names: tuple[str, ...], path: Path, number:
     if value is None:
         return ""
     if not isinstance(value, str):
-        raise DataError(f"{path}:{number}: '{name}' must be text, found {type(value).__name__} {value!r}")
+        raise DataError(f"{path}:{number}: '{name}' must be text, found {printable(json.dumps(value))}")
     return value.strip()
 
 
@@ -197,5 +197,5 @@ def _label(value: object, path: Path, number: int) -> int | None:
             return value
         if value == -1:
             return None
-    shown = "null" if value is None else value
+    shown = printable(value if isinstance(value, str) else json.dumps(value))
     raise DataError(f"{path}:{number}: unknown label '{shown}'; {_EXPECTED_LABELS}")

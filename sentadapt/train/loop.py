@@ -28,7 +28,7 @@ import torch
 from safetensors.torch import load_file, save_file
 from torch import nn
 
-from sentadapt.config import RunConfig
+from sentadapt.config import RunConfig, save_run_config
 from sentadapt.data.batching import TokenizedExamples, collate, plan_epoch, shard
 from sentadapt.encoder import Encoder
 from sentadapt.errors import ConfigError, SentadaptError
@@ -43,8 +43,6 @@ from sentadapt.train.checkpoint import (
     verify_folder,
     write_folder_atomically,
 )
-
-LOG_EVERY = 10  # steps between lines in train.log
 
 
 class TrainingInterrupted(SentadaptError):
@@ -182,6 +180,8 @@ class Trainer:
         self.accelerator = Accelerator(
             mixed_precision=self.train_config.mixed_precision,
             gradient_accumulation_steps=self.train_config.grad_accum,
+            # without CUDA, accelerate only sets up multi-process (gloo) training when told it runs on CPU
+            cpu=not torch.cuda.is_available(),
         )
         if self.train_config.batch_size % self.accelerator.num_processes:
             raise ConfigError(f"batch_size: {self.train_config.batch_size} does not split evenly over "
@@ -210,13 +210,12 @@ class Trainer:
         self.lengths = self.inputs.examples.lengths()
         self.pad_id = encoder.tokenizer.pad_token_id
 
-    @property
-    def encoder(self) -> Encoder:
-        return self.module.encoder
-
     # ------------------------------------------------------------------ the loop
     def run(self, resume: bool = False) -> TrainResult:
         started = time.perf_counter()
+        if self.is_main and not resume:
+            self.output.mkdir(parents=True, exist_ok=True)
+            save_run_config(self.config, self.output / "config.yaml")  # what `--resume` reads back
         self._build(resume)
         if resume:
             self._resume()
@@ -271,7 +270,7 @@ class Trainer:
             elapsed = time.perf_counter() - window_started
             self.reporter.step(self.state.step, loss_sum, parts_sum, self.scheduler.get_last_lr()[0],
                                window_examples / max(elapsed, 1e-9))
-            if self.state.step % LOG_EVERY == 0 or self.state.step == 1:
+            if self.state.step % cfg.log_every == 0 or self.state.step == 1:
                 self._log({"step": self.state.step, "loss": loss_sum, **parts_sum,
                            "lr": self.scheduler.get_last_lr()[0]})
             if cfg.eval_every and self.state.step % cfg.eval_every == 0:
@@ -311,7 +310,7 @@ class Trainer:
     # ------------------------------------------------------------------ evaluation
     def _score(self) -> float:
         assert self.inputs.evaluator is not None
-        report = self.inputs.evaluator(self.encoder, batch_size=self.train_config.eval_batch_size)
+        report = self.inputs.evaluator(self.inputs.encoder, batch_size=self.train_config.eval_batch_size)
         return report.average
 
     def _evaluate_base(self) -> None:
@@ -427,7 +426,7 @@ class Trainer:
             "base_score": self.state.base_score, "best_score": self.state.best_score,
             "best_step": self.state.best_step, "published_step": published_step, "steps": self.state.step,
             "total_steps": self.state.total_steps, "history": self.state.history,
-            "pooling": self.encoder.pooling_name,
+            "pooling": self.inputs.encoder.pooling_name,
         }
         tmp = self.output / ".tmp-metrics.json"
         tmp.write_text(json.dumps(metrics, indent=2) + "\n")

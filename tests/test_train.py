@@ -1,0 +1,203 @@
+"""The shared training loop with ConSERT on tiny random BERTs: loss goes down, resume is exact, outputs reload."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from sentadapt.config import TrainConfig, build_config
+from sentadapt.recipes import RECIPES
+from sentadapt.train.checkpoint import list_checkpoints
+from sentadapt.train.inputs import build_inputs
+from sentadapt.train.loop import SilentReporter, Trainer, TrainingDiverged, TrainingInterrupted
+
+WORDS = ("the a man woman dog cat car server database disk network error failed job backup restart deploy "
+         "playing guitar music food cooking running fast slow red blue green big small new old service "
+         "request timeout latency memory cpu cluster node pod user login password cert dns").split()
+
+
+@pytest.fixture(scope="module")
+def toy_corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    rng = random.Random(0)
+    lines = {" ".join(rng.choice(WORDS) for _ in range(rng.randint(3, 12))) for _ in range(200)}
+    path = tmp_path_factory.mktemp("corpus") / "corpus.txt"
+    path.write_text("\n".join(sorted(lines)) + "\n")
+    return path
+
+
+def make_config(model: Path, corpus: Path, output: Path, dev: str | None = "none", sets: tuple[str, ...] = (),
+                **train: object):
+    recipe = RECIPES.get("consert")
+    flags = {"batch_size": 16, "max_length": 16, "lr": 3e-3, "max_steps": 12, "eval_every": 0,
+             "checkpoint_every": 0, "log_every": 1, **train}
+    return build_config("consert", recipe.Config, recipe.train_defaults, None, flags, list(sets),
+                        base=str(model), corpus=[str(corpus)], output=str(output), dev=dev)
+
+
+class Recorder(SilentReporter):
+    def __init__(self, stop_at: int | None = None) -> None:
+        self.losses: dict[int, float] = {}
+        self.stop_at = stop_at
+
+    def step(self, step: int, loss: float, parts: dict[str, float], lr: float, examples_per_s: float) -> None:
+        self.losses[step] = loss
+        if step == self.stop_at:
+            raise KeyboardInterrupt
+
+
+def train(config, reporter=None, resume: bool = False):
+    Path(config.output).mkdir(parents=True, exist_ok=True)
+    return Trainer(build_inputs(config, lambda _t: None), reporter).run(resume=resume)
+
+
+def test_a_few_steps_lower_the_loss(tiny_model_dir: Path, toy_corpus: Path, tmp_path: Path) -> None:
+    recorder = Recorder()
+    train(make_config(tiny_model_dir, toy_corpus, tmp_path / "run", max_steps=30), recorder)
+    first = sum(recorder.losses[s] for s in range(1, 6)) / 5
+    last = sum(recorder.losses[s] for s in range(26, 31)) / 5
+    assert last < first * 0.9, (first, last)
+
+
+def test_fixed_seed_gives_a_fixed_first_loss(tiny_model_dir: Path, toy_corpus: Path, tmp_path: Path) -> None:
+    runs = []
+    for name in ("a", "b"):
+        recorder = Recorder()
+        train(make_config(tiny_model_dir, toy_corpus, tmp_path / name, max_steps=3), recorder)
+        runs.append(recorder.losses)
+    assert runs[0] == runs[1]
+    assert all(torch.isfinite(torch.tensor(v)) for v in runs[0].values())
+
+
+def test_resume_reproduces_the_uninterrupted_trajectory(tiny_model_dir: Path, toy_corpus: Path,
+                                                        tmp_path: Path) -> None:
+    straight = Recorder()
+    train(make_config(tiny_model_dir, toy_corpus, tmp_path / "straight", max_steps=12), straight)
+
+    config = make_config(tiny_model_dir, toy_corpus, tmp_path / "resumed", max_steps=12)
+    with pytest.raises(TrainingInterrupted) as interrupted:
+        train(config, Recorder(stop_at=5))
+    assert "resume with: sentadapt adapt --resume --output" in str(interrupted.value)
+    assert interrupted.value.exit_code == 130
+    assert [p.name for p in list_checkpoints(tmp_path / "resumed" / "checkpoints")] == ["step-0000005"]
+    resumed = Recorder()
+    train(config, resumed, resume=True)
+    assert sorted(resumed.losses) == list(range(6, 13))
+    for step in range(6, 13):
+        assert resumed.losses[step] == pytest.approx(straight.losses[step], abs=1e-6), step
+
+
+def test_corrupted_checkpoint_falls_back_to_the_previous(tiny_model_dir: Path, toy_corpus: Path,
+                                                         tmp_path: Path) -> None:
+    config = make_config(tiny_model_dir, toy_corpus, tmp_path / "run", max_steps=6, checkpoint_every=2,
+                         keep_checkpoints=3)
+    with pytest.raises(TrainingInterrupted):
+        train(config, Recorder(stop_at=5))  # checkpoints at 2, 4 and 5 (interrupt)
+    newest = tmp_path / "run" / "checkpoints" / "step-0000005" / "model.safetensors"
+    newest.write_bytes(newest.read_bytes()[:100])  # truncated
+    messages: list[str] = []
+    recorder = Recorder()
+    recorder.message = messages.append  # type: ignore[method-assign]
+    train(config, recorder, resume=True)
+    assert messages[0] == f"skipping checkpoint: {newest}: checksum mismatch (truncated or corrupted)"
+    assert sorted(recorder.losses) == [5, 6]
+
+
+def test_dev_selection_writes_a_model_that_scores_the_same_everywhere(
+    tiny_model_dir_3layers: Path, toy_corpus: Path, pairs_tsv: Path, tmp_path: Path
+) -> None:
+    from sentadapt.encoder import Encoder
+    from sentadapt.evaluation.sts import StsEvaluator
+
+    output = tmp_path / "run"
+    result = train(make_config(tiny_model_dir_3layers, toy_corpus, output, dev=str(pairs_tsv), max_steps=6,
+                               eval_every=2))
+    metrics = json.loads((output / "metrics.json").read_text())
+    assert [h["step"] for h in metrics["history"]] == [0, 2, 4, 6]
+    assert metrics["best_score"] == max(h["dev"] for h in metrics["history"][1:])
+    assert metrics["published_step"] == result.state.best_step and metrics["pooling"] == "last2avg"
+    encoder = Encoder.load(output, device="cpu")
+    assert encoder.pooling_name == "last2avg"
+    score = StsEvaluator.from_pairs_file(pairs_tsv)(encoder).average
+    assert score == pytest.approx(metrics["best_score"], abs=1e-4)
+    st = pytest.importorskip("sentence_transformers")
+    sentences = ["the server is down", "a man is playing a guitar", "dns timeout on the cluster"]
+    theirs = st.SentenceTransformer(str(output), device="cpu").encode(sentences, convert_to_tensor=True).cpu()
+    assert torch.nn.functional.cosine_similarity(encoder.encode(sentences), theirs).min() >= 0.9999
+    assert not (output / "best").exists() and (output / "config.yaml").is_file()
+
+
+def test_non_finite_loss_stops_with_the_step_and_keeps_weights(tiny_model_dir: Path, toy_corpus: Path,
+                                                               tmp_path: Path) -> None:
+    config = make_config(tiny_model_dir, toy_corpus, tmp_path / "run", max_steps=6)
+    inputs = build_inputs(config, lambda _t: None)
+    original = inputs.recipe.compute_loss
+    calls = {"n": 0}
+
+    def poisoned(encoder, heads, batch):
+        calls["n"] += 1
+        output = original(encoder, heads, batch)
+        if calls["n"] == 3:
+            output.total = output.total * float("nan")
+        return output
+
+    inputs.recipe.compute_loss = poisoned  # type: ignore[method-assign]
+    (tmp_path / "run").mkdir()
+    with pytest.raises(TrainingDiverged) as error:
+        Trainer(inputs).run()
+    checkpoint = tmp_path / "run" / "checkpoints" / "step-0000002"
+    assert str(error.value) == (
+        f"loss is nan at step 3; stopped. The last good weights are in {checkpoint}. "
+        "Try a lower --lr, a higher temperature, or --mixed-precision no"
+    )
+    from safetensors.torch import load_file
+
+    assert all(torch.isfinite(t).all() for t in load_file(str(checkpoint / "model.safetensors")).values())
+
+
+def test_corpus_smaller_than_a_batch(tiny_model_dir: Path, tmp_path: Path) -> None:
+    from sentadapt.errors import ConfigError
+
+    corpus = tmp_path / "small.txt"
+    corpus.write_text("one line\nanother line\n")
+    with pytest.raises(ConfigError, match=r"^the corpus has 2 examples, fewer than one step of batch_size 16"):
+        train(make_config(tiny_model_dir, corpus, tmp_path / "run"))
+
+
+def test_train_config_ranges() -> None:
+    from sentadapt.errors import ConfigError
+
+    with pytest.raises(ConfigError) as error:
+        TrainConfig(batch_size=1).validate()
+    assert str(error.value) == ("batch_size: 1 is out of range; valid: [2, inf] (contrastive training needs at "
+                                "least 2 sentences per batch for in-batch negatives)")
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="torchrun with gloo")
+def test_two_processes_match_one_process_on_the_same_global_batch(tiny_model_dir: Path, toy_corpus: Path,
+                                                                   tmp_path: Path) -> None:
+    """Deterministic views (none, none) so only the gather and the gradient scaling can make a difference."""
+    common = [str(toy_corpus), "--base", str(tiny_model_dir), "--batch-size", "16", "--max-steps", "3",
+              "--max-length", "16", "--lr", "1e-3", "--eval-every", "0", "--checkpoint-every", "0",
+              "--dev", "none", "--set", "views=none,none", "--set", "log_every=1"]
+    env = {**os.environ, "CUDA_VISIBLE_DEVICES": "", "OMP_NUM_THREADS": "1"}
+    single = tmp_path / "single"
+    subprocess.run([sys.executable, "-m", "sentadapt", "adapt", *common, "--output", str(single)],
+                   check=True, env=env, capture_output=True)
+    double = tmp_path / "double"
+    subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port",
+                    str(29500 + os.getpid() % 1000), "-m", "sentadapt", "adapt", *common, "--output", str(double)],
+                   check=True, env=env, capture_output=True)
+
+    def losses(run: Path) -> list[float]:
+        records = [json.loads(line) for line in (run / "train.log").read_text().splitlines()]
+        return [r["loss"] for r in records if "loss" in r]
+
+    assert len(losses(single)) == 3
+    assert losses(double) == pytest.approx(losses(single), abs=1e-5)
