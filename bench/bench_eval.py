@@ -24,7 +24,9 @@ from sentadapt.encoder import Encoder
 from sentadapt.evaluation.sts import TASKS, StsEvaluator
 
 
-def reference(model_dir: str, data_dir: Path, tasks: list[str], batch_size: int) -> tuple[dict[str, float], float]:
+def reference(
+    model_dir: str, data_dir: Path, tasks: list[str], batch_size: int
+) -> tuple[dict[str, float], float]:
     from sentence_transformers import SentenceTransformer
 
     model = SentenceTransformer(model_dir, device="cpu")
@@ -39,7 +41,9 @@ def reference(model_dir: str, data_dir: Path, tasks: list[str], batch_size: int)
     return scores, time.perf_counter() - started
 
 
-def ours(model_dir: str, data_dir: Path, tasks: list[str], batch_size: int, dtype: str) -> tuple[dict[str, float], float]:
+def ours(
+    model_dir: str, data_dir: Path, tasks: list[str], batch_size: int, dtype: str
+) -> tuple[dict[str, float], float]:
     encoder = Encoder.load(model_dir, device="cpu")
     started = time.perf_counter()
     evaluator = StsEvaluator.from_sts(tasks, "test", data_dir)
@@ -50,9 +54,11 @@ def ours(model_dir: str, data_dir: Path, tasks: list[str], batch_size: int, dtyp
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model", default="../shared/models/all-minilm-l6-v2")
-    parser.add_argument("--data-dir", type=Path, default=Path(os.environ.get("SENTADAPT_DATA_DIR", "../shared/data/sts")))
+    default_data = os.environ.get("SENTADAPT_DATA_DIR", "../shared/data/sts")
+    parser.add_argument("--data-dir", type=Path, default=Path(default_data))
     parser.add_argument("--tasks", default="all", help="comma list or 'all'")
-    parser.add_argument("--batch-size", type=int, default=64, help="same for both (sentence-transformers' default is 32)")
+    parser.add_argument("--batch-size", type=int, default=64,
+                        help="same for both (sentence-transformers' default is 32)")
     parser.add_argument("--out", type=Path, default=Path("bench/out/eval.json"))
     args = parser.parse_args()
     tasks = list(TASKS) if args.tasks == "all" else args.tasks.split(",")

@@ -138,9 +138,9 @@ def coerce(name: str, value: Any, annotation: Any) -> Any:
     origin = typing.get_origin(annotation)
     if origin in (typing.Union, types.UnionType):
         options = [a for a in typing.get_args(annotation) if a is not type(None)]
-        if value is None or (isinstance(value, str) and value.lower() in ("none", "null", "")):
-            if type(None) in typing.get_args(annotation):
-                return None
+        empty = value is None or (isinstance(value, str) and value.lower() in ("none", "null", ""))
+        if empty and type(None) in typing.get_args(annotation):
+            return None
         return coerce(name, value, options[0])
     if origin in (tuple, list):
         items = value.split(",") if isinstance(value, str) else value

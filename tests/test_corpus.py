@@ -191,6 +191,32 @@ def test_table_rows_with_missing_or_extra_cells(tmp_path: Path) -> None:
 # ------------------------------------------------------------------------------------------------ encodings
 
 
+@pytest.mark.parametrize("chunk_bytes", [1, 3, 7, 4 << 20])
+def test_reading_in_chunks_splits_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, chunk_bytes: int) -> None:
+    # the first read is at least 8 KiB (BOM and binary checks), the rest come in chunk_bytes pieces
+    monkeypatch.setattr("sentadapt.data.corpus._CHUNK_BYTES", chunk_bytes)
+    lines = ["héllo wörld", "a", "", "日本語のテキスト", "a somewhat longer line than the chunk", "z"] * 300
+    path = write(tmp_path / "c.txt", "\ufeff" + "\r\n".join(lines))
+    assert read_corpus([path], dedup=False).sentences == [line for line in lines if line]
+    bad = write(tmp_path / "bad.txt", "é\n".encode() * 6000 + b"\xe9t\xe9\n" + "é\n".encode())
+    with raises_exactly(
+        DataError,
+        f"{bad}:6001: not valid UTF-8 (invalid continuation byte 0xe9 at byte 1 of the line); "
+        "fix the file or pass --encoding-errors replace|skip",
+    ):
+        read_corpus([bad])
+    assert read_corpus([bad], encoding_errors="replace").sentences == ["é", "\ufffdt\ufffd"]
+
+
+def test_names_from_the_data_are_shown_on_one_line(tmp_path: Path) -> None:
+    path = write(tmp_path / "c.csv", '"multi\nline",other\n1,2\n')
+    with raises_exactly(
+        DataError,
+        f"{path}:2: 2 columns (multi\\nline, other) and none is named text or sentence; pass --text-column NAME",
+    ):
+        read_corpus([path])
+
+
 def test_invalid_utf8_strict_names_the_line(tmp_path: Path) -> None:
     path = write(tmp_path / "c.txt", b"good\nalso good\nbad \xff byte\nfine\n")
     with raises_exactly(
@@ -521,6 +547,13 @@ def test_nli_errors(tmp_path: Path) -> None:
         f"{only_dash}: no labelled pairs (1 record read: 1 no gold label); pass premise/hypothesis/label records",
     ):
         read_nli([only_dash])
+    not_text = write(tmp_path / "t.jsonl", '{"premise": ["a"], "hypothesis": "b", "label": 0}\n')
+    with raises_exactly(DataError, f"{not_text}:1: 'premise' must be text, found [\"a\"]"):
+        read_nli([not_text])
+    with raises_exactly(
+        ConfigError, "no NLI files given; pass .jsonl/.tsv/.csv files with premise, hypothesis and label"
+    ):
+        read_nli([])
     with raises_exactly(DataError, f"{tmp_path / 'missing.jsonl'}: no such file"):
         read_nli([tmp_path / "missing.jsonl"])
 

@@ -18,9 +18,13 @@ from sentadapt.train.checkpoint import list_checkpoints
 from sentadapt.train.inputs import build_inputs
 from sentadapt.train.loop import SilentReporter, Trainer, TrainingDiverged, TrainingInterrupted
 
-WORDS = ("the a man woman dog cat car server database disk network error failed job backup restart deploy "
-         "playing guitar music food cooking running fast slow red blue green big small new old service "
-         "request timeout latency memory cpu cluster node pod user login password cert dns").split()
+WORDS = [
+    "the", "a", "man", "woman", "dog", "cat", "car", "server", "database", "disk", "network", "error",
+    "failed", "job", "backup", "restart", "deploy", "playing", "guitar", "music", "food", "cooking",
+    "running", "fast", "slow", "red", "blue", "green", "big", "small", "new", "old", "service", "request",
+    "timeout", "latency", "memory", "cpu", "cluster", "node", "pod", "user", "login", "password", "cert",
+    "dns",
+]
 
 
 @pytest.fixture(scope="module")

@@ -149,7 +149,9 @@ def _acquire_lock(output: Path) -> Path:
 
 
 def _run(config: Any, resume: bool, overwrite: bool, trust_remote_code: bool, allow_pickle: bool) -> None:
-    from sentadapt.train.inputs import build_inputs
+    from sentadapt.config import save_run_config
+    from sentadapt.recipes import RECIPES
+    from sentadapt.train.inputs import build_inputs, stage_outputs
     from sentadapt.train.loop import Trainer
 
     output = Path(config.output)
@@ -160,14 +162,24 @@ def _run(config: Any, resume: bool, overwrite: bool, trust_remote_code: bool, al
             shutil.rmtree(output)
         output.mkdir(parents=True, exist_ok=True)
         lock = _acquire_lock(output)
+        if not resume:
+            save_run_config(config, output / "config.yaml")  # the whole run's config, for --resume
+    say = note if main else (lambda _text: None)
     try:
-        reporter = RichReporter() if main else None
-        say = note if main else (lambda _text: None)
-        inputs = build_inputs(config, say, device=_device(), trust_remote_code=trust_remote_code,
-                              allow_pickle=allow_pickle)
-        result = Trainer(inputs, reporter).run(resume=resume)
-        if main:
-            _print_summary(result)
+        stages = stage_outputs(config, RECIPES.get(config.recipe).stages_for(config.recipe_args))
+        for number, (stage, stage_config) in enumerate(stages, start=1):
+            stage_dir = Path(stage_config.output)
+            if number < len(stages) and (stage_dir / "metrics.json").is_file():
+                say(f"stage {number}/{len(stages)} ({stage}) already complete in {stage_dir}")
+                continue
+            if len(stages) > 1:
+                say(f"stage {number}/{len(stages)}: {stage} → {stage_dir}")
+            stage_resume = resume and (stage_dir / "checkpoints").is_dir()
+            inputs = build_inputs(stage_config, say, device=_device(), trust_remote_code=trust_remote_code,
+                                  allow_pickle=allow_pickle, stage=stage)
+            result = Trainer(inputs, RichReporter() if main else None).run(resume=stage_resume)
+            if main:
+                _print_summary(result)
     finally:
         if lock is not None:
             lock.unlink(missing_ok=True)

@@ -34,7 +34,9 @@ class TokenizedExamples:
         return [max(len(column[i]) for column in self.columns) for i in range(len(self))]
 
 
-def plan_epoch(lengths: Sequence[int], global_batch: int, seed: int, epoch: int, group_by_length: bool) -> list[list[int]]:
+def plan_epoch(
+    lengths: Sequence[int], global_batch: int, seed: int, epoch: int, group_by_length: bool
+) -> list[list[int]]:
     """The epoch's global batches as index lists (drop_last); identical for every process."""
     generator = torch.Generator().manual_seed(seed * 100_003 + epoch)
     order = torch.randperm(len(lengths), generator=generator).tolist()

@@ -159,28 +159,29 @@ class Utf8Lines:
         except OSError as error:  # e.g. permission denied
             raise DataError(f"{path}: cannot be read ({error.strerror or error}); check the path") from None
         with handle:
-            tail = b""
+            pending: list[bytes] = []  # the bytes after the last newline seen so far
             number = 0  # lines yielded so far
             first = True
             while True:
                 try:
-                    chunk = handle.read(_CHUNK_BYTES)
+                    chunk = handle.read(max(_CHUNK_BYTES, BINARY_PROBE_BYTES) if first else _CHUNK_BYTES)
                 except (OSError, EOFError, zlib.error) as error:
                     raise DataError(f"{path}: corrupt or truncated gzip file ({error}); re-create the file") from None
+                if not chunk:
+                    break
                 if first:
                     first = False
                     chunk = self._check_start(chunk)
-                if not chunk:
-                    break
-                data = tail + chunk if tail else chunk
-                cut = data.rfind(b"\n")
+                cut = chunk.rfind(b"\n")
                 if cut < 0:
-                    tail = data
+                    pending.append(chunk)
                     continue
-                tail = data[cut + 1 :]
-                lines = self._decode(data[:cut], number)
+                block = b"".join([*pending, chunk[:cut]]) if pending else chunk[:cut]
+                pending = [chunk[cut + 1 :]]
+                lines = self._decode(block, number)
                 number += len(lines)
                 yield from lines
+            tail = b"".join(pending)
             if tail:
                 yield from self._decode(tail, number)
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from sentadapt.data.corpus import Utf8Lines, printable
-from sentadapt.errors import DataError
+from sentadapt.errors import ConfigError, DataError
 
 NLI_LABELS = ("entailment", "neutral", "contradiction")
 ENTAILMENT, NEUTRAL, CONTRADICTION = 0, 1, 2
@@ -68,6 +68,8 @@ def read_nli(paths: Sequence[str | Path]) -> NliPairs:
     """Read and concatenate labelled NLI pairs from `paths`, in order (see the module docstring for formats)."""
     if isinstance(paths, (str, Path)):
         paths = [paths]
+    if not paths:
+        raise ConfigError("no NLI files given; pass .jsonl/.tsv/.csv files with premise, hypothesis and label")
     pairs = NliPairs(source=", ".join(str(path) for path in paths))
     lines_read = 0
     for path in map(Path, paths):

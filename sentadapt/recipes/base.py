@@ -42,6 +42,15 @@ class Recipe(Protocol):
         """One of DATA_KINDS (may depend on the config, e.g. a supervised mode needs NLI)."""
         ...
 
+    @staticmethod
+    def stages_for(config: Any) -> tuple[str, ...]:
+        """Names of the training stages run one after the other (most recipes: one)."""
+        ...
+
+    def use_stage(self, stage: str) -> None:
+        """Switch to a stage (changes `needs` and the loss)."""
+        ...
+
     def trainable_heads(self) -> nn.ModuleDict:
         """Extra modules trained with the encoder (projection heads, classifiers); may be empty."""
         ...

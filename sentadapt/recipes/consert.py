@@ -55,7 +55,9 @@ class ConsertConfig:
     def validate(self) -> None:
         check_choice("mode", self.mode, MODES)
         if len(self.views) != 2:
-            raise ConfigError(f"views: give exactly two views (e.g. views=shuffle,feature-cutoff), got {len(self.views)}")
+            raise ConfigError(
+                f"views: give exactly two views (e.g. views=shuffle,feature-cutoff), got {len(self.views)}"
+            )
         allowed = AUGMENTATIONS + (SUPERVISED_VIEWS if self.mode != "unsup" else ())
         for view in self.views:
             if view in SUPERVISED_VIEWS and self.mode == "unsup":
@@ -94,8 +96,14 @@ class ConsertRecipe:
             # softmax classifier over [r1, r2, |r1 − r2|] (Sentence-BERT's NLI head), 3 labels
             self._heads["classifier"] = nn.Linear(3 * encoder.hidden_size, 3)
 
+    @staticmethod
+    def stages_for(config: ConsertConfig) -> tuple[str, ...]:
+        """sup-unsup / joint-unsup: a supervised stage on NLI, then the unsupervised stage on the corpus."""
+        if config.mode in ("sup-unsup", "joint-unsup"):
+            return (config.mode.split("-")[0], "unsup")
+        return (config.mode,)
+
     def use_stage(self, mode: str) -> None:
-        """Switch between the supervised and the unsupervised stage of a two-stage mode."""
         self.stage_mode = mode
 
     @property
@@ -205,4 +213,5 @@ def _stack_padded(first: Tensor, second: Tensor) -> Tensor:
     """Concatenate two (B, T_i, ...) tensors along the batch, right-padding the shorter with zeros."""
     width = max(first.shape[1], second.shape[1])
     pad = [0, 0] * (first.dim() - 2)
-    return torch.cat([F.pad(first, [*pad, 0, width - first.shape[1]]), F.pad(second, [*pad, 0, width - second.shape[1]])])
+    return torch.cat([F.pad(first, [*pad, 0, width - first.shape[1]]),
+                      F.pad(second, [*pad, 0, width - second.shape[1]])])

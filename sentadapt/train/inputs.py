@@ -60,12 +60,30 @@ def load_training_examples(config: RunConfig, needs: str, encoder: Encoder, note
 
 
 def build_inputs(config: RunConfig, note: Callable[[str], None], device: str | None = None,
-                 trust_remote_code: bool = False, allow_pickle: bool = False) -> TrainingInputs:
+                 trust_remote_code: bool = False, allow_pickle: bool = False, stage: str | None = None,
+                 ) -> TrainingInputs:
     recipe_class = RECIPES.get(config.recipe)
     dev_name, make_evaluator = resolve_dev(config)
     evaluator = make_evaluator() if make_evaluator is not None else None  # bad dev files fail before the model loads
     encoder = Encoder.load(config.base, device=device or "cpu", trust_remote_code=trust_remote_code,
                            allow_pickle=allow_pickle)
     recipe = recipe_class(config.recipe_args, encoder)
+    if stage is not None:
+        recipe.use_stage(stage)
     examples = load_training_examples(config, recipe.needs, encoder, note)
     return TrainingInputs(config, encoder, recipe, examples, evaluator, dev_name)
+
+
+def stage_outputs(config: RunConfig, stages: tuple[str, ...]) -> list[tuple[str, RunConfig]]:
+    """One RunConfig per stage: earlier stages write to DIR/stage-K-NAME, the last to DIR; each starts from
+    the previous stage's model."""
+    import dataclasses
+
+    plans: list[tuple[str, RunConfig]] = []
+    base = config.base
+    for index, stage in enumerate(stages):
+        last = index == len(stages) - 1
+        output = config.output if last else str(Path(config.output) / f"stage-{index + 1}-{stage}")
+        plans.append((stage, dataclasses.replace(config, base=base, output=output)))
+        base = output
+    return plans

@@ -213,7 +213,7 @@ class Trainer:
     # ------------------------------------------------------------------ the loop
     def run(self, resume: bool = False) -> TrainResult:
         started = time.perf_counter()
-        if self.is_main and not resume:
+        if self.is_main and not resume and not (self.output / "config.yaml").exists():
             self.output.mkdir(parents=True, exist_ok=True)
             save_run_config(self.config, self.output / "config.yaml")  # what `--resume` reads back
         self._build(resume)
@@ -231,9 +231,9 @@ class Trainer:
             ) from None
         finally:
             self.reporter.finish()
-        if self.train_config.eval_every == 0 or self.state.step % self.train_config.eval_every:
-            if stopped == "completed":
-                self._evaluate_and_keep_best()
+        last_step_unscored = self.train_config.eval_every == 0 or self.state.step % self.train_config.eval_every
+        if stopped == "completed" and last_step_unscored:
+            self._evaluate_and_keep_best()
         published = self._publish()
         return TrainResult(self.output, self.state, stopped, time.perf_counter() - started, self.inputs.dev_name,
                            published)
@@ -273,9 +273,8 @@ class Trainer:
             if self.state.step % cfg.log_every == 0 or self.state.step == 1:
                 self._log({"step": self.state.step, "loss": loss_sum, **parts_sum,
                            "lr": self.scheduler.get_last_lr()[0]})
-            if cfg.eval_every and self.state.step % cfg.eval_every == 0:
-                if self._evaluate_and_keep_best():
-                    return "early-stopped"
+            if cfg.eval_every and self.state.step % cfg.eval_every == 0 and self._evaluate_and_keep_best():
+                return "early-stopped"
             if cfg.checkpoint_every and self.state.step % cfg.checkpoint_every == 0:
                 self._save_checkpoint()
         return "completed"

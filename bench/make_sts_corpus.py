@@ -1,0 +1,43 @@
+"""Write the unlabeled sentences of the STS data as a corpus (ConSERT's unsupervised, transductive setting).
+
+    python bench/make_sts_corpus.py --data-dir ../shared/data/sts --out runs/sts-corpus.txt --limit 10000
+
+ConSERT trains on every sentence of STS12–16, STS-B and SICK-R without their labels (paper §4.1,
+as BERT-flow). `--limit` keeps a seeded random sample so runs fit a CPU budget.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+from pathlib import Path
+
+from sentadapt.data.pairs import read_scored_pairs
+
+FILES = ["sts12.test", "sts13.test", "sts14.test", "sts15.test", "sts16.test", "stsb.train", "stsb.dev",
+         "stsb.test", "sickr.train", "sickr.dev", "sickr.test"]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--data-dir", type=Path, default=Path("../shared/data/sts"))
+    parser.add_argument("--out", type=Path, default=Path("runs/sts-corpus.txt"))
+    parser.add_argument("--files", default=",".join(FILES), help="comma list of TASK.SPLIT")
+    parser.add_argument("--limit", type=int, default=0, help="random sample of this many sentences (0 = all)")
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+    sentences: dict[str, None] = {}
+    for name in args.files.split(","):
+        pairs = read_scored_pairs(args.data_dir / f"{name}.jsonl")
+        for sentence in (*pairs.sentence1, *pairs.sentence2):
+            sentences.setdefault(" ".join(sentence.split()), None)
+    chosen = list(sentences)
+    if args.limit and args.limit < len(chosen):
+        chosen = random.Random(args.seed).sample(chosen, args.limit)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text("\n".join(chosen) + "\n", encoding="utf-8")
+    print(f"{len(chosen)} sentences (of {len(sentences)} unique) → {args.out}")
+
+
+if __name__ == "__main__":
+    main()

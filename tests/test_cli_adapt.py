@@ -1,0 +1,125 @@
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from sentadapt.cli import app
+
+runner = CliRunner()
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture
+def corpus(tmp_path: Path) -> Path:
+    path = tmp_path / "corpus.txt"
+    path.write_text("".join(f"the server {i} is down\n" for i in range(40)))
+    return path
+
+
+def _adapt(*args: str):
+    return runner.invoke(app, ["adapt", *args], catch_exceptions=False)
+
+
+def test_dry_run_prints_the_resolved_config_without_loading(corpus: Path, tiny_model_dir: Path, tmp_path: Path
+                                                            ) -> None:
+    started = time.perf_counter()
+    result = _adapt(str(corpus), "--base", str(tiny_model_dir), "--output", str(tmp_path / "run"),
+                    "--config", str(REPO / "recipes" / "consert.yaml"), "--lr", "3e-5",
+                    "--set", "temperature=0.05", "--set", "views=token-cutoff,dropout", "--dry-run")
+    assert result.exit_code == 0, result.output
+    assert time.perf_counter() - started < 5
+    printed = yaml.safe_load(result.stdout)
+    assert printed["train"]["lr"] == 3e-5  # flag beats the YAML
+    assert printed["recipe_args"]["temperature"] == 0.05  # --set beats the YAML
+    assert printed["recipe_args"]["views"] == ["token-cutoff", "dropout"]
+    assert printed["train"]["batch_size"] == 96  # the YAML's (paper) value
+    assert f"{tiny_model_dir.resolve()} (local); nothing loaded (--dry-run)" in result.stderr
+    assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--set", "temperature=0"], "Error: temperature: 0.0 is out of range; valid: (0, inf]"),
+        (["--set", "feature_cutoff_rate=1.5"], "Error: feature_cutoff_rate: 1.5 is out of range; valid: [0, 1)"),
+        (["--batch-size", "1"], "Error: batch_size: 1 is out of range; valid: [2, inf] (contrastive training needs "
+                                "at least 2 sentences per batch for in-batch negatives)"),
+        (["--set", "temprature=0.1"], "Error: --set: Unknown key 'temprature'. Did you mean: temperature?"),
+        (["--set", "views=shuffle,magic"], "Error: views: 'magic' is not one of none, shuffle, token-cutoff, "
+                                           "feature-cutoff, dropout, span-cutoff, encoder-dropout"),
+        (["--set", "views=adversarial,shuffle"], "Error: views: 'adversarial' needs labels; use it with mode=joint "
+                                                 "or joint-unsup"),
+        (["--recipe", "consrt"], "Error: Unknown recipe 'consrt'. Did you mean: consert? Available: consert"),
+        (["--mixed-precision", "fp8"], "Error: mixed_precision: 'fp8' is not one of no, fp16, bf16"),
+        (["--set", "lr"], "Error: --set: 'lr' is not key=value (e.g. --set temperature=0.05)"),
+        (["--set", "mode=joint"], "Error: mode joint: needs labelled NLI pairs; pass --set nli=FILE"),
+    ],
+)
+def test_bad_options_fail_fast_with_one_line(corpus: Path, tiny_model_dir: Path, tmp_path: Path, extra: list[str],
+                                             message: str) -> None:
+    started = time.perf_counter()
+    result = _adapt(str(corpus), "--base", str(tiny_model_dir), "--output", str(tmp_path / "run"), *extra)
+    assert result.exit_code == 2, result.output
+    assert result.stderr.startswith(message), result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert time.perf_counter() - started < 5
+
+
+def test_missing_corpus_file(tiny_model_dir: Path, tmp_path: Path) -> None:
+    result = _adapt(str(tmp_path / "nope.txt"), "--base", str(tiny_model_dir), "--output", str(tmp_path / "run"))
+    assert result.exit_code == 1
+    assert result.stderr.strip() == f"Error: {tmp_path / 'nope.txt'}: no such file"
+
+
+def test_empty_corpus(tiny_model_dir: Path, tmp_path: Path) -> None:
+    empty = tmp_path / "empty.txt"
+    empty.write_text("\n\n  \n")
+    result = _adapt(str(empty), "--base", str(tiny_model_dir), "--output", str(tmp_path / "run"))
+    assert result.exit_code == 1
+    assert result.stderr.startswith(f"Error: {empty}: no sentences")
+
+
+def test_existing_output_needs_resume_or_overwrite(corpus: Path, tiny_model_dir: Path, tmp_path: Path) -> None:
+    output = tmp_path / "run"
+    output.mkdir()
+    (output / "something").write_text("x")
+    result = _adapt(str(corpus), "--base", str(tiny_model_dir), "--output", str(output))
+    assert result.exit_code == 2
+    assert result.stderr.strip() == (f"Error: --output {output}: exists and is not empty; pass --resume to continue "
+                                     "that run or --overwrite to replace it")
+
+
+def test_resume_without_a_run(tmp_path: Path) -> None:
+    result = _adapt("--resume", "--output", str(tmp_path))
+    assert result.exit_code == 2
+    assert result.stderr.strip() == (f"Error: --resume: {tmp_path / 'config.yaml'} not found; is this a sentadapt "
+                                     "run directory?")
+
+
+def test_a_running_lock_is_respected(corpus: Path, tiny_model_dir: Path, tmp_path: Path) -> None:
+    import os
+
+    from sentadapt.cli.adapt import _acquire_lock
+    from sentadapt.errors import ConfigError
+
+    (tmp_path / ".lock").write_text(str(os.getppid()))  # a live process that is not us
+    with pytest.raises(ConfigError, match=f"another sentadapt run \\(pid {os.getppid()}\\) is writing here"):
+        _acquire_lock(tmp_path)
+    (tmp_path / ".lock").write_text("999999999")  # stale: no such process
+    assert _acquire_lock(tmp_path).read_text() == str(os.getpid())
+
+
+def test_end_to_end_adapt_then_eval(corpus: Path, tiny_model_dir: Path, pairs_tsv: Path, tmp_path: Path) -> None:
+    output = tmp_path / "run"
+    result = _adapt(str(corpus), "--base", str(tiny_model_dir), "--output", str(output), "--dev", str(pairs_tsv),
+                    "--batch-size", "8", "--max-steps", "4", "--eval-every", "2", "--max-length", "16")
+    assert result.exit_code == 0, result.output
+    assert "summary" in result.stdout and "base model dev" in result.stdout
+    assert "read 40 lines from 1 file → 40 sentences" in result.stderr
+    assert not (output / ".lock").exists()
+    evaluated = runner.invoke(app, ["eval", str(output), "--pairs", str(pairs_tsv)], catch_exceptions=False)
+    assert evaluated.exit_code == 0 and "pooling last2avg (from modules.json)" in evaluated.stderr

@@ -1,0 +1,140 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+from typer.testing import CliRunner
+
+from sentadapt.cli import app
+from sentadapt.encoder import Encoder
+from sentadapt.errors import ConfigError
+from sentadapt.recipes import RECIPES
+from sentadapt.recipes.consert import ConsertConfig, ConsertRecipe
+
+NLI_ROWS = [
+    ("a man is playing a guitar", "a man is playing music", "entailment"),
+    ("a man is playing a guitar", "a woman is cooking food", "contradiction"),
+    ("the server is down", "the server is not running", "entailment"),
+    ("the server is down", "the dog is running fast", "neutral"),
+    ("the database backup failed", "the backup job failed", "entailment"),
+    ("the red car is big", "the car is small", "contradiction"),
+    ("user login failed", "the password is new", "neutral"),
+    ("dns timeout on the cluster", "the cluster has a dns error", "entailment"),
+]
+
+
+@pytest.fixture
+def nli_file(tmp_path: Path) -> Path:
+    path = tmp_path / "nli.jsonl"
+    path.write_text("".join(json.dumps({"premise": p, "hypothesis": h, "label": lab}) + "\n" for p, h, lab in NLI_ROWS))
+    return path
+
+
+def _batch(encoder: Encoder, rows: list[tuple[str, str, str]]) -> dict[str, torch.Tensor]:
+    left = encoder.collate(encoder.tokenize_ids([r[0] for r in rows]))
+    right = encoder.collate(encoder.tokenize_ids([r[1] for r in rows]))
+    labels = torch.tensor([("entailment", "neutral", "contradiction").index(r[2]) for r in rows])
+    return {"a_input_ids": left.input_ids, "a_attention_mask": left.attention_mask,
+            "b_input_ids": right.input_ids, "b_attention_mask": right.attention_mask, "labels": labels}
+
+
+@pytest.mark.parametrize("views", [("shuffle", "feature-cutoff"), ("adversarial", "token-cutoff")])
+def test_joint_loss_combines_classification_and_contrastive(tiny_encoder: Encoder, views: tuple[str, str]) -> None:
+    config = ConsertConfig(mode="joint", views=views, nli=("x",))
+    config.validate()
+    recipe = ConsertRecipe(config, tiny_encoder)
+    heads = recipe.trainable_heads()
+    assert recipe.needs == "nli" and heads["classifier"].out_features == 3
+    tiny_encoder.train()
+    torch.manual_seed(0)
+    output = recipe.compute_loss(tiny_encoder, heads, _batch(tiny_encoder, NLI_ROWS))
+    assert set(output.parts) == {"classification", "contrastive"}
+    expected = output.parts["classification"] + config.alpha * output.parts["contrastive"]
+    assert output.total.item() == pytest.approx(expected, rel=1e-5)
+    output.total.backward()
+    assert heads["classifier"].weight.grad is not None
+    assert tiny_encoder.backbone.embeddings.word_embeddings.weight.grad.abs().sum() > 0
+
+
+def test_adversarial_view_moves_along_the_classification_gradient(tiny_encoder: Encoder) -> None:
+    """With norm 0 the adversarial view equals the clean view, so NT-Xent only sees dropout-free twins."""
+    config = ConsertConfig(mode="joint", views=("adversarial", "none"), nli=("x",), adversarial_norm=0.0)
+    recipe = ConsertRecipe(config, tiny_encoder)
+    batch = _batch(tiny_encoder, NLI_ROWS)
+    same = recipe.compute_loss(tiny_encoder, recipe.trainable_heads(), batch).parts["contrastive"]
+    config.adversarial_norm = 5.0
+    moved = recipe.compute_loss(tiny_encoder, recipe.trainable_heads(), batch).parts["contrastive"]
+    assert moved > same
+
+
+def test_unsupervised_views_run_without_internal_dropout(tiny_encoder: Encoder) -> None:
+    """Paper: dropout off for the augmented views, so two 'none' views are identical → a fixed loss."""
+    recipe = ConsertRecipe(ConsertConfig(views=("none", "none")), tiny_encoder)
+    tiny_encoder.train()
+    batch = tiny_encoder.collate(tiny_encoder.tokenize_ids(["the server is down", "a man is playing", "red car"]))
+    losses = {recipe.compute_loss(tiny_encoder, recipe.trainable_heads(),
+                                  {"input_ids": batch.input_ids, "attention_mask": batch.attention_mask}).total.item()
+              for _ in range(3)}
+    assert len(losses) == 1
+    assert tiny_encoder.backbone.training  # the recipe restores the mode it found
+
+
+def test_roberta_positions_are_offset_past_padding(tmp_path: Path) -> None:
+    from transformers import RobertaConfig, RobertaModel
+
+    config = RobertaConfig(vocab_size=60, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                           intermediate_size=37, max_position_embeddings=40, pad_token_id=1)
+    backbone = RobertaModel(config, add_pooling_layer=False)
+
+    class Tok:
+        pad_token_id = 1
+
+    encoder = Encoder(backbone, Tok(), pooling=__import__("sentadapt.pooling").pooling.Pooling("mean"))
+    recipe = ConsertRecipe(ConsertConfig(), encoder)
+    assert recipe.position_offset == 2  # padding_idx + 1, not 0 (the official code's bug)
+    mask = torch.tensor([[1, 1, 1, 0]])
+    view = recipe._view("shuffle", torch.tensor([[0, 5, 2, 1]]), mask)
+    assert sorted(view.position_ids[0, :3].tolist()) == [2, 3, 4] and view.position_ids[0, 3].item() == 5
+    recipe._encode_view(encoder, view)  # position ids inside the embedding table
+
+
+def test_models_without_position_ids_refuse_shuffle_clearly(tiny_encoder: Encoder) -> None:
+    class NoPositions(torch.nn.Module):
+        config = tiny_encoder.backbone.config
+
+        def forward(self, input_ids, attention_mask):
+            raise AssertionError
+
+    tiny_encoder.backbone = NoPositions()
+    with pytest.raises(ConfigError) as error:
+        ConsertRecipe(ConsertConfig(), tiny_encoder)
+    assert str(error.value) == ("views: 'shuffle' permutes position ids, which bert models do not accept; choose "
+                                "other views (e.g. views=token-cutoff,feature-cutoff)")
+
+
+def test_recipe_is_registered_with_paper_defaults() -> None:
+    recipe = RECIPES.get("consert")
+    assert recipe is ConsertRecipe
+    assert recipe.train_defaults["batch_size"] == 96 and recipe.train_defaults["max_length"] == 64
+    assert ConsertConfig().temperature == 0.1 and ConsertConfig().views == ("shuffle", "feature-cutoff")
+    assert ConsertRecipe.stages_for(ConsertConfig(mode="sup-unsup")) == ("sup", "unsup")
+
+
+def test_sup_unsup_runs_two_stages(tiny_model_dir: Path, nli_file: Path, tmp_path: Path) -> None:
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("".join(f"the server {i} is down\n" for i in range(24)))
+    output = tmp_path / "run"
+    result = CliRunner().invoke(app, [
+        "adapt", str(corpus), "--base", str(tiny_model_dir), "--output", str(output), "--dev", "none",
+        "--set", "mode=sup-unsup", "--set", f"nli={nli_file}", "--batch-size", "4", "--max-steps", "2",
+        "--max-length", "16",
+    ], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    stage_one = output / "stage-1-sup"
+    assert (stage_one / "modules.json").is_file() and (output / "modules.json").is_file()
+    assert json.loads((output / "metrics.json").read_text())["base_model"] == str(stage_one)
+    assert "stage 1/2: sup" in result.stderr and "stage 2/2: unsup" in result.stderr
+    log = [json.loads(line) for line in (stage_one / "train.log").read_text().splitlines()]
+    assert "classification" in log[0]
