@@ -23,7 +23,7 @@ install: $(STAMP)
 demo: $(STAMP)
 	$(BIN)/sentadapt adapt examples/it-support-corpus.txt --recipe consert \
 		--base sentence-transformers/all-MiniLM-L6-v2 --dev examples/it-support-dev.tsv \
-		--output runs/demo --max-steps 60 --eval-every 20 --overwrite
+		--output runs/demo --batch-size 32 --max-steps 30 --eval-every 10 --overwrite
 	$(BIN)/sentadapt eval sentence-transformers/all-MiniLM-L6-v2 runs/demo --pairs examples/it-support-dev.tsv
 
 test: $(STAMP)

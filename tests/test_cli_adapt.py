@@ -123,3 +123,10 @@ def test_end_to_end_adapt_then_eval(corpus: Path, tiny_model_dir: Path, pairs_ts
     assert not (output / ".lock").exists()
     evaluated = runner.invoke(app, ["eval", str(output), "--pairs", str(pairs_tsv)], catch_exceptions=False)
     assert evaluated.exit_code == 0 and "pooling last2avg (from modules.json)" in evaluated.stderr
+
+
+def test_offline_hub_corpus_fails_before_loading(tiny_model_dir: Path, tmp_path: Path) -> None:
+    result = _adapt("someone/some-corpus", "--base", str(tiny_model_dir), "--output", str(tmp_path / "run"))
+    assert result.exit_code == 1
+    assert result.stderr.strip() == ("Error: someone/some-corpus: not a local file, and the Hugging Face Hub is "
+                                     "unreachable (offline); pass a local text file")

@@ -95,16 +95,13 @@ def _recipe_of(config_file: Path | None) -> str | None:
 
 def _check_paths(config: Any, resume: bool, overwrite: bool, dry_run: bool) -> None:
     """Fail fast, before any weights load: model, corpus files, dev set, output directory."""
-    from sentadapt.data.pairs import open_text
+    from sentadapt.data.corpus import check_sources
     from sentadapt.errors import ConfigError
     from sentadapt.resolve import resolve_model
     from sentadapt.train.inputs import resolve_dev
 
     config.resolved_model = resolve_model(config.base)
-    for source in config.corpus:
-        path = Path(source)
-        if path.exists() or "/" not in source or source.startswith((".", "/", "~")):
-            open_text(path).close()  # names a missing file, a directory, a fake .gz
+    check_sources(config.corpus)  # a missing file, a directory, a fake .gz, an unreachable Hub dataset
     resolve_dev(config)
     output = Path(config.output)
     if resume or dry_run or not _is_main_process():  # other ranks would see the directory rank 0 just made

@@ -394,6 +394,18 @@ def _format_of(path: Path) -> str:
 # ------------------------------------------------------------------------------------------ Hub datasets
 
 
+def check_sources(sources: Sequence[str | Path]) -> None:
+    """Fast checks before any model loads: local files open, Hub ids only when the Hub is reachable."""
+    for source in sources:
+        text = str(source)
+        if not Path(text).exists() and _looks_like_hub_id(text):
+            if not hub_is_reachable():
+                raise DataError(f"{text}: not a local file, and the Hugging Face Hub is unreachable (offline); "
+                                "pass a local text file")
+            continue
+        open_binary(Path(text)).close()
+
+
 def _looks_like_hub_id(source: str) -> bool:
     """`owner/name` or `owner/name:split`, and not a mistyped local path."""
     name = source.split(":", 1)[0]

@@ -1,0 +1,121 @@
+"""Benchmark: ConSERT training throughput vs sentence-transformers' unsupervised SimCSE, side by side.
+
+    python bench/bench_train.py --model ../shared/models/paraphrase-minilm-l3-v2 --corpus runs/sts-corpus.txt
+
+Both train the same model on the same sentences with the same global batch, max length and number of
+steps; both do two forward passes per sentence (ConSERT: two augmented views; SimCSE:
+MultipleNegativesRankingLoss on (s, s) pairs, dropout as the augmentation). Each run is a fresh
+subprocess, so peak RSS is its own. Reported: training sentences/s (model loading excluded, the
+training loop only), peak RSS, and the ratio sentadapt / sentence-transformers in the same run.
+Writes bench/out/train.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+
+def run_sentadapt(args: argparse.Namespace) -> dict[str, float]:
+    from sentadapt.config import build_config
+    from sentadapt.recipes import RECIPES
+    from sentadapt.train.inputs import build_inputs
+    from sentadapt.train.loop import SilentReporter, Trainer
+
+    class Clock(SilentReporter):
+        def start(self, total_steps: int, start_step: int) -> None:
+            self.started = time.perf_counter()
+
+        def finish(self) -> None:
+            self.seconds = time.perf_counter() - self.started
+
+    recipe = RECIPES.get("consert")
+    flags = {"batch_size": args.batch_size, "max_length": args.max_length, "max_steps": args.steps,
+             "eval_every": 0, "checkpoint_every": 0, "mixed_precision": "bf16" if args.precision == "bf16" else "no",
+             "lr": 2e-5}
+    config = build_config("consert", recipe.Config, recipe.train_defaults, None, flags, [],
+                          base=args.model, corpus=[args.corpus], output=args.output, dev="none")
+    Path(args.output).mkdir(parents=True, exist_ok=True)
+    clock = Clock()
+    Trainer(build_inputs(config, lambda _t: None), clock).run()
+    return {"seconds": clock.seconds}
+
+
+def run_sentence_transformers(args: argparse.Namespace) -> dict[str, float]:
+    from datasets import Dataset
+    from sentence_transformers import SentenceTransformer, SentenceTransformerTrainer, SentenceTransformerTrainingArguments
+    from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss
+
+    sentences = [line.strip() for line in Path(args.corpus).read_text().splitlines() if line.strip()]
+    sentences = sentences[: args.batch_size * args.steps]
+    model = SentenceTransformer(args.model, device="cpu")
+    model.max_seq_length = args.max_length
+    dataset = Dataset.from_dict({"anchor": sentences, "positive": sentences})
+    training_args = SentenceTransformerTrainingArguments(
+        output_dir=args.output, per_device_train_batch_size=args.batch_size, max_steps=args.steps,
+        learning_rate=2e-5, warmup_ratio=0.1, save_strategy="no", logging_steps=10_000, report_to=[],
+        bf16=args.precision == "bf16", use_cpu=True, dataloader_drop_last=True, seed=42,
+        disable_tqdm=True,
+    )
+    trainer = SentenceTransformerTrainer(model=model, args=training_args, train_dataset=dataset,
+                                         loss=MultipleNegativesRankingLoss(model))
+    output = trainer.train()
+    return {"seconds": float(output.metrics["train_runtime"])}
+
+
+def worker(args: argparse.Namespace) -> None:
+    result = run_sentadapt(args) if args.worker == "sentadapt" else run_sentence_transformers(args)
+    result["sentences_per_s"] = args.batch_size * args.steps / result["seconds"]
+    result["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print("RESULT " + json.dumps(result))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--model", default="../shared/models/paraphrase-minilm-l3-v2")
+    parser.add_argument("--corpus", default="runs/sts-corpus.txt")
+    parser.add_argument("--batch-size", type=int, default=64)
+    parser.add_argument("--max-length", type=int, default=32)
+    parser.add_argument("--steps", type=int, default=30)
+    parser.add_argument("--precisions", default="fp32,bf16")
+    parser.add_argument("--out", type=Path, default=Path("bench/out/train.json"))
+    parser.add_argument("--worker", choices=["sentadapt", "st"], help=argparse.SUPPRESS)
+    parser.add_argument("--precision", default="fp32", help=argparse.SUPPRESS)
+    parser.add_argument("--output", default="bench/out/train-run", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.worker:
+        worker(args)
+        return
+
+    results: dict[str, dict[str, float]] = {}
+    for precision in args.precisions.split(","):
+        for name in ("st", "sentadapt"):
+            command = [sys.executable, __file__, "--worker", name, "--precision", precision, "--model", args.model,
+                       "--corpus", args.corpus, "--batch-size", str(args.batch_size), "--max-length",
+                       str(args.max_length), "--steps", str(args.steps), "--output", f"bench/out/train-{name}"]
+            done = subprocess.run(command, capture_output=True, text=True)
+            line = [x for x in done.stdout.splitlines() if x.startswith("RESULT ")]
+            if done.returncode or not line:
+                sys.exit(f"{name} {precision} failed:\n{done.stderr[-3000:]}")
+            results[f"{name} {precision}"] = json.loads(line[0][len("RESULT "):])
+    print(f"\nmodel {args.model}, batch {args.batch_size}, max length {args.max_length}, {args.steps} steps")
+    print(f"{'run':<28} {'sentences/s':>12} {'peak RSS MB':>12} {'vs ST':>7}")
+    for key, result in results.items():
+        name, precision = key.split()
+        ratio = result["sentences_per_s"] / results[f"st {precision}"]["sentences_per_s"]
+        label = "sentadapt ConSERT" if name == "sentadapt" else "sentence-transformers SimCSE"
+        print(f"{label + ' ' + precision:<28} {result['sentences_per_s']:12.1f} {result['peak_rss_mb']:12.0f} "
+              f"{ratio:6.2f}x")
+        result["ratio_vs_st"] = ratio
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(results, indent=2) + "\n")
+    print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()
