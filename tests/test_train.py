@@ -205,3 +205,13 @@ def test_two_processes_match_one_process_on_the_same_global_batch(tiny_model_dir
 
     assert len(losses(single)) == 3
     assert losses(double) == pytest.approx(losses(single), abs=1e-5)
+
+
+def test_bf16_mixed_precision_trains_on_cpu(tiny_model_dir: Path, toy_corpus: Path, tmp_path: Path) -> None:
+    recorder = Recorder()
+    train(make_config(tiny_model_dir, toy_corpus, tmp_path / "run", max_steps=3, mixed_precision="bf16"), recorder)
+    assert len(recorder.losses) == 3 and all(torch.isfinite(torch.tensor(v)) for v in recorder.losses.values())
+    from sentadapt.encoder import Encoder
+
+    reloaded = Encoder.load(tmp_path / "run", device="cpu")  # saved weights stay float32
+    assert next(reloaded.backbone.parameters()).dtype == torch.float32
