@@ -175,7 +175,10 @@ class Encoder(nn.Module):
             name=resolved.name,
         )
         encoder.pooling_source = "option" if pooling else ("modules.json" if layout.pooling else "default")
-        encoder.to(device or default_device())
+        target = torch.device(device) if device is not None else default_device()
+        if target.type == "cuda" and not torch.cuda.is_available():
+            raise ModelError(f"--device {device}: CUDA is not available on this machine; use --device cpu")
+        encoder.to(target)
         encoder.eval()
         return encoder
 
@@ -352,9 +355,6 @@ def _load_backbone(
         model_kwargs = dict(kwargs)
         if not allow_pickle:
             model_kwargs["use_safetensors"] = True
-        if getattr(config, "model_type", "") == "bert":
-            # Some sentence models ship without BERT's pooler MLP (never used for sentence vectors).
-            model_kwargs["add_pooling_layer"] = False
         verbosity = hf_logging.get_verbosity()
         hf_logging.set_verbosity_error()  # "weights not used" notices about the pooler are noise here
         try:
@@ -371,6 +371,10 @@ def _load_backbone(
         raise ModelError(f"{resolved.name}: cannot load model: {message}") from None
     if tokenizer.pad_token_id is None:
         raise ModelError(f"{resolved.name}: tokenizer has no padding token; sentadapt needs one to batch")
+    if getattr(backbone, "pooler", None) is not None:
+        # The pooler MLP (BERT/RoBERTa/MPNet) never feeds sentence vectors; kept, it would be a parameter with
+        # no gradient, which DDP rejects, and some sentence models ship without its weights anyway.
+        backbone.pooler = None
     return backbone, tokenizer
 
 

@@ -138,3 +138,24 @@ def test_sup_unsup_runs_two_stages(tiny_model_dir: Path, nli_file: Path, tmp_pat
     assert "stage 1/2: sup" in result.stderr and "stage 2/2: unsup" in result.stderr
     log = [json.loads(line) for line in (stage_one / "train.log").read_text().splitlines()]
     assert "classification" in log[0]
+
+
+def test_identity_positions_reproduce_the_plain_forward_on_roberta() -> None:
+    """The offset is read from the position table, so an unshuffled view equals the default positions."""
+    from transformers import RobertaConfig, RobertaModel
+
+    from sentadapt.pooling import Pooling
+
+    config = RobertaConfig(vocab_size=60, hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
+                           intermediate_size=37, max_position_embeddings=40, pad_token_id=1)
+    backbone = RobertaModel(config, add_pooling_layer=False).eval()
+
+    class Tok:
+        pad_token_id = 1
+
+    encoder = Encoder(backbone, Tok(), Pooling("mean"))
+    offset = ConsertRecipe(ConsertConfig(), encoder).position_offset
+    ids, mask = torch.tensor([[0, 7, 9, 2, 1]]), torch.tensor([[1, 1, 1, 1, 0]])
+    positions = torch.tensor([[offset + i for i in range(4)] + [1]])
+    plain = encoder(ids, mask)
+    assert torch.allclose(encoder(ids, mask, position_ids=positions), plain, atol=1e-6)

@@ -208,10 +208,50 @@ def test_two_processes_match_one_process_on_the_same_global_batch(tiny_model_dir
 
 
 def test_bf16_mixed_precision_trains_on_cpu(tiny_model_dir: Path, toy_corpus: Path, tmp_path: Path) -> None:
-    recorder = Recorder()
-    train(make_config(tiny_model_dir, toy_corpus, tmp_path / "run", max_steps=3, mixed_precision="bf16"), recorder)
-    assert len(recorder.losses) == 3 and all(torch.isfinite(torch.tensor(v)) for v in recorder.losses.values())
+    """A subprocess: accelerate's state is a per-process singleton, fixed by the first Accelerator."""
+    output = tmp_path / "run"
+    subprocess.run([sys.executable, "-m", "sentadapt", "adapt", str(toy_corpus), "--base", str(tiny_model_dir),
+                    "--output", str(output), "--batch-size", "16", "--max-steps", "3", "--max-length", "16",
+                    "--mixed-precision", "bf16", "--dev", "none", "--set", "log_every=1"],
+                   check=True, capture_output=True, env={**os.environ, "CUDA_VISIBLE_DEVICES": ""})
+    losses = [json.loads(line)["loss"] for line in (output / "train.log").read_text().splitlines()]
+    assert len(losses) == 3 and all(torch.isfinite(torch.tensor(v)) for v in losses)
     from sentadapt.encoder import Encoder
 
-    reloaded = Encoder.load(tmp_path / "run", device="cpu")  # saved weights stay float32
+    reloaded = Encoder.load(output, device="cpu")  # saved weights stay float32
     assert next(reloaded.backbone.parameters()).dtype == torch.float32
+
+
+def test_resume_of_a_finished_run_is_refused(tiny_model_dir: Path, toy_corpus: Path, tmp_path: Path) -> None:
+    from sentadapt.errors import ConfigError
+
+    config = make_config(tiny_model_dir, toy_corpus, tmp_path / "run", max_steps=2, checkpoint_every=1)
+    train(config)
+    with pytest.raises(ConfigError, match=r"is a finished run \(metrics.json is written\); nothing to resume"):
+        train(config, resume=True)
+
+
+def test_fp16_without_cuda_is_refused(tiny_model_dir: Path, toy_corpus: Path, tmp_path: Path) -> None:
+    from sentadapt.errors import ConfigError
+
+    if torch.cuda.is_available():
+        pytest.skip("fp16 is valid on this machine")
+    with pytest.raises(ConfigError, match=r"^mixed_precision: fp16 needs a CUDA GPU"):
+        train(make_config(tiny_model_dir, toy_corpus, tmp_path / "run", mixed_precision="fp16"))
+
+
+def test_atomic_folder_write_keeps_the_previous_version_on_failure(tmp_path: Path) -> None:
+    from sentadapt.train.checkpoint import verify_folder, write_folder_atomically
+
+    target = tmp_path / "best"
+    write_folder_atomically(target, lambda folder: (folder / "weights").write_text("good"))
+
+    def crash(folder: Path) -> None:
+        (folder / "weights").write_text("half")
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        write_folder_atomically(target, crash)
+    assert (target / "weights").read_text() == "good"
+    verify_folder(target)
+    assert [p.name for p in tmp_path.iterdir()] == ["best"]  # no temporary folders left behind

@@ -65,6 +65,7 @@ def adapt(
              "checkpoint_every": checkpoint_every, "patience": patience, "seed": seed}
     if resume:
         config = load_run_config(output / "config.yaml", {name: RECIPES.get(name).Config for name in RECIPES})
+        config.output = str(output)  # the directory may have been moved since it was written
         ignored = [k for k, v in flags.items() if v is not None] + (["--set"] if set_options else [])
         if ignored or corpus:
             note(f"--resume uses the run's saved config.yaml; ignoring {', '.join(ignored) or 'CORPUS'}")
@@ -147,6 +148,7 @@ def _acquire_lock(output: Path) -> Path:
 
 def _run(config: Any, resume: bool, overwrite: bool, trust_remote_code: bool, allow_pickle: bool) -> None:
     from sentadapt.config import save_run_config
+    from sentadapt.errors import ConfigError
     from sentadapt.recipes import RECIPES
     from sentadapt.train.inputs import build_inputs, stage_outputs
     from sentadapt.train.loop import Trainer
@@ -155,6 +157,8 @@ def _run(config: Any, resume: bool, overwrite: bool, trust_remote_code: bool, al
     main = _is_main_process()
     lock = None
     if main:
+        if output.is_dir():
+            lock = _acquire_lock(output)  # before --overwrite deletes anything a live run is writing
         if overwrite and output.is_dir() and not resume:
             shutil.rmtree(output)
         output.mkdir(parents=True, exist_ok=True)
@@ -166,12 +170,15 @@ def _run(config: Any, resume: bool, overwrite: bool, trust_remote_code: bool, al
         stages = stage_outputs(config, RECIPES.get(config.recipe).stages_for(config.recipe_args))
         for number, (stage, stage_config) in enumerate(stages, start=1):
             stage_dir = Path(stage_config.output)
-            if number < len(stages) and (stage_dir / "metrics.json").is_file():
+            # only a resumed run skips finished stages (with --overwrite, rank 0 may not have deleted them yet)
+            if resume and number < len(stages) and (stage_dir / "metrics.json").is_file():
                 say(f"stage {number}/{len(stages)} ({stage}) already complete in {stage_dir}")
                 continue
             if len(stages) > 1:
                 say(f"stage {number}/{len(stages)}: {stage} → {stage_dir}")
             stage_resume = resume and (stage_dir / "checkpoints").is_dir()
+            if resume and not stage_resume and number == len(stages) == 1:
+                raise ConfigError(f"--resume: no checkpoint in {stage_dir / 'checkpoints'}; start without --resume")
             inputs = build_inputs(stage_config, say, device=_device(), trust_remote_code=trust_remote_code,
                                   allow_pickle=allow_pickle, stage=stage)
             result = Trainer(inputs, RichReporter() if main else None).run(resume=stage_resume)
@@ -224,6 +231,10 @@ class RichReporter:
             self.progress.stop()
 
 
+def _score(value: float | None) -> str:
+    return "–" if value is None else f"{value:.2f}"
+
+
 def _print_summary(result: Any) -> None:
     state = result.state
     table = Table(title="sentadapt adapt — summary", show_header=False)
@@ -236,8 +247,8 @@ def _print_summary(result: Any) -> None:
         table.add_row("model kept", f"last step ({result.published_step}); no dev data, selection was blind")
     else:
         table.add_row("dev set", result.dev_name)
-        table.add_row("base model dev", f"{state.base_score:.2f}" if state.base_score is not None else "–")
-        table.add_row("best dev", f"{state.best_score:.2f} at step {state.best_step}")
+        table.add_row("base model dev", _score(state.base_score))
+        table.add_row("best dev", f"{_score(state.best_score)} at step {state.best_step}")
         if result.improved is not None:
             delta = state.best_score - state.base_score
             verdict = (f"[green]improved by {delta:+.2f}[/]" if result.improved else

@@ -29,7 +29,7 @@ from sentadapt.errors import ConfigError
 from sentadapt.pooling import POOLING_NAMES, Pooling
 from sentadapt.recipes.augment import AUGMENTATIONS, ViewInputs, make_view
 from sentadapt.recipes.base import LossOutput, register_recipe
-from sentadapt.recipes.losses import gather_across_processes, nt_xent
+from sentadapt.recipes.losses import gather_across_processes, nt_xent, world_size
 
 MODES = ("unsup", "joint", "sup-unsup", "joint-unsup", "sup")
 SUPERVISED_VIEWS = ("adversarial",)
@@ -105,6 +105,8 @@ class ConsertRecipe:
 
     def use_stage(self, mode: str) -> None:
         self.stage_mode = mode
+        if mode == "unsup":
+            self._heads = nn.ModuleDict()  # an unused classifier would be a parameter without gradient under DDP
 
     @property
     def needs(self) -> str:
@@ -142,6 +144,9 @@ class ConsertRecipe:
         logits = heads["classifier"](torch.cat([left, right, (left - right).abs()], dim=-1))
         classification = F.cross_entropy(logits.float(), batch["labels"])
         parts = {"classification": classification.item()}
+        # The loop scales every loss by the process count (right for gathered views); a mean over this
+        # process's shard alone must be divided back, or its gradient would be P× too large.
+        classification = classification / world_size()
         if self.stage_mode == "sup":
             return LossOutput(classification, parts)
         # contrastive term over the premises and hypotheses of the batch
@@ -192,9 +197,13 @@ class ConsertRecipe:
     # ------------------------------------------------------------------ model checks
     @staticmethod
     def _position_offset(encoder: Encoder) -> int:
-        config = encoder.backbone.config
-        if getattr(config, "model_type", "") in OFFSET_POSITION_MODELS:
-            return int(config.pad_token_id) + 1
+        """RoBERTa-style models number positions from padding_idx + 1; their position table says so."""
+        table = getattr(getattr(encoder.backbone, "embeddings", None), "position_embeddings", None)
+        padding_idx = getattr(table, "padding_idx", None)
+        if padding_idx is not None:
+            return int(padding_idx) + 1
+        if getattr(encoder.backbone.config, "model_type", "") in OFFSET_POSITION_MODELS:
+            return int(encoder.backbone.config.pad_token_id) + 1
         return 0
 
     def _check_model_supports_views(self, encoder: Encoder) -> None:

@@ -58,3 +58,10 @@ def gather_across_processes(tensor: Tensor) -> Tensor:
     dist.all_gather(shards, tensor.detach().contiguous())
     shards[dist.get_rank()] = tensor
     return torch.cat(shards, dim=0)
+
+
+def world_size() -> int:
+    """Number of training processes (1 without torch.distributed)."""
+    if dist.is_available() and dist.is_initialized():
+        return dist.get_world_size()
+    return 1

@@ -39,11 +39,7 @@ def _fsync_tree(folder: Path) -> None:
         if path.is_file():
             with path.open("rb") as handle:
                 os.fsync(handle.fileno())
-    directory = os.open(folder, os.O_RDONLY)
-    try:
-        os.fsync(directory)
-    finally:
-        os.close(directory)
+    _fsync_directory(folder)
 
 
 def write_folder_atomically(target: Path, write: Callable[[Path], None], manifest_extra: dict[str, Any] | None = None,
@@ -63,11 +59,26 @@ def write_folder_atomically(target: Path, write: Callable[[Path], None], manifes
         if target.exists():
             os.replace(target, old)
         os.replace(tmp, target)
+        _fsync_directory(target.parent)
         if old.exists():
             shutil.rmtree(old)
     except BaseException:
+        if old_exists_without_target(target):
+            os.replace(target.parent / f".old-{target.name}-{os.getpid()}", target)  # put the previous one back
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+
+
+def old_exists_without_target(target: Path) -> bool:
+    return (target.parent / f".old-{target.name}-{os.getpid()}").exists() and not target.exists()
+
+
+def _fsync_directory(folder: Path) -> None:
+    directory = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(directory)
+    finally:
+        os.close(directory)
 
 
 def verify_folder(folder: Path) -> dict[str, Any]:

@@ -18,6 +18,8 @@ import json
 import math
 import os
 import shutil
+import signal
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -177,6 +179,9 @@ class Trainer:
         self.reporter = reporter or SilentReporter()
         self.output = Path(inputs.config.output)
         self.checkpoints = self.output / "checkpoints"
+        if self.train_config.mixed_precision == "fp16" and not torch.cuda.is_available():
+            raise ConfigError("mixed_precision: fp16 needs a CUDA GPU (accelerate would silently train in fp32 "
+                              "on CPU); use --mixed-precision bf16 on CPU")
         self.accelerator = Accelerator(
             mixed_precision=self.train_config.mixed_precision,
             gradient_accumulation_steps=self.train_config.grad_accum,
@@ -186,7 +191,8 @@ class Trainer:
         if self.train_config.batch_size % self.accelerator.num_processes:
             raise ConfigError(f"batch_size: {self.train_config.batch_size} does not split evenly over "
                               f"{self.accelerator.num_processes} processes")
-        set_seed(self.train_config.seed)
+        # per-process seeds: otherwise every rank draws the same augmentation masks for its local examples
+        set_seed(self.train_config.seed, device_specific=True)
         self.is_main = self.accelerator.is_main_process
         self.state = TrainState(total_steps=total_steps_for(len(inputs.examples), inputs.config))
 
@@ -221,6 +227,7 @@ class Trainer:
             self._resume()
         self.reporter.start(self.state.total_steps, self.state.step)
         stopped = "completed"
+        previous_handler = self._install_interrupt_handler()
         try:
             stopped = self._train_steps()
         except KeyboardInterrupt:
@@ -231,6 +238,8 @@ class Trainer:
             ) from None
         finally:
             self.reporter.finish()
+            if previous_handler is not None:
+                signal.signal(signal.SIGINT, previous_handler)
         last_step_unscored = self.train_config.eval_every == 0 or self.state.step % self.train_config.eval_every
         if stopped == "completed" and last_step_unscored:
             self._evaluate_and_keep_best()
@@ -238,46 +247,87 @@ class Trainer:
         return TrainResult(self.output, self.state, stopped, time.perf_counter() - started, self.inputs.dev_name,
                            published)
 
+    def _install_interrupt_handler(self) -> Any:
+        """First Ctrl-C: finish the current step, checkpoint, stop. A second one interrupts at once."""
+        self._interrupted = False
+        if threading.current_thread() is not threading.main_thread():
+            return None
+
+        def request_stop(signum: int, frame: Any) -> None:
+            if self._interrupted:
+                raise KeyboardInterrupt
+            self._interrupted = True
+            self.reporter.message("interrupt: finishing this step, then writing a checkpoint (Ctrl-C again to "
+                                  "stop at once)")
+
+        return signal.signal(signal.SIGINT, request_stop)
+
     def _train_steps(self) -> str:
         cfg = self.train_config
-        accumulate = cfg.grad_accum
-        world, rank = self.accelerator.num_processes, self.accelerator.process_index
         plan_cache: dict[int, list[list[int]]] = {}
         window_started, window_examples = time.perf_counter(), 0
         self.model.train()
         while self.state.step < self.state.total_steps:
-            loss_sum, parts_sum = 0.0, {}
-            for micro in range(accumulate):
-                batch = self._micro_batch(self.state.step * accumulate + micro, plan_cache, rank, world)
-                with self.accelerator.accumulate(self.model):
-                    output = self.model(batch)
-                    if not torch.isfinite(output.total):
-                        self._handle_non_finite(output.total.item())  # raises, or skips this step
-                        break
-                    # Gathered negatives: each rank back-propagates only its shard and DDP averages over
-                    # ranks, so × world gives the global loss's gradient (accelerate divides by grad_accum).
-                    self.accelerator.backward(output.total * world)
-                    if self.accelerator.sync_gradients and cfg.max_grad_norm > 0:
-                        self.accelerator.clip_grad_norm_(self.model.parameters(), cfg.max_grad_norm)
-                    self.optimizer.step()
-                    self.optimizer.zero_grad(set_to_none=True)
-                loss_sum += output.total.item() / accumulate
-                for key, value in output.parts.items():
-                    parts_sum[key] = parts_sum.get(key, 0.0) + value / accumulate
+            loss, parts = self._optimizer_step(plan_cache)
             self.scheduler.step()
             self.state.step += 1
-            window_examples += cfg.batch_size * accumulate
+            window_examples += cfg.batch_size * cfg.grad_accum
             elapsed = time.perf_counter() - window_started
-            self.reporter.step(self.state.step, loss_sum, parts_sum, self.scheduler.get_last_lr()[0],
+            self.reporter.step(self.state.step, loss, parts, self.scheduler.get_last_lr()[0],
                                window_examples / max(elapsed, 1e-9))
             if self.state.step % cfg.log_every == 0 or self.state.step == 1:
-                self._log({"step": self.state.step, "loss": loss_sum, **parts_sum,
-                           "lr": self.scheduler.get_last_lr()[0]})
+                self._log({"step": self.state.step, "loss": loss, **parts, "lr": self.scheduler.get_last_lr()[0]})
+            if self._interrupt_requested():
+                raise KeyboardInterrupt  # a step boundary: the checkpoint below is exact
             if cfg.eval_every and self.state.step % cfg.eval_every == 0 and self._evaluate_and_keep_best():
                 return "early-stopped"
             if cfg.checkpoint_every and self.state.step % cfg.checkpoint_every == 0:
                 self._save_checkpoint()
         return "completed"
+
+    def _optimizer_step(self, plan_cache: dict[int, list[list[int]]]) -> tuple[float, dict[str, float]]:
+        """grad_accum micro-batches, then one optimizer step; returns the mean loss and its parts."""
+        cfg = self.train_config
+        world, rank = self.accelerator.num_processes, self.accelerator.process_index
+        loss_sum, parts_sum = 0.0, {}
+        poisoned = False
+        for micro in range(cfg.grad_accum):
+            batch = self._micro_batch(self.state.step * cfg.grad_accum + micro, plan_cache, rank, world)
+            # every micro-batch enters `accumulate`, even after a bad one, so accelerate's counter stays aligned
+            with self.accelerator.accumulate(self.model):
+                output = self.model(batch)
+                if not poisoned and not self._finite_everywhere(output.total):
+                    self._handle_non_finite(output.total.item())  # raises, or marks the step as skipped
+                    poisoned = True
+                if poisoned:
+                    continue
+                # Gathered negatives: each rank back-propagates only its shard and DDP averages over
+                # ranks, so × world gives the global loss's gradient (accelerate divides by grad_accum).
+                self.accelerator.backward(output.total * world)
+                if self.accelerator.sync_gradients:
+                    if cfg.max_grad_norm > 0:
+                        self.accelerator.clip_grad_norm_(self.model.parameters(), cfg.max_grad_norm)
+                    self.optimizer.step()
+                    self.optimizer.zero_grad(set_to_none=True)
+            loss_sum += output.total.item() / cfg.grad_accum
+            for key, value in output.parts.items():
+                parts_sum[key] = parts_sum.get(key, 0.0) + value / cfg.grad_accum
+        if poisoned:
+            self.module.zero_grad(set_to_none=True)  # drop the step's partial gradients (bypasses accelerate)
+        return loss_sum, parts_sum
+
+    def _finite_everywhere(self, loss: torch.Tensor) -> bool:
+        """Every process must agree, or one would skip backward while the others wait in all-reduce."""
+        finite = torch.isfinite(loss.detach()).float().reshape(1)
+        if self.accelerator.num_processes > 1:
+            finite = self.accelerator.reduce(finite, reduction="sum") / self.accelerator.num_processes
+        return bool(finite.item() == 1.0)
+
+    def _interrupt_requested(self) -> bool:
+        flag = torch.tensor([float(self._interrupted)], device=self.accelerator.device)
+        if self.accelerator.num_processes > 1:
+            flag = self.accelerator.reduce(flag, reduction="sum")
+        return bool(flag.item() > 0)
 
     def _micro_batch(self, micro_index: int, cache: dict[int, list[list[int]]], rank: int, world: int,
                      ) -> dict[str, torch.Tensor]:
@@ -294,7 +344,6 @@ class Trainer:
 
     def _handle_non_finite(self, value: float) -> None:
         """Skip the step (on_nan=skip, within the limit) or stop; the weights are still the last good ones."""
-        self.optimizer.zero_grad(set_to_none=True)
         if self.train_config.on_nan == "skip" and self.state.nan_skips < self.train_config.max_nan_skips:
             self.state.nan_skips += 1
             self.reporter.message(f"step {self.state.step + 1}: loss is {value}; step skipped "
@@ -373,6 +422,8 @@ class Trainer:
                 save_file(state, str(folder / "model.safetensors"))
                 torch.save(self.optimizer.state_dict(), folder / "optimizer.pt")
                 torch.save(self.scheduler.state_dict(), folder / "scheduler.pt")
+                if self.accelerator.scaler is not None:  # fp16 loss scale: without it resume re-warms the scale
+                    torch.save(self.accelerator.scaler.state_dict(), folder / "scaler.pt")
                 for rank_file in self.checkpoints.glob(".rng-rank*.pt"):
                     os.replace(rank_file, folder / rank_file.name[1:])
                 (folder / "trainer_state.json").write_text(json.dumps(self.state.__dict__, indent=1) + "\n")
@@ -383,6 +434,9 @@ class Trainer:
         return path
 
     def _resume(self) -> None:
+        if (self.output / "metrics.json").is_file():
+            raise ConfigError(f"--resume: {self.output} is a finished run (metrics.json is written); nothing to "
+                              "resume — start a new run with another --output")
         for candidate in list_checkpoints(self.checkpoints):
             try:
                 verify_folder(candidate)
@@ -399,18 +453,32 @@ class Trainer:
         module.load_state_dict(load_file(str(folder / "model.safetensors")))
         self.optimizer.load_state_dict(torch.load(folder / "optimizer.pt", weights_only=True))
         self.scheduler.load_state_dict(torch.load(folder / "scheduler.pt", weights_only=True))
-        _set_rng_state(torch.load(folder / f"rng-rank{self.accelerator.process_index}.pt", weights_only=True))
+        if self.accelerator.scaler is not None and (folder / "scaler.pt").is_file():
+            self.accelerator.scaler.load_state_dict(torch.load(folder / "scaler.pt", weights_only=True))
+        rng_file = folder / f"rng-rank{self.accelerator.process_index}.pt"
+        if not rng_file.is_file():
+            raise ConfigError(f"--resume: {folder} was written by fewer processes than this run has "
+                              f"({self.accelerator.num_processes}); resume with the same number of processes")
+        _set_rng_state(torch.load(rng_file, weights_only=True))
         saved = json.loads((folder / "trainer_state.json").read_text())
         self.state = TrainState(**{**saved, "total_steps": self.state.total_steps})
 
     def _publish(self) -> int:
         """Put the chosen model (best on dev, else the last step) at the top of the run directory."""
-        if not self.is_main:
-            return self.state.best_step or self.state.step
+        step = self.state.best_step or self.state.step
+        if self.is_main:
+            step = self._publish_on_main()
+        self.accelerator.wait_for_everyone()  # a next stage loads this folder on every process
+        return step
+
+    def _publish_on_main(self) -> int:
         best = self.output / "best"
-        if self.inputs.evaluator is None or not best.is_dir():
+        if self.inputs.evaluator is None:
             self._save_model(best)
             step = self.state.step
+        elif not best.is_dir():
+            raise CheckpointError(f"{best}: missing; the best model (step {self.state.best_step}) was lost, "
+                                  "so nothing is published rather than a worse model")
         else:
             step = int(verify_folder(best).get("step", self.state.best_step or 0))
         publish_model(best, self.output)
