@@ -159,3 +159,14 @@ def test_identity_positions_reproduce_the_plain_forward_on_roberta() -> None:
     positions = torch.tensor([[offset + i for i in range(4)] + [1]])
     plain = encoder(ids, mask)
     assert torch.allclose(encoder(ids, mask, position_ids=positions), plain, atol=1e-6)
+
+
+def test_export_pooling_auto_keeps_a_declared_pooling(tiny_model_dir: Path, tmp_path: Path) -> None:
+    Encoder.load(tiny_model_dir, pooling="max", device="cpu").save(tmp_path / "st")
+    declared = Encoder.load(tmp_path / "st", device="cpu")
+    plain = Encoder.load(tiny_model_dir, device="cpu")
+    for encoder, expected in ((declared, "max"), (plain, "last2avg")):
+        recipe = ConsertRecipe(ConsertConfig(), encoder)
+        assert recipe.prepare_export(encoder, recipe.trainable_heads()).pooling_name == expected
+    forced = ConsertRecipe(ConsertConfig(export_pooling="last2avg"), declared)
+    assert forced.prepare_export(declared, forced.trainable_heads()).pooling_name == "last2avg"
