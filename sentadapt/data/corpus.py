@@ -337,12 +337,7 @@ def _read_table(lines: Utf8Lines, fmt: str, text_column: str | None, collector: 
             if not any(cell.strip() for cell in row):
                 collector.add("")
                 continue
-            if len(row) != len(header):
-                hint = "fields cannot contain tabs" if fmt == "tsv" else "quote fields that contain ','"
-                raise DataError(
-                    f"{path}:{reader.line_num}: expected {len(header)} columns like the header, found {len(row)}; "
-                    f"{hint}"
-                )
+            check_row_width(row, header, f"{path}:{reader.line_num}", fmt)
             collector.add(row[index].strip())
     except csv.Error as error:
         raise DataError(f"{path}:{reader.line_num}: malformed {fmt.upper()} ({error})") from None
@@ -404,6 +399,13 @@ def check_sources(sources: Sequence[str | Path]) -> None:
                                 "pass a local text file")
             continue
         open_binary(Path(text)).close()
+
+
+def check_row_width(row: list[str], header: list[str], where: str, fmt: str) -> None:
+    """A csv/tsv row must have as many cells as the header (a stray tab or comma shifts every column)."""
+    if len(row) != len(header):
+        hint = "fields cannot contain tabs" if fmt == "tsv" else "quote fields that contain ','"
+        raise DataError(f"{where}: expected {len(header)} columns like the header, found {len(row)}; {hint}")
 
 
 def _looks_like_hub_id(source: str) -> bool:

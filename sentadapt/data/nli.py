@@ -21,7 +21,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sentadapt.data.corpus import Utf8Lines, printable
+from sentadapt.data.corpus import Utf8Lines, check_row_width, printable
 from sentadapt.errors import ConfigError, DataError
 
 NLI_LABELS = ("entailment", "neutral", "contradiction")
@@ -154,12 +154,7 @@ def _table_records(path: Path, fmt: str, pairs: NliPairs) -> Iterator[tuple[int,
             if not any(cell.strip() for cell in row):
                 _skip(pairs, BLANK)
                 continue
-            if len(row) != len(header):
-                hint = "fields cannot contain tabs" if fmt == "tsv" else "quote fields that contain ','"
-                raise DataError(
-                    f"{path}:{reader.line_num}: expected {len(header)} columns like the header, found {len(row)}; "
-                    f"{hint}"
-                )
+            check_row_width(row, header, f"{path}:{reader.line_num}", fmt)
             yield reader.line_num, dict(zip(header, row))
     except csv.Error as error:
         raise DataError(f"{path}:{reader.line_num}: malformed {fmt.upper()} ({error})") from None
