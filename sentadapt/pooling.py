@@ -18,11 +18,13 @@ padding; [CLS] and [SEP] are included, as in sentence-transformers.
 from __future__ import annotations
 
 from dataclasses import dataclass
-
-import torch
+from typing import TYPE_CHECKING
 
 from sentadapt.errors import ConfigError
 from sentadapt.registry import unknown_name_message
+
+if TYPE_CHECKING:  # torch is imported when pooling runs, so config validation stays fast
+    import torch
 
 POOLING_NAMES = ("cls", "mean", "max", "last2avg", "firstlast")
 TOKEN_POOLINGS = ("cls", "mean", "max")
@@ -101,6 +103,8 @@ class Pooling:
 
 def pool_tokens(tokens: torch.Tensor, attention_mask: torch.Tensor, mode: str) -> torch.Tensor:
     """Pool (batch, seq, dim) token vectors into (batch, dim), ignoring padding."""
+    import torch
+
     if mode == "cls":
         return tokens[:, 0]
     mask = attention_mask.unsqueeze(-1).to(tokens.dtype)

@@ -130,3 +130,19 @@ def test_offline_hub_corpus_fails_before_loading(tiny_model_dir: Path, tmp_path:
     assert result.exit_code == 1
     assert result.stderr.strip() == ("Error: someone/some-corpus: not a local file, and the Hugging Face Hub is "
                                      "unreachable (offline); pass a local text file")
+
+
+def test_option_errors_do_not_import_torch(corpus: Path, tiny_model_dir: Path, tmp_path: Path) -> None:
+    """Validation (config, recipe, paths, dev set) runs before torch is imported, so mistakes fail in well
+    under a second; only training itself pays torch's import time."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\nfrom typer.testing import CliRunner\nfrom sentadapt.cli import app\n"
+        f"r = CliRunner().invoke(app, ['adapt', {str(corpus)!r}, '--base', {str(tiny_model_dir)!r}, '--output', "
+        f"{str(tmp_path / 'run')!r}, '--set', 'temperature=0', '--dev', 'none'])\n"
+        "print(r.exit_code, 'torch' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["2", "False"]

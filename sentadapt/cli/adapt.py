@@ -98,12 +98,12 @@ def _check_paths(config: Any, resume: bool, overwrite: bool, dry_run: bool) -> N
     """Fail fast, before any weights load: model, corpus files, dev set, output directory."""
     from sentadapt.data.corpus import check_sources
     from sentadapt.errors import ConfigError
+    from sentadapt.evaluation.tasks import resolve_dev_set
     from sentadapt.resolve import resolve_model
-    from sentadapt.train.inputs import resolve_dev
 
     config.resolved_model = resolve_model(config.base)
     check_sources(config.corpus)  # a missing file, a directory, a fake .gz, an unreachable Hub dataset
-    resolve_dev(config)
+    resolve_dev_set(config.dev, config.data_dir)
     output = Path(config.output)
     if resume or dry_run or not _is_main_process():  # other ranks would see the directory rank 0 just made
         return

@@ -15,18 +15,20 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-
-import torch
-from torch import Tensor
+from typing import TYPE_CHECKING
 
 from sentadapt.errors import ConfigError
 from sentadapt.registry import unknown_name_message
+
+if TYPE_CHECKING:  # torch is imported where views are made, so config validation stays fast
+    import torch
+    from torch import Tensor
 
 AUGMENTATIONS = (
     "none", "shuffle", "token-cutoff", "feature-cutoff", "dropout", "span-cutoff", "encoder-dropout",
 )
 
-EmbeddingTransform = Callable[[Tensor], Tensor]
+EmbeddingTransform = Callable[["Tensor"], "Tensor"]
 
 
 # ---------------------------------------------------------------------- helpers
@@ -44,6 +46,8 @@ def _rand(shape: tuple[int, ...], device: torch.device, generator: torch.Generat
     A generator on another device type (a CPU generator with CUDA inputs) draws where it lives and
     the noise is moved, so a seeded view is the same on every device.
     """
+    import torch
+
     if generator is None or generator.device.type == device.type:
         return torch.rand(shape, generator=generator, device=device)
     return torch.rand(shape, generator=generator, device=generator.device).to(device)
@@ -56,6 +60,8 @@ def _random_ranks(keys: Tensor) -> Tensor:
 
 def _count(lengths: Tensor, rate: float) -> Tensor:
     """floor(lengths * rate), in float64 so it matches the official code's Python `int(n * rate)`."""
+    import torch
+
     return (lengths.to(torch.float64) * rate).floor().long()
 
 
@@ -78,6 +84,8 @@ def shuffle_position_ids(
     got this wrong). With right padding (what `pad_batch` produces) this is the official behaviour;
     other layouts do not break it (real tokens still get 0..n_i-1, padding its own index).
     """
+    import torch
+
     real = _real(attention_mask)
     batch, length = real.shape
     keys = _rand((batch, length), real.device, generator).masked_fill(~real, float("inf"))
@@ -164,6 +172,8 @@ def span_cutoff(attention_mask: Tensor, rate: float, generator: torch.Generator 
     original positions). [CLS] may fall outside the span: use mean pooling with this view, not CLS.
     Returns a tensor of the input mask's dtype and shape.
     """
+    import torch
+
     check_rate(rate)
     real = _real(attention_mask)
     lengths = real.sum(dim=1)

@@ -8,12 +8,14 @@ encoder is exported (pooling, heads kept or dropped).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
-from torch import Tensor, nn
-
-from sentadapt.encoder import Encoder
 from sentadapt.registry import Registry
+
+if TYPE_CHECKING:  # recipes import torch where they compute, so `adapt` validates options in well under a second
+    from torch import Tensor, nn
+
+    from sentadapt.encoder import Encoder
 
 # What a recipe trains on; the loop reads and batches the data accordingly.
 #   sentences: unlabeled text, one sentence per example      → input_ids, attention_mask

@@ -18,19 +18,18 @@ from __future__ import annotations
 
 import inspect
 from dataclasses import dataclass
-from typing import Any, ClassVar
-
-import torch
-import torch.nn.functional as F
-from torch import Tensor, nn
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from sentadapt.config import check_choice, check_range
-from sentadapt.encoder import Encoder
 from sentadapt.errors import ConfigError
 from sentadapt.pooling import POOLING_NAMES, Pooling
 from sentadapt.recipes.augment import AUGMENTATIONS, ViewInputs, make_view
 from sentadapt.recipes.base import LossOutput, register_recipe
-from sentadapt.recipes.losses import gather_across_processes, nt_xent, world_size
+
+if TYPE_CHECKING:
+    from torch import Tensor, nn
+
+    from sentadapt.encoder import Encoder
 
 MODES = ("unsup", "joint", "sup-unsup", "joint-unsup", "sup")
 SUPERVISED_VIEWS = ("adversarial",)
@@ -90,6 +89,8 @@ class ConsertRecipe:
     }
 
     def __init__(self, config: ConsertConfig, encoder: Encoder) -> None:
+        from torch import nn
+
         self.config = config
         self.stage_mode = "unsup" if config.mode == "unsup" else config.mode.split("-")[0]
         self.train_pooling = Pooling.from_name(config.train_pooling, encoder.num_layers)
@@ -108,6 +109,8 @@ class ConsertRecipe:
         return (config.mode,)
 
     def use_stage(self, mode: str) -> None:
+        from torch import nn
+
         self.stage_mode = mode
         if mode == "unsup":
             self._heads = nn.ModuleDict()  # an unused classifier would be a parameter without gradient under DDP
@@ -134,12 +137,19 @@ class ConsertRecipe:
         return self._supervised_loss(encoder, heads, batch)
 
     def _unsupervised_loss(self, encoder: Encoder, input_ids: Tensor, attention_mask: Tensor) -> LossOutput:
+        from sentadapt.recipes.losses import gather_across_processes, nt_xent
+
         first, second = (self._encode_view(encoder, self._view(name, input_ids, attention_mask))
                          for name in self.config.views)
         loss = nt_xent(gather_across_processes(first), gather_across_processes(second), self.config.temperature)
         return LossOutput(loss, {"contrastive": loss.item()})
 
     def _supervised_loss(self, encoder: Encoder, heads: nn.ModuleDict, batch: dict[str, Tensor]) -> LossOutput:
+        import torch
+        import torch.nn.functional as F
+
+        from sentadapt.recipes.losses import gather_across_processes, nt_xent, world_size
+
         recorded: list[Tensor] = []
 
         def record(embeddings: Tensor) -> Tensor:  # keeps the embedding output for the adversarial view
@@ -228,6 +238,9 @@ class ConsertRecipe:
 
 def _stack_padded(first: Tensor, second: Tensor) -> Tensor:
     """Concatenate two (B, T_i, ...) tensors along the batch, right-padding the shorter with zeros."""
+    import torch
+    import torch.nn.functional as F
+
     width = max(first.shape[1], second.shape[1])
     pad = [0, 0] * (first.dim() - 2)
     return torch.cat([F.pad(first, [*pad, 0, width - first.shape[1]]),

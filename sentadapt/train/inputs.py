@@ -9,32 +9,9 @@ from sentadapt.config import RunConfig
 from sentadapt.data.batching import TokenizedExamples
 from sentadapt.encoder import Encoder
 from sentadapt.errors import DataError
-from sentadapt.evaluation.sts import TASKS, StsEvaluator, resolve_data_dir
+from sentadapt.evaluation.tasks import resolve_dev_set
 from sentadapt.recipes import RECIPES
 from sentadapt.train.loop import TrainingInputs
-
-
-def resolve_dev(config: RunConfig) -> tuple[str | None, Callable[[], StsEvaluator] | None]:
-    """Which dev set scores checkpoints: --dev stsb|sickr|FILE, else STS-B dev when STS data is available."""
-    data_dir = resolve_data_dir(config.data_dir)
-    dev = config.dev
-    if dev is None:
-        if data_dir is not None and (data_dir / "stsb.dev.jsonl").is_file():
-            dev = "stsb"
-        else:
-            return None, None
-    if dev.lower() in ("none", "off"):
-        return None, None
-    if dev.lower() in TASKS:
-        name = dev.lower()
-        if data_dir is None:
-            raise DataError(f"--dev {name}: needs STS data; pass --data-dir DIR or set $SENTADAPT_DATA_DIR")
-        return f"{TASKS[name].display} dev", lambda: StsEvaluator.from_sts([name], "dev", data_dir)
-    path = Path(dev)
-    if not path.is_file():
-        raise DataError(f"--dev {dev}: no such file; pass stsb, sickr or a labelled pairs file "
-                        "(.tsv/.csv/.jsonl with sentence1, sentence2, score)")
-    return path.name, lambda: StsEvaluator.from_pairs_file(path)
 
 
 def load_training_examples(config: RunConfig, needs: str, encoder: Encoder, note: Callable[[str], None],
@@ -63,7 +40,7 @@ def build_inputs(config: RunConfig, note: Callable[[str], None], device: str | N
                  trust_remote_code: bool = False, allow_pickle: bool = False, stage: str | None = None,
                  ) -> TrainingInputs:
     recipe_class = RECIPES.get(config.recipe)
-    dev_name, make_evaluator = resolve_dev(config)
+    dev_name, make_evaluator = resolve_dev_set(config.dev, config.data_dir)
     evaluator = make_evaluator() if make_evaluator is not None else None  # bad dev files fail before the model loads
     encoder = Encoder.load(config.base, device=device or "cpu", trust_remote_code=trust_remote_code,
                            allow_pickle=allow_pickle)

@@ -1,0 +1,100 @@
+"""The STS task table and data-source resolution — no torch, numpy or scipy, so option checks stay fast."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from sentadapt.errors import ConfigError, DataError
+from sentadapt.registry import unknown_name_message
+
+if TYPE_CHECKING:
+    from sentadapt.evaluation.sts import StsEvaluator
+
+DATA_DIR_ENV = "SENTADAPT_DATA_DIR"
+AGGREGATIONS = ("all", "mean", "wmean")
+
+
+@dataclass(frozen=True)
+class StsTask:
+    name: str
+    display: str
+    splits: tuple[str, ...]
+    hub_dataset: str
+    hub_splits: dict[str, str] = field(default_factory=dict)
+    score_range: tuple[float, float] = (0.0, 5.0)
+
+
+TASKS: dict[str, StsTask] = {
+    task.name: task
+    for task in (
+        StsTask("sts12", "STS12", ("test",), "mteb/sts12-sts", {"test": "test"}),
+        StsTask("sts13", "STS13", ("test",), "mteb/sts13-sts", {"test": "test"}),
+        StsTask("sts14", "STS14", ("test",), "mteb/sts14-sts", {"test": "test"}),
+        StsTask("sts15", "STS15", ("test",), "mteb/sts15-sts", {"test": "test"}),
+        StsTask("sts16", "STS16", ("test",), "mteb/sts16-sts", {"test": "test"}),
+        StsTask("stsb", "STS-B", ("train", "dev", "test"), "mteb/stsbenchmark-sts",
+                {"train": "train", "dev": "validation", "test": "test"}),
+        StsTask("sickr", "SICK-R", ("train", "dev", "test"), "mteb/sickr-sts", {"test": "test"},
+                score_range=(1.0, 5.0)),
+    )
+}
+
+
+def parse_task_list(spec: str, split: str = "test") -> list[str]:
+    """'all' or a comma list ('stsb,sickr') → task names; 'all' keeps the tasks that have `split`."""
+    names = [part.strip().lower() for part in spec.split(",") if part.strip()]
+    if not names:
+        raise ConfigError("--sts: give 'all' or a comma-separated list of tasks")
+    if names == ["all"]:
+        return [name for name, task in TASKS.items() if split in task.splits]
+    for name in names:
+        if name not in TASKS:
+            raise ConfigError("--sts: " + unknown_name_message("task", name, [*TASKS, "all"]))
+        if split not in TASKS[name].splits:
+            raise ConfigError(f"--sts: task {name} has no '{split}' split (it has {', '.join(TASKS[name].splits)})")
+    return list(dict.fromkeys(names))
+
+
+def resolve_data_dir(data_dir: str | Path | None) -> Path | None:
+    """--data-dir, else $SENTADAPT_DATA_DIR, else None (hub datasets)."""
+    chosen = data_dir or os.environ.get(DATA_DIR_ENV) or None
+    if chosen is None:
+        return None
+    path = Path(chosen).expanduser()
+    if not path.is_dir():
+        origin = "--data-dir" if data_dir else f"${DATA_DIR_ENV}"
+        raise DataError(f"{origin}: {path} is not a directory of STS files (e.g. stsb.test.jsonl)")
+    return path
+
+
+
+def resolve_dev_set(
+    dev: str | None, data_dir: str | Path | None
+) -> tuple[str | None, Callable[[], StsEvaluator] | None]:
+    """Which dev set scores checkpoints: stsb|sickr|FILE|none, else STS-B dev when STS data is available.
+
+    Returns a display name and a factory (the evaluator loads lazily); (None, None) means no dev set.
+    """
+    from sentadapt.evaluation import sts
+
+    directory = resolve_data_dir(data_dir)
+    if dev is None:
+        if directory is None or not (directory / "stsb.dev.jsonl").is_file():
+            return None, None
+        dev = "stsb"
+    if dev.lower() in ("none", "off"):
+        return None, None
+    if dev.lower() in TASKS:
+        name = dev.lower()
+        if directory is None:
+            raise DataError(f"--dev {name}: needs STS data; pass --data-dir DIR or set ${DATA_DIR_ENV}")
+        return f"{TASKS[name].display} dev", lambda: sts.StsEvaluator.from_sts([name], "dev", directory)
+    path = Path(dev)
+    if not path.is_file():
+        raise DataError(f"--dev {dev}: no such file; pass stsb, sickr or a labelled pairs file "
+                        "(.tsv/.csv/.jsonl with sentence1, sentence2, score)")
+    return path.name, lambda: sts.StsEvaluator.from_pairs_file(path)
