@@ -48,7 +48,11 @@ def run_sentadapt(args: argparse.Namespace) -> dict[str, float]:
 
 def run_sentence_transformers(args: argparse.Namespace) -> dict[str, float]:
     from datasets import Dataset
-    from sentence_transformers import SentenceTransformer, SentenceTransformerTrainer, SentenceTransformerTrainingArguments
+    from sentence_transformers import (
+        SentenceTransformer,
+        SentenceTransformerTrainer,
+        SentenceTransformerTrainingArguments,
+    )
     from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss
 
     sentences = [line.strip() for line in Path(args.corpus).read_text().splitlines() if line.strip()]
