@@ -170,3 +170,22 @@ def test_export_pooling_auto_keeps_a_declared_pooling(tiny_model_dir: Path, tmp_
         assert recipe.prepare_export(encoder, recipe.trainable_heads()).pooling_name == expected
     forced = ConsertRecipe(ConsertConfig(export_pooling="last2avg"), declared)
     assert forced.prepare_export(declared, forced.trainable_heads()).pooling_name == "last2avg"
+
+
+def test_distilbert_takes_every_view() -> None:
+    from transformers import DistilBertConfig, DistilBertModel
+
+    from sentadapt.pooling import Pooling
+
+    config = DistilBertConfig(vocab_size=60, dim=32, n_layers=2, n_heads=2, hidden_dim=37, max_position_embeddings=40,
+                              pad_token_id=0)
+
+    class Tok:
+        pad_token_id = 0
+
+    encoder = Encoder(DistilBertModel(config), Tok(), Pooling("mean"))
+    ids = torch.tensor([[2, 5, 7, 3, 0], [2, 9, 3, 0, 0], [2, 4, 4, 4, 3]])
+    batch = {"input_ids": ids, "attention_mask": (ids != 0).long()}
+    for views in (("shuffle", "token-cutoff"), ("feature-cutoff", "span-cutoff")):
+        recipe = ConsertRecipe(ConsertConfig(views=views), encoder)
+        assert torch.isfinite(recipe.compute_loss(encoder, recipe.trainable_heads(), batch).total)
