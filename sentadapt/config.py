@@ -87,6 +87,7 @@ class RunConfig:
     dev: str | None = None  # "stsb", "sickr", a labelled pairs file, or None (blind: keep the last step)
     data_dir: str | None = None
     text_column: str | None = None
+    encoding_errors: str = "strict"  # strict | replace | skip (invalid UTF-8 lines in the corpus)
     train: TrainConfig = field(default_factory=TrainConfig)
     recipe_args: Any = None  # the recipe's own Config dataclass
 
@@ -294,4 +295,5 @@ def load_run_config(path: Path, recipe_configs: dict[str, type]) -> RunConfig:
     recipe_args = recipe_class()
     apply_overrides(recipe_args, data.get("recipe_args") or {}, f"{path}: recipe_args")
     fields = {k: data.get(k) for k in ("recipe", "base", "corpus", "output", "dev", "data_dir", "text_column")}
+    fields["encoding_errors"] = data.get("encoding_errors") or "strict"
     return RunConfig(train=train, recipe_args=recipe_args, **fields)

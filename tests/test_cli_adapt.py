@@ -146,3 +146,20 @@ def test_option_errors_do_not_import_torch(corpus: Path, tiny_model_dir: Path, t
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.split() == ["2", "False"]
+
+
+def test_encoding_errors_option_reaches_the_reader(tiny_model_dir: Path, tmp_path: Path) -> None:
+    corpus = tmp_path / "bad.txt"
+    corpus.write_bytes(b"".join(b"the server %d is down\n" % i for i in range(20)) + b"caf\xe9 latte\n")
+    strict = _adapt(str(corpus), "--base", str(tiny_model_dir), "--output", str(tmp_path / "a"), "--dev", "none",
+                    "--batch-size", "4", "--max-steps", "1")
+    assert strict.exit_code == 1
+    assert strict.stderr.startswith(f"Error: {corpus}:21: not valid UTF-8")
+    skipped = _adapt(str(corpus), "--base", str(tiny_model_dir), "--output", str(tmp_path / "b"), "--dev", "none",
+                     "--batch-size", "4", "--max-steps", "1", "--encoding-errors", "skip")
+    assert skipped.exit_code == 0, skipped.output
+    assert "read 21 lines from 1 file → 20 sentences (skipped: 1 invalid UTF-8)" in skipped.stderr
+    bad = _adapt(str(corpus), "--base", str(tiny_model_dir), "--output", str(tmp_path / "c"),
+                 "--encoding-errors", "ignore")
+    assert bad.exit_code == 2
+    assert bad.stderr.strip() == "Error: --encoding-errors: 'ignore' is not one of strict, replace, skip"

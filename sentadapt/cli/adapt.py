@@ -37,6 +37,9 @@ def adapt(
     data_dir: Path | None = typer.Option(None, "--data-dir", envvar="SENTADAPT_DATA_DIR",
                                          help="Folder of STS JSON Lines files (for --dev stsb|sickr)."),
     text_column: str | None = typer.Option(None, "--text-column", help="Column of .jsonl/.csv/.tsv corpora."),
+    encoding_errors: str = typer.Option("strict", "--encoding-errors",
+                                        help="Invalid UTF-8 in the corpus: strict (stop, name the line) | "
+                                             "replace | skip."),
     max_steps: int | None = typer.Option(None, "--max-steps", help="Optimizer steps (overrides --epochs)."),
     epochs: float | None = typer.Option(None, "--epochs"),
     batch_size: int | None = typer.Option(None, "--batch-size", help="Global batch (in-batch negatives + 1)."),
@@ -77,7 +80,7 @@ def adapt(
         config = build_config(
             recipe_name, recipe_class.Config, recipe_class.train_defaults, config_file, flags, set_options,
             base=base or DEFAULT_BASE_MODEL, corpus=list(corpus), output=str(output), dev=dev,
-            data_dir=str(data_dir) if data_dir else None, text_column=text_column,
+            data_dir=str(data_dir) if data_dir else None, text_column=text_column, encoding_errors=encoding_errors,
         )
     _check_paths(config, resume, overwrite, dry_run)
     if dry_run:
@@ -101,6 +104,10 @@ def _check_paths(config: Any, resume: bool, overwrite: bool, dry_run: bool) -> N
     from sentadapt.evaluation.tasks import resolve_dev_set
     from sentadapt.resolve import resolve_model
 
+    from sentadapt.config import check_choice
+    from sentadapt.data.corpus import ENCODING_ERRORS
+
+    check_choice("--encoding-errors", config.encoding_errors, ENCODING_ERRORS)
     config.resolved_model = resolve_model(config.base)
     check_sources(config.corpus)  # a missing file, a directory, a fake .gz, an unreachable Hub dataset
     resolve_dev_set(config.dev, config.data_dir)

@@ -20,7 +20,8 @@ def load_training_examples(config: RunConfig, needs: str, encoder: Encoder, note
     if needs == "sentences":
         from sentadapt.data.corpus import read_corpus
 
-        corpus = read_corpus(config.corpus, text_column=config.text_column, dedup=config.train.dedup)
+        corpus = read_corpus(config.corpus, text_column=config.text_column, dedup=config.train.dedup,
+                             encoding_errors=config.encoding_errors)
         note(corpus.report.summary())
         return TokenizedExamples([encoder.tokenize_ids(corpus.sentences, max_length)])
     if needs == "nli":
