@@ -99,13 +99,11 @@ def _recipe_of(config_file: Path | None) -> str | None:
 
 def _check_paths(config: Any, resume: bool, overwrite: bool, dry_run: bool) -> None:
     """Fail fast, before any weights load: model, corpus files, dev set, output directory."""
-    from sentadapt.data.corpus import check_sources
+    from sentadapt.config import check_choice
+    from sentadapt.data.corpus import ENCODING_ERRORS, check_sources
     from sentadapt.errors import ConfigError
     from sentadapt.evaluation.tasks import resolve_dev_set
     from sentadapt.resolve import resolve_model
-
-    from sentadapt.config import check_choice
-    from sentadapt.data.corpus import ENCODING_ERRORS
 
     check_choice("--encoding-errors", config.encoding_errors, ENCODING_ERRORS)
     config.resolved_model = resolve_model(config.base)
