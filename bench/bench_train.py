@@ -1,13 +1,15 @@
-"""Benchmark: ConSERT training throughput vs sentence-transformers' unsupervised SimCSE, side by side.
+"""Benchmark: sentadapt training throughput (ConSERT, SG-OPT) vs sentence-transformers' unsupervised SimCSE.
 
     python bench/bench_train.py --model ../shared/models/paraphrase-minilm-l3-v2 --corpus runs/sts-corpus.txt
+    python bench/bench_train.py --recipes consert,sg-opt ...   # SG-OPT next to ConSERT, same model and batch
 
-Both train the same model on the same sentences with the same global batch, max length and number of
-steps; both do two forward passes per sentence (ConSERT: two augmented views; SimCSE:
-MultipleNegativesRankingLoss on (s, s) pairs, dropout as the augmentation). Each run is a fresh
-subprocess, so peak RSS is its own. Reported: training sentences/s (model loading excluded, the
-training loop only), peak RSS, and the ratio sentadapt / sentence-transformers in the same run.
-Writes bench/out/train.json.
+All train the same model on the same sentences with the same global batch, max length and number of
+steps. ConSERT and SimCSE do two forward passes per sentence (ConSERT: two augmented views; SimCSE:
+MultipleNegativesRankingLoss on (s, s) pairs, dropout as the augmentation); SG-OPT does one forward of
+the tuned model and one no-grad forward of the frozen guide, plus its 4096-wide projection head over
+L + 2 vectors per sentence. Each run is a fresh subprocess, so peak RSS is its own. Reported: training
+sentences/s (model loading excluded, the training loop only), peak RSS, and the ratio sentadapt /
+sentence-transformers in the same run. Writes bench/out/train.json.
 """
 
 from __future__ import annotations
@@ -34,11 +36,11 @@ def run_sentadapt(args: argparse.Namespace) -> dict[str, float]:
         def finish(self) -> None:
             self.seconds = time.perf_counter() - self.started
 
-    recipe = RECIPES.get("consert")
+    recipe = RECIPES.get(args.recipe)
     flags = {"batch_size": args.batch_size, "max_length": args.max_length, "max_steps": args.steps,
              "eval_every": 0, "checkpoint_every": 0, "mixed_precision": "bf16" if args.precision == "bf16" else "no",
-             "lr": 2e-5}
-    config = build_config("consert", recipe.Config, recipe.train_defaults, None, flags, [],
+             "lr": recipe.train_defaults.get("lr", 2e-5)}
+    config = build_config(args.recipe, recipe.Config, recipe.train_defaults, None, flags, [],
                           base=args.model, corpus=[args.corpus], output=args.output, dev="none")
     Path(args.output).mkdir(parents=True, exist_ok=True)
     clock = Clock()
@@ -73,7 +75,7 @@ def run_sentence_transformers(args: argparse.Namespace) -> dict[str, float]:
 
 
 def worker(args: argparse.Namespace) -> None:
-    result = run_sentadapt(args) if args.worker == "sentadapt" else run_sentence_transformers(args)
+    result = run_sentence_transformers(args) if args.worker == "st" else run_sentadapt(args)
     result["sentences_per_s"] = args.batch_size * args.steps / result["seconds"]
     result["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print("RESULT " + json.dumps(result))
@@ -87,8 +89,10 @@ def main() -> None:
     parser.add_argument("--max-length", type=int, default=32)
     parser.add_argument("--steps", type=int, default=30)
     parser.add_argument("--precisions", default="fp32,bf16")
+    parser.add_argument("--recipes", default="consert", help="sentadapt recipes to run, e.g. consert,sg-opt")
     parser.add_argument("--out", type=Path, default=Path("bench/out/train.json"))
     parser.add_argument("--worker", choices=["sentadapt", "st"], help=argparse.SUPPRESS)
+    parser.add_argument("--recipe", default="consert", help=argparse.SUPPRESS)
     parser.add_argument("--precision", default="fp32", help=argparse.SUPPRESS)
     parser.add_argument("--output", default="bench/out/train-run", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -98,22 +102,25 @@ def main() -> None:
 
     results: dict[str, dict[str, float]] = {}
     for precision in args.precisions.split(","):
-        for name in ("st", "sentadapt"):
-            command = [sys.executable, __file__, "--worker", name, "--precision", precision, "--model", args.model,
-                       "--corpus", args.corpus, "--batch-size", str(args.batch_size), "--max-length",
-                       str(args.max_length), "--steps", str(args.steps), "--output", f"bench/out/train-{name}"]
+        for name in ("st", *args.recipes.split(",")):
+            kind = "st" if name == "st" else "sentadapt"
+            command = [sys.executable, __file__, "--worker", kind, "--recipe", name, "--precision", precision,
+                       "--model", args.model, "--corpus", args.corpus, "--batch-size", str(args.batch_size),
+                       "--max-length", str(args.max_length), "--steps", str(args.steps), "--output",
+                       f"bench/out/train-{name}"]
             done = subprocess.run(command, capture_output=True, text=True)
             line = [x for x in done.stdout.splitlines() if x.startswith("RESULT ")]
             if done.returncode or not line:
                 sys.exit(f"{name} {precision} failed:\n{done.stderr[-3000:]}")
             results[f"{name} {precision}"] = json.loads(line[0][len("RESULT "):])
     print(f"\nmodel {args.model}, batch {args.batch_size}, max length {args.max_length}, {args.steps} steps")
-    print(f"{'run':<28} {'sentences/s':>12} {'peak RSS MB':>12} {'vs ST':>7}")
+    print(f"{'run':<34} {'sentences/s':>12} {'peak RSS MB':>12} {'vs ST':>7}")
+    labels = {"st": "sentence-transformers SimCSE", "consert": "sentadapt ConSERT", "sg-opt": "sentadapt SG-OPT"}
     for key, result in results.items():
         name, precision = key.split()
         ratio = result["sentences_per_s"] / results[f"st {precision}"]["sentences_per_s"]
-        label = "sentadapt ConSERT" if name == "sentadapt" else "sentence-transformers SimCSE"
-        print(f"{label + ' ' + precision:<28} {result['sentences_per_s']:12.1f} {result['peak_rss_mb']:12.0f} "
+        label = labels.get(name, f"sentadapt {name}")
+        print(f"{label + ' ' + precision:<34} {result['sentences_per_s']:12.1f} {result['peak_rss_mb']:12.0f} "
               f"{ratio:6.2f}x")
         result["ratio_vs_st"] = ratio
     args.out.parent.mkdir(parents=True, exist_ok=True)

@@ -1,4 +1,5 @@
-"""Contrastive losses shared by the recipes, and the cross-process gather that enlarges their negatives."""
+"""Contrastive losses shared by the recipes (NT-Xent; SG-OPT's L_opt1–3 and regulariser), and the cross-process
+gather that enlarges their negatives."""
 
 from __future__ import annotations
 
@@ -38,6 +39,98 @@ def nt_xent(view1: Tensor, view2: Tensor, temperature: float) -> Tensor:
         index = torch.arange(n, device=logits.device)
         targets = torch.cat([index + n, index])
         return F.cross_entropy(logits, targets)
+
+
+def opt1_loss(sentences: Tensor, views: Tensor, temperature: float) -> Tensor:
+    """SG-OPT's L_opt1 (Kim et al. 2021, §3.2), the mean over the N anchors c_i.
+
+    L_opt1_i = −log( φ(c_i, h_i) / Ẑ ),  Ẑ = Σ_{j≠i} φ(c_i, c_j) + Σ_j φ(c_i, h_j),
+    φ(u, v) = exp(cos(u, v) / τ). Only the sentence vectors `sentences` (c, shape (N, D)) are anchors;
+    the views (h, shape (N, D)) are targets, so the NT-Xent factor h_i ↔ h_j is gone. The inputs are
+    the projected vectors f(c), f(h). Computed in (at least) float32 with autocast off, like `nt_xent`.
+    """
+    _check_pairs("opt1_loss", sentences, views, temperature)
+    with torch.autocast(device_type=sentences.device.type, enabled=False):
+        c, h = _unit(sentences), _unit(views)
+        to_views = c @ h.T / temperature  # (N, N); the positive of row i is column i
+        self_pairs = torch.eye(len(c), dtype=torch.bool, device=c.device)
+        to_sentences = (c @ c.T / temperature).masked_fill(self_pairs, float("-inf"))
+        logits = torch.cat([to_views, to_sentences], dim=1)
+        return F.cross_entropy(logits, torch.arange(len(c), device=c.device))
+
+
+def opt2_loss(sentences: Tensor, views: Tensor, temperature: float) -> Tensor:
+    """SG-OPT's L_opt2 (§3.2): L_opt1 without the c_i ↔ c_j repulsion, the mean over the N anchors c_i.
+
+    L_opt2_i = −log( φ(c_i, h_i) / Σ_j φ(c_i, h_j) ): one-directional InfoNCE from c to h.
+    """
+    _check_pairs("opt2_loss", sentences, views, temperature)
+    with torch.autocast(device_type=sentences.device.type, enabled=False):
+        c, h = _unit(sentences), _unit(views)
+        return F.cross_entropy(c @ h.T / temperature, torch.arange(len(c), device=c.device))
+
+
+def opt3_loss(sentences: Tensor, views: Tensor, temperature: float) -> Tensor:
+    """SG-OPT's L_opt3 (§3.2, the `sg-opt` objective): every layer's view of a sentence is a positive.
+
+    `sentences` (c): (N, D); `views` (h): (N, K, D), view k of sentence i (K layers). For each (i, k):
+
+        L_opt3_{i,k} = −log( φ(c_i, h_{i,k}) / ( φ(c_i, h_{i,k}) + Σ_{m≠i} Σ_n φ(c_i, h_{m,n}) ) )
+
+    and the loss is the mean over the N·K pairs (1 / (b(l+1)) Σ_i Σ_k). The negatives of anchor c_i are
+    the views of all layers of the other sentences — (N−1)·K of them, shared by its K positives; its
+    own other layers are not negatives. This is also what the official code computes (galsang/SG-BERT
+    `NTXentLoss`, ANCHORS §b.2). Computed as logaddexp(pos, logsumexp(negatives)) − pos: no
+    (N·K)² logit matrix, in (at least) float32 with autocast off.
+    """
+    if sentences.dim() != 2 or views.dim() != 3 or views.shape[0] != sentences.shape[0] \
+            or views.shape[2] != sentences.shape[1]:
+        raise ValueError(f"opt3_loss: expected (N, D) sentences and (N, K, D) views, got "
+                         f"{tuple(sentences.shape)} and {tuple(views.shape)}")
+    if not temperature > 0:
+        raise ValueError(f"opt3_loss: temperature must be > 0, got {temperature}")
+    n, k = views.shape[0], views.shape[1]
+    with torch.autocast(device_type=sentences.device.type, enabled=False):
+        c, h = _unit(sentences), _unit(views)
+        logits = torch.einsum("id,mkd->imk", c, h) / temperature  # (N, N, K): anchor i, sentence m, layer k
+        index = torch.arange(n, device=c.device)
+        positives = logits[index, index]  # (N, K)
+        others = ~torch.eye(n, dtype=torch.bool, device=c.device)
+        negatives = logits[others].reshape(n, (n - 1) * k)  # row i: the views of every sentence m ≠ i
+        negative_mass = torch.logsumexp(negatives, dim=1, keepdim=True)  # (N, 1); −inf when N = 1
+        return (torch.logaddexp(positives, negative_mass) - positives).mean()
+
+
+def squared_distance(parameters: list[Tensor], reference: list[Tensor]) -> Tensor:
+    """Σ_p ‖p − p_ref‖²₂ over matching tensors (SG-OPT's L_reg = ‖BERT_F − BERT_T‖²₂), in float32 or wider.
+
+    `reference` carries no gradient; the result is exactly 0 while the parameters equal it.
+    """
+    if len(parameters) != len(reference):
+        raise ValueError(f"squared_distance: {len(parameters)} parameters but {len(reference)} references")
+    if not parameters:
+        raise ValueError("squared_distance: no parameters")
+    device = parameters[0].device
+    with torch.autocast(device_type=device.type, enabled=False):
+        total = torch.zeros((), dtype=torch.promote_types(parameters[0].dtype, torch.float32), device=device)
+        for parameter, fixed in zip(parameters, reference):
+            if parameter.shape != fixed.shape:
+                raise ValueError(f"squared_distance: shape {tuple(parameter.shape)} vs {tuple(fixed.shape)}")
+            total = total + (parameter.to(total.dtype) - fixed.detach().to(total.dtype)).pow(2).sum()
+        return total
+
+
+def _check_pairs(name: str, sentences: Tensor, views: Tensor, temperature: float) -> None:
+    if sentences.dim() != 2 or sentences.shape != views.shape:
+        raise ValueError(f"{name}: expected two (N, D) tensors of equal shape, got {tuple(sentences.shape)} "
+                         f"and {tuple(views.shape)}")
+    if not temperature > 0:
+        raise ValueError(f"{name}: temperature must be > 0, got {temperature}")
+
+
+def _unit(vectors: Tensor) -> Tensor:
+    """L2-normalised along the last dim, in float32 or wider (cosine similarity as a dot product)."""
+    return F.normalize(vectors.to(torch.promote_types(vectors.dtype, torch.float32)), dim=-1)
 
 
 def gather_across_processes(tensor: Tensor) -> Tensor:
