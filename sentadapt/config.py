@@ -45,6 +45,8 @@ class TrainConfig:
     adam_beta1: float = 0.9
     adam_beta2: float = 0.999
     adam_eps: float = 1e-6
+    optimizer: str = "adamw"  # adamw | lars (SimCLR-style, for large learning rates on small heads)
+    schedule: str = "linear"  # decay after warm-up: linear | cosine
     length_grouping: bool = True  # batches drawn at random, padded less by grouping similar lengths
     dedup: bool = True  # repeated corpus lines would be false negatives in a batch
     on_nan: str = "stop"  # stop | skip (skip the step, stop after `max_nan_skips`)
@@ -72,6 +74,8 @@ class TrainConfig:
         check_range("adam_beta2", self.adam_beta2, 0, 1, high_open=True)
         check_range("adam_eps", self.adam_eps, 0, None, low_open=True)
         check_choice("on_nan", self.on_nan, ON_NAN)
+        check_choice("optimizer", self.optimizer, ("adamw", "lars"))
+        check_choice("schedule", self.schedule, ("linear", "cosine"))
         check_range("eval_batch_size", self.eval_batch_size, 1, None)
         check_range("log_every", self.log_every, 1, None)
 

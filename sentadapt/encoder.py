@@ -121,6 +121,10 @@ class Encoder(nn.Module):
         self.normalize = normalize
         self.max_length = max_length
         self.name = name or getattr(backbone.config, "_name_or_path", "model")
+        # Set by recipes that never train the backbone: text → output of the frozen part
+        # (backbone, pooling, first `frozen_head_layers` head layers); see encode_frozen_part.
+        self.frozen_memo: dict[str, torch.Tensor] | None = None
+        self.frozen_head_layers = 0
 
     # ------------------------------------------------------------------ properties
     @property
@@ -191,8 +195,11 @@ class Encoder(nn.Module):
         position_ids: torch.Tensor | None = None,
         embedding_transform: Callable[[torch.Tensor], torch.Tensor] | None = None,
         pooling: Pooling | None = None,
+        head_layers: int | None = None,
     ) -> torch.Tensor:
         """Sentence vectors for a tokenized batch; differentiable (the training path).
+
+        `head_layers` stops after that many head layers, without normalisation (the frozen part).
 
         `embedding_transform` edits the embedding layer's output (after position embeddings,
         LayerNorm and dropout) for this forward only — how ConSERT's cutoff views are made,
@@ -204,6 +211,8 @@ class Encoder(nn.Module):
             output_hidden_states=pooling.needs_hidden_states,
         )
         pooled = pooling(outputs.last_hidden_state, attention_mask, outputs.hidden_states)
+        if head_layers is not None:
+            return self.apply_head(pooled, stop=head_layers, normalize=False)
         return self.apply_head(pooled)
 
     def run_backbone(
@@ -239,10 +248,11 @@ class Encoder(nn.Module):
         finally:
             handle.remove()
 
-    def apply_head(self, pooled: torch.Tensor) -> torch.Tensor:
-        for layer in self.head:
+    def apply_head(self, pooled: torch.Tensor, start: int = 0, stop: int | None = None,
+                   normalize: bool = True) -> torch.Tensor:
+        for layer in list(self.head)[start:stop]:
             pooled = layer(pooled)
-        if self.normalize:
+        if normalize and self.normalize:
             pooled = nn.functional.normalize(pooled, dim=-1)
         return pooled
 
@@ -273,6 +283,8 @@ class Encoder(nn.Module):
         """Embed texts → float32 CPU tensor (len(texts), dim), rows in input order.
 
         Each unique text is encoded once; batches are sorted by token length so padding is minimal.
+        With `frozen_memo` set (a recipe that never trains the backbone, e.g. CLSR), the frozen part's
+        output is remembered per text, so repeated dev evaluations only run the trainable head.
         """
         if dtype not in DTYPES:
             from sentadapt.errors import ConfigError
@@ -283,6 +295,45 @@ class Encoder(nn.Module):
         unique_texts = list(unique_index)
         if not unique_texts:
             return torch.empty((0, self.embedding_dim))
+        if self.frozen_memo is None or pooling is not None:
+            vectors = self._embed(unique_texts, batch_size, max_length, dtype, pooling, progress)
+        else:
+            prefix = self.encode_frozen_part(unique_texts, batch_size, max_length, dtype, progress)
+            was_training = self.training
+            self.eval()
+            vectors = self.apply_head(prefix.to(self.device), start=self.frozen_head_layers).float().cpu()
+            self.train(was_training)
+        return vectors[torch.as_tensor(positions)]
+
+    @torch.inference_mode()
+    def encode_frozen_part(
+        self,
+        texts: Sequence[str],
+        batch_size: int = 128,
+        max_length: int | None = None,
+        dtype: str = "fp32",
+        progress: Callable[[int], None] | None = None,
+    ) -> torch.Tensor:
+        """Backbone + pooling + the first `frozen_head_layers` head layers, memoised per text (float32, CPU)."""
+        memo = self.frozen_memo if self.frozen_memo is not None else {}
+        unique = list(dict.fromkeys(texts))
+        missing = [text for text in unique if text not in memo]
+        if missing:
+            computed = self._embed(missing, batch_size, max_length, dtype, None, progress,
+                                   head_layers=self.frozen_head_layers)
+            memo.update(zip(missing, computed))
+        return torch.stack([memo[text] for text in texts]) if texts else torch.empty((0, self.embedding_dim))
+
+    def _embed(
+        self,
+        unique_texts: list[str],
+        batch_size: int,
+        max_length: int | None,
+        dtype: str,
+        pooling: Pooling | None,
+        progress: Callable[[int], None] | None,
+        head_layers: int | None = None,
+    ) -> torch.Tensor:
         ids = self.tokenize_ids(unique_texts, max_length)
         order = sorted(range(len(ids)), key=lambda i: len(ids[i]), reverse=True)
         was_training = self.training
@@ -291,17 +342,19 @@ class Encoder(nn.Module):
         autocast = (
             torch.autocast(device_type=device.type, dtype=DTYPES[dtype]) if dtype != "fp32" else nullcontext()
         )
-        vectors = torch.empty((len(unique_texts), self.embedding_dim), dtype=torch.float32)
+        rows: list[torch.Tensor] = []
         with autocast:
             for start in range(0, len(order), batch_size):
                 chunk = order[start : start + batch_size]
                 batch = self.collate([ids[i] for i in chunk]).to(device)
-                out = self(batch.input_ids, batch.attention_mask, pooling=pooling)
-                vectors[torch.as_tensor(chunk)] = out.float().cpu()
+                rows.append(self(batch.input_ids, batch.attention_mask, pooling=pooling,
+                                 head_layers=head_layers).float().cpu())
                 if progress is not None:
                     progress(len(chunk))
         self.train(was_training)
-        return vectors[torch.as_tensor(positions)]
+        vectors = torch.empty((len(unique_texts), rows[0].shape[-1]), dtype=torch.float32)
+        vectors[torch.as_tensor(order)] = torch.cat(rows)
+        return vectors
 
     # ------------------------------------------------------------------ saving
     def save(self, folder: str | os.PathLike[str]) -> None:

@@ -12,7 +12,7 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
 
-from sentadapt.cli._common import console, err_console, friendly_errors, note
+from sentadapt.cli._common import console, err_console, friendly_errors, note, progress_bar
 
 LOCK_FILE = ".lock"
 
@@ -108,6 +108,11 @@ def _check_paths(config: Any, resume: bool, overwrite: bool, dry_run: bool) -> N
     check_choice("--encoding-errors", config.encoding_errors, ENCODING_ERRORS)
     config.resolved_model = resolve_model(config.base)
     check_sources(config.corpus)  # a missing file, a directory, a fake .gz, an unreachable Hub dataset
+    from sentadapt.recipes import RECIPES
+
+    recipe_check = getattr(RECIPES.get(config.recipe), "check_corpus", None)
+    if recipe_check is not None:
+        recipe_check(config.corpus, config.recipe_args)  # e.g. CLSR needs pairs, not a sentence list
     resolve_dev_set(config.dev, config.data_dir)
     output = Path(config.output)
     if resume or dry_run or not _is_main_process():  # other ranks would see the directory rank 0 just made
@@ -185,7 +190,8 @@ def _run(config: Any, resume: bool, overwrite: bool, trust_remote_code: bool, al
             if resume and not stage_resume and number == len(stages) == 1:
                 raise ConfigError(f"--resume: no checkpoint in {stage_dir / 'checkpoints'}; start without --resume")
             inputs = build_inputs(stage_config, say, device=_device(), trust_remote_code=trust_remote_code,
-                                  allow_pickle=allow_pickle, stage=stage)
+                                  allow_pickle=allow_pickle, stage=stage,
+                                  progress=progress_bar if main else None)
             result = Trainer(inputs, RichReporter() if main else None).run(resume=stage_resume)
             if main:
                 _print_summary(result)

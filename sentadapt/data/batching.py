@@ -33,6 +33,27 @@ class TokenizedExamples:
     def lengths(self) -> list[int]:
         return [max(len(column[i]) for column in self.columns) for i in range(len(self))]
 
+    def collate(self, indices: list[int], pad_id: int) -> dict[str, torch.Tensor]:
+        return collate(self, indices, pad_id)
+
+
+@dataclass
+class RowPairs:
+    """Positive pairs as rows of a precomputed embedding matrix (recipes on a frozen encoder, e.g. CLSR)."""
+
+    a_rows: list[int]
+    b_rows: list[int]
+
+    def __len__(self) -> int:
+        return len(self.a_rows)
+
+    def lengths(self) -> list[int]:
+        return [1] * len(self)  # nothing to pad
+
+    def collate(self, indices: list[int], pad_id: int) -> dict[str, torch.Tensor]:
+        return {"a_rows": torch.tensor([self.a_rows[i] for i in indices], dtype=torch.long),
+                "b_rows": torch.tensor([self.b_rows[i] for i in indices], dtype=torch.long)}
+
 
 def plan_epoch(
     lengths: Sequence[int], global_batch: int, seed: int, epoch: int, group_by_length: bool

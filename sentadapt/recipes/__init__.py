@@ -1,6 +1,7 @@
 """Recipes register themselves by name; importing this package registers the built-ins."""
 
 from sentadapt.recipes import (
+    clsr,  # noqa: F401  (registers "clsr")
     consert,  # noqa: F401  (registers "consert")
     sgopt,  # noqa: F401  (registers "sg-opt")
 )

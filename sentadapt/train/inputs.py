@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from sentadapt.config import RunConfig
 from sentadapt.data.batching import TokenizedExamples
@@ -39,7 +41,7 @@ def load_training_examples(config: RunConfig, needs: str, encoder: Encoder, note
 
 def build_inputs(config: RunConfig, note: Callable[[str], None], device: str | None = None,
                  trust_remote_code: bool = False, allow_pickle: bool = False, stage: str | None = None,
-                 ) -> TrainingInputs:
+                 progress: Callable[[str, int], Any] | None = None) -> TrainingInputs:
     recipe_class = RECIPES.get(config.recipe)
     dev_name, make_evaluator = resolve_dev_set(config.dev, config.data_dir)
     evaluator = make_evaluator() if make_evaluator is not None else None  # bad dev files fail before the model loads
@@ -48,8 +50,17 @@ def build_inputs(config: RunConfig, note: Callable[[str], None], device: str | N
     recipe = recipe_class(config.recipe_args, encoder)
     if stage is not None:
         recipe.use_stage(stage)
-    examples = load_training_examples(config, recipe.needs, encoder, note)
+    custom_loader = getattr(recipe, "load_examples", None)  # recipes with their own data path (CLSR's cache)
+    if custom_loader is not None:
+        examples = custom_loader(config, encoder, note, progress or _no_progress)
+    else:
+        examples = load_training_examples(config, recipe.needs, encoder, note)
     return TrainingInputs(config, encoder, recipe, examples, evaluator, dev_name)
+
+
+@contextmanager
+def _no_progress(description: str, total: int) -> Iterator[Callable[[int], None]]:
+    yield lambda _n: None
 
 
 def stage_outputs(config: RunConfig, stages: tuple[str, ...]) -> list[tuple[str, RunConfig]]:

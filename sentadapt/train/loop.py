@@ -2,11 +2,11 @@
 
     accelerate launch -m sentadapt adapt corpus.txt --recipe consert ...   # several GPUs / processes
 
-What it owns: seeding, data order, the optimizer (AdamW, no decay on biases and LayerNorm), the
-linear warm-up/decay schedule, gradient accumulation and clipping, mixed precision, dev evaluation
-with the same evaluator as `sentadapt eval`, best-model selection against the base model, early
-stopping, checkpoints (periodic, on Ctrl-C, on a non-finite loss) and exact resume. Recipes only
-turn a batch into a loss.
+What it owns: seeding, data order, the optimizer (AdamW, or LARS for large-lr heads; no decay on
+biases and LayerNorm), warm-up then linear or cosine decay, gradient accumulation and clipping,
+mixed precision, dev evaluation with the same evaluator as `sentadapt eval`, best-model selection
+against the base model, early stopping, checkpoints (periodic, on Ctrl-C, on a non-finite loss)
+and exact resume. Recipes only turn a batch into a loss.
 
 Batch size is GLOBAL: with P processes each holds batch_size / P sentences, and the recipes gather
 the views of all processes so the contrastive negatives come from the whole batch.
@@ -21,7 +21,6 @@ import shutil
 import signal
 import threading
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -31,7 +30,7 @@ from safetensors.torch import load_file, save_file
 from torch import nn
 
 from sentadapt.config import RunConfig, save_run_config
-from sentadapt.data.batching import TokenizedExamples, collate, plan_epoch, shard
+from sentadapt.data.batching import RowPairs, TokenizedExamples, plan_epoch, shard
 from sentadapt.encoder import Encoder
 from sentadapt.errors import ConfigError, SentadaptError
 from sentadapt.evaluation.sts import StsEvaluator
@@ -45,6 +44,7 @@ from sentadapt.train.checkpoint import (
     verify_folder,
     write_folder_atomically,
 )
+from sentadapt.train.optim import build_optimizer, lr_multiplier
 
 
 class TrainingInterrupted(SentadaptError):
@@ -125,21 +125,9 @@ class TrainingInputs:
     config: RunConfig
     encoder: Encoder
     recipe: Recipe
-    examples: TokenizedExamples
+    examples: TokenizedExamples | RowPairs
     evaluator: StsEvaluator | None
     dev_name: str | None
-
-
-def linear_schedule(total_steps: int, warmup_ratio: float) -> Callable[[int], float]:
-    """lr multiplier: linear warm-up over warmup_ratio × total steps, then linear decay to 0."""
-    warmup = int(total_steps * warmup_ratio)
-
-    def multiplier(step: int) -> float:
-        if step < warmup:
-            return (step + 1) / warmup
-        return max(0.0, (total_steps - step) / max(1, total_steps - warmup))
-
-    return multiplier
 
 
 def parameter_groups(module: nn.Module, weight_decay: float) -> list[dict[str, Any]]:
@@ -204,13 +192,14 @@ class Trainer:
             self._evaluate_base()  # the base model as the user has it, with its own pooling
         recipe.prepare_export(encoder, heads)  # checkpoints are scored with the pooling they are saved with
         self.module = TrainingModule(encoder, heads, recipe).to(self.accelerator.device)
-        self.optimizer = torch.optim.AdamW(
-            parameter_groups(self.module, self.train_config.weight_decay), lr=self.train_config.lr,
-            betas=(self.train_config.adam_beta1, self.train_config.adam_beta2), eps=self.train_config.adam_eps,
+        cfg = self.train_config
+        self.optimizer = build_optimizer(
+            cfg.optimizer, parameter_groups(self.module, cfg.weight_decay), cfg.lr,
+            (cfg.adam_beta1, cfg.adam_beta2), cfg.adam_eps,
         )
         # Not passed to accelerator.prepare: it would step the schedule once per process.
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(
-            self.optimizer, linear_schedule(self.state.total_steps, self.train_config.warmup_ratio)
+            self.optimizer, lr_multiplier(cfg.schedule, self.state.total_steps, cfg.warmup_ratio)
         )
         self.model, self.optimizer = self.accelerator.prepare(self.module, self.optimizer)
         self.lengths = self.inputs.examples.lengths()
@@ -339,7 +328,7 @@ class Trainer:
             cache[epoch] = plan_epoch(self.lengths, self.train_config.batch_size, self.train_config.seed, epoch,
                                       self.train_config.length_grouping)
         indices = shard(cache[epoch][position], rank, world)
-        batch = collate(self.inputs.examples, indices, self.pad_id)
+        batch = self.inputs.examples.collate(indices, self.pad_id)
         return {key: value.to(self.accelerator.device) for key, value in batch.items()}
 
     def _handle_non_finite(self, value: float) -> None:

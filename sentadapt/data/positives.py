@@ -1,0 +1,116 @@
+"""Positive sentence pairs for recipes that learn from pairs (CLSR): NLI entailment, high-score STS, plain pairs.
+
+Each file is recognised by its fields: a label column → NLI (entailment pairs kept); a score column →
+scored pairs (score ≥ min_score kept); two text columns (sentence1/sentence2) → every pair kept.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from sentadapt.data.nli import LABEL_FIELDS, entailment_pairs, read_nli
+from sentadapt.data.pairs import PAIR_COLUMNS, open_text, read_scored_pairs
+from sentadapt.errors import DataError
+
+RECIPES_FOR_SENTENCES = "consert"  # what to suggest for one-sentence-per-line corpora
+
+
+@dataclass
+class PositivePairs:
+    first: list[str] = field(default_factory=list)
+    second: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # one line per file: what was kept and why
+
+    def __len__(self) -> int:
+        return len(self.first)
+
+
+def _fields_of(path: Path) -> list[str]:
+    """Column names from a csv/tsv header or the first JSON Lines record; [] for anything else."""
+    suffixes = [s.lower() for s in path.suffixes if s.lower() != ".gz"]
+    suffix = suffixes[-1] if suffixes else ""
+    with open_text(path) as handle:
+        if suffix in (".jsonl", ".json"):
+            for line in handle:
+                if line.strip():
+                    try:
+                        record = json.loads(line)
+                    except json.JSONDecodeError:
+                        raise DataError(f"{path}:1: invalid JSON; expected one object per line") from None
+                    return list(record) if isinstance(record, dict) else []
+            return []
+        if suffix in (".tsv", ".csv"):
+            header = next(csv.reader(handle, delimiter="\t" if suffix == ".tsv" else ","), [])
+            return [column.strip() for column in header]
+    return []
+
+
+def check_pair_files(paths: Sequence[str | Path]) -> None:
+    """Cheap check (header or first record only) that every file holds pairs, before any model loads."""
+    for source in paths:
+        fields = _fields_of(Path(source))
+        is_pairs = any(name in fields for name in LABEL_FIELDS) or "score" in fields or (
+            PAIR_COLUMNS[0] in fields and PAIR_COLUMNS[1] in fields)
+        if not is_pairs:
+            raise DataError(_NOT_PAIRS.format(path=source))
+
+
+_NOT_PAIRS = ("{path}: CLSR trains on sentence pairs (an NLI file with labels, scored pairs with sentence1, "
+              "sentence2, score, or two columns sentence1, sentence2); for one sentence per line use --recipe "
+              + RECIPES_FOR_SENTENCES)
+
+
+def read_positive_pairs(paths: Sequence[str | Path], min_score: float) -> PositivePairs:
+    pairs = PositivePairs()
+    for source in paths:
+        path = Path(source)
+        fields = _fields_of(path)
+        if any(name in fields for name in LABEL_FIELDS):
+            nli = read_nli([path])
+            kept = entailment_pairs(nli)
+            pairs.notes.append(f"{path}: {len(kept)} entailment pairs of {len(nli)} labelled NLI pairs")
+        elif "score" in fields:
+            scored = read_scored_pairs(path)
+            kept = [(a, b) for a, b, s in zip(scored.sentence1, scored.sentence2, scored.scores) if s >= min_score]
+            pairs.notes.append(f"{path}: {len(kept)} of {len(scored)} scored pairs with score ≥ {min_score:g}")
+        elif PAIR_COLUMNS[0] in fields and PAIR_COLUMNS[1] in fields:
+            unscored = read_scored_pairs_without_score(path)
+            kept = unscored
+            pairs.notes.append(f"{path}: {len(kept)} sentence pairs")
+        else:
+            raise DataError(_NOT_PAIRS.format(path=path))
+        for first, second in kept:
+            pairs.first.append(first)
+            pairs.second.append(second)
+    if not pairs.first:
+        raise DataError(f"{', '.join(map(str, paths))}: no positive pairs kept ({'; '.join(pairs.notes)}); "
+                        "lower --set min_score or add pairs")
+    return pairs
+
+
+def read_scored_pairs_without_score(path: Path) -> list[tuple[str, str]]:
+    """sentence1/sentence2 records without a score (every pair is a positive)."""
+    rows: list[tuple[str, str]] = []
+    suffixes = [s.lower() for s in path.suffixes if s.lower() != ".gz"]
+    with open_text(path) as handle:
+        if suffixes and suffixes[-1] in (".jsonl", ".json"):
+            for number, line in enumerate(handle, start=1):
+                if line.strip():
+                    record = json.loads(line)
+                    rows.append(_pair(record, path, number))
+        else:
+            reader = csv.DictReader(handle, delimiter="\t" if suffixes[-1] == ".tsv" else ",")
+            for record in reader:
+                rows.append(_pair(record, path, reader.line_num))
+    return rows
+
+
+def _pair(record: dict[str, object], path: Path, number: int) -> tuple[str, str]:
+    first, second = record.get(PAIR_COLUMNS[0]), record.get(PAIR_COLUMNS[1])
+    if not isinstance(first, str) or not isinstance(second, str) or not first.strip() or not second.strip():
+        raise DataError(f"{path}:{number}: sentence1 and sentence2 must be non-empty text")
+    return first.strip(), second.strip()

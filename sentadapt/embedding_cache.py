@@ -1,0 +1,84 @@
+"""On-disk cache of a frozen encoder's sentence vectors (safetensors), so a frozen model encodes each text once.
+
+The key covers everything that changes the vectors: the frozen weights themselves (a hash of every
+tensor, so a fine-tuned or swapped model never reuses a stale file), the pooling, the max length and
+the exact list of texts. Location: $SENTADAPT_CACHE, else $XDG_CACHE_HOME/sentadapt, else
+~/.cache/sentadapt (under `embeddings/`). Files are written to a temporary name and renamed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import torch
+from safetensors.torch import load_file, save_file
+
+if TYPE_CHECKING:
+    from sentadapt.encoder import Encoder
+
+
+def cache_root() -> Path:
+    if os.environ.get("SENTADAPT_CACHE"):
+        return Path(os.environ["SENTADAPT_CACHE"]) / "embeddings"
+    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return base / "sentadapt" / "embeddings"
+
+
+def frozen_fingerprint(encoder: Encoder, max_length: int) -> str:
+    """Hash of the frozen part's weights and settings (backbone, pooling, first frozen head layers)."""
+    digest = hashlib.sha256()
+    digest.update(json.dumps(encoder.backbone.config.to_dict(), sort_keys=True, default=str).encode())
+    digest.update(repr(encoder.pooling.canonical(encoder.num_layers)).encode())
+    digest.update(f"max_length={max_length}".encode())
+    frozen = list(encoder.backbone.state_dict().items())
+    for index, layer in enumerate(list(encoder.head)[: encoder.frozen_head_layers]):
+        frozen += [(f"head.{index}.{k}", v) for k, v in layer.state_dict().items()]
+    for name, tensor in frozen:
+        digest.update(name.encode())
+        digest.update(tensor.detach().cpu().contiguous().view(-1).view(torch.uint8).numpy().tobytes())
+    return digest.hexdigest()
+
+
+def cached_frozen_vectors(
+    encoder: Encoder,
+    texts: Sequence[str],
+    max_length: int,
+    batch_size: int = 128,
+    progress: Callable[[int], None] | None = None,
+    note: Callable[[str], None] = lambda _text: None,
+) -> torch.Tensor:
+    """Vectors of the encoder's frozen part for `texts` (unique), from the cache or computed and stored."""
+    digest = hashlib.sha256(frozen_fingerprint(encoder, max_length).encode())
+    for text in texts:
+        digest.update(text.encode("utf-8") + b"\0")
+    path = cache_root() / f"{digest.hexdigest()[:40]}.safetensors"
+    if path.is_file():
+        try:
+            vectors = load_file(str(path))["vectors"]
+        except Exception:  # a truncated or foreign file: recompute rather than fail
+            vectors = None
+        if vectors is not None and vectors.shape[0] == len(texts):
+            note(f"embedding cache: {len(texts)} vectors reused from {path}")
+            _remember(encoder, texts, vectors)
+            return vectors
+    note(f"encoding {len(texts)} unique sentences once with the frozen encoder (cached in {path.parent})")
+    started = time.perf_counter()
+    vectors = encoder.encode_frozen_part(list(texts), batch_size=batch_size, max_length=max_length,
+                                         progress=progress)
+    note(f"encoded {len(texts)} sentences in {time.perf_counter() - started:.1f} s")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".tmp-{os.getpid()}-{path.name}")
+    save_file({"vectors": vectors.contiguous()}, str(tmp))
+    os.replace(tmp, path)
+    return vectors
+
+
+def _remember(encoder: Encoder, texts: Sequence[str], vectors: torch.Tensor) -> None:
+    if encoder.frozen_memo is not None:
+        encoder.frozen_memo.update(zip(texts, vectors))

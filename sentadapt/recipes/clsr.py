@@ -1,0 +1,171 @@
+"""CLSR (Qiu, Ding, Chen, ICON 2021): contrastive learning of an MLP on top of frozen sentence embeddings.
+
+The pretrained encoder is frozen, so each unique training sentence is encoded once (and cached on
+disk, `sentadapt.embedding_cache`); training then runs at MLP speed over the cached vectors. Model:
+frozen encoder + pooling (mean by default, the paper's best) → MLP encoder e (one hidden layer with
+ReLU, then a linear output layer; both exported as sentence-transformers Dense modules) → linear
+projection head h (training only, dropped at export). Loss: NT-Xent over the 2m sentences of m
+positive pairs, in-batch negatives, τ = 0.1 — paper eq. (1), both (a, b) and (b, a) as anchors.
+
+Positive pairs: NLI entailment pairs, STS-style scored pairs with score ≥ `min_score`, or any
+two-column pairs file (`sentadapt.data.positives`). A sentence appearing twice in a batch would be
+its own false negative: such entries are removed from the denominators (not sampled around).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from sentadapt.config import check_choice, check_range
+from sentadapt.pooling import POOLING_NAMES, Pooling
+from sentadapt.recipes.base import LossOutput, register_recipe
+
+if TYPE_CHECKING:
+    from torch import Tensor, nn
+
+    from sentadapt.data.batching import RowPairs
+    from sentadapt.encoder import Encoder
+
+RELU = "torch.nn.modules.activation.ReLU"
+IDENTITY = "torch.nn.modules.linear.Identity"
+
+
+@dataclass
+class ClsrConfig:
+    pooling: str = "mean"  # paper Table 4: mean 76.74 vs CLS 61.34 on STS-B dev (BERT-base)
+    hidden_dim: int = 0  # MLP hidden size; 0 = the base model's dimension
+    output_dim: int = 0  # exported embedding size; 0 = the base model's dimension (paper: 768 for BERT-base)
+    projection_dim: int = 0  # training-only projection; 0 = output_dim (paper: same dimension)
+    temperature: float = 0.1
+    min_score: float = 4.0  # scored pairs kept for training (paper: STS-B pairs scoring above 4)
+
+    def validate(self) -> None:
+        check_choice("pooling", self.pooling, POOLING_NAMES)
+        for name in ("hidden_dim", "output_dim", "projection_dim"):
+            check_range(name, getattr(self, name), 0, None)
+        check_range("temperature", self.temperature, 0, None, low_open=True)
+
+
+@register_recipe("clsr")
+class ClsrRecipe:
+    name: ClassVar[str] = "clsr"
+    Config: ClassVar[type] = ClsrConfig
+    # Paper: batch 512, temperature 0.1, LARS at lr 0.5 with weight decay 1e-4, linear warm-up then cosine
+    # decay, 2000 epochs. LARS measured better than AdamW here (docs/results.md); fewer epochs fit a CPU.
+    train_defaults: ClassVar[dict[str, Any]] = {
+        "batch_size": 512, "max_length": 128, "optimizer": "lars", "lr": 0.5, "weight_decay": 1e-4,
+        "schedule": "cosine", "warmup_ratio": 0.05, "epochs": 100, "eval_every": 150, "checkpoint_every": 1000,
+        "patience": 10, "length_grouping": False,
+    }
+
+    def __init__(self, config: ClsrConfig, encoder: Encoder) -> None:
+        from torch import nn
+
+        from sentadapt.encoder import DenseLayer
+
+        self.config = config
+        encoder.backbone.requires_grad_(False)  # the encoder is frozen: only the MLP and projection train
+        for layer in encoder.head:
+            layer.requires_grad_(False)
+        encoder.pooling = Pooling.from_name(config.pooling, encoder.num_layers)
+        encoder.frozen_memo = {}
+        encoder.frozen_head_layers = len(encoder.head)
+        base_dim = encoder.embedding_dim
+        hidden = config.hidden_dim or base_dim
+        output = config.output_dim or base_dim
+        self.mlp = [DenseLayer(base_dim, hidden, RELU), DenseLayer(hidden, output, IDENTITY)]
+        self._heads = nn.ModuleDict({"projection": nn.Linear(output, config.projection_dim or output)})
+        self.table: Tensor | None = None
+
+    @staticmethod
+    def stages_for(config: ClsrConfig) -> tuple[str, ...]:
+        return ("pairs",)
+
+    def use_stage(self, stage: str) -> None:
+        return None
+
+    @staticmethod
+    def check_corpus(paths: list[str], config: ClsrConfig) -> None:
+        """Before weights load: every file must hold pairs (a plain sentence list gets a pointed message)."""
+        from sentadapt.data.positives import check_pair_files
+
+        check_pair_files(paths)
+
+    @property
+    def needs(self) -> str:
+        return "pairs"
+
+    def trainable_heads(self) -> nn.ModuleDict:
+        return self._heads
+
+    def load_examples(self, run_config: Any, encoder: Encoder, note: Any, progress: Any) -> RowPairs:
+        """Positive pairs → rows of a matrix of frozen vectors, each unique sentence encoded once (cached)."""
+        from sentadapt.data.batching import RowPairs
+        from sentadapt.data.positives import read_positive_pairs
+        from sentadapt.embedding_cache import cached_frozen_vectors
+
+        pairs = read_positive_pairs(run_config.corpus, self.config.min_score)
+        for line in pairs.notes:
+            note(line)
+        encoder.max_length = run_config.train.max_length  # one max length for cache, dev scores and export
+        row_of: dict[str, int] = {}
+        a_rows = [row_of.setdefault(text, len(row_of)) for text in pairs.first]
+        b_rows = [row_of.setdefault(text, len(row_of)) for text in pairs.second]
+        texts = list(row_of)
+        with progress("encoding (frozen, once)", len(texts)) as advance:
+            self.table = cached_frozen_vectors(encoder, texts, run_config.train.max_length,
+                                               batch_size=run_config.train.eval_batch_size, progress=advance,
+                                               note=note)
+        note(f"{len(pairs)} positive pairs over {len(texts)} unique sentences")
+        return RowPairs(a_rows, b_rows)
+
+    def prepare_export(self, encoder: Encoder, heads: nn.ModuleDict) -> Encoder:
+        """Attach the MLP (after the base model has been scored without it); it is trained and exported."""
+        from torch import nn
+
+        if len(encoder.head) == encoder.frozen_head_layers:
+            encoder.head = nn.ModuleList([*encoder.head, *self.mlp]).to(encoder.device)
+        # the MLP's input is the un-normalised frozen output, in training and in the saved pipeline alike
+        encoder.normalize = False
+        return encoder
+
+    def compute_loss(self, encoder: Encoder, heads: nn.ModuleDict, batch: dict[str, Tensor]) -> LossOutput:
+        from sentadapt.recipes.losses import gather_across_processes
+
+        assert self.table is not None, "load_examples() builds the embedding table before training"
+        if self.table.device != batch["a_rows"].device:
+            self.table = self.table.to(batch["a_rows"].device)
+        views = []
+        for side in ("a_rows", "b_rows"):
+            frozen = self.table[batch[side]]
+            views.append(heads["projection"](encoder.apply_head(frozen, start=encoder.frozen_head_layers,
+                                                                normalize=False)))
+        ids = [gather_across_processes(batch[side]) for side in ("a_rows", "b_rows")]
+        loss = nt_xent_without_duplicates(gather_across_processes(views[0]), gather_across_processes(views[1]),
+                                          ids[0], ids[1], self.config.temperature)
+        return LossOutput(loss, {"contrastive": loss.item()})
+
+
+def nt_xent_without_duplicates(first: Tensor, second: Tensor, first_ids: Tensor, second_ids: Tensor,
+                               temperature: float) -> Tensor:
+    """NT-Xent over 2N views where entries showing the same sentence as the anchor are not negatives.
+
+    Equals `nt_xent` when every sentence in the batch is distinct (tested). The positive of view i is
+    the other member of its pair; any other view with the same sentence id is masked out of the
+    denominator, since pushing a sentence away from itself is a false negative.
+    """
+    import torch
+    import torch.nn.functional as F
+
+    n = first.shape[0]
+    with torch.autocast(device_type=first.device.type, enabled=False):
+        views = F.normalize(torch.cat([first, second]).float(), dim=-1)
+        logits = views @ views.T / temperature
+        ids = torch.cat([first_ids, second_ids])
+        index = torch.arange(n, device=logits.device)
+        targets = torch.cat([index + n, index])
+        same = ids.unsqueeze(0) == ids.unsqueeze(1)
+        same[torch.arange(2 * n, device=logits.device), targets] = False  # the positive always stays
+        same |= torch.eye(2 * n, dtype=torch.bool, device=logits.device)  # and self-similarity never counts
+        return F.cross_entropy(logits.masked_fill(same, float("-inf")), targets)

@@ -1,0 +1,73 @@
+"""Optimizers and learning-rate schedules the loop can use (chosen by `optimizer` and `schedule`)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import torch
+
+OPTIMIZERS = ("adamw", "lars")
+SCHEDULES = ("linear", "cosine")
+
+
+class LARS(torch.optim.Optimizer):
+    """SGD with momentum and a layer-wise trust ratio (You et al. 2017), as SimCLR trains its heads.
+
+    Each parameter's step is scaled by trust_coefficient × ‖w‖ / ‖g + λw‖, so layers of different scale
+    move at comparable relative speed and very large learning rates (CLSR's 0.5) stay stable. Groups
+    with `adapt=False` (biases, LayerNorm) get plain momentum SGD without weight decay, as in SimCLR.
+    """
+
+    def __init__(self, params: Iterable[Any], lr: float, momentum: float = 0.9, weight_decay: float = 0.0,
+                 trust_coefficient: float = 0.001, eps: float = 1e-8) -> None:
+        defaults = {"lr": lr, "momentum": momentum, "weight_decay": weight_decay,
+                    "trust_coefficient": trust_coefficient, "eps": eps, "adapt": True}
+        super().__init__(params, defaults)
+
+    @torch.no_grad()
+    def step(self, closure: Callable[[], float] | None = None) -> float | None:  # type: ignore[override]
+        loss = closure() if closure is not None else None
+        for group in self.param_groups:
+            for parameter in group["params"]:
+                if parameter.grad is None:
+                    continue
+                update = parameter.grad
+                if group["adapt"]:
+                    if group["weight_decay"]:
+                        update = update.add(parameter, alpha=group["weight_decay"])
+                    weight_norm, update_norm = parameter.norm(), update.norm()
+                    trust = group["trust_coefficient"] * weight_norm / (update_norm + group["eps"])
+                    # a zero weight or gradient norm (fresh bias, dead unit) falls back to a plain step
+                    update = update * torch.where((weight_norm > 0) & (update_norm > 0), trust, 1.0)
+                state = self.state[parameter]
+                if "momentum_buffer" not in state:
+                    state["momentum_buffer"] = torch.zeros_like(parameter)
+                buffer = state["momentum_buffer"]
+                buffer.mul_(group["momentum"]).add_(update)
+                parameter.add_(buffer, alpha=-group["lr"])
+        return loss
+
+
+def build_optimizer(name: str, groups: list[dict[str, Any]], lr: float, betas: tuple[float, float], eps: float,
+                    ) -> torch.optim.Optimizer:
+    if name == "lars":
+        lars_groups = [{**group, "adapt": group["weight_decay"] > 0} for group in groups]
+        return LARS(lars_groups, lr=lr)
+    return torch.optim.AdamW(groups, lr=lr, betas=betas, eps=eps)
+
+
+def lr_multiplier(schedule: str, total_steps: int, warmup_ratio: float) -> Callable[[int], float]:
+    """Linear warm-up over warmup_ratio × total steps, then linear or cosine decay to 0."""
+    warmup = int(total_steps * warmup_ratio)
+
+    def multiplier(step: int) -> float:
+        if step < warmup:
+            return (step + 1) / warmup
+        progress = (step - warmup) / max(1, total_steps - warmup)
+        if schedule == "cosine":
+            return 0.5 * (1.0 + math.cos(math.pi * min(progress, 1.0)))
+        return max(0.0, 1.0 - progress)
+
+    return multiplier

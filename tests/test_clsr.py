@@ -1,0 +1,141 @@
+"""CLSR: contrastive MLP on a frozen encoder, with the embedding cache."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+import torch
+from typer.testing import CliRunner
+
+from sentadapt.cli import app
+from sentadapt.encoder import Encoder
+from sentadapt.recipes.clsr import nt_xent_without_duplicates
+from sentadapt.recipes.losses import nt_xent
+from sentadapt.train.optim import LARS, lr_multiplier
+
+runner = CliRunner()
+WORDS = [
+    "the", "a", "man", "woman", "dog", "cat", "car", "server", "database", "disk", "network", "error",
+    "failed", "job", "backup", "restart", "deploy",
+]
+
+
+@pytest.fixture
+def pairs_file(tmp_path: Path) -> Path:
+    rows = []
+    for i in range(48):
+        a = " ".join(WORDS[(i + k) % len(WORDS)] for k in range(4))
+        b = " ".join(WORDS[(i + k) % len(WORDS)] for k in range(1, 5))
+        rows.append(f"{a} {i}\t{b} {i}\t{4 + (i % 2)}")
+    rows.append("unrelated low pair\tnot kept at all\t1.0")
+    path = tmp_path / "pairs.tsv"
+    path.write_text("sentence1\tsentence2\tscore\n" + "\n".join(rows) + "\n")
+    return path
+
+
+@pytest.fixture(autouse=True)
+def isolated_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("SENTADAPT_CACHE", str(tmp_path / "cache"))
+    return tmp_path / "cache"
+
+
+def _direct(first: torch.Tensor, second: torch.Tensor, ids: list[int], tau: float) -> float:
+    """Paper eq. (1) with duplicate sentences left out of each anchor's denominator, as a loop."""
+    views = torch.nn.functional.normalize(torch.cat([first, second]).double(), dim=-1)
+    n = first.shape[0]
+    total = 0.0
+    for i in range(2 * n):
+        positive = i + n if i < n else i - n
+        terms = [j for j in range(2 * n) if j != i and (j == positive or ids[j] != ids[i])]
+        denominator = sum(math.exp(float(views[i] @ views[j]) / tau) for j in terms)
+        total += -math.log(math.exp(float(views[i] @ views[positive]) / tau) / denominator)
+    return total / (2 * n)
+
+
+def test_loss_equals_nt_xent_when_sentences_are_distinct() -> None:
+    torch.manual_seed(0)
+    first, second = torch.randn(6, 8), torch.randn(6, 8)
+    ids = torch.arange(12)
+    assert nt_xent_without_duplicates(first, second, ids[:6], ids[6:], 0.1).item() == pytest.approx(
+        nt_xent(first, second, 0.1).item(), abs=1e-6)
+
+
+def test_duplicates_leave_the_denominator() -> None:
+    torch.manual_seed(1)
+    first, second = torch.randn(5, 8), torch.randn(5, 8)
+    ids = [0, 1, 2, 0, 3, 4, 5, 6, 7, 1]  # sentence 0 twice among anchors, sentence 1 as anchor and positive
+    loss = nt_xent_without_duplicates(first, second, torch.tensor(ids[:5]), torch.tensor(ids[5:]), 0.1)
+    assert loss.item() == pytest.approx(_direct(first, second, ids, 0.1), abs=1e-5)
+    assert loss.item() != pytest.approx(nt_xent(first, second, 0.1).item(), abs=1e-3)
+
+
+def test_plain_sentence_corpus_is_refused_before_loading(tiny_model_dir: Path, tmp_path: Path) -> None:
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("one sentence\nanother sentence\n")
+    result = runner.invoke(app, ["adapt", str(corpus), "--recipe", "clsr", "--base", str(tiny_model_dir),
+                                 "--output", str(tmp_path / "run")], catch_exceptions=False)
+    assert result.exit_code == 1
+    assert result.stderr.strip() == (
+        f"Error: {corpus}: CLSR trains on sentence pairs (an NLI file with labels, scored pairs with sentence1, "
+        "sentence2, score, or two columns sentence1, sentence2); for one sentence per line use --recipe consert"
+    )
+
+
+def _adapt(pairs_file: Path, model: Path, output: Path, *extra: str):
+    return runner.invoke(app, ["adapt", str(pairs_file), "--recipe", "clsr", "--base", str(model), "--output",
+                               str(output), "--dev", "none", "--batch-size", "8", "--max-steps", "6", "--lr", "1e-2",
+                               "--set", "log_every=1", "--set", "optimizer=adamw", *extra],
+                         catch_exceptions=False)
+
+
+def test_training_exports_frozen_encoder_plus_mlp(pairs_file: Path, tiny_model_dir: Path, tmp_path: Path,
+                                                 isolated_cache: Path) -> None:
+    output = tmp_path / "run"
+    result = _adapt(pairs_file, tiny_model_dir, output)
+    assert result.exit_code == 0, result.output
+    assert f"{pairs_file}: 48 of 49 scored pairs with score ≥ 4" in result.stderr
+    assert "encoding 96 unique sentences once with the frozen encoder" in result.stderr
+    modules = json.loads((output / "modules.json").read_text())
+    assert [m["type"].rsplit(".", 1)[-1] for m in modules] == ["Transformer", "Pooling", "Dense", "Dense"]
+    dense = [json.loads((output / m["path"] / "config.json").read_text()) for m in modules[2:]]
+    assert [d["activation_function"].rsplit(".", 1)[-1] for d in dense] == ["ReLU", "Identity"]
+    # the encoder stayed frozen: backbone weights identical to the base model's
+    trained, base = Encoder.load(output, device="cpu"), Encoder.load(tiny_model_dir, device="cpu")
+    for (name, left), (_, right) in zip(trained.backbone.state_dict().items(), base.backbone.state_dict().items()):
+        assert torch.equal(left, right), name
+    sentences = ["the server is down", "a man is playing a guitar", "dns timeout on the cluster"]
+    st = pytest.importorskip("sentence_transformers")
+    theirs = st.SentenceTransformer(str(output), device="cpu").encode(sentences, convert_to_tensor=True).cpu()
+    assert torch.nn.functional.cosine_similarity(trained.encode(sentences), theirs).min() >= 0.9999
+    # the MLP changed the vectors (it is really part of the saved model)
+    assert torch.nn.functional.cosine_similarity(trained.encode(sentences), base.encode(sentences)).max() < 0.999
+
+
+def test_cache_is_reused_and_keyed_by_pooling(pairs_file: Path, tiny_model_dir: Path, tmp_path: Path,
+                                              isolated_cache: Path) -> None:
+    assert _adapt(pairs_file, tiny_model_dir, tmp_path / "a").exit_code == 0
+    second = _adapt(pairs_file, tiny_model_dir, tmp_path / "b")
+    assert "embedding cache: 96 vectors reused from" in second.stderr
+    assert len(list((isolated_cache / "embeddings").glob("*.safetensors"))) == 1
+    third = _adapt(pairs_file, tiny_model_dir, tmp_path / "c", "--set", "pooling=cls")
+    assert "encoding 96 unique sentences once" in third.stderr
+    assert len(list((isolated_cache / "embeddings").glob("*.safetensors"))) == 2
+    losses = [json.loads(line)["loss"] for line in (tmp_path / "a" / "train.log").read_text().splitlines()]
+    assert losses[-1] < losses[0]
+
+
+def test_lars_trust_ratio_and_cosine_schedule() -> None:
+    weight = torch.nn.Parameter(torch.full((4,), 2.0))
+    bias = torch.nn.Parameter(torch.zeros(4))
+    optimizer = LARS([{"params": [weight], "weight_decay": 0.0}, {"params": [bias], "weight_decay": 0.0,
+                                                                 "adapt": False}], lr=1.0, momentum=0.0,
+                     trust_coefficient=0.5)
+    weight.grad, bias.grad = torch.full((4,), 10.0), torch.full((4,), 10.0)
+    optimizer.step()
+    # ‖w‖ = 4, ‖g‖ = 20 → trust 0.5 × 4 / 20 = 0.1 → step 1.0; the bias takes the plain step 10
+    assert torch.allclose(weight, torch.full((4,), 1.0)) and torch.allclose(bias, torch.full((4,), -10.0))
+    cosine = lr_multiplier("cosine", total_steps=110, warmup_ratio=10 / 110)
+    assert [cosine(0), cosine(9), cosine(10), cosine(60), cosine(110)] == pytest.approx([0.1, 1.0, 1.0, 0.5, 0.0])
