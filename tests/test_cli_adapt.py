@@ -53,7 +53,8 @@ def test_dry_run_prints_the_resolved_config_without_loading(corpus: Path, tiny_m
                                            "feature-cutoff, dropout, span-cutoff, encoder-dropout"),
         (["--set", "views=adversarial,shuffle"], "Error: views: 'adversarial' needs labels; use it with mode=joint "
                                                  "or joint-unsup"),
-        (["--recipe", "consrt"], "Error: Unknown recipe 'consrt'. Did you mean: consert, clsr? Available: clsr, consert, sg-opt"),
+        (["--recipe", "consrt"], "Error: Unknown recipe 'consrt'. Did you mean: consert, clsr? "
+                                 "Available: clsr, consert, sg-opt"),
         (["--mixed-precision", "fp8"], "Error: mixed_precision: 'fp8' is not one of no, fp16, bf16"),
         (["--set", "lr"], "Error: --set: 'lr' is not key=value (e.g. --set temperature=0.05)"),
         (["--set", "mode=joint"], "Error: mode joint: needs labelled NLI pairs; pass --set nli=FILE"),
