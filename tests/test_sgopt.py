@@ -24,7 +24,8 @@ from sentadapt.recipes import RECIPES
 from sentadapt.recipes.losses import nt_xent, opt1_loss, opt2_loss, opt3_loss, squared_distance
 from sentadapt.recipes.sgopt import SgOptConfig, SgOptRecipe
 from sentadapt.train.inputs import build_inputs
-from sentadapt.train.loop import SilentReporter, Trainer, TrainingInterrupted, TrainingModule
+from sentadapt.train.loop import Trainer, TrainingInterrupted, TrainingModule
+from tests.test_train import Recorder
 
 REPO = Path(__file__).resolve().parents[1]
 WORDS = ["the", "a", "man", "woman", "dog", "server", "database", "disk", "network", "error", "failed", "job",
@@ -276,17 +277,6 @@ def sg_config(model: Path, corpus: Path, output: Path, dev: str | None = "none",
              "log_every": 1, **train}
     return build_config("sg-opt", recipe.Config, recipe.train_defaults, None, flags, ["head_hidden=32", *sets],
                         base=str(model), corpus=[str(corpus)], output=str(output), dev=dev)
-
-
-class Recorder(SilentReporter):
-    def __init__(self, stop_at: int | None = None) -> None:
-        self.losses: dict[int, float] = {}
-        self.stop_at = stop_at
-
-    def step(self, step: int, loss: float, parts: dict[str, float], lr: float, examples_per_s: float) -> None:
-        self.losses[step] = loss
-        if step == self.stop_at:
-            raise KeyboardInterrupt
 
 
 def run(config, reporter=None, resume: bool = False):
