@@ -16,7 +16,7 @@ from sentadapt.data.nli import LABEL_FIELDS, entailment_pairs, read_nli
 from sentadapt.data.pairs import PAIR_COLUMNS, open_text, read_scored_pairs
 from sentadapt.errors import DataError
 
-RECIPES_FOR_SENTENCES = "consert"  # what to suggest for one-sentence-per-line corpora
+RECIPES_FOR_SENTENCES = "consert or --recipe sg-opt"  # what suits one-sentence-per-line corpora
 
 
 @dataclass
