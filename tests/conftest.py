@@ -83,3 +83,20 @@ def pairs_tsv(tmp_path: Path) -> Path:
 
 def needs_shared() -> pytest.MarkDecorator:
     return pytest.mark.skipif(not SHARED_MODELS.is_dir(), reason="../shared (real models and data) not present")
+
+
+@pytest.fixture
+def corpus(tmp_path: Path) -> Path:
+    """A 40-line one-sentence-per-line corpus."""
+    path = tmp_path / "corpus.txt"
+    path.write_text("".join(f"the server {i} is down\n" for i in range(40)))
+    return path
+
+
+def run_adapt(*args: str):
+    """`sentadapt adapt ARGS` in-process; exceptions that are bugs propagate (not turned into exit codes)."""
+    from typer.testing import CliRunner
+
+    from sentadapt.cli import app
+
+    return CliRunner().invoke(app, ["adapt", *args], catch_exceptions=False)

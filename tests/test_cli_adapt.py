@@ -8,20 +8,10 @@ import yaml
 from typer.testing import CliRunner
 
 from sentadapt.cli import app
+from tests.conftest import run_adapt as _adapt
 
 runner = CliRunner()
 REPO = Path(__file__).resolve().parents[1]
-
-
-@pytest.fixture
-def corpus(tmp_path: Path) -> Path:
-    path = tmp_path / "corpus.txt"
-    path.write_text("".join(f"the server {i} is down\n" for i in range(40)))
-    return path
-
-
-def _adapt(*args: str):
-    return runner.invoke(app, ["adapt", *args], catch_exceptions=False)
 
 
 def test_dry_run_prints_the_resolved_config_without_loading(corpus: Path, tiny_model_dir: Path, tmp_path: Path

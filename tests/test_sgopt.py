@@ -14,9 +14,7 @@ from pathlib import Path
 import pytest
 import torch
 import yaml
-from typer.testing import CliRunner
 
-from sentadapt.cli import app
 from sentadapt.config import build_config
 from sentadapt.encoder import Encoder
 from sentadapt.errors import ConfigError
@@ -25,6 +23,7 @@ from sentadapt.recipes.losses import nt_xent, opt1_loss, opt2_loss, opt3_loss, s
 from sentadapt.recipes.sgopt import SgOptConfig, SgOptRecipe
 from sentadapt.train.inputs import build_inputs
 from sentadapt.train.loop import Trainer, TrainingInterrupted, TrainingModule
+from tests.conftest import run_adapt as _adapt
 from tests.test_train import Recorder
 
 REPO = Path(__file__).resolve().parents[1]
@@ -387,17 +386,6 @@ def test_two_processes_match_one_process(tiny_model_dir: Path, toy_corpus: Path,
 
 
 # ---------------------------------------------------------------------- the command line
-
-@pytest.fixture
-def corpus(tmp_path: Path) -> Path:
-    path = tmp_path / "corpus.txt"
-    path.write_text("".join(f"the server {i} is down\n" for i in range(40)))
-    return path
-
-
-def _adapt(*args: str):
-    return CliRunner().invoke(app, ["adapt", *args], catch_exceptions=False)
-
 
 @pytest.mark.parametrize(
     ("extra", "message"),
