@@ -8,7 +8,6 @@ saves the sentence-transformers layout that `SentenceTransformer(path)` loads wi
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, nullcontext
@@ -429,7 +428,3 @@ def _load_backbone(
         # no gradient, which DDP rejects, and some sentence models ship without its weights anyway.
         backbone.pooler = None
     return backbone, tokenizer
-
-
-def save_json(path: Path, data: dict[str, Any] | list[Any]) -> None:
-    path.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")

@@ -50,12 +50,12 @@ def write_folder_atomically(target: Path, write: Callable[[Path], None], manifes
     if tmp.exists():
         shutil.rmtree(tmp)
     tmp.mkdir()
+    old = target.parent / f".old-{target.name}-{os.getpid()}"
     try:
         write(tmp)
         files = {str(p.relative_to(tmp)): _sha256(p) for p in sorted(tmp.rglob("*")) if p.is_file()}
         (tmp / MANIFEST).write_text(json.dumps({"files": files, **(manifest_extra or {})}, indent=1) + "\n")
         _fsync_tree(tmp)
-        old = target.parent / f".old-{target.name}-{os.getpid()}"
         if target.exists():
             os.replace(target, old)
         os.replace(tmp, target)
@@ -63,14 +63,10 @@ def write_folder_atomically(target: Path, write: Callable[[Path], None], manifes
         if old.exists():
             shutil.rmtree(old)
     except BaseException:
-        if old_exists_without_target(target):
-            os.replace(target.parent / f".old-{target.name}-{os.getpid()}", target)  # put the previous one back
+        if old.exists() and not target.exists():
+            os.replace(old, target)  # interrupted between the two renames: put the previous version back
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-
-
-def old_exists_without_target(target: Path) -> bool:
-    return (target.parent / f".old-{target.name}-{os.getpid()}").exists() and not target.exists()
 
 
 def _fsync_directory(folder: Path) -> None:
