@@ -23,3 +23,9 @@ class ModelError(SentadaptError):
 
 class ExportError(SentadaptError):
     """An export that cannot be written or verified."""
+
+
+class NoImprovement(SentadaptError):
+    """`adapt --require-improvement`: the run finished but no checkpoint beat the base model on dev."""
+
+    exit_code = 3

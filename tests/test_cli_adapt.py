@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 
@@ -11,6 +12,11 @@ from sentadapt.cli import app
 from tests.conftest import run_adapt as _adapt
 
 runner = CliRunner()
+
+
+def _flat(table: str) -> str:
+    """A rich table's text with borders removed and wrapped cells joined, for phrase assertions."""
+    return " ".join(table.translate(str.maketrans("│┃┌┐└┘├┤┬┴┼─", " " * 12)).split())
 REPO = Path(__file__).resolve().parents[1]
 
 
@@ -154,3 +160,51 @@ def test_encoding_errors_option_reaches_the_reader(tiny_model_dir: Path, tmp_pat
                  "--encoding-errors", "ignore")
     assert bad.exit_code == 2
     assert bad.stderr.strip() == "Error: --encoding-errors: 'ignore' is not one of strict, replace, skip"
+
+
+def test_no_improvement_is_reported_and_require_improvement_exits_3(corpus: Path, tiny_model_dir: Path,
+                                                                      pairs_tsv: Path, tmp_path: Path) -> None:
+    # lr 1e-30: AdamW's update (~lr per weight) is far below float32 resolution at weights ~0.02 (ulp ~2e-9),
+    # so the weights stay bit-identical and training cannot help; exported with the base's own (mean) pooling,
+    # the dev score ties the base model exactly.
+    output = tmp_path / "run"
+    args = [str(corpus), "--base", str(tiny_model_dir), "--output", str(output), "--dev", str(pairs_tsv),
+            "--batch-size", "8", "--max-steps", "2", "--eval-every", "2", "--max-length", "16", "--lr", "1e-30",
+            "--set", "export_pooling=mean"]
+    plain = _adapt(*args)
+    assert plain.exit_code == 0, plain.output
+    assert "no checkpoint beat the base model (+0.00): this run is not an improvement" in _flat(plain.stdout)
+    metrics = json.loads((output / "metrics.json").read_text())
+    assert metrics["improved"] is False and metrics["dev_change"] == 0.0
+    assert metrics["base_score"] == metrics["best_score"] == metrics["history"][0]["dev"]
+
+    guarded = _adapt(*args, "--overwrite", "--require-improvement")
+    assert guarded.exit_code == 3
+    base = metrics["base_score"]
+    assert guarded.stderr.strip().splitlines()[-1] == (
+        f"Error: --require-improvement: no checkpoint beat the base model on {pairs_tsv.name} ({base:.2f} → best "
+        f"{base:.2f}, +0.00); {output} holds the run's best checkpoint, keep using the base model")
+    assert (output / "metrics.json").is_file() and not (output / ".lock").exists()
+
+
+def test_require_improvement_needs_a_dev_set(corpus: Path, tiny_model_dir: Path, tmp_path: Path,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("SENTADAPT_DATA_DIR", raising=False)
+    result = _adapt(str(corpus), "--base", str(tiny_model_dir), "--output", str(tmp_path / "run"), "--dev", "none",
+                    "--require-improvement")
+    assert result.exit_code == 2
+    assert result.stderr.strip() == (
+        "Error: --require-improvement: needs a labelled dev set to compare with the base model; pass --dev FILE "
+        "(e.g. 100 labelled pairs from your domain) or --dev stsb --data-dir DIR")
+    assert not (tmp_path / "run").exists()
+
+
+def test_blind_selection_says_so(corpus: Path, tiny_model_dir: Path, tmp_path: Path) -> None:
+    result = _adapt(str(corpus), "--base", str(tiny_model_dir), "--output", str(tmp_path / "run"), "--dev", "none",
+                    "--batch-size", "8", "--max-steps", "1", "--max-length", "16")
+    assert result.exit_code == 0, result.output
+    assert ("no labelled dev data: checkpoint selection is blind, the last step is kept. A file of ~100 labelled "
+            "pairs from your domain (--dev FILE) fixes this.") in " ".join(result.stderr.split())
+    assert "verdict unknown: nothing measured whether this beats the base model" in _flat(result.stdout)
+    metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
+    assert metrics["improved"] is None and metrics["published_step"] == 1

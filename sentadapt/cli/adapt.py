@@ -56,6 +56,9 @@ def adapt(
     dry_run: bool = typer.Option(False, "--dry-run", help="Resolve and print the config, then exit (no weights)."),
     trust_remote_code: bool = typer.Option(False, "--trust-remote-code"),
     allow_pickle: bool = typer.Option(False, "--allow-pickle", help="Allow pickle (.bin) weights you trust."),
+    require_improvement: bool = typer.Option(
+        False, "--require-improvement",
+        help="Exit with code 3 when no checkpoint beats the base model on the dev set (for pipelines)."),
 ) -> None:
     """Adapt a base model to your corpus with a contrastive recipe; the run directory is the adapted model."""
     from sentadapt.config import build_config, load_run_config
@@ -83,10 +86,30 @@ def adapt(
             data_dir=str(data_dir) if data_dir else None, text_column=text_column, encoding_errors=encoding_errors,
         )
     _check_paths(config, resume, overwrite, dry_run)
+    if require_improvement:
+        _check_dev_for_guard(config)
     if dry_run:
         _print_dry_run(config)
         return
-    _run(config, resume, overwrite, trust_remote_code, allow_pickle)
+    result = _run(config, resume, overwrite, trust_remote_code, allow_pickle)
+    if require_improvement and result is not None and result.improved is False:
+        from sentadapt.errors import NoImprovement
+
+        state = result.state
+        raise NoImprovement(
+            f"--require-improvement: no checkpoint beat the base model on {result.dev_name} "
+            f"({state.base_score:.2f} → best {state.best_score:.2f}, {state.dev_change:+.2f}); "
+            f"{result.output} holds the run's best checkpoint, keep using the base model"
+        )
+
+
+def _check_dev_for_guard(config: Any) -> None:
+    from sentadapt.errors import ConfigError
+    from sentadapt.evaluation.tasks import resolve_dev_set
+
+    if resolve_dev_set(config.dev, config.data_dir)[0] is None:
+        raise ConfigError("--require-improvement: needs a labelled dev set to compare with the base model; "
+                          "pass --dev FILE (e.g. 100 labelled pairs from your domain) or --dev stsb --data-dir DIR")
 
 
 def _recipe_of(config_file: Path | None) -> str | None:
@@ -156,7 +179,8 @@ def _acquire_lock(output: Path) -> Path:
     return lock
 
 
-def _run(config: Any, resume: bool, overwrite: bool, trust_remote_code: bool, allow_pickle: bool) -> None:
+def _run(config: Any, resume: bool, overwrite: bool, trust_remote_code: bool, allow_pickle: bool) -> Any:
+    """Train every stage of the recipe; returns the last stage's TrainResult (None on ranks other than 0)."""
     from sentadapt.config import save_run_config
     from sentadapt.errors import ConfigError
     from sentadapt.recipes import RECIPES
@@ -176,6 +200,7 @@ def _run(config: Any, resume: bool, overwrite: bool, trust_remote_code: bool, al
         if not resume:
             save_run_config(config, output / "config.yaml")  # the whole run's config, for --resume
     say = note if main else (lambda _text: None)
+    result = None
     try:
         stages = stage_outputs(config, RECIPES.get(config.recipe).stages_for(config.recipe_args))
         for number, (stage, stage_config) in enumerate(stages, start=1):
@@ -198,6 +223,7 @@ def _run(config: Any, resume: bool, overwrite: bool, trust_remote_code: bool, al
     finally:
         if lock is not None:
             lock.unlink(missing_ok=True)
+    return result if main else None
 
 
 def _device() -> str:
@@ -256,14 +282,16 @@ def _print_summary(result: Any) -> None:
     table.add_row("time", time.strftime("%H:%M:%S", time.gmtime(result.seconds)))
     if result.dev_name is None:
         table.add_row("model kept", f"last step ({result.published_step}); no dev data, selection was blind")
+        table.add_row("verdict", "[yellow]unknown: nothing measured whether this beats the base model; "
+                                 "--dev FILE with ~100 labelled pairs from your domain would[/]")
     else:
         table.add_row("dev set", result.dev_name)
         table.add_row("base model dev", _score(state.base_score))
         table.add_row("best dev", f"{_score(state.best_score)} at step {state.best_step}")
         if result.improved is not None:
-            delta = state.best_score - state.base_score
+            delta = state.dev_change
             verdict = (f"[green]improved by {delta:+.2f}[/]" if result.improved else
-                       f"[red]no checkpoint beat the base model ({delta:+.2f}); the base model is better on "
-                       f"{result.dev_name}[/]")
+                       f"[red]no checkpoint beat the base model ({delta:+.2f}): this run is not an improvement; "
+                       f"keep using the base model for {result.dev_name}-like data[/]")
             table.add_row("verdict", verdict)
     console.print(table)

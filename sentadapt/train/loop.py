@@ -101,6 +101,19 @@ class TrainState:
     nan_skips: int = 0
     history: list[dict[str, float]] = field(default_factory=list)  # dev scores by step
 
+    @property
+    def dev_change(self) -> float | None:
+        """Best dev score minus the base model's; None when there was no dev set (blind selection)."""
+        if self.base_score is None or self.best_score is None:
+            return None
+        return self.best_score - self.base_score
+
+    @property
+    def improved(self) -> bool | None:
+        # a tie is not an improvement: an unchanged model must not be handed back as a better one
+        change = self.dev_change
+        return None if change is None else change > 0
+
 
 @dataclass
 class TrainResult:
@@ -113,9 +126,7 @@ class TrainResult:
 
     @property
     def improved(self) -> bool | None:
-        if self.state.base_score is None or self.state.best_score is None:
-            return None
-        return self.state.best_score > self.state.base_score
+        return self.state.improved
 
 
 @dataclass
@@ -480,7 +491,8 @@ class Trainer:
             "recipe": self.config.recipe, "base_model": self.config.base, "dev": self.inputs.dev_name,
             "dev_metric": "Spearman x100 of cosine (7-task style 'all' aggregation)",
             "base_score": self.state.base_score, "best_score": self.state.best_score,
-            "best_step": self.state.best_step, "published_step": published_step, "steps": self.state.step,
+            "best_step": self.state.best_step, "dev_change": self.state.dev_change, "improved": self.state.improved,
+            "published_step": published_step, "steps": self.state.step,
             "total_steps": self.state.total_steps, "history": self.state.history,
             "pooling": self.inputs.encoder.pooling_name,
         }
