@@ -49,29 +49,12 @@ def run_sentadapt(args: argparse.Namespace) -> dict[str, float]:
 
 
 def run_sentence_transformers(args: argparse.Namespace) -> dict[str, float]:
-    from datasets import Dataset
-    from sentence_transformers import (
-        SentenceTransformer,
-        SentenceTransformerTrainer,
-        SentenceTransformerTrainingArguments,
-    )
-    from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss
+    from peers import read_sentences, train_peer  # bench/ is on sys.path when this file runs as a script
 
-    sentences = [line.strip() for line in Path(args.corpus).read_text().splitlines() if line.strip()]
-    sentences = sentences[: args.batch_size * args.steps]
-    model = SentenceTransformer(args.model, device="cpu")
-    model.max_seq_length = args.max_length
-    dataset = Dataset.from_dict({"anchor": sentences, "positive": sentences})
-    training_args = SentenceTransformerTrainingArguments(
-        output_dir=args.output, per_device_train_batch_size=args.batch_size, max_steps=args.steps,
-        learning_rate=2e-5, warmup_ratio=0.1, save_strategy="no", logging_steps=10_000, report_to=[],
-        bf16=args.precision == "bf16", use_cpu=True, dataloader_drop_last=True, seed=42,
-        disable_tqdm=True,
-    )
-    trainer = SentenceTransformerTrainer(model=model, args=training_args, train_dataset=dataset,
-                                         loss=MultipleNegativesRankingLoss(model))
-    output = trainer.train()
-    return {"seconds": float(output.metrics["train_runtime"])}
+    sentences = read_sentences(Path(args.corpus), args.batch_size * args.steps)
+    return train_peer("simcse", args.model, sentences, steps=args.steps, batch_size=args.batch_size,
+                      max_length=args.max_length, lr=2e-5, bf16=args.precision == "bf16", output=args.output,
+                      save=False)
 
 
 def worker(args: argparse.Namespace) -> None:

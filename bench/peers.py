@@ -1,0 +1,95 @@
+"""The peers sentadapt is measured against: unsupervised SimCSE and Contrastive Tension, run through
+sentence-transformers' own trainer on the same base model, sentences, batch, max length and steps.
+
+    python bench/peers.py --loss simcse --model ../shared/models/all-minilm-l6-v2 --corpus runs/sts-corpus.txt \
+        --steps 100 --batch-size 64 --output runs/results/peer-simcse
+
+- simcse: MultipleNegativesRankingLoss on (s, s) pairs, dropout as the only augmentation (the recipe in
+  the sentence-transformers docs for unsupervised SimCSE); scale 20 = 1 / τ with SimCSE's τ 0.05.
+- ct: ContrastiveTensionLossInBatchNegatives (two copies of the model, in-batch negatives); the final
+  model is the second copy, as in sentence-transformers.
+
+The peers keep the model after the last step (sentence-transformers has no dev-based selection
+unless one wires an evaluator and checkpointing), which the results tables say next to them.
+Prints one `RESULT {json}` line: training seconds (loop only), sentences/s and peak RSS.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+from pathlib import Path
+from typing import Any
+
+# learning rates from each method's own documentation: SimCSE (BERT-base, unsupervised) 3e-5;
+# sentence-transformers' CT in-batch-negatives example 5e-5
+PEER_LR = {"simcse": 3e-5, "ct": 5e-5}
+
+
+def read_sentences(corpus: Path, limit: int) -> list[str]:
+    sentences = [line.strip() for line in corpus.read_text(encoding="utf-8").splitlines() if line.strip()]
+    # repeat a small corpus so every run does the same number of steps (few-shot settings)
+    while len(sentences) < limit:
+        sentences = sentences + sentences
+    return sentences[:limit]
+
+
+def train_peer(loss_name: str, model_dir: str, sentences: list[str], *, steps: int, batch_size: int,
+               max_length: int, lr: float, bf16: bool, output: str, save: bool) -> dict[str, float]:
+    """Train with sentence-transformers' trainer; returns the loop's seconds (model loading excluded)."""
+    from datasets import Dataset
+    from sentence_transformers import (
+        SentenceTransformer,
+        SentenceTransformerTrainer,
+        SentenceTransformerTrainingArguments,
+    )
+    from sentence_transformers.sentence_transformer import losses
+
+    model = SentenceTransformer(model_dir, device="cpu")
+    model.max_seq_length = max_length
+    loss: Any
+    if loss_name == "simcse":
+        dataset = Dataset.from_dict({"anchor": sentences, "positive": sentences})
+        loss = losses.MultipleNegativesRankingLoss(model, scale=20.0)
+    elif loss_name == "ct":
+        dataset = Dataset.from_dict({"sentence": sentences})
+        loss = losses.ContrastiveTensionLossInBatchNegatives(model)
+    else:
+        raise ValueError(f"unknown peer loss {loss_name!r}: simcse | ct")
+    arguments = SentenceTransformerTrainingArguments(
+        output_dir=output, per_device_train_batch_size=batch_size, max_steps=steps, learning_rate=lr,
+        warmup_ratio=0.1, save_strategy="no", logging_steps=10_000, report_to=[], bf16=bf16, use_cpu=True,
+        dataloader_drop_last=True, seed=42, disable_tqdm=True,
+    )
+    trainer = SentenceTransformerTrainer(model=model, args=arguments, train_dataset=dataset, loss=loss)
+    seconds = float(trainer.train().metrics["train_runtime"])
+    if save:
+        model.save(output)
+    return {"seconds": seconds}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--loss", choices=sorted(PEER_LR), required=True)
+    parser.add_argument("--model", required=True)
+    parser.add_argument("--corpus", type=Path, required=True)
+    parser.add_argument("--steps", type=int, default=100)
+    parser.add_argument("--batch-size", type=int, default=64)
+    parser.add_argument("--max-length", type=int, default=64)
+    parser.add_argument("--lr", type=float, help="default: the method's own (simcse 3e-5, ct 5e-5)")
+    parser.add_argument("--bf16", action="store_true")
+    parser.add_argument("--output", required=True)
+    parser.add_argument("--no-save", action="store_true", help="throughput only: do not write the model")
+    args = parser.parse_args()
+    sentences = read_sentences(args.corpus, args.batch_size * args.steps)
+    result = train_peer(args.loss, args.model, sentences, steps=args.steps, batch_size=args.batch_size,
+                        max_length=args.max_length, lr=args.lr or PEER_LR[args.loss], bf16=args.bf16,
+                        output=args.output, save=not args.no_save)
+    result["sentences_per_s"] = args.batch_size * args.steps / result["seconds"]
+    result["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print("RESULT " + json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,255 @@
+"""Regenerate docs/results.md from scratch: every recipe and two sentence-transformers peers on the same
+base models, data and steps; ConSERT's few-shot and temperature curves; speed against the peers.
+
+    python bench/results_suite.py             # full: ~45-60 min on 2 CPU cores, rewrites docs/results.md
+    python bench/results_suite.py --quick     # ~5 min smoke run, writes runs/results-quick/results.md
+    python bench/results_suite.py --render    # re-render the markdown from the last run's results.json
+
+Every job is a fresh subprocess (`python -m sentadapt ...`, `bench/peers.py`, the other bench scripts),
+so the peak RSS of each is its own (from `os.wait4`). Logs of every job go to WORK/logs/ and every
+figure in the document comes from WORK/results.json; `--reuse` skips jobs that already finished (an
+interrupted suite continues where it stopped).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = Path("../shared")  # relative: main() runs from the repository root, so logged commands are portable
+TASK_ORDER = ["sts12", "sts13", "sts14", "sts15", "sts16", "stsb", "sickr"]
+CLSR_PAIRS = ["nli/allnli.dev.jsonl.gz", "nli/snli.test.jsonl.gz", "sts/stsb.train.jsonl"]
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What one suite run trains and measures."""
+
+    models: list[str]
+    steps: int  # optimizer steps for every trained model, ours and the peers
+    batch_size: int  # ConSERT and the peers (SG-OPT and CLSR keep their papers' batches, 16 and 512)
+    max_length: int
+    eval_every: int
+    corpus_size: int  # unlabeled STS sentences (ConSERT's transductive setting, paper §4.1)
+    tasks: list[str]
+    curve_model: str
+    few_shot_sizes: list[int]
+    temperatures: list[float]
+    speed_steps: int
+    speed_eval_tasks: str
+
+
+def full_plan() -> Plan:
+    l6, l3 = str(SHARED / "models/all-minilm-l6-v2"), str(SHARED / "models/paraphrase-minilm-l3-v2")
+    return Plan(models=[l6, l3], steps=100, batch_size=64, max_length=64, eval_every=25, corpus_size=10_000,
+                tasks=TASK_ORDER, curve_model=l3, few_shot_sizes=[100, 1_000, 10_000],
+                temperatures=[0.05, 0.1, 0.2], speed_steps=30, speed_eval_tasks="all")
+
+
+def quick_plan() -> Plan:
+    l3 = str(SHARED / "models/paraphrase-minilm-l3-v2")
+    return Plan(models=[l3], steps=6, batch_size=16, max_length=32, eval_every=3, corpus_size=1_000,
+                tasks=["stsb", "sickr"], curve_model=l3, few_shot_sizes=[100, 1_000], temperatures=[0.05, 0.1],
+                speed_steps=3, speed_eval_tasks="stsb")
+
+
+@dataclass
+class JobRecord:
+    name: str
+    argv: list[str]
+    seconds: float
+    peak_rss_mb: float
+    log: str
+    output: dict[str, Any] = field(default_factory=dict)
+
+
+class Runner:
+    """Runs each job as a subprocess, logs it, records wall time and its own peak RSS."""
+
+    def __init__(self, work: Path, reuse: bool) -> None:
+        self.work, self.reuse = work, reuse
+        (work / "logs").mkdir(parents=True, exist_ok=True)
+        (work / "jobs").mkdir(parents=True, exist_ok=True)
+
+    def run(self, name: str, argv: list[str]) -> JobRecord:
+        done = self.work / "jobs" / f"{name}.json"
+        if self.reuse and done.is_file():
+            return JobRecord(**json.loads(done.read_text()))
+        log = self.work / "logs" / f"{name}.log"
+        print(f"[{time.strftime('%H:%M:%S')}] {name}: {' '.join(argv)}", flush=True)
+        started = time.perf_counter()
+        with log.open("w", encoding="utf-8") as handle:
+            process = subprocess.Popen(argv, stdout=handle, stderr=subprocess.STDOUT, cwd=REPO)
+            _, status, usage = os.wait4(process.pid, 0)  # rusage of this child alone (Linux: KB)
+            process.returncode = os.waitstatus_to_exitcode(status)
+        seconds = time.perf_counter() - started
+        if process.returncode != 0:
+            tail = "\n".join(log.read_text(encoding="utf-8", errors="replace").splitlines()[-15:])
+            sys.exit(f"{name} failed with exit {process.returncode}; log {log}:\n{tail}")
+        record = JobRecord(name, argv, seconds, usage.ru_maxrss / 1024, str(log))
+        result_lines = [line for line in log.read_text(encoding="utf-8").splitlines() if line.startswith("RESULT ")]
+        if result_lines:
+            record.output = json.loads(result_lines[-1][len("RESULT "):])
+        print(f"    done in {seconds:.0f} s, peak RSS {record.peak_rss_mb:.0f} MB", flush=True)
+        done.write_text(json.dumps(asdict(record), indent=1) + "\n")
+        return record
+
+
+def sentadapt(*args: str) -> list[str]:
+    return [sys.executable, "-m", "sentadapt", *args]
+
+
+def short(model: str) -> str:
+    return Path(model).name
+
+
+class Suite:
+    def __init__(self, plan: Plan, work: Path, data_dir: Path, reuse: bool) -> None:
+        self.plan, self.work, self.data_dir = plan, work, data_dir
+        self.runner = Runner(work, reuse)
+        self.results: dict[str, Any] = {"plan": asdict(plan), "quality": {}, "curves": {}, "speed": {}}
+
+    # ------------------------------------------------------------------ building blocks
+    def corpus(self, size: int) -> Path:
+        path = self.work / f"sts-corpus-{size}.txt"
+        self.runner.run(f"corpus-{size}", [sys.executable, "bench/make_sts_corpus.py", "--data-dir",
+                                           str(self.data_dir), "--limit", str(size), "--out", str(path)])
+        return path
+
+    def evaluate(self, tag: str, model: Path | str, dev: float | None = None) -> dict[str, Any]:
+        """7-task test scores; STS-B dev too unless known (an adapt run's metrics.json has its model's)."""
+        test_json, dev_json = self.work / "evals" / f"{tag}.json", self.work / "evals" / f"{tag}.dev.json"
+        test = self.runner.run(f"eval-{tag}", sentadapt("eval", str(model), "--sts", ",".join(self.plan.tasks),
+                                                        "--data-dir", str(self.data_dir), "--json", str(test_json)))
+        if dev is None:
+            self.runner.run(f"dev-{tag}", sentadapt("eval", str(model), "--sts", "stsb", "--split", "dev",
+                                                    "--data-dir", str(self.data_dir), "--json", str(dev_json)))
+            dev = json.loads(dev_json.read_text())[0]["reports"][0]["average"]
+        report = json.loads(test_json.read_text())[0]["reports"][0]
+        return {"tasks": {t: v["spearman"] for t, v in report["tasks"].items()}, "average": report["average"],
+                "pooling": report["pooling"], "dev": dev, "eval_seconds": test.seconds, "eval_log": test.log}
+
+    def adapt(self, tag: str, recipe: str, model: str, corpus: list[Path], *extra: str) -> dict[str, Any]:
+        output = self.work / tag
+        job = self.runner.run(f"adapt-{tag}", sentadapt(
+            "adapt", *map(str, corpus), "--recipe", recipe, "--base", model, "--output", str(output),
+            "--max-steps", str(self.plan.steps), "--dev", "stsb", "--data-dir", str(self.data_dir),
+            "--eval-every", str(self.plan.eval_every), "--overwrite", *extra))
+        metrics = json.loads((output / "metrics.json").read_text())
+        scores = self.evaluate(tag, output, dev=metrics["best_score"])
+        return {**scores, "train_seconds": job.seconds, "peak_rss_mb": job.peak_rss_mb, "train_log": job.log,
+                "command": " ".join(job.argv[2:]), "dev_base": metrics["base_score"],
+                "dev_best": metrics["best_score"], "best_step": metrics["best_step"], "improved": metrics["improved"]}
+
+    def peer(self, tag: str, loss: str, model: str, corpus: Path) -> dict[str, Any]:
+        output = self.work / tag
+        job = self.runner.run(f"peer-{tag}", [
+            sys.executable, "bench/peers.py", "--loss", loss, "--model", model, "--corpus", str(corpus),
+            "--steps", str(self.plan.steps), "--batch-size", str(self.plan.batch_size), "--max-length",
+            str(self.plan.max_length), "--output", str(output)])
+        return {**self.evaluate(tag, output), "train_seconds": job.seconds, "peak_rss_mb": job.peak_rss_mb,
+                "train_log": job.log, "command": "python " + " ".join(job.argv[1:]),
+                "sentences_per_s": job.output.get("sentences_per_s")}
+
+    # ------------------------------------------------------------------ sections
+    def quality(self, corpus: Path) -> None:
+        sized = ["--batch-size", str(self.plan.batch_size), "--max-length", str(self.plan.max_length)]
+        pairs = [self.data_dir.parent / name for name in CLSR_PAIRS]
+        for model in self.plan.models:
+            name = short(model)
+            rows = {"base": self.evaluate(f"{name}-base", model)}
+            rows["consert"] = self.adapt(f"{name}-consert", "consert", model, [corpus], *sized)
+            rows["sg-opt"] = self.adapt(f"{name}-sg-opt", "sg-opt", model, [corpus], "--max-length",
+                                        str(self.plan.max_length))
+            rows["clsr"] = self.adapt(f"{name}-clsr", "clsr", model, pairs, "--set", "min_score=4")
+            rows["simcse"] = self.peer(f"{name}-simcse", "simcse", model, corpus)
+            rows["ct"] = self.peer(f"{name}-ct", "ct", model, corpus)
+            self.results["quality"][name] = rows
+            self.save()
+
+    def curves(self) -> None:
+        model, name = self.plan.curve_model, short(self.plan.curve_model)
+        sized = ["--batch-size", str(self.plan.batch_size), "--max-length", str(self.plan.max_length)]
+        rows: dict[str, Any] = {"base": self.results["quality"].get(name, {}).get("base")
+                                or self.evaluate(f"{name}-base", model), "few_shot": {}, "temperature": {}}
+        largest = max(self.plan.few_shot_sizes)
+        for size in self.plan.few_shot_sizes:
+            rows["few_shot"][size] = self.adapt(f"{name}-consert-n{size}", "consert", model, [self.corpus(size)],
+                                                *sized)
+        for temperature in self.plan.temperatures:
+            rows["temperature"][temperature] = self.adapt(
+                f"{name}-consert-t{temperature}", "consert", model, [self.corpus(largest)], *sized,
+                "--set", f"temperature={temperature}")
+        self.results["curves"][name] = rows
+        self.save()
+
+    def speed(self, corpus: Path) -> None:
+        model = self.plan.curve_model
+        train_json, eval_json = self.work / "speed-train.json", self.work / "speed-eval.json"
+        train = self.runner.run("speed-train", [
+            sys.executable, "bench/bench_train.py", "--model", model, "--corpus", str(corpus), "--steps",
+            str(self.plan.speed_steps), "--recipes", "consert,sg-opt", "--out", str(train_json)])
+        evaluation = self.runner.run("speed-eval", [
+            sys.executable, "bench/bench_eval.py", "--model", model, "--data-dir", str(self.data_dir), "--tasks",
+            self.plan.speed_eval_tasks, "--out", str(eval_json)])
+        self.results["speed"] = {
+            "model": short(model), "train": json.loads(train_json.read_text()), "train_command": train.argv,
+            "eval": json.loads(eval_json.read_text()), "eval_command": evaluation.argv,
+        }
+        self.save()
+
+    def save(self) -> None:
+        (self.work / "results.json").write_text(json.dumps(self.results, indent=1) + "\n")
+
+    def run(self) -> None:
+        started = time.perf_counter()
+        self.results["machine"] = machine_summary()
+        self.results["started"] = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+        corpus = self.corpus(self.plan.corpus_size)
+        self.quality(corpus)
+        self.curves()
+        self.speed(corpus)
+        self.results["seconds"] = time.perf_counter() - started
+        self.save()
+
+
+def machine_summary() -> str:
+    import torch
+
+    cores = os.cpu_count()
+    return f"{platform.machine()}, {cores} cores, torch {torch.__version__}, Python {platform.python_version()}"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="a few minutes: one small model, a few steps")
+    parser.add_argument("--work", type=Path, help="job folder (default runs/results or runs/results-quick)")
+    parser.add_argument("--doc", type=Path, help="markdown out (default docs/results.md; quick: WORK/results.md)")
+    parser.add_argument("--data-dir", type=Path, default=SHARED / "data/sts")
+    parser.add_argument("--reuse", action="store_true", help="skip jobs that finished in an earlier run")
+    parser.add_argument("--render", action="store_true", help="only re-render the markdown from WORK/results.json")
+    args = parser.parse_args()
+    plan = quick_plan() if args.quick else full_plan()
+    os.chdir(REPO)
+    work = args.work or Path("runs/results-quick" if args.quick else "runs/results")
+    doc = args.doc or (work / "results.md" if args.quick else Path("docs/results.md"))
+    if not args.render:
+        Suite(plan, work, args.data_dir, args.reuse).run()
+    from results_render import render  # bench/ is on sys.path when this file runs as a script
+
+    command = "python bench/results_suite.py" + (" --quick" if args.quick else "")
+    doc.write_text(render(json.loads((work / "results.json").read_text()), command), encoding="utf-8")
+    print(f"wrote {doc}")
+
+
+if __name__ == "__main__":
+    main()
