@@ -49,7 +49,7 @@ def _synchronize(device: str) -> None:
 
 def flops_per_token(encoder: Any, mean_length: float, views: int = 2) -> float:
     parameters = sum(p.numel() for name, p in encoder.named_parameters() if "embeddings" not in name)
-    config = encoder.model.config
+    config = encoder.backbone.config
     attention = 12 * config.num_hidden_layers * config.hidden_size * mean_length
     return views * (6 * parameters + attention)
 
@@ -101,13 +101,15 @@ def measure(args: argparse.Namespace, device: str) -> dict[str, Any]:
     return results
 
 
-def launch_processes(args: argparse.Namespace) -> dict[str, Any]:
+def launch_processes(args: argparse.Namespace, device: str) -> dict[str, Any]:
     """The same measurement under `accelerate launch --num_processes N` (one process per GPU)."""
     out = Path("bench/out/gpu-multi.json")
-    command = [sys.executable, "-m", "accelerate.commands.launch", "--num_processes", str(args.processes),
+    cpu = ["--cpu"] if device == "cpu" else []  # --allow-cpu: gloo processes, to check the launch path
+    command = [sys.executable, "-m", "accelerate.commands.launch", *cpu, "--num_processes", str(args.processes),
                __file__, "--worker", "--model", args.model, "--corpus", args.corpus, "--steps", str(args.steps),
                "--batch-size", str(args.batch_size), "--max-length", str(args.max_length), "--precisions",
-               args.precisions, "--matmul-size", str(args.matmul_size), "--out", str(out)]
+               args.precisions, "--matmul-size", str(args.matmul_size), "--out", str(out),
+               *(["--allow-cpu"] if device == "cpu" else [])]
     subprocess.run(command, check=True)
     return json.loads(out.read_text())
 
@@ -150,7 +152,7 @@ def main() -> None:
         if device == "cuda" and torch.cuda.device_count() < args.processes:
             print(f"\nskipping --processes {args.processes}: only {torch.cuda.device_count()} GPU(s)")
         else:
-            results["multi"] = launch_processes(args)
+            results["multi"] = launch_processes(args, device)
             report(f"accelerate launch, {args.processes} processes, global batch {args.batch_size}",
                    results["multi"])
     args.out.parent.mkdir(parents=True, exist_ok=True)
