@@ -6,6 +6,7 @@ import typer
 
 from sentadapt import __version__
 from sentadapt.cli import adapt as adapt_command
+from sentadapt.cli import diagnose as diagnose_command
 from sentadapt.cli import eval as eval_command
 
 app = typer.Typer(
@@ -17,6 +18,7 @@ app = typer.Typer(
 )
 app.command(name="adapt")(adapt_command.adapt)
 app.command(name="eval")(eval_command.eval_models)
+app.command(name="diagnose")(diagnose_command.diagnose)
 
 
 def _version(value: bool) -> None:

@@ -9,6 +9,7 @@ from typing import Any, TypeVar
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from sentadapt.errors import SentadaptError
@@ -27,7 +28,8 @@ def friendly_errors(command: F) -> F:
         try:
             return command(*args, **kwargs)
         except SentadaptError as error:
-            err_console.print(f"[bold red]Error:[/] {error}", highlight=False, soft_wrap=True)
+            # escaped: messages quote user text and names like [CLS] or 'sentadapt[plot]', which are not markup
+            err_console.print(f"[bold red]Error:[/] {escape(str(error))}", highlight=False, soft_wrap=True)
             raise typer.Exit(code=error.exit_code) from None
 
     return wrapper  # type: ignore[return-value]

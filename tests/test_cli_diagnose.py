@@ -1,0 +1,165 @@
+"""`sentadapt diagnose`: tables, comparison, JSON schema, plots and one-line errors (tiny offline models)."""
+
+from __future__ import annotations
+
+import builtins
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from sentadapt.cli import app
+from tests.conftest import TINY_SENTENCES, needs_shared
+
+runner = CliRunner()
+MODEL_KEYS = {"model", "pooling", "pooling_source", "num_layers", "dim", "seconds", "anisotropy", "spectrum",
+              "alignment", "frequency", "topk", "layers", "headline", "verdicts"}
+
+
+def _run(*args: str):
+    return runner.invoke(app, ["diagnose", *args], catch_exceptions=False)
+
+
+@pytest.fixture
+def tiny_corpus(tmp_path: Path) -> Path:
+    path = tmp_path / "corpus.txt"
+    path.write_text("\n".join(TINY_SENTENCES) + "\n")
+    return path
+
+
+def test_diagnose_prints_every_report_and_writes_the_json_schema(
+    tiny_model_dir: Path, tiny_corpus: Path, pairs_tsv: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "d.json"
+    result = _run(str(tiny_model_dir), "--corpus", str(tiny_corpus), "--pairs", str(pairs_tsv), "--max-k", "4",
+                  "--json", str(out))
+    assert result.exit_code == 0, result.output
+    for title in ("Diagnosis", "Random-pair cosine per layer", "Token-embedding norm", "Top-k frequent tokens",
+                  "Layer × pooling"):
+        assert title in result.stdout
+    assert "random pairs average cosine" in result.stdout and "★" in result.stdout
+    payload = json.loads(out.read_text())
+    assert payload["schema"] == "sentadapt.diagnose/1"
+    assert set(payload) == {"schema", "settings", "sources", "reports", "skipped", "models"}
+    assert payload["reports"] == ["anisotropy", "spectrum", "alignment", "frequency", "topk", "layers"]
+    model = payload["models"][0]
+    assert set(model) == MODEL_KEYS
+    assert model["num_layers"] == 2 and len(model["anisotropy"]["token_cosine_per_layer"]) == 3
+    assert model["topk"]["k"] == [0, 1, 2, 3, 4] and model["topk"]["frequent_tokens"][:2] == ["[CLS]", "[SEP]"]
+    assert model["layers"]["grid"][0][0] is None  # cls@0: constant cosines → NaN → null (valid JSON)
+    assert model["alignment"]["positives"] == 2
+    assert set(model["verdicts"]) == set(payload["reports"])
+    assert f"{model['headline']['sentence_cosine']:.3f}" in result.stdout
+
+
+def test_compare_shows_deltas_and_json_delta(
+    tiny_model_dir: Path, tiny_model_dir_3layers: Path, tiny_corpus: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "d.json"
+    result = _run(str(tiny_model_dir), "--compare", str(tiny_model_dir_3layers), "--corpus", str(tiny_corpus),
+                  "--report", "anisotropy,spectrum", "--json", str(out))
+    assert result.exit_code == 0, result.output
+    assert "Δ" in result.stdout and "tiny-bert-3" in result.stdout
+    payload = json.loads(out.read_text())
+    first, second = (m["headline"] for m in payload["models"])
+    assert payload["delta"]["isotropy"] == pytest.approx(second["isotropy"] - first["isotropy"])
+    assert set(payload["delta"]) == set(first)
+
+
+def test_plot_writes_pngs(tiny_model_dir: Path, tiny_corpus: Path, pairs_tsv: Path, tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib")
+    folder = tmp_path / "plots"
+    result = _run(str(tiny_model_dir), "--corpus", str(tiny_corpus), "--pairs", str(pairs_tsv), "--max-k", "3",
+                  "--plot", str(folder))
+    assert result.exit_code == 0, result.output
+    names = {"anisotropy.png", "spectrum.png", "frequency.png", "topk.png", "layers.png"}
+    assert {p.name for p in folder.iterdir()} == names
+    assert all((folder / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for name in names)
+
+
+def test_missing_matplotlib_is_one_line_before_any_model_loads(
+    tiny_model_dir: Path, tiny_corpus: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real_import = builtins.__import__
+
+    def no_matplotlib(name: str, *args, **kwargs):
+        if name.split(".")[0] == "matplotlib":
+            raise ImportError("No module named 'matplotlib'")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_matplotlib)
+    result = _run(str(tiny_model_dir), "--corpus", str(tiny_corpus), "--plot", str(tmp_path / "p"))
+    assert result.exit_code == 2
+    assert result.stderr.strip() == "Error: --plot needs matplotlib: pip install 'sentadapt[plot]'"
+    assert not (tmp_path / "p").exists()
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "message"),
+    [
+        (["--report", "topkk"], 2, "Error: --report: Unknown report 'topkk'. Did you mean: topk? "
+         "Available: alignment, all, anisotropy, frequency, layers, spectrum, topk"),
+        (["--corpus", "missing.txt"], 1, "Error: --corpus missing.txt: no such file; pass a text file with one "
+         "sentence per line"),
+        (["--report", "layers", "--corpus", "CORPUS"], 1, "Error: --report layers: needs labelled pairs; pass "
+         "--pairs FILE (sentence1, sentence2, score) or --data-dir DIR with stsb.dev.jsonl"),
+        ([], 1, "Error: nothing to diagnose: pass --corpus FILE (one sentence per line), --pairs FILE "
+         "(sentence1, sentence2, score) or --data-dir DIR with the STS files"),
+        (["--sample", "1", "--corpus", "CORPUS"], 2, "Error: --sample 1: need at least 2 sentences to compare"),
+    ],
+)
+def test_diagnose_errors_are_one_line(
+    args: list[str], code: int, message: str, tiny_model_dir: Path, tiny_corpus: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("SENTADAPT_DATA_DIR", raising=False)
+    args = [str(tiny_corpus) if arg == "CORPUS" else arg for arg in args]
+    result = _run(str(tiny_model_dir), *args)
+    assert result.exit_code == code, result.output
+    assert result.stderr.strip() == message
+    assert "Traceback" not in result.output
+
+
+def test_diagnose_bad_model_fails_before_reading_data(tiny_corpus: Path) -> None:
+    result = _run("./missing-model", "--corpus", str(tiny_corpus))
+    assert result.exit_code == 1
+    assert result.stderr.startswith("Error: ./missing-model: no such model folder")
+
+
+def test_diagnose_help_does_not_import_torch() -> None:
+    code = ("import sys; from typer.testing import CliRunner; from sentadapt.cli import app; "
+            "r = CliRunner().invoke(app, ['diagnose', '--help']); print(r.exit_code, 'torch' in sys.modules)")
+    output = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert output.split() == ["0", "False"]
+
+
+@pytest.mark.shared
+@needs_shared()
+def test_real_model_is_less_anisotropic_than_its_embedding_layer_and_a_random_encoder() -> None:
+    """all-MiniLM-L6-v2 vs its own layer 0 and a randomly initialised copy, on 200 STS-B test sentences."""
+    import torch
+    from transformers import AutoModel
+
+    from sentadapt.diagnostics import metrics
+    from sentadapt.diagnostics.anisotropy import sample_pass
+    from sentadapt.diagnostics.report import gather_inputs
+    from sentadapt.encoder import Encoder
+    from tests.conftest import SHARED_MODELS, SHARED_STS
+
+    sentences = gather_inputs(["anisotropy"], data_dir=SHARED_STS, sample=200).sentences
+    real = Encoder.load(SHARED_MODELS / "all-minilm-l6-v2", device="cpu")
+    torch.manual_seed(0)
+    random_backbone = AutoModel.from_config(real.backbone.config)
+    random_encoder = Encoder(random_backbone, real.tokenizer, real.pooling, normalize=True)
+    trained, untrained = sample_pass(real, sentences), sample_pass(random_encoder, sentences)
+
+    cosine = metrics.mean_pair_cosine(trained.embeddings)
+    assert cosine < 0.2  # a trained sentence encoder spreads random sentences out
+    assert cosine < trained.sentence_cosine_per_layer[0] - 0.2  # its raw token-embedding layer is collapsed
+    assert cosine < metrics.mean_pair_cosine(untrained.embeddings) - 0.5
+    assert metrics.isotropy(trained.embeddings) > metrics.isotropy(untrained.embeddings) + 0.1
+    trained_spectrum, untrained_spectrum = metrics.spectrum(trained.embeddings), metrics.spectrum(untrained.embeddings)
+    assert trained_spectrum.top1_share < untrained_spectrum.top1_share
+    assert trained_spectrum.effective_rank > untrained_spectrum.effective_rank + 20  # measured: 127 vs 73
