@@ -415,6 +415,11 @@ def _load_backbone(
             hf_logging.set_verbosity(verbosity)
     except (OSError, ValueError) as error:
         message = str(error).splitlines()[0] if str(error) else type(error).__name__
+        if not trust_remote_code and "contains custom code" in message:
+            raise ModelError(
+                f"{resolved.name}: the model ships its own Python code (auto_map in config.json), which would run "
+                "when loaded; read it, then pass --trust-remote-code if you trust it"
+            ) from None
         if not allow_pickle and ("safetensors" in message.lower() or "model.safetensors" in message):
             raise ModelError(
                 f"{resolved.name}: no safetensors weights; pickle checkpoints (.bin) can run code when "

@@ -29,3 +29,7 @@ class NoImprovement(SentadaptError):
     """`adapt --require-improvement`: the run finished but no checkpoint beat the base model on dev."""
 
     exit_code = 3
+
+
+class StorageError(SentadaptError):
+    """A file that cannot be written: disk full, file too large, no permission (the message names the path)."""

@@ -138,18 +138,38 @@ def _check_paths(config: Any, resume: bool, overwrite: bool, dry_run: bool) -> N
         recipe_check(config.corpus, config.recipe_args)  # e.g. CLSR needs pairs, not a sentence list
     resolve_dev_set(config.dev, config.data_dir)
     output = Path(config.output)
-    if resume or dry_run or not _is_main_process():  # other ranks would see the directory rank 0 just made
+    if dry_run or not _is_main_process():  # other ranks would see the directory rank 0 just made
         return
     if output.exists() and not output.is_dir():
         raise ConfigError(f"--output {output}: exists and is not a directory")
-    if output.is_dir() and any(output.iterdir()) and not overwrite:
+    if not resume and output.is_dir() and any(output.iterdir()) and not overwrite:
         raise ConfigError(f"--output {output}: exists and is not empty; pass --resume to continue that run "
                           "or --overwrite to replace it")
-    parent = output if output.is_dir() else output.parent
+    _check_writable(output)
+    _check_free_space(config, output)
+
+
+def _check_writable(output: Path) -> None:
+    """The nearest existing folder on the way to --output must be a writable directory."""
+    from sentadapt.errors import ConfigError
+
+    parent = output
     while not parent.exists():
         parent = parent.parent
+    if not parent.is_dir():
+        raise ConfigError(f"--output {output}: {parent} is a file, not a directory")
     if not os.access(parent, os.W_OK):
         raise ConfigError(f"--output {output}: {parent} is not writable")
+
+
+def _check_free_space(config: Any, output: Path) -> None:
+    """Refuse before training when checkpoints and the model would not fit (known for local base models only)."""
+    from sentadapt.train.storage import check_free_space, weights_bytes
+
+    resolved = config.resolved_model
+    weights = weights_bytes(Path(resolved.location)) if resolved.is_local else None
+    if weights is not None:
+        check_free_space(output, weights, config.train.keep_checkpoints)
 
 
 def _print_dry_run(config: Any) -> None:
@@ -161,22 +181,51 @@ def _print_dry_run(config: Any) -> None:
 
 
 def _acquire_lock(output: Path) -> Path:
+    """Create `output/.lock` holding our pid in one atomic step (O_EXCL); take over a lock whose process is gone."""
     from sentadapt.errors import ConfigError
 
     lock = output / LOCK_FILE
-    if lock.exists():
+    for _attempt in range(3):
         try:
-            pid = int(lock.read_text().strip() or 0)
-            os.kill(pid, 0)
-        except (ValueError, ProcessLookupError):
-            pid = 0  # stale lock from a process that is gone
-        except PermissionError:
-            pass
-        if pid and pid != os.getpid():
-            raise ConfigError(f"--output {output}: another sentadapt run (pid {pid}) is writing here; wait for it "
-                              f"or remove {lock} if that process is not sentadapt")
-    lock.write_text(str(os.getpid()))
-    return lock
+            descriptor = os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        except FileExistsError:
+            pid = _lock_pid(lock)
+            if pid == os.getpid():
+                return lock
+            if pid == 0:
+                continue  # released in the meantime: try again
+            if pid is None or _process_alive(pid):
+                holder = f"pid {pid}" if pid is not None else "starting, the lock has no pid yet"
+                raise ConfigError(f"--output {output}: another sentadapt run ({holder}) is writing here; wait for "
+                                  f"it or remove {lock} if that process is not sentadapt") from None
+            note(f"--output {output}: taking over a stale lock (pid {pid} is not running; that run was killed)")
+            lock.unlink(missing_ok=True)
+            continue
+        with os.fdopen(descriptor, "w") as handle:
+            handle.write(str(os.getpid()))
+        return lock
+    raise ConfigError(f"--output {output}: could not take {lock}; another run keeps replacing it")
+
+
+def _lock_pid(lock: Path) -> int | None:
+    """The pid in a lock file; 0 when it was just released; None while its writer has not written the pid yet."""
+    try:
+        text = lock.read_text().strip()
+    except FileNotFoundError:
+        return 0
+    return int(text) if text.isdigit() else None
+
+
+def _process_alive(pid: int) -> bool:
+    if pid <= 0:
+        return False  # os.kill(0, ...) would address our own process group
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # alive, owned by another user
+    return True
 
 
 def _run(config: Any, resume: bool, overwrite: bool, trust_remote_code: bool, allow_pickle: bool) -> Any:
@@ -217,13 +266,43 @@ def _run(config: Any, resume: bool, overwrite: bool, trust_remote_code: bool, al
             inputs = build_inputs(stage_config, say, device=_device(), trust_remote_code=trust_remote_code,
                                   allow_pickle=allow_pickle, stage=stage,
                                   progress=progress_bar if main else None)
-            result = Trainer(inputs, RichReporter() if main else None).run(resume=stage_resume)
+            result = _train_stage(Trainer(inputs, RichReporter() if main else None), stage_resume, output)
             if main:
                 _print_summary(result)
     finally:
         if lock is not None:
             lock.unlink(missing_ok=True)
     return result if main else None
+
+
+def _train_stage(trainer: Any, resume: bool, output: Path) -> Any:
+    """Run the trainer; a write that fails (disk full, file too large, no permission) becomes one line that
+    says what is intact and how to continue."""
+    from sentadapt.errors import StorageError
+    from sentadapt.train.storage import describe_write_failure
+
+    try:
+        return trainer.run(resume=resume)
+    except StorageError as error:
+        raise StorageError(f"{error}; {_after_write_failure(trainer.checkpoints, output)}") from None
+    except Exception as error:
+        reason = describe_write_failure(error)
+        if reason is None:
+            raise
+        where = getattr(error, "filename", None) or trainer.output
+        raise StorageError(f"{where}: cannot write ({reason}); "
+                           f"{_after_write_failure(trainer.checkpoints, output)}") from None
+
+
+def _after_write_failure(checkpoints: Path, output: Path) -> str:
+    from sentadapt.train.checkpoint import list_checkpoints
+
+    found = list_checkpoints(checkpoints)
+    if not found:
+        return (f"the run did not finish and wrote no checkpoint; free space in {output} (or fix its permissions), "
+                "then start again with --overwrite")
+    return (f"the run did not finish; its checkpoints up to {found[0].name} are intact; free space in {output} "
+            f"(or fix its permissions), then resume with: sentadapt adapt --resume --output {output}")
 
 
 def _device() -> str:

@@ -88,11 +88,15 @@ def _rows(path: Path, fmt: str) -> Iterator[tuple[int, dict[str, object]]]:
                         record = json.loads(line)
                     except json.JSONDecodeError as error:
                         raise DataError(f"{path}:{number}: invalid JSON ({error.msg})") from None
+                    except RecursionError:
+                        raise DataError(f"{path}:{number}: invalid JSON (nested too deeply)") from None
                     if not isinstance(record, dict):
                         raise DataError(f"{path}:{number}: expected a JSON object with {', '.join(PAIR_COLUMNS)}")
                     yield number, record
                 return
-            reader = csv.reader(handle, delimiter="\t" if fmt == "tsv" else ",", quoting=csv.QUOTE_MINIMAL)
+            # TSV has no quoting (STS and SBERT files are written that way): a sentence may start with a quote
+            quoting = csv.QUOTE_NONE if fmt == "tsv" else csv.QUOTE_MINIMAL
+            reader = csv.reader(handle, delimiter="\t" if fmt == "tsv" else ",", quoting=quoting)
             header = next(reader, None)
             if header is None:
                 return
@@ -110,7 +114,21 @@ def _rows(path: Path, fmt: str) -> Iterator[tuple[int, dict[str, object]]]:
                     raise DataError(f"{path}:{reader.line_num}: expected {len(header)} columns, found {len(row)}")
                 yield reader.line_num, dict(zip(header, row))
         except UnicodeDecodeError as error:
-            raise DataError(f"{path}: not valid UTF-8 text ({error.reason} at byte {error.start})") from None
+            raise DataError(f"{path}:{_first_undecodable_line(path)}: not valid UTF-8 text ({error.reason}); "
+                            "save the file as UTF-8") from None
+        except csv.Error as error:
+            raise DataError(f"{path}:{reader.line_num}: malformed {fmt.upper()} ({error})") from None
+
+
+def _first_undecodable_line(path: Path) -> int:
+    """The text layer decodes in chunks, so its error has no line number: find the line (error path only)."""
+    with open_binary(path) as handle:
+        for number, raw in enumerate(handle, start=1):
+            try:
+                raw.decode("utf-8")
+            except UnicodeDecodeError:
+                return number
+    return 1  # a multi-byte sequence cut at the end of the file
 
 
 def read_scored_pairs(path: str | Path, score_range: tuple[float, float] | None = None) -> ScoredPairs:

@@ -16,10 +16,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from sentadapt.errors import SentadaptError
+from sentadapt.errors import SentadaptError, StorageError
+from sentadapt.train.storage import describe_write_failure
 
 MANIFEST = "manifest.json"
 CHECKPOINT_PREFIX = "step-"
+TMP_PREFIX = ".tmp-"  # a write in progress (or killed): never read, removed by recover_interrupted_writes
+OLD_PREFIX = ".old-"  # the previous version of a folder, kept until its replacement is in place
 
 
 class CheckpointError(SentadaptError):
@@ -62,11 +65,14 @@ def write_folder_atomically(target: Path, write: Callable[[Path], None], manifes
         _fsync_directory(target.parent)
         if old.exists():
             shutil.rmtree(old)
-    except BaseException:
+    except BaseException as error:
         if old.exists() and not target.exists():
             os.replace(old, target)  # interrupted between the two renames: put the previous version back
         shutil.rmtree(tmp, ignore_errors=True)
-        raise
+        reason = describe_write_failure(error)  # disk full, file too large, no permission: one readable line
+        if reason is None:
+            raise
+        raise StorageError(f"{target}: could not be written ({reason})") from None
 
 
 def _fsync_directory(folder: Path) -> None:
@@ -121,11 +127,57 @@ def publish_model(source: Path, output: Path) -> None:
     verify_folder(source)
     files = sorted((p for p in source.rglob("*") if p.is_file() and p.name != MANIFEST),
                    key=lambda p: p.name == "modules.json")
-    for path in files:
-        destination = output / path.relative_to(source)
-        destination.parent.mkdir(parents=True, exist_ok=True)
-        tmp = destination.parent / f".tmp-{destination.name}"
-        shutil.copyfile(path, tmp)
-        with tmp.open("rb") as handle:
-            os.fsync(handle.fileno())
+    staged = _stage_copies(files, source, output)
+    # Renames need no space and cannot half-happen: after the copies succeeded, the model appears in one
+    # quick sequence (a disk that fills up during the copies leaves the run directory as it was).
+    for tmp, destination in staged:
         os.replace(tmp, destination)
+    _fsync_directory(output)
+
+
+def _stage_copies(files: list[Path], source: Path, output: Path) -> list[tuple[Path, Path]]:
+    """Copy each file next to its destination under a temporary name (fsynced); on failure remove them all."""
+    staged: list[tuple[Path, Path]] = []
+    try:
+        for path in files:
+            destination = output / path.relative_to(source)
+            destination.parent.mkdir(parents=True, exist_ok=True)
+            tmp = destination.parent / f"{TMP_PREFIX}{destination.name}"
+            staged.append((tmp, destination))
+            shutil.copyfile(path, tmp)
+            with tmp.open("rb") as handle:
+                os.fsync(handle.fileno())
+    except BaseException as error:
+        for tmp, _ in staged:
+            tmp.unlink(missing_ok=True)
+        reason = describe_write_failure(error)
+        if reason is None:
+            raise
+        raise StorageError(f"{output}: the model could not be published ({reason}); no model file was "
+                           "replaced") from None
+    return staged
+
+
+def recover_interrupted_writes(output: Path) -> list[str]:
+    """After a crash (kill -9, power cut): put back folders caught between their two renames, delete temporaries.
+
+    Only safe while holding the run's lock: a live writer's temporary files look exactly the same.
+    Returns what was done, one line per item, for the caller to report.
+    """
+    done: list[str] = []
+    folders = [output, *(p for p in output.iterdir() if p.is_dir())] if output.is_dir() else []
+    for folder in folders:
+        for path in sorted(folder.iterdir()):
+            if path.name.startswith(OLD_PREFIX):
+                original = folder / path.name[len(OLD_PREFIX):].rsplit("-", 1)[0]
+                if not original.exists():
+                    os.replace(path, original)  # the new version never landed: the old one is the valid one
+                    done.append(f"restored {original} from an interrupted write")
+                    continue
+            if path.name.startswith((OLD_PREFIX, TMP_PREFIX)):
+                if path.is_dir():
+                    shutil.rmtree(path)
+                else:
+                    path.unlink()
+                done.append(f"removed {path}, left by an interrupted write")
+    return done

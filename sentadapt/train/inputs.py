@@ -25,7 +25,7 @@ def load_training_examples(config: RunConfig, needs: str, encoder: Encoder, note
         corpus = read_corpus(config.corpus, text_column=config.text_column, dedup=config.train.dedup,
                              encoding_errors=config.encoding_errors)
         note(corpus.report.summary())
-        return TokenizedExamples([encoder.tokenize_ids(corpus.sentences, max_length)])
+        return TokenizedExamples([tokenize_and_report(encoder, corpus.sentences, max_length, note)])
     if needs == "nli":
         from sentadapt.data.nli import read_nli
 
@@ -33,10 +33,31 @@ def load_training_examples(config: RunConfig, needs: str, encoder: Encoder, note
         nli = read_nli(files)
         note(f"NLI: {len(nli.labels)} labelled pairs from {', '.join(files)}")
         return TokenizedExamples(
-            [encoder.tokenize_ids(nli.premises, max_length), encoder.tokenize_ids(nli.hypotheses, max_length)],
+            [tokenize_and_report(encoder, nli.premises, max_length, note, "premises"),
+             tokenize_and_report(encoder, nli.hypotheses, max_length, note, "hypotheses")],
             labels=list(nli.labels),
         )
     raise DataError(f"recipe {config.recipe}: data kind '{needs}' is not supported by the loop")
+
+
+def tokenize_and_report(encoder: Encoder, texts: list[str], max_length: int, note: Callable[[str], None],
+                        what: str = "sentences") -> list[list[int]]:
+    """Token ids truncated to max_length; says how many texts were longer (their ends are not trained on)."""
+    ids = encoder.tokenize_ids(texts, max_length)
+    truncated = count_truncated(encoder, texts, ids, max_length)
+    if truncated:
+        note(f"{truncated} of {len(texts)} {what} are longer than --max-length {max_length} tokens and were "
+             "truncated")
+    return ids
+
+
+def count_truncated(encoder: Encoder, texts: list[str], ids: list[list[int]], max_length: int) -> int:
+    """Texts cut by truncation: only those that fill max_length exactly are tokenized again, one token longer."""
+    full = [text for text, row in zip(texts, ids) if len(row) >= max_length]
+    if not full:
+        return 0
+    longer = encoder.tokenize_ids(full, max_length + 1)
+    return sum(len(row) > max_length for row in longer)
 
 
 def build_inputs(config: RunConfig, note: Callable[[str], None], device: str | None = None,

@@ -41,6 +41,7 @@ from sentadapt.train.checkpoint import (
     list_checkpoints,
     prune_checkpoints,
     publish_model,
+    recover_interrupted_writes,
     verify_folder,
     write_folder_atomically,
 )
@@ -305,9 +306,10 @@ class Trainer:
                 # ranks, so × world gives the global loss's gradient (accelerate divides by grad_accum).
                 self.accelerator.backward(output.total * world)
                 if self.accelerator.sync_gradients:
-                    if cfg.max_grad_norm > 0:
-                        self.accelerator.clip_grad_norm_(self.model.parameters(), cfg.max_grad_norm)
-                    self.optimizer.step()
+                    if self._clip_and_check_gradients(cfg.max_grad_norm):
+                        self.optimizer.step()
+                    else:
+                        poisoned = True  # a finite loss with NaN/inf gradients: skipped like a NaN loss
                     self.optimizer.zero_grad(set_to_none=True)
             loss_sum += output.total.item() / cfg.grad_accum
             for key, value in output.parts.items():
@@ -342,16 +344,31 @@ class Trainer:
         batch = self.inputs.examples.collate(indices, self.pad_id)
         return {key: value.to(self.accelerator.device) for key, value in batch.items()}
 
-    def _handle_non_finite(self, value: float) -> None:
+    def _clip_and_check_gradients(self, max_norm: float) -> bool:
+        """Clip (when configured); False, after `_handle_non_finite`, when the gradient norm is NaN or inf."""
+        norm = self.accelerator.clip_grad_norm_(self.model.parameters(), max_norm) if max_norm > 0 else None
+        if self.accelerator.scaler is not None:
+            return True  # fp16: the grad scaler skips inf-gradient steps itself and lowers its scale
+        if norm is None:
+            norm = _gradient_norm(self.module)
+        if self._finite_everywhere(torch.as_tensor(norm, device=self.accelerator.device)):
+            return True
+        self._handle_non_finite(float(norm), "the gradient norm")
+        return False
+
+    def _handle_non_finite(self, value: float, what: str = "loss") -> None:
         """Skip the step (on_nan=skip, within the limit) or stop; the weights are still the last good ones."""
-        if self.train_config.on_nan == "skip" and self.state.nan_skips < self.train_config.max_nan_skips:
+        cfg = self.train_config
+        if cfg.on_nan == "skip" and self.state.nan_skips < cfg.max_nan_skips:
             self.state.nan_skips += 1
-            self.reporter.message(f"step {self.state.step + 1}: loss is {value}; step skipped "
-                                  f"({self.state.nan_skips}/{self.train_config.max_nan_skips})")
+            self.reporter.message(f"step {self.state.step + 1}: {what} is {value}; step skipped "
+                                  f"({self.state.nan_skips}/{cfg.max_nan_skips})")
             return
         path = self._save_checkpoint()
+        skipped = f"{cfg.max_nan_skips} skipped step" + ("" if cfg.max_nan_skips == 1 else "s")
+        limit = f" after {skipped} (max_nan_skips)" if cfg.on_nan == "skip" else ""
         raise TrainingDiverged(
-            f"loss is {value} at step {self.state.step + 1}; stopped. The last good weights are in {path}. "
+            f"{what} is {value} at step {self.state.step + 1}; stopped{limit}. The last good weights are in {path}. "
             "Try a lower --lr, a higher temperature, or --mixed-precision no"
         )
 
@@ -437,6 +454,10 @@ class Trainer:
         if (self.output / "metrics.json").is_file():
             raise ConfigError(f"--resume: {self.output} is a finished run (metrics.json is written); nothing to "
                               "resume — start a new run with another --output")
+        if self.is_main:  # the CLI holds the run's lock: no live writer owns these temporaries
+            for line in recover_interrupted_writes(self.output):
+                self.reporter.message(line)
+        self.accelerator.wait_for_everyone()  # every rank must see the same checkpoint folders
         for candidate in list_checkpoints(self.checkpoints):
             try:
                 verify_folder(candidate)
@@ -444,9 +465,24 @@ class Trainer:
                 self.reporter.message(f"skipping checkpoint: {error}")
                 continue
             self._load_checkpoint(candidate)
+            self._trim_log(self.state.step)
             self.reporter.message(f"resumed from {candidate} (step {self.state.step})")
             return
         raise ConfigError(f"--resume: no usable checkpoint in {self.checkpoints}; start without --resume")
+
+    def _trim_log(self, step: int) -> None:
+        """Drop train.log lines for steps after the checkpoint: they are trained (and logged) again."""
+        log = self.output / "train.log"
+        if not self.is_main or not log.is_file():
+            return
+        kept = [line for line in log.read_text(encoding="utf-8").splitlines(keepends=True)
+                if _logged_step(line) <= step]
+        tmp = log.with_name(".tmp-train.log")
+        with tmp.open("w", encoding="utf-8") as handle:
+            handle.writelines(kept)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, log)
 
     def _load_checkpoint(self, folder: Path) -> None:
         module = self.accelerator.unwrap_model(self.model)
@@ -499,6 +535,21 @@ class Trainer:
         tmp = self.output / ".tmp-metrics.json"
         tmp.write_text(json.dumps(metrics, indent=2) + "\n")
         os.replace(tmp, self.output / "metrics.json")
+
+
+def _gradient_norm(module: nn.Module) -> torch.Tensor:
+    grads = [p.grad.detach() for p in module.parameters() if p.grad is not None]
+    if not grads:
+        return torch.zeros(())
+    return torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(g.float()) for g in grads]))
+
+
+def _logged_step(line: str) -> float:
+    """The step of a train.log line; a line cut short by a crash counts as past every checkpoint."""
+    try:
+        return float(json.loads(line)["step"])
+    except (ValueError, KeyError, TypeError):
+        return math.inf
 
 
 def _rng_state() -> dict[str, Any]:

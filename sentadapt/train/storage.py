@@ -1,0 +1,94 @@
+"""Disk space and write failures: a preflight estimate, and one readable line when a write fails anyway.
+
+Nothing here imports torch: the CLI runs the free-space check before any weights load.
+
+A run directory holds, at its largest: `keep_checkpoints` checkpoints plus the one being written (each the
+weights and AdamW's two moment tensors, so ~3× the weights), the best model twice while it is swapped, and
+the published copy. The estimate is deliberately simple; `SENTADAPT_NO_SPACE_CHECK=1` skips it when it is
+wrong for a filesystem (compression, quotas that `statvfs` does not see).
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import shutil
+from pathlib import Path
+
+from sentadapt.errors import StorageError
+
+SKIP_ENV = "SENTADAPT_NO_SPACE_CHECK"
+CHECKPOINT_FACTOR = 3  # weights + AdamW exp_avg + exp_avg_sq
+BEST_AND_PUBLISHED_FACTOR = 3  # best/ (old and new during the atomic swap) + the published copy
+WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt")
+# errnos of a write that the user can fix (space, size limit, permissions, read-only or failing disk)
+WRITE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS, errno.EACCES, errno.EPERM, errno.EIO})
+_TORCH_WRITER_MARKERS = ("inline_container.cc", "PytorchStreamWriter")
+
+
+def free_bytes(path: Path) -> int:
+    """Free space for an unprivileged writer on the filesystem holding `path` (the tests' seam)."""
+    return shutil.disk_usage(path).free
+
+
+def weights_bytes(model_folder: Path) -> int | None:
+    """Bytes of weight files in a local model folder (safetensors preferred); None when unknown (Hub id)."""
+    if not model_folder.is_dir():
+        return None
+    files = [p for p in model_folder.rglob("*") if p.is_file() and p.suffix in WEIGHT_SUFFIXES]
+    safetensors = [p for p in files if p.suffix == ".safetensors"]
+    chosen = safetensors or files
+    return sum(p.stat().st_size for p in chosen) if chosen else None
+
+
+def estimate_run_bytes(weights: int, keep_checkpoints: int) -> int:
+    checkpoints = CHECKPOINT_FACTOR * weights * (keep_checkpoints + 1)
+    return checkpoints + BEST_AND_PUBLISHED_FACTOR * weights
+
+
+def directory_bytes(folder: Path) -> int:
+    if not folder.is_dir():
+        return 0
+    return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
+
+
+def check_free_space(output: Path, weights: int, keep_checkpoints: int) -> None:
+    """Raise StorageError before training when the run cannot fit; what `output` already holds counts as room."""
+    if os.environ.get(SKIP_ENV) == "1":
+        return
+    existing = output
+    while not existing.exists():
+        existing = existing.parent
+    need = estimate_run_bytes(weights, keep_checkpoints) - directory_bytes(output)
+    free = free_bytes(existing)
+    if need > free:
+        raise StorageError(
+            f"--output {output}: needs about {human_bytes(need)} free for checkpoints and the model, but "
+            f"{existing} has {human_bytes(free)}; free space, pass --set keep_checkpoints=1, or set "
+            f"{SKIP_ENV}=1 if the estimate is wrong"
+        )
+
+
+def describe_write_failure(error: BaseException) -> str | None:
+    """The reason a write failed (e.g. "No space left on device"), or None when `error` is not a write failure.
+
+    torch.save and safetensors do their own I/O in C++ / Rust, so a full disk reaches Python as a RuntimeError
+    or a SafetensorError instead of an OSError; both are recognised by their messages.
+    """
+    if isinstance(error, OSError):
+        return (error.strerror or str(error)) if error.errno in WRITE_ERRNOS else None
+    text = str(error)
+    if type(error).__name__ == "SafetensorError" and "I/O error" in text:
+        return text.split("I/O error:", 1)[1].strip()
+    if isinstance(error, RuntimeError) and any(marker in text for marker in _TORCH_WRITER_MARKERS):
+        return "torch.save could not write the file"
+    return None
+
+
+def human_bytes(count: int) -> str:
+    value = float(count)
+    for unit in ("B", "KB", "MB", "GB"):
+        if abs(value) < 1024:
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{value:.1f} TB"

@@ -1,0 +1,384 @@
+"""Fault injection: a real `sentadapt adapt` subprocess is killed (SIGKILL), interrupted (SIGINT) or refused
+writes by the kernel (RLIMIT_FSIZE → EFBIG) at a known step; checkpoints are truncated and corrupted; a full
+disk (ENOSPC) is simulated in-process; NaN/inf losses and gradients are injected. Every run that is resumed
+must end bit-for-bit (within float noise) where an uninterrupted run ends: nothing is lost.
+
+The subprocess is paused at a known point by a small driver (DRIVER below) that wraps one function of the
+training loop, so the tests wait for a marker file instead of sleeping: no timed assertions.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+from safetensors.torch import load_file
+
+from sentadapt.train.checkpoint import list_checkpoints, verify_folder
+from tests.conftest import run_adapt
+
+COMMON = ["--batch-size", "8", "--max-steps", "10", "--max-length", "16", "--dev", "none", "--checkpoint-every", "1",
+          "--eval-every", "0", "--set", "log_every=1", "--set", "keep_checkpoints=2"]
+RESUME_HINT = "resume with: sentadapt adapt --resume --output {run}"
+
+# argv: MODE STEP MARKER ADAPT-ARGS...; pauses (writes MARKER, waits for MARKER.go) at a known point, or from
+# step STEP on lets no file grow past 20 KB so the kernel fails the next checkpoint's writes with EFBIG.
+DRIVER = r'''
+import sys, time
+from pathlib import Path
+import sentadapt.train.loop as loop
+
+mode, step, marker = sys.argv[1], int(sys.argv[2]), Path(sys.argv[3])
+
+
+def pause():
+    marker.write_text("paused")
+    while not marker.with_suffix(".go").exists():
+        time.sleep(0.01)
+
+
+real_save_file, real_log = loop.save_file, loop.Trainer._log
+
+
+def save_file(state, filename, *args, **kwargs):  # inside checkpoint STEP's write: weights written, no manifest
+    real_save_file(state, filename, *args, **kwargs)
+    if mode == "pause-in-checkpoint" and f"step-{step:07d}" in filename:
+        pause()
+
+
+def log(self, record):  # after step STEP is logged, before its interrupt check and checkpoint
+    real_log(self, record)
+    if record.get("step") == step and "loss" in record:
+        if mode == "pause-after-log":
+            pause()
+        elif mode == "file-size-limit":
+            import resource, signal
+            signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # else the kernel kills us instead of failing the write
+            resource.setrlimit(resource.RLIMIT_FSIZE, (20_000, resource.RLIM_INFINITY))
+
+
+loop.save_file, loop.Trainer._log = save_file, log
+from sentadapt.cli import main
+sys.argv = ["sentadapt", "adapt", *sys.argv[4:]]
+main()
+'''
+
+
+@pytest.fixture(scope="module")
+def fault_corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("fault-corpus") / "corpus.txt"
+    path.write_text("".join(f"the server {i} is down\n" for i in range(40)))
+    return path
+
+
+@pytest.fixture(scope="module")
+def straight(tiny_model_dir: Path, fault_corpus: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The uninterrupted run every resumed run must reproduce."""
+    output = tmp_path_factory.mktemp("straight") / "run"
+    result = run_adapt(str(fault_corpus), "--base", str(tiny_model_dir), "--output", str(output), *COMMON)
+    assert result.exit_code == 0, result.output
+    return output
+
+
+def start(mode: str, step: int, run: Path, model: Path, corpus: Path) -> tuple[subprocess.Popen[str], Path]:
+    marker = run.parent / f"{run.name}.marker"
+    env = {**os.environ, "CUDA_VISIBLE_DEVICES": "", "OMP_NUM_THREADS": "1"}
+    process = subprocess.Popen(
+        [sys.executable, "-c", DRIVER, mode, str(step), str(marker), str(corpus), "--base", str(model),
+         "--output", str(run), *COMMON],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    return process, marker
+
+
+def wait_for_pause(process: subprocess.Popen[str], marker: Path) -> None:
+    """Poll for the driver's marker; a process that exits first failed to reach the fault point."""
+    while not marker.exists():
+        if process.poll() is not None:
+            pytest.fail(f"the run ended (rc {process.returncode}) before the fault point:\n{process.stderr.read()}")
+        time.sleep(0.02)
+
+
+def losses(run: Path) -> dict[int, tuple[float, float]]:
+    """step → (loss, lr) from train.log; a step logged twice would be a resume that did not trim the log."""
+    records = [json.loads(line) for line in (run / "train.log").read_text().splitlines()]
+    steps = [r["step"] for r in records if "loss" in r]
+    assert len(steps) == len(set(steps)), steps
+    return {r["step"]: (r["loss"], r["lr"]) for r in records if "loss" in r}
+
+
+def assert_same_as_straight(run: Path, straight: Path) -> None:
+    ours, reference = losses(run), losses(straight)
+    assert sorted(ours) == list(range(1, 11))
+    for step in reference:
+        assert ours[step] == pytest.approx(reference[step], abs=1e-5), step
+    mine, theirs = load_file(str(run / "model.safetensors")), load_file(str(straight / "model.safetensors"))
+    assert mine.keys() == theirs.keys()
+    for name in mine:
+        torch.testing.assert_close(mine[name], theirs[name], atol=1e-5, rtol=0)
+    assert json.loads((run / "metrics.json").read_text())["steps"] == 10
+    assert not (run / ".lock").exists()
+
+
+def leftovers(run: Path) -> list[str]:
+    return sorted(str(p.relative_to(run)) for p in run.rglob(".tmp-*")) + sorted(
+        str(p.relative_to(run)) for p in run.rglob(".old-*"))
+
+
+# ---------------------------------------------------------------------------------------- real subprocesses
+
+
+def test_kill_9_inside_a_checkpoint_write_then_resume_loses_nothing(
+    tiny_model_dir: Path, fault_corpus: Path, straight: Path, tmp_path: Path
+) -> None:
+    run = tmp_path / "run"
+    process, marker = start("pause-in-checkpoint", 6, run, tiny_model_dir, fault_corpus)
+    wait_for_pause(process, marker)
+    process.send_signal(signal.SIGKILL)
+    process.communicate()
+    assert process.returncode == -signal.SIGKILL
+
+    # What a kill -9 leaves: two complete checkpoints, a half-written one under a temporary name, a stale lock.
+    checkpoints = run / "checkpoints"
+    assert [p.name for p in list_checkpoints(checkpoints)] == ["step-0000005", "step-0000004"]
+    half_written = next(checkpoints.glob(".tmp-step-0000006-*"))
+    assert (half_written / "model.safetensors").is_file() and not (half_written / "manifest.json").exists()
+    assert (run / ".lock").read_text() == str(process.pid)
+    assert not (run / "metrics.json").exists() and not (run / "modules.json").exists()
+    # ...and the newest complete checkpoint truncated on top (a disk that lost its last writes).
+    newest_weights = checkpoints / "step-0000005" / "model.safetensors"
+    newest_weights.write_bytes(newest_weights.read_bytes()[:1000])
+
+    resumed = run_adapt("--resume", "--output", str(run))
+    assert resumed.exit_code == 0, resumed.output
+    assert (f"--output {run}: taking over a stale lock (pid {process.pid} is not running; that run was killed)"
+            in resumed.stderr)
+    assert f"removed {half_written}, left by an interrupted write" in resumed.stderr
+    assert f"skipping checkpoint: {newest_weights}: checksum mismatch (truncated or corrupted)" in resumed.stderr
+    assert f"resumed from {checkpoints / 'step-0000004'} (step 4)" in resumed.stderr
+    assert_same_as_straight(run, straight)
+    assert leftovers(run) == []
+
+
+def test_ctrl_c_checkpoints_exits_130_and_resumes_exactly(
+    tiny_model_dir: Path, fault_corpus: Path, straight: Path, tmp_path: Path
+) -> None:
+    run = tmp_path / "run"
+    process, marker = start("pause-after-log", 6, run, tiny_model_dir, fault_corpus)
+    wait_for_pause(process, marker)
+    process.send_signal(signal.SIGINT)  # the handler only sets a flag (it runs before the paused step goes on)
+    marker.with_suffix(".go").write_text("go")
+    _, stderr = process.communicate()
+    assert process.returncode == 130, stderr
+    checkpoint = run / "checkpoints" / "step-0000006"
+    assert "interrupt: finishing this step, then writing a checkpoint (Ctrl-C again to stop at once)" in stderr
+    assert stderr.strip().splitlines()[-1] == (
+        f"Error: interrupted at step 6; checkpoint saved to {checkpoint}; " + RESUME_HINT.format(run=run))
+    verify_folder(checkpoint)
+    assert not (run / ".lock").exists()
+
+    resumed = run_adapt("--resume", "--output", str(run))
+    assert resumed.exit_code == 0, resumed.output
+    assert f"resumed from {checkpoint} (step 6)" in resumed.stderr
+    assert_same_as_straight(run, straight)
+
+
+def test_writes_refused_by_the_kernel_stop_cleanly_then_resume(
+    tiny_model_dir: Path, fault_corpus: Path, straight: Path, tmp_path: Path
+) -> None:
+    """RLIMIT_FSIZE makes the kernel fail writes past 20 KB with EFBIG, like a full disk fails them with
+    ENOSPC: the same code path (a write that raises mid-file), with a real partial write underneath."""
+    run = tmp_path / "run"
+    process, _ = start("file-size-limit", 6, run, tiny_model_dir, fault_corpus)
+    _, stderr = process.communicate()
+    assert process.returncode == 1, stderr
+    assert stderr.strip().splitlines()[-1] == (
+        f"Error: {run / 'checkpoints' / 'step-0000006'}: could not be written (File too large (os error 27)); "
+        f"the run did not finish; its checkpoints up to step-0000005 are intact; free space in {run} "
+        "(or fix its permissions), then " + RESUME_HINT.format(run=run))
+    assert "Traceback" not in stderr
+    assert [p.name for p in list_checkpoints(run / "checkpoints")] == ["step-0000005", "step-0000004"]
+    for checkpoint in list_checkpoints(run / "checkpoints"):
+        verify_folder(checkpoint)
+    assert leftovers(run) == []  # the half-written checkpoint was removed
+    assert not (run / "model.safetensors").exists() and not (run / "metrics.json").exists()
+    assert not (run / ".lock").exists()
+
+    # one flipped byte in the newest checkpoint: detected, the previous one is used
+    optimizer = run / "checkpoints" / "step-0000005" / "optimizer.pt"
+    data = bytearray(optimizer.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    optimizer.write_bytes(bytes(data))
+    resumed = run_adapt("--resume", "--output", str(run))
+    assert resumed.exit_code == 0, resumed.output
+    assert f"skipping checkpoint: {optimizer}: checksum mismatch (truncated or corrupted)" in resumed.stderr
+    assert_same_as_straight(run, straight)
+
+
+# ---------------------------------------------------------------------------------------- in-process faults
+
+
+def test_disk_full_while_publishing_leaves_no_model_and_resumes(
+    tiny_model_dir: Path, fault_corpus: Path, straight: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import shutil
+
+    run = tmp_path / "run"
+    real_copyfile = shutil.copyfile
+
+    def copyfile(source: str | Path, destination: str | Path, **kwargs: object) -> object:
+        if Path(source).name == "tokenizer.json":  # after model.safetensors and config.json were copied
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(destination))
+        return real_copyfile(source, destination, **kwargs)
+
+    monkeypatch.setattr(shutil, "copyfile", copyfile)
+    failed = run_adapt(str(fault_corpus), "--base", str(tiny_model_dir), "--output", str(run), *COMMON)
+    assert failed.exit_code == 1
+    assert failed.stderr.strip().splitlines()[-1] == (
+        f"Error: {run}: the model could not be published (No space left on device); no model file was replaced; "
+        f"the run did not finish; its checkpoints up to step-0000010 are intact; free space in {run} (or fix its "
+        "permissions), then " + RESUME_HINT.format(run=run))
+    published = [p.name for p in run.iterdir() if p.is_file()]
+    assert sorted(published) == ["config.yaml", "train.log"]  # no model file, no metrics.json, no temporaries
+    assert leftovers(run) == []
+
+    monkeypatch.setattr(shutil, "copyfile", real_copyfile)
+    resumed = run_adapt("--resume", "--output", str(run))
+    assert resumed.exit_code == 0, resumed.output
+    assert_same_as_straight(run, straight)
+
+
+def test_disk_full_while_checkpointing_names_the_file(
+    tiny_model_dir: Path, fault_corpus: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run = tmp_path / "run"
+    real_save = torch.save
+
+    def save(obj: object, path: object, *args: object, **kwargs: object) -> None:
+        if "step-0000003" in str(path) and str(path).endswith("optimizer.pt"):
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
+        real_save(obj, path, *args, **kwargs)
+
+    monkeypatch.setattr(torch, "save", save)
+    failed = run_adapt(str(fault_corpus), "--base", str(tiny_model_dir), "--output", str(run), *COMMON)
+    assert failed.exit_code == 1
+    assert failed.stderr.strip().splitlines()[-1] == (
+        f"Error: {run / 'checkpoints' / 'step-0000003'}: could not be written (No space left on device); the run "
+        f"did not finish; its checkpoints up to step-0000002 are intact; free space in {run} (or fix its "
+        "permissions), then " + RESUME_HINT.format(run=run))
+    assert leftovers(run) == []
+    verify_folder(run / "checkpoints" / "step-0000002")
+
+
+def test_preflight_refuses_a_run_that_cannot_fit(
+    tiny_model_dir: Path, fault_corpus: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from sentadapt.train import storage
+
+    monkeypatch.setattr(storage, "free_bytes", lambda _path: 4096)
+    run = tmp_path / "run"
+    weights = (tiny_model_dir / "model.safetensors").stat().st_size
+    need = storage.human_bytes(weights * (3 * (2 + 1) + 3))  # 2 kept checkpoints + the one being written
+    result = run_adapt(str(fault_corpus), "--base", str(tiny_model_dir), "--output", str(run), *COMMON)
+    assert result.exit_code == 1
+    assert result.stderr.strip() == (
+        f"Error: --output {run}: needs about {need} free for checkpoints and the model, but {tmp_path} has "
+        "4.0 KB; free space, pass --set keep_checkpoints=1, or set SENTADAPT_NO_SPACE_CHECK=1 if the estimate "
+        "is wrong")
+    assert not run.exists()  # refused before anything was written
+    monkeypatch.setenv("SENTADAPT_NO_SPACE_CHECK", "1")
+    storage.check_free_space(run, weights, 2)  # the escape hatch for a wrong estimate
+
+
+def test_a_live_lock_refuses_a_second_run_and_keeps_its_files(
+    tiny_model_dir: Path, fault_corpus: Path, tmp_path: Path
+) -> None:
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "config.yaml").write_text("recipe: consert\n")
+    (run / ".lock").write_text(str(os.getppid()))  # a live process that is not this one
+    result = run_adapt(str(fault_corpus), "--base", str(tiny_model_dir), "--output", str(run), "--overwrite",
+                       *COMMON)
+    assert result.exit_code == 2
+    assert result.stderr.strip() == (
+        f"Error: --output {run}: another sentadapt run (pid {os.getppid()}) is writing here; wait for it or "
+        f"remove {run / '.lock'} if that process is not sentadapt")
+    assert (run / "config.yaml").is_file()  # --overwrite deleted nothing under a live run
+
+
+# ---------------------------------------------------------------------------------------- NaN / inf
+
+
+def _poison(inputs, at_calls: set[int], how: str) -> None:
+    original = inputs.recipe.compute_loss
+    calls = {"n": 0}
+
+    def compute_loss(encoder, heads, batch):
+        calls["n"] += 1
+        output = original(encoder, heads, batch)
+        if calls["n"] in at_calls:
+            if how == "loss":
+                output.total = output.total * float("nan")
+            else:  # a finite loss whose gradient is infinite
+                output.total.register_hook(lambda grad: grad + float("inf"))
+        return output
+
+    inputs.recipe.compute_loss = compute_loss
+
+
+def test_nan_skip_mode_counts_and_stops_at_its_limit(tiny_model_dir: Path, fault_corpus: Path,
+                                                     tmp_path: Path) -> None:
+    from sentadapt.train.inputs import build_inputs
+    from sentadapt.train.loop import Trainer, TrainingDiverged
+    from tests.test_train import Recorder, make_config
+
+    config = make_config(tiny_model_dir, fault_corpus, tmp_path / "run", max_steps=6, batch_size=8,
+                         sets=("on_nan=skip", "max_nan_skips=1"))
+    inputs = build_inputs(config, lambda _t: None)
+    _poison(inputs, {2, 4}, "loss")
+    messages: list[str] = []
+    recorder = Recorder()
+    recorder.message = messages.append  # type: ignore[method-assign]
+    (tmp_path / "run").mkdir()
+    with pytest.raises(TrainingDiverged) as error:
+        Trainer(inputs, recorder).run()
+    checkpoint = tmp_path / "run" / "checkpoints" / "step-0000003"
+    assert "step 2: loss is nan; step skipped (1/1)" in messages
+    assert str(error.value) == (
+        f"loss is nan at step 4; stopped after 1 skipped step (max_nan_skips). The last good weights are in "
+        f"{checkpoint}. Try a lower --lr, a higher temperature, or --mixed-precision no")
+    assert json.loads((checkpoint / "trainer_state.json").read_text())["nan_skips"] == 1
+    assert all(torch.isfinite(t).all() for t in load_file(str(checkpoint / "model.safetensors")).values())
+
+
+def test_infinite_gradients_with_a_finite_loss_stop_before_the_weights_change(
+    tiny_model_dir: Path, fault_corpus: Path, tmp_path: Path
+) -> None:
+    from sentadapt.train.inputs import build_inputs
+    from sentadapt.train.loop import Trainer, TrainingDiverged
+    from tests.test_train import make_config
+
+    for clip in ("1.0", "0"):  # with and without clipping (the norm comes from clip_grad_norm_ or is computed)
+        output = tmp_path / f"run-clip-{clip}"
+        config = make_config(tiny_model_dir, fault_corpus, output, max_steps=6, batch_size=8,
+                             sets=(f"max_grad_norm={clip}",))
+        inputs = build_inputs(config, lambda _t: None)
+        _poison(inputs, {3}, "gradient")
+        output.mkdir()
+        checkpoint = output / "checkpoints" / "step-0000002"
+        # inf flowing back through softmax meets inf - inf, so the norm can come out as nan as well as inf
+        expected = (r"^the gradient norm is (nan|inf) at step 3; stopped\. The last good weights are in "
+                    + re.escape(str(checkpoint)) + r"\. Try a lower --lr")
+        with pytest.raises(TrainingDiverged, match=expected):
+            Trainer(inputs).run()
+        weights = load_file(str(checkpoint / "model.safetensors"))
+        assert all(torch.isfinite(t).all() for t in weights.values())
