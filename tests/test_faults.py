@@ -382,3 +382,21 @@ def test_infinite_gradients_with_a_finite_loss_stop_before_the_weights_change(
             Trainer(inputs).run()
         weights = load_file(str(checkpoint / "model.safetensors"))
         assert all(torch.isfinite(t).all() for t in weights.values())
+
+
+def test_recovery_puts_back_a_folder_caught_between_its_two_renames(tmp_path: Path) -> None:
+    """kill -9 after `best` was renamed to `.old-best-PID` and before the new one was renamed into place."""
+    from sentadapt.train.checkpoint import recover_interrupted_writes, write_folder_atomically
+
+    write_folder_atomically(tmp_path / "best", lambda folder: (folder / "weights").write_text("good"))
+    (tmp_path / "best").rename(tmp_path / ".old-best-4242")
+    (tmp_path / ".tmp-best-4242").mkdir()
+    (tmp_path / ".tmp-best-4242" / "weights").write_text("half")
+    (tmp_path / ".tmp-metrics.json").write_text("{")
+    done = recover_interrupted_writes(tmp_path)
+    assert done == [f"restored {tmp_path / 'best'} from an interrupted write",
+                    f"removed {tmp_path / '.tmp-best-4242'}, left by an interrupted write",
+                    f"removed {tmp_path / '.tmp-metrics.json'}, left by an interrupted write"]
+    verify_folder(tmp_path / "best")
+    assert (tmp_path / "best" / "weights").read_text() == "good"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["best"]

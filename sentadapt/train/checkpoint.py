@@ -164,20 +164,27 @@ def recover_interrupted_writes(output: Path) -> list[str]:
     Only safe while holding the run's lock: a live writer's temporary files look exactly the same.
     Returns what was done, one line per item, for the caller to report.
     """
+    if not output.is_dir():
+        return []
+    done = _recover_folder(output)  # first, so the subfolders listed next are the recovered ones
+    for folder in sorted(p for p in output.iterdir() if p.is_dir()):
+        done += _recover_folder(folder)  # checkpoints/, and the published model's module folders
+    return done
+
+
+def _recover_folder(folder: Path) -> list[str]:
     done: list[str] = []
-    folders = [output, *(p for p in output.iterdir() if p.is_dir())] if output.is_dir() else []
-    for folder in folders:
-        for path in sorted(folder.iterdir()):
-            if path.name.startswith(OLD_PREFIX):
-                original = folder / path.name[len(OLD_PREFIX):].rsplit("-", 1)[0]
-                if not original.exists():
-                    os.replace(path, original)  # the new version never landed: the old one is the valid one
-                    done.append(f"restored {original} from an interrupted write")
-                    continue
-            if path.name.startswith((OLD_PREFIX, TMP_PREFIX)):
-                if path.is_dir():
-                    shutil.rmtree(path)
-                else:
-                    path.unlink()
-                done.append(f"removed {path}, left by an interrupted write")
+    for path in sorted(folder.iterdir()):
+        if path.name.startswith(OLD_PREFIX):
+            original = folder / path.name[len(OLD_PREFIX):].rsplit("-", 1)[0]
+            if not original.exists():
+                os.replace(path, original)  # the new version never landed: the old one is the valid one
+                done.append(f"restored {original} from an interrupted write")
+                continue
+        if path.name.startswith((OLD_PREFIX, TMP_PREFIX)):
+            if path.is_dir():
+                shutil.rmtree(path)
+            else:
+                path.unlink()
+            done.append(f"removed {path}, left by an interrupted write")
     return done
