@@ -1,0 +1,68 @@
+"""`sentadapt export`: a run directory or model → sentence-transformers, Hugging Face or ONNX, verified."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import typer
+
+from sentadapt.cli._common import console, friendly_errors, note
+
+if TYPE_CHECKING:
+    from sentadapt.export import ExportResult
+
+
+@friendly_errors
+def export(
+    source: str = typer.Argument(..., help="A run directory (sentadapt adapt --output), a model folder or a Hub id."),
+    output: Path = typer.Argument(..., help="Folder to write (built next to it, then renamed into place)."),
+    export_format: str = typer.Option("sentence-transformers", "--format", "-f",
+                                      help="sentence-transformers | hf | onnx."),
+    dtype: str = typer.Option("fp32", "--dtype", help="fp32 | fp16 (weights cast; sentence-transformers and hf)."),
+    pooling: str | None = typer.Option(None, "--pooling",
+                                       help="Override the pooling: cls|mean|max|last2avg|firstlast."),
+    normalize: bool = typer.Option(False, "--normalize", help="Add L2 normalisation (unit-length vectors)."),
+    quantize: str | None = typer.Option(None, "--quantize", help="int8: also write a dynamic int8 ONNX model."),
+    checkpoint: str = typer.Option("best", "--checkpoint", help="For run directories: best | last | STEP."),
+    sentences: Path | None = typer.Option(
+        None, "--sentences", help="Verify on these sentences (one per line) instead of a built-in sample."),
+    overwrite: bool = typer.Option(False, "--overwrite", help="Replace a non-empty OUTPUT."),
+    trust_remote_code: bool = typer.Option(False, "--trust-remote-code", help="Allow model code from the Hub."),
+    allow_pickle: bool = typer.Option(False, "--allow-pickle", help="Allow pickle (.bin) weights you trust."),
+) -> None:
+    """Export a model, then prove the export gives the same vectors as sentadapt's encoder."""
+    from sentadapt.export import ExportRequest, check_request
+
+    request = ExportRequest(source, output, export_format, dtype, pooling, normalize, quantize, checkpoint, overwrite,
+                            trust_remote_code, allow_pickle)
+    check_request(request)  # before torch is imported: a typo fails at once
+    texts = _read_sentences(sentences) if sentences is not None else None
+
+    from sentadapt.export import export_model
+
+    render(export_model(request, note=note, sentences=texts))
+
+
+def _read_sentences(path: Path) -> list[str]:
+    from sentadapt.errors import DataError
+
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError as error:
+        raise DataError(f"--sentences {path}: cannot read ({error.strerror or error})") from None
+    texts = [line.strip() for line in lines if line.strip()]
+    if not texts:
+        raise DataError(f"--sentences {path}: no sentences (one per line)")
+    return texts
+
+
+def render(result: ExportResult) -> None:
+    size = sum((result.output / name).stat().st_size for name in result.files) / 1e6
+    console.print(f"wrote {result.output} ({result.format}, {result.dtype}): {len(result.files)} files, "
+                  f"{size:.1f} MB; pooling {result.pooling}, dimension {result.dimension}; from {result.source}",
+                  highlight=False, soft_wrap=True)
+    for check in result.checks:
+        bound = f" (needed {check.limit})" if check.limit else " (reported, not bounded)"
+        console.print(f"verified: {check.label} on {check.sentences} sentences: min cosine {check.min_cosine:.6f}, "
+                      f"max |Δ| {check.max_abs:.2e}{bound}", highlight=False, soft_wrap=True)

@@ -1,0 +1,221 @@
+"""The model card (README.md) written into every export.
+
+It records what a user needs to trust and use the model: base model and its licence, recipe and the
+run's full configuration, training data, STS results from the run, the pooling, and how to load the
+export (sentence-transformers, transformers, onnxruntime) — including pooling code for the formats
+that cannot store it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from sentadapt.errors import SentadaptError
+
+if TYPE_CHECKING:
+    from sentadapt.encoder import Encoder
+    from sentadapt.export import ExportRequest
+    from sentadapt.export.source import LoadedSource
+
+
+def model_card(request: ExportRequest, source: LoadedSource, encoder: Encoder) -> str:
+    licence = find_licence(source)
+    sections = [
+        _front_matter(request, source, licence),
+        f"# {Path(request.output).name}\n\n{_summary(request, source)}",
+        _model_section(request, encoder),
+        _training_section(source),
+        _results_section(source),
+        _usage_section(request, encoder),
+        f"## Licence\n\n{_licence_text(source, licence)}",
+    ]
+    return "\n\n".join(section for section in sections if section) + "\n"
+
+
+def find_licence(source: LoadedSource) -> str | None:
+    """The `license:` of the base model's README front matter, when a local copy of it is found."""
+    for folder in _base_model_folders(source):
+        readme = folder / "README.md"
+        if readme.is_file():
+            licence = _front_matter_value(readme.read_text(encoding="utf-8", errors="replace"), "license")
+            if licence:
+                return licence
+    return None
+
+
+def _base_model_folders(source: LoadedSource) -> list[Path]:
+    from sentadapt.resolve import OFFLINE_MODEL_PACKAGES, resolve_model
+
+    folders = [source.model_folder] if source.model_folder is not None else []
+    base = source.base_model
+    known_offline = base.lower() in OFFLINE_MODEL_PACKAGES or f"sentence-transformers/{base.lower()}" in \
+        OFFLINE_MODEL_PACKAGES
+    if Path(base).expanduser().is_dir() or known_offline:  # never probe the network for a card
+        with contextlib.suppress(SentadaptError):  # a missing base model only means "licence unknown"
+            folders.append(Path(resolve_model(base).location))
+    return folders
+
+
+def _front_matter_value(text: str, key: str) -> str | None:
+    lines = text.splitlines()
+    if not lines or lines[0].strip() != "---":
+        return None
+    for line in lines[1:]:
+        if line.strip() == "---":
+            break
+        name, _, value = line.partition(":")
+        if name.strip() == key and value.strip():
+            return value.strip().strip("'\"")
+    return None
+
+
+def _front_matter(request: ExportRequest, source: LoadedSource, licence: str | None) -> str:
+    library = {"sentence-transformers": "sentence-transformers", "hf": "transformers", "onnx": "onnx"}
+    lines = ["---", f"library_name: {library[request.format]}", "pipeline_tag: sentence-similarity"]
+    if licence:
+        lines.append(f"license: {licence}")
+    if source.base_model != "unknown":
+        lines.append(f"base_model: {source.base_model}")
+    lines += ["tags:", "- sentence-transformers", "- sentence-similarity", "- sentadapt", "---"]
+    return "\n".join(lines)
+
+
+def _summary(request: ExportRequest, source: LoadedSource) -> str:
+    recipe = source.run.config.get("recipe") if source.run else None
+    how = f"adapted with sentadapt (recipe **{recipe}**)" if recipe else "exported by sentadapt"
+    return (f"A sentence-embedding model {how} from `{source.base_model}`, in the **{request.format}** format "
+            f"({request.dtype}). Source: {source.description}.")
+
+
+def describe_pooling(encoder: Encoder) -> str:
+    pooling, layers = encoder.pooling, encoder.num_layers
+    token = {"cls": "the first token ([CLS]) vector", "mean": "the mean of the token vectors (padding excluded)",
+             "max": "the element-wise max of the token vectors (padding excluded)"}[pooling.token]
+    if not pooling.layers:
+        return f"{token} of the last layer (hidden state {layers})"
+    mix = " and ".join(f"{w:g}×hidden state {layer}" for layer, w in
+                       zip(pooling.layers, pooling.weights or (1.0,) * len(pooling.layers)))
+    return f"{token} of the weighted average of {mix} (hidden state 0 is the embedding layer)"
+
+
+def _model_section(request: ExportRequest, encoder: Encoder) -> str:
+    rows = [
+        ("Pooling", f"`{encoder.pooling_name}`: {describe_pooling(encoder)}"),
+        ("Dense head", " → ".join(f"{layer.linear.in_features}→{layer.linear.out_features} "
+                                  f"{layer.activation_name.rsplit('.', 1)[-1]}" for layer in encoder.head) or "none"),
+        ("Normalised (unit length)", "yes" if encoder.normalize else "no"),
+        ("Dimension", str(encoder.embedding_dim)),
+        ("Max sequence length", str(encoder.max_length)),
+        ("Similarity", "cosine"),
+        ("Weights", request.dtype),
+    ]
+    table = "\n".join(f"| {name} | {value} |" for name, value in rows)
+    return f"## Model\n\n| | |\n|---|---|\n{table}"
+
+
+def _training_section(source: LoadedSource) -> str:
+    if source.run is None:
+        return "## Training\n\nNot trained by sentadapt: this is an export of an existing model."
+    config = source.run.config
+    train = config.get("train") or {}
+    data = [f"- Training data: {', '.join(f'`{c}`' for c in config.get('corpus') or []) or 'unknown'}"]
+    data.append(f"- Dev set (model selection): `{config.get('dev') or 'none (the last step is kept)'}`")
+    if source.run.metrics:
+        metrics = source.run.metrics
+        data.append(f"- Steps: {metrics.get('steps')} of {metrics.get('total_steps')}; exported step: {source.step}")
+    data.append(f"- Batch size {train.get('batch_size')}, learning rate {train.get('lr')}, "
+                f"max length {train.get('max_length')}, seed {train.get('seed')}")
+    return (f"## Training\n\nRecipe **{config.get('recipe')}** on base model `{config.get('base')}`.\n\n"
+            + "\n".join(data) + f"\n\nThe run's full configuration (`config.yaml`):\n\n```yaml\n"
+            f"{source.run.config_text.rstrip()}\n```")
+
+
+def _results_section(source: LoadedSource) -> str:
+    metrics = source.run.metrics if source.run else None
+    if not metrics or metrics.get("best_score") is None:
+        return "## Results\n\nNo STS results were recorded for this model; score it with `sentadapt eval`."
+    base, best = metrics.get("base_score"), metrics.get("best_score")
+    gain = f" ({best - base:+.2f})" if isinstance(base, (int, float)) else ""
+    return (f"## Results\n\n{metrics.get('dev_metric', 'Spearman x100 of cosine')} on `{metrics.get('dev')}`:\n\n"
+            f"| model | score |\n|---|---|\n| base model | {_score(base)} |\n"
+            f"| this model (step {metrics.get('best_step')}) | {_score(best)}{gain} |")
+
+
+def _score(value: object) -> str:
+    return f"{value:.2f}" if isinstance(value, (int, float)) else "—"
+
+
+def _usage_section(request: ExportRequest, encoder: Encoder) -> str:
+    if request.format == "sentence-transformers":
+        return "## Usage\n\n" + _st_usage() + "\n\n" + _transformers_usage(encoder, with_head_note=True)
+    if request.format == "hf":
+        return ("## Usage\n\nThe Hugging Face format has no place for the pooling: apply it as below (it is "
+                "what sentadapt verified this export against).\n\n" + _transformers_usage(encoder)
+                + f"\n\nWith sentadapt: `sentadapt eval {Path(request.output).name} --pooling {encoder.pooling_name}`.")
+    return "## Usage\n\n" + _onnx_usage(request, encoder)
+
+
+def _st_usage() -> str:
+    return ("With sentence-transformers:\n\n```python\nfrom sentence_transformers import SentenceTransformer\n\n"
+            "model = SentenceTransformer(\"PATH\")\nvectors = model.encode([\"A man is playing a guitar.\", "
+            "\"Someone plays music.\"])\nprint(model.similarity(vectors[:1], vectors[1:]))\n```")
+
+
+def _transformers_usage(encoder: Encoder, with_head_note: bool = False) -> str:
+    pooling = encoder.pooling
+    if pooling.layers:
+        weights = pooling.weights or (1.0,) * len(pooling.layers)
+        total = sum(weights)
+        mix = " + ".join(f"{w / total:g} * out.hidden_states[{layer}]" for layer, w in zip(pooling.layers, weights))
+        tokens, hidden = f"tokens = {mix}", ", output_hidden_states=True"
+    else:
+        tokens, hidden = "tokens = out.last_hidden_state", ""
+    pool = {"cls": "vectors = tokens[:, 0]",
+            "mean": "vectors = (tokens * mask).sum(1) / mask.sum(1)",
+            "max": "vectors = tokens.masked_fill(mask == 0, float(\"-inf\")).amax(1)"}[pooling.token]
+    lines = [
+        "import torch", "from transformers import AutoModel, AutoTokenizer", "",
+        "tokenizer = AutoTokenizer.from_pretrained(\"PATH\")", "model = AutoModel.from_pretrained(\"PATH\").eval()",
+        "sentences = [\"A man is playing a guitar.\", \"Someone plays music.\"]",
+        f"batch = tokenizer(sentences, padding=True, truncation=True, max_length={encoder.max_length}, "
+        "return_tensors=\"pt\")",
+        "with torch.no_grad():", f"    out = model(**batch{hidden})",
+        tokens, "mask = batch[\"attention_mask\"].unsqueeze(-1).to(tokens.dtype)", pool,
+    ]
+    if encoder.normalize:
+        lines.append("vectors = torch.nn.functional.normalize(vectors, dim=-1)")
+    note = ""
+    if with_head_note and len(encoder.head):
+        note = ("\n\nThe Dense layers after pooling live in the `*_Dense/` folders; plain transformers does not apply "
+                "them, so use sentence-transformers (or the ONNX export) for this model.")
+    return "With transformers (pooling written out):\n\n```python\n" + "\n".join(lines) + "\n```" + note
+
+
+def _onnx_usage(request: ExportRequest, encoder: Encoder) -> str:
+    from sentadapt.export.onnx import DESCRIPTION_FILE, INT8_FILE, MODEL_FILE, OUTPUT_NAME
+
+    files = f"`{MODEL_FILE}` (fp32)" + (f" and `{INT8_FILE}` (dynamic int8 weights)" if request.quantize else "")
+    return (
+        f"Files: {files}, the tokenizer, and `{DESCRIPTION_FILE}`. The graph is the **whole pipeline** (backbone, "
+        f"pooling `{encoder.pooling_name}`, Dense head, normalisation): inputs `input_ids` and `attention_mask` "
+        f"(int64, [batch, sequence]), output `{OUTPUT_NAME}` (float32, [batch, {encoder.embedding_dim}]) — no "
+        "pooling code needed.\n\n```python\nimport onnxruntime\nfrom transformers import AutoTokenizer\n\n"
+        "tokenizer = AutoTokenizer.from_pretrained(\"PATH\")\n"
+        f"session = onnxruntime.InferenceSession(\"PATH/{MODEL_FILE}\", providers=[\"CPUExecutionProvider\"])\n"
+        f"batch = tokenizer([\"A man is playing a guitar.\"], padding=True, truncation=True, "
+        f"max_length={encoder.max_length}, return_tensors=\"np\")\n"
+        f"(vectors,) = session.run([\"{OUTPUT_NAME}\"], {{\"input_ids\": batch[\"input_ids\"], "
+        "\"attention_mask\": batch[\"attention_mask\"]})\n```\n\n"
+        "It is not a sentence-transformers ONNX backend folder (that backend expects the backbone alone and "
+        "pools in torch); use the sentence-transformers export for `SentenceTransformer(...)`."
+    )
+
+
+def _licence_text(source: LoadedSource, licence: str | None) -> str:
+    if licence:
+        return (f"The base model `{source.base_model}` is released under `{licence}` (from its model card); this "
+                "derived model follows the base model's licence.")
+    return (f"The licence of the base model `{source.base_model}` was not found (no local model card naming one); "
+            "check it before distributing this model.")

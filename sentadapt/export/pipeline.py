@@ -1,0 +1,56 @@
+"""One export: load the source, take reference vectors, write the format into a temporary folder,
+verify it there, add the model card, then rename the folder into place (nothing is left on failure)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from sentadapt.export import Check, ExportRequest, ExportResult, Note
+
+if TYPE_CHECKING:
+    import torch
+
+    from sentadapt.encoder import Encoder
+
+Writer = Callable[["Encoder", Path, ExportRequest, list[str], "torch.Tensor", Note], list[Check]]
+
+
+def _writer(format_name: str) -> Writer:
+    if format_name == "sentence-transformers":
+        from sentadapt.export.st import write_sentence_transformers
+
+        return write_sentence_transformers
+    if format_name == "hf":
+        from sentadapt.export.hf import write_hf
+
+        return write_hf
+    from sentadapt.export.onnx import write_onnx
+
+    return write_onnx
+
+
+def run_export(request: ExportRequest, note: Note, sentences: Sequence[str] | None) -> ExportResult:
+    from sentadapt.export.card import model_card
+    from sentadapt.export.source import load_source
+    from sentadapt.export.verify import SAMPLE_SENTENCES
+    from sentadapt.train.checkpoint import write_folder_atomically
+
+    source = load_source(request, note)
+    encoder = source.encoder
+    texts = list(sentences if sentences is not None else SAMPLE_SENTENCES)
+    reference = encoder.encode(texts)  # fp32, the vectors every format must reproduce
+    output = Path(request.output)
+    result = ExportResult(output, request.format, request.dtype, source.description, encoder.pooling_name,
+                          encoder.embedding_dim)
+    write = _writer(request.format)
+
+    def build(folder: Path) -> None:
+        result.checks = write(encoder, folder, request, texts, reference, note)
+        (folder / "README.md").write_text(model_card(request, source, encoder), encoding="utf-8")
+
+    write_folder_atomically(output, build, {"format": request.format, "dtype": request.dtype,
+                                            "source": source.description})
+    result.files = sorted(str(p.relative_to(output)) for p in output.rglob("*") if p.is_file())
+    return result

@@ -1,0 +1,250 @@
+"""`sentadapt export`: every format reproduces sentadapt's vectors, for a model from each recipe."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+from safetensors.torch import load_file
+from typer.testing import CliRunner
+
+from sentadapt.cli import app
+from sentadapt.encoder import Encoder
+from sentadapt.errors import ExportError
+from sentadapt.export import ExportRequest, export_model
+from tests.conftest import TINY_SENTENCES, build_tiny_bert, run_adapt
+
+st = pytest.importorskip("sentence_transformers")
+
+runner = CliRunner()
+WORDS = sorted({word for sentence in TINY_SENTENCES for word in sentence.split()})
+# 100 sentences of 3–8 in-vocabulary words (the tiny models have 64 positions)
+SENTENCES = [" ".join(WORDS[(i * 7 + j * 3) % len(WORDS)] for j in range(3 + i % 6)) for i in range(100)]
+EXPECTED_MODULES = {
+    "consert": ["Transformer", "WeightedLayerPooling", "Pooling"],  # last2avg
+    "sg-opt": ["Transformer", "Pooling"],  # cls; the projection head is training-only
+    "clsr": ["Transformer", "Pooling", "Dense", "Dense"],  # frozen encoder + the MLP; projection dropped
+}
+
+
+def _pairs_file(folder: Path) -> Path:
+    path = folder / "pairs.tsv"
+    rows = [f"{a}\t{b}\t{(i % 5) + 1}" for i, (a, b) in enumerate(zip(TINY_SENTENCES, TINY_SENTENCES[1:] * 2))]
+    path.write_text("sentence1\tsentence2\tscore\n" + "\n".join(rows) + "\n")
+    return path
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """One tiny run per recipe, a few steps each (consert keeps two checkpoints)."""
+    root = tmp_path_factory.mktemp("export-runs")
+    model = build_tiny_bert(root / "tiny", layers=3)
+    corpus = root / "corpus.txt"
+    corpus.write_text("".join(f"{s} {i}\n" for i, s in enumerate(SENTENCES[:40])))
+    pairs = _pairs_file(root)
+    common = ["--base", str(model), "--batch-size", "8", "--max-length", "16", "--set", "log_every=1"]
+    arguments = {
+        "consert": [str(corpus), "--dev", str(pairs), "--max-steps", "4", "--eval-every", "2",
+                    "--checkpoint-every", "2"],
+        "sg-opt": [str(corpus), "--recipe", "sg-opt", "--dev", "none", "--max-steps", "2", "--set", "head_hidden=16"],
+        "clsr": [str(pairs), "--recipe", "clsr", "--dev", "none", "--max-steps", "2", "--lr", "1e-2",
+                 "--set", "optimizer=adamw", "--set", "min_score=1"],
+    }
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("SENTADAPT_CACHE", str(root / "cache"))
+        for recipe, args in arguments.items():
+            result = run_adapt(*args, *common, "--output", str(root / recipe))
+            assert result.exit_code == 0, result.output
+    return {recipe: root / recipe for recipe in arguments}
+
+
+def _export(source: Path, output: Path, *args: str, count: int = 100):
+    sentences = output.parent / "sentences.txt"
+    sentences.write_text("\n".join(SENTENCES[:count]) + "\n")
+    return runner.invoke(app, ["export", str(source), str(output), "--sentences", str(sentences), *args],
+                         catch_exceptions=False)
+
+
+@pytest.fixture(scope="module")
+def st_exports(runs: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Each run exported once to the sentence-transformers format (consert with --normalize)."""
+    root = tmp_path_factory.mktemp("st-exports")
+    outputs = {}
+    for recipe, run in runs.items():
+        result = _export(run, root / recipe, *(["--normalize"] if recipe == "consert" else []))
+        assert result.exit_code == 0, result.output
+        assert "verified: SentenceTransformer(OUT) on 100 sentences: min cosine" in result.stdout
+        outputs[recipe] = root / recipe
+    return outputs
+
+
+def _cosines(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    return torch.nn.functional.cosine_similarity(a, b.float().cpu(), dim=-1)
+
+
+@pytest.mark.parametrize("recipe", ["consert", "sg-opt", "clsr"])
+def test_sentence_transformers_export_gives_our_vectors(runs: dict[str, Path], st_exports: dict[str, Path],
+                                                        recipe: str) -> None:
+    output = st_exports[recipe]
+    modules = json.loads((output / "modules.json").read_text())
+    expected = EXPECTED_MODULES[recipe] + (["Normalize"] if recipe == "consert" else [])
+    assert [m["type"].rsplit(".", 1)[-1] for m in modules] == expected
+    config = json.loads((output / "config_sentence_transformers.json").read_text())
+    assert config["similarity_fn_name"] == "cosine"
+    ours = Encoder.load(runs[recipe], device="cpu").encode(SENTENCES)
+    theirs = st.SentenceTransformer(str(output), device="cpu").encode(SENTENCES, convert_to_tensor=True)
+    assert _cosines(ours, theirs).min() >= 0.9999
+    card = (output / "README.md").read_text()
+    assert f"recipe **{recipe}**" in card and "SentenceTransformer(\"PATH\")" in card and "```yaml" in card
+    assert not any("projection" in path.name or "classifier" in path.name for path in output.rglob("*"))
+
+
+def test_clsr_export_carries_the_trained_mlp(runs: dict[str, Path], st_exports: dict[str, Path]) -> None:
+    for folder in ("2_Dense", "3_Dense"):
+        exported = load_file(str(st_exports["clsr"] / folder / "model.safetensors"))
+        published = load_file(str(runs["clsr"] / folder / "model.safetensors"))
+        assert torch.equal(exported["linear.weight"], published["linear.weight"])
+
+
+def test_layer_weights_are_saved_as_a_parameter(runs: dict[str, Path], tmp_path: Path) -> None:
+    """Without the saved weights sentence-transformers would fall back to all-ones over layers 2..3 anyway;
+    firstlast (layers 1 and 3 of 3) is where a missing weight vector would change the vectors."""
+    output = tmp_path / "out"
+    assert _export(runs["consert"], output, "--pooling", "firstlast", count=10).exit_code == 0
+    weights = load_file(str(output / "1_WeightedLayerPooling" / "model.safetensors"))["layer_weights"]
+    assert weights.tolist() == [1.0, 0.0, 1.0]
+    ours = Encoder.load(runs["consert"], pooling="firstlast", device="cpu").encode(SENTENCES)
+    theirs = st.SentenceTransformer(str(output), device="cpu").encode(SENTENCES, convert_to_tensor=True)
+    assert _cosines(ours, theirs).min() >= 0.9999
+
+
+def test_checkpoint_export_takes_the_checkpoints_encoder_weights(runs: dict[str, Path], tmp_path: Path) -> None:
+    run = runs["consert"]
+    output = tmp_path / "out"
+    result = _export(run, output, "--checkpoint", "last", "--format", "hf", count=10)
+    assert result.exit_code == 0, result.output
+    assert "checkpoint step-0000004" in result.stdout
+    checkpoint = load_file(str(run / "checkpoints" / "step-0000004" / "model.safetensors"))
+    exported = load_file(str(output / "model.safetensors"))
+    assert exported and all(torch.equal(t, checkpoint[f"encoder.backbone.{n}"]) for n, t in exported.items())
+    base = load_file(str(run.parent / "tiny" / "model.safetensors"))
+    word_embeddings = "embeddings.word_embeddings.weight"
+    assert not torch.equal(exported[word_embeddings], base[word_embeddings])  # trained weights, not the base's
+
+
+def test_eval_of_the_export_equals_eval_of_the_source(runs: dict[str, Path], st_exports: dict[str, Path],
+                                                       tmp_path: Path, pairs_tsv: Path) -> None:
+    scores = []
+    for index, model in enumerate((runs["consert"], st_exports["consert"])):
+        report = tmp_path / f"{index}.json"
+        result = runner.invoke(app, ["eval", str(model), "--pairs", str(pairs_tsv), "--json", str(report)],
+                               catch_exceptions=False)
+        assert result.exit_code == 0, result.output
+        tasks = json.loads(report.read_text())[0]["reports"][0]["tasks"]
+        scores.append([(name, task["spearman"], task["pearson"]) for name, task in tasks.items()])
+    assert scores[0][0][0] == scores[1][0][0]
+    assert scores[0][0][1:] == pytest.approx(scores[1][0][1:], abs=1e-6)  # normalisation never changes a cosine
+
+
+def test_onnx_export_matches_torch_and_reports_int8_drift(runs: dict[str, Path], tmp_path: Path) -> None:
+    pytest.importorskip("onnxruntime")
+    from sentadapt.export.onnx import onnx_encode, session
+
+    output = tmp_path / "onnx"
+    result = _export(runs["clsr"], output, "--format", "onnx", "--quantize", "int8", "--normalize")
+    assert result.exit_code == 0, result.output
+    assert "verified: onnxruntime fp32 vs torch on 100 sentences" in result.stdout
+    assert "verified: onnxruntime int8 vs torch (drift) on 100 sentences" in result.stdout
+    assert "(reported, not bounded)" in result.stdout
+    description = json.loads((output / "sentadapt_onnx.json").read_text())
+    assert description["files"] == {"fp32": "model.onnx", "int8": "model_int8.onnx"}
+    encoder = Encoder.load(runs["clsr"], device="cpu")
+    encoder.normalize = True
+    reference = encoder.encode(SENTENCES)
+    onnx_vectors = onnx_encode(session(output / "model.onnx"), encoder, SENTENCES)
+    assert (onnx_vectors - reference).abs().max() <= 1e-4
+    assert onnx_vectors.norm(dim=-1).sub(1).abs().max() < 1e-5  # Normalize is inside the graph
+    int8 = onnx_encode(session(output / "model_int8.onnx"), encoder, SENTENCES)
+    assert _cosines(reference, int8).min() > 0.9  # drift, but the same model
+
+
+def test_hf_export_reloads_with_automodel(runs: dict[str, Path], tmp_path: Path) -> None:
+    from transformers import AutoModel, AutoTokenizer
+
+    output = tmp_path / "hf"
+    result = _export(runs["sg-opt"], output, "--format", "hf", "--dtype", "fp16")
+    assert result.exit_code == 0, result.output
+    assert not (output / "modules.json").exists()
+    model = AutoModel.from_pretrained(str(output)).float().eval()
+    tokenizer = AutoTokenizer.from_pretrained(str(output))
+    assert next(iter(load_file(str(output / "model.safetensors")).values())).dtype == torch.float16
+    batch = tokenizer(SENTENCES, padding=True, return_tensors="pt")
+    with torch.no_grad():
+        cls_vectors = model(**batch).last_hidden_state[:, 0]  # the card's pooling for SG-OPT: cls
+    ours = Encoder.load(runs["sg-opt"], device="cpu").encode(SENTENCES)
+    assert _cosines(ours, cls_vectors).min() >= 0.999  # fp16 weights
+    assert "`cls`: the first token ([CLS]) vector" in (output / "README.md").read_text()
+
+
+def test_failed_verification_leaves_the_previous_output(runs: dict[str, Path], tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    output = tmp_path / "out"
+    output.mkdir()
+    (output / "keep.txt").write_text("previous export")
+    monkeypatch.setattr("sentadapt.export.st.COSINE_LIMIT", 1.5)  # unreachable: the check must fail
+    with pytest.raises(ExportError, match="verification failed: SentenceTransformer"):
+        export_model(ExportRequest(str(runs["sg-opt"]), output, overwrite=True), sentences=SENTENCES[:4])
+    assert [p.name for p in output.iterdir()] == ["keep.txt"]
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".tmp-")]
+
+
+# ---------------------------------------------------------------------- errors, one line each
+
+def _error(*args: str) -> tuple[int, str]:
+    """The exit code and the error line; progress notes may precede it, the error itself is one line."""
+    result = runner.invoke(app, ["export", *args], catch_exceptions=False)
+    errors = [line for line in result.stderr.strip().splitlines() if not line.startswith("loading ")]
+    assert len(errors) == 1, result.stderr
+    return result.exit_code, errors[0]
+
+
+def test_error_messages(runs: dict[str, Path], tmp_path: Path, tiny_model_dir: Path) -> None:
+    run, out = str(runs["consert"]), str(tmp_path / "out")
+    assert _error(run, out, "--format", "onx") == (
+        2, "Error: Unknown format 'onx'. Did you mean: onnx? Available: hf, onnx, sentence-transformers")
+    assert _error(run, out, "--quantize", "int8") == (2, "Error: --quantize int8 applies to --format onnx only")
+    assert _error(run, out, "--format", "onnx", "--dtype", "fp16") == (
+        2, "Error: --dtype fp16 applies to the sentence-transformers and hf formats; for a smaller ONNX model use "
+           "--quantize int8")
+    assert _error(run, out, "--checkpoint", "newest") == (
+        2, "Error: --checkpoint: 'newest' is not best | last | a step number")
+    missing = tmp_path / "nope"
+    assert _error(str(missing), out) == (1, f"Error: {missing}: no such model folder")
+    (tmp_path / "full").mkdir()
+    (tmp_path / "full" / "x").write_text("x")
+    assert _error(run, str(tmp_path / "full")) == (1, f"Error: {tmp_path / 'full'}: not empty; pass --overwrite to "
+                                                      "replace it")
+    assert _error(run, run, "--overwrite") == (1, f"Error: {run}: would replace the source {run}; choose another "
+                                                  "output")
+    assert _error(run, out, "--checkpoint", "3") == (
+        1, f"Error: --checkpoint 3: no such checkpoint in {runs['consert'] / 'checkpoints'}; available: 2, 4")
+    assert _error(str(tiny_model_dir), out, "--checkpoint", "last") == (
+        2, f"Error: --checkpoint last: {tiny_model_dir} is not a run directory (no config.yaml); only runs have "
+           "checkpoints")
+    assert _error(str(runs["clsr"]), out, "--format", "hf") == (
+        1, f"Error: {runs['clsr']}: has a Dense head (2 layers, e.g. CLSR's MLP) that the hf format cannot hold; use "
+           "--format sentence-transformers or --format onnx")
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize(("export_format", "module", "extra"), [
+    ("sentence-transformers", "sentence_transformers", "export"), ("onnx", "onnxruntime", "onnx")])
+def test_missing_optional_extra(tmp_path: Path, tiny_model_dir: Path, monkeypatch: pytest.MonkeyPatch,
+                                export_format: str, module: str, extra: str) -> None:
+    monkeypatch.setitem(sys.modules, module, None)  # `import module` now raises ImportError
+    assert _error(str(tiny_model_dir), str(tmp_path / "out"), "--format", export_format) == (
+        1, f"Error: --format {export_format} needs the package '{module}', which is not installed: "
+           f"pip install 'sentadapt[{extra}]'")
