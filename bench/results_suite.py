@@ -27,7 +27,6 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 SHARED = Path("../shared")  # relative: main() runs from the repository root, so logged commands are portable
 TASK_ORDER = ["sts12", "sts13", "sts14", "sts15", "sts16", "stsb", "sickr"]
-CLSR_PAIRS = ["nli/allnli.dev.jsonl.gz", "nli/snli.test.jsonl.gz", "sts/stsb.train.jsonl"]
 
 
 @dataclass(frozen=True)
@@ -46,20 +45,22 @@ class Plan:
     temperatures: list[float]
     speed_steps: int
     speed_eval_tasks: str
+    clsr_pairs: list[str]  # positive-pair files for CLSR, relative to the data root (../shared/data)
 
 
 def full_plan() -> Plan:
     l6, l3 = str(SHARED / "models/all-minilm-l6-v2"), str(SHARED / "models/paraphrase-minilm-l3-v2")
     return Plan(models=[l6, l3], steps=100, batch_size=64, max_length=64, eval_every=25, corpus_size=10_000,
                 tasks=TASK_ORDER, curve_model=l3, few_shot_sizes=[100, 1_000, 10_000],
-                temperatures=[0.05, 0.1, 0.2], speed_steps=30, speed_eval_tasks="all")
+                temperatures=[0.05, 0.1, 0.2], speed_steps=30, speed_eval_tasks="all",
+                clsr_pairs=["nli/allnli.dev.jsonl.gz", "nli/snli.test.jsonl.gz", "sts/stsb.train.jsonl"])
 
 
 def quick_plan() -> Plan:
     l3 = str(SHARED / "models/paraphrase-minilm-l3-v2")
     return Plan(models=[l3], steps=6, batch_size=16, max_length=32, eval_every=3, corpus_size=1_000,
                 tasks=["stsb", "sickr"], curve_model=l3, few_shot_sizes=[100, 1_000], temperatures=[0.05, 0.1],
-                speed_steps=3, speed_eval_tasks="stsb")
+                speed_steps=3, speed_eval_tasks="stsb", clsr_pairs=["sts/stsb.train.jsonl"])
 
 
 @dataclass
@@ -163,7 +164,7 @@ class Suite:
     # ------------------------------------------------------------------ sections
     def quality(self, corpus: Path) -> None:
         sized = ["--batch-size", str(self.plan.batch_size), "--max-length", str(self.plan.max_length)]
-        pairs = [self.data_dir.parent / name for name in CLSR_PAIRS]
+        pairs = [self.data_dir.parent / name for name in self.plan.clsr_pairs]
         for model in self.plan.models:
             name = short(model)
             rows = {"base": self.evaluate(f"{name}-base", model)}
