@@ -15,7 +15,7 @@ from sentadapt.cli import app
 from sentadapt.encoder import Encoder
 from sentadapt.errors import ExportError
 from sentadapt.export import ExportRequest, export_model
-from tests.conftest import TINY_SENTENCES, build_tiny_bert, run_adapt
+from tests.conftest import SHARED_MODELS, SHARED_STS, TINY_SENTENCES, build_tiny_bert, needs_shared, run_adapt
 
 st = pytest.importorskip("sentence_transformers")
 
@@ -248,3 +248,28 @@ def test_missing_optional_extra(tmp_path: Path, tiny_model_dir: Path, monkeypatc
     assert _error(str(tiny_model_dir), str(tmp_path / "out"), "--format", export_format) == (
         1, f"Error: --format {export_format} needs the package '{module}', which is not installed: "
            f"pip install 'sentadapt[{extra}]'")
+
+
+# ---------------------------------------------------------------------- a real model
+
+
+@pytest.mark.shared
+@needs_shared()
+def test_real_model_exports_to_every_format(tmp_path: Path) -> None:
+    pytest.importorskip("onnxruntime")
+    model = SHARED_MODELS / "all-minilm-l6-v2"
+    sentences = [json.loads(line)["sentence1"] for line in (SHARED_STS / "stsb.test.jsonl").open()][:100]
+    checks = {}
+    for export_format, extra in (("sentence-transformers", {}), ("hf", {}), ("onnx", {"quantize": "int8"})):
+        result = export_model(ExportRequest(str(model), tmp_path / export_format, export_format, **extra),
+                              sentences=sentences)
+        checks.update({check.label: check for check in result.checks})
+    assert checks["SentenceTransformer(OUT)"].min_cosine >= 0.9999
+    assert checks["AutoModel(OUT) + pooling from the card"].min_cosine >= 0.9999
+    assert checks["onnxruntime fp32 vs torch"].max_abs <= 1e-4
+    assert checks["onnxruntime int8 vs torch (drift)"].min_cosine > 0.9
+    assert "licence of the base model" in (tmp_path / "hf" / "README.md").read_text()  # this copy has no README
+    ours = Encoder.load(model, device="cpu").encode(sentences)
+    theirs = st.SentenceTransformer(str(tmp_path / "sentence-transformers"), device="cpu").encode(
+        sentences, convert_to_tensor=True)
+    assert _cosines(ours, theirs).min() >= 0.9999

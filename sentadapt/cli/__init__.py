@@ -8,6 +8,7 @@ from sentadapt import __version__
 from sentadapt.cli import adapt as adapt_command
 from sentadapt.cli import diagnose as diagnose_command
 from sentadapt.cli import eval as eval_command
+from sentadapt.cli import export as export_command
 
 app = typer.Typer(
     name="sentadapt",
@@ -18,6 +19,7 @@ app = typer.Typer(
 )
 app.command(name="adapt")(adapt_command.adapt)
 app.command(name="eval")(eval_command.eval_models)
+app.command(name="export")(export_command.export)
 app.command(name="diagnose")(diagnose_command.diagnose)
 
 
