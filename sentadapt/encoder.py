@@ -99,6 +99,19 @@ def default_device() -> torch.device:
     return torch.device("cuda" if torch.cuda.is_available() else "cpu")
 
 
+def usable_positions(backbone: nn.Module) -> int | None:
+    """How many tokens the backbone's absolute position table can take; None when it has none.
+
+    RoBERTa-style tables number positions from padding_idx + 1 (514 rows → 512 tokens); BERT's from 0.
+    """
+    limit = getattr(backbone.config, "max_position_embeddings", None)
+    if limit is None:
+        return None
+    table = getattr(getattr(backbone, "embeddings", None), "position_embeddings", None)
+    padding_idx = getattr(table, "padding_idx", None)
+    return int(limit) - (padding_idx + 1 if padding_idx is not None else 0)
+
+
 class Encoder(nn.Module):
     """Transformer backbone + pooling + optional Dense head (+ optional L2 normalisation)."""
 
@@ -118,7 +131,8 @@ class Encoder(nn.Module):
         self.pooling = pooling
         self.head = nn.ModuleList(head)
         self.normalize = normalize
-        self.max_length = max_length
+        self.position_limit = usable_positions(backbone)
+        self.max_length = min(max_length, self.position_limit or max_length)
         self.name = name or getattr(backbone.config, "_name_or_path", "model")
         # Set by recipes that never train the backbone: text → output of the frozen part
         # (backbone, pooling, first `frozen_head_layers` head layers); see encode_frozen_part.
@@ -258,8 +272,11 @@ class Encoder(nn.Module):
     # ------------------------------------------------------------------ tokenization
     def tokenize_ids(self, texts: Sequence[str], max_length: int | None = None) -> list[list[int]]:
         """Token ids with special tokens, truncated to max_length, unpadded."""
+        limit = max_length or self.max_length
+        if self.position_limit is not None:
+            limit = min(limit, self.position_limit)  # a longer sequence would index past the position table
         encoded = self.tokenizer(
-            list(texts), truncation=True, max_length=max_length or self.max_length,
+            list(texts), truncation=True, max_length=limit,
             padding=False, return_attention_mask=False, return_token_type_ids=False,
         )
         return encoded["input_ids"]

@@ -135,3 +135,12 @@ def test_st_pooling_loaded_from_modules_json(tiny_model_dir: Path, tmp_path: Pat
     encoder = Encoder.load(tiny_model_dir, pooling="max", device="cpu")
     encoder.save(tmp_path / "out")
     assert Encoder.load(tmp_path / "out", device="cpu").pooling == Pooling("max")
+
+
+def test_text_longer_than_the_position_table_is_truncated_to_it(tiny_encoder: Encoder) -> None:
+    # the tiny BERT has 64 positions; asking for 512 tokens must not index past its position table
+    long_text = " ".join(["the cat sat on the mat"] * 40)
+    assert tiny_encoder.position_limit == 64 and tiny_encoder.max_length == 64
+    assert [len(ids) for ids in tiny_encoder.tokenize_ids([long_text], max_length=512)] == [64]
+    vectors = tiny_encoder.encode([long_text, "short"], max_length=512)
+    assert vectors.shape == (2, 32) and torch.isfinite(vectors).all()
