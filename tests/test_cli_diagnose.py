@@ -56,11 +56,12 @@ def test_diagnose_prints_every_report_and_writes_the_json_schema(
 
 
 def test_compare_shows_deltas_and_json_delta(
-    tiny_model_dir: Path, tiny_model_dir_3layers: Path, tiny_corpus: Path, tmp_path: Path
+    tiny_model_dir: Path, tiny_model_dir_3layers: Path, tiny_corpus: Path, pairs_tsv: Path, tmp_path: Path
 ) -> None:
     out = tmp_path / "d.json"
+    # 2 layers vs 3 layers: per-layer tables must cover the deeper model
     result = _run(str(tiny_model_dir), "--compare", str(tiny_model_dir_3layers), "--corpus", str(tiny_corpus),
-                  "--report", "anisotropy,spectrum", "--json", str(out))
+                  "--pairs", str(pairs_tsv), "--report", "anisotropy,spectrum,layers", "--json", str(out))
     assert result.exit_code == 0, result.output
     assert "Δ" in result.stdout and "tiny-bert-3" in result.stdout
     payload = json.loads(out.read_text())

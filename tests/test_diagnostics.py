@@ -262,6 +262,18 @@ def test_gather_inputs_refuses_reports_without_their_data(tmp_path: Path, reques
         gather_inputs(requested, data_dir=tmp_path)
 
 
+def test_topk_frequencies_come_from_stsb_test_even_when_all_seven_tasks_are_scored(tmp_path: Path) -> None:
+    import json
+
+    for index, task in enumerate(("sts12", "sts13", "sts14", "sts15", "sts16", "stsb", "sickr")):
+        rows = [{"sentence1": f"{task} one", "sentence2": f"{task} two", "score": 1.0 + index % 3},
+                {"sentence1": f"{task} three", "sentence2": f"{task} four", "score": 4.0}]
+        (tmp_path / f"{task}.test.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
+    inputs = gather_inputs(["topk"], data_dir=tmp_path, sts="all")
+    assert list(inputs.topk_tasks) == ["sts12", "sts13", "sts14", "sts15", "sts16", "stsb", "sickr"]
+    assert inputs.frequency_texts == ["stsb one", "stsb three", "stsb two", "stsb four"]
+
+
 def test_gather_inputs_checks_sample_and_sts(pairs_tsv: Path) -> None:
     with pytest.raises(ConfigError, match="--sample 1: need at least 2"):
         gather_inputs(None, pairs=pairs_tsv, sample=1)

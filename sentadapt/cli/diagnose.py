@@ -88,14 +88,14 @@ def diagnose(
     diagnoses = [_diagnose_one(target, inputs, max_k, batch_size, max_length, device, seed, trust_remote_code,
                                allow_pickle) for target in resolved]
     note(f"sentences: {inputs.sentence_source or 'none'}")
-    render(diagnoses)
-    if json_out is not None:
+    if json_out is not None:  # written before anything is drawn: figures that took minutes are never lost
         settings = {"sample": sample, "seed": seed, "max_k": max_k, "sts": sts, "batch_size": batch_size,
                     "max_length": max_length}
         json_out.parent.mkdir(parents=True, exist_ok=True)
         json_out.write_text(json.dumps(comparison_dict(diagnoses, inputs, settings), indent=2) + "\n",
                             encoding="utf-8")
         note(f"wrote {json_out}")
+    render(diagnoses)
     if plot is not None:
         from sentadapt.diagnostics.plots import write_plots
 
@@ -157,7 +157,7 @@ def anisotropy_table(diagnoses: list[Diagnosis]) -> Table:
         if len(diagnoses) == 1:
             table.add_column("")
     series = [(d.anisotropy or {}) for d in diagnoses]
-    for layer in range(len(series[0]["sentence_cosine_per_layer"])):
+    for layer in range(max(len(s["sentence_cosine_per_layer"]) for s in series)):
         cells = [str(layer)]
         for key in ("sentence_cosine_per_layer", "token_cosine_per_layer"):
             values = [s[key][layer] if layer < len(s[key]) else None for s in series]
@@ -209,9 +209,10 @@ def layers_table(diagnoses: list[Diagnosis]) -> Table:
     for pooling in data[0]["token_poolings"]:
         _model_columns(table, diagnoses, prefix=pooling)
     rows: list[tuple[str, list[list[float | None]], list[str]]] = []
-    for layer in range(len(data[0]["grid"])):
+    for layer in range(max(len(d["grid"]) for d in data)):  # models may differ in depth (L6 vs L3)
         names = [f"{p}@{layer}" for p in data[0]["token_poolings"]]
-        rows.append((str(layer), [[d["grid"][layer][i] for d in data] for i in range(len(names))], names))
+        rows.append((str(layer), [[d["grid"][layer][i] if layer < len(d["grid"]) else None for d in data]
+                                  for i in range(len(names))], names))
     for mix in ("last2avg", "firstlast"):
         rows.append((mix, [[d["named"][mix] for d in data]] + [[None] * len(data)] * 2, [mix, "", ""]))
     for label, per_pooling, names in rows:

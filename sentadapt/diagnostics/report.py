@@ -76,10 +76,10 @@ def gather_inputs(
     if corpus_sentences is not None:
         inputs.frequency_texts = _sample(corpus_sentences, FREQUENCY_SENTENCES, seed)
         inputs.frequency_source = f"{corpus} ({len(inputs.frequency_texts)} sentences)"
-    elif inputs.topk_tasks:
-        first = next(iter(inputs.topk_tasks.values()))
-        inputs.frequency_texts = list(dict.fromkeys([*first.sentence1, *first.sentence2]))
-        inputs.frequency_source = f"{first.source} ({len(inputs.frequency_texts)} sentences)"
+    elif inputs.topk_tasks:  # ConSERT counts on STS-B test, whichever tasks are scored
+        counted = inputs.topk_tasks.get("stsb") or next(iter(inputs.topk_tasks.values()))
+        inputs.frequency_texts = _pair_sentences(counted)
+        inputs.frequency_source = f"{counted.source} ({len(inputs.frequency_texts)} sentences)"
     _select_reports(inputs, requested)
     return inputs
 
