@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from sentadapt.errors import ConfigError
-from sentadapt.registry import unknown_name_message
+from sentadapt.registry import one_line, unknown_name_message
 
 MIXED_PRECISION = ("no", "fp16", "bf16")
 ON_NAN = ("stop", "skip")
@@ -130,7 +130,7 @@ def check_range(name: str, value: float, low: float | None, high: float | None, 
 
 def check_choice(name: str, value: str, choices: tuple[str, ...]) -> None:
     if value not in choices:
-        raise ConfigError(f"{name}: '{value}' is not one of {', '.join(choices)}")
+        raise ConfigError(f"{name}: '{one_line(str(value))}' is not one of {', '.join(choices)}")
 
 
 
@@ -198,7 +198,7 @@ def parse_set_options(items: list[str]) -> dict[str, str]:
     for item in items:
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
-            raise ConfigError(f"--set: '{item}' is not key=value (e.g. --set temperature=0.05)")
+            raise ConfigError(f"--set: '{one_line(item)}' is not key=value (e.g. --set temperature=0.05)")
         parsed[key.strip()] = value.strip()
     return parsed
 

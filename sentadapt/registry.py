@@ -15,7 +15,12 @@ def unknown_name_message(kind: str, name: str, available: list[str]) -> str:
     """"Unknown task 'stsx'. Did you mean: sts1? Available: ..." — shared by every name lookup."""
     close = difflib.get_close_matches(name, available, n=3, cutoff=0.5)
     hint = f" Did you mean: {', '.join(close)}?" if close else ""
-    return f"Unknown {kind} '{name}'.{hint} Available: {', '.join(sorted(available))}"
+    return f"Unknown {kind} '{one_line(name)}'.{hint} Available: {', '.join(sorted(available))}"
+
+
+def one_line(text: str) -> str:
+    """User text quoted in an error: newlines and other control characters escaped, so errors stay one line."""
+    return text if text.isprintable() else "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 class Registry(Generic[T]):
