@@ -56,7 +56,7 @@ def _figure(width: float = 6.4, height: float = 4.0, columns: int = 1) -> tuple[
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-    figure = Figure(figsize=(width, height))
+    figure = Figure(figsize=(width, height), layout="constrained")  # titles, legends and colorbars never overlap
     FigureCanvasAgg(figure)
     axes = figure.subplots(1, columns, squeeze=False)[0]
     return figure, axes if columns > 1 else axes[0]
@@ -79,7 +79,7 @@ def _anisotropy(diagnoses: list[Diagnosis]) -> Any:
              title="Anisotropy per layer (0 = isotropic, 1 = collapsed)", ylim=(min(0.0, axis.get_ylim()[0]), 1.03))
     axis.xaxis.get_major_locator().set_params(integer=True)
     axis.grid(alpha=0.3)
-    axis.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.15), ncol=2)
+    figure.legend(fontsize=7, loc="outside lower center", ncol=2)  # below the axes: lines fill the plot area
     return figure
 
 
@@ -150,11 +150,12 @@ def _layers(diagnoses: list[Diagnosis]) -> Any:
                 is_best = best == f"{poolings[column]}@{layer}"
                 text = "—" if math.isnan(value) else f"{value:.1f}"
                 axis.text(column, layer, text, ha="center", va="center", fontsize=8,
-                          color="red" if is_best else "white", fontweight="bold" if is_best else "normal")
+                          color="red" if is_best else "black" if math.isnan(value) else "white",
+                          fontweight="bold" if is_best else "normal")
         named = data["named"]
-        axis.set(xlabel="pooling", ylabel="layer (0 = embedding layer)",
-                 title=f"{_label(diagnosis)}\nbest {best}: {data['best']['spearman']:.2f}; "
-                       f"last2avg {named['last2avg']:.1f}, firstlast {named['firstlast']:.1f}")
+        axis.set(xlabel="pooling", ylabel="layer (0 = embedding layer)")
+        axis.set_title(f"{_label(diagnosis)}\nbest {best}: {data['best']['spearman']:.2f}\n"
+                       f"last2avg {named['last2avg']:.1f}, firstlast {named['firstlast']:.1f}", fontsize=9)
     figure.colorbar(image, ax=list(axes), label=f"Spearman × 100 ({(diagnoses[0].layers or {})['source']})")
     figure.suptitle("Layer × pooling (SG-OPT Fig. 1)")
     return figure
