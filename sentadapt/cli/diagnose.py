@@ -213,8 +213,9 @@ def layers_table(diagnoses: list[Diagnosis]) -> Table:
         names = [f"{p}@{layer}" for p in data[0]["token_poolings"]]
         rows.append((str(layer), [[d["grid"][layer][i] if layer < len(d["grid"]) else None for d in data]
                                   for i in range(len(names))], names))
-    for mix in ("last2avg", "firstlast"):
-        rows.append((mix, [[d["named"][mix] for d in data]] + [[None] * len(data)] * 2, [mix, "", ""]))
+    empty: list[float | None] = [None] * len(data)
+    for mix in ("last2avg", "firstlast"):  # layer mixes are mean-pooled: shown in the mean column
+        rows.append((mix, [empty, [d["named"][mix] for d in data], empty], ["", mix, ""]))
     for label, per_pooling, names in rows:
         cells = [label]
         for values, name in zip(per_pooling, names):
