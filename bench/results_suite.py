@@ -27,6 +27,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 SHARED = Path("../shared")  # relative: main() runs from the repository root, so logged commands are portable
 TASK_ORDER = ["sts12", "sts13", "sts14", "sts15", "sts16", "stsb", "sickr"]
+DEFAULT_TEMPERATURE = 0.1  # recipes/consert.yaml
 
 
 @dataclass(frozen=True)
@@ -179,19 +180,29 @@ class Suite:
 
     def curves(self) -> None:
         model, name = self.plan.curve_model, short(self.plan.curve_model)
-        sized = ["--batch-size", str(self.plan.batch_size), "--max-length", str(self.plan.max_length)]
-        rows: dict[str, Any] = {"base": self.results["quality"].get(name, {}).get("base")
-                                or self.evaluate(f"{name}-base", model), "few_shot": {}, "temperature": {}}
+        quality = self.results["quality"].get(name, {})
+        rows: dict[str, Any] = {"base": quality.get("base") or self.evaluate(f"{name}-base", model),
+                                "few_shot": {}, "temperature": {}}
+        # ConSERT at the suite's corpus size and the default τ is the quality table's run: reuse it
+        runs: dict[tuple[int, float], dict[str, Any]] = {}
+        if "consert" in quality:
+            runs[(self.plan.corpus_size, DEFAULT_TEMPERATURE)] = quality["consert"]
         largest = max(self.plan.few_shot_sizes)
         for size in self.plan.few_shot_sizes:
-            rows["few_shot"][size] = self.adapt(f"{name}-consert-n{size}", "consert", model, [self.corpus(size)],
-                                                *sized)
+            rows["few_shot"][size] = self.consert_run(runs, model, size, DEFAULT_TEMPERATURE)
         for temperature in self.plan.temperatures:
-            rows["temperature"][temperature] = self.adapt(
-                f"{name}-consert-t{temperature}", "consert", model, [self.corpus(largest)], *sized,
-                "--set", f"temperature={temperature}")
+            rows["temperature"][temperature] = self.consert_run(runs, model, largest, temperature)
         self.results["curves"][name] = rows
         self.save()
+
+    def consert_run(self, runs: dict[tuple[int, float], dict[str, Any]], model: str, size: int,
+                    temperature: float) -> dict[str, Any]:
+        if (size, temperature) not in runs:
+            sized = ["--batch-size", str(self.plan.batch_size), "--max-length", str(self.plan.max_length)]
+            runs[(size, temperature)] = self.adapt(
+                f"{short(model)}-consert-n{size}-t{temperature}", "consert", model, [self.corpus(size)], *sized,
+                "--set", f"temperature={temperature}")
+        return runs[(size, temperature)]
 
     def speed(self, corpus: Path) -> None:
         model = self.plan.curve_model
