@@ -52,7 +52,7 @@ class ClsrRecipe:
     name: ClassVar[str] = "clsr"
     Config: ClassVar[type] = ClsrConfig
     # Paper: batch 512, temperature 0.1, LARS at lr 0.5 with weight decay 1e-4, linear warm-up then cosine
-    # decay, 2000 epochs. LARS measured better than AdamW here (docs/results.md); fewer epochs fit a CPU.
+    # decay, 2000 epochs. LARS measured better than AdamW here (docs/findings.md); fewer epochs fit a CPU.
     train_defaults: ClassVar[dict[str, Any]] = {
         "batch_size": 512, "max_length": 128, "optimizer": "lars", "lr": 0.5, "weight_decay": 1e-4,
         "schedule": "cosine", "warmup_ratio": 0.05, "epochs": 100, "eval_every": 150, "checkpoint_every": 1000,

@@ -49,7 +49,7 @@ class ConsertConfig:
     train_pooling: str = "mean"  # paper: mean of the last layer in training ...
     # ... and at evaluation the last-two-layer average, unless the base model declares its own pooling
     # (a sentence-transformers folder): "auto" keeps that one, since switching a mean-trained model to
-    # last2avg cost 0.9 points of 7-task average here (docs/results.md). Set last2avg to force the paper's.
+    # last2avg cost 0.9 points of 7-task average here (docs/findings.md). Set last2avg to force the paper's.
     export_pooling: str = "auto"
     alpha: float = 0.15  # weight of the contrastive loss in the joint mode
     adversarial_norm: float = 0.1  # ‖perturbation‖ per token for the adversarial view
