@@ -31,7 +31,9 @@ def reference_scores(model_dir: str) -> dict[str, float]:
 
 
 def test_eval_all_tasks_equals_sentence_transformers_reference() -> None:
-    model_dir = str(SHARED_MODELS / "all-minilm-l6-v2")
+    # the 3-layer model: the same code path at half the CI time of the 6-layer one (whose 7-task parity,
+    # max |Δ| 0.0005, bench/bench_eval.py measures)
+    model_dir = str(SHARED_MODELS / "paraphrase-minilm-l3-v2")
     report = StsEvaluator.from_sts(list(TASKS), "test", SHARED_STS)(Encoder.load(model_dir, device="cpu"))
     reference = reference_scores(model_dir)
     ours = {task.task: task.spearman for task in report.tasks}
