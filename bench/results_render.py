@@ -30,6 +30,8 @@ PAPER_DELTAS: dict[str, tuple[str, float | None]] = {
 
 def render(results: dict[str, Any], command: str) -> str:
     parts = [_header(results, command)]
+    if results.get("note"):
+        parts.append(f"**Conditions of this run.** {results['note']}")
     for model, rows in results.get("quality", {}).items():
         parts.append(_quality(model, rows, results["plan"]))
     if results.get("quality"):
@@ -113,7 +115,10 @@ def _paper_deltas(quality: dict[str, dict[str, Any]]) -> str:
         paper = "–" if delta is None else f"{delta:+.2f}"
         lines.append(f"| {ROW_LABELS[key]} | {setting} | {paper} | " + " | ".join(ours) + " |")
     lines += ["", "The papers start from a collapsed space (raw BERT) and gain 15-43 points; from a model that "
-              "already scores ~79 the same methods move the average by tenths to a point either way."]
+              "already scores ~79 the same methods move the average by tenths to a point either way. Every Δ "
+              "here is against the base model as users have it (its own mean pooling); SG-OPT exports [CLS] "
+              "as in its paper, so its Δ includes the change of pooling (against the base's own [CLS] vector, "
+              "see findings.md: 73.69 → 78.25 after a full epoch)."]
     return "\n".join(lines)
 
 

@@ -249,6 +249,7 @@ def main() -> None:
     parser.add_argument("--data-dir", type=Path, default=SHARED / "data/sts")
     parser.add_argument("--reuse", action="store_true", help="skip jobs that finished in an earlier run")
     parser.add_argument("--render", action="store_true", help="only re-render the markdown from WORK/results.json")
+    parser.add_argument("--note", help="a sentence on the run's conditions (e.g. a shared machine), kept in results")
     args = parser.parse_args()
     plan = quick_plan() if args.quick else full_plan()
     os.chdir(REPO)
@@ -259,7 +260,11 @@ def main() -> None:
     from results_render import render  # bench/ is on sys.path when this file runs as a script
 
     command = "python bench/results_suite.py" + (" --quick" if args.quick else "")
-    doc.write_text(render(json.loads((work / "results.json").read_text()), command), encoding="utf-8")
+    results = json.loads((work / "results.json").read_text())
+    if args.note:
+        results["note"] = args.note
+        (work / "results.json").write_text(json.dumps(results, indent=1) + "\n")
+    doc.write_text(render(results, command), encoding="utf-8")
     print(f"wrote {doc}")
 
 
