@@ -225,12 +225,12 @@ class Suite:
     def run(self) -> None:
         started = time.perf_counter()
         self.results["machine"] = machine_summary()
-        self.results["started"] = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
         corpus = self.corpus(self.plan.corpus_size)
         self.quality(corpus)
         self.curves()
         self.speed(corpus)
         self.results["seconds"] = time.perf_counter() - started
+        self.results["finished"] = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
         self.save()
 
 
@@ -261,9 +261,12 @@ def main() -> None:
 
     command = "python bench/results_suite.py" + (" --quick" if args.quick else "")
     results = json.loads((work / "results.json").read_text())
+    # with --reuse a process runs only part of the suite: the sum over every job's record is what a
+    # from-scratch run takes under the same conditions
+    results["job_seconds"] = sum(json.loads(path.read_text())["seconds"] for path in (work / "jobs").glob("*.json"))
     if args.note:
         results["note"] = args.note
-        (work / "results.json").write_text(json.dumps(results, indent=1) + "\n")
+    (work / "results.json").write_text(json.dumps(results, indent=1) + "\n")
     doc.write_text(render(results, command), encoding="utf-8")
     print(f"wrote {doc}")
 
