@@ -17,35 +17,16 @@ import os
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 
 def worker(args: argparse.Namespace) -> None:
-    from sentadapt.config import build_config
-    from sentadapt.recipes import RECIPES
-    from sentadapt.train.inputs import build_inputs
-    from sentadapt.train.loop import SilentReporter, Trainer
+    from timed_training import timed_run  # bench/ is on sys.path when this file runs as a script
 
-    class Clock(SilentReporter):
-        def start(self, total_steps: int, start_step: int) -> None:
-            self.started = time.perf_counter()
-
-        def finish(self) -> None:
-            self.seconds = time.perf_counter() - self.started
-
-    recipe = RECIPES.get("clsr")
     flags = {"epochs": args.epochs, "eval_every": 0, "checkpoint_every": 0}
-    config = build_config("clsr", recipe.Config, recipe.train_defaults, None, flags, [], base=args.model,
-                          corpus=args.pairs, output=args.output, dev="none")
-    started = time.perf_counter()
-    inputs = build_inputs(config, lambda _t: None)
-    prepare = time.perf_counter() - started
-    clock = Clock()
-    Path(args.output).mkdir(parents=True, exist_ok=True)
-    Trainer(inputs, clock).run()
-    print("RESULT " + json.dumps({"prepare_s": prepare, "train_s": clock.seconds, "epochs": args.epochs,
-                                  "pairs": len(inputs.examples)}))
+    run = timed_run("clsr", flags, base=args.model, corpus=args.pairs, output=args.output)
+    print("RESULT " + json.dumps({"prepare_s": run.prepare_seconds, "train_s": run.train_seconds,
+                                  "epochs": args.epochs, "pairs": len(run.inputs.examples)}))
 
 
 def main() -> None:

@@ -56,36 +56,22 @@ def flops_per_token(encoder: Any, mean_length: float, views: int = 2) -> float:
 
 def train_once(args: argparse.Namespace, precision: str) -> dict[str, float]:
     """ConSERT for args.steps steps in `precision`; the loop alone is timed (loading excluded)."""
-    from sentadapt.config import build_config
-    from sentadapt.recipes import RECIPES
-    from sentadapt.train.inputs import build_inputs
-    from sentadapt.train.loop import SilentReporter, Trainer
+    from timed_training import timed_run  # bench/ is on sys.path when this file runs as a script
 
-    class LoopTimer(SilentReporter):
-        def start(self, total_steps: int, start_step: int) -> None:
-            self.started = time.perf_counter()
-
-        def finish(self) -> None:
-            self.seconds = time.perf_counter() - self.started
-
-    recipe = RECIPES.get("consert")
     flags = {"batch_size": args.batch_size, "max_length": args.max_length, "max_steps": args.steps,
              "eval_every": 0, "checkpoint_every": 0, "mixed_precision": precision}
-    config = build_config("consert", recipe.Config, recipe.train_defaults, None, flags, [], base=args.model,
-                          corpus=[args.corpus], output=f"bench/out/gpu-{precision}", dev="none")
-    Path(config.output).mkdir(parents=True, exist_ok=True)
     device = "cuda" if torch.cuda.is_available() else "cpu"
-    inputs = build_inputs(config, lambda _text: None, device=device)
-    lengths = [min(n, args.max_length) for n in inputs.examples.lengths()]
+    run = timed_run("consert", flags, base=args.model, corpus=[args.corpus], output=f"bench/out/gpu-{precision}",
+                    device=device)
+    lengths = [min(n, args.max_length) for n in run.inputs.examples.lengths()]
     mean_length = sum(lengths) / len(lengths)
-    timer = LoopTimer()
-    Trainer(inputs, timer).run()
+    seconds = run.train_seconds
     world = int(os.environ.get("WORLD_SIZE", "1"))
     sentences = args.batch_size * args.steps  # the global batch: all processes together
     tokens = sentences * mean_length
-    return {"seconds": timer.seconds, "sentences_per_s": sentences / timer.seconds,
-            "tokens_per_s": tokens / timer.seconds, "flops_per_token": flops_per_token(inputs.encoder, mean_length),
-            "mean_tokens": mean_length, "processes": world}
+    return {"seconds": seconds, "sentences_per_s": sentences / seconds, "tokens_per_s": tokens / seconds,
+            "flops_per_token": flops_per_token(run.inputs.encoder, mean_length), "mean_tokens": mean_length,
+            "processes": world}
 
 
 def measure(args: argparse.Namespace, device: str) -> dict[str, Any]:

@@ -19,33 +19,19 @@ import json
 import resource
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 
 def run_sentadapt(args: argparse.Namespace) -> dict[str, float]:
-    from sentadapt.config import build_config
+    from timed_training import timed_run  # bench/ is on sys.path when this file runs as a script
+
     from sentadapt.recipes import RECIPES
-    from sentadapt.train.inputs import build_inputs
-    from sentadapt.train.loop import SilentReporter, Trainer
 
-    class Clock(SilentReporter):
-        def start(self, total_steps: int, start_step: int) -> None:
-            self.started = time.perf_counter()
-
-        def finish(self) -> None:
-            self.seconds = time.perf_counter() - self.started
-
-    recipe = RECIPES.get(args.recipe)
     flags = {"batch_size": args.batch_size, "max_length": args.max_length, "max_steps": args.steps,
              "eval_every": 0, "checkpoint_every": 0, "mixed_precision": "bf16" if args.precision == "bf16" else "no",
-             "lr": recipe.train_defaults.get("lr", 2e-5)}
-    config = build_config(args.recipe, recipe.Config, recipe.train_defaults, None, flags, [],
-                          base=args.model, corpus=[args.corpus], output=args.output, dev="none")
-    Path(args.output).mkdir(parents=True, exist_ok=True)
-    clock = Clock()
-    Trainer(build_inputs(config, lambda _t: None), clock).run()
-    return {"seconds": clock.seconds}
+             "lr": RECIPES.get(args.recipe).train_defaults.get("lr", 2e-5)}
+    run = timed_run(args.recipe, flags, base=args.model, corpus=[args.corpus], output=args.output)
+    return {"seconds": run.train_seconds}
 
 
 def run_sentence_transformers(args: argparse.Namespace) -> dict[str, float]:
