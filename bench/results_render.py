@@ -5,9 +5,8 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-TASK_ORDER = ["sts12", "sts13", "sts14", "sts15", "sts16", "stsb", "sickr"]
-TASK_TITLES = {"sts12": "STS12", "sts13": "STS13", "sts14": "STS14", "sts15": "STS15", "sts16": "STS16",
-               "stsb": "STS-B", "sickr": "SICK-R"}
+from sentadapt.evaluation.tasks import TASKS  # the task table, in report order (no torch)
+
 ROW_LABELS = {
     "base": "base model",
     "consert": "sentadapt ConSERT",
@@ -83,8 +82,8 @@ def _delta(value: float | None, base: float | None) -> str:
 
 
 def _quality(model: str, rows: dict[str, Any], plan: dict[str, Any]) -> str:
-    tasks = [t for t in TASK_ORDER if t in rows["base"]["tasks"]]
-    titles = " | ".join(TASK_TITLES[t] for t in tasks)
+    tasks = [t for t in TASKS if t in rows["base"]["tasks"]]
+    titles = " | ".join(TASKS[t].display for t in tasks)
     header = f"| model | {titles} | avg | Δ avg | STS-B dev | train time | peak RSS |"
     lines = [f"## {model}: base vs recipes vs peers", "", header, "|---" * (len(tasks) + 6) + "|"]
     base = rows["base"]

@@ -24,9 +24,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from sentadapt.evaluation.tasks import TASKS
+
 REPO = Path(__file__).resolve().parents[1]
 SHARED = Path("../shared")  # relative: main() runs from the repository root, so logged commands are portable
-TASK_ORDER = ["sts12", "sts13", "sts14", "sts15", "sts16", "stsb", "sickr"]
 DEFAULT_TEMPERATURE = 0.1  # recipes/consert.yaml
 
 
@@ -52,7 +53,7 @@ class Plan:
 def full_plan() -> Plan:
     l6, l3 = str(SHARED / "models/all-minilm-l6-v2"), str(SHARED / "models/paraphrase-minilm-l3-v2")
     return Plan(models=[l6, l3], steps=100, batch_size=64, max_length=64, eval_every=25, corpus_size=10_000,
-                tasks=TASK_ORDER, curve_model=l3, few_shot_sizes=[100, 1_000, 10_000],
+                tasks=list(TASKS), curve_model=l3, few_shot_sizes=[100, 1_000, 10_000],
                 temperatures=[0.05, 0.1, 0.2], speed_steps=30, speed_eval_tasks="all",
                 clsr_pairs=["nli/allnli.dev.jsonl.gz", "nli/snli.test.jsonl.gz", "sts/stsb.train.jsonl"])
 
