@@ -32,7 +32,7 @@ def render(results: dict[str, Any], command: str) -> str:
     if results.get("note"):
         parts.append(f"**Conditions of this run.** {results['note']}")
     for model, rows in results.get("quality", {}).items():
-        parts.append(_quality(model, rows, results["plan"]))
+        parts.append(_quality(model, rows))
     if results.get("quality"):
         parts.append(_paper_deltas(results["quality"]))
     for model, curves in results.get("curves", {}).items():
@@ -81,7 +81,7 @@ def _delta(value: float | None, base: float | None) -> str:
     return f"**{value - base:+.2f}**"
 
 
-def _quality(model: str, rows: dict[str, Any], plan: dict[str, Any]) -> str:
+def _quality(model: str, rows: dict[str, Any]) -> str:
     tasks = [t for t in TASKS if t in rows["base"]["tasks"]]
     titles = " | ".join(TASKS[t].display for t in tasks)
     header = f"| model | {titles} | avg | Δ avg | STS-B dev | train time | peak RSS |"

@@ -85,9 +85,7 @@ def adapt(
             base=base or DEFAULT_BASE_MODEL, corpus=list(corpus), output=str(output), dev=dev,
             data_dir=str(data_dir) if data_dir else None, text_column=text_column, encoding_errors=encoding_errors,
         )
-    _check_paths(config, resume, overwrite, dry_run)
-    if require_improvement:
-        _check_dev_for_guard(config)
+    _check_paths(config, resume, overwrite, dry_run, require_improvement)
     if dry_run:
         _print_dry_run(config)
         return
@@ -103,15 +101,6 @@ def adapt(
         )
 
 
-def _check_dev_for_guard(config: Any) -> None:
-    from sentadapt.errors import ConfigError
-    from sentadapt.evaluation.tasks import resolve_dev_set
-
-    if resolve_dev_set(config.dev, config.data_dir)[0] is None:
-        raise ConfigError("--require-improvement: needs a labelled dev set to compare with the base model; "
-                          "pass --dev FILE (e.g. 100 labelled pairs from your domain) or --dev stsb --data-dir DIR")
-
-
 def _recipe_of(config_file: Path | None) -> str | None:
     if config_file is None:
         return None
@@ -120,7 +109,7 @@ def _recipe_of(config_file: Path | None) -> str | None:
     return load_yaml(config_file).get("recipe")
 
 
-def _check_paths(config: Any, resume: bool, overwrite: bool, dry_run: bool) -> None:
+def _check_paths(config: Any, resume: bool, overwrite: bool, dry_run: bool, require_improvement: bool) -> None:
     """Fail fast, before any weights load: model, corpus files, dev set, output directory."""
     from sentadapt.config import check_choice
     from sentadapt.data.corpus import ENCODING_ERRORS, check_sources
@@ -136,7 +125,10 @@ def _check_paths(config: Any, resume: bool, overwrite: bool, dry_run: bool) -> N
     recipe_check = getattr(RECIPES.get(config.recipe), "check_corpus", None)
     if recipe_check is not None:
         recipe_check(config.corpus, config.recipe_args)  # e.g. CLSR needs pairs, not a sentence list
-    resolve_dev_set(config.dev, config.data_dir)
+    dev_name, _ = resolve_dev_set(config.dev, config.data_dir)
+    if require_improvement and dev_name is None:
+        raise ConfigError("--require-improvement: needs a labelled dev set to compare with the base model; "
+                          "pass --dev FILE (e.g. 100 labelled pairs from your domain) or --dev stsb --data-dir DIR")
     output = Path(config.output)
     if dry_run or not _is_main_process():  # other ranks would see the directory rank 0 just made
         return
