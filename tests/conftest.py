@@ -100,3 +100,29 @@ def run_adapt(*args: str):
     from sentadapt.cli import app
 
     return CliRunner().invoke(app, ["adapt", *args], catch_exceptions=False)
+
+
+def run_config(recipe_name: str, model: Path, corpus: Path, output: Path, flags: dict[str, object],
+               sets: list[str], dev: str | None = "none"):
+    """A RunConfig built as `adapt` builds it: the recipe's paper defaults < `flags` < `--set` values."""
+    from sentadapt.config import build_config
+    from sentadapt.recipes import RECIPES
+
+    recipe = RECIPES.get(recipe_name)
+    return build_config(recipe_name, recipe.Config, recipe.train_defaults, None, flags, sets,
+                        base=str(model), corpus=[str(corpus)], output=str(output), dev=dev)
+
+
+def adapt_option_error_imports_torch(*args: str) -> tuple[int, bool]:
+    """Run `sentadapt adapt ARGS` in a fresh interpreter; its exit code and whether it imported torch."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\nfrom typer.testing import CliRunner\nfrom sentadapt.cli import app\n"
+        f"r = CliRunner().invoke(app, ['adapt', *{list(args)!r}])\n"
+        "print(r.exit_code, 'torch' in sys.modules)"
+    )
+    exit_code, imported = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                                         check=True).stdout.split()
+    return int(exit_code), imported == "True"

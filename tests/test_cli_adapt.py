@@ -9,6 +9,7 @@ import yaml
 from typer.testing import CliRunner
 
 from sentadapt.cli import app
+from tests.conftest import adapt_option_error_imports_torch
 from tests.conftest import run_adapt as _adapt
 
 runner = CliRunner()
@@ -132,17 +133,9 @@ def test_offline_hub_corpus_fails_before_loading(tiny_model_dir: Path, tmp_path:
 def test_option_errors_do_not_import_torch(corpus: Path, tiny_model_dir: Path, tmp_path: Path) -> None:
     """Validation (config, recipe, paths, dev set) runs before torch is imported, so mistakes fail in well
     under a second; only training itself pays torch's import time."""
-    import subprocess
-    import sys
-
-    code = (
-        "import sys\nfrom typer.testing import CliRunner\nfrom sentadapt.cli import app\n"
-        f"r = CliRunner().invoke(app, ['adapt', {str(corpus)!r}, '--base', {str(tiny_model_dir)!r}, '--output', "
-        f"{str(tmp_path / 'run')!r}, '--set', 'temperature=0', '--dev', 'none'])\n"
-        "print(r.exit_code, 'torch' in sys.modules)"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert out.split() == ["2", "False"]
+    assert adapt_option_error_imports_torch(
+        str(corpus), "--base", str(tiny_model_dir), "--output", str(tmp_path / "run"), "--set", "temperature=0",
+        "--dev", "none") == (2, False)
 
 
 def test_encoding_errors_option_reaches_the_reader(tiny_model_dir: Path, tmp_path: Path) -> None:

@@ -15,7 +15,6 @@ import pytest
 import torch
 import yaml
 
-from sentadapt.config import build_config
 from sentadapt.encoder import Encoder
 from sentadapt.errors import ConfigError
 from sentadapt.recipes import RECIPES
@@ -23,6 +22,7 @@ from sentadapt.recipes.losses import nt_xent, opt1_loss, opt2_loss, opt3_loss, s
 from sentadapt.recipes.sgopt import SgOptConfig, SgOptRecipe
 from sentadapt.train.inputs import build_inputs
 from sentadapt.train.loop import Trainer, TrainingInterrupted, TrainingModule
+from tests.conftest import adapt_option_error_imports_torch, run_config
 from tests.conftest import run_adapt as _adapt
 from tests.test_train import Recorder
 
@@ -271,11 +271,9 @@ def toy_corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def sg_config(model: Path, corpus: Path, output: Path, dev: str | None = "none", sets: tuple[str, ...] = (),
               **train: object):
-    recipe = RECIPES.get("sg-opt")
     flags = {"batch_size": 8, "max_length": 16, "lr": 1e-3, "max_steps": 4, "eval_every": 0, "checkpoint_every": 0,
              "log_every": 1, **train}
-    return build_config("sg-opt", recipe.Config, recipe.train_defaults, None, flags, ["head_hidden=32", *sets],
-                        base=str(model), corpus=[str(corpus)], output=str(output), dev=dev)
+    return run_config("sg-opt", model, corpus, output, flags, ["head_hidden=32", *sets], dev)
 
 
 def run(config, reporter=None, resume: bool = False):
@@ -433,11 +431,6 @@ def test_dry_run_prints_the_papers_settings(corpus: Path, tiny_model_dir: Path, 
 
 
 def test_option_errors_do_not_import_torch(corpus: Path, tiny_model_dir: Path, tmp_path: Path) -> None:
-    code = (
-        "import sys\nfrom typer.testing import CliRunner\nfrom sentadapt.cli import app\n"
-        f"r = CliRunner().invoke(app, ['adapt', {str(corpus)!r}, '--recipe', 'sg-opt', '--base', "
-        f"{str(tiny_model_dir)!r}, '--output', {str(tmp_path / 'run')!r}, '--set', 'objective=x', '--dev', 'none'])\n"
-        "print(r.exit_code, 'torch' in sys.modules)"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert out.split() == ["2", "False"]
+    assert adapt_option_error_imports_torch(
+        str(corpus), "--recipe", "sg-opt", "--base", str(tiny_model_dir), "--output", str(tmp_path / "run"),
+        "--set", "objective=x", "--dev", "none") == (2, False)

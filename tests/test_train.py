@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 import torch
 
-from sentadapt.config import TrainConfig, build_config
-from sentadapt.recipes import RECIPES
+from sentadapt.config import TrainConfig
 from sentadapt.train.checkpoint import list_checkpoints
 from sentadapt.train.inputs import build_inputs
 from sentadapt.train.loop import SilentReporter, Trainer, TrainingDiverged, TrainingInterrupted
+from tests.conftest import run_config
 
 WORDS = [
     "the", "a", "man", "woman", "dog", "cat", "car", "server", "database", "disk", "network", "error",
@@ -38,11 +38,9 @@ def toy_corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def make_config(model: Path, corpus: Path, output: Path, dev: str | None = "none", sets: tuple[str, ...] = (),
                 **train: object):
-    recipe = RECIPES.get("consert")
     flags = {"batch_size": 16, "max_length": 16, "lr": 3e-3, "max_steps": 12, "eval_every": 0,
              "checkpoint_every": 0, "log_every": 1, **train}
-    return build_config("consert", recipe.Config, recipe.train_defaults, None, flags, list(sets),
-                        base=str(model), corpus=[str(corpus)], output=str(output), dev=dev)
+    return run_config("consert", model, corpus, output, flags, list(sets), dev)
 
 
 class Recorder(SilentReporter):
