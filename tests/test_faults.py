@@ -35,6 +35,7 @@ RESUME_HINT = "resume with: sentadapt adapt --resume --output {run}"
 DRIVER = r'''
 import sys, time
 from pathlib import Path
+import sentadapt.train.checkpoint as checkpoint
 import sentadapt.train.loop as loop
 
 mode, step, marker = sys.argv[1], int(sys.argv[2]), Path(sys.argv[3])
@@ -46,7 +47,7 @@ def pause():
         time.sleep(0.01)
 
 
-real_save_file, real_log = loop.save_file, loop.Trainer._log
+real_save_file, real_log = checkpoint.save_file, loop.Trainer._log
 
 
 def save_file(state, filename, *args, **kwargs):  # inside checkpoint STEP's write: weights written, no manifest
@@ -66,7 +67,7 @@ def log(self, record):  # after step STEP is logged, before its interrupt check 
             resource.setrlimit(resource.RLIMIT_FSIZE, (20_000, resource.RLIM_INFINITY))
 
 
-loop.save_file, loop.Trainer._log = save_file, log
+checkpoint.save_file, loop.Trainer._log = save_file, log
 from sentadapt.cli import main
 sys.argv = ["sentadapt", "adapt", *sys.argv[4:]]
 main()

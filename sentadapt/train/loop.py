@@ -10,23 +10,22 @@ and exact resume. Recipes only turn a batch into a loss.
 
 Batch size is GLOBAL: with P processes each holds batch_size / P sentences, and the recipes gather
 the views of all processes so the contrastive negatives come from the whole batch.
+
+Beside it: signals.py (stop requests: Ctrl-C and schedulers' signals), tracking.py (the Reporter and
+train.log), checkpoint.py (the checkpoint files and atomic writes). This module decides *when* and on
+which process; they do the rest.
 """
 
 from __future__ import annotations
 
-import json
 import math
-import os
 import shutil
-import signal
-import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import torch
-from safetensors.torch import load_file, save_file
 from torch import nn
 
 from sentadapt.config import RunConfig, save_run_config
@@ -38,42 +37,24 @@ from sentadapt.recipes.base import Recipe
 from sentadapt.train.checkpoint import (
     CheckpointError,
     checkpoint_name,
-    list_checkpoints,
-    prune_checkpoints,
+    load_training_checkpoint,
+    newest_usable_checkpoint,
     publish_model,
     recover_interrupted_writes,
+    stage_rng_state,
     verify_folder,
     write_folder_atomically,
+    write_training_checkpoint,
 )
 from sentadapt.train.optim import build_optimizer, lr_multiplier
+from sentadapt.train.signals import StopRequest, TrainingInterrupted
+from sentadapt.train.tracking import Reporter, SilentReporter, TrainLog, write_run_record
 
-
-class TrainingInterrupted(SentadaptError):
-    """Ctrl-C: a checkpoint was written; the message says how to resume."""
-
-    exit_code = 130
+__all__ = ["Reporter", "SilentReporter", "Trainer", "TrainingDiverged", "TrainingInputs", "TrainingInterrupted"]
 
 
 class TrainingDiverged(SentadaptError):
     """The loss became NaN or infinite."""
-
-
-class Reporter(Protocol):
-    """How the loop tells the outside world what happens (the CLI renders it with rich)."""
-
-    def message(self, text: str) -> None: ...
-    def start(self, total_steps: int, start_step: int) -> None: ...
-    def step(self, step: int, loss: float, parts: dict[str, float], lr: float, examples_per_s: float) -> None: ...
-    def evaluation(self, step: int, score: float, best: float, improved: bool) -> None: ...
-    def finish(self) -> None: ...
-
-
-class SilentReporter:
-    def message(self, text: str) -> None: ...
-    def start(self, total_steps: int, start_step: int) -> None: ...
-    def step(self, step: int, loss: float, parts: dict[str, float], lr: float, examples_per_s: float) -> None: ...
-    def evaluation(self, step: int, score: float, best: float, improved: bool) -> None: ...
-    def finish(self) -> None: ...
 
 
 class TrainingModule(nn.Module):
@@ -179,6 +160,7 @@ class Trainer:
         self.reporter = reporter or SilentReporter()
         self.output = Path(inputs.config.output)
         self.checkpoints = self.output / "checkpoints"
+        self.train_log = TrainLog(self.output / "train.log")
         if self.train_config.mixed_precision == "fp16" and not torch.cuda.is_available():
             raise ConfigError("mixed_precision: fp16 needs a CUDA GPU (accelerate would silently train in fp32 "
                               "on CPU); use --mixed-precision bf16 on CPU")
@@ -228,9 +210,10 @@ class Trainer:
             self._resume()
         self.reporter.start(self.state.total_steps, self.state.step)
         stopped = "completed"
-        previous_handler = self._install_interrupt_handler()
+        self.stop_request = StopRequest(self.reporter.message)
         try:
-            stopped = self._train_steps()
+            with self.stop_request:
+                stopped = self._train_steps()
         except KeyboardInterrupt:
             path = self._save_checkpoint()
             raise TrainingInterrupted(
@@ -239,29 +222,12 @@ class Trainer:
             ) from None
         finally:
             self.reporter.finish()
-            if previous_handler is not None:
-                signal.signal(signal.SIGINT, previous_handler)
         last_step_unscored = self.train_config.eval_every == 0 or self.state.step % self.train_config.eval_every
         if stopped == "completed" and last_step_unscored:
             self._evaluate_and_keep_best()
         published = self._publish()
         return TrainResult(self.output, self.state, stopped, time.perf_counter() - started, self.inputs.dev_name,
                            published)
-
-    def _install_interrupt_handler(self) -> Any:
-        """First Ctrl-C: finish the current step, checkpoint, stop. A second one interrupts at once."""
-        self._interrupted = False
-        if threading.current_thread() is not threading.main_thread():
-            return None
-
-        def request_stop(signum: int, frame: Any) -> None:
-            if self._interrupted:
-                raise KeyboardInterrupt
-            self._interrupted = True
-            self.reporter.message("interrupt: finishing this step, then writing a checkpoint (Ctrl-C again to "
-                                  "stop at once)")
-
-        return signal.signal(signal.SIGINT, request_stop)
 
     def _train_steps(self) -> str:
         cfg = self.train_config
@@ -326,10 +292,13 @@ class Trainer:
         return bool(finite.item() == 1.0)
 
     def _interrupt_requested(self) -> bool:
-        flag = torch.tensor([float(self._interrupted)], device=self.accelerator.device)
+        return self.stop_request.agreed(self._max_over_processes) != 0
+
+    def _max_over_processes(self, value: int) -> int:
+        flag = torch.tensor([value], device=self.accelerator.device)
         if self.accelerator.num_processes > 1:
-            flag = self.accelerator.reduce(flag, reduction="sum")
-        return bool(flag.item() > 0)
+            flag = self.accelerator.gather(flag)
+        return int(flag.max().item())
 
     def _micro_batch(self, micro_index: int, cache: dict[int, list[list[int]]], rank: int, world: int,
                      ) -> dict[str, torch.Tensor]:
@@ -422,31 +391,18 @@ class Trainer:
 
     def _log(self, record: dict[str, Any]) -> None:
         if self.is_main:
-            with (self.output / "train.log").open("a", encoding="utf-8") as handle:
-                handle.write(json.dumps(record) + "\n")
+            self.train_log.append(record)
 
     def _save_checkpoint(self) -> Path:
-        path = self.checkpoints / checkpoint_name(self.state.step)
-        rank = self.accelerator.process_index
-        self.checkpoints.mkdir(parents=True, exist_ok=True)
-        torch.save(_rng_state(), self.checkpoints / f".rng-rank{rank}.pt")  # every process's own RNG
+        """Every process stages its RNG state; the main process writes the checkpoint; all wait for it."""
+        stage_rng_state(self.checkpoints, self.accelerator.process_index)
         self.accelerator.wait_for_everyone()
         if self.is_main:
-            module = self.accelerator.unwrap_model(self.model)
-
-            def write(folder: Path) -> None:
-                state = {k: v.detach().cpu().contiguous() for k, v in module.state_dict().items()}
-                save_file(state, str(folder / "model.safetensors"))
-                torch.save(self.optimizer.state_dict(), folder / "optimizer.pt")
-                torch.save(self.scheduler.state_dict(), folder / "scheduler.pt")
-                if self.accelerator.scaler is not None:  # fp16 loss scale: without it resume re-warms the scale
-                    torch.save(self.accelerator.scaler.state_dict(), folder / "scaler.pt")
-                for rank_file in self.checkpoints.glob(".rng-rank*.pt"):
-                    os.replace(rank_file, folder / rank_file.name[1:])
-                (folder / "trainer_state.json").write_text(json.dumps(self.state.__dict__, indent=1) + "\n")
-
-            write_folder_atomically(path, write, {"step": self.state.step})
-            prune_checkpoints(self.checkpoints, self.train_config.keep_checkpoints)
+            path = write_training_checkpoint(
+                self.checkpoints, self.state.step, self.accelerator.unwrap_model(self.model), self.optimizer,
+                self.scheduler, self.accelerator.scaler, dict(self.state.__dict__), self.train_config.keep_checkpoints)
+        else:
+            path = self.checkpoints / checkpoint_name(self.state.step)
         self.accelerator.wait_for_everyone()
         return path
 
@@ -458,45 +414,18 @@ class Trainer:
             for line in recover_interrupted_writes(self.output):
                 self.reporter.message(line)
         self.accelerator.wait_for_everyone()  # every rank must see the same checkpoint folders
-        for candidate in list_checkpoints(self.checkpoints):
-            try:
-                verify_folder(candidate)
-            except CheckpointError as error:
-                self.reporter.message(f"skipping checkpoint: {error}")
-                continue
-            self._load_checkpoint(candidate)
-            self._trim_log(self.state.step)
-            self.reporter.message(f"resumed from {candidate} (step {self.state.step})")
-            return
-        raise ConfigError(f"--resume: no usable checkpoint in {self.checkpoints}; start without --resume")
-
-    def _trim_log(self, step: int) -> None:
-        """Drop train.log lines for steps after the checkpoint: they are trained (and logged) again."""
-        log = self.output / "train.log"
-        if not self.is_main or not log.is_file():
-            return
-        kept = [line for line in log.read_text(encoding="utf-8").splitlines(keepends=True)
-                if _logged_step(line) <= step]
-        tmp = log.with_name(".tmp-train.log")
-        with tmp.open("w", encoding="utf-8") as handle:
-            handle.writelines(kept)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, log)
+        candidate = newest_usable_checkpoint(self.checkpoints, self.reporter.message)
+        if candidate is None:
+            raise ConfigError(f"--resume: no usable checkpoint in {self.checkpoints}; start without --resume")
+        self._load_checkpoint(candidate)
+        if self.is_main:
+            self.train_log.trim_after(self.state.step)
+        self.reporter.message(f"resumed from {candidate} (step {self.state.step})")
 
     def _load_checkpoint(self, folder: Path) -> None:
-        module = self.accelerator.unwrap_model(self.model)
-        module.load_state_dict(load_file(str(folder / "model.safetensors")))
-        self.optimizer.load_state_dict(torch.load(folder / "optimizer.pt", weights_only=True))
-        self.scheduler.load_state_dict(torch.load(folder / "scheduler.pt", weights_only=True))
-        if self.accelerator.scaler is not None and (folder / "scaler.pt").is_file():
-            self.accelerator.scaler.load_state_dict(torch.load(folder / "scaler.pt", weights_only=True))
-        rng_file = folder / f"rng-rank{self.accelerator.process_index}.pt"
-        if not rng_file.is_file():
-            raise ConfigError(f"--resume: {folder} was written by fewer processes than this run has "
-                              f"({self.accelerator.num_processes}); resume with the same number of processes")
-        _set_rng_state(torch.load(rng_file, weights_only=True))
-        saved = json.loads((folder / "trainer_state.json").read_text())
+        saved = load_training_checkpoint(
+            folder, self.accelerator.unwrap_model(self.model), self.optimizer, self.scheduler,
+            self.accelerator.scaler, self.accelerator.process_index, self.accelerator.num_processes)
         self.state = TrainState(**{**saved, "total_steps": self.state.total_steps})
 
     def _publish(self) -> int:
@@ -532,9 +461,7 @@ class Trainer:
             "total_steps": self.state.total_steps, "history": self.state.history,
             "pooling": self.inputs.encoder.pooling_name,
         }
-        tmp = self.output / ".tmp-metrics.json"
-        tmp.write_text(json.dumps(metrics, indent=2) + "\n")
-        os.replace(tmp, self.output / "metrics.json")
+        write_run_record(self.output, metrics)
 
 
 def _gradient_norm(module: nn.Module) -> torch.Tensor:
@@ -543,23 +470,3 @@ def _gradient_norm(module: nn.Module) -> torch.Tensor:
         return torch.zeros(())
     return torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(g.float()) for g in grads]))
 
-
-def _logged_step(line: str) -> float:
-    """The step of a train.log line; a line cut short by a crash counts as past every checkpoint."""
-    try:
-        return float(json.loads(line)["step"])
-    except (ValueError, KeyError, TypeError):
-        return math.inf
-
-
-def _rng_state() -> dict[str, Any]:
-    state: dict[str, Any] = {"torch": torch.get_rng_state()}
-    if torch.cuda.is_available():
-        state["cuda"] = torch.cuda.get_rng_state_all()
-    return state
-
-
-def _set_rng_state(state: dict[str, Any]) -> None:
-    torch.set_rng_state(state["torch"])
-    if "cuda" in state and torch.cuda.is_available():
-        torch.cuda.set_rng_state_all(state["cuda"])

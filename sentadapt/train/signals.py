@@ -1,0 +1,87 @@
+"""Stopping a run on request: Ctrl-C (SIGINT) and the signals schedulers send before they kill a job.
+
+SLURM (`--signal`, preemption, time limits) and Kubernetes (pod deletion, node drain) send SIGTERM, or
+SIGUSR1 where configured, then SIGKILL after a grace period. Every one of them is handled as Ctrl-C is:
+the first asks the loop to finish the current optimizer step, write a checkpoint and exit; a second one
+stops at once. The process exits with 128 + the signal number, the shell's convention for "ended by
+signal N" (130 for SIGINT, 143 for SIGTERM, 138 for SIGUSR1), so a job script can tell a preempted run
+(checkpoint written, resume it) from a failed one (exit 1 or 2).
+
+The handler only sets a flag. The loop reads it at step boundaries through `StopRequest.agreed`, which
+combines the flags of all processes: ranks stop at the same step even when only one got the signal.
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+from collections.abc import Callable
+from types import FrameType
+from typing import Any
+
+from sentadapt.errors import SentadaptError
+
+# The signals that ask for a clean stop, in the order a combined request is named by (highest number wins).
+STOP_SIGNALS = (signal.SIGINT,)
+
+
+def exit_code_for(signum: int) -> int:
+    """128 + the signal number: what a shell reports for a process ended by that signal."""
+    return 128 + signum
+
+
+class TrainingInterrupted(SentadaptError):
+    """Stopped on request (Ctrl-C, SIGTERM, SIGUSR1): a checkpoint was written; the message says how to resume."""
+
+    exit_code = exit_code_for(signal.SIGINT)
+
+    def __init__(self, message: str, signum: int = signal.SIGINT) -> None:
+        super().__init__(message)
+        self.signum = signum
+        self.exit_code = exit_code_for(signum)
+
+
+def describe(signum: int) -> str:
+    return "Ctrl-C" if signum == signal.SIGINT else signal.Signals(signum).name
+
+
+class StopRequest:
+    """Catch the stop signals for the duration of a `with` block; `signum` is the first one received (0: none).
+
+    Handlers can only be installed from the main thread; elsewhere (a run started from a worker thread)
+    the block catches nothing and training cannot be stopped by signal.
+    """
+
+    def __init__(self, on_first: Callable[[str], None]) -> None:
+        self.signum = 0
+        self._on_first = on_first
+        self._previous: dict[int, Any] = {}
+
+    def __enter__(self) -> StopRequest:
+        self.signum = 0
+        if threading.current_thread() is threading.main_thread():
+            for signum in STOP_SIGNALS:
+                self._previous[signum] = signal.signal(signum, self._handle)
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        for signum, handler in self._previous.items():
+            signal.signal(signum, handler)
+        self._previous.clear()
+
+    def _handle(self, signum: int, frame: FrameType | None) -> None:
+        if self.signum:
+            raise KeyboardInterrupt  # the second request: stop at once
+        self.signum = signum
+        if signum == signal.SIGINT:
+            self._on_first("interrupt: finishing this step, then writing a checkpoint (Ctrl-C again to stop at once)")
+        else:
+            self._on_first(f"{describe(signum)} received: finishing this step, then writing a checkpoint (a second "
+                           "signal stops at once)")
+
+    def agreed(self, combine_max: Callable[[int], int]) -> int:
+        """The signal every process acts on: the highest number any process received (0: carry on).
+
+        `combine_max` reduces an int over all processes with max (identity for one process).
+        """
+        return combine_max(self.signum)
