@@ -90,12 +90,13 @@ def straight(tiny_model_dir: Path, fault_corpus: Path, tmp_path_factory: pytest.
     return output
 
 
-def start(mode: str, step: int, run: Path, model: Path, corpus: Path) -> tuple[subprocess.Popen[str], Path]:
+def start(mode: str, step: int, run: Path, model: Path, corpus: Path, *extra: str,
+          ) -> tuple[subprocess.Popen[str], Path]:
     marker = run.parent / f"{run.name}.marker"
     env = {**os.environ, "CUDA_VISIBLE_DEVICES": "", "OMP_NUM_THREADS": "1"}
     process = subprocess.Popen(
         [sys.executable, "-c", DRIVER, mode, str(step), str(marker), str(corpus), "--base", str(model),
-         "--output", str(run), *COMMON],
+         "--output", str(run), *COMMON, *extra],
         env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
     return process, marker
@@ -191,6 +192,76 @@ def test_ctrl_c_checkpoints_exits_130_and_resumes_exactly(
     assert resumed.exit_code == 0, resumed.output
     assert f"resumed from {checkpoint} (step 6)" in resumed.stderr
     assert_same_as_straight(run, straight)
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGUSR1], ids=["SIGTERM", "SIGUSR1"])
+def test_preemption_signal_checkpoints_exits_128_plus_n_and_the_same_command_resumes_exactly(
+    signum: int, tiny_model_dir: Path, fault_corpus: Path, straight: Path, tmp_path: Path
+) -> None:
+    """What SLURM (--signal, preemption) and Kubernetes (pod deletion) do: SIGTERM or SIGUSR1 to a real run,
+    then the requeued job reruns the very same command with --resume auto."""
+    run = tmp_path / "run"
+    process, marker = start("pause-after-log", 6, run, tiny_model_dir, fault_corpus, "--resume", "auto")
+    wait_for_pause(process, marker)
+    process.send_signal(signum)
+    marker.with_suffix(".go").write_text("go")
+    _, stderr = process.communicate()
+    assert process.returncode == 128 + signum, stderr
+    checkpoint = run / "checkpoints" / "step-0000006"
+    name = signal.Signals(signum).name
+    assert f"{name} received: finishing this step, then writing a checkpoint (a second signal stops at once)" in stderr
+    assert stderr.strip().splitlines()[-1] == (
+        f"Error: stopped by {name} at step 6 (exit code {128 + signum}); checkpoint saved to {checkpoint}; "
+        + RESUME_HINT.format(run=run))
+    verify_folder(checkpoint)
+    assert not (run / ".lock").exists() and not (run / "metrics.json").exists()
+
+    requeued = run_adapt(str(fault_corpus), "--base", str(tiny_model_dir), "--output", str(run), *COMMON,
+                         "--resume", "auto")
+    assert requeued.exit_code == 0, requeued.output
+    assert f"--resume auto: resuming the run in {run} from its last checkpoint" in requeued.stderr
+    assert f"resumed from {checkpoint} (step 6)" in requeued.stderr
+    assert_same_as_straight(run, straight)
+
+
+def test_resume_auto_starts_a_new_run_when_there_is_none(
+    tiny_model_dir: Path, fault_corpus: Path, straight: Path, tmp_path: Path
+) -> None:
+    run = tmp_path / "run"
+    result = run_adapt(str(fault_corpus), "--base", str(tiny_model_dir), "--output", str(run), *COMMON,
+                       "--resume", "auto")
+    assert result.exit_code == 0, result.output
+    assert "--resume auto" not in result.stderr and "resumed from" not in result.stderr
+    assert_same_as_straight(run, straight)
+
+
+def test_resume_auto_restarts_a_run_stopped_before_its_first_checkpoint(
+    tiny_model_dir: Path, fault_corpus: Path, straight: Path, tmp_path: Path
+) -> None:
+    """A job killed while loading the model leaves config.yaml and a stale lock, no checkpoint: start again."""
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "config.yaml").write_text((straight / "config.yaml").read_text())
+    (run / "train.log").write_text('{"step": 1, "loss": 123.0, "lr": 0.0}\n')
+    (run / ".lock").write_text("999999999")
+    result = run_adapt(str(fault_corpus), "--base", str(tiny_model_dir), "--output", str(run), *COMMON,
+                       "--resume", "auto")
+    assert result.exit_code == 0, result.output
+    assert (f"--resume auto: {run} holds no checkpoint yet; starting the run again from the beginning"
+            in result.stderr)
+    assert_same_as_straight(run, straight)
+
+
+def test_resume_auto_on_a_finished_run_exits_0_without_training(
+    tiny_model_dir: Path, fault_corpus: Path, straight: Path
+) -> None:
+    before = {p: p.stat().st_mtime_ns for p in straight.rglob("*")}
+    result = run_adapt(str(fault_corpus), "--base", str(tiny_model_dir), "--output", str(straight), *COMMON,
+                       "--resume", "auto")
+    assert result.exit_code == 0, result.output
+    assert result.stderr.strip() == (
+        f"--resume auto: {straight} is a finished run (metrics.json is written); nothing to do")
+    assert {p: p.stat().st_mtime_ns for p in straight.rglob("*")} == before  # nothing written, nothing trained
 
 
 def test_writes_refused_by_the_kernel_stop_cleanly_then_resume(

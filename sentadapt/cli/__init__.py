@@ -17,7 +17,7 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_show_locals=False,
 )
-app.command(name="adapt")(adapt_command.adapt)
+app.command(name="adapt", cls=adapt_command.AdaptCommand)(adapt_command.adapt)
 app.command(name="eval")(eval_command.eval_models)
 app.command(name="export")(export_command.export)
 app.command(name="diagnose")(diagnose_command.diagnose)

@@ -11,10 +11,44 @@ from typing import Any
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
+from typer.core import TyperCommand
 
 from sentadapt.cli._common import console, err_console, friendly_errors, note, progress_bar
 
 LOCK_FILE = ".lock"
+RESUME_LAST = "last"  # what a bare `--resume` means (AdaptCommand spells it out)
+
+
+class AdaptCommand(TyperCommand):
+    """`--resume` takes an optional value (`--resume` or `--resume auto`), which typer cannot declare: a bare
+    `--resume` is rewritten to `--resume=last` before parsing."""
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        rewritten: list[str] = []
+        for index, arg in enumerate(args):
+            if arg == "--":
+                rewritten += args[index:]
+                break
+            following = args[index + 1] if index + 1 < len(args) else None
+            rewritten.append(f"--resume={RESUME_LAST}" if arg == "--resume" and following != "auto" else arg)
+        return super().parse_args(ctx, rewritten)
+
+
+def _resume_auto_mode(output: Path) -> str | None:
+    """`--resume auto`: finished (metrics.json) | last (a checkpoint or finished stage to continue from) |
+    restart (a run that stopped before its first checkpoint: start it again) | None (a new run)."""
+    say = note if _is_main_process() else (lambda _text: None)
+    if (output / "metrics.json").is_file():
+        say(f"--resume auto: {output} is a finished run (metrics.json is written); nothing to do")
+        return "finished"
+    if any(output.glob("checkpoints/step-*")) or any(output.glob("stage-*/checkpoints/step-*")) or any(
+            output.glob("stage-*/metrics.json")):
+        say(f"--resume auto: resuming the run in {output} from its last checkpoint")
+        return RESUME_LAST
+    if (output / "config.yaml").is_file():
+        say(f"--resume auto: {output} holds no checkpoint yet; starting the run again from the beginning")
+        return "restart"
+    return None
 
 
 def _is_main_process() -> bool:
@@ -51,7 +85,10 @@ def adapt(
     checkpoint_every: int | None = typer.Option(None, "--checkpoint-every"),
     patience: int | None = typer.Option(None, "--patience", help="Evaluations without gain before stopping."),
     seed: int | None = typer.Option(None, "--seed"),
-    resume: bool = typer.Option(False, "--resume", help="Continue the run in --output from its last checkpoint."),
+    resume_option: str | None = typer.Option(
+        None, "--resume", metavar="[auto]",
+        help="Continue the run in --output from its last checkpoint. --resume auto: resume when --output holds a "
+             "checkpoint, else start fresh; a finished run exits 0 (rerun the same command after preemption)."),
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing non-empty --output."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Resolve and print the config, then exit (no weights)."),
     trust_remote_code: bool = typer.Option(False, "--trust-remote-code"),
@@ -66,6 +103,13 @@ def adapt(
     from sentadapt.recipes import RECIPES
     from sentadapt.resolve import DEFAULT_BASE_MODEL
 
+    resume_mode = _resume_auto_mode(output) if resume_option == "auto" else resume_option
+    if resume_mode == "finished":
+        return  # --resume auto on a finished run: said so, nothing to train
+    if resume_mode not in (None, RESUME_LAST, "restart"):
+        raise ConfigError(f"--resume: unknown mode '{resume_mode}'; use --resume (the last checkpoint) or "
+                          "--resume auto")
+    resume, overwrite = resume_mode == RESUME_LAST, overwrite or resume_mode == "restart"
     flags = {"max_steps": max_steps, "epochs": epochs, "batch_size": batch_size, "lr": lr, "max_length": max_length,
              "grad_accum": grad_accum, "mixed_precision": mixed_precision, "eval_every": eval_every,
              "checkpoint_every": checkpoint_every, "patience": patience, "seed": seed}

@@ -5,7 +5,7 @@
 What it owns: seeding, data order, the optimizer (AdamW, or LARS for large-lr heads; no decay on
 biases and LayerNorm), warm-up then linear or cosine decay, gradient accumulation and clipping,
 mixed precision, dev evaluation with the same evaluator as `sentadapt eval`, best-model selection
-against the base model, early stopping, checkpoints (periodic, on Ctrl-C, on a non-finite loss)
+against the base model, early stopping, checkpoints (periodic, on Ctrl-C, SIGTERM or SIGUSR1, on a non-finite loss)
 and exact resume. Recipes only turn a batch into a loss.
 
 Batch size is GLOBAL: with P processes each holds batch_size / P sentences, and the recipes gather
@@ -47,7 +47,7 @@ from sentadapt.train.checkpoint import (
     write_training_checkpoint,
 )
 from sentadapt.train.optim import build_optimizer, lr_multiplier
-from sentadapt.train.signals import StopRequest, TrainingInterrupted
+from sentadapt.train.signals import StopRequest, TrainingInterrupted, stopped_by
 from sentadapt.train.tracking import Reporter, SilentReporter, TrainLog, write_run_record
 
 __all__ = ["Reporter", "SilentReporter", "Trainer", "TrainingDiverged", "TrainingInputs", "TrainingInterrupted"]
@@ -210,16 +210,14 @@ class Trainer:
             self._resume()
         self.reporter.start(self.state.total_steps, self.state.step)
         stopped = "completed"
-        self.stop_request = StopRequest(self.reporter.message)
+        self.stop_request, self._stop_signal = StopRequest(self.reporter.message), 0
         try:
             with self.stop_request:
                 stopped = self._train_steps()
         except KeyboardInterrupt:
             path = self._save_checkpoint()
-            raise TrainingInterrupted(
-                f"interrupted at step {self.state.step}; checkpoint saved to {path}; resume with: "
-                f"sentadapt adapt --resume --output {self.output}"
-            ) from None
+            raise stopped_by(self._stop_signal or self.stop_request.signum, self.state.step, path,
+                             self.output) from None
         finally:
             self.reporter.finish()
         last_step_unscored = self.train_config.eval_every == 0 or self.state.step % self.train_config.eval_every
@@ -292,7 +290,9 @@ class Trainer:
         return bool(finite.item() == 1.0)
 
     def _interrupt_requested(self) -> bool:
-        return self.stop_request.agreed(self._max_over_processes) != 0
+        """At a step boundary: did any process get a stop signal? All processes get the same answer."""
+        self._stop_signal = self.stop_request.agreed(self._max_over_processes)
+        return self._stop_signal != 0
 
     def _max_over_processes(self, value: int) -> int:
         flag = torch.tensor([value], device=self.accelerator.device)

@@ -16,13 +16,14 @@ from __future__ import annotations
 import signal
 import threading
 from collections.abc import Callable
+from pathlib import Path
 from types import FrameType
 from typing import Any
 
 from sentadapt.errors import SentadaptError
 
 # The signals that ask for a clean stop, in the order a combined request is named by (highest number wins).
-STOP_SIGNALS = (signal.SIGINT,)
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGUSR1)
 
 
 def exit_code_for(signum: int) -> int:
@@ -85,3 +86,14 @@ class StopRequest:
         `combine_max` reduces an int over all processes with max (identity for one process).
         """
         return combine_max(self.signum)
+
+
+def stopped_by(signum: int, step: int, checkpoint: Path, output: Path) -> TrainingInterrupted:
+    """The error a stopped run ends with: what stopped it, where the checkpoint is, how to go on."""
+    signum = signum or signal.SIGINT  # a KeyboardInterrupt raised outside the handler
+    if signum == signal.SIGINT:
+        what = f"interrupted at step {step}"
+    else:
+        what = f"stopped by {describe(signum)} at step {step} (exit code {exit_code_for(signum)})"
+    return TrainingInterrupted(f"{what}; checkpoint saved to {checkpoint}; resume with: sentadapt adapt --resume "
+                               f"--output {output}", signum)
