@@ -193,8 +193,9 @@ def test_two_processes_match_one_process_on_the_same_global_batch(tiny_model_dir
     subprocess.run([sys.executable, "-m", "sentadapt", "adapt", *common, "--output", str(single)],
                    check=True, env=env, capture_output=True)
     double = tmp_path / "double"
-    subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port",
-                    str(29500 + os.getpid() % 1000), "-m", "sentadapt", "adapt", *common, "--output", str(double)],
+    torchrun = Path(sys.executable).parent / "torchrun"  # README's command for N CPU processes, as written there
+    subprocess.run([str(torchrun), "--nproc_per_node", "2", "--master_port", str(29500 + os.getpid() % 1000),
+                    "-m", "sentadapt", "adapt", *common, "--output", str(double)],
                    check=True, env=env, capture_output=True)
 
     def losses(run: Path) -> list[float]:
@@ -203,6 +204,19 @@ def test_two_processes_match_one_process_on_the_same_global_batch(tiny_model_dir
 
     assert len(losses(single)) == 3
     assert losses(double) == pytest.approx(losses(single), abs=1e-5)
+    # the run record tells the two apart: process count, backend, per-process share of the global batch
+    recorded = {run.name: json.loads((run / "metrics.json").read_text())["environment"] for run in (single, double)}
+    assert [(e["processes"], e["distributed"], e["backend"], e["per_process_batch"], e["global_batch"])
+            for e in recorded.values()] == [(1, "NO", None, 16, 16), (2, "MULTI_CPU", "gloo", 8, 16)]
+    import accelerate
+    import transformers
+
+    import sentadapt
+
+    assert recorded["double"]["versions"] == {"sentadapt": sentadapt.__version__, "torch": torch.__version__,
+                                              "transformers": transformers.__version__,
+                                              "accelerate": accelerate.__version__}
+    assert (recorded["double"]["mixed_precision"], recorded["double"]["seed"]) == ("no", 42)
 
 
 def test_bf16_mixed_precision_trains_on_cpu(tiny_model_dir: Path, toy_corpus: Path, tmp_path: Path) -> None:

@@ -387,6 +387,21 @@ def _score(value: float | None) -> str:
     return "–" if value is None else f"{value:.2f}"
 
 
+def _environment_rows(env: dict[str, Any]) -> list[tuple[str, str]]:
+    """Where and how the run trained (metrics.json's "environment"), as summary rows."""
+    if not env:
+        return []
+    processes = f"{env['processes']} process" + ("es" if env["processes"] > 1 else "")
+    backend = f", {env['distributed']}/{env['backend']}" if env["backend"] else ""
+    versions = ", ".join(f"{name} {version}" for name, version in env["versions"].items())
+    return [
+        ("ran on", f"{processes} on {env['device']}{backend}, mixed precision {env['mixed_precision']}"),
+        ("batch", f"{env['global_batch']} global ({env['per_process_batch']} per process) × grad_accum "
+                  f"{env['grad_accum']}, seed {env['seed']}"),
+        ("versions", versions),
+    ]
+
+
 def _print_summary(result: Any) -> None:
     state = result.state
     table = Table(title="sentadapt adapt — summary", show_header=False)
@@ -395,6 +410,8 @@ def _print_summary(result: Any) -> None:
     table.add_row("output", str(result.output))
     table.add_row("steps", f"{state.step} / {state.total_steps} ({result.stopped})")
     table.add_row("time", time.strftime("%H:%M:%S", time.gmtime(result.seconds)))
+    for name, value in _environment_rows(result.environment):
+        table.add_row(name, value)
     if result.dev_name is None:
         table.add_row("model kept", f"last step ({result.published_step}); no dev data, selection was blind")
         table.add_row("verdict", "[yellow]unknown: nothing measured whether this beats the base model; "

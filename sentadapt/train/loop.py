@@ -48,7 +48,7 @@ from sentadapt.train.checkpoint import (
 )
 from sentadapt.train.optim import build_optimizer, lr_multiplier
 from sentadapt.train.signals import StopRequest, TrainingInterrupted, stopped_by
-from sentadapt.train.tracking import Reporter, SilentReporter, TrainLog, write_run_record
+from sentadapt.train.tracking import Reporter, SilentReporter, TrainLog, describe_run, write_run_record
 
 __all__ = ["Reporter", "SilentReporter", "Trainer", "TrainingDiverged", "TrainingInputs", "TrainingInterrupted"]
 
@@ -105,6 +105,7 @@ class TrainResult:
     seconds: float
     dev_name: str | None
     published_step: int
+    environment: dict[str, Any] = field(default_factory=dict)  # processes, device, batch, versions (describe_run)
 
     @property
     def improved(self) -> bool | None:
@@ -176,7 +177,19 @@ class Trainer:
         # per-process seeds: otherwise every rank draws the same augmentation masks for its local examples
         set_seed(self.train_config.seed, device_specific=True)
         self.is_main = self.accelerator.is_main_process
+        self.environment = self._describe_environment()
         self.state = TrainState(total_steps=total_steps_for(len(inputs.examples), inputs.config))
+
+    def _describe_environment(self) -> dict[str, Any]:
+        import torch.distributed as dist
+
+        cfg, accelerator = self.train_config, self.accelerator
+        backend = dist.get_backend() if dist.is_available() and dist.is_initialized() else None
+        return describe_run(
+            processes=accelerator.num_processes, device=accelerator.device,
+            distributed_type=str(accelerator.distributed_type.value), backend=backend,
+            mixed_precision=str(accelerator.mixed_precision), batch_size=cfg.batch_size, grad_accum=cfg.grad_accum,
+            seed=cfg.seed)
 
     # ------------------------------------------------------------------ setup
     def _build(self, resume: bool) -> None:
@@ -225,7 +238,7 @@ class Trainer:
             self._evaluate_and_keep_best()
         published = self._publish()
         return TrainResult(self.output, self.state, stopped, time.perf_counter() - started, self.inputs.dev_name,
-                           published)
+                           published, self.environment)
 
     def _train_steps(self) -> str:
         cfg = self.train_config
@@ -459,7 +472,7 @@ class Trainer:
             "best_step": self.state.best_step, "dev_change": self.state.dev_change, "improved": self.state.improved,
             "published_step": published_step, "steps": self.state.step,
             "total_steps": self.state.total_steps, "history": self.state.history,
-            "pooling": self.inputs.encoder.pooling_name,
+            "pooling": self.inputs.encoder.pooling_name, "environment": self.environment,
         }
         write_run_record(self.output, metrics)
 

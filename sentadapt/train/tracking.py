@@ -54,6 +54,40 @@ class TrainLog:
         os.replace(tmp, self.path)
 
 
+def describe_run(*, processes: int, device: Any, distributed_type: str, backend: str | None, mixed_precision: str,
+                 batch_size: int, grad_accum: int, seed: int) -> dict[str, Any]:
+    """Where and how a run trained, for metrics.json and the summary: two runs that differ here differ."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    import torch
+
+    import sentadapt
+
+    def installed(name: str) -> str | None:
+        try:
+            return version(name)
+        except PackageNotFoundError:
+            return None
+
+    device_name = str(device)
+    if getattr(device, "type", None) == "cuda":
+        device_name += f" ({torch.cuda.get_device_name(device)})"
+    return {
+        "processes": processes,
+        "device": device_name,
+        "distributed": distributed_type,  # accelerate's DistributedType: NO, MULTI_CPU, MULTI_GPU, ...
+        "backend": backend,  # torch.distributed backend (gloo, nccl), None for one process
+        "mixed_precision": mixed_precision,
+        "per_process_batch": batch_size // processes,
+        "global_batch": batch_size,  # sentences per forward over all processes: the in-batch negatives
+        "grad_accum": grad_accum,
+        "examples_per_step": batch_size * grad_accum,
+        "seed": seed,
+        "versions": {"sentadapt": sentadapt.__version__, "torch": torch.__version__,
+                     "transformers": installed("transformers"), "accelerate": installed("accelerate")},
+    }
+
+
 def write_run_record(output: Path, metrics: dict[str, Any]) -> None:
     """metrics.json, atomically: its presence marks a finished run (`--resume` refuses, `--resume auto` stops)."""
     tmp = output / ".tmp-metrics.json"
