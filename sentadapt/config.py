@@ -21,6 +21,7 @@ from sentadapt.registry import one_line, unknown_name_message
 
 MIXED_PRECISION = ("no", "fp16", "bf16")
 ON_NAN = ("stop", "skip")
+REPORT_TO = ("none", "tensorboard", "wandb", "mlflow", "all")  # --report-to (train/tracking.py)
 
 
 @dataclass
@@ -52,7 +53,8 @@ class TrainConfig:
     on_nan: str = "stop"  # stop | skip (skip the step, stop after `max_nan_skips`)
     max_nan_skips: int = 10
     eval_batch_size: int = 128
-    log_every: int = 10  # steps between lines of train.log
+    log_every: int = 10  # steps between lines of train.log (and points sent to the --report-to trackers)
+    report_to: str = "none"  # none | tensorboard | wandb | mlflow | all (Accelerate's experiment trackers)
 
     def validate(self) -> None:
         check_range("max_steps", self.max_steps, 0, None)
@@ -78,6 +80,7 @@ class TrainConfig:
         check_choice("schedule", self.schedule, ("linear", "cosine"))
         check_range("eval_batch_size", self.eval_batch_size, 1, None)
         check_range("log_every", self.log_every, 1, None)
+        check_choice("report_to", self.report_to, REPORT_TO)
 
 
 @dataclass

@@ -85,6 +85,9 @@ def adapt(
     checkpoint_every: int | None = typer.Option(None, "--checkpoint-every"),
     patience: int | None = typer.Option(None, "--patience", help="Evaluations without gain before stopping."),
     seed: int | None = typer.Option(None, "--seed"),
+    report_to: str | None = typer.Option(
+        None, "--report-to", help="Experiment tracking through Accelerate: none (default) | tensorboard | wandb | "
+                                  "mlflow | all (every installed one). Events of tensorboard: OUTPUT/tensorboard/."),
     resume_option: str | None = typer.Option(
         None, "--resume", metavar="[auto]",
         help="Continue the run in --output from its last checkpoint. --resume auto: resume when --output holds a "
@@ -112,7 +115,7 @@ def adapt(
     resume, overwrite = resume_mode == RESUME_LAST, overwrite or resume_mode == "restart"
     flags = {"max_steps": max_steps, "epochs": epochs, "batch_size": batch_size, "lr": lr, "max_length": max_length,
              "grad_accum": grad_accum, "mixed_precision": mixed_precision, "eval_every": eval_every,
-             "checkpoint_every": checkpoint_every, "patience": patience, "seed": seed}
+             "checkpoint_every": checkpoint_every, "patience": patience, "seed": seed, "report_to": report_to}
     if resume:
         config = load_run_config(output / "config.yaml", {name: RECIPES.get(name).Config for name in RECIPES})
         config.output = str(output)  # the directory may have been moved since it was written
@@ -162,6 +165,9 @@ def _check_paths(config: Any, resume: bool, overwrite: bool, dry_run: bool, requ
     from sentadapt.resolve import resolve_model
 
     check_choice("--encoding-errors", config.encoding_errors, ENCODING_ERRORS)
+    from sentadapt.train.tracking import resolve_trackers
+
+    resolve_trackers(config.train.report_to)  # a tracker that is not installed: say which extra, before loading
     config.resolved_model = resolve_model(config.base)
     check_sources(config.corpus)  # a missing file, a directory, a fake .gz, an unreachable Hub dataset
     from sentadapt.recipes import RECIPES

@@ -48,7 +48,20 @@ from sentadapt.train.checkpoint import (
 )
 from sentadapt.train.optim import build_optimizer, lr_multiplier
 from sentadapt.train.signals import StopRequest, TrainingInterrupted, stopped_by
-from sentadapt.train.tracking import Reporter, SilentReporter, TrainLog, describe_run, write_run_record
+from sentadapt.train.tracking import (
+    PROJECT,
+    TENSORBOARD_DIR,
+    Reporter,
+    SilentReporter,
+    TrainLog,
+    describe_run,
+    final_values,
+    hyperparameters,
+    resolve_trackers,
+    tracker_init_kwargs,
+    tracker_values,
+    write_run_record,
+)
 
 __all__ = ["Reporter", "SilentReporter", "Trainer", "TrainingDiverged", "TrainingInputs", "TrainingInterrupted"]
 
@@ -153,7 +166,7 @@ class Trainer:
 
     def __init__(self, inputs: TrainingInputs, reporter: Reporter | None = None) -> None:
         from accelerate import Accelerator
-        from accelerate.utils import set_seed
+        from accelerate.utils import ProjectConfiguration, set_seed
 
         self.inputs = inputs
         self.config = inputs.config
@@ -165,7 +178,11 @@ class Trainer:
         if self.train_config.mixed_precision == "fp16" and not torch.cuda.is_available():
             raise ConfigError("mixed_precision: fp16 needs a CUDA GPU (accelerate would silently train in fp32 "
                               "on CPU); use --mixed-precision bf16 on CPU")
+        self.trackers = resolve_trackers(self.train_config.report_to)
         self.accelerator = Accelerator(
+            log_with=self.trackers or None,
+            project_config=ProjectConfiguration(project_dir=str(self.output),
+                                                logging_dir=str(self.output / TENSORBOARD_DIR)),
             mixed_precision=self.train_config.mixed_precision,
             gradient_accumulation_steps=self.train_config.grad_accum,
             # without CUDA, accelerate only sets up multi-process (gloo) training when told it runs on CPU
@@ -218,6 +235,13 @@ class Trainer:
         if self.is_main and not resume and not (self.output / "config.yaml").exists():
             self.output.mkdir(parents=True, exist_ok=True)
             save_run_config(self.config, self.output / "config.yaml")  # what `--resume` reads back
+        self._start_trackers()
+        try:
+            return self._train_and_publish(resume, started)
+        finally:
+            self._finish_trackers()
+
+    def _train_and_publish(self, resume: bool, started: float) -> TrainResult:
         self._build(resume)
         if resume:
             self._resume()
@@ -240,6 +264,22 @@ class Trainer:
         return TrainResult(self.output, self.state, stopped, time.perf_counter() - started, self.inputs.dev_name,
                            published, self.environment)
 
+    def _start_trackers(self) -> None:
+        """--report-to: Accelerate's trackers (main process only), the run named after its output folder."""
+        if self.trackers:
+            self.accelerator.init_trackers(PROJECT, config=hyperparameters(self.config.to_dict()),
+                                           init_kwargs=tracker_init_kwargs(self.output.name))
+
+    def _finish_trackers(self) -> None:
+        # not accelerator.end_training(): it also destroys the process group the next stage still needs
+        for tracker in self.accelerator.trackers:
+            tracker.finish()
+        self.accelerator.trackers = []
+
+    def _track(self, values: dict[str, Any], step: int) -> None:
+        if self.trackers and self.is_main:
+            self.accelerator.log(values, step=step)
+
     def _train_steps(self) -> str:
         cfg = self.train_config
         plan_cache: dict[int, list[list[int]]] = {}
@@ -254,7 +294,8 @@ class Trainer:
             self.reporter.step(self.state.step, loss, parts, self.scheduler.get_last_lr()[0],
                                window_examples / max(elapsed, 1e-9))
             if self.state.step % cfg.log_every == 0 or self.state.step == 1:
-                self._log({"step": self.state.step, "loss": loss, **parts, "lr": self.scheduler.get_last_lr()[0]})
+                self._log({"step": self.state.step, "loss": loss, **parts, "lr": self.scheduler.get_last_lr()[0],
+                           "examples_per_s": window_examples / max(elapsed, 1e-9)})
             if self._interrupt_requested():
                 raise KeyboardInterrupt  # a step boundary: the checkpoint below is exact
             if cfg.eval_every and self.state.step % cfg.eval_every == 0 and self._evaluate_and_keep_best():
@@ -388,6 +429,8 @@ class Trainer:
                 self._save_model(self.output / "best")
             else:
                 self.state.evals_without_improvement += 1
+            if self.state.best_score is not None:
+                self._track({"dev/best": self.state.best_score}, self.state.step)
             self.reporter.evaluation(self.state.step, score, self.state.best_score or score, improved)
             patience = self.train_config.patience
             stop[0] = float(bool(patience) and self.state.evals_without_improvement >= patience)
@@ -403,8 +446,10 @@ class Trainer:
         write_folder_atomically(folder, encoder.save, {"step": self.state.step})
 
     def _log(self, record: dict[str, Any]) -> None:
+        """A train.log line (main process), also sent to the --report-to trackers."""
         if self.is_main:
             self.train_log.append(record)
+            self._track(tracker_values(record), int(record["step"]))
 
     def _save_checkpoint(self) -> Path:
         """Every process stages its RNG state; the main process writes the checkpoint; all wait for it."""
@@ -461,10 +506,10 @@ class Trainer:
             step = int(verify_folder(best).get("step", self.state.best_step or 0))
         publish_model(best, self.output)
         shutil.rmtree(best)
-        self._write_metrics(step)
+        self._track(final_values(self._write_metrics(step)), self.state.step)
         return step
 
-    def _write_metrics(self, published_step: int) -> None:
+    def _write_metrics(self, published_step: int) -> dict[str, Any]:
         metrics = {
             "recipe": self.config.recipe, "base_model": self.config.base, "dev": self.inputs.dev_name,
             "dev_metric": "Spearman x100 of cosine (7-task style 'all' aggregation)",
@@ -475,6 +520,7 @@ class Trainer:
             "pooling": self.inputs.encoder.pooling_name, "environment": self.environment,
         }
         write_run_record(self.output, metrics)
+        return metrics
 
 
 def _gradient_norm(module: nn.Module) -> torch.Tensor:

@@ -1,4 +1,5 @@
-"""Where a run's progress goes: the Reporter (the terminal, rendered by the CLI) and train.log (JSON lines).
+"""Where a run's progress goes: the Reporter (the terminal, rendered by the CLI), train.log (JSON lines),
+metrics.json (the run record) and, with `--report-to`, Accelerate's experiment trackers.
 
 The loop calls these; it never formats output itself.
 """
@@ -10,6 +11,8 @@ import math
 import os
 from pathlib import Path
 from typing import Any, Protocol
+
+from sentadapt.config import REPORT_TO
 
 
 class Reporter(Protocol):
@@ -52,6 +55,84 @@ class TrainLog:
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp, self.path)
+
+
+# --report-to: name → (module that must be importable, the pip extra that installs it)
+TRACKERS = {"tensorboard": ("tensorboard", "tensorboard"), "wandb": ("wandb", "wandb"), "mlflow": ("mlflow", "mlflow")}
+TENSORBOARD_DIR = "tensorboard"  # RUN/tensorboard/sentadapt/: `tensorboard --logdir runs/` shows every run
+PROJECT = "sentadapt"  # wandb project, MLflow experiment (the run's name is its output folder's)
+
+
+def resolve_trackers(report_to: str) -> list[str]:
+    """The Accelerate trackers `--report-to` asks for. `all` means every installed one (as in Accelerate and
+    the HF Trainer); a tracker asked for by name that is not installed is a one-line error naming the extra."""
+    import importlib.util
+
+    from sentadapt.errors import ConfigError
+
+    def installed(name: str) -> bool:
+        return importlib.util.find_spec(TRACKERS[name][0]) is not None
+
+    if report_to not in REPORT_TO:
+        raise ConfigError(f"--report-to: unknown value '{report_to}'; valid: {', '.join(REPORT_TO)}")
+    if report_to == "none":
+        return []
+    if report_to == "all":
+        found = [name for name in TRACKERS if installed(name)]
+        if not found:
+            raise ConfigError("--report-to all: no tracker is installed; install one with: pip install "
+                              "'sentadapt[tensorboard]' (or [wandb], [mlflow])")
+        return found
+    if not installed(report_to):
+        raise ConfigError(f"--report-to {report_to}: the {TRACKERS[report_to][0]} package is not installed; "
+                          f"install it with: pip install 'sentadapt[{TRACKERS[report_to][1]}]'")
+    return [report_to]
+
+
+def tracker_init_kwargs(run_name: str) -> dict[str, dict[str, Any]]:
+    """Name the run after its output folder in every tracker (TensorBoard: its folder is inside the run)."""
+    return {"wandb": {"name": run_name}, "mlflow": {"run_name": run_name}}
+
+
+def hyperparameters(config: dict[str, Any], prefix: str = "") -> dict[str, bool | int | float | str]:
+    """The run config flattened to the scalar values trackers accept (`train.lr`, `recipe_args.temperature`)."""
+    flat: dict[str, bool | int | float | str] = {}
+    for key, value in config.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, dict):
+            flat.update(hyperparameters(value, f"{name}."))
+        elif isinstance(value, (bool, int, float, str)):
+            flat[name] = value
+        else:
+            flat[name] = "none" if value is None else str(value)  # lists (corpus files), tuples
+    return flat
+
+
+def tracker_values(record: dict[str, Any]) -> dict[str, float]:
+    """A train.log record as tracker scalars: `train/loss`, `train/<part>`, `train/lr`, `train/examples_per_s`,
+    or `dev/score`."""
+    if "dev" in record:
+        return {"dev/score": float(record["dev"])}
+    return {f"train/{key}": float(value) for key, value in record.items()
+            if key != "step" and isinstance(value, (int, float))}
+
+
+def final_values(metrics: dict[str, Any]) -> dict[str, float | str]:
+    """The end of the run for the trackers: base and best dev score, the change, and the verdict."""
+    change = metrics.get("dev_change")
+    if metrics.get("improved") is None:
+        verdict = "unknown: no dev set, nothing measured whether this beats the base model"
+    elif metrics["improved"]:
+        verdict = f"improved by {change:+.2f} on {metrics['dev']}"
+    else:
+        verdict = f"not an improvement ({change:+.2f} on {metrics['dev']}): keep using the base model"
+    values: dict[str, float | str] = {"final/verdict": verdict, "final/published_step": metrics["published_step"]}
+    for key in ("base_score", "best_score", "dev_change"):
+        if metrics.get(key) is not None:
+            values[f"final/{key}"] = float(metrics[key])
+    if metrics.get("improved") is not None:
+        values["final/improved"] = float(metrics["improved"])
+    return values
 
 
 def describe_run(*, processes: int, device: Any, distributed_type: str, backend: str | None, mixed_precision: str,
