@@ -11,6 +11,35 @@ import torch
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # unit tests never touch the network
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
+# Floating-point tolerances: the rule every test follows.
+#
+# Two correct CPU kernels do not give the same float32 bits: ATen picks a SIMD path per machine
+# (ATEN_CPU_CAPABILITY default | avx2 | avx512), BLAS blocks its dot products by core type, and the
+# thread count changes the order of parallel reductions. Each float32 operation rounds with relative
+# error up to u = 2^-24 ≈ 6e-8 (machine epsilon 2^-23 ≈ 1.2e-7); a result that goes through k
+# dependent operations, or sums n terms in another order, can move by ~k·u, resp. up to n·u relative to
+# the terms' scale. A tiny-BERT embedding is ~40 operations deep (2 layers × embedding sum, 4 matmuls of
+# 32-37 terms, softmax, 2 LayerNorms) plus pooling: ~40-100 · 6e-8 ≈ 2.4e-6-6e-6 relative in the worst
+# case, ~1e-6 typically. Measured here (tiny BERT, 32 sentences): ATEN_CPU_CAPABILITY=default vs avx2
+# moves vector elements of scale ~2 by up to 4.8e-7 and cosines by up to 1.8e-7; batch 3 on one thread
+# vs batch 32 on two threads by 4.2e-7 and 6e-8.
+#
+#  * float32 results of DIFFERENT computations (another kernel, batch shape, padding, process count,
+#    thread count, reduction order, a float64 reference): compare RELATIVELY with FLOAT32_RTOL = 1e-5,
+#    ~80 epsilons, 2-4x the worst case above. Never absolute 1e-6 on a number of size 38 (that is 2e-8
+#    relative, below one float32 ulp of 38.18 = 3.8e-6): the original failure, a Pearson x100 of
+#    38.180772 vs 38.180775, was 7.6e-8 relative, i.e. one rounding.
+#  * Statistics of such results amplify: Pearson moves by ~δcos / std(cos), so with cosines spread by
+#    0.01 a 1e-7 cosine change is 1e-5 relative in r; Spearman is exact until two cosines swap order.
+#    FLOAT32_RTOL covers the first; the test data keep cosines far from ties (a swap is a real change).
+#  * Elementwise vector comparisons: absolute tolerance relative to the vector's scale (unit-norm
+#    32-dim vectors, elements ~0.2; raw hidden states ~1): atol 1e-5, plus allclose's rtol 1e-5.
+#  * The SAME computation twice on one machine (save → reload → encode, resume vs uninterrupted run in
+#    the same process settings, a tensor and its .item()) is deterministic: tight or exact checks stay.
+#  * float64 against float64 (scipy, a float64 reference of an equation): 1e-12 relative or 1e-6
+#    absolute on O(1) values are both far above float64 rounding (2.2e-16) and stay.
+FLOAT32_RTOL = 1e-5
+
 ASSETS = Path(__file__).parent / "assets"
 SHARED = Path(__file__).resolve().parents[1].parent / "shared"
 SHARED_MODELS = SHARED / "models"

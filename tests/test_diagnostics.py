@@ -19,7 +19,7 @@ from sentadapt.diagnostics.topk import frequency_ranks, token_counts, topk_curve
 from sentadapt.errors import ConfigError, DataError
 from sentadapt.evaluation.sts import StsEvaluator
 from sentadapt.pooling import Pooling
-from tests.conftest import TINY_SENTENCES
+from tests.conftest import FLOAT32_RTOL, TINY_SENTENCES
 
 # ------------------------------------------------------------------ random-pair cosine
 
@@ -166,6 +166,7 @@ def _mean_without(encoder, sentences: list[str], removed: set[int]) -> torch.Ten
     return torch.stack(rows)
 
 
+@pytest.mark.parity
 def test_topk_counts_cls_and_sep_as_the_two_most_frequent_and_removes_the_right_tokens(
     tiny_encoder, pairs_tsv: Path
 ) -> None:
@@ -178,12 +179,12 @@ def test_topk_counts_cls_and_sep_as_the_two_most_frequent_and_removes_the_right_
     scores = curve.curves["pairs"]
     assert len(scores) == 4
     # k = 0 is plain mean pooling: the same number `sentadapt eval` prints
-    assert scores[0] == pytest.approx(StsEvaluator({"p": pairs})(tiny_encoder).tasks[0].spearman, abs=1e-6)
+    assert scores[0] == pytest.approx(StsEvaluator({"p": pairs})(tiny_encoder).tasks[0].spearman, rel=FLOAT32_RTOL)
     # k = 2 drops exactly [CLS] and [SEP]; k = 3 also drops "the"
     specials = {tokenizer.cls_token_id, tokenizer.sep_token_id}
     for k, removed in ((2, specials), (3, specials | {tokenizer.convert_tokens_to_ids("the")})):
         reference = scorer(_mean_without(tiny_encoder, scorer.sentences, removed))
-        assert scores[k] == pytest.approx(reference, abs=1e-6)
+        assert scores[k] == pytest.approx(reference, rel=FLOAT32_RTOL)
     assert curve.to_dict()["best"] == max(scores)
 
 
@@ -200,20 +201,23 @@ def test_topk_sentence_with_every_token_removed_scores_as_cosine_zero(tiny_encod
 # ------------------------------------------------------------------ layer sweep and the sample pass
 
 
+@pytest.mark.parity
 def test_layer_sweep_cells_equal_the_encoder_with_that_pooling(tiny_encoder, pairs_tsv: Path) -> None:
     pairs = read_scored_pairs(pairs_tsv)
     sweep = layer_sweep(tiny_encoder, pairs, "pairs", batch_size=3)
     evaluator = StsEvaluator({"p": read_scored_pairs(pairs_tsv)})
     for name, pooling in (("max@1", Pooling("max", (1,), (1.0,))), ("cls@2", Pooling("cls", (2,), (1.0,))),
                           ("last2avg", Pooling.from_name("last2avg", 2))):
-        assert sweep.scores[name] == pytest.approx(evaluator(tiny_encoder, pooling=pooling).tasks[0].spearman, abs=1e-6)
-    assert sweep.model_score == pytest.approx(evaluator(tiny_encoder).tasks[0].spearman, abs=1e-6)
-    assert sweep.scores["mean@2"] == pytest.approx(sweep.model_score, abs=1e-6)  # the model's pooling is mean@L
+        assert sweep.scores[name] == pytest.approx(evaluator(tiny_encoder, pooling=pooling).tasks[0].spearman,
+                                                   rel=FLOAT32_RTOL)
+    assert sweep.model_score == pytest.approx(evaluator(tiny_encoder).tasks[0].spearman, rel=FLOAT32_RTOL)
+    assert sweep.scores["mean@2"] == pytest.approx(sweep.model_score, rel=FLOAT32_RTOL)  # the model's pooling: mean@L
     assert math.isnan(sweep.scores["cls@0"])  # [CLS] of the embedding layer is the same vector for every sentence
     assert len(sweep.grid()) == 3 and len(sweep.grid()[0]) == 3
     assert sweep.best[1] == max(v for v in sweep.scores.values() if not math.isnan(v))
 
 
+@pytest.mark.parity
 def test_sample_pass_embeddings_equal_encode_and_last_layer_cosine_matches(tiny_encoder) -> None:
     result = sample_pass(tiny_encoder, TINY_SENTENCES, batch_size=3)
     encoded = tiny_encoder.encode(TINY_SENTENCES)

@@ -16,6 +16,7 @@ def _encode_one_by_one(encoder: Encoder, texts: list[str]) -> torch.Tensor:
     return torch.cat([encoder.encode([t], batch_size=1) for t in texts])
 
 
+@pytest.mark.parity
 def test_encode_matches_unbatched_and_restores_order(tiny_encoder: Encoder) -> None:
     texts = [*TINY_SENTENCES, TINY_SENTENCES[2], TINY_SENTENCES[0]]
     batched = tiny_encoder.encode(texts, batch_size=3)
@@ -64,12 +65,14 @@ def test_plain_hf_folder_defaults_to_mean_pooling(tiny_encoder: Encoder) -> None
     assert tiny_encoder.pooling_source == "default"
 
 
+@pytest.mark.parity
 def test_pooling_override(tiny_model_dir: Path) -> None:
     encoder = Encoder.load(tiny_model_dir, pooling="cls", device="cpu")
     assert encoder.pooling_name == "cls"
     ids = encoder.collate(encoder.tokenize_ids(["the server is down"]))
     hidden = encoder.backbone(input_ids=ids.input_ids, attention_mask=ids.attention_mask).last_hidden_state
-    assert torch.allclose(encoder.encode(["the server is down"])[0], hidden[0, 0], atol=1e-6)
+    # encode() (inference mode, its own batching) vs a direct forward: another path, elements of scale ~1
+    assert torch.allclose(encoder.encode(["the server is down"])[0], hidden[0, 0], atol=1e-5)
 
 
 @pytest.mark.parametrize("pooling", ["cls", "mean", "max", "last2avg", "firstlast"])

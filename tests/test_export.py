@@ -15,7 +15,15 @@ from sentadapt.cli import app
 from sentadapt.encoder import Encoder
 from sentadapt.errors import ExportError
 from sentadapt.export import ExportRequest, export_model
-from tests.conftest import SHARED_MODELS, SHARED_STS, TINY_SENTENCES, build_tiny_bert, needs_shared, run_adapt
+from tests.conftest import (
+    FLOAT32_RTOL,
+    SHARED_MODELS,
+    SHARED_STS,
+    TINY_SENTENCES,
+    build_tiny_bert,
+    needs_shared,
+    run_adapt,
+)
 
 st = pytest.importorskip("sentence_transformers")
 
@@ -85,6 +93,7 @@ def _cosines(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     return torch.nn.functional.cosine_similarity(a, b.float().cpu(), dim=-1)
 
 
+@pytest.mark.parity
 @pytest.mark.parametrize("recipe", ["consert", "sg-opt", "clsr"])
 def test_sentence_transformers_export_gives_our_vectors(runs: dict[str, Path], st_exports: dict[str, Path],
                                                         recipe: str) -> None:
@@ -135,6 +144,7 @@ def test_checkpoint_export_takes_the_checkpoints_encoder_weights(runs: dict[str,
     assert not torch.equal(exported[word_embeddings], base[word_embeddings])  # trained weights, not the base's
 
 
+@pytest.mark.parity
 def test_eval_of_the_export_equals_eval_of_the_source(runs: dict[str, Path], st_exports: dict[str, Path],
                                                        tmp_path: Path, pairs_tsv: Path) -> None:
     scores = []
@@ -146,9 +156,11 @@ def test_eval_of_the_export_equals_eval_of_the_source(runs: dict[str, Path], st_
         tasks = json.loads(report.read_text())[0]["reports"][0]["tasks"]
         scores.append([(name, task["spearman"], task["pearson"]) for name, task in tasks.items()])
     assert scores[0][0][0] == scores[1][0][0]
-    assert scores[0][0][1:] == pytest.approx(scores[1][0][1:], abs=1e-6)  # normalisation never changes a cosine
+    # normalisation never changes a cosine beyond float32 rounding (Pearson x100 ~38: see FLOAT32_RTOL)
+    assert scores[0][0][1:] == pytest.approx(scores[1][0][1:], rel=FLOAT32_RTOL)
 
 
+@pytest.mark.parity
 def test_onnx_export_matches_torch_and_reports_int8_drift(runs: dict[str, Path], tmp_path: Path) -> None:
     pytest.importorskip("onnxruntime")
     from sentadapt.export.onnx import onnx_encode, session

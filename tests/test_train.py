@@ -16,7 +16,7 @@ from sentadapt.config import TrainConfig
 from sentadapt.train.checkpoint import list_checkpoints
 from sentadapt.train.inputs import build_inputs
 from sentadapt.train.loop import SilentReporter, Trainer, TrainingDiverged, TrainingInterrupted
-from tests.conftest import run_config
+from tests.conftest import FLOAT32_RTOL, run_config
 
 WORDS = [
     "the", "a", "man", "woman", "dog", "cat", "car", "server", "database", "disk", "network", "error",
@@ -203,7 +203,7 @@ def test_two_processes_match_one_process_on_the_same_global_batch(tiny_model_dir
         return [r["loss"] for r in records if "loss" in r]
 
     assert len(losses(single)) == 3
-    assert losses(double) == pytest.approx(losses(single), abs=1e-5)
+    assert losses(double) == pytest.approx(losses(single), rel=FLOAT32_RTOL)
     # the run record tells the two apart: process count, backend, per-process share of the global batch
     recorded = {run.name: json.loads((run / "metrics.json").read_text())["environment"] for run in (single, double)}
     assert [(e["processes"], e["distributed"], e["backend"], e["per_process_batch"], e["global_batch"])
