@@ -219,7 +219,9 @@ def test_preemption_signal_checkpoints_exits_128_plus_n_and_the_same_command_res
     requeued = run_adapt(str(fault_corpus), "--base", str(tiny_model_dir), "--output", str(run), *COMMON,
                          "--resume", "auto")
     assert requeued.exit_code == 0, requeued.output
-    assert f"--resume auto: resuming the run in {run} from its last checkpoint" in requeued.stderr
+    assert (f"--resume auto: resuming the run in {run} from its last checkpoint (with its saved config.yaml)"
+            in requeued.stderr)
+    assert "ignoring" not in requeued.stderr  # the same command again: its options are the saved ones
     assert f"resumed from {checkpoint} (step 6)" in requeued.stderr
     assert_same_as_straight(run, straight)
 

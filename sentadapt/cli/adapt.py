@@ -43,7 +43,7 @@ def _resume_auto_mode(output: Path) -> str | None:
         return "finished"
     if any(output.glob("checkpoints/step-*")) or any(output.glob("stage-*/checkpoints/step-*")) or any(
             output.glob("stage-*/metrics.json")):
-        say(f"--resume auto: resuming the run in {output} from its last checkpoint")
+        say(f"--resume auto: resuming the run in {output} from its last checkpoint (with its saved config.yaml)")
         return RESUME_LAST
     if (output / "config.yaml").is_file():
         say(f"--resume auto: {output} holds no checkpoint yet; starting the run again from the beginning")
@@ -120,7 +120,7 @@ def adapt(
         config = load_run_config(output / "config.yaml", {name: RECIPES.get(name).Config for name in RECIPES})
         config.output = str(output)  # the directory may have been moved since it was written
         ignored = [k for k, v in flags.items() if v is not None] + (["--set"] if set_options else [])
-        if ignored or corpus:
+        if (ignored or corpus) and resume_option != "auto" and _is_main_process():  # auto: said below
             note(f"--resume uses the run's saved config.yaml; ignoring {', '.join(ignored) or 'CORPUS'}")
     else:
         if not corpus:
