@@ -49,16 +49,15 @@ from sentadapt.train.checkpoint import (
 from sentadapt.train.optim import build_optimizer, lr_multiplier
 from sentadapt.train.signals import StopRequest, TrainingInterrupted, stopped_by
 from sentadapt.train.tracking import (
-    PROJECT,
     TENSORBOARD_DIR,
     Reporter,
     SilentReporter,
+    Trackers,
     TrainLog,
     describe_run,
     final_values,
     hyperparameters,
     resolve_trackers,
-    tracker_init_kwargs,
     tracker_values,
     write_run_record,
 )
@@ -178,9 +177,9 @@ class Trainer:
         if self.train_config.mixed_precision == "fp16" and not torch.cuda.is_available():
             raise ConfigError("mixed_precision: fp16 needs a CUDA GPU (accelerate would silently train in fp32 "
                               "on CPU); use --mixed-precision bf16 on CPU")
-        self.trackers = resolve_trackers(self.train_config.report_to)
+        tracker_names = resolve_trackers(self.train_config.report_to)
         self.accelerator = Accelerator(
-            log_with=self.trackers or None,
+            log_with=tracker_names or None,
             project_config=ProjectConfiguration(project_dir=str(self.output),
                                                 logging_dir=str(self.output / TENSORBOARD_DIR)),
             mixed_precision=self.train_config.mixed_precision,
@@ -194,19 +193,9 @@ class Trainer:
         # per-process seeds: otherwise every rank draws the same augmentation masks for its local examples
         set_seed(self.train_config.seed, device_specific=True)
         self.is_main = self.accelerator.is_main_process
-        self.environment = self._describe_environment()
+        self.environment = describe_run(self.accelerator, self.train_config)
+        self.trackers = Trackers(self.accelerator, tracker_names, run_name=self.output.name)
         self.state = TrainState(total_steps=total_steps_for(len(inputs.examples), inputs.config))
-
-    def _describe_environment(self) -> dict[str, Any]:
-        import torch.distributed as dist
-
-        cfg, accelerator = self.train_config, self.accelerator
-        backend = dist.get_backend() if dist.is_available() and dist.is_initialized() else None
-        return describe_run(
-            processes=accelerator.num_processes, device=accelerator.device,
-            distributed_type=str(accelerator.distributed_type.value), backend=backend,
-            mixed_precision=str(accelerator.mixed_precision), batch_size=cfg.batch_size, grad_accum=cfg.grad_accum,
-            seed=cfg.seed)
 
     # ------------------------------------------------------------------ setup
     def _build(self, resume: bool) -> None:
@@ -235,11 +224,11 @@ class Trainer:
         if self.is_main and not resume and not (self.output / "config.yaml").exists():
             self.output.mkdir(parents=True, exist_ok=True)
             save_run_config(self.config, self.output / "config.yaml")  # what `--resume` reads back
-        self._start_trackers()
+        self.trackers.start(hyperparameters(self.config.to_dict()))
         try:
             return self._train_and_publish(resume, started)
         finally:
-            self._finish_trackers()
+            self.trackers.finish()
 
     def _train_and_publish(self, resume: bool, started: float) -> TrainResult:
         self._build(resume)
@@ -263,22 +252,6 @@ class Trainer:
         published = self._publish()
         return TrainResult(self.output, self.state, stopped, time.perf_counter() - started, self.inputs.dev_name,
                            published, self.environment)
-
-    def _start_trackers(self) -> None:
-        """--report-to: Accelerate's trackers (main process only), the run named after its output folder."""
-        if self.trackers:
-            self.accelerator.init_trackers(PROJECT, config=hyperparameters(self.config.to_dict()),
-                                           init_kwargs=tracker_init_kwargs(self.output.name))
-
-    def _finish_trackers(self) -> None:
-        # not accelerator.end_training(): it also destroys the process group the next stage still needs
-        for tracker in self.accelerator.trackers:
-            tracker.finish()
-        self.accelerator.trackers = []
-
-    def _track(self, values: dict[str, Any], step: int) -> None:
-        if self.trackers and self.is_main:
-            self.accelerator.log(values, step=step)
 
     def _train_steps(self) -> str:
         cfg = self.train_config
@@ -430,7 +403,7 @@ class Trainer:
             else:
                 self.state.evals_without_improvement += 1
             if self.state.best_score is not None:
-                self._track({"dev/best": self.state.best_score}, self.state.step)
+                self.trackers.log({"dev/best": self.state.best_score}, self.state.step)
             self.reporter.evaluation(self.state.step, score, self.state.best_score or score, improved)
             patience = self.train_config.patience
             stop[0] = float(bool(patience) and self.state.evals_without_improvement >= patience)
@@ -449,7 +422,7 @@ class Trainer:
         """A train.log line (main process), also sent to the --report-to trackers."""
         if self.is_main:
             self.train_log.append(record)
-            self._track(tracker_values(record), int(record["step"]))
+            self.trackers.log(tracker_values(record), int(record["step"]))
 
     def _save_checkpoint(self) -> Path:
         """Every process stages its RNG state; the main process writes the checkpoint; all wait for it."""
@@ -506,7 +479,7 @@ class Trainer:
             step = int(verify_folder(best).get("step", self.state.best_step or 0))
         publish_model(best, self.output)
         shutil.rmtree(best)
-        self._track(final_values(self._write_metrics(step)), self.state.step)
+        self.trackers.log(final_values(self._write_metrics(step)), self.state.step)
         return step
 
     def _write_metrics(self, published_step: int) -> dict[str, Any]:

@@ -135,9 +135,42 @@ def final_values(metrics: dict[str, Any]) -> dict[str, float | str]:
     return values
 
 
-def describe_run(*, processes: int, device: Any, distributed_type: str, backend: str | None, mixed_precision: str,
-                 batch_size: int, grad_accum: int, seed: int) -> dict[str, Any]:
-    """Where and how a run trained, for metrics.json and the summary: two runs that differ here differ."""
+class Trackers:
+    """The run's `--report-to` trackers, through its Accelerator (they write on the main process only)."""
+
+    def __init__(self, accelerator: Any, names: list[str], run_name: str) -> None:
+        self.accelerator, self.names, self.run_name = accelerator, names, run_name
+
+    def start(self, config: dict[str, bool | int | float | str]) -> None:
+        if self.names:
+            self.accelerator.init_trackers(PROJECT, config=config, init_kwargs=tracker_init_kwargs(self.run_name))
+
+    def log(self, values: dict[str, Any], step: int) -> None:
+        if self.names:
+            self.accelerator.log(values, step=step)
+
+    def finish(self) -> None:
+        # not accelerator.end_training(): it also destroys the process group a next stage still needs
+        for tracker in self.accelerator.trackers:
+            tracker.finish()
+        self.accelerator.trackers = []
+
+
+def describe_run(accelerator: Any, train_config: Any) -> dict[str, Any]:
+    """Where and how a run trained (an Accelerator and a TrainConfig), for metrics.json and the summary."""
+    import torch.distributed as dist
+
+    initialized = dist.is_available() and dist.is_initialized()
+    return run_environment(
+        processes=accelerator.num_processes, device=accelerator.device,
+        distributed_type=str(accelerator.distributed_type.value), backend=dist.get_backend() if initialized else None,
+        mixed_precision=str(accelerator.mixed_precision), batch_size=train_config.batch_size,
+        grad_accum=train_config.grad_accum, seed=train_config.seed)
+
+
+def run_environment(*, processes: int, device: Any, distributed_type: str, backend: str | None,
+                    mixed_precision: str, batch_size: int, grad_accum: int, seed: int) -> dict[str, Any]:
+    """The run record's `environment`: two runs that trained differently have different records."""
     from importlib.metadata import PackageNotFoundError, version
 
     import torch
