@@ -91,6 +91,16 @@ def test_existing_output_needs_resume_or_overwrite(corpus: Path, tiny_model_dir:
                                      "that run or --overwrite to replace it")
 
 
+def test_resume_takes_only_auto_as_a_value(corpus: Path, tiny_model_dir: Path, tmp_path: Path) -> None:
+    result = _adapt(str(corpus), "--base", str(tiny_model_dir), "--output", str(tmp_path / "run"), "--resume=latest")
+    assert result.exit_code == 2
+    assert result.stderr.strip() == ("Error: --resume: unknown mode 'latest'; use --resume (the last checkpoint) or "
+                                     "--resume auto")
+    # a bare --resume before a corpus file keeps its meaning (the file is not taken as a mode)
+    bare = _adapt("--resume", str(corpus), "--output", str(tmp_path / "none"))
+    assert bare.exit_code == 2 and "--resume: " in bare.stderr and "config.yaml not found" in bare.stderr
+
+
 def test_resume_without_a_run(tmp_path: Path) -> None:
     result = _adapt("--resume", "--output", str(tmp_path))
     assert result.exit_code == 2
