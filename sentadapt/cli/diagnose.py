@@ -282,10 +282,8 @@ def bar(value: float | None, width: int = BAR_WIDTH) -> str:
 
 
 def _verdict_lines(diagnoses: list[Diagnosis]) -> list[tuple[str, str]]:
-    from sentadapt.diagnostics.verdicts import verdicts
-
     lines = []
     for diagnosis in diagnoses:
         prefix = f"{_short(diagnosis)} · " if len(diagnoses) > 1 else ""
-        lines += [(f"{prefix}{name}", line) for name, line in verdicts(diagnosis).items()]
+        lines += [(f"{prefix}{name}", line) for name, line in diagnosis.verdicts().items()]
     return lines

@@ -22,6 +22,14 @@ from typing import TYPE_CHECKING, Any, cast
 
 from sentadapt.data.pairs import ScoredPairs, read_scored_pairs
 from sentadapt.diagnostics import REPORTS
+from sentadapt.diagnostics.verdicts import (
+    alignment_verdict,
+    cosine_verdict,
+    frequency_verdict,
+    layers_verdict,
+    spectrum_verdict,
+    topk_verdict,
+)
 from sentadapt.errors import ConfigError, DataError
 
 if TYPE_CHECKING:  # torch loads when a model does, not when inputs are checked
@@ -227,14 +235,31 @@ class Diagnosis:
             figures["layers_model_pooling"] = self.layers["model_pooling"]["spearman"]
         return figures
 
-    def to_dict(self) -> dict[str, object]:
-        from sentadapt.diagnostics.verdicts import verdicts
+    def verdicts(self) -> dict[str, str]:
+        """report name → one plain-language line."""
+        lines: dict[str, str] = {}
+        if self.anisotropy:
+            lines["anisotropy"] = cosine_verdict(self.anisotropy["sentence_cosine"])
+        if self.spectrum:
+            lines["spectrum"] = spectrum_verdict(self.spectrum["top1_share"], self.spectrum["effective_rank"],
+                                                 self.dim)
+        if self.alignment:
+            lines["alignment"] = alignment_verdict(self.alignment["alignment"], self.alignment["uniformity"])
+        if self.frequency:
+            lines["frequency"] = frequency_verdict(self.frequency["rank_norm_spearman"])
+        if self.topk:
+            lines["topk"] = topk_verdict(self.topk["best_k"], self.topk["gain"])
+        if self.layers:
+            best, own = self.layers["best"], self.layers["model_pooling"]
+            lines["layers"] = layers_verdict(best["pooling"], best["spearman"], own["pooling"], own["spearman"])
+        return lines
 
+    def to_dict(self) -> dict[str, object]:
         return {
             "model": self.model, "pooling": self.pooling, "pooling_source": self.pooling_source,
             "num_layers": self.num_layers, "dim": self.dim, "seconds": round(self.seconds, 3),
             **{name: getattr(self, name) for name in REPORTS},
-            "headline": self.headline(), "verdicts": verdicts(self),
+            "headline": self.headline(), "verdicts": self.verdicts(),
         }
 
 

@@ -17,7 +17,7 @@ from sentadapt.errors import ConfigError, ExportError
 
 if TYPE_CHECKING:
     from sentadapt.encoder import Encoder
-    from sentadapt.export import ExportRequest, Note
+    from sentadapt.export.request import ExportRequest, Note
 
 ENCODER_PREFIX = "encoder."
 
