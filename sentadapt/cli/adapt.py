@@ -9,10 +9,10 @@ from pathlib import Path
 from typing import Any
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
 
-from sentadapt.cli._common import console, err_console, friendly_errors, note, progress_bar
+from sentadapt.cli._common import console, friendly_errors, note, progress_bar
+from sentadapt.cli.progress import RichReporter
 
 LOCK_FILE = ".lock"
 
@@ -303,40 +303,6 @@ def _device() -> str:
     if torch.cuda.is_available():
         return f"cuda:{int(os.environ.get('LOCAL_RANK', '0'))}"
     return "cpu"
-
-
-class RichReporter:
-    """Progress line: step, loss and its parts, lr, examples/s, ETA, latest dev score."""
-
-    def __init__(self) -> None:
-        self.progress: Progress | None = None
-        self.task: Any = None
-        self.dev = "–"
-
-    def message(self, text: str) -> None:
-        (self.progress.console if self.progress else err_console).print(text, highlight=False, soft_wrap=True)
-
-    def start(self, total_steps: int, start_step: int) -> None:
-        self.progress = Progress(
-            TextColumn("step"), MofNCompleteColumn(), BarColumn(bar_width=24), TextColumn("{task.fields[stats]}"),
-            TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(), console=err_console,
-        )
-        self.progress.start()
-        self.task = self.progress.add_task("train", total=total_steps, completed=start_step, stats="")
-
-    def step(self, step: int, loss: float, parts: dict[str, float], lr: float, examples_per_s: float) -> None:
-        shown = " ".join(f"{k} {v:.4f}" for k, v in parts.items() if len(parts) > 1)
-        stats = f"loss {loss:.4f} {shown} lr {lr:.2e} {examples_per_s:.0f} ex/s dev {self.dev}"
-        assert self.progress is not None
-        self.progress.update(self.task, completed=step, stats=stats)
-
-    def evaluation(self, step: int, score: float, best: float, improved: bool) -> None:
-        self.dev = f"{score:.2f}" + (" ★" if improved else "")
-        self.message(f"step {step}: dev {score:.2f} (best {best:.2f})" + (" — saved" if improved else ""))
-
-    def finish(self) -> None:
-        if self.progress is not None:
-            self.progress.stop()
 
 
 def _score(value: float | None) -> str:
