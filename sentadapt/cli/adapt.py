@@ -27,8 +27,7 @@ def adapt(
     corpus: list[str] = typer.Argument(None, help="Text files (one sentence per line; .gz, .jsonl/.csv/.tsv with "
                                                   "--text-column) or a Hub dataset id. Not needed with --resume."),
     recipe: str | None = typer.Option(None, "--recipe", help="consert (default, or the --config file's recipe)."),
-    base: str | None = typer.Option(None, "--base", help="Base model: folder or Hub id. "
-                                                          "Default: sentence-transformers/all-MiniLM-L6-v2."),
+    base: str | None = typer.Option(None, "--base", help="Base model: folder or Hub id (default: named above)."),
     output: Path = typer.Option(..., "--output", "-o", help="Run directory (becomes a sentence-transformers model)."),
     config_file: Path | None = typer.Option(None, "--config", help="Recipe YAML, e.g. recipes/consert.yaml."),
     set_options: list[str] = typer.Option([], "--set", help="Override any config key: --set temperature=0.05"),
@@ -60,7 +59,10 @@ def adapt(
         False, "--require-improvement",
         help="Exit with code 3 when no checkpoint beats the base model on the dev set (for pipelines)."),
 ) -> None:
-    """Adapt a base model to your corpus with a contrastive recipe; the run directory is the adapted model."""
+    """Adapt a base model to your corpus with a contrastive recipe; the run directory is the adapted model.
+
+    The default base model is sentence-transformers/all-MiniLM-L6-v2 (offline copy: sentadapt\\[offline-model]).
+    """
     from sentadapt.config import build_config, load_run_config
     from sentadapt.errors import ConfigError
     from sentadapt.recipes import RECIPES
