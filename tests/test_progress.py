@@ -80,12 +80,15 @@ def test_reporter_eta_is_the_mean_pace_of_this_process_and_dev_shows_after_an_ev
     clock.now += 100.0
     reporter.step(600, 0.5, {"loss": 0.5}, 1e-5, 64.0)  # 100 steps in 100 s → 400 steps left ≈ 400 s
     reporter.evaluation(600, 81.234, 81.234, improved=True)
-    (line,) = render(reporter.status, 80)
+    (line,) = render(reporter, 80)
     assert "step 600/1000" in line and "ETA 0:06:40" in line and "dev 81.23 ★" in line and "0:01:40" in line
+    clock.now += 30.0  # an evaluation or a checkpoint: no step, but the clocks move on
+    (line,) = render(reporter, 80)
+    assert "0:02:10" in line and "ETA 0:06:10" in line
     reporter.finish()
     printed = out.getvalue()
     assert "step 600: dev 81.23 (best 81.23) — saved" in printed
-    assert "ETA 0:06:40" in printed  # a non-terminal stderr (a log file) gets the final line once
+    assert printed.endswith("ETA 0:06:10")  # a non-terminal stderr (a log file) gets the final line once
 
 
 def test_before_the_first_step_the_eta_is_unknown_not_zero() -> None:

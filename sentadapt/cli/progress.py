@@ -121,33 +121,45 @@ def layout(fields: dict[str, str], width: int) -> tuple[list[list[str]], int]:
 
 
 class RichReporter:
-    """The loop's reporter for a terminal: one live status line on stderr, messages printed above it."""
+    """The loop's reporter for a terminal: one live status line on stderr, messages printed above it.
+
+    The clocks tick at every refresh, not only at steps, so they keep moving through an evaluation."""
 
     def __init__(self, console: Console | None = None, clock: Callable[[], float] = time.monotonic) -> None:
         self.console = console or err_console
         self.clock = clock
         self.status = TrainingStatus()
         self.live: Live | None = None
-        self.started = 0.0
+        self.started = self.last_step_at = 0.0
         self.start_step = 0
+        self.seconds_per_step: float | None = None
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        now = self.clock()
+        self.status.elapsed = now - self.started
+        if self.seconds_per_step is not None:
+            left = (self.status.total - self.status.step) * self.seconds_per_step
+            self.status.remaining = max(0.0, left - (now - self.last_step_at))
+        yield from self.status.__rich_console__(console, options)
 
     def message(self, text: str) -> None:
         self.console.print(text, highlight=False, soft_wrap=True)  # rich keeps the live line below it
 
     def start(self, total_steps: int, start_step: int) -> None:
         self.status = TrainingStatus(total=total_steps, step=start_step)
-        self.started, self.start_step = self.clock(), start_step
-        self.live = Live(self.status, console=self.console, refresh_per_second=4, transient=False)
+        self.started = self.last_step_at = self.clock()
+        self.start_step, self.seconds_per_step = start_step, None
+        self.live = Live(self, console=self.console, refresh_per_second=4, transient=False)
         self.live.start()
 
     def step(self, step: int, loss: float, parts: dict[str, float], lr: float, examples_per_s: float) -> None:
         status = self.status
         status.step, status.loss, status.parts, status.lr = step, loss, parts, lr
         status.examples_per_s = examples_per_s
-        status.elapsed = self.clock() - self.started
+        self.last_step_at = self.clock()
         done = step - self.start_step  # a resumed run's earlier steps took no time in this process
         # the mean pace since start, evaluations included, so the ETA covers the evaluations still to come
-        status.remaining = (status.total - step) * status.elapsed / done if done > 0 else None
+        self.seconds_per_step = (self.last_step_at - self.started) / done if done > 0 else None
 
     def evaluation(self, step: int, score: float, best: float, improved: bool) -> None:
         self.status.dev = f"{score:.2f}" + (" ★" if improved else "")
