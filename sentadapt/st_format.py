@@ -4,7 +4,8 @@ The layout is plain JSON plus safetensors (see docs/architecture.md). Writing it
 `sentadapt adapt` free of the optional sentence-transformers dependency; tests load every folder we
 write with `SentenceTransformer(path)` and compare embeddings. Only built-in module types are used
 (Transformer, WeightedLayerPooling, Pooling, Dense, Normalize), so loading never needs
-`trust_remote_code`.
+`trust_remote_code`. The layout's own types live here too (`DenseLayer`, sentence-transformers' Dense
+module; `FolderLayout`, what a folder says), so `encoder.py` imports this module and never the reverse.
 """
 
 from __future__ import annotations
