@@ -88,7 +88,7 @@ def test_reporter_eta_is_the_mean_pace_of_this_process_and_dev_shows_after_an_ev
     reporter.finish()
     printed = out.getvalue()
     assert "step 600: dev 81.23 (best 81.23) — saved" in printed
-    assert printed.endswith("ETA 0:06:10")  # a non-terminal stderr (a log file) gets the final line once
+    assert printed.endswith("ETA 0:06:10\n")  # a non-terminal stderr (a log file) gets the final line once
 
 
 def test_before_the_first_step_the_eta_is_unknown_not_zero() -> None:

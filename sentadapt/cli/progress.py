@@ -169,3 +169,5 @@ class RichReporter:
         if self.live is not None:
             self.live.stop()
             self.live = None
+            if not self.console.is_interactive and not self.console.is_jupyter:
+                self.console.print()  # as rich's Progress does: end the final line in a log file or a pipe
