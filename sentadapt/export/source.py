@@ -127,16 +127,16 @@ def _explain_unfinished(run: Path, best: Path | None, note: Note) -> None:
     """A run without a published model: export its best model so far when there is one, saying which
     checkpoints exist; otherwise stop with the command that exports a checkpoint."""
     steps = _checkpoint_steps(run)
-    listed = ", ".join(map(str, steps))
+    listed = ("step " if len(steps) == 1 else "steps ") + ", ".join(map(str, steps))
     if best is not None:
         step = _manifest_step(best)
-        also = f"; its checkpoints (steps {listed}) export with --checkpoint last or --checkpoint STEP" if steps else ""
+        also = f"; its checkpoints ({listed}) export with --checkpoint last or --checkpoint STEP" if steps else ""
         note(f"{run}: the run did not finish; exporting its best model so far (best/, step {step}){also}")
         return
     if not steps:
         raise ExportError(f"{run}: the run did not finish and saved neither a model nor a checkpoint; nothing to "
                           "export — run it again (sentadapt adapt ... --overwrite)")
-    raise ExportError(f"{run}: the run did not finish, so it has no published model; its checkpoints: steps {listed}; "
+    raise ExportError(f"{run}: the run did not finish, so it has no published model; its checkpoints: {listed}; "
                       f"export the last one with --checkpoint last (step {steps[-1]}) or another with --checkpoint "
                       f"STEP, or finish the run: sentadapt adapt --resume --output {run}")
 
