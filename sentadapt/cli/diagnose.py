@@ -11,6 +11,7 @@ import typer
 from rich.table import Table
 
 from sentadapt.cli._common import console, friendly_errors, note, progress_bar
+from sentadapt.resolve import DEFAULT_BASE_MODEL
 
 if TYPE_CHECKING:
     from sentadapt.diagnostics.report import Diagnosis
@@ -40,7 +41,9 @@ FIGURE_LABELS = {  # headline key → (label, format, better: "low" | "high" | "
 
 @friendly_errors
 def diagnose(
-    model: str = typer.Argument(..., help="Model folder, `sentadapt adapt` run directory or Hub id."),
+    model: str = typer.Argument(DEFAULT_BASE_MODEL, show_default=False,
+                                help="Model folder, `sentadapt adapt` run directory or Hub id (default: "
+                                     "named above)."),
     compare: str | None = typer.Option(None, "--compare", help="A second model: every figure side by side, with Δ."),
     corpus: Path | None = typer.Option(None, "--corpus", help="Your text, one sentence per line (the sample)."),
     pairs: Path | None = typer.Option(
@@ -53,7 +56,7 @@ def diagnose(
     ),
     sts: str = typer.Option("stsb", "--sts", help="Top-k on STS-B test only (stsb) or all 7 STS test sets (all)."),
     report: str | None = typer.Option(
-        None, "--report", help="Comma list of anisotropy,spectrum,alignment,frequency,topk,layers. Default: all "
+        None, "--report", help="Comma list of anisotropy, spectrum, alignment, frequency, topk, layers. Default: all "
         "that have their data.",
     ),
     max_k: int = typer.Option(50, "--max-k", min=1, help="Top-k curve: remove up to this many frequent tokens."),
@@ -66,7 +69,12 @@ def diagnose(
     trust_remote_code: bool = typer.Option(False, "--trust-remote-code", help="Allow model code from the Hub."),
     allow_pickle: bool = typer.Option(False, "--allow-pickle", help="Allow pickle (.bin) weights you trust."),
 ) -> None:
-    """Anisotropy, isotropy, spectrum, alignment/uniformity, frequency bias, top-k token removal, layer sweep."""
+    """Anisotropy, isotropy, spectrum, alignment/uniformity, frequency bias, top-k token removal, layer sweep.
+
+    MODEL defaults to sentence-transformers/all-MiniLM-L6-v2, the default base model of `adapt`.
+
+    With no --corpus, --pairs or STS data, a small sample shipped with sentadapt (IT-support text) is used.
+    """
     from sentadapt.diagnostics import parse_reports
     from sentadapt.diagnostics.report import comparison_dict, gather_inputs
     from sentadapt.evaluation.tasks import resolve_data_dir
@@ -82,7 +90,13 @@ def diagnose(
 
         raise DataError(f"--corpus {corpus}: no such file; pass a text file with one sentence per line")
     resolved = [resolve_model(name) for name in (model, compare) if name is not None]
-    inputs = gather_inputs(requested, corpus, pairs, resolve_data_dir(data_dir), sample, seed, sts)
+    inputs = gather_inputs(requested, corpus, pairs, resolve_data_dir(data_dir), sample, seed, sts,
+                           bundled_sample=True)
+    if inputs.bundled_sample:
+        from sentadapt.data.bundled import SAMPLE_DESCRIPTION
+
+        note(f"no --corpus, --pairs or STS data (--data-dir): using the sample shipped with sentadapt "
+             f"({SAMPLE_DESCRIPTION}); pass your own data for figures about your domain")
     for name, why in inputs.skipped.items():
         note(f"skipping {name}: {why}")
     diagnoses = [_diagnose_one(target, inputs, max_k, batch_size, max_length, device, seed, trust_remote_code,
@@ -282,10 +296,8 @@ def bar(value: float | None, width: int = BAR_WIDTH) -> str:
 
 
 def _verdict_lines(diagnoses: list[Diagnosis]) -> list[tuple[str, str]]:
-    from sentadapt.diagnostics.verdicts import verdicts
-
     lines = []
     for diagnosis in diagnoses:
         prefix = f"{_short(diagnosis)} · " if len(diagnoses) > 1 else ""
-        lines += [(f"{prefix}{name}", line) for name, line in verdicts(diagnosis).items()]
+        lines += [(f"{prefix}{name}", line) for name, line in diagnosis.verdicts().items()]
     return lines

@@ -19,7 +19,8 @@ if TYPE_CHECKING:
 def eval_models(
     models: list[str] = typer.Argument(..., help="Model folders, run directories or Hub ids (several → compared)."),
     sts: str | None = typer.Option(
-        None, "--sts", help="'all' or tasks: sts12,sts13,sts14,sts15,sts16,stsb,sickr. Default: all (unless --pairs)."
+        None, "--sts", help="'all' or a comma list of tasks (sts12, sts13, sts14, sts15, sts16, stsb, sickr). "
+                            "Default: all (unless --pairs)."
     ),
     data_dir: Path | None = typer.Option(
         None, "--data-dir", envvar="SENTADAPT_DATA_DIR",
@@ -32,7 +33,8 @@ def eval_models(
     aggregate: str = typer.Option(
         "all", "--aggregate", help="all (one correlation per task) | mean | wmean of subsets."
     ),
-    pooling: str | None = typer.Option(None, "--pooling", help="Override pooling: cls|mean|max|last2avg|firstlast."),
+    pooling: str | None = typer.Option(None, "--pooling",
+                                       help="Override pooling: cls | mean | max | last2avg | firstlast."),
     batch_size: int = typer.Option(128, "--batch-size", min=1),
     max_length: int | None = typer.Option(None, "--max-length", min=8, help="Default: the model's max_seq_length."),
     dtype: str = typer.Option("fp32", "--dtype", help="fp32 | bf16 | fp16 (autocast)."),

@@ -21,7 +21,7 @@ def export(
                                       help="sentence-transformers | hf | onnx."),
     dtype: str = typer.Option("fp32", "--dtype", help="fp32 | fp16 (weights cast; sentence-transformers and hf)."),
     pooling: str | None = typer.Option(None, "--pooling",
-                                       help="Override the pooling: cls|mean|max|last2avg|firstlast."),
+                                       help="Override the pooling: cls | mean | max | last2avg | firstlast."),
     normalize: bool = typer.Option(False, "--normalize", help="Add L2 normalisation (unit-length vectors)."),
     quantize: str | None = typer.Option(None, "--quantize", help="int8: also write a dynamic int8 ONNX model."),
     checkpoint: str = typer.Option("best", "--checkpoint", help="For run directories: best | last | STEP."),

@@ -8,7 +8,9 @@ Inputs (decided before any model loads, so bad input fails fast):
 - **token frequencies** for top-k: the corpus when given (up to FREQUENCY_SENTENCES of it), else the sentences
   of the top-k pairs (ConSERT counts on STS-B test);
 - **positive pairs** for alignment: pairs whose gold score is in the top fifth of the scale (STS-B dev: > 4
-  of 0–5, as SimCSE), from `--pairs` or STS-B dev; without them only uniformity is reported.
+  of 0–5, as SimCSE), from `--pairs` or STS-B dev; without them only uniformity is reported;
+- with none of these (no corpus, no pairs, no STS file in the data directory) and `bundled_sample`, the
+  sample shipped in the package (sentadapt/data/sample/) stands in for `--corpus` and `--pairs`.
 """
 
 from __future__ import annotations
@@ -22,6 +24,14 @@ from typing import TYPE_CHECKING, Any, cast
 
 from sentadapt.data.pairs import ScoredPairs, read_scored_pairs
 from sentadapt.diagnostics import REPORTS
+from sentadapt.diagnostics.verdicts import (
+    alignment_verdict,
+    cosine_verdict,
+    frequency_verdict,
+    layers_verdict,
+    spectrum_verdict,
+    topk_verdict,
+)
 from sentadapt.errors import ConfigError, DataError
 
 if TYPE_CHECKING:  # torch loads when a model does, not when inputs are checked
@@ -50,6 +60,7 @@ class DiagnoseInputs:
     positives: ScoredPairs | None = None
     positives_source: str = ""
     skipped: dict[str, str] = field(default_factory=dict)  # report → why it was left out (default reports only)
+    bundled_sample: bool = False  # the package's own sample stood in for missing data
 
 
 def gather_inputs(
@@ -60,17 +71,24 @@ def gather_inputs(
     sample: int = 1000,
     seed: int = 0,
     sts: str = "stsb",
+    bundled_sample: bool = False,
 ) -> DiagnoseInputs:
-    """Read what the reports need. `requested` None = every report that has its data (the rest are skipped)."""
+    """Read what the reports need. `requested` None = every report that has its data (the rest are skipped).
+    `bundled_sample`: with no data at all, use the sample shipped in the package instead of failing."""
     if sample < 2:
         raise ConfigError(f"--sample {sample}: need at least 2 sentences to compare")
     if sts not in STS_SCOPES:
         raise ConfigError(f"--sts: '{sts}' is not one of {', '.join(STS_SCOPES)}")
+    use_bundled = bundled_sample and corpus is None and pairs is None and not has_sts_files(data_dir)
+    if use_bundled:
+        from sentadapt.data.bundled import sample_corpus, sample_pairs
+
+        corpus, pairs = sample_corpus(), sample_pairs()
     user_pairs = read_scored_pairs(pairs) if pairs is not None else None
     if user_pairs is not None:
         user_pairs.check_usable()
     corpus_sentences = _read_corpus(corpus) if corpus is not None else None
-    inputs = DiagnoseInputs(reports=[])
+    inputs = DiagnoseInputs(reports=[], bundled_sample=use_bundled)
     _choose_sentences(inputs, corpus, corpus_sentences, pairs, user_pairs, data_dir, sample, seed)
     _choose_labelled(inputs, pairs, user_pairs, data_dir, sts)
     if corpus_sentences is not None:
@@ -82,6 +100,11 @@ def gather_inputs(
         inputs.frequency_source = f"{counted.source} ({len(inputs.frequency_texts)} sentences)"
     _select_reports(inputs, requested)
     return inputs
+
+
+def has_sts_files(data_dir: Path | None) -> bool:
+    """Whether the data directory holds an STS file diagnose reads (STS-B test for top-k, dev for the sweep)."""
+    return data_dir is not None and any((data_dir / f"stsb.{split}.jsonl").is_file() for split in ("test", "dev"))
 
 
 def _read_corpus(path: Path) -> list[str]:
@@ -227,14 +250,31 @@ class Diagnosis:
             figures["layers_model_pooling"] = self.layers["model_pooling"]["spearman"]
         return figures
 
-    def to_dict(self) -> dict[str, object]:
-        from sentadapt.diagnostics.verdicts import verdicts
+    def verdicts(self) -> dict[str, str]:
+        """report name → one plain-language line."""
+        lines: dict[str, str] = {}
+        if self.anisotropy:
+            lines["anisotropy"] = cosine_verdict(self.anisotropy["sentence_cosine"])
+        if self.spectrum:
+            lines["spectrum"] = spectrum_verdict(self.spectrum["top1_share"], self.spectrum["effective_rank"],
+                                                 self.dim)
+        if self.alignment:
+            lines["alignment"] = alignment_verdict(self.alignment["alignment"], self.alignment["uniformity"])
+        if self.frequency:
+            lines["frequency"] = frequency_verdict(self.frequency["rank_norm_spearman"])
+        if self.topk:
+            lines["topk"] = topk_verdict(self.topk["best_k"], self.topk["gain"])
+        if self.layers:
+            best, own = self.layers["best"], self.layers["model_pooling"]
+            lines["layers"] = layers_verdict(best["pooling"], best["spearman"], own["pooling"], own["spearman"])
+        return lines
 
+    def to_dict(self) -> dict[str, object]:
         return {
             "model": self.model, "pooling": self.pooling, "pooling_source": self.pooling_source,
             "num_layers": self.num_layers, "dim": self.dim, "seconds": round(self.seconds, 3),
             **{name: getattr(self, name) for name in REPORTS},
-            "headline": self.headline(), "verdicts": verdicts(self),
+            "headline": self.headline(), "verdicts": self.verdicts(),
         }
 
 

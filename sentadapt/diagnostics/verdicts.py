@@ -3,15 +3,12 @@
 Thresholds are rules of thumb, stated so a user can disagree with them: BERT-base mean pooling sits near
 0.6–0.9 random-pair cosine (Ethayarajh 2019, upper layers); well-trained sentence encoders (SimCSE,
 all-MiniLM) sit near 0–0.2. I(W) is on unit vectors, so its floor is e⁻² ≈ 0.14 (see metrics.isotropy).
+Plain functions of numbers: `Diagnosis.verdicts()` (report.py) picks the figures and calls them.
 """
 
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from sentadapt.diagnostics.report import Diagnosis
 
 COLLAPSED_COSINE = 0.5
 ANISOTROPIC_COSINE = 0.2
@@ -61,25 +58,3 @@ def layers_verdict(best: str, best_score: float, model_pooling: str, model_score
     if best_score - model_score < 1.0:
         return f"the model's own pooling ({model_pooling}, {model_score:.2f}) is within 1 point of the best"
     return f"{best} scores {best_score:.2f}, {best_score - model_score:+.2f} over the model's {model_pooling}"
-
-
-def verdicts(diagnosis: Diagnosis) -> dict[str, str]:
-    """report name → one line."""
-    lines: dict[str, str] = {}
-    if diagnosis.anisotropy:
-        lines["anisotropy"] = cosine_verdict(diagnosis.anisotropy["sentence_cosine"])
-    if diagnosis.spectrum:
-        lines["spectrum"] = spectrum_verdict(diagnosis.spectrum["top1_share"],
-                                             diagnosis.spectrum["effective_rank"], diagnosis.dim)
-    if diagnosis.alignment:
-        lines["alignment"] = alignment_verdict(diagnosis.alignment["alignment"],
-                                               diagnosis.alignment["uniformity"])
-    if diagnosis.frequency:
-        lines["frequency"] = frequency_verdict(diagnosis.frequency["rank_norm_spearman"])
-    if diagnosis.topk:
-        lines["topk"] = topk_verdict(diagnosis.topk["best_k"], diagnosis.topk["gain"])
-    if diagnosis.layers:
-        best, own = diagnosis.layers["best"], diagnosis.layers["model_pooling"]
-        lines["layers"] = layers_verdict(best["pooling"], best["spearman"],
-                                         own["pooling"], own["spearman"])
-    return lines

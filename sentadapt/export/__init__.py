@@ -15,17 +15,25 @@ Importing it does not import torch, so the CLI can reject bad options at once.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
 from pathlib import Path
 
 from sentadapt.errors import ConfigError, ExportError
+from sentadapt.export.pipeline import run_export
+from sentadapt.export.request import (
+    CHECKPOINT_CHOICES,
+    EXPORT_DTYPES,
+    FORMATS,
+    QUANTIZATIONS,
+    Check,
+    ExportRequest,
+    ExportResult,
+    Note,
+)
 from sentadapt.registry import unknown_name_message
 
-FORMATS = ("sentence-transformers", "hf", "onnx")
-EXPORT_DTYPES = ("fp32", "fp16")
-QUANTIZATIONS = ("int8",)
-CHECKPOINT_CHOICES = "best | last | a step number"
+__all__ = ["FORMATS", "Check", "ExportRequest", "ExportResult", "Note", "check_request", "export_model",
+           "require_packages"]
 
 # format → (importable module, pip extra that installs it)
 REQUIRED_PACKAGES: dict[str, list[tuple[str, str]]] = {
@@ -33,46 +41,6 @@ REQUIRED_PACKAGES: dict[str, list[tuple[str, str]]] = {
     "hf": [],
     "onnx": [("onnx", "onnx"), ("onnxruntime", "onnx"), ("onnxscript", "onnx")],
 }
-
-Note = Callable[[str], None]
-
-
-@dataclass(frozen=True)
-class ExportRequest:
-    source: str
-    output: Path
-    format: str = "sentence-transformers"
-    dtype: str = "fp32"
-    pooling: str | None = None
-    normalize: bool = False
-    quantize: str | None = None
-    checkpoint: str = "best"
-    overwrite: bool = False
-    trust_remote_code: bool = False
-    allow_pickle: bool = False
-
-
-@dataclass(frozen=True)
-class Check:
-    """The export's vectors against sentadapt's encoder on the same sentences."""
-
-    label: str
-    sentences: int
-    min_cosine: float
-    max_abs: float
-    limit: str  # what had to hold, e.g. "cosine ≥ 0.9999"; "" when only reported (int8 drift)
-
-
-@dataclass
-class ExportResult:
-    output: Path
-    format: str
-    dtype: str
-    source: str  # what was exported, in words
-    pooling: str
-    dimension: int
-    files: list[str] = field(default_factory=list)
-    checks: list[Check] = field(default_factory=list)
 
 
 def check_request(request: ExportRequest) -> None:
@@ -120,8 +88,6 @@ def require_packages(format_name: str) -> None:
 def export_model(request: ExportRequest, note: Note | None = None, sentences: Sequence[str] | None = None,
                  ) -> ExportResult:
     """Write the export to `request.output` atomically, verified on `sentences` (default: a built-in sample)."""
-    from sentadapt.export.pipeline import run_export
-
     check_request(request)
     require_packages(request.format)
     return run_export(request, note or (lambda _message: None), sentences)

@@ -16,7 +16,7 @@ from sentadapt.errors import SentadaptError
 
 if TYPE_CHECKING:
     from sentadapt.encoder import Encoder
-    from sentadapt.export import ExportRequest
+    from sentadapt.export.request import ExportRequest
     from sentadapt.export.source import LoadedSource
 
 

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     import torch
 
     from sentadapt.encoder import Encoder
-    from sentadapt.export import Check, ExportRequest, Note
+    from sentadapt.export.request import Check, ExportRequest, Note
 
 
 def write_hf(encoder: Encoder, folder: Path, request: ExportRequest, texts: list[str], reference: torch.Tensor,

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     import torch
 
     from sentadapt.encoder import Encoder
-    from sentadapt.export import Check, ExportRequest, Note
+    from sentadapt.export.request import Check, ExportRequest, Note
 
 MODEL_FILE = "model.onnx"
 INT8_FILE = "model_int8.onnx"

@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from sentadapt.export import Check, ExportRequest, ExportResult, Note
+from sentadapt.export.request import Check, ExportRequest, ExportResult, Note
 
 if TYPE_CHECKING:
     import torch

@@ -17,7 +17,7 @@ from sentadapt.errors import ConfigError, ExportError
 
 if TYPE_CHECKING:
     from sentadapt.encoder import Encoder
-    from sentadapt.export import ExportRequest, Note
+    from sentadapt.export.request import ExportRequest, Note
 
 ENCODER_PREFIX = "encoder."
 
@@ -44,8 +44,12 @@ class LoadedSource:
 
 
 def is_run_directory(folder: Path) -> bool:
-    return (folder / "config.yaml").is_file() and ((folder / "metrics.json").is_file()
-                                                   or (folder / "checkpoints").is_dir())
+    """A `sentadapt adapt --output` folder, finished or not: its config.yaml, and a published model (config.json
+    with metrics.json), checkpoints/ or best/ — or nothing else yet when it was stopped early."""
+    if not (folder / "config.yaml").is_file():
+        return False
+    return not (folder / "config.json").is_file() or any(
+        (folder / name).exists() for name in ("metrics.json", "checkpoints", "best"))
 
 
 def load_source(request: ExportRequest, note: Note) -> LoadedSource:
@@ -86,26 +90,81 @@ def _load_run(folder: Path, request: ExportRequest, note: Note) -> LoadedSource:
     metrics = json.loads(metrics_file.read_text(encoding="utf-8")) if metrics_file.is_file() else None
     run = RunInfo(folder, config_text, config, metrics)
     layout = _layout_folder(folder)
+    if (layout != folder and request.checkpoint == "best") or (layout is None and not _checkpoint_steps(folder)):
+        _explain_unfinished(folder, layout, note)  # notes what an unfinished run holds, or stops
     checkpoint = None if request.checkpoint == "best" else _checkpoint_folder(folder, request.checkpoint)
     note(f"loading {folder}" + (f" ({checkpoint.name})" if checkpoint else ""))
-    encoder = _load_encoder(layout, request)
     base = str(config.get("base", "unknown"))
     if checkpoint is None:
+        assert layout is not None  # _explain_unfinished stops a run with neither
+        encoder = _load_encoder(layout, request)
         step = (metrics or {}).get("published_step") or _manifest_step(layout)
         where = "published model" if layout == folder else "best/ (the run did not finish)"
         return LoadedSource(encoder, f"run {folder} ({where}, step {step})", base, run, step)
-    step = _load_checkpoint_weights(encoder, checkpoint, layout)
+    encoder = _load_encoder(layout, request) if layout is not None else _encoder_as_trained(folder, request, note)
+    step = _load_checkpoint_weights(encoder, checkpoint, layout or folder / "config.yaml")
     return LoadedSource(encoder, f"run {folder} (checkpoint {checkpoint.name})", base, run, step)
 
 
-def _layout_folder(run: Path) -> Path:
-    """Where the model's layout (pooling, Dense head) is described: the published model, else best/."""
+def _layout_folder(run: Path) -> Path | None:
+    """Where the model's layout (pooling, Dense head) is described: the published model, else best/; None for a
+    run stopped before either was written (its layout then comes from config.yaml, see _encoder_as_trained)."""
     if (run / "modules.json").is_file():
         return run
     if (run / "best" / "modules.json").is_file():
         return run / "best"
-    raise ExportError(f"{run}: the run has no published model and no best/ folder to take the model layout from; "
-                      "export a finished run")
+    return None
+
+
+def _checkpoint_steps(run: Path) -> list[int]:
+    """The steps of the run's complete checkpoints, oldest first."""
+    from sentadapt.train.checkpoint import list_checkpoints
+
+    return sorted(int(path.name.split("-")[1]) for path in list_checkpoints(run / "checkpoints"))
+
+
+def _explain_unfinished(run: Path, best: Path | None, note: Note) -> None:
+    """A run without a published model: export its best model so far when there is one, saying which
+    checkpoints exist; otherwise stop with the command that exports a checkpoint."""
+    steps = _checkpoint_steps(run)
+    listed = ("step " if len(steps) == 1 else "steps ") + ", ".join(map(str, steps))
+    if best is not None:
+        step = _manifest_step(best)
+        also = f"; its checkpoints ({listed}) export with --checkpoint last or --checkpoint STEP" if steps else ""
+        note(f"{run}: the run did not finish; exporting its best model so far (best/, step {step}){also}")
+        return
+    if not steps:
+        raise ExportError(f"{run}: the run did not finish and saved neither a model nor a checkpoint; nothing to "
+                          "export — run it again (sentadapt adapt ... --overwrite)")
+    raise ExportError(f"{run}: the run did not finish, so it has no published model; its checkpoints: {listed}; "
+                      f"export the last one with --checkpoint last (step {steps[-1]}) or another with --checkpoint "
+                      f"STEP, or finish the run: sentadapt adapt --resume --output {run}")
+
+
+def _encoder_as_trained(run: Path, request: ExportRequest, note: Note) -> Encoder:
+    """The encoder with the layout the run trained and saves (pooling, Dense head), rebuilt from config.yaml as
+    `adapt` builds it: the last stage's base model, then the recipe's prepare_export (CLSR adds its MLP)."""
+    from sentadapt.config import load_run_config
+    from sentadapt.encoder import Encoder
+    from sentadapt.pooling import Pooling
+    from sentadapt.recipes import RECIPES
+    from sentadapt.train.inputs import stage_outputs
+
+    config = load_run_config(run / "config.yaml", {name: RECIPES.get(name).Config for name in RECIPES})
+    config.output = str(run)  # the directory may have moved since config.yaml was written
+    recipe_class = RECIPES.get(config.recipe)
+    stage, stage_config = stage_outputs(config, recipe_class.stages_for(config.recipe_args))[-1]
+    note(f"{run}: no saved model layout (no published model, no best/); rebuilding it from config.yaml "
+         f"({config.recipe} on {stage_config.base})")
+    encoder = Encoder.load(stage_config.base, device="cpu", trust_remote_code=request.trust_remote_code,
+                           allow_pickle=request.allow_pickle)  # the base as training loaded it: its own pooling
+    recipe = recipe_class(stage_config.recipe_args, encoder)
+    recipe.use_stage(stage)
+    recipe.prepare_export(encoder, recipe.trainable_heads())
+    if request.pooling is not None:  # --pooling overrides the recipe's choice, as it does a saved layout's
+        encoder.pooling = Pooling.from_name(request.pooling, encoder.num_layers)
+    encoder.normalize = encoder.normalize or request.normalize
+    return encoder
 
 
 def _manifest_step(folder: Path) -> int | None:

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     import torch
 
     from sentadapt.encoder import Encoder
-    from sentadapt.export import Check, ExportRequest, Note
+    from sentadapt.export.request import Check, ExportRequest, Note
 
 
 def _modules() -> Any:
@@ -91,7 +91,7 @@ def _weighted_layers(layer_class: type, encoder: Encoder) -> Any:
 
 
 def _dense(dense_class: type, layer: Any) -> Any:
-    from sentadapt.encoder import SAFE_ACTIVATIONS
+    from sentadapt.st_format import SAFE_ACTIVATIONS
 
     linear = layer.linear
     return dense_class(

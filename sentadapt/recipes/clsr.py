@@ -62,7 +62,7 @@ class ClsrRecipe:
     def __init__(self, config: ClsrConfig, encoder: Encoder) -> None:
         from torch import nn
 
-        from sentadapt.encoder import DenseLayer
+        from sentadapt.st_format import DenseLayer
 
         self.config = config
         encoder.backbone.requires_grad_(False)  # the encoder is frozen: only the MLP and projection train

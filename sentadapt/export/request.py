@@ -1,0 +1,52 @@
+"""What an export is asked to do and what it produced: shared by the pipeline, the writers and the CLI."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+FORMATS = ("sentence-transformers", "hf", "onnx")
+EXPORT_DTYPES = ("fp32", "fp16")
+QUANTIZATIONS = ("int8",)
+CHECKPOINT_CHOICES = "best | last | a step number"
+
+Note = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class ExportRequest:
+    source: str
+    output: Path
+    format: str = "sentence-transformers"
+    dtype: str = "fp32"
+    pooling: str | None = None
+    normalize: bool = False
+    quantize: str | None = None
+    checkpoint: str = "best"
+    overwrite: bool = False
+    trust_remote_code: bool = False
+    allow_pickle: bool = False
+
+
+@dataclass(frozen=True)
+class Check:
+    """The export's vectors against sentadapt's encoder on the same sentences."""
+
+    label: str
+    sentences: int
+    min_cosine: float
+    max_abs: float
+    limit: str  # what had to hold, e.g. "cosine ≥ 0.9999"; "" when only reported (int8 drift)
+
+
+@dataclass
+class ExportResult:
+    output: Path
+    format: str
+    dtype: str
+    source: str  # what was exported, in words
+    pooling: str
+    dimension: int
+    files: list[str] = field(default_factory=list)
+    checks: list[Check] = field(default_factory=list)
