@@ -199,6 +199,8 @@ def build_retrieval(sts_dir: Path, nli_dir: Path, out_dir: Path) -> dict[str, in
 
 def build(shared: Path, out: Path, random_negatives: int = RANDOM_NEGATIVES, seed: int = 0) -> dict:
     sts_dir, nli_dir = shared / "data" / "sts", shared / "data" / "nli"
+    for path in [*(sts_dir / f"{name}.jsonl" for name in STS_FILES), *(nli_dir / name for name in NLI_FILES)]:
+        _require(path)  # every input checked before anything is written
     manifest = {
         "built_by": "bench/make_eval_tasks.py",
         "parameters": {"positive_min": POSITIVE_MIN, "negative_max": NEGATIVE_MAX,
