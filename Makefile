@@ -1,5 +1,6 @@
 # Two entry points that set everything up themselves on a fresh machine:
-#   make demo   adapt the embedded default model to the example corpus, then compare it with the base
+#   make demo   adapt the embedded default model to the example corpus (checkpoint chosen on the dev
+#               pairs), then compare it with the base on the held-out test pairs
 #   make test   lint + the test suite (what CI runs)
 # TORCH picks the PyTorch requirement installed first; the pinned CPU build keeps CPU-only machines
 # from downloading several GB of CUDA wheels. On a GPU machine: make test TORCH=torch
@@ -24,7 +25,7 @@ demo: $(STAMP)
 	$(BIN)/sentadapt adapt examples/it-support-corpus.txt --recipe consert \
 		--base sentence-transformers/all-MiniLM-L6-v2 --dev examples/it-support-dev.tsv \
 		--output runs/demo --batch-size 32 --max-steps 30 --eval-every 10 --overwrite
-	$(BIN)/sentadapt eval sentence-transformers/all-MiniLM-L6-v2 runs/demo --pairs examples/it-support-dev.tsv
+	$(BIN)/sentadapt eval sentence-transformers/all-MiniLM-L6-v2 runs/demo --pairs examples/it-support-test.tsv
 
 # The parity tests (float32 results of two code paths) run a second time on ATen's portable kernels
 # (ATEN_CPU_CAPABILITY=default, no AVX): a tolerance tighter than two correct CPUs differ by fails here
