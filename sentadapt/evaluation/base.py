@@ -28,6 +28,13 @@ if TYPE_CHECKING:
 Outputs = dict[str, np.ndarray]  # per-unit arrays, all of length `units`
 
 
+def cosine_scores(left: torch.Tensor, right: torch.Tensor) -> np.ndarray:
+    """Row-wise cosine in float64 of two (n, d) tensors → (n,) numpy."""
+    import torch
+
+    return torch.nn.functional.cosine_similarity(left.double(), right.double(), dim=-1).numpy()
+
+
 class EmbeddingTable:
     """Vectors of unique texts (rows of one float32 matrix) looked up by text."""
 

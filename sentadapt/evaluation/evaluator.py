@@ -99,7 +99,7 @@ class Evaluator:
             raise ConfigError(f"--bootstrap: {resamples} resamples; give 0 (off) or a positive number")
         self.tasks = list(tasks)
         self.split = split
-        self.title = title or ", ".join(f"{t.name} ({t.title})" for t in self.tasks)
+        self.title = title or ", ".join(f"{t.name} — {t.title}" for t in self.tasks)
         self.metric = metric
         self.resamples = resamples
         self.seed = seed
@@ -116,7 +116,10 @@ class Evaluator:
         pooling: object | None = None,
         progress: Callable[[int], None] | None = None,
         note: Callable[[str], None] = lambda _text: None,
+        intervals: bool = True,
     ) -> EvalReport:
+        """Embed every unique text once, score each task; `intervals=False` skips the bootstrap (training's
+        periodic dev checks only need `.average`; their per-unit outputs are kept for the final paired Δ)."""
         from sentadapt.encoder import Encoder
 
         assert isinstance(encoder, Encoder)
@@ -132,14 +135,15 @@ class Evaluator:
         results = [task.score(table) for task in self.tasks]
         del table, vectors
         pooling_name = pooling.name(encoder.num_layers) if pooling is not None else encoder.pooling_name  # type: ignore[attr-defined]
-        return self.report(results, encoder.name, pooling_name, time.perf_counter() - started)
+        return self.report(results, encoder.name, pooling_name, time.perf_counter() - started, intervals)
 
-    def report(self, results: list[TaskResult], model: str, pooling: str, seconds: float = 0.0) -> EvalReport:
+    def report(self, results: list[TaskResult], model: str, pooling: str, seconds: float = 0.0,
+               intervals: bool = True) -> EvalReport:
         """Attach intervals (when bootstrapping) and wrap results into a report."""
         aggregate = next((t.aggregate for t in self.tasks if hasattr(t, "aggregate")), "all")
         report = EvalReport(model, pooling, self.split, self.title, results, self.metric, seconds,
                             aggregate=aggregate)
-        if self.resamples:
+        if self.resamples and intervals:
             for task, result in zip(self.tasks, results):
                 result.replicates = self.replicates(task, result)
                 result.intervals = {name: bootstrap.interval(values) for name, values in result.replicates.items()}
@@ -169,6 +173,12 @@ class Evaluator:
         comparison.average = Delta(other.average - first.average, interval)
         return comparison
 
+    def describe_metric(self) -> str:
+        """What `.average` is, for metrics.json and the model card."""
+        kinds = sorted({(task.title, self.metric or task.main_metric) for task in self.tasks})
+        described = "; ".join(f"{metric} x100 ({title}, cosine)" for title, metric in kinds)
+        return described + (f", mean of {len(self.tasks)} tasks" if len(self.tasks) > 1 else "")
+
     # ---------------------------------------------------------------- per-unit outputs kept by training
     @staticmethod
     def outputs_of(report: EvalReport) -> dict[str, dict[str, list[float]]]:
@@ -177,8 +187,8 @@ class Evaluator:
                 for result in report.tasks}
 
     def from_outputs(self, outputs: dict[str, dict[str, list[float]]], model: str = "") -> EvalReport:
-        results = [task.result({key: np.asarray(values, dtype=np.float64) for key, values in outputs[task.name].items()})
-                   for task in self.tasks]
+        results = [task.result({key: np.asarray(values, dtype=np.float64)
+                                for key, values in outputs[task.name].items()}) for task in self.tasks]
         return self.report(results, model, "")
 
     def compare_outputs(self, first: dict[str, dict[str, list[float]]],
@@ -187,3 +197,17 @@ class Evaluator:
         a, b = self.from_outputs(first, "first"), self.from_outputs(other, "other")
         return self.compare(a, b).average  # type: ignore[return-value]
 
+
+
+def dev_change_record(evaluator: Evaluator | None, outputs: dict[str, Any]) -> dict[str, Any]:
+    """metrics.json fields for training's base → best dev Δ: the metric, its paired-bootstrap CI, the settings."""
+    if evaluator is None:
+        return {"dev_metric": None, "dev_change_ci": None, "dev_change_ci_excludes_0": None, "bootstrap": None}
+    delta = None
+    if evaluator.resamples and "base" in outputs and "best" in outputs:
+        delta = evaluator.compare_outputs(outputs["base"], outputs["best"])
+    interval = list(delta.interval) if delta is not None and delta.interval is not None else None
+    return {"dev_metric": evaluator.describe_metric(), "dev_change_ci": interval,
+            "dev_change_ci_excludes_0": delta.significant if delta is not None else None,
+            "bootstrap": {"resamples": evaluator.resamples, "seed": evaluator.seed,
+                          "confidence": bootstrap.CONFIDENCE, "paired": True}}

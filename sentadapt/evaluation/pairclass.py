@@ -17,7 +17,7 @@ import numpy as np
 
 from sentadapt.data.pairs import LabelledPairs, read_labelled_pairs, sniff_columns
 from sentadapt.evaluation import bootstrap
-from sentadapt.evaluation.base import TASK_TYPES, EmbeddingTable, EvalTask, Outputs
+from sentadapt.evaluation.base import TASK_TYPES, EmbeddingTable, EvalTask, Outputs, cosine_scores
 
 
 @TASK_TYPES.register("pair-classification")
@@ -51,8 +51,6 @@ class PairClassificationTask(EvalTask):
         return [*self.pairs.sentence1, *self.pairs.sentence2]
 
     def outputs(self, table: EmbeddingTable) -> Outputs:
-        from sentadapt.evaluation.sts import cosine_scores
-
         return {"cosine": cosine_scores(table.of(self.pairs.sentence1), table.of(self.pairs.sentence2))}
 
     def metrics(self, outputs: Outputs) -> tuple[dict[str, float], dict[str, Any]]:

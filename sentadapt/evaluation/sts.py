@@ -18,7 +18,7 @@ import numpy as np
 from sentadapt.data.pairs import PAIR_COLUMNS, ScoredPairs, read_scored_pairs, sniff_columns
 from sentadapt.errors import ConfigError, DataError
 from sentadapt.evaluation import bootstrap
-from sentadapt.evaluation.base import TASK_TYPES, EmbeddingTable, EvalTask, Outputs, TaskResult
+from sentadapt.evaluation.base import TASK_TYPES, EmbeddingTable, EvalTask, Outputs, TaskResult, cosine_scores
 from sentadapt.evaluation.evaluator import Evaluator
 from sentadapt.evaluation.tasks import AGGREGATIONS, DATA_DIR_ENV, TASKS, StsTask
 
@@ -57,13 +57,6 @@ def _load_from_hub(task: StsTask, split: str) -> ScoredPairs:
     return pairs
 
 
-def cosine_scores(left: Any, right: Any) -> np.ndarray:
-    """Row-wise cosine in float64 of two (n, d) tensors → (n,) numpy."""
-    import torch
-
-    return torch.nn.functional.cosine_similarity(left.double(), right.double(), dim=-1).numpy()
-
-
 def spearman100(predicted: Sequence[float] | np.ndarray, gold: Sequence[float]) -> float:
     from scipy.stats import spearmanr
 
@@ -73,7 +66,7 @@ def spearman100(predicted: Sequence[float] | np.ndarray, gold: Sequence[float]) 
 @TASK_TYPES.register("sts")
 class ScoredPairsTask(EvalTask):
     kind = "sts"
-    title = "scored pairs (STS)"
+    title = "STS (scored pairs)"
     metric_names = ("spearman", "pearson")
     unit_name = "pairs"
     description = "sentence1, sentence2, score (a number, e.g. 0–5)"
@@ -162,6 +155,11 @@ class StsEvaluator(Evaluator):
                  **options: Any) -> StsEvaluator:
         tasks = [ScoredPairsTask(name, load_task(name, split, data_dir), aggregate) for name in names]
         return cls(tasks, split=split, title=f"STS ({split})", **options)
+
+    @classmethod
+    def from_pairs(cls, tasks: dict[str, ScoredPairs], aggregate: str = "all", split: str = "pairs",
+                   **options: Any) -> StsEvaluator:
+        return cls([ScoredPairsTask(name, pairs, aggregate) for name, pairs in tasks.items()], split=split, **options)
 
     @classmethod
     def from_pairs_file(cls, path: str | Path, aggregate: str = "all", **options: Any) -> StsEvaluator:

@@ -97,5 +97,5 @@ def resolve_dev_set(
                         "or a BEIR retrieval folder")
     kind = detect_task_type(path)
     check_metric(metric, kind)
-    title = f"{path.name} ({TASK_TYPES.get(kind).title})"
+    title = f"{path.name} — {TASK_TYPES.get(kind).title}"
     return path.name, lambda: Evaluator([read_task(path, kind, split="dev")], split="dev", title=title, **options)
