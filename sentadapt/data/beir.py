@@ -5,7 +5,9 @@
     DIR/qrels/SPLIT.tsv   query-id <TAB> corpus-id <TAB> score           (header line; score > 0 = relevant)
 
 Documents are embedded as "title text" (BEIR's convention for sentence embedders). Queries that have no
-relevant document in the split's qrels are not evaluated (as in BEIR and sentence-transformers).
+relevant document in the split's qrels are not evaluated (as in BEIR and sentence-transformers). When a
+query's `_id` is also a corpus `_id` (the query is itself a document, as in Quora or CQADupStack), the
+evaluator skips that hit (BEIR's and MTEB's `ignore_identical_ids`); qrels naming it are kept as given.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ class BeirCollection:
     skipped_queries: int = 0
     split: str = "test"
     qrels_path: str = field(default="")
+    query_self_rows: list[int] = field(default_factory=list)  # corpus row whose _id equals the query's, else -1
 
 
 def is_beir_folder(path: Path) -> bool:
@@ -112,7 +115,7 @@ def read_beir(folder: str | Path, split: str = "test") -> BeirCollection:
         raise DataError(f"{qrels_path}: no query has a relevant document (score > 0)")
     return BeirCollection(corpus_ids, [corpus[d] for d in corpus_ids], evaluated, [queries[q] for q in evaluated],
                           [judged[q] for q in evaluated], str(folder), len(judged) - len(evaluated), split,
-                          str(qrels_path))
+                          str(qrels_path), [row_of.get(q, -1) for q in evaluated])
 
 
 def _qrels(path: Path) -> Iterator[tuple[int, tuple[str, str, float]]]:

@@ -57,6 +57,13 @@ def exact_search(queries: torch.Tensor, corpus: torch.Tensor, k: int = TOP_K, qu
     return np.take_along_axis(scores, order, axis=1), np.take_along_axis(rows, order, axis=1)
 
 
+def drop_own_document(rows: np.ndarray, self_rows: np.ndarray) -> np.ndarray:
+    """Move each query's own corpus row (if retrieved) to the end of its list, keeping the others in order."""
+    own = rows == self_rows[:, None]
+    order = np.argsort(own, axis=1, kind="stable")
+    return np.take_along_axis(rows, order, axis=1)
+
+
 @TASK_TYPES.register("retrieval")
 class RetrievalTask(EvalTask):
     kind = "retrieval"
@@ -65,9 +72,11 @@ class RetrievalTask(EvalTask):
     unit_name = "queries"
     description = "a BEIR folder: corpus.jsonl, queries.jsonl, qrels/SPLIT.tsv"
 
-    def __init__(self, name: str, collection: BeirCollection) -> None:
+    def __init__(self, name: str, collection: BeirCollection, ignore_identical_ids: bool = True) -> None:
         super().__init__(name, collection.source)
         self.collection = collection
+        self.ignore_identical_ids = ignore_identical_ids
+        self.self_rows = np.asarray(collection.query_self_rows if ignore_identical_ids else [], dtype=np.int64)
         self.relevant_counts = np.array([len(rows) for rows in collection.relevant], dtype=np.float64)
         documents = len(collection.corpus_ids)
         self.relevant_keys = np.array([query * documents + row for query, rows in enumerate(collection.relevant)
@@ -89,7 +98,11 @@ class RetrievalTask(EvalTask):
         return [*self.collection.corpus_texts, *self.collection.query_texts]
 
     def outputs(self, table: EmbeddingTable) -> Outputs:
-        _, rows = exact_search(table.of(self.collection.query_texts), table.of(self.collection.corpus_texts))
+        skip_self = self.ignore_identical_ids and bool((self.self_rows >= 0).any())
+        k = TOP_K + 1 if skip_self else TOP_K  # one spare hit for the query's own document
+        _, rows = exact_search(table.of(self.collection.query_texts), table.of(self.collection.corpus_texts), k)
+        if skip_self:
+            rows = drop_own_document(rows, self.self_rows)[:, :TOP_K]
         return self.per_query(rows)
 
     def per_query(self, rows: np.ndarray) -> Outputs:
@@ -111,7 +124,8 @@ class RetrievalTask(EvalTask):
         collection = self.collection
         return ({name: 100 * float(np.mean(outputs[name])) for name in self.metric_names},
                 {"documents": len(collection.corpus_ids), "split": collection.split,
-                 "qrels": collection.qrels_path, "queries_without_relevant": collection.skipped_queries})
+                 "qrels": collection.qrels_path, "queries_without_relevant": collection.skipped_queries,
+                 "ignore_identical_ids": self.ignore_identical_ids})
 
     def resampled(self, outputs: Outputs) -> dict[str, Callable[[np.ndarray], np.ndarray]]:
         return {name: (lambda counts, values=outputs[name]: 100 * bootstrap.weighted_mean(counts, values))
