@@ -231,7 +231,8 @@ def report(results: dict[str, Any], args: argparse.Namespace) -> None:
         m = results["million"]
         print(f"synthetic search: {m['documents']:,} random {m['dim']}-d documents × {m['queries']:,} queries, "
               f"exact top-100 in {m['search_seconds']:.1f} s, peak RSS {m['peak_rss_mb']:.0f} MB "
-              f"(embeddings alone {m['embeddings_mb']:.0f} MB; RSS before the search {m['peak_rss_mb_embeddings_only']:.0f} MB)")
+              f"(embeddings alone {m['embeddings_mb']:.0f} MB; "
+              f"RSS before the search {m['peak_rss_mb_embeddings_only']:.0f} MB)")
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(results, indent=2) + "\n")
     print(f"wrote {args.out}")

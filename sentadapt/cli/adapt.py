@@ -129,7 +129,9 @@ def _check_paths(config: Any, resume: bool, overwrite: bool, dry_run: bool, requ
     recipe_check = getattr(RECIPES.get(config.recipe), "check_corpus", None)
     if recipe_check is not None:
         recipe_check(config.corpus, config.recipe_args)  # e.g. CLSR needs pairs, not a sentence list
-    dev_name, _ = resolve_dev_set(config.dev, config.data_dir, config.dev_metric)
+    dev_name, make_dev_evaluator = resolve_dev_set(config.dev, config.data_dir, config.dev_metric)
+    if make_dev_evaluator is not None and not dry_run:
+        make_dev_evaluator()  # reads and checks the whole dev set (no torch) before anything is written
     if require_improvement and dev_name is None:
         raise ConfigError("--require-improvement: needs a labelled dev set to compare with the base model; "
                           "pass --dev FILE (e.g. 100 labelled pairs from your domain) or --dev stsb --data-dir DIR")
