@@ -473,3 +473,30 @@ def test_adapt_bad_dev_file_fails_before_training(tiny_model_dir: Path, tmp_path
     assert result.exit_code == 1
     assert result.stderr.strip().startswith(f"Error: {bad}:3: label 'yes' is not 0 or 1")
     assert not (output / "metrics.json").exists() and not (output / "model.safetensors").exists()
+
+
+# ---------------------------------------------------------------- layering
+def test_evaluation_imports_point_one_way_and_load_no_torch() -> None:
+    import ast
+    import subprocess
+    import sys
+
+    package = Path(__file__).resolve().parents[1] / "sentadapt" / "evaluation"
+
+    def imported(name: str) -> set[str]:
+        tree = ast.parse((package / f"{name}.py").read_text(encoding="utf-8"))
+        modules = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.module}
+        modules |= {f"sentadapt.evaluation.{alias.name}" for node in ast.walk(tree)
+                    if isinstance(node, ast.ImportFrom) and node.module == "sentadapt.evaluation"
+                    for alias in node.names}
+        return {m.rsplit(".", 1)[-1] for m in modules if m.startswith("sentadapt.evaluation.")}
+
+    assert imported("tasks") == set()  # the STS table imports no other evaluation module (no sts ↔ tasks cycle)
+    task_modules = {"sts", "pairclass", "rerank", "retrieval"}
+    for lower in ("base", "bootstrap", "ranking", "evaluator"):
+        assert not imported(lower) & (task_modules | {"task_types"}), lower
+    for module in task_modules:
+        assert "task_types" not in imported(module), module
+    code = "import sys, sentadapt.evaluation.task_types; print('torch' in sys.modules)"
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True).stdout == "False\n"
