@@ -47,7 +47,7 @@ def ours(kind: str, path: Path, model: str, batch_size: int) -> dict[str, Any]:
     from sentadapt.evaluation.task_types import read_task
 
     encoder = Encoder.load(model, device="cpu")
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     if kind == "retrieval":
         from sentadapt.data.beir import read_beir
 
@@ -60,8 +60,8 @@ def ours(kind: str, path: Path, model: str, batch_size: int) -> dict[str, Any]:
     report = evaluator(encoder, batch_size=batch_size, dtype="fp32")
     seconds = time.perf_counter() - started
     result = report.tasks[0]
-    out = {"seconds": seconds, "metrics": result.metrics, "intervals": result.intervals,
-           "texts": len(evaluator.sentences), "units": result.units}
+    out = {"seconds": seconds, "cpu_seconds": time.process_time() - cpu, "metrics": result.metrics,
+           "intervals": result.intervals, "texts": len(evaluator.sentences), "units": result.units}
     if kind == "retrieval":
         out["beir_protocol"] = {"metrics": report.tasks[1].metrics, "intervals": report.tasks[1].intervals,
                                 "documents": len(collection.corpus_ids)}
@@ -78,7 +78,7 @@ def peer(kind: str, path: Path, model_dir: str, batch_size: int) -> dict[str, An
     )
 
     model = SentenceTransformer(model_dir, device="cpu")
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     if kind == "pair-classification":
         from sentadapt.data.pairs import read_labelled_pairs
 
@@ -109,7 +109,7 @@ def peer(kind: str, path: Path, model_dir: str, batch_size: int) -> dict[str, An
                    "recall@10": scores[f"{prefix}{name}_recall@10"] * 100,
                    "recall@100": scores[f"{prefix}{name}_recall@100"] * 100,
                    "map@100": scores[f"{prefix}{name}_map@100"] * 100}
-    return {"seconds": time.perf_counter() - started, "metrics": metrics}
+    return {"seconds": time.perf_counter() - started, "cpu_seconds": time.process_time() - cpu, "metrics": metrics}
 
 
 # ---------------------------------------------------------------- bootstrap and 1M search
@@ -129,6 +129,63 @@ def bootstrap_cost(pairs: int = 10_000, resamples: int = 1000) -> dict[str, Any]
     seconds = time.perf_counter() - started
     return {"pairs": pairs, "resamples": resamples, "seconds_spearman_and_pearson": seconds,
             "spearman_ci": bootstrap.interval(values["spearman"])}
+
+
+def retrieval_search(path: Path, dim: int = 384) -> dict[str, Any]:
+    """Search + metrics only, on the real collection with seeded random unit vectors per text (queries near
+    one of their relevant documents): ours (exact chunked search, metrics, bootstrap) vs the IR evaluator
+    given the same vectors — what is left of retrieval once encoding is out of the picture."""
+    import torch
+    from sentence_transformers.sentence_transformer.evaluation import InformationRetrievalEvaluator
+    from sentence_transformers.util import cos_sim
+
+    from sentadapt.data.beir import read_beir
+    from sentadapt.evaluation.base import EmbeddingTable
+    from sentadapt.evaluation.evaluator import Evaluator
+    from sentadapt.evaluation.retrieval import RetrievalTask
+
+    collection = read_beir(path)
+    task = RetrievalTask("parity", collection, ignore_identical_ids=False)
+    texts = list(dict.fromkeys(task.texts()))
+    generator = torch.Generator().manual_seed(0)
+    vectors = torch.nn.functional.normalize(torch.randn(len(texts), dim, generator=generator), dim=-1)
+    table = EmbeddingTable(texts, vectors)
+    # make the task findable: each query's first relevant document moves next to the query's vector
+    query_rows = table.rows(collection.query_texts)
+    targets = table.rows([collection.corpus_texts[rows[0]] for rows in collection.relevant])
+    vectors[targets] = torch.nn.functional.normalize(
+        vectors[query_rows] + 0.08 * torch.randn(len(query_rows), dim, generator=generator), dim=-1)
+
+    class Fixed:
+        similarity_fn_name = "cosine"
+
+        def encode(self, sentences: Any, **_options: Any) -> torch.Tensor:
+            return table.of(list(sentences))
+
+        encode_query = encode_document = encode
+
+    started, cpu = time.perf_counter(), time.process_time()
+    evaluator = Evaluator([task])
+    result = evaluator.report([task.score(table)], "random", "none").tasks[0]
+    ours_seconds, ours_cpu = time.perf_counter() - started, time.process_time() - cpu
+    queries = dict(zip(collection.query_ids, collection.query_texts))
+    corpus = dict(zip(collection.corpus_ids, collection.corpus_texts))
+    relevant = {q: {collection.corpus_ids[r] for r in rows} for q, rows in zip(collection.query_ids,
+                                                                               collection.relevant)}
+    started, cpu = time.perf_counter(), time.process_time()
+    peer = InformationRetrievalEvaluator(queries, corpus, relevant, mrr_at_k=[10], ndcg_at_k=[10], map_at_k=[100],
+                                         precision_recall_at_k=[10, 100], accuracy_at_k=[10],
+                                         score_functions={"cosine": cos_sim})
+    theirs = peer.compute_metrices(Fixed())["cosine"]
+    peer_seconds, peer_cpu = time.perf_counter() - started, time.process_time() - cpu
+    peer_metrics = {"ndcg@10": theirs["ndcg@k"][10], "mrr@10": theirs["mrr@k"][10],
+                    "recall@10": theirs["recall@k"][10], "recall@100": theirs["recall@k"][100],
+                    "map@100": theirs["map@k"][100]}
+    return {"documents": len(collection.corpus_ids), "queries": len(collection.query_ids),
+            "ours_seconds_search_metrics_bootstrap": ours_seconds, "st_seconds_search_metrics": peer_seconds,
+            "speedup": peer_seconds / ours_seconds, "ours_cpu_seconds": ours_cpu, "st_cpu_seconds": peer_cpu,
+            "cpu_speedup": peer_cpu / ours_cpu, "ours": result.metrics,
+            "max_abs_metric_diff": max(abs(result.metrics[k] - 100 * v) for k, v in peer_metrics.items())}
 
 
 def million(documents: int, queries: int, dim: int = 384) -> dict[str, Any]:
@@ -166,6 +223,8 @@ RUNS = {
 def run_one(name: str, args: argparse.Namespace) -> dict[str, Any]:
     if name == "bootstrap":
         result = bootstrap_cost()
+    elif name == "retrieval-search":
+        result = retrieval_search(args.tasks_dir / "retrieval/sts-nli")
     elif name == "million":
         result = million(args.synthetic_docs, args.synthetic_queries)
     else:
@@ -176,6 +235,8 @@ def run_one(name: str, args: argparse.Namespace) -> dict[str, Any]:
         else:
             result = ours(kind, path, args.model, args.batch_size)
     result["peak_rss_mb"] = max(result.get("peak_rss_mb", 0.0), peak_rss_mb())
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    result["cpu_seconds_process"] = usage.ru_utime + usage.ru_stime  # whole child, model load included
     return result
 
 
