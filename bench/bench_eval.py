@@ -21,7 +21,8 @@ from scipy.stats import spearmanr
 
 from sentadapt.data.pairs import read_scored_pairs
 from sentadapt.encoder import Encoder
-from sentadapt.evaluation.sts import TASKS, StsEvaluator
+from sentadapt.evaluation.sts import StsEvaluator
+from sentadapt.evaluation.tasks import TASKS
 
 
 def reference(
@@ -48,7 +49,7 @@ def ours(
     started = time.perf_counter()
     evaluator = StsEvaluator.from_sts(tasks, "test", data_dir)
     report = evaluator(encoder, batch_size=batch_size, dtype=dtype)
-    return {t.task: t.spearman for t in report.tasks}, time.perf_counter() - started
+    return {t.task: t.metrics["spearman"] for t in report.tasks}, time.perf_counter() - started
 
 
 def main() -> None:

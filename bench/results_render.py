@@ -37,6 +37,8 @@ def render(results: dict[str, Any], command: str) -> str:
         parts.append(_paper_deltas(results["quality"]))
     for model, curves in results.get("curves", {}).items():
         parts.append(_curves(model, curves, results["plan"]))
+    for model, tasks in results.get("eval_tasks", {}).items():
+        parts.append(_eval_tasks(model, tasks))
     if results.get("speed"):
         parts.append(_speed(results["speed"]))
     parts.append(_footer())
@@ -163,6 +165,44 @@ def _speed(speed: dict[str, Any]) -> str:
                      f"{row['max_abs_diff']:.4f} |")
     lines += ["", "The bf16 row is also the encode-throughput comparison fp32 vs bf16 (same sentences, same run)."]
     return "\n".join(lines)
+
+
+def _eval_tasks(model: str, section: dict[str, Any]) -> str:
+    """Main metric of each task per model with its 95 % CI; adapted runs with their paired Δ against the base."""
+    entries = section["report"]
+    rows = section["rows"]
+    lines = [f"## Domain-style tasks on {model}: pair classification, reranking, retrieval", "",
+             "Built from ../shared by `bench/make_eval_tasks.py` (SICK-R/STS-B pairs labelled 1 at gold ≥ 4 and 0 at "
+             "≤ 1.5; SNLI premises reranking their hypotheses; STS queries retrieving their paraphrase among every "
+             "STS and NLI sentence). Main metric × 100 with its 95 % bootstrap CI; Δ against the base model with the "
+             "paired CI (same resampled pairs/queries), * when it excludes 0. Definitions: "
+             "[evaluation.md](evaluation.md).", "", "```bash", section["data_command"],
+             _portable(f"python -m sentadapt {section['command']}"), "```", "",
+             "| task | metric | units | " + " | ".join(ROW_LABELS.get(row, row) for row in rows) + " |",
+             "|---|---|---:|" + "---:|" * len(rows)]
+    base = entries[0]
+    for index, report in enumerate(base["reports"]):
+        for task, result in report["tasks"].items():
+            metric = result["main_metric"]
+            cells = [_with_ci(result["metrics"][metric], result["ci"].get(metric))]
+            for entry in entries[1:]:
+                other = entry["reports"][index]["tasks"][task]["metrics"][metric]
+                delta = entry["delta_vs_first"][index]["tasks"][task][metric]
+                cells.append(f"{other:.2f} ({_signed_ci(delta)})")
+            lines.append(f"| {task} ({result['type']}) | {metric} | {result['units']} | " + " | ".join(cells) + " |")
+    lines += ["", f"One `sentadapt eval` of {len(rows)} models: {section['seconds'] / 60:.1f} min, peak RSS "
+              f"{section['peak_rss_mb']:.0f} MB."]
+    return "\n".join(lines)
+
+
+def _with_ci(value: float, interval: list[float] | None) -> str:
+    return f"{value:.2f}" + (f" [{interval[0]:.2f}, {interval[1]:.2f}]" if interval else "")
+
+
+def _signed_ci(delta: dict[str, Any]) -> str:
+    interval = delta.get("ci")
+    text = f"{delta['delta']:+.2f}" + (f" [{interval[0]:+.2f}, {interval[1]:+.2f}]" if interval else "")
+    return text + (" *" if delta.get("ci_excludes_0") else "")
 
 
 def _footer() -> str:

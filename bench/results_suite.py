@@ -48,6 +48,9 @@ class Plan:
     speed_steps: int
     speed_eval_tasks: str
     clsr_pairs: list[str]  # positive-pair files for CLSR, relative to the data root (../shared/data)
+    # issue 13: the base models and these adapted runs on pair classification, reranking and retrieval
+    eval_task_recipes: list[str] = field(default_factory=lambda: ["consert", "sg-opt"])
+    eval_task_retrieval: bool = True  # the ~55k-document retrieval collection (minutes per model on CPU)
 
 
 def full_plan() -> Plan:
@@ -55,14 +58,16 @@ def full_plan() -> Plan:
     return Plan(models=[l6, l3], steps=100, batch_size=64, max_length=64, eval_every=25, corpus_size=10_000,
                 tasks=list(TASKS), curve_model=l3, few_shot_sizes=[100, 1_000, 10_000],
                 temperatures=[0.05, 0.1, 0.2], speed_steps=30, speed_eval_tasks="all",
-                clsr_pairs=["nli/allnli.dev.jsonl.gz", "nli/snli.test.jsonl.gz", "sts/stsb.train.jsonl"])
+                clsr_pairs=["nli/allnli.dev.jsonl.gz", "nli/snli.test.jsonl.gz", "sts/stsb.train.jsonl"],
+                eval_task_recipes=["consert", "sg-opt"], eval_task_retrieval=True)
 
 
 def quick_plan() -> Plan:
     l3 = str(SHARED / "models/paraphrase-minilm-l3-v2")
     return Plan(models=[l3], steps=6, batch_size=16, max_length=32, eval_every=3, corpus_size=1_000,
                 tasks=["stsb", "sickr"], curve_model=l3, few_shot_sizes=[100, 1_000], temperatures=[0.05, 0.1],
-                speed_steps=3, speed_eval_tasks="stsb", clsr_pairs=["sts/stsb.train.jsonl"])
+                speed_steps=3, speed_eval_tasks="stsb", clsr_pairs=["sts/stsb.train.jsonl"],
+                eval_task_recipes=["consert"], eval_task_retrieval=False)
 
 
 @dataclass
@@ -119,7 +124,8 @@ class Suite:
     def __init__(self, plan: Plan, work: Path, data_dir: Path, reuse: bool) -> None:
         self.plan, self.work, self.data_dir = plan, work, data_dir
         self.runner = Runner(work, reuse)
-        self.results: dict[str, Any] = {"plan": asdict(plan), "quality": {}, "curves": {}, "speed": {}}
+        self.results: dict[str, Any] = {"plan": asdict(plan), "quality": {}, "curves": {}, "speed": {},
+                                        "eval_tasks": {}}
 
     # ------------------------------------------------------------------ building blocks
     def corpus(self, size: int) -> Path:
@@ -220,6 +226,29 @@ class Suite:
         }
         self.save()
 
+    def eval_tasks(self) -> None:
+        """Each shared model and its adapted runs on the domain-style tasks, one `sentadapt eval` per model
+        (paired CIs of each run against its base)."""
+        data = self.work / "eval-tasks"
+        self.runner.run("eval-tasks-data", [sys.executable, "bench/make_eval_tasks.py", "--shared",
+                                            str(self.data_dir.parent.parent), "--out", str(data)])
+        files = ["--pairs", str(data / "pairclass/sickr.test.tsv"), "--pairs", str(data / "pairclass/stsb.test.tsv"),
+                 "--rerank", str(data / "rerank/snli.test.jsonl")]
+        if self.plan.eval_task_retrieval:
+            files += ["--retrieval", str(data / "retrieval/sts-nli")]
+        for model in self.plan.models:
+            name = short(model)
+            runs = [recipe for recipe in self.plan.eval_task_recipes if (self.work / f"{name}-{recipe}").is_dir()]
+            out = self.work / "evals" / f"{name}-tasks.json"
+            job = self.runner.run(f"eval-tasks-{name}", sentadapt(
+                "eval", model, *(str(self.work / f"{name}-{recipe}") for recipe in runs), *files,
+                "--json", str(out)))
+            self.results["eval_tasks"][name] = {
+                "rows": ["base", *runs], "report": json.loads(out.read_text()), "seconds": job.seconds,
+                "peak_rss_mb": job.peak_rss_mb, "command": " ".join(job.argv[2:]),
+                "data_command": f"python bench/make_eval_tasks.py --shared {self.data_dir.parent.parent} --out DIR"}
+            self.save()
+
     def save(self) -> None:
         (self.work / "results.json").write_text(json.dumps(self.results, indent=1) + "\n")
 
@@ -230,6 +259,7 @@ class Suite:
         self.quality(corpus)
         self.curves()
         self.speed(corpus)
+        self.eval_tasks()
         self.results["seconds"] = time.perf_counter() - started
         self.results["finished"] = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
         self.save()

@@ -91,7 +91,8 @@ class RunConfig:
     base: str
     corpus: list[str]
     output: str
-    dev: str | None = None  # "stsb", "sickr", a labelled pairs file, or None (blind: keep the last step)
+    dev: str | None = None  # "stsb", "sickr", a task file or BEIR folder, or None (blind: keep the last step)
+    dev_metric: str | None = None  # the dev task's metric that selects checkpoints (None: its main metric)
     data_dir: str | None = None
     text_column: str | None = None
     encoding_errors: str = "strict"  # strict | replace | skip (invalid UTF-8 lines in the corpus)
@@ -301,6 +302,7 @@ def load_run_config(path: Path, recipe_configs: dict[str, type]) -> RunConfig:
         raise ConfigError(f"{path}: unknown recipe '{data['recipe']}'")
     recipe_args = recipe_class()
     apply_overrides(recipe_args, data.get("recipe_args") or {}, f"{path}: recipe_args")
-    fields = {k: data.get(k) for k in ("recipe", "base", "corpus", "output", "dev", "data_dir", "text_column")}
+    fields = {k: data.get(k) for k in ("recipe", "base", "corpus", "output", "dev", "dev_metric", "data_dir",
+                                       "text_column")}
     fields["encoding_errors"] = data.get("encoding_errors") or "strict"
     return RunConfig(train=train, recipe_args=recipe_args, **fields)

@@ -30,14 +30,16 @@ def cache_root() -> Path:
     return base / "sentadapt" / "embeddings"
 
 
-def frozen_fingerprint(encoder: Encoder, max_length: int) -> str:
-    """Hash of the frozen part's weights and settings (backbone, pooling, first frozen head layers)."""
+def frozen_fingerprint(encoder: Encoder, max_length: int, head_layers: int | None = None) -> str:
+    """Hash of the frozen part's weights and settings (backbone, pooling, first frozen head layers; with
+    `head_layers` given, that many head layers — all of them for a whole-model key)."""
     digest = hashlib.sha256()
     digest.update(json.dumps(encoder.backbone.config.to_dict(), sort_keys=True, default=str).encode())
     digest.update(repr(encoder.pooling.canonical(encoder.num_layers)).encode())
     digest.update(f"max_length={max_length}".encode())
     frozen = list(encoder.backbone.state_dict().items())
-    for index, layer in enumerate(list(encoder.head)[: encoder.frozen_head_layers]):
+    kept = encoder.frozen_head_layers if head_layers is None else head_layers
+    for index, layer in enumerate(list(encoder.head)[:kept]):
         frozen += [(f"head.{index}.{k}", v) for k, v in layer.state_dict().items()]
     for name, tensor in frozen:
         digest.update(name.encode())
@@ -76,6 +78,40 @@ def cached_frozen_vectors(
     tmp = path.with_name(f".tmp-{os.getpid()}-{path.name}")
     save_file({"vectors": vectors.contiguous()}, str(tmp))
     os.replace(tmp, path)
+    return vectors
+
+
+def cached_vectors(
+    encoder: Encoder,
+    texts: Sequence[str],
+    batch_size: int = 128,
+    max_length: int | None = None,
+    dtype: str = "fp32",
+    progress: Callable[[int], None] | None = None,
+    note: Callable[[str], None] = lambda _text: None,
+) -> torch.Tensor:
+    """The whole encoder's vectors of unique `texts` (eval's --cache-embeddings), keyed like the frozen cache:
+    every weight, the pooling, the max length, the dtype and the texts."""
+    length = max_length or encoder.max_length
+    digest = hashlib.sha256(frozen_fingerprint(encoder, length, head_layers=len(list(encoder.head))).encode())
+    digest.update(f"whole-model dtype={dtype}".encode())
+    for text in texts:
+        digest.update(text.encode("utf-8") + b"\0")
+    path = cache_root() / f"eval-{digest.hexdigest()[:40]}.safetensors"
+    if path.is_file():
+        try:
+            vectors = load_file(str(path))["vectors"]
+        except Exception:  # a truncated or foreign file: recompute rather than fail
+            vectors = None
+        if vectors is not None and vectors.shape[0] == len(texts):
+            note(f"embedding cache: {len(texts)} vectors reused from {path}")
+            return vectors
+    vectors = encoder.encode(list(texts), batch_size=batch_size, max_length=length, dtype=dtype, progress=progress)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".tmp-{os.getpid()}-{path.name}")
+    save_file({"vectors": vectors.contiguous()}, str(tmp))
+    os.replace(tmp, path)
+    note(f"embedding cache: {len(texts)} vectors stored in {path}")
     return vectors
 
 

@@ -45,10 +45,7 @@ def test_library_never_imports_the_cli_or_prints_with_rich(path: Path) -> None:
 
 
 # Two-file import cycles that another branch is removing; the lead deletes an entry when that branch merges.
-KNOWN_CYCLES: set[frozenset[str]] = {
-    # evaluation/sts.py ↔ evaluation/tasks.py: issue 16, fixed on a parallel branch — delete at merge
-    frozenset({"sentadapt.evaluation.sts", "sentadapt.evaluation.tasks"}),
-}
+KNOWN_CYCLES: set[frozenset[str]] = set()  # none: a new entry needs a reason in a comment beside it
 
 
 def _module_name(path: Path) -> str:

@@ -49,6 +49,30 @@ def test_results_render_tables_deltas_and_verdicts() -> None:
     assert "| sentadapt CLSR | SBERT-base 73.10 → 73.11 | +0.01 | – |" in text  # not run: a dash, not a zero
 
 
+def test_results_render_eval_tasks_section() -> None:
+    render = _load("results_render").render
+
+    def entry(ap: float, delta: dict[str, object] | None) -> dict[str, object]:
+        task = {"type": "pair-classification", "main_metric": "ap", "metrics": {"ap": ap},
+                "ci": {"ap": [ap - 1, ap + 1]}, "units": 719}
+        return {"reports": [{"tasks": {"stsb.test.tsv": task}}],
+                "delta_vs_first": None if delta is None else [{"tasks": {"stsb.test.tsv": {"ap": delta}}}]}
+
+    results = {
+        "plan": {"steps": 6, "corpus_size": 1000, "batch_size": 16, "max_length": 32, "eval_every": 3},
+        "eval_tasks": {"tiny": {"rows": ["base", "consert"], "seconds": 120.0, "peak_rss_mb": 900.0,
+                                "command": "eval tiny runs/tiny-consert --pairs stsb.test.tsv --json x.json",
+                                "data_command": "python bench/make_eval_tasks.py --shared ../shared --out DIR",
+                                "report": [entry(90.0, None),
+                                           entry(91.5, {"delta": 1.5, "ci": [0.25, 2.75], "ci_excludes_0": True})]}},
+    }
+    text = render(results, "python bench/results_suite.py --quick")
+    assert "| task | metric | units | base model | sentadapt ConSERT |" in text
+    assert ("| stsb.test.tsv (pair-classification) | ap | 719 | 90.00 [89.00, 91.00] | "
+            "91.50 (+1.50 [+0.25, +2.75] *) |") in text
+    assert "One `sentadapt eval` of 2 models: 2.0 min, peak RSS 900 MB." in text
+
+
 def test_gpu_benchmark_skips_cleanly_without_a_gpu() -> None:
     done = subprocess.run([sys.executable, "bench/bench_gpu.py"], cwd=REPO, capture_output=True, text=True,
                           env={"CUDA_VISIBLE_DEVICES": "", "PATH": "/usr/bin:/bin"})

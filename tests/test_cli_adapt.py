@@ -176,9 +176,13 @@ def test_no_improvement_is_reported_and_require_improvement_exits_3(corpus: Path
             "--set", "export_pooling=mean"]
     plain = _adapt(*args)
     assert plain.exit_code == 0, plain.output
-    assert "no checkpoint beat the base model (+0.00): this run is not an improvement" in _flat(plain.stdout)
+    # identical weights give identical per-pair cosines, so the paired bootstrap Δ is exactly [0, 0]
+    assert ("no checkpoint beat the base model (+0.00 [+0.00, +0.00]): this run is not an improvement"
+            in _flat(plain.stdout))
     metrics = json.loads((output / "metrics.json").read_text())
     assert metrics["improved"] is False and metrics["dev_change"] == 0.0
+    assert metrics["dev_change_ci"] == [0.0, 0.0] and metrics["dev_change_ci_excludes_0"] is False
+    assert metrics["dev_metric"] == "spearman x100 (STS (scored pairs), cosine)"
     assert metrics["base_score"] == metrics["best_score"] == metrics["history"][0]["dev"]
 
     guarded = _adapt(*args, "--overwrite", "--require-improvement")

@@ -179,7 +179,8 @@ def test_topk_counts_cls_and_sep_as_the_two_most_frequent_and_removes_the_right_
     scores = curve.curves["pairs"]
     assert len(scores) == 4
     # k = 0 is plain mean pooling: the same number `sentadapt eval` prints
-    assert scores[0] == pytest.approx(StsEvaluator({"p": pairs})(tiny_encoder).tasks[0].spearman, rel=FLOAT32_RTOL)
+    reference = StsEvaluator.from_pairs({"p": pairs})(tiny_encoder).tasks[0].metrics["spearman"]
+    assert scores[0] == pytest.approx(reference, rel=FLOAT32_RTOL)
     # k = 2 drops exactly [CLS] and [SEP]; k = 3 also drops "the"
     specials = {tokenizer.cls_token_id, tokenizer.sep_token_id}
     for k, removed in ((2, specials), (3, specials | {tokenizer.convert_tokens_to_ids("the")})):
@@ -205,13 +206,13 @@ def test_topk_sentence_with_every_token_removed_scores_as_cosine_zero(tiny_encod
 def test_layer_sweep_cells_equal_the_encoder_with_that_pooling(tiny_encoder, pairs_tsv: Path) -> None:
     pairs = read_scored_pairs(pairs_tsv)
     sweep = layer_sweep(tiny_encoder, pairs, "pairs", batch_size=3)
-    evaluator = StsEvaluator({"p": read_scored_pairs(pairs_tsv)})
+    evaluator = StsEvaluator.from_pairs({"p": read_scored_pairs(pairs_tsv)})
     for name, pooling in (("max@1", Pooling("max", (1,), (1.0,))), ("cls@2", Pooling("cls", (2,), (1.0,))),
                           ("last2avg", Pooling.from_name("last2avg", 2))):
-        assert sweep.scores[name] == pytest.approx(evaluator(tiny_encoder, pooling=pooling).tasks[0].spearman,
-                                                   rel=FLOAT32_RTOL)
-    assert sweep.model_score == pytest.approx(evaluator(tiny_encoder).tasks[0].spearman, rel=FLOAT32_RTOL)
-    assert sweep.scores["mean@2"] == pytest.approx(sweep.model_score, rel=FLOAT32_RTOL)  # the model's pooling: mean@L
+        reference = evaluator(tiny_encoder, pooling=pooling).tasks[0].metrics["spearman"]
+        assert sweep.scores[name] == pytest.approx(reference, rel=FLOAT32_RTOL)
+    assert sweep.model_score == pytest.approx(evaluator(tiny_encoder).tasks[0].metrics["spearman"], rel=FLOAT32_RTOL)
+    assert sweep.scores["mean@2"] == pytest.approx(sweep.model_score, rel=FLOAT32_RTOL)  # the model's pooling is mean@L
     assert math.isnan(sweep.scores["cls@0"])  # [CLS] of the embedding layer is the same vector for every sentence
     assert len(sweep.grid()) == 3 and len(sweep.grid()[0]) == 3
     assert sweep.best[1] == max(v for v in sweep.scores.values() if not math.isnan(v))

@@ -9,7 +9,8 @@ from scipy.stats import spearmanr
 
 from sentadapt.data.pairs import read_scored_pairs
 from sentadapt.encoder import Encoder
-from sentadapt.evaluation.sts import TASKS, StsEvaluator
+from sentadapt.evaluation.sts import StsEvaluator
+from sentadapt.evaluation.tasks import TASKS
 from tests.conftest import SHARED_MODELS, SHARED_STS, needs_shared
 
 pytestmark = [pytest.mark.shared, needs_shared()]
@@ -36,7 +37,7 @@ def test_eval_all_tasks_equals_sentence_transformers_reference() -> None:
     model_dir = str(SHARED_MODELS / "paraphrase-minilm-l3-v2")
     report = StsEvaluator.from_sts(list(TASKS), "test", SHARED_STS)(Encoder.load(model_dir, device="cpu"))
     reference = reference_scores(model_dir)
-    ours = {task.task: task.spearman for task in report.tasks}
+    ours = {task.task: task.metrics["spearman"] for task in report.tasks}
     assert list(ours) == list(TASKS)
     for task in TASKS:
         assert ours[task] == pytest.approx(reference[task], abs=0.01), task

@@ -11,7 +11,8 @@ from scipy.stats import spearmanr
 from sentadapt.data.pairs import read_scored_pairs
 from sentadapt.encoder import Encoder
 from sentadapt.errors import ConfigError, DataError
-from sentadapt.evaluation.sts import StsEvaluator, parse_task_list, score_task
+from sentadapt.evaluation.sts import StsEvaluator, score_task
+from sentadapt.evaluation.tasks import parse_task_list
 from tests.conftest import FLOAT32_RTOL
 
 
@@ -21,8 +22,8 @@ def test_spearman_on_a_hand_made_file(tmp_path: Path) -> None:
     path.write_text("sentence1\tsentence2\tscore\na\tb\t5\nc\td\t3\ne\tf\t1\ng\th\t2\n")
     pairs = read_scored_pairs(path)
     result = score_task("p", pairs, np.array([1.0, 0.5, 0.0, -0.5]), "all")
-    assert result.spearman == pytest.approx(80.0)  # 1 - 6*(1+1)/(4*15) = 0.8
-    assert result.pairs == 4
+    assert result.metrics["spearman"] == pytest.approx(80.0)  # 1 - 6*(1+1)/(4*15) = 0.8
+    assert result.units == 4
 
 
 def test_aggregations_over_subsets(tmp_path: Path) -> None:
@@ -37,10 +38,10 @@ def test_aggregations_over_subsets(tmp_path: Path) -> None:
     by_wmean = score_task("t", pairs, cosines, "wmean")
     x = spearmanr([0.9, 0.1, 0.2], [5, 1, 3]).statistic * 100  # 50.0
     y = spearmanr([0.3, 0.8], [1, 4]).statistic * 100  # 100.0
-    assert by_all.spearman == pytest.approx(spearmanr(cosines, [5, 1, 3, 1, 4]).statistic * 100)
-    assert by_mean.spearman == pytest.approx((x + y) / 2)
-    assert by_wmean.spearman == pytest.approx((3 * x + 2 * y) / 5)
-    assert by_all.subsets == pytest.approx({"x": x, "y": y})
+    assert by_all.metrics["spearman"] == pytest.approx(spearmanr(cosines, [5, 1, 3, 1, 4]).statistic * 100)
+    assert by_mean.metrics["spearman"] == pytest.approx((x + y) / 2)
+    assert by_wmean.metrics["spearman"] == pytest.approx((3 * x + 2 * y) / 5)
+    assert by_all.extras["subsets"] == pytest.approx({"x": x, "y": y})
 
 
 @pytest.mark.parity
@@ -51,14 +52,14 @@ def test_evaluator_matches_direct_computation(tiny_encoder: Encoder, pairs_tsv: 
     left = torch.stack([tiny_encoder.encode([s])[0] for s in pairs.sentence1])
     right = torch.stack([tiny_encoder.encode([s])[0] for s in pairs.sentence2])
     cosines = torch.nn.functional.cosine_similarity(left, right).numpy()
-    assert report.tasks[0].spearman == pytest.approx(spearmanr(cosines, pairs.scores).statistic * 100,
-                                                     rel=FLOAT32_RTOL)
+    expected = spearmanr(cosines, pairs.scores).statistic * 100
+    assert report.tasks[0].metrics["spearman"] == pytest.approx(expected, rel=FLOAT32_RTOL)
     assert report.pooling == "mean"
 
 
 def test_unique_sentences_shared_across_tasks(pairs_tsv: Path) -> None:
     pairs = read_scored_pairs(pairs_tsv)
-    evaluator = StsEvaluator({"a": pairs, "b": read_scored_pairs(pairs_tsv)})
+    evaluator = StsEvaluator.from_pairs({"a": pairs, "b": read_scored_pairs(pairs_tsv)})
     assert len(evaluator.sentences) == len(set(pairs.sentence1 + pairs.sentence2)) == 15
 
 

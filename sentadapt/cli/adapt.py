@@ -65,8 +65,12 @@ def adapt(
     output: Path = typer.Option(..., "--output", "-o", help="Run directory (becomes a sentence-transformers model)."),
     config_file: Path | None = typer.Option(None, "--config", help="Recipe YAML, e.g. recipes/consert.yaml."),
     set_options: list[str] = typer.Option([], "--set", help="Override any config key: --set temperature=0.05"),
-    dev: str | None = typer.Option(None, "--dev", help="stsb | sickr | labelled pairs FILE | none. "
-                                                       "Default: STS-B dev when STS data is available."),
+    dev: str | None = typer.Option(None, "--dev", help="stsb | sickr | a task FILE (scored or 0/1-labelled pairs, "
+                                                       "reranking .jsonl) | a BEIR retrieval DIR | none. Default: "
+                                                       "STS-B dev when STS data is available."),
+    dev_metric: str | None = typer.Option(None, "--dev-metric", help="Dev metric that selects checkpoints "
+                                                                     "(e.g. f1, mrr@10). Default: the task's main "
+                                                                     "metric (spearman, ap, map, ndcg@10)."),
     data_dir: Path | None = typer.Option(None, "--data-dir", envvar="SENTADAPT_DATA_DIR",
                                          help="Folder of STS JSON Lines files (for --dev stsb|sickr)."),
     text_column: str | None = typer.Option(None, "--text-column", help="Column of .jsonl/.csv/.tsv corpora."),
@@ -131,7 +135,7 @@ def adapt(
         recipe_class = RECIPES.get(recipe_name)
         config = build_config(
             recipe_name, recipe_class.Config, recipe_class.train_defaults, config_file, flags, set_options,
-            base=base or DEFAULT_BASE_MODEL, corpus=list(corpus), output=str(output), dev=dev,
+            base=base or DEFAULT_BASE_MODEL, corpus=list(corpus), output=str(output), dev=dev, dev_metric=dev_metric,
             data_dir=str(data_dir) if data_dir else None, text_column=text_column, encoding_errors=encoding_errors,
         )
     _check_paths(config, resume, overwrite, dry_run, require_improvement)
@@ -163,7 +167,7 @@ def _check_paths(config: Any, resume: bool, overwrite: bool, dry_run: bool, requ
     from sentadapt.config import check_choice
     from sentadapt.data.corpus import ENCODING_ERRORS, check_sources
     from sentadapt.errors import ConfigError
-    from sentadapt.evaluation.tasks import resolve_dev_set
+    from sentadapt.evaluation.task_types import resolve_dev_set
     from sentadapt.resolve import resolve_model
 
     check_choice("--encoding-errors", config.encoding_errors, ENCODING_ERRORS)
@@ -177,7 +181,9 @@ def _check_paths(config: Any, resume: bool, overwrite: bool, dry_run: bool, requ
     recipe_check = getattr(RECIPES.get(config.recipe), "check_corpus", None)
     if recipe_check is not None:
         recipe_check(config.corpus, config.recipe_args)  # e.g. CLSR needs pairs, not a sentence list
-    dev_name, _ = resolve_dev_set(config.dev, config.data_dir)
+    dev_name, make_dev_evaluator = resolve_dev_set(config.dev, config.data_dir, config.dev_metric)
+    if make_dev_evaluator is not None and not dry_run:
+        make_dev_evaluator()  # reads and checks the whole dev set (no torch) before anything is written
     if require_improvement and dev_name is None:
         raise ConfigError("--require-improvement: needs a labelled dev set to compare with the base model; "
                           "pass --dev FILE (e.g. 100 labelled pairs from your domain) or --dev stsb --data-dir DIR")
@@ -395,9 +401,21 @@ def _print_summary(result: Any) -> None:
         table.add_row("base model dev", _score(state.base_score))
         table.add_row("best dev", f"{_score(state.best_score)} at step {state.best_step}")
         if result.improved is not None:
-            delta = state.dev_change
-            verdict = (f"[green]improved by {delta:+.2f}[/]" if result.improved else
-                       f"[red]no checkpoint beat the base model ({delta:+.2f}): this run is not an improvement; "
-                       f"keep using the base model for {result.dev_name}-like data[/]")
-            table.add_row("verdict", verdict)
+            table.add_row("verdict", _verdict(result))
     console.print(table)
+
+
+def _verdict(result: Any) -> str:
+    """'improved by +2.68 [+0.90, +4.40]' only when the paired 95 % CI of the dev Δ excludes 0."""
+    state = result.state
+    delta, interval = state.dev_change, state.dev_change_ci
+    shown = f"{delta:+.2f}" + (f" [{interval[0]:+.2f}, {interval[1]:+.2f}]" if interval else "")
+    if not result.improved:
+        return (f"[red]no checkpoint beat the base model ({shown}): this run is not an improvement; "
+                f"keep using the base model for {result.dev_name}-like data[/]")
+    if interval is None:
+        return f"[green]improved by {shown}[/] (no confidence interval: bootstrap off)"
+    if interval[0] > 0:
+        return f"[green]improved by {shown}[/] (paired 95 % CI over the dev set's units)"
+    return (f"[yellow]within noise: {shown}[/] — the paired 95 % CI includes 0; more dev data would tell "
+            "whether this run helps")

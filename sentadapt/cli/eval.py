@@ -1,4 +1,4 @@
-"""`sentadapt eval`: STS12–16, STS-B and SICK-R (Spearman × 100 of cosine) and your own labelled pairs."""
+"""`sentadapt eval`: STS12–16, STS-B, SICK-R and your own pairs, reranking and retrieval sets, with 95 % CIs."""
 
 from __future__ import annotations
 
@@ -7,12 +7,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from sentadapt.cli._common import console, friendly_errors, note, progress_bar
 
 if TYPE_CHECKING:
-    from sentadapt.evaluation.sts import StsEvaluator, StsReport
+    from sentadapt.evaluation.evaluator import Comparison, Delta, EvalReport, Evaluator
 
 
 @friendly_errors
@@ -20,18 +21,39 @@ def eval_models(
     models: list[str] = typer.Argument(..., help="Model folders, run directories or Hub ids (several → compared)."),
     sts: str | None = typer.Option(
         None, "--sts", help="'all' or a comma list of tasks (sts12, sts13, sts14, sts15, sts16, stsb, sickr). "
-                            "Default: all (unless --pairs)."
+                            "Default: all (unless a task file is given)."
     ),
     data_dir: Path | None = typer.Option(
         None, "--data-dir", envvar="SENTADAPT_DATA_DIR",
         help="Folder of STS JSON Lines files (stsb.test.jsonl, ...). Default: MTEB datasets on the Hub (online).",
     ),
     pairs: list[Path] = typer.Option(
-        [], "--pairs", help="Your own labelled pairs (.tsv/.csv/.jsonl: sentence1, sentence2, score)."
+        [], "--pairs", help="Your pairs (.tsv/.csv/.jsonl): sentence1, sentence2 and score (STS: Spearman) or "
+                            "label 0/1 (pair classification: AP, F1, accuracy). Repeatable."
     ),
-    split: str = typer.Option("test", "--split", help="test | dev (dev: STS-B and SICK-R only)."),
+    rerank: list[Path] = typer.Option(
+        [], "--rerank", help='Reranking JSON Lines {"query", "positive": [...], "negative": [...]} (or '
+                             '"candidates" + "positive"): MAP, MRR@10, nDCG@10. Repeatable.'
+    ),
+    retrieval: list[Path] = typer.Option(
+        [], "--retrieval", help="BEIR folder (corpus.jsonl, queries.jsonl, qrels/SPLIT.tsv): nDCG@10, MRR@10, "
+                                "Recall@10/@100, MAP@100. Repeatable."
+    ),
+    task: str | None = typer.Option(
+        None, "--task", help="Force the task type of the --pairs files: sts | pair-classification."
+    ),
+    split: str = typer.Option("test", "--split", help="test | dev (STS: STS-B and SICK-R only; retrieval: "
+                                                      "qrels/SPLIT.tsv)."),
     aggregate: str = typer.Option(
-        "all", "--aggregate", help="all (one correlation per task) | mean | wmean of subsets."
+        "all", "--aggregate", help="STS: all (one correlation per task) | mean | wmean of subsets."
+    ),
+    bootstrap: int = typer.Option(
+        1000, "--bootstrap", min=0, help="Resamples for the 95 % percentile CIs (paired for Δ). 0 = off."
+    ),
+    seed: int = typer.Option(0, "--seed", help="Seed of the bootstrap resamples."),
+    cache_embeddings: bool = typer.Option(
+        False, "--cache-embeddings", help="Keep each model's vectors on disk ($SENTADAPT_CACHE), keyed by its "
+                                          "weights, pooling, max length and the texts (large corpora)."
     ),
     pooling: str | None = typer.Option(None, "--pooling",
                                        help="Override pooling: cls | mean | max | last2avg | firstlast."),
@@ -39,93 +61,182 @@ def eval_models(
     max_length: int | None = typer.Option(None, "--max-length", min=8, help="Default: the model's max_seq_length."),
     dtype: str = typer.Option("fp32", "--dtype", help="fp32 | bf16 | fp16 (autocast)."),
     device: str | None = typer.Option(None, "--device", help="cpu, cuda, cuda:1 ... Default: cuda if available."),
-    json_out: Path | None = typer.Option(None, "--json", help="Also write the results as JSON to this file."),
-    show_subsets: bool = typer.Option(False, "--subsets", help="Also print per-subset scores."),
+    json_out: Path | None = typer.Option(None, "--json", help="Also write the results (with CIs) as JSON here."),
+    show_subsets: bool = typer.Option(False, "--subsets", help="Also print per-subset STS scores."),
     trust_remote_code: bool = typer.Option(False, "--trust-remote-code", help="Allow model code from the Hub."),
     allow_pickle: bool = typer.Option(False, "--allow-pickle", help="Allow pickle (.bin) weights you trust."),
 ) -> None:
-    """Score models on STS: one row per task, a column per model, the average, and deltas."""
+    """Score models side by side: a column per model with its 95 % CI, Δ against the first model with the
+    paired-bootstrap CI (* when it excludes 0)."""
     from sentadapt.encoder import DTYPES, Encoder
     from sentadapt.errors import ConfigError
-    from sentadapt.evaluation.sts import StsEvaluator, parse_task_list, resolve_data_dir
     from sentadapt.resolve import resolve_model
 
     if split not in ("test", "dev"):
         raise ConfigError(f"--split: '{split}' is not one of test, dev")
     if dtype not in DTYPES:
         raise ConfigError(f"--dtype: '{dtype}' is not one of {', '.join(DTYPES)}")
+    if task is not None and task not in ("sts", "pair-classification"):
+        raise ConfigError(f"--task: '{task}' is not one of sts, pair-classification (--rerank and --retrieval "
+                          "name their type themselves)")
     resolved = [resolve_model(model) for model in models]  # fail on a bad name before loading anything
-    evaluators: list[StsEvaluator] = []
-    if sts is not None or not pairs:
-        names = parse_task_list(sts or "all", split)
-        evaluators.append(StsEvaluator.from_sts(names, split, resolve_data_dir(data_dir), aggregate))
-    evaluators += [StsEvaluator.from_pairs_file(path, aggregate) for path in pairs]
+    evaluators = _build_evaluators(sts, data_dir, pairs, rerank, retrieval, task, split, aggregate,
+                                   {"resamples": bootstrap, "seed": seed, "cache_embeddings": cache_embeddings})
 
-    reports: list[list[StsReport]] = []
+    reports: list[list[EvalReport]] = []
     for model in resolved:
         encoder = Encoder.load(model, pooling=pooling, max_length=max_length, device=device,
                                trust_remote_code=trust_remote_code, allow_pickle=allow_pickle)
         model_reports = []
         for evaluator in evaluators:
             with progress_bar(f"encoding {model.name}", len(evaluator.sentences)) as advance:
-                model_reports.append(evaluator(encoder, batch_size=batch_size, dtype=dtype, progress=advance))
+                model_reports.append(evaluator(encoder, batch_size=batch_size, dtype=dtype, progress=advance,
+                                               note=note))
         reports.append(model_reports)
         note(f"{model.name}: pooling {encoder.pooling_name} (from {encoder.pooling_source}), "
              f"max_length {encoder.max_length}, {dtype}, {sum(r.seconds for r in model_reports):.1f}s")
         del encoder
 
-    for index in range(len(evaluators)):
-        console.print(render_table([r[index] for r in reports], show_subsets))
-        sources = sorted({t.source for t in reports[0][index].tasks})
-        note("data: " + "; ".join(sources) + f" — protocol: Spearman×100 of cosine, aggregate '{aggregate}'")
+    comparisons: list[list[Comparison | None]] = [[None] * len(evaluators)]
+    for model_reports in reports[1:]:
+        comparisons.append([evaluator.compare(first, other)
+                            for evaluator, first, other in zip(evaluators, reports[0], model_reports)])
+    for index, evaluator in enumerate(evaluators):
+        column = [r[index] for r in reports]
+        console.print(render_table(evaluator, column, [c[index] for c in comparisons], show_subsets))
+        sources = sorted({t.source for t in column[0].tasks})
+        note("data: " + "; ".join(sources) + f" — {_protocol(evaluator, aggregate)}")
+    if bootstrap:
+        note(escape("[low, high]: ") + f"95 % percentile bootstrap CI ({bootstrap} resamples of the "
+             f"pairs/queries, seed {seed}); Δ CIs are paired (both models on the same resamples); "
+             "* = the Δ's CI excludes 0")
     if json_out is not None:
-        payload = [{"model": m.name, "reports": [r.to_dict() for r in rs]} for m, rs in zip(resolved, reports)]
+        payload = [{"model": m.name, "reports": [r.to_dict() for r in rs],
+                    "delta_vs_first": None if c[0] is None else [x.to_dict() for x in c]}  # type: ignore[union-attr]
+                   for m, rs, c in zip(resolved, reports, comparisons)]
         json_out.parent.mkdir(parents=True, exist_ok=True)
         json_out.write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
         note(f"wrote {json_out}")
 
 
-def render_table(reports: list[StsReport], show_subsets: bool = False) -> Table:
-    """Tasks as rows, a column per model, Δ columns against the first model, the average last."""
-    table = Table(title=f"STS ({reports[0].split}, Spearman × 100)", show_footer=False)
-    table.add_column("task")
-    table.add_column("pairs", justify="right")
+def _build_evaluators(sts: str | None, data_dir: Path | None, pairs: list[Path], rerank: list[Path],
+                      retrieval: list[Path], task: str | None, split: str, aggregate: str,
+                      options: dict[str, object]) -> list[Evaluator]:
+    """Every requested data set read and checked before any model loads (bad input: one line, nothing run)."""
+    from sentadapt.evaluation.evaluator import Evaluator
+    from sentadapt.evaluation.sts import StsEvaluator
+    from sentadapt.evaluation.task_types import read_task
+    from sentadapt.evaluation.tasks import parse_task_list, resolve_data_dir
+
+    evaluators: list[Evaluator] = []
+    if sts is not None or not (pairs or rerank or retrieval):
+        names = parse_task_list(sts or "all", split)
+        evaluators.append(StsEvaluator.from_sts(names, split, resolve_data_dir(data_dir), aggregate,
+                                                **options))  # type: ignore[arg-type]
+    files = ([(path, task) for path in pairs] + [(path, "reranking") for path in rerank]
+             + [(path, "retrieval") for path in retrieval])
+    for path, kind in files:
+        loaded = read_task(path, kind, split=split, aggregate=aggregate)
+        evaluators.append(Evaluator([loaded], split=split, title=f"{loaded.name} — {loaded.title}",
+                                    **options))  # type: ignore[arg-type]
+    return evaluators
+
+
+def _protocol(evaluator: Evaluator, aggregate: str) -> str:
+    kinds = {task.kind for task in evaluator.tasks}
+    if kinds == {"sts"}:
+        return f"protocol: Spearman×100 of cosine, aggregate '{aggregate}'"
+    return "protocol: cosine; metrics × 100 (docs/evaluation.md)"
+
+
+def render_table(evaluator: Evaluator, reports: list[EvalReport], comparisons: list[Comparison | None],
+                 show_subsets: bool = False) -> Table:
+    """A row per task (several tasks: main metric, then the average) or per metric (one task); a column per
+    model with its CI; Δ columns against the first model."""
+    first = reports[0]
+    table = Table(title=first.title)
+    table.add_column("task" if len(first.tasks) > 1 else "metric")
+    table.add_column(first.tasks[0].unit_name if len({t.unit_name for t in first.tasks}) == 1 else "units",
+                     justify="right")
     for i, report in enumerate(reports):
         table.add_column(f"{report.model}\n[{report.pooling}]", justify="right")
         if i > 0:
             table.add_column("Δ", justify="right")
-    first = reports[0]
-    for row, task in enumerate(first.tasks):
-        cells = [_display(task.task), str(task.pairs)]
-        for i, report in enumerate(reports):
-            cells.append(f"{report.tasks[row].spearman:.2f}")
-            if i > 0:
-                cells.append(_delta(report.tasks[row].spearman - task.spearman))
-        table.add_row(*cells)
-        if show_subsets:
-            for subset, score in task.subsets.items():
-                sub_cells = [f"  {subset}", ""]
-                for i, report in enumerate(reports):
-                    sub_cells.append(f"{report.tasks[row].subsets.get(subset, float('nan')):.2f}")
-                    if i > 0:
-                        sub_cells.append(_delta(report.tasks[row].subsets.get(subset, float("nan")) - score))
-                table.add_row(*sub_cells, style="dim")
     if len(first.tasks) > 1:
+        for row, result in enumerate(first.tasks):
+            metric = first.selected(result)
+            cells = [_display(result.task), str(result.units)]
+            for i, report in enumerate(reports):
+                task = report.tasks[row]
+                cells.append(_value(task.metrics[metric], task.intervals.get(metric)))
+                if i > 0:
+                    cells.append(_delta(comparisons[i].tasks[result.task][metric]))  # type: ignore[union-attr]
+            table.add_row(*cells)
+            if show_subsets:
+                _add_subset_rows(table, reports, row)
         cells = ["[bold]avg[/]", ""]
         for i, report in enumerate(reports):
-            cells.append(f"[bold]{report.average:.2f}[/]")
+            cells.append(f"[bold]{_value(report.average, report.average_interval)}[/]")
             if i > 0:
-                cells.append(_delta(report.average - first.average))
+                cells.append(_delta(comparisons[i].average))  # type: ignore[union-attr]
         table.add_row(*cells, end_section=True)
+        return table
+    result = first.tasks[0]
+    metrics = list(evaluator.tasks[0].metric_names)
+    for metric in metrics:
+        name = f"[bold]{metric}[/]" if metric == first.selected(result) else metric
+        cells = [name, str(result.units)]
+        for i, report in enumerate(reports):
+            task = report.tasks[0]
+            cells.append(_value(task.metrics[metric], task.intervals.get(metric)))
+            if i > 0:
+                cells.append(_delta(comparisons[i].tasks[result.task][metric]))  # type: ignore[union-attr]
+        table.add_row(*cells)
+    for extra in ("f1_threshold", "accuracy_threshold"):
+        if extra in result.extras:
+            cells = [f"  {extra.replace('_', ' ')}", ""]
+            for i, report in enumerate(reports):
+                cells.append(f"{report.tasks[0].extras[extra]:.4f}")
+                if i > 0:
+                    cells.append("")
+            table.add_row(*cells, style="dim")
+    if show_subsets:
+        _add_subset_rows(table, reports, 0)
     return table
 
 
+def _add_subset_rows(table: Table, reports: list[EvalReport], row: int) -> None:
+    subsets = reports[0].tasks[row].extras.get("subsets") or {}
+    for subset, score in subsets.items():
+        cells = [f"  {subset}", ""]
+        for i, report in enumerate(reports):
+            value = report.tasks[row].extras["subsets"].get(subset, float("nan"))
+            cells.append(f"{value:.2f}")
+            if i > 0:
+                cells.append(_signed(value - score))
+        table.add_row(*cells, style="dim")
+
+
 def _display(task: str) -> str:
-    from sentadapt.evaluation.sts import TASKS
+    from sentadapt.evaluation.tasks import TASKS
 
     return TASKS[task].display if task in TASKS else task
 
 
-def _delta(value: float) -> str:
+def _value(value: float, interval: tuple[float, float] | None) -> str:
+    return f"{value:.2f}" + (f" [{interval[0]:.2f}, {interval[1]:.2f}]" if interval else "")
+
+
+def _signed(value: float) -> str:
     color = "green" if value > 0 else "red" if value < 0 else "white"
     return f"[{color}]{value:+.2f}[/]"
+
+
+def _delta(delta: Delta) -> str:
+    """'+2.68 [+0.90, +4.40] *' in colour when the paired CI excludes 0; dim when it does not."""
+    if delta.interval is None:
+        return _signed(delta.value)
+    text = f"{delta.value:+.2f} [{delta.interval[0]:+.2f}, {delta.interval[1]:+.2f}]"
+    if not delta.significant:
+        return f"[dim]{text}[/]  "
+    return f"[{'green' if delta.value > 0 else 'red'}]{text} *[/]"

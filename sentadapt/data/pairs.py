@@ -76,7 +76,7 @@ def _format_of(path: Path) -> str:
     raise DataError(f"{path}: unknown pairs format '{suffix or 'no suffix'}'; use .tsv, .csv or .jsonl")
 
 
-def _rows(path: Path, fmt: str) -> Iterator[tuple[int, dict[str, object]]]:
+def _rows(path: Path, fmt: str, columns: tuple[str, ...] = PAIR_COLUMNS) -> Iterator[tuple[int, dict[str, object]]]:
     """(line number, record) for every non-blank record; errors name the file and line."""
     with open_text(path) as handle:
         try:
@@ -91,7 +91,7 @@ def _rows(path: Path, fmt: str) -> Iterator[tuple[int, dict[str, object]]]:
                     except RecursionError:
                         raise DataError(f"{path}:{number}: invalid JSON (nested too deeply)") from None
                     if not isinstance(record, dict):
-                        raise DataError(f"{path}:{number}: expected a JSON object with {', '.join(PAIR_COLUMNS)}")
+                        raise DataError(f"{path}:{number}: expected a JSON object with {', '.join(columns)}")
                     yield number, record
                 return
             # TSV has no quoting (STS and SBERT files are written that way): a sentence may start with a quote
@@ -101,11 +101,11 @@ def _rows(path: Path, fmt: str) -> Iterator[tuple[int, dict[str, object]]]:
             if header is None:
                 return
             header = [column.strip() for column in header]
-            missing = [column for column in PAIR_COLUMNS if column not in header]
+            missing = [column for column in columns if column not in header]
             if missing:
                 raise DataError(
                     f"{path}:1: header is missing column(s) {', '.join(missing)}; "
-                    f"expected a header line with {', '.join(PAIR_COLUMNS)}"
+                    f"expected a header line with {', '.join(columns)}"
                 )
             for row in reader:
                 if not any(cell.strip() for cell in row):
@@ -148,6 +148,79 @@ def read_scored_pairs(path: str | Path, score_range: tuple[float, float] | None 
             raise DataError(f"{path}:{number}: score {score:g} is outside [{score_range[0]:g}, {score_range[1]:g}]")
         pairs.append(s1, s2, score, str(record.get("subset", "") or ""))
     return pairs
+
+
+def sniff_columns(path: str | Path) -> set[str]:
+    """Column names of a pairs file: its header (tsv/csv) or the keys of its first JSON record; empty if none."""
+    path = Path(path)
+    fmt = _format_of(path)
+    with open_text(path) as handle:
+        try:
+            for line in handle:
+                if not line.strip():
+                    continue
+                if fmt == "jsonl":
+                    try:
+                        record = json.loads(line)
+                    except (json.JSONDecodeError, RecursionError):
+                        return set()
+                    return set(record) if isinstance(record, dict) else set()
+                return {cell.strip() for cell in line.rstrip("\r\n").split("\t" if fmt == "tsv" else ",")}
+        except UnicodeDecodeError:
+            return set()
+    return set()
+
+
+@dataclass
+class LabelledPairs:
+    """Sentence pairs with a binary label (1 = similar / duplicate / paraphrase, 0 = not)."""
+
+    sentence1: list[str] = field(default_factory=list)
+    sentence2: list[str] = field(default_factory=list)
+    labels: list[int] = field(default_factory=list)
+    source: str = ""
+
+    def __len__(self) -> int:
+        return len(self.labels)
+
+
+def read_labelled_pairs(path: str | Path, label_column: str = "label") -> LabelledPairs:
+    """Read sentence1/sentence2/label (0 or 1) records from .tsv, .csv or .jsonl (optionally .gz)."""
+    path = Path(path)
+    columns = ("sentence1", "sentence2", label_column)
+    pairs = LabelledPairs(source=str(path))
+    for number, record in _rows(path, _format_of(path), columns):
+        missing = [column for column in columns if column not in record]
+        if missing:
+            raise DataError(f"{path}:{number}: missing field(s) {', '.join(missing)}")
+        s1, s2 = record["sentence1"], record["sentence2"]
+        if not isinstance(s1, str) or not isinstance(s2, str) or not s1.strip() or not s2.strip():
+            raise DataError(f"{path}:{number}: sentence1 and sentence2 must be non-empty text")
+        value = record[label_column]
+        label = _binary(value)
+        if label is None:
+            raise DataError(f"{path}:{number}: {label_column} '{value}' is not 0 or 1; pair classification needs "
+                            "binary labels (1 = similar, 0 = not); graded scores belong in a 'score' column (STS)")
+        pairs.sentence1.append(s1)
+        pairs.sentence2.append(s2)
+        pairs.labels.append(label)
+    if not pairs.labels:
+        raise DataError(f"{path}: no sentence pairs; the file is empty")
+    if len(set(pairs.labels)) < 2:
+        raise DataError(f"{path}: all {len(pairs)} labels are {pairs.labels[0]}; average precision needs pairs "
+                        "labelled 1 and pairs labelled 0")
+    return pairs
+
+
+def _binary(value: object) -> int | None:
+    """0 or 1 from 0, 1, "0", "1", 0.0, "1.0"; None for anything else (booleans included: say 0 or 1)."""
+    if isinstance(value, bool):
+        return None
+    try:
+        number = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return None
+    return int(number) if number in (0.0, 1.0) else None
 
 
 def _parse_score(value: object, path: Path, number: int) -> float:

@@ -1,31 +1,26 @@
-"""STS evaluation: Spearman × 100 between cosine similarity and gold scores.
+"""Scored pairs (STS): Spearman × 100 (main) and Pearson × 100 between cosine similarity and gold scores.
 
 Protocol (as ConSERT, SimCSE and SentEval report): for each task one correlation over every pair of
 the split ('all'); per-subset mean ('mean') and pair-weighted mean ('wmean') on request; the
 7-task average is the plain mean of the task scores. Every unique sentence across all requested
-tasks is encoded once.
+tasks is encoded once (by the Evaluator). Bootstrap units are pairs: for 'all' the correlation is
+recomputed over the resampled pairs; for 'mean'/'wmean' each subset's correlation over its resampled pairs.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
-import torch
-from scipy.stats import pearsonr, spearmanr
 
-from sentadapt.data.pairs import ScoredPairs, read_scored_pairs
+from sentadapt.data.pairs import PAIR_COLUMNS, ScoredPairs, read_scored_pairs, sniff_columns
 from sentadapt.errors import ConfigError, DataError
-from sentadapt.evaluation.tasks import (  # noqa: F401  (re-exported: the task table lives with the scorer's users)
-    AGGREGATIONS,
-    DATA_DIR_ENV,
-    TASKS,
-    StsTask,
-    parse_task_list,
-    resolve_data_dir,
-)
+from sentadapt.evaluation import bootstrap
+from sentadapt.evaluation.base import TASK_TYPES, EmbeddingTable, EvalTask, Outputs, TaskResult, cosine_scores
+from sentadapt.evaluation.evaluator import Evaluator
+from sentadapt.evaluation.tasks import AGGREGATIONS, DATA_DIR_ENV, TASKS, StsTask
 
 
 def load_task(name: str, split: str, data_dir: Path | None) -> ScoredPairs:
@@ -62,110 +57,115 @@ def _load_from_hub(task: StsTask, split: str) -> ScoredPairs:
     return pairs
 
 
-@dataclass
-class TaskScore:
-    task: str
-    spearman: float  # × 100, the headline number
-    pearson: float  # × 100
-    pairs: int
-    subsets: dict[str, float] = field(default_factory=dict)  # subset → spearman × 100
-    source: str = ""
-
-
-@dataclass
-class StsReport:
-    model: str
-    pooling: str
-    aggregate: str
-    split: str
-    tasks: list[TaskScore]
-    seconds: float = 0.0
-
-    @property
-    def average(self) -> float:
-        return float(np.mean([task.spearman for task in self.tasks])) if self.tasks else float("nan")
-
-    def to_dict(self) -> dict[str, object]:
-        return {
-            "model": self.model, "pooling": self.pooling, "aggregate": self.aggregate, "split": self.split,
-            "seconds": round(self.seconds, 3),
-            "tasks": {t.task: {"spearman": t.spearman, "pearson": t.pearson, "pairs": t.pairs,
-                               "subsets": t.subsets, "source": t.source} for t in self.tasks},
-            "average": self.average,
-        }
-
-
-def cosine_scores(left: torch.Tensor, right: torch.Tensor) -> np.ndarray:
-    return torch.nn.functional.cosine_similarity(left.double(), right.double(), dim=-1).numpy()
-
-
 def spearman100(predicted: Sequence[float] | np.ndarray, gold: Sequence[float]) -> float:
+    from scipy.stats import spearmanr
+
     return float(spearmanr(predicted, gold).statistic) * 100
 
 
-def score_task(name: str, pairs: ScoredPairs, cosines: np.ndarray, aggregate: str) -> TaskScore:
-    gold = np.asarray(pairs.scores)
-    by_subset: dict[str, list[int]] = {}
-    for index, subset in enumerate(pairs.subsets):
-        by_subset.setdefault(subset or name, []).append(index)
-    subsets = {subset: spearman100(cosines[idx], gold[idx]) for subset, idx in by_subset.items()
-               if len(set(gold[idx].tolist())) > 1}
-    if aggregate == "all":
-        headline = spearman100(cosines, gold)
-    elif aggregate == "mean":
-        headline = float(np.mean(list(subsets.values())))
-    else:  # wmean: subsets weighted by their number of pairs
-        headline = float(sum(subsets[s] * len(by_subset[s]) for s in subsets) / sum(len(by_subset[s]) for s in subsets))
-    return TaskScore(name, headline, float(pearsonr(cosines, gold).statistic) * 100, len(pairs), subsets,
-                     pairs.source)
+@TASK_TYPES.register("sts")
+class ScoredPairsTask(EvalTask):
+    kind = "sts"
+    title = "STS (scored pairs)"
+    metric_names = ("spearman", "pearson")
+    unit_name = "pairs"
+    description = "sentence1, sentence2, score (a number, e.g. 0–5)"
 
-
-class StsEvaluator:
-    """Scores an encoder on fixed sets of pairs; the same object serves `eval` and training's dev checks."""
-
-    def __init__(self, tasks: dict[str, ScoredPairs], aggregate: str = "all", split: str = "test") -> None:
+    def __init__(self, name: str, pairs: ScoredPairs, aggregate: str = "all") -> None:
+        super().__init__(name, pairs.source)
         if aggregate not in AGGREGATIONS:
             raise ConfigError(f"--aggregate: '{aggregate}' is not one of {', '.join(AGGREGATIONS)}")
-        for pairs in tasks.values():
-            pairs.check_usable()
-        self.tasks = tasks
+        pairs.check_usable()
+        self.pairs = pairs
         self.aggregate = aggregate
-        self.split = split
-        # Each unique sentence once, across every task (37,700 test sentences → 26,126 unique).
-        self.sentences = list(dict.fromkeys(s for p in tasks.values() for s in (*p.sentence1, *p.sentence2)))
+        self.gold = np.asarray(pairs.scores, dtype=np.float64)
+        by_subset: dict[str, list[int]] = {}
+        for index, subset in enumerate(pairs.subsets):
+            by_subset.setdefault(subset or name, []).append(index)
+        self.subsets = {subset: np.asarray(rows) for subset, rows in by_subset.items()}
 
     @classmethod
-    def from_sts(cls, names: list[str], split: str, data_dir: Path | None, aggregate: str = "all") -> StsEvaluator:
-        return cls({name: load_task(name, split, data_dir) for name in names}, aggregate, split)
+    def sniff(cls, path: Path) -> bool:
+        columns = sniff_columns(path)
+        return "score" in columns and "label" not in columns
 
     @classmethod
-    def from_pairs_file(cls, path: str | Path, aggregate: str = "all") -> StsEvaluator:
+    def read(cls, path: Path, split: str = "test") -> ScoredPairsTask:
+        return cls(path.name, read_scored_pairs(path))
+
+    @property
+    def units(self) -> int:
+        return len(self.pairs)
+
+    def texts(self) -> list[str]:
+        return [*self.pairs.sentence1, *self.pairs.sentence2]
+
+    def outputs(self, table: EmbeddingTable) -> Outputs:
+        return {"cosine": cosine_scores(table.of(self.pairs.sentence1), table.of(self.pairs.sentence2))}
+
+    def metrics(self, outputs: Outputs) -> tuple[dict[str, float], dict[str, Any]]:
+        from scipy.stats import pearsonr
+
+        cosines = outputs["cosine"]
+        subsets = {subset: spearman100(cosines[rows], self.gold[rows]) for subset, rows in self.subsets.items()
+                   if len(set(self.gold[rows].tolist())) > 1}
+        if self.aggregate == "all":
+            headline = spearman100(cosines, self.gold)
+        elif self.aggregate == "mean":
+            headline = float(np.mean(list(subsets.values())))
+        else:  # wmean: subsets weighted by their number of pairs
+            sizes = {s: len(self.subsets[s]) for s in subsets}
+            headline = float(sum(subsets[s] * sizes[s] for s in subsets) / sum(sizes.values()))
+        pearson = float(pearsonr(cosines, self.gold).statistic) * 100
+        return {"spearman": headline, "pearson": pearson}, {"pairs": self.units, "subsets": subsets,
+                                                            "aggregate": self.aggregate}
+
+    def resampled(self, outputs: Outputs) -> dict[str, Callable[[np.ndarray], np.ndarray]]:
+        cosines = outputs["cosine"]
+
+        def spearman_all(counts: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray:
+            x, y = (cosines, self.gold) if rows is None else (cosines[rows], self.gold[rows])
+            block = counts if rows is None else counts[:, rows]
+            return 100 * bootstrap.weighted_spearman(block, bootstrap.TieGroups(x), bootstrap.TieGroups(y))
+
+        def spearman(counts: np.ndarray) -> np.ndarray:
+            if self.aggregate == "all":
+                return spearman_all(counts)
+            usable = [rows for rows in self.subsets.values() if len(set(self.gold[rows].tolist())) > 1]
+            per_subset = np.stack([spearman_all(counts, rows) for rows in usable])
+            if self.aggregate == "mean":
+                return per_subset.mean(axis=0)
+            sizes = np.array([len(rows) for rows in usable], dtype=np.float64)[:, None]
+            return (per_subset * sizes).sum(axis=0) / sizes.sum()
+
+        return {"spearman": spearman,
+                "pearson": lambda counts: 100 * bootstrap.weighted_pearson(counts, cosines, self.gold)}
+
+
+def score_task(name: str, pairs: ScoredPairs, cosines: np.ndarray, aggregate: str) -> TaskResult:
+    """Metrics of one STS task from its pair cosines (no bootstrap)."""
+    return ScoredPairsTask(name, pairs, aggregate).result({"cosine": np.asarray(cosines, dtype=np.float64)})
+
+
+class StsEvaluator(Evaluator):
+    """The STS tasks (or a scored-pairs file) as an Evaluator; the same object serves `eval` and training."""
+
+    @classmethod
+    def from_sts(cls, names: list[str], split: str, data_dir: Path | None, aggregate: str = "all",
+                 **options: Any) -> StsEvaluator:
+        tasks = [ScoredPairsTask(name, load_task(name, split, data_dir), aggregate) for name in names]
+        return cls(tasks, split=split, title=f"STS ({split})", **options)
+
+    @classmethod
+    def from_pairs(cls, tasks: dict[str, ScoredPairs], aggregate: str = "all", split: str = "pairs",
+                   **options: Any) -> StsEvaluator:
+        return cls([ScoredPairsTask(name, pairs, aggregate) for name, pairs in tasks.items()], split=split, **options)
+
+    @classmethod
+    def from_pairs_file(cls, path: str | Path, aggregate: str = "all", **options: Any) -> StsEvaluator:
         pairs = read_scored_pairs(path)
-        return cls({Path(path).name: pairs}, aggregate, split="pairs")
+        return cls([ScoredPairsTask(Path(path).name, pairs, aggregate)], split="pairs", **options)
 
-    def __call__(
-        self,
-        encoder: object,
-        batch_size: int = 128,
-        max_length: int | None = None,
-        dtype: str = "fp32",
-        pooling: object | None = None,
-        progress: Callable[[int], None] | None = None,
-    ) -> StsReport:
-        import time
 
-        from sentadapt.encoder import Encoder
-
-        assert isinstance(encoder, Encoder)
-        started = time.perf_counter()
-        vectors = encoder.encode(self.sentences, batch_size=batch_size, max_length=max_length, dtype=dtype,
-                                 pooling=pooling, progress=progress)  # type: ignore[arg-type]
-        row_of = {sentence: row for row, sentence in enumerate(self.sentences)}
-        scores = []
-        for name, pairs in self.tasks.items():
-            left = vectors[[row_of[s] for s in pairs.sentence1]]
-            right = vectors[[row_of[s] for s in pairs.sentence2]]
-            scores.append(score_task(name, pairs, cosine_scores(left, right), self.aggregate))
-        pooling_name = pooling.name(encoder.num_layers) if pooling is not None else encoder.pooling_name  # type: ignore[attr-defined]
-        return StsReport(encoder.name, pooling_name, self.aggregate, self.split, scores,
-                         time.perf_counter() - started)
+__all__ = ["PAIR_COLUMNS", "ScoredPairsTask", "StsEvaluator", "cosine_scores", "load_task", "score_task",
+           "spearman100"]

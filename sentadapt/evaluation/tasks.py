@@ -1,18 +1,15 @@
-"""The STS task table and data-source resolution — no torch, numpy or scipy, so option checks stay fast."""
+"""The STS task table and data-source resolution — no torch, numpy or scipy, so option checks stay fast.
+
+Imported by evaluation/sts.py and evaluation/task_types.py; it imports neither (imports point one way)."""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from sentadapt.errors import ConfigError, DataError
 from sentadapt.registry import unknown_name_message
-
-if TYPE_CHECKING:
-    from sentadapt.evaluation.sts import StsEvaluator
 
 DATA_DIR_ENV = "SENTADAPT_DATA_DIR"
 AGGREGATIONS = ("all", "mean", "wmean")
@@ -70,31 +67,3 @@ def resolve_data_dir(data_dir: str | Path | None) -> Path | None:
         raise DataError(f"{origin}: {path} is not a directory of STS files (e.g. stsb.test.jsonl)")
     return path
 
-
-
-def resolve_dev_set(
-    dev: str | None, data_dir: str | Path | None
-) -> tuple[str | None, Callable[[], StsEvaluator] | None]:
-    """Which dev set scores checkpoints: stsb|sickr|FILE|none, else STS-B dev when STS data is available.
-
-    Returns a display name and a factory (the evaluator loads lazily); (None, None) means no dev set.
-    """
-    from sentadapt.evaluation import sts
-
-    directory = resolve_data_dir(data_dir)
-    if dev is None:
-        if directory is None or not (directory / "stsb.dev.jsonl").is_file():
-            return None, None
-        dev = "stsb"
-    if dev.lower() in ("none", "off"):
-        return None, None
-    if dev.lower() in TASKS:
-        name = dev.lower()
-        if directory is None:
-            raise DataError(f"--dev {name}: needs STS data; pass --data-dir DIR or set ${DATA_DIR_ENV}")
-        return f"{TASKS[name].display} dev", lambda: sts.StsEvaluator.from_sts([name], "dev", directory)
-    path = Path(dev)
-    if not path.is_file():
-        raise DataError(f"--dev {dev}: no such file; pass stsb, sickr or a labelled pairs file "
-                        "(.tsv/.csv/.jsonl with sentence1, sentence2, score)")
-    return path.name, lambda: sts.StsEvaluator.from_pairs_file(path)

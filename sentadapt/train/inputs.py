@@ -11,7 +11,7 @@ from sentadapt.config import RunConfig
 from sentadapt.data.batching import TokenizedExamples
 from sentadapt.encoder import Encoder
 from sentadapt.errors import DataError
-from sentadapt.evaluation.tasks import resolve_dev_set
+from sentadapt.evaluation.task_types import resolve_dev_set
 from sentadapt.recipes import RECIPES
 from sentadapt.train.loop import TrainingInputs
 
@@ -64,7 +64,7 @@ def build_inputs(config: RunConfig, note: Callable[[str], None], device: str | N
                  trust_remote_code: bool = False, allow_pickle: bool = False, stage: str | None = None,
                  progress: Callable[[str, int], Any] | None = None) -> TrainingInputs:
     recipe_class = RECIPES.get(config.recipe)
-    dev_name, make_evaluator = resolve_dev_set(config.dev, config.data_dir)
+    dev_name, make_evaluator = resolve_dev_set(config.dev, config.data_dir, config.dev_metric)
     evaluator = make_evaluator() if make_evaluator is not None else None  # bad dev files fail before the model loads
     encoder = Encoder.load(config.base, device=device or "cpu", trust_remote_code=trust_remote_code,
                            allow_pickle=allow_pickle)

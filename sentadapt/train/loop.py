@@ -32,7 +32,7 @@ from sentadapt.config import RunConfig, save_run_config
 from sentadapt.data.batching import RowPairs, TokenizedExamples, plan_epoch, shard
 from sentadapt.encoder import Encoder
 from sentadapt.errors import ConfigError, SentadaptError
-from sentadapt.evaluation.sts import StsEvaluator
+from sentadapt.evaluation.evaluator import Evaluator, dev_change_record
 from sentadapt.recipes.base import Recipe
 from sentadapt.train.checkpoint import (
     CheckpointError,
@@ -94,6 +94,10 @@ class TrainState:
     evals_without_improvement: int = 0
     nan_skips: int = 0
     history: list[dict[str, float]] = field(default_factory=list)  # dev scores by step
+    # per-unit dev outputs (cosines, per-query values) of the base model and the best checkpoint: what the
+    # paired bootstrap of the final Δ needs, kept here so a resumed run still has the base model's
+    dev_outputs: dict[str, Any] = field(default_factory=dict)
+    dev_change_ci: list[float] | None = None  # 95 % paired-bootstrap interval of dev_change
 
     @property
     def dev_change(self) -> float | None:
@@ -132,7 +136,7 @@ class TrainingInputs:
     encoder: Encoder
     recipe: Recipe
     examples: TokenizedExamples | RowPairs
-    evaluator: StsEvaluator | None
+    evaluator: Evaluator | None
     dev_name: str | None
 
 
@@ -370,8 +374,11 @@ class Trainer:
 
     # ------------------------------------------------------------------ evaluation
     def _score(self) -> float:
-        assert self.inputs.evaluator is not None
-        report = self.inputs.evaluator(self.inputs.encoder, batch_size=self.train_config.eval_batch_size)
+        """The dev score (no intervals); the model's per-unit outputs stay in `_last_outputs` for the final Δ CI."""
+        evaluator = self.inputs.evaluator
+        assert evaluator is not None
+        report = evaluator(self.inputs.encoder, batch_size=self.train_config.eval_batch_size, intervals=False)
+        self._last_outputs = evaluator.outputs_of(report)
         return report.average
 
     def _evaluate_base(self) -> None:
@@ -381,6 +388,7 @@ class Trainer:
             return
         if self.is_main:
             self.state.base_score = self._score()
+            self.state.dev_outputs["base"] = self._last_outputs
             self.state.history.append({"step": 0, "dev": self.state.base_score})
             self._log({"step": 0, "dev": self.state.base_score})
             self.reporter.message(f"base model on {self.inputs.dev_name}: {self.state.base_score:.2f}")
@@ -398,6 +406,7 @@ class Trainer:
             improved = score > reference
             if improved:
                 self.state.best_score, self.state.best_step = score, self.state.step
+                self.state.dev_outputs["best"] = self._last_outputs
                 self.state.evals_without_improvement = 0
                 self._save_model(self.output / "best")
             else:
@@ -483,11 +492,13 @@ class Trainer:
         return step
 
     def _write_metrics(self, published_step: int) -> dict[str, Any]:
+        change = dev_change_record(self.inputs.evaluator, self.state.dev_outputs)  # the Δ's paired CI
+        self.state.dev_change_ci = change["dev_change_ci"]
         metrics = {
             "recipe": self.config.recipe, "base_model": self.config.base, "dev": self.inputs.dev_name,
-            "dev_metric": "Spearman x100 of cosine (7-task style 'all' aggregation)",
             "base_score": self.state.base_score, "best_score": self.state.best_score,
             "best_step": self.state.best_step, "dev_change": self.state.dev_change, "improved": self.state.improved,
+            **change,
             "published_step": published_step, "steps": self.state.step,
             "total_steps": self.state.total_steps, "history": self.state.history,
             "pooling": self.inputs.encoder.pooling_name, "environment": self.environment,

@@ -1,0 +1,142 @@
+"""The task-type contract and its registry: one module per task type registers itself here by name.
+
+A *task type* (a class registered in TASK_TYPES) knows how to recognise and read its files and which
+metrics it reports. A *task* (an instance) holds one data set: it lists the texts to embed, turns the
+embeddings into per-unit outputs (a cosine per pair, a metric value per query), computes its metrics
+from those outputs, and recomputes them under bootstrap resamples of its units. Outputs, not
+embeddings, are what a report keeps, so training can compare the base model with its best
+checkpoint long after both are gone.
+
+No torch at import time: `adapt` validates --dev (type detection, metric names) before torch loads.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import numpy as np
+
+from sentadapt.registry import Registry
+
+if TYPE_CHECKING:
+    import torch
+
+Outputs = dict[str, np.ndarray]  # per-unit arrays, all of length `units`
+
+
+def cosine_scores(left: torch.Tensor, right: torch.Tensor) -> np.ndarray:
+    """Row-wise cosine in float64 of two (n, d) tensors → (n,) numpy."""
+    import torch
+
+    return torch.nn.functional.cosine_similarity(left.double(), right.double(), dim=-1).numpy()
+
+
+class EmbeddingTable:
+    """Vectors of unique texts (rows of one float32 matrix) looked up by text."""
+
+    def __init__(self, texts: list[str], vectors: torch.Tensor) -> None:
+        self.row_of = {text: row for row, text in enumerate(texts)}
+        self.vectors = vectors
+
+    def rows(self, texts: list[str]) -> np.ndarray:
+        return np.fromiter((self.row_of[text] for text in texts), dtype=np.int64, count=len(texts))
+
+    def of(self, texts: list[str]) -> torch.Tensor:
+        """Rows of `texts`; a view (no copy) when they are consecutive rows, e.g. a corpus of unique documents."""
+        import torch
+
+        rows = self.rows(texts)
+        if len(rows) > 1 and rows[-1] - rows[0] == len(rows) - 1 and np.all(np.diff(rows) == 1):
+            return self.vectors[int(rows[0]):int(rows[-1]) + 1]
+        return self.vectors[torch.from_numpy(rows)]
+
+
+@dataclass
+class TaskResult:
+    """One task scored for one model: metrics × 100 (thresholds as raw cosines), per-unit outputs, intervals."""
+
+    task: str  # display name
+    kind: str  # task type name
+    main_metric: str
+    metrics: dict[str, float]
+    units: int
+    unit_name: str
+    source: str
+    outputs: Outputs = field(repr=False, default_factory=dict)
+    intervals: dict[str, tuple[float, float]] = field(default_factory=dict)
+    replicates: dict[str, np.ndarray] = field(repr=False, default_factory=dict)
+    extras: dict[str, Any] = field(default_factory=dict)  # thresholds, per-subset scores, options
+
+    @property
+    def main(self) -> float:
+        return self.metrics[self.main_metric]
+
+    def to_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "type": self.kind, "main_metric": self.main_metric, "main": self.main, "metrics": self.metrics,
+            "ci": {name: list(bounds) for name, bounds in self.intervals.items()},
+            "units": self.units, "unit": self.unit_name, "source": self.source,
+        }
+        data.update(self.extras)
+        return data
+
+
+class EvalTask(ABC):
+    """One data set of one task type (see the module docstring)."""
+
+    kind: ClassVar[str]
+    title: ClassVar[str]  # e.g. "pair classification"
+    metric_names: ClassVar[tuple[str, ...]]  # main metric first; all carry bootstrap intervals
+    unit_name: ClassVar[str]  # "pairs" | "queries"
+    description: ClassVar[str]  # the file layout, for errors and --help
+
+    def __init__(self, name: str, source: str) -> None:
+        self.name = name
+        self.source = source
+        self.main_metric = self.metric_names[0]
+
+    @classmethod
+    @abstractmethod
+    def sniff(cls, path: Path) -> bool:
+        """Cheap check (header / first record / folder layout): is this file of this type?"""
+
+    @classmethod
+    @abstractmethod
+    def read(cls, path: Path, split: str = "test") -> EvalTask:
+        """Read and validate the whole file; a DataError names the file and line (or id)."""
+
+    @property
+    @abstractmethod
+    def units(self) -> int: ...
+
+    @abstractmethod
+    def texts(self) -> list[str]:
+        """Every text the task needs embedded (duplicates allowed: the evaluator de-duplicates)."""
+
+    @abstractmethod
+    def outputs(self, table: EmbeddingTable) -> Outputs:
+        """Embeddings → per-unit outputs (cosines, per-query metric values)."""
+
+    @abstractmethod
+    def metrics(self, outputs: Outputs) -> tuple[dict[str, float], dict[str, Any]]:
+        """Outputs → (metrics × 100, extras such as thresholds)."""
+
+    @abstractmethod
+    def resampled(self, outputs: Outputs) -> dict[str, Callable[[np.ndarray], np.ndarray]]:
+        """metric → function of a (B, units) count block giving the metric (× 100) on each resample."""
+
+    def score(self, table: EmbeddingTable) -> TaskResult:
+        outputs = self.outputs(table)
+        return self.result(outputs)
+
+    def result(self, outputs: Outputs) -> TaskResult:
+        metrics, extras = self.metrics(outputs)
+        return TaskResult(self.name, self.kind, self.main_metric, metrics, self.units, self.unit_name,
+                          self.source, outputs, extras=extras)
+
+
+TASK_TYPES: Registry[type[EvalTask]] = Registry("task type")

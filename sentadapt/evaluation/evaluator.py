@@ -1,0 +1,213 @@
+"""The Evaluator: a fixed set of tasks (any types) scored for one encoder at a time, with bootstrap CIs.
+
+The same object serves `sentadapt eval` and training's dev checks (the loop calls it and reads
+`.average`), so a dev number during `adapt` equals the `eval` number. Every unique text across the
+tasks is encoded once per call; reports keep per-unit outputs (not embeddings), from which intervals
+and the paired Δ between two models (or the base model and the best checkpoint) are computed.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from sentadapt.errors import ConfigError
+from sentadapt.evaluation import bootstrap
+from sentadapt.evaluation.base import EmbeddingTable, EvalTask, TaskResult
+
+
+@dataclass
+class Delta:
+    """Difference of a metric between two models with its paired-bootstrap interval (None when off)."""
+
+    value: float
+    interval: tuple[float, float] | None
+
+    @property
+    def significant(self) -> bool:
+        return self.interval is not None and bootstrap.excludes_zero(self.interval)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"delta": self.value, "ci": list(self.interval) if self.interval else None,
+                "ci_excludes_0": self.significant}
+
+
+@dataclass
+class EvalReport:
+    model: str
+    pooling: str
+    split: str
+    title: str
+    tasks: list[TaskResult]
+    metric: str | None  # the metric averaged (None: each task's main metric)
+    seconds: float = 0.0
+    average_interval: tuple[float, float] | None = None
+    aggregate: str = "all"
+
+    def selected(self, result: TaskResult) -> str:
+        return self.metric or result.main_metric
+
+    @property
+    def average(self) -> float:
+        """Mean over tasks of the selected metric — the number training selects checkpoints on."""
+        values = [result.metrics[self.selected(result)] for result in self.tasks]
+        return float(np.mean(values)) if values else float("nan")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "model": self.model, "pooling": self.pooling, "split": self.split, "title": self.title,
+            "aggregate": self.aggregate, "seconds": round(self.seconds, 3), "metric": self.metric,
+            "average": self.average, "average_ci": list(self.average_interval) if self.average_interval else None,
+            # the metric values also at the task's top level ("spearman": ...), as before per-type reports
+            "tasks": {t.task: {**t.metrics, **t.to_dict()} for t in self.tasks},
+        }
+
+
+@dataclass
+class Comparison:
+    """Δ of `other` against `first`, per task and metric, and of the average."""
+
+    tasks: dict[str, dict[str, Delta]] = field(default_factory=dict)
+    average: Delta | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"tasks": {task: {m: d.to_dict() for m, d in metrics.items()} for task, metrics in self.tasks.items()},
+                "average": self.average.to_dict() if self.average else None}
+
+
+class Evaluator:
+    """Scores an encoder on fixed tasks; see the module docstring."""
+
+    def __init__(self, tasks: Sequence[EvalTask], split: str = "test", title: str | None = None,
+                 metric: str | None = None, resamples: int = bootstrap.DEFAULT_RESAMPLES,
+                 seed: int = bootstrap.DEFAULT_SEED, cache_embeddings: bool = False) -> None:
+        if not tasks:
+            raise ConfigError("no evaluation tasks given")
+        names = [task.name for task in tasks]
+        if len(set(names)) != len(names):
+            raise ConfigError(f"two evaluation tasks share a name ({', '.join(names)}); rename one of the files")
+        if metric is not None:
+            for task in tasks:
+                if metric not in task.metric_names:
+                    raise ConfigError(f"metric '{metric}' is not reported for {task.name} ({task.title}); "
+                                      f"choose one of {', '.join(task.metric_names)}")
+        if resamples < 0:
+            raise ConfigError(f"--bootstrap: {resamples} resamples; give 0 (off) or a positive number")
+        self.tasks = list(tasks)
+        self.split = split
+        self.title = title or ", ".join(f"{t.name} — {t.title}" for t in self.tasks)
+        self.metric = metric
+        self.resamples = resamples
+        self.seed = seed
+        self.cache_embeddings = cache_embeddings
+        # Each unique text once, across every task (STS 7 test sets: 37,700 sentences → 26,126 unique).
+        self.sentences = list(dict.fromkeys(text for task in self.tasks for text in task.texts()))
+
+    def __call__(
+        self,
+        encoder: object,
+        batch_size: int = 128,
+        max_length: int | None = None,
+        dtype: str = "fp32",
+        pooling: object | None = None,
+        progress: Callable[[int], None] | None = None,
+        note: Callable[[str], None] = lambda _text: None,
+        intervals: bool = True,
+    ) -> EvalReport:
+        """Embed every unique text once, score each task; `intervals=False` skips the bootstrap (training's
+        periodic dev checks only need `.average`; their per-unit outputs are kept for the final paired Δ)."""
+        from sentadapt.encoder import Encoder
+
+        assert isinstance(encoder, Encoder)
+        started = time.perf_counter()
+        if self.cache_embeddings and pooling is None:
+            from sentadapt.embedding_cache import cached_vectors
+
+            vectors = cached_vectors(encoder, self.sentences, batch_size, max_length, dtype, progress, note)
+        else:
+            vectors = encoder.encode(self.sentences, batch_size=batch_size, max_length=max_length, dtype=dtype,
+                                     pooling=pooling, progress=progress)  # type: ignore[arg-type]
+        table = EmbeddingTable(self.sentences, vectors)
+        results = [task.score(table) for task in self.tasks]
+        del table, vectors
+        pooling_name = pooling.name(encoder.num_layers) if pooling is not None else encoder.pooling_name  # type: ignore[attr-defined]
+        return self.report(results, encoder.name, pooling_name, time.perf_counter() - started, intervals)
+
+    def report(self, results: list[TaskResult], model: str, pooling: str, seconds: float = 0.0,
+               intervals: bool = True) -> EvalReport:
+        """Attach intervals (when bootstrapping) and wrap results into a report."""
+        aggregate = next((t.aggregate for t in self.tasks if hasattr(t, "aggregate")), "all")
+        report = EvalReport(model, pooling, self.split, self.title, results, self.metric, seconds,
+                            aggregate=aggregate)
+        if self.resamples and intervals:
+            for task, result in zip(self.tasks, results):
+                result.replicates = self.replicates(task, result)
+                result.intervals = {name: bootstrap.interval(values) for name, values in result.replicates.items()}
+            report.average_interval = bootstrap.interval(self._average_replicates(report))
+        return report
+
+    def replicates(self, task: EvalTask, result: TaskResult, seed: int | None = None) -> dict[str, np.ndarray]:
+        """metric → (resamples,) values; the task's seed is the same for every model (paired)."""
+        task_seed = bootstrap.task_seed(task.name, self.seed if seed is None else seed)
+        return bootstrap.replicate(task.units, self.resamples, task_seed, task.resampled(result.outputs))
+
+    def _average_replicates(self, report: EvalReport) -> np.ndarray:
+        return np.mean([result.replicates[report.selected(result)] for result in report.tasks], axis=0)
+
+    def compare(self, first: EvalReport, other: EvalReport) -> Comparison:
+        """Paired Δ (other − first) for every task and metric, and for the average."""
+        comparison = Comparison()
+        for task, a, b in zip(self.tasks, first.tasks, other.tasks):
+            comparison.tasks[a.task] = {
+                name: Delta(b.metrics[name] - a.metrics[name],
+                            bootstrap.interval(b.replicates[name] - a.replicates[name]) if self.resamples else None)
+                for name in task.metric_names
+            }
+        interval = None
+        if self.resamples:
+            interval = bootstrap.interval(self._average_replicates(other) - self._average_replicates(first))
+        comparison.average = Delta(other.average - first.average, interval)
+        return comparison
+
+    def describe_metric(self) -> str:
+        """What `.average` is, for metrics.json and the model card."""
+        kinds = sorted({(task.title, self.metric or task.main_metric) for task in self.tasks})
+        described = "; ".join(f"{metric} x100 ({title}, cosine)" for title, metric in kinds)
+        return described + (f", mean of {len(self.tasks)} tasks" if len(self.tasks) > 1 else "")
+
+    # ---------------------------------------------------------------- per-unit outputs kept by training
+    @staticmethod
+    def outputs_of(report: EvalReport) -> dict[str, dict[str, list[float]]]:
+        """The report's per-unit outputs as JSON-able lists (what training keeps of the base and best models)."""
+        return {result.task: {key: values.tolist() for key, values in result.outputs.items()}
+                for result in report.tasks}
+
+    def from_outputs(self, outputs: dict[str, dict[str, list[float]]], model: str = "") -> EvalReport:
+        results = [task.result({key: np.asarray(values, dtype=np.float64)
+                                for key, values in outputs[task.name].items()}) for task in self.tasks]
+        return self.report(results, model, "")
+
+    def compare_outputs(self, first: dict[str, dict[str, list[float]]],
+                        other: dict[str, dict[str, list[float]]]) -> Delta:
+        """Paired Δ of the averaged metric between two stored outputs (base model vs best checkpoint)."""
+        a, b = self.from_outputs(first, "first"), self.from_outputs(other, "other")
+        return self.compare(a, b).average  # type: ignore[return-value]
+
+
+
+def dev_change_record(evaluator: Evaluator | None, outputs: dict[str, Any]) -> dict[str, Any]:
+    """metrics.json fields for training's base → best dev Δ: the metric, its paired-bootstrap CI, the settings."""
+    if evaluator is None:
+        return {"dev_metric": None, "dev_change_ci": None, "dev_change_ci_excludes_0": None, "bootstrap": None}
+    delta = None
+    if evaluator.resamples and "base" in outputs and "best" in outputs:
+        delta = evaluator.compare_outputs(outputs["base"], outputs["best"])
+    interval = list(delta.interval) if delta is not None and delta.interval is not None else None
+    return {"dev_metric": evaluator.describe_metric(), "dev_change_ci": interval,
+            "dev_change_ci_excludes_0": delta.significant if delta is not None else None,
+            "bootstrap": {"resamples": evaluator.resamples, "seed": evaluator.seed,
+                          "confidence": bootstrap.CONFIDENCE, "paired": True}}

@@ -1,0 +1,101 @@
+"""Pair classification (MTEB PairClassification, USEB): cosine as the score of 'these two are similar'.
+
+Metrics × 100: average precision (main, as MTEB and USEB report), best-threshold F1 and best-threshold
+accuracy, with the thresholds (raw cosines) that reach them. Definitions follow sentence-transformers'
+BinaryClassificationEvaluator: pairs sorted by cosine, thresholds only between groups of *equal*
+cosines (a tie is never split), AP as sklearn's `average_precision_score` (Σ recall gain × precision
+over distinct scores), the threshold is the midpoint to the next lower cosine. Bootstrap units: pairs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from sentadapt.data.pairs import LabelledPairs, read_labelled_pairs, sniff_columns
+from sentadapt.evaluation import bootstrap
+from sentadapt.evaluation.base import TASK_TYPES, EmbeddingTable, EvalTask, Outputs, cosine_scores
+
+
+@TASK_TYPES.register("pair-classification")
+class PairClassificationTask(EvalTask):
+    kind = "pair-classification"
+    title = "pair classification"
+    metric_names = ("ap", "f1", "accuracy")
+    unit_name = "pairs"
+    description = "sentence1, sentence2, label (1 = similar, 0 = not)"
+
+    def __init__(self, name: str, pairs: LabelledPairs) -> None:
+        super().__init__(name, pairs.source)
+        self.pairs = pairs
+        self.labels = np.asarray(pairs.labels, dtype=np.float64)
+
+    @classmethod
+    def sniff(cls, path: Path) -> bool:
+        return "label" in sniff_columns(path)
+
+    @classmethod
+    def read(cls, path: Path, split: str = "test") -> PairClassificationTask:
+        # forced onto a file without a 'label' column, a 0/1 'score' column is the label
+        column = "label" if "label" in sniff_columns(path) or "score" not in sniff_columns(path) else "score"
+        return cls(path.name, read_labelled_pairs(path, label_column=column))
+
+    @property
+    def units(self) -> int:
+        return len(self.pairs)
+
+    def texts(self) -> list[str]:
+        return [*self.pairs.sentence1, *self.pairs.sentence2]
+
+    def outputs(self, table: EmbeddingTable) -> Outputs:
+        return {"cosine": cosine_scores(table.of(self.pairs.sentence1), table.of(self.pairs.sentence2))}
+
+    def metrics(self, outputs: Outputs) -> tuple[dict[str, float], dict[str, Any]]:
+        cosines = outputs["cosine"]
+        groups = bootstrap.TieGroups(cosines, descending=True)
+        ones = np.ones((1, len(cosines)), dtype=np.int32)
+        positives, negatives = bootstrap.threshold_sweep(ones, self.labels, groups)
+        ap = bootstrap.average_precision_rows(positives, negatives)[0]
+        accuracy, accuracy_threshold = _best_accuracy(positives[0], negatives[0], groups.values)
+        f1, f1_threshold = _best_f1(positives[0], negatives[0], groups.values)
+        metrics = {"ap": 100 * float(ap), "f1": 100 * f1, "accuracy": 100 * accuracy}
+        return metrics, {"f1_threshold": f1_threshold, "accuracy_threshold": accuracy_threshold,
+                         "positives": int(self.labels.sum())}
+
+    def resampled(self, outputs: Outputs) -> dict[str, Callable[[np.ndarray], np.ndarray]]:
+        groups = bootstrap.TieGroups(outputs["cosine"], descending=True)
+
+        def metric(rows: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> Callable[[np.ndarray], np.ndarray]:
+            return lambda counts: 100 * rows(*bootstrap.threshold_sweep(counts, self.labels, groups))
+
+        return {"ap": metric(bootstrap.average_precision_rows), "f1": metric(bootstrap.best_f1_rows),
+                "accuracy": metric(bootstrap.best_accuracy_rows)}
+
+
+def _threshold(values: np.ndarray, group: int) -> float:
+    """Midpoint between score group `group` and the next lower one (the group itself when last or rounding
+    would land on the next group's score)."""
+    if group == len(values) - 1:
+        return float(values[group])
+    middle = (values[group] + values[group + 1]) / 2
+    return float(values[group] if middle == values[group + 1] else middle)
+
+
+def _best_accuracy(positives: np.ndarray, negatives: np.ndarray, values: np.ndarray) -> tuple[float, float]:
+    total_negatives = negatives[-1]
+    total = positives[-1] + total_negatives
+    accuracy = (positives + total_negatives - negatives) / total
+    best = int(np.argmax(accuracy))  # the first (highest) threshold reaching the maximum
+    if accuracy[best] > total_negatives / total:
+        return float(accuracy[best]), _threshold(values, best)
+    # 'every pair dissimilar' is as good: a threshold just above the highest cosine
+    return float(total_negatives / total), float(np.nextafter(values[0], np.inf))
+
+
+def _best_f1(positives: np.ndarray, negatives: np.ndarray, values: np.ndarray) -> tuple[float, float]:
+    f1 = np.where(positives > 0, 2 * positives / (positives + negatives + positives[-1]), 0.0)
+    best = int(np.argmax(f1))
+    return (float(f1[best]), _threshold(values, best)) if f1[best] > 0 else (0.0, 0.0)

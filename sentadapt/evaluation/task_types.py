@@ -1,0 +1,101 @@
+"""Every registered task type, format detection, and the dev set that training selects checkpoints on.
+
+Importing this module registers the task types (one module each); adding a type (clustering,
+classification) is one module with `@TASK_TYPES.register(name)` and one import line here. No torch
+at import time, so `adapt` checks --dev and --dev-metric before torch loads.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from sentadapt.data.pairs import sniff_columns
+from sentadapt.errors import ConfigError, DataError
+from sentadapt.evaluation import pairclass, rerank, retrieval, sts  # noqa: F401  (registers the task types)
+from sentadapt.evaluation.base import TASK_TYPES, EvalTask
+from sentadapt.evaluation.evaluator import Evaluator
+from sentadapt.evaluation.tasks import TASKS, resolve_data_dir
+
+# most specific first: a reranking row has 'query'; a pairs file with 'label' is classification, 'score' STS
+DETECTION_ORDER = ("retrieval", "reranking", "pair-classification", "sts")
+
+
+def task_type(name: str) -> type[EvalTask]:
+    return TASK_TYPES.get(name)
+
+
+def detect_task_type(path: str | Path) -> str:
+    """The task type of a file or folder, from its layout / header / first record."""
+    path = Path(path)
+    if not path.exists():
+        raise DataError(f"{path}: no such file or directory")
+    if path.is_dir():
+        if TASK_TYPES.get("retrieval").sniff(path):
+            return "retrieval"
+        raise DataError(f"{path}: a folder must be a BEIR retrieval collection (corpus.jsonl, queries.jsonl, "
+                        "qrels/SPLIT.tsv)")
+    if path.stat().st_size == 0:
+        raise DataError(f"{path}: the file is empty")
+    for name in DETECTION_ORDER:
+        if TASK_TYPES.get(name).sniff(path):
+            return name
+    columns = sorted(sniff_columns(path))
+    found = f"found {', '.join(columns)}" if columns else "no header or JSON object found"
+    raise DataError(f"{path}: cannot tell the task type ({found}); expected sentence1, sentence2 and score (STS) "
+                    "or label (pair classification), or query with positive/negative (reranking); "
+                    "or pass --task TYPE")
+
+
+def read_task(path: str | Path, kind: str | None = None, split: str = "test", aggregate: str = "all") -> EvalTask:
+    """Read one file or folder as a task of type `kind` (None: detected)."""
+    path = Path(path)
+    kind = kind or detect_task_type(path)
+    if kind == "sts":
+        return sts.ScoredPairsTask(path.name, sts.read_scored_pairs(path), aggregate)
+    return TASK_TYPES.get(kind).read(path, split)
+
+
+def check_metric(metric: str | None, kind: str, option: str = "--dev-metric") -> None:
+    if metric is not None and metric not in TASK_TYPES.get(kind).metric_names:
+        names = ", ".join(TASK_TYPES.get(kind).metric_names)
+        raise ConfigError(f"{option}: '{metric}' is not a {TASK_TYPES.get(kind).title} metric; choose one of {names}")
+
+
+def resolve_dev_set(
+    dev: str | None, data_dir: str | Path | None, metric: str | None = None, resamples: int | None = None
+) -> tuple[str | None, Callable[[], Evaluator] | None]:
+    """Which dev set scores checkpoints: stsb | sickr | a file or BEIR folder of any task type | none; by
+    default STS-B dev when STS data is available. Returns a display name and a factory (the evaluator
+    loads lazily; types and metric names are checked now); (None, None) means no dev set."""
+    options: dict[str, Any] = {"metric": metric}
+    if resamples is not None:
+        options["resamples"] = resamples
+    directory = resolve_data_dir(data_dir)
+    if dev is None:
+        if directory is None or not (directory / "stsb.dev.jsonl").is_file():
+            if metric is not None:
+                raise ConfigError("--dev-metric: needs a dev set; pass --dev FILE|DIR")
+            return None, None
+        dev = "stsb"
+    if dev.lower() in ("none", "off"):
+        if metric is not None:
+            raise ConfigError("--dev-metric: needs a dev set; --dev is none")
+        return None, None
+    if dev.lower() in TASKS:
+        name = dev.lower()
+        if directory is None:
+            raise DataError(f"--dev {name}: needs STS data; pass --data-dir DIR or set $SENTADAPT_DATA_DIR")
+        check_metric(metric, "sts")
+        return (f"{TASKS[name].display} dev",
+                lambda: sts.StsEvaluator.from_sts([name], "dev", directory, **options))
+    path = Path(dev)
+    if not path.exists():
+        raise DataError(f"--dev {dev}: no such file or folder; pass stsb, sickr, a labelled pairs file "
+                        "(.tsv/.csv/.jsonl with sentence1, sentence2 and score or label), a reranking .jsonl "
+                        "or a BEIR retrieval folder")
+    kind = detect_task_type(path)
+    check_metric(metric, kind)
+    title = f"{path.name} — {TASK_TYPES.get(kind).title}"
+    return path.name, lambda: Evaluator([read_task(path, kind, split="dev")], split="dev", title=title, **options)
