@@ -353,7 +353,7 @@ def test_cache_info_and_clear(tiny_encoder: Encoder, tmp_path: Path, own_cache: 
     assert " 2 entries, " in " " + info.stdout.replace("\n", " ")
     cleared = CliRunner().invoke(app, ["cache", "clear"], catch_exceptions=False)
     assert cleared.exit_code == 0
-    assert cleared.stderr.startswith(f"removed 2 entries (")
+    assert cleared.stderr.startswith("removed 2 entries (")
     assert cache_entries() == []
 
 

@@ -18,8 +18,8 @@ import json
 import zlib
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -219,7 +219,9 @@ def check_not_empty(report: CorpusReport) -> None:
         why = _reasons(report.skipped)
     else:
         why = "the file is empty" if len(report.files) == 1 else "all files are empty"
-    raise DataError(f"{', '.join(report.files)}: no sentences ({read} read: {why}); pass text with one sentence per line")
+    raise DataError(
+        f"{', '.join(report.files)}: no sentences ({read} read: {why}); pass text with one sentence per line"
+    )
 
 
 # ----------------------------------------------------------------------------------------------- local files

@@ -298,9 +298,10 @@ def _tokenize(text_dir: Path, folder: Path, columns: list[str], function: Tokeni
                             cache_file_name=str(folder / f"ids-{number:05d}.arrow"))
             files += [Path(entry["filename"]).name for entry in done.cache_files]
             for index, column in enumerate(columns):
-                truncated[index] += int(sum(done.data.column(f"{column}_truncated").to_numpy(zero_copy_only=False)))
+                flags = done.data.column(f"{column}_truncated").to_numpy(zero_copy_only=False)
+                truncated[index] += int(np.count_nonzero(flags))
             advance(len(rows))
-    return {"files": files, "rows": int(len(keep)), "columns": columns, "truncated": truncated}
+    return {"files": files, "rows": len(keep), "columns": columns, "truncated": truncated}
 
 
 def _load_examples(folder: Path, meta: dict[str, Any], columns: list[str], labels: bool) -> TokenizedExamples:
