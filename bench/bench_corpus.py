@@ -64,6 +64,7 @@ def write_corpus(path: Path, lines: int, model: str = "") -> Path:
 
 
 def extract_old(ref: str, folder: Path) -> Path:
+    """The `sentadapt` package as it is at git `ref`, extracted once into `folder`."""
     if not (folder / "sentadapt").is_dir():
         folder.mkdir(parents=True, exist_ok=True)
         archive = subprocess.run(["git", "archive", ref, "sentadapt"], cwd=REPO, capture_output=True, check=True)
@@ -154,6 +155,8 @@ def main() -> None:
     parser.add_argument("--sizes", default="10000,1000000", help="Corpus sizes measured old and new.")
     parser.add_argument("--big", type=int, default=0, help="Also this many lines, new path only (e.g. 10000000).")
     parser.add_argument("--old-ref", default="main", help="Git ref of the in-memory path to compare with.")
+    parser.add_argument("--new-ref", default="", help="Git ref of the new path (default: this working tree; a "
+                                                       "ref keeps a long run immune to edits made meanwhile).")
     parser.add_argument("--num-proc", type=int, default=None)
     parser.add_argument("--out", type=Path, default=REPO / "bench" / "out" / "corpus")
     parser.add_argument("--keep", action="store_true", help="Keep the generated corpora and the cache.")
@@ -163,6 +166,7 @@ def main() -> None:
     if Path(args.model).exists():
         args.model = str(Path(args.model).resolve())
     old = extract_old(args.old_ref, args.out / "old-src")
+    new = extract_old(args.new_ref, args.out / "new-src") if args.new_ref else REPO
     cache = args.out / "cache"
     shutil.rmtree(cache, ignore_errors=True)
     results = []
@@ -170,7 +174,7 @@ def main() -> None:
     try:
         for size in sizes + ([args.big] if args.big else []):
             corpus = write_corpus(args.out / f"corpus-{size}.txt", size, args.model)
-            runs = [("new cold", REPO), ("new warm", REPO)]
+            runs = [("new cold", new), ("new warm", new)]
             if size in sizes:
                 runs.insert(0, ("old", old))
             for label, source in runs:
