@@ -125,7 +125,7 @@ def test_same_sentences_token_ids_batches_and_losses_as_the_in_memory_path(tiny_
     from sentadapt.train.loop import Trainer
 
     corpus = corpus_file(tmp_path / "corpus.txt", 400)
-    flags = {"batch_size": 16, "max_length": 16, "max_steps": 6, "eval_every": 0, "checkpoint_every": 0,
+    flags = {"batch_size": 16, "max_length": 16, "max_steps": 4, "eval_every": 0, "checkpoint_every": 0,
              "log_every": 1, "lr": 3e-3}
     config = run_config("consert", tiny_model_dir, corpus, tmp_path / "new", flags, [])
     notes: list[str] = []
@@ -154,7 +154,7 @@ def test_same_sentences_token_ids_batches_and_losses_as_the_in_memory_path(tiny_
     new_losses, old_losses = (
         [json.loads(line)["loss"] for line in (tmp_path / run / "train.log").read_text().splitlines()]
         for run in ("new", "old"))
-    assert len(new_losses) == 6
+    assert len(new_losses) == 4
     assert new_losses == pytest.approx(old_losses, rel=1e-5)
 
 
@@ -259,6 +259,40 @@ def test_a_second_run_and_resume_reuse_the_cache(tiny_model_dir: Path, tmp_path:
     assert resumed.exit_code == 0, resumed.output
     assert "corpus cache: hit, token ids memory-mapped from " in resumed.stderr
     assert "resumed from" in resumed.stderr
+
+
+def test_hub_datasets_are_read_in_batches_streamed_when_asked_and_fail_fast_offline(
+        tiny_encoder: Encoder, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import types
+
+    calls: list[tuple[str, str, bool]] = []
+
+    class FakeDataset:
+        column_names = ["idx", "text"]
+
+        def iter(self, batch_size: int):
+            yield {"idx": [1, 2], "text": [" hub one ", ""]}
+            yield {"idx": [3], "text": ["hub two"]}
+
+    def load_dataset(name: str, split: str, streaming: bool = False) -> FakeDataset:
+        calls.append((name, split, streaming))
+        return FakeDataset()
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr("sentadapt.data.corpus.hub_is_reachable", lambda: True)
+    import datasets
+
+    fake = types.SimpleNamespace(**{**vars(datasets), "load_dataset": load_dataset})  # the cache uses the rest
+    monkeypatch.setitem(sys.modules, "datasets", fake)
+    prepared = prepare_sentences(["someone/corpus:test"], tiny_encoder.tokenizer, 16, streaming=True)
+    assert calls == [("someone/corpus", "test", True)]
+    assert prepared.notes[0] == "read 3 lines from 1 file → 2 sentences (skipped: 1 blank)"
+    assert [row.as_py() for row in prepared.examples.columns[0]] == tiny_encoder.tokenize_ids(["hub one", "hub two"])
+    monkeypatch.setattr("sentadapt.data.corpus.hub_is_reachable", lambda: False)
+    with pytest.raises(DataError) as caught:
+        prepare_sentences(["someone/other"], tiny_encoder.tokenizer, 16)
+    assert str(caught.value) == ("someone/other: not a local file, and the Hugging Face Hub is unreachable "
+                                 "(offline); pass a local text file")
 
 
 # ------------------------------------------------------------------------------------------- faults
