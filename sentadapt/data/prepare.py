@@ -29,6 +29,7 @@ preparation leaves nothing that a later run would trust.
 from __future__ import annotations
 
 import contextlib
+import copy
 import hashlib
 import json
 import os
@@ -251,10 +252,11 @@ def tokenizer_fingerprint(tokenizer: Any) -> str:
         from datasets.fingerprint import Hasher
 
         return Hasher.hash(tokenizer)
-    state = json.loads(backend.to_str())
-    state.pop("truncation", None)
-    state.pop("padding", None)
-    return _key({"class": type(tokenizer).__name__, "state": state})
+    clone = copy.deepcopy(backend)  # a copy: the caller's tokenizer keeps its settings
+    clone.no_truncation()
+    clone.no_padding()
+    state = f"{type(tokenizer).__name__}\n{clone.to_str()}"  # tokenizers serialises deterministically
+    return hashlib.sha256(state.encode()).hexdigest()[:32]
 
 
 def _token_entry(text_dir: Path, text_key: str, columns: list[str], tokenizer: Any, limit: int,
