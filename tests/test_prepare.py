@@ -268,7 +268,7 @@ def test_hub_datasets_are_read_in_batches_streamed_when_asked_and_fail_fast_offl
     calls: list[tuple[str, str, bool]] = []
 
     class FakeDataset:
-        column_names = ["idx", "text"]
+        column_names = ("idx", "text")
 
         def iter(self, batch_size: int):
             yield {"idx": [1, 2], "text": [" hub one ", ""]}

@@ -222,6 +222,17 @@ class TokenizeColumns:
         self.tokenizer = tokenizer
         self.limit = limit
         self.columns = list(columns)
+        # Fast tokenizers: the Rust tokenizer directly, as transformers' __call__ would use it (same ids), without
+        # its per-row conversion to BatchEncoding; one copy truncating at `limit`, one at `limit + 1`.
+        self.backends = {}
+        backend = getattr(tokenizer, "backend_tokenizer", None)
+        if backend is not None:
+            for length in (limit, limit + 1):
+                clone = copy.deepcopy(backend)
+                clone.no_padding()
+                clone.enable_truncation(length, stride=0, strategy="longest_first",
+                                        direction=getattr(tokenizer, "truncation_side", "right"))
+                self.backends[length] = clone
 
     def __call__(self, batch: dict[str, list[Any]]) -> dict[str, list[Any]]:
         output: dict[str, list[Any]] = {}
@@ -229,16 +240,18 @@ class TokenizeColumns:
             texts = batch[column]
             ids = self._ids(texts, self.limit)
             full = [row for row, tokens in enumerate(ids) if len(tokens) >= self.limit]
-            truncated = [False] * len(ids)
+            truncated = np.zeros(len(ids), dtype=bool)
             if full:
                 longer = self._ids([texts[row] for row in full], self.limit + 1)
-                for row, tokens in zip(full, longer):
-                    truncated[row] = len(tokens) > self.limit
+                truncated[full] = [len(tokens) > self.limit for tokens in longer]
             output[f"{column}_input_ids"] = ids
-            output[f"{column}_truncated"] = truncated
+            output[f"{column}_truncated"] = truncated.tolist()
         return output
 
     def _ids(self, texts: list[str], limit: int) -> list[list[int]]:
+        backend = self.backends.get(limit)
+        if backend is not None:
+            return [encoding.ids for encoding in backend.encode_batch(texts, add_special_tokens=True)]
         encoded = self.tokenizer(texts, truncation=True, max_length=limit, padding=False,
                                  return_attention_mask=False, return_token_type_ids=False)
         return encoded["input_ids"]
