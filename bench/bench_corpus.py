@@ -149,6 +149,53 @@ def run_adapt(source: Path, corpus: Path, model: str, cache: Path, label: str, n
     return result
 
 
+_PREP_OLD = """
+import resource, sys, time
+from transformers import AutoTokenizer
+from sentadapt.data.corpus import read_corpus
+tokenizer = AutoTokenizer.from_pretrained(sys.argv[2])
+started = time.perf_counter()
+texts = read_corpus([sys.argv[1]]).sentences
+limit = int(sys.argv[3])
+call = dict(truncation=True, padding=False, return_attention_mask=False, return_token_type_ids=False)
+ids = tokenizer(texts, max_length=limit, **call)["input_ids"]  # Encoder.tokenize_ids, as the old path did
+full = [t for t, row in zip(texts, ids) if len(row) >= limit]  # count_truncated
+truncated = sum(len(row) > limit for row in tokenizer(full, max_length=limit + 1, **call)["input_ids"]) if full else 0
+lengths = [len(row) for row in ids]
+print(time.perf_counter() - started, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)
+"""
+
+_PREP_NEW = """
+import resource, sys, time
+from transformers import AutoTokenizer
+from sentadapt.data.prepare import prepare_sentences
+tokenizer = AutoTokenizer.from_pretrained(sys.argv[2])
+started = time.perf_counter()
+examples = prepare_sentences([sys.argv[1]], tokenizer, int(sys.argv[3])).examples
+lengths = examples.lengths()
+print(time.perf_counter() - started, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)
+"""
+
+
+def compare_preparation(old: Path, new: Path, corpus: Path, model: str, cache: Path, rounds: int) -> None:
+    """Data preparation alone (read, dedup, tokenize, lengths), old and new alternated in fresh processes."""
+    import statistics
+
+    times: dict[str, list[float]] = {"old": [], "new": []}
+    for _ in range(rounds):
+        for label, source, code in (("old", old, _PREP_OLD), ("new", new, _PREP_NEW)):
+            shutil.rmtree(cache, ignore_errors=True)
+            env = {**os.environ, "PYTHONPATH": str(source), "SENTADAPT_CACHE": str(cache), "HF_HUB_OFFLINE": "1"}
+            done = subprocess.run([sys.executable, "-c", code, str(corpus), model, "64"], env=env, cwd=cache.parent,
+                                  capture_output=True, text=True, check=True)
+            seconds, peak = done.stdout.split()
+            times[label].append(float(seconds))
+            print(json.dumps({"prep": label, "seconds": float(seconds), "peak_rss_mb": int(peak) / 1e6}), flush=True)
+    old_s, new_s = statistics.mean(times["old"]), statistics.mean(times["new"])
+    print(f"preparation of {corpus.name}: old {old_s:.1f} s, new (cold) {new_s:.1f} s: new is "
+          f"{old_s / new_s:.2f}× the old speed (mean of {rounds} alternated rounds)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--model", required=True)
@@ -160,6 +207,10 @@ def main() -> None:
     parser.add_argument("--num-proc", type=int, default=None)
     parser.add_argument("--out", type=Path, default=REPO / "bench" / "out" / "corpus")
     parser.add_argument("--keep", action="store_true", help="Keep the generated corpora and the cache.")
+    parser.add_argument("--prep-only", type=int, default=0, metavar="LINES",
+                        help="Only compare data preparation (no model, no training) on LINES lines, old and new "
+                             "alternated --rounds times.")
+    parser.add_argument("--rounds", type=int, default=2)
     args = parser.parse_args()
     args.out = args.out.resolve()
     args.out.mkdir(parents=True, exist_ok=True)
@@ -169,6 +220,15 @@ def main() -> None:
     new = extract_old(args.new_ref, args.out / "new-src") if args.new_ref else REPO
     cache = args.out / "cache"
     shutil.rmtree(cache, ignore_errors=True)
+    if args.prep_only:
+        corpus = write_corpus(args.out / f"corpus-{args.prep_only}.txt", args.prep_only, args.model)
+        try:
+            compare_preparation(old, new, corpus, args.model, cache, args.rounds)
+        finally:
+            if not args.keep:
+                shutil.rmtree(cache, ignore_errors=True)
+                corpus.unlink()
+        return
     results = []
     sizes = [int(size) for size in args.sizes.split(",") if size]
     try:
