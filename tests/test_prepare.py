@@ -397,3 +397,16 @@ def test_from_lists_round_trip() -> None:
     batch = examples.collate(np.array([2, 0]), pad_id=0)
     assert batch["input_ids"].tolist() == [[5, 6, 0], [1, 2, 3]]
     assert batch["attention_mask"].tolist() == [[1, 1, 0], [1, 1, 1]]
+
+
+def test_a_batch_across_chunks_keeps_its_order() -> None:
+    import pyarrow as pa
+
+    rows = [[i] * (1 + i % 4) for i in range(30)]
+    chunks = [pa.array(rows[start:end], type=pa.list_(pa.int32())) for start, end in [(0, 7), (7, 8), (8, 30)]]
+    examples = TokenizedExamples([pa.chunked_array(chunks)], labels=np.arange(30) % 3)
+    indices = [29, 0, 7, 8, 3, 7, 15]
+    expected = InMemoryExamples([rows], list(np.arange(30) % 3)).collate(indices, 0)
+    got = examples.collate(np.array(indices), 0)
+    assert got["input_ids"].tolist() == expected["input_ids"].tolist()
+    assert got["attention_mask"].tolist() == expected["attention_mask"].tolist()

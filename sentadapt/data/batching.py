@@ -30,6 +30,11 @@ class TokenizedExamples:
     columns: list[pa.ChunkedArray]
     labels: np.ndarray | None = None
 
+    def __post_init__(self) -> None:
+        # first row of each chunk: a batch takes rows chunk by chunk (ChunkedArray.take would first concatenate
+        # every chunk, i.e. copy the whole corpus, for each batch)
+        self.chunk_starts = [np.cumsum([0] + [len(chunk) for chunk in column.chunks]) for column in self.columns]
+
     @classmethod
     def from_lists(cls, columns: Sequence[Sequence[Sequence[int]]], labels: Sequence[int] | None = None,
                    ) -> TokenizedExamples:
@@ -81,8 +86,14 @@ def plan_epoch(
     order = order[:usable]
     if group_by_length:
         window = global_batch * GROUPING_WINDOW
-        longest_first = -np.asarray(lengths, dtype=np.int64)[order]
-        order = order[np.lexsort((longest_first, np.arange(usable) // window))]  # last key sorts first
+        lengths = np.asarray(lengths)
+        longest = int(lengths.max()) if len(lengths) else 0
+        key = np.arange(usable, dtype=np.int64)  # window number, then longest first: one int64 key, sorted stably
+        np.floor_divide(key, window, out=key)
+        key *= longest + 1
+        key += longest - lengths[order]
+        order = order[np.argsort(key, kind="stable")]
+        del key
     batches = order.reshape(-1, global_batch)
     if group_by_length:
         batches = batches[torch.randperm(len(batches), generator=generator).numpy()]
@@ -97,19 +108,31 @@ def shard(batch: Sequence[int] | np.ndarray, rank: int, world_size: int) -> Sequ
 
 def collate(examples: TokenizedExamples, indices: Sequence[int], pad_id: int) -> dict[str, torch.Tensor]:
     """Dynamic padding per column: sentences → input_ids/attention_mask; pairs → a_* and b_* (+ labels)."""
-    rows = pa.array(np.asarray(indices, dtype=np.int64))
+    rows = np.asarray(indices, dtype=np.int64)
+    taken = [_take(column, starts, rows) for column, starts in zip(examples.columns, examples.chunk_starts)]
     if len(examples.columns) == 1:
-        input_ids, attention_mask = _padded(examples.columns[0].take(rows), pad_id)
+        input_ids, attention_mask = _padded(taken[0], pad_id)
         return {"input_ids": input_ids, "attention_mask": attention_mask}
     batch: dict[str, torch.Tensor] = {}
-    for side, column in zip("ab", examples.columns):
-        batch[f"{side}_input_ids"], batch[f"{side}_attention_mask"] = _padded(column.take(rows), pad_id)
+    for side, rows_of_side in zip("ab", taken):
+        batch[f"{side}_input_ids"], batch[f"{side}_attention_mask"] = _padded(rows_of_side, pad_id)
     if examples.labels is not None:
         batch["labels"] = torch.from_numpy(examples.labels[np.asarray(indices, dtype=np.int64)])
     return batch
 
 
-def _padded(rows: pa.ChunkedArray, pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
+def _take(column: pa.ChunkedArray, starts: np.ndarray, rows: np.ndarray) -> pa.Array:
+    """`column[rows]`, in that order, reading only the chunks the rows are in."""
+    chunk_of = np.searchsorted(starts, rows, side="right") - 1
+    parts = [column.chunk(int(chunk)).take(pa.array(rows[chunk_of == chunk] - starts[chunk]))
+             for chunk in np.unique(chunk_of)]
+    by_chunk = np.argsort(chunk_of, kind="stable")  # the order the parts hold the rows in
+    position = np.empty_like(by_chunk)
+    position[by_chunk] = np.arange(len(rows))
+    return pa.concat_arrays(parts).take(pa.array(position))
+
+
+def _padded(rows: pa.Array, pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
     """Right-pad the rows' token ids to the longest (dynamic padding), without a Python loop over rows."""
     lengths = pc.list_value_length(rows).to_numpy()
     values = pc.list_flatten(rows).to_numpy().astype(np.int64)
