@@ -96,6 +96,8 @@ class RunConfig:
     data_dir: str | None = None
     text_column: str | None = None
     encoding_errors: str = "strict"  # strict | replace | skip (invalid UTF-8 lines in the corpus)
+    streaming: bool = False  # stream Hub datasets instead of downloading them whole first
+    num_proc: int | None = None  # corpus preparation workers; None: one per available core
     train: TrainConfig = field(default_factory=TrainConfig)
     recipe_args: Any = None  # the recipe's own Config dataclass
 
@@ -305,4 +307,6 @@ def load_run_config(path: Path, recipe_configs: dict[str, type]) -> RunConfig:
     fields = {k: data.get(k) for k in ("recipe", "base", "corpus", "output", "dev", "dev_metric", "data_dir",
                                        "text_column")}
     fields["encoding_errors"] = data.get("encoding_errors") or "strict"
+    fields["streaming"] = bool(data.get("streaming", False))
+    fields["num_proc"] = data.get("num_proc")
     return RunConfig(train=train, recipe_args=recipe_args, **fields)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -10,6 +11,8 @@ import torch
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # unit tests never touch the network
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+# the corpus cache (and CLSR's embedding cache) of a test run lives in its own folder, never the user's
+os.environ["SENTADAPT_CACHE"] = tempfile.mkdtemp(prefix="sentadapt-test-cache-")
 
 # Floating-point tolerances: the rule every test follows.
 #

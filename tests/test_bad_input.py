@@ -40,12 +40,13 @@ def test_long_lines_are_truncated_and_counted(tiny_model_dir: Path, tmp_path: Pa
 
 
 def test_a_sentence_that_exactly_fills_max_length_is_not_counted_as_truncated(tiny_encoder) -> None:
-    from sentadapt.train.inputs import count_truncated
+    from sentadapt.data.prepare import TokenizeColumns
 
     texts = ["the server", "the server is", "the"]  # 4, 5 and 3 tokens with [CLS] and [SEP]
-    ids = tiny_encoder.tokenize_ids(texts, 4)
-    assert [len(row) for row in ids] == [4, 4, 3]
-    assert count_truncated(tiny_encoder, texts, ids, 4) == 1
+    out = TokenizeColumns(tiny_encoder.tokenizer, 4, ["text"])({"text": texts})
+    assert out["text_input_ids"] == tiny_encoder.tokenize_ids(texts, 4)
+    assert [len(row) for row in out["text_input_ids"]] == [4, 4, 3]
+    assert out["text_truncated"] == [False, True, False]
 
 
 def test_output_below_a_file_is_refused_before_loading(corpus: Path, tiny_model_dir: Path, tmp_path: Path) -> None:

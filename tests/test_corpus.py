@@ -344,8 +344,10 @@ class _FakeDataset:
         self.columns = columns
         self.column_names = list(columns)
 
-    def __getitem__(self, name: str) -> list[object]:
-        return self.columns[name]
+    def iter(self, batch_size: int) -> Iterator[dict[str, list[object]]]:
+        rows = len(next(iter(self.columns.values())))
+        for start in range(0, rows, batch_size):
+            yield {name: values[start:start + batch_size] for name, values in self.columns.items()}
 
 
 def test_hub_id_online_uses_datasets(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

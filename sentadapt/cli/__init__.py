@@ -6,6 +6,7 @@ import typer
 
 from sentadapt import __version__
 from sentadapt.cli import adapt as adapt_command
+from sentadapt.cli import cache as cache_command
 from sentadapt.cli import diagnose as diagnose_command
 from sentadapt.cli import eval as eval_command
 from sentadapt.cli import export as export_command
@@ -21,6 +22,7 @@ app.command(name="adapt", cls=adapt_command.AdaptCommand)(adapt_command.adapt)
 app.command(name="eval")(eval_command.eval_models)
 app.command(name="export")(export_command.export)
 app.command(name="diagnose")(diagnose_command.diagnose)
+app.add_typer(cache_command.app, name="cache")
 
 
 def _version(value: bool) -> None:

@@ -37,7 +37,11 @@ def friendly_errors(command: F) -> F:
 
 @contextmanager
 def progress_bar(description: str, total: int) -> Iterator[Callable[[int], None]]:
-    """A transient progress bar on stderr; yields `advance(n)`."""
+    """A transient progress bar on stderr; yields `advance(n)`. Not drawn when stderr is not a terminal (logs,
+    pipes), where rich would leave an empty line behind."""
+    if not err_console.is_terminal:
+        yield lambda _n: None
+        return
     with Progress(
         TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
         TimeElapsedColumn(), TimeRemainingColumn(), console=err_console, transient=True,

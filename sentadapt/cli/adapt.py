@@ -77,6 +77,9 @@ def adapt(
     encoding_errors: str = typer.Option("strict", "--encoding-errors",
                                         help="Invalid UTF-8 in the corpus: strict (stop, name the line) | "
                                              "replace | skip."),
+    num_proc: int | None = typer.Option(None, "--num-proc", min=1,
+                                        help="Processes preparing (tokenizing) the corpus. Default: the cores."),
+    streaming: bool = typer.Option(False, "--streaming", help="Stream a Hub dataset corpus (no full download)."),
     max_steps: int | None = typer.Option(None, "--max-steps", help="Optimizer steps (overrides --epochs)."),
     epochs: float | None = typer.Option(None, "--epochs"),
     batch_size: int | None = typer.Option(None, "--batch-size", help="Global batch (in-batch negatives + 1)."),
@@ -125,6 +128,7 @@ def adapt(
     if resume:
         config = load_run_config(output / "config.yaml", {name: RECIPES.get(name).Config for name in RECIPES})
         config.output = str(output)  # the directory may have been moved since it was written
+        config.num_proc = num_proc or config.num_proc  # a machine setting, not a training one: may change
         ignored = [k for k, v in flags.items() if v is not None] + (["--set"] if set_options else [])
         if (ignored or corpus) and resume_option != "auto" and _is_main_process():  # auto: said below
             note(f"--resume uses the run's saved config.yaml; ignoring {', '.join(ignored) or 'CORPUS'}")
@@ -137,6 +141,7 @@ def adapt(
             recipe_name, recipe_class.Config, recipe_class.train_defaults, config_file, flags, set_options,
             base=base or DEFAULT_BASE_MODEL, corpus=list(corpus), output=str(output), dev=dev, dev_metric=dev_metric,
             data_dir=str(data_dir) if data_dir else None, text_column=text_column, encoding_errors=encoding_errors,
+            streaming=streaming, num_proc=num_proc,
         )
     _check_paths(config, resume, overwrite, dry_run, require_improvement)
     if dry_run:

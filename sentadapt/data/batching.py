@@ -13,27 +13,44 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 import torch
-
-from sentadapt.encoder import pad_batch
 
 GROUPING_WINDOW = 50  # batches per length-sorted window
 
 
 @dataclass
 class TokenizedExamples:
-    """Pre-tokenized examples: `columns` of token-id lists (1 for sentences, 2 for pairs/NLI) + labels."""
+    """Pre-tokenized examples, memory-mapped: `columns` of token-id lists (1 for sentences, 2 for pairs/NLI),
+    each an Arrow `list<int32>` array (usually read from the corpus cache, see `sentadapt.data.prepare`), and
+    optional labels. A batch gathers only its own rows, so memory does not grow with the corpus."""
 
-    columns: list[list[list[int]]]
-    labels: list[int] | None = None
+    columns: list[pa.ChunkedArray]
+    labels: np.ndarray | None = None
+
+    def __post_init__(self) -> None:
+        # first row of each chunk: a batch takes rows chunk by chunk (ChunkedArray.take would first concatenate
+        # every chunk, i.e. copy the whole corpus, for each batch)
+        self.chunk_starts = [np.cumsum([0] + [len(chunk) for chunk in column.chunks]) for column in self.columns]
+
+    @classmethod
+    def from_lists(cls, columns: Sequence[Sequence[Sequence[int]]], labels: Sequence[int] | None = None,
+                   ) -> TokenizedExamples:
+        """From in-memory token-id lists (small data, tests)."""
+        arrays = [pa.chunked_array([pa.array(list(column), type=pa.list_(pa.int32()))]) for column in columns]
+        return cls(arrays, None if labels is None else np.asarray(labels, dtype=np.int64))
 
     def __len__(self) -> int:
         return len(self.columns[0])
 
-    def lengths(self) -> list[int]:
-        return [max(len(column[i]) for column in self.columns) for i in range(len(self))]
+    def lengths(self) -> np.ndarray:
+        """Tokens per example (the longest side for pairs), int32: what length grouping sorts by."""
+        lengths = [pc.list_value_length(column).to_numpy().astype(np.int32) for column in self.columns]
+        return np.maximum.reduce(lengths) if len(lengths) > 1 else lengths[0]
 
-    def collate(self, indices: list[int], pad_id: int) -> dict[str, torch.Tensor]:
+    def collate(self, indices: Sequence[int], pad_id: int) -> dict[str, torch.Tensor]:
         return collate(self, indices, pad_id)
 
 
@@ -56,40 +73,70 @@ class RowPairs:
 
 
 def plan_epoch(
-    lengths: Sequence[int], global_batch: int, seed: int, epoch: int, group_by_length: bool
-) -> list[list[int]]:
-    """The epoch's global batches as index lists (drop_last); identical for every process."""
+    lengths: Sequence[int] | np.ndarray, global_batch: int, seed: int, epoch: int, group_by_length: bool
+) -> np.ndarray:
+    """The epoch's global batches, one row of example indices each (drop_last); identical for every process.
+
+    Vectorised (10M examples: one int64 array, no Python lists); the stable sort by (window, -length) gives
+    exactly the order of sorting each window by descending length with Python's stable `sorted`.
+    """
     generator = torch.Generator().manual_seed(seed * 100_003 + epoch)
-    order = torch.randperm(len(lengths), generator=generator).tolist()
+    order = torch.randperm(len(lengths), generator=generator).numpy()
     usable = len(order) - len(order) % global_batch
     order = order[:usable]
     if group_by_length:
         window = global_batch * GROUPING_WINDOW
-        order = [i for start in range(0, usable, window)
-                 for i in sorted(order[start:start + window], key=lambda i: -lengths[i])]
-    batches = [order[start:start + global_batch] for start in range(0, usable, global_batch)]
+        lengths = np.asarray(lengths)
+        longest = int(lengths.max()) if len(lengths) else 0
+        key = np.arange(usable, dtype=np.int64)  # window number, then longest first: one int64 key, sorted stably
+        np.floor_divide(key, window, out=key)
+        key *= longest + 1
+        key += longest - lengths[order]
+        order = order[np.argsort(key, kind="stable")]
+        del key
+    batches = order.reshape(-1, global_batch)
     if group_by_length:
-        shuffled = torch.randperm(len(batches), generator=generator).tolist()
-        batches = [batches[i] for i in shuffled]
+        batches = batches[torch.randperm(len(batches), generator=generator).numpy()]
     return batches
 
 
-def shard(batch: list[int], rank: int, world_size: int) -> list[int]:
+def shard(batch: Sequence[int] | np.ndarray, rank: int, world_size: int) -> Sequence[int] | np.ndarray:
     """This process's contiguous slice of a global batch (rank order = gather order)."""
     size = len(batch) // world_size
     return batch[rank * size:(rank + 1) * size]
 
 
-def collate(examples: TokenizedExamples, indices: list[int], pad_id: int) -> dict[str, torch.Tensor]:
+def collate(examples: TokenizedExamples, indices: Sequence[int], pad_id: int) -> dict[str, torch.Tensor]:
     """Dynamic padding per column: sentences → input_ids/attention_mask; pairs → a_* and b_* (+ labels)."""
+    rows = np.asarray(indices, dtype=np.int64)
+    taken = [_take(column, starts, rows) for column, starts in zip(examples.columns, examples.chunk_starts)]
     if len(examples.columns) == 1:
-        padded = pad_batch([examples.columns[0][i] for i in indices], pad_id)
-        return {"input_ids": padded.input_ids, "attention_mask": padded.attention_mask}
+        input_ids, attention_mask = _padded(taken[0], pad_id)
+        return {"input_ids": input_ids, "attention_mask": attention_mask}
     batch: dict[str, torch.Tensor] = {}
-    for side, column in zip("ab", examples.columns):
-        padded = pad_batch([column[i] for i in indices], pad_id)
-        batch[f"{side}_input_ids"] = padded.input_ids
-        batch[f"{side}_attention_mask"] = padded.attention_mask
+    for side, rows_of_side in zip("ab", taken):
+        batch[f"{side}_input_ids"], batch[f"{side}_attention_mask"] = _padded(rows_of_side, pad_id)
     if examples.labels is not None:
-        batch["labels"] = torch.tensor([examples.labels[i] for i in indices], dtype=torch.long)
+        batch["labels"] = torch.from_numpy(examples.labels[np.asarray(indices, dtype=np.int64)])
     return batch
+
+
+def _take(column: pa.ChunkedArray, starts: np.ndarray, rows: np.ndarray) -> pa.Array:
+    """`column[rows]`, in that order, reading only the chunks the rows are in."""
+    chunk_of = np.searchsorted(starts, rows, side="right") - 1
+    parts = [column.chunk(int(chunk)).take(pa.array(rows[chunk_of == chunk] - starts[chunk]))
+             for chunk in np.unique(chunk_of)]
+    by_chunk = np.argsort(chunk_of, kind="stable")  # the order the parts hold the rows in
+    position = np.empty_like(by_chunk)
+    position[by_chunk] = np.arange(len(rows))
+    return pa.concat_arrays(parts).take(pa.array(position))
+
+
+def _padded(rows: pa.Array, pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Right-pad the rows' token ids to the longest (dynamic padding), without a Python loop over rows."""
+    lengths = pc.list_value_length(rows).to_numpy()
+    values = pc.list_flatten(rows).to_numpy().astype(np.int64)
+    mask = np.arange(int(lengths.max())) < lengths[:, None]  # row-major, like the flattened values
+    input_ids = np.full(mask.shape, pad_id, dtype=np.int64)
+    input_ids[mask] = values
+    return torch.from_numpy(input_ids), torch.from_numpy(mask.astype(np.int64))

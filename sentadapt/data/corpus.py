@@ -16,9 +16,12 @@ from __future__ import annotations
 import csv
 import json
 import zlib
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
+
+import numpy as np
 
 from sentadapt.data.pairs import open_binary
 from sentadapt.errors import ConfigError, DataError
@@ -34,6 +37,7 @@ DUPLICATE = "duplicate"
 INVALID_UTF8 = "invalid UTF-8"
 
 BINARY_PROBE_BYTES = 8192
+BATCH_RECORDS = 65_536  # records handed on at once by the readers (bounded memory, few Arrow batches)
 _CHUNK_BYTES = 4 << 20
 _UTF8_BOM = b"\xef\xbb\xbf"
 _UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
@@ -82,6 +86,13 @@ class Corpus:
         return len(self.sentences)
 
 
+def check_options(encoding_errors: str, min_chars: int) -> None:
+    if encoding_errors not in ENCODING_ERRORS:
+        raise ConfigError(f"--encoding-errors '{encoding_errors}': expected one of {', '.join(ENCODING_ERRORS)}")
+    if isinstance(min_chars, bool) or not isinstance(min_chars, int) or min_chars < 1:
+        raise ConfigError(f"--min-chars {min_chars!r}: expected a whole number of at least 1")
+
+
 def read_corpus(
     sources: Sequence[str | Path],
     text_column: str | None = None,
@@ -89,49 +100,128 @@ def read_corpus(
     encoding_errors: str = "strict",
     min_chars: int = 1,
 ) -> Corpus:
-    """Read and concatenate `sources` (in order) into one list of stripped, non-blank sentences.
+    """Read and concatenate `sources` (in order) into one list of stripped, non-blank sentences, in memory.
 
+    For small inputs (`diagnose`'s sample); training reads through `sentadapt.data.prepare`, which streams the
+    same records into a memory-mapped Arrow cache and applies the same `classify` and `mark_duplicates`.
     `encoding_errors` says what to do with a line that is not valid UTF-8: "strict" raises DataError naming
     the line, "replace" keeps it with U+FFFD for the bad bytes, "skip" drops it (counted). `dedup` keeps only
     the first occurrence of each sentence across all sources. Sentences shorter than `min_chars` characters
     (after stripping) are skipped and counted.
     """
-    if encoding_errors not in ENCODING_ERRORS:
-        raise ConfigError(f"--encoding-errors '{encoding_errors}': expected one of {', '.join(ENCODING_ERRORS)}")
-    if isinstance(min_chars, bool) or not isinstance(min_chars, int) or min_chars < 1:
-        raise ConfigError(f"--min-chars {min_chars!r}: expected a whole number of at least 1")
+    texts: list[str | None] = []
+    report = scan_corpus(sources, texts.extend, text_column, encoding_errors, min_chars)
+    status = classify(texts, min_chars)
+    if dedup:
+        mark_duplicates(status, text_hashes(texts))
+    count_statuses(report, status, min_chars)
+    check_not_empty(report)
+    return Corpus([text for text, code in zip(texts, status.tolist()) if code == KEEP], report)  # type: ignore[misc]
+
+
+def scan_corpus(
+    sources: Sequence[str | Path],
+    consume: Callable[[list[str | None]], None],
+    text_column: str | None = None,
+    encoding_errors: str = "strict",
+    min_chars: int = 1,
+    on_bytes: Callable[[int], None] | None = None,
+    streaming: bool = False,
+) -> CorpusReport:
+    """Parse every record of `sources`, in order, and hand its stripped text to `consume` in batches.
+
+    A record dropped for invalid UTF-8 (`encoding_errors="skip"`) is passed as None, so record numbers stay
+    aligned. Returns the report with `files`, `lines_read` and `replaced` filled in; the caller classifies the
+    texts (`classify`, `mark_duplicates`) and fills in the rest with `count_statuses`. `on_bytes(n)` is told as
+    each local file is read (compressed bytes for `.gz`), for a progress bar; `streaming` streams Hub datasets.
+    """
+    check_options(encoding_errors, min_chars)
     if isinstance(sources, (str, Path)):
         sources = [sources]
     if not sources:
         raise ConfigError("no corpus given; pass one or more text files (one sentence per line)")
-    collector = _Collector(dedup=dedup, min_chars=min_chars)
+    collector = _Collector(consume)
     report = collector.report
     for source in sources:
         report.files.append(str(source))
         path = Path(source).expanduser()
         if not path.exists() and _looks_like_hub_id(str(source)):
-            _read_hub(str(source), text_column, collector)
+            _read_hub(str(source), text_column, collector, streaming)
             continue
         fmt = _format_of(path)
-        lines = Utf8Lines(path, encoding_errors)
+        lines = Utf8Lines(path, encoding_errors, on_bytes)
         if fmt == "text":
             _read_plain(lines, collector)
         elif fmt == "jsonl":
             _read_jsonl(lines, text_column, collector)
         else:
             _read_table(lines, fmt, text_column, collector)
+        collector.flush()
         report.replaced += lines.replaced
-    report.sentences = len(collector.sentences)
-    if not collector.sentences:
-        read = _plural(report.lines_read, "line")
-        if report.lines_read:
-            why = _reasons(report.skipped)
-        else:
-            why = "the file is empty" if len(report.files) == 1 else "all files are empty"
-        raise DataError(
-            f"{', '.join(report.files)}: no sentences ({read} read: {why}); pass text with one sentence per line"
-        )
-    return Corpus(collector.sentences, report)
+    collector.flush()
+    return report
+
+
+# Record statuses (uint8), one per record read; everything but KEEP is a skip reason.
+KEEP, STATUS_BLANK, STATUS_SHORT, STATUS_INVALID, STATUS_DUPLICATE = range(5)
+
+
+def classify(texts: Sequence[str | None], min_chars: int) -> np.ndarray:
+    """The status of each (stripped) text: KEEP, blank, shorter than `min_chars` or invalid UTF-8 (None)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    chars = pc.utf8_length(pa.array(texts, type=pa.string())).to_numpy(zero_copy_only=False)
+    chars = np.nan_to_num(np.asarray(chars, dtype=np.float64), nan=-1.0)  # None (nan) → -1
+    status = np.full(len(chars), KEEP, dtype=np.uint8)
+    status[chars < min_chars] = STATUS_SHORT
+    status[chars == 0] = STATUS_BLANK
+    status[chars < 0] = STATUS_INVALID
+    return status
+
+
+def text_hashes(texts: Sequence[str | None]) -> np.ndarray:
+    """64-bit xxh3 of each text (0 for None): dedup compares these instead of holding every string.
+
+    Two different sentences share a hash with probability about n² / 2**65 (10M sentences: 3 in a million),
+    and then only the later one is dropped as a duplicate.
+    """
+    from xxhash import xxh3_64_intdigest
+
+    return np.fromiter((xxh3_64_intdigest(text.encode()) if text is not None else 0 for text in texts),
+                       dtype=np.uint64, count=len(texts))
+
+
+def mark_duplicates(status: np.ndarray, hashes: np.ndarray) -> None:
+    """Set STATUS_DUPLICATE on every kept record whose hash was seen on an earlier kept record (in place)."""
+    kept = np.flatnonzero(status == KEEP)
+    _, first = np.unique(hashes[kept], return_index=True)  # index of each hash's first occurrence
+    repeated = np.ones(len(kept), dtype=bool)
+    repeated[first] = False
+    status[kept[repeated]] = STATUS_DUPLICATE
+
+
+def count_statuses(report: CorpusReport, status: np.ndarray, min_chars: int) -> None:
+    """Fill `sentences` and `skipped` (reasons in the order they first occur in the corpus, as they are read)."""
+    names = {STATUS_BLANK: BLANK, STATUS_SHORT: f"shorter than {min_chars} chars", STATUS_INVALID: INVALID_UTF8,
+             STATUS_DUPLICATE: DUPLICATE}
+    counts = np.bincount(status, minlength=len(names) + 1)
+    first_seen = {code: int(np.argmax(status == code)) for code in names if counts[code]}
+    report.sentences = int(counts[KEEP])
+    report.skipped = {names[code]: int(counts[code]) for code in sorted(first_seen, key=first_seen.__getitem__)}
+
+
+def check_not_empty(report: CorpusReport) -> None:
+    if report.sentences:
+        return
+    read = _plural(report.lines_read, "line")
+    if report.lines_read:
+        why = _reasons(report.skipped)
+    else:
+        why = "the file is empty" if len(report.files) == 1 else "all files are empty"
+    raise DataError(
+        f"{', '.join(report.files)}: no sentences ({read} read: {why}); pass text with one sentence per line"
+    )
 
 
 # ----------------------------------------------------------------------------------------------- local files
@@ -145,9 +235,11 @@ class Utf8Lines:
     and each chunk decoded at once; only a chunk holding invalid UTF-8 is decoded again line by line.
     """
 
-    def __init__(self, path: Path, encoding_errors: str = "strict") -> None:
+    def __init__(self, path: Path, encoding_errors: str = "strict",
+                 on_bytes: Callable[[int], None] | None = None) -> None:
         self.path = path
         self.encoding_errors = encoding_errors
+        self.on_bytes = on_bytes  # told how many bytes of the file (compressed, for .gz) each chunk consumed
         self.replaced = 0
         self.dropped = 0
         self.dropped_lines: set[int] = set()
@@ -162,6 +254,8 @@ class Utf8Lines:
             pending: list[bytes] = []  # the bytes after the last newline seen so far
             number = 0  # lines yielded so far
             first = True
+            raw = getattr(handle, "fileobj", None)  # a GzipFile's compressed stream: progress in file bytes
+            done = 0
             while True:
                 try:
                     chunk = handle.read(max(_CHUNK_BYTES, BINARY_PROBE_BYTES) if first else _CHUNK_BYTES)
@@ -169,6 +263,10 @@ class Utf8Lines:
                     raise DataError(f"{path}: corrupt or truncated gzip file ({error}); re-create the file") from None
                 if not chunk:
                     break
+                if self.on_bytes is not None:
+                    position = raw.tell() if raw is not None else done + len(chunk)
+                    self.on_bytes(position - done)
+                    done = position
                 if first:
                     first = False
                     chunk = self._check_start(chunk)
@@ -223,35 +321,33 @@ class Utf8Lines:
 
 
 class _Collector:
-    # Dedup matters for contrastive learning: two copies of a sentence in one batch are false negatives (the
-    # loss pushes apart a sentence and itself), and repeated lines are over-weighted in every epoch.
-    def __init__(self, dedup: bool, min_chars: int) -> None:
-        self.sentences: list[str] = []
-        self.seen: set[str] | None = set() if dedup else None
-        self.min_chars = min_chars
-        self.too_short = f"shorter than {min_chars} chars"
+    """Hands records to `consume` in batches of BATCH_RECORDS, so no reader holds a whole corpus.
+
+    Dedup matters for contrastive learning (two copies of a sentence in one batch are false negatives, and
+    repeated lines are over-weighted in every epoch), but it happens after reading, on hashes: see
+    `mark_duplicates`.
+    """
+
+    def __init__(self, consume: Callable[[list[str | None]], None]) -> None:
+        self.consume = consume
+        self.batch: list[str | None] = []
         self.report = CorpusReport()
 
-    def skip(self, reason: str) -> None:
-        self.report.skipped[reason] = self.report.skipped.get(reason, 0) + 1
-
     def skip_record(self, reason: str) -> None:
-        self.report.lines_read += 1
-        self.skip(reason)
+        assert reason == INVALID_UTF8, reason  # the only reason a reader decides; the rest are `classify`'s
+        self.add(None)
 
-    def add(self, text: str) -> None:
-        """Add one record's (already stripped) text."""
+    def add(self, text: str | None) -> None:
+        """Add one record's (already stripped) text; None for a record dropped as invalid UTF-8."""
         self.report.lines_read += 1
-        if not text:
-            self.skip(BLANK)
-        elif len(text) < self.min_chars:
-            self.skip(self.too_short)
-        elif self.seen is not None and text in self.seen:
-            self.skip(DUPLICATE)
-        else:
-            if self.seen is not None:
-                self.seen.add(text)
-            self.sentences.append(text)
+        self.batch.append(text)
+        if len(self.batch) >= BATCH_RECORDS:
+            self.flush()
+
+    def flush(self) -> None:
+        if self.batch:
+            self.consume(self.batch)
+            self.batch = []
 
 
 def _read_plain(lines: Utf8Lines, collector: _Collector) -> None:
@@ -419,7 +515,22 @@ def _looks_like_hub_id(source: str) -> bool:
     return Path(parts[1]).suffix.lower() not in _FILE_SUFFIXES
 
 
-def _read_hub(source: str, text_column: str | None, collector: _Collector) -> None:
+def _read_hub(source: str, text_column: str | None, collector: _Collector, streaming: bool = False) -> None:
+    dataset = load_hub_dataset(source, streaming)
+    column = _pick_column(list(dataset.column_names), text_column, source, "column")
+    number = 0
+    for batch in dataset.iter(batch_size=HUB_BATCH_ROWS):  # never the whole column at once
+        for value in batch[column]:
+            number += 1
+            collector.add(_cell_text(value, f"{source}: row {number}", column))
+
+
+HUB_BATCH_ROWS = 10_000
+
+
+def load_hub_dataset(source: str, streaming: bool = False) -> Any:
+    """`owner/name[:split]` through `datasets.load_dataset` (memory-mapped; streamed when asked); fails fast
+    offline."""
     name, _, split = source.partition(":")
     split = split or "train"
     if not hub_is_reachable():
@@ -431,16 +542,20 @@ def _read_hub(source: str, text_column: str | None, collector: _Collector) -> No
     except ImportError:  # pragma: no cover - `datasets` is a dependency
         raise DataError(f"{source}: reading a Hub dataset needs `pip install datasets`; or pass a local file") from None
     try:
-        dataset = datasets.load_dataset(name, split=split)
+        if streaming:
+            return datasets.load_dataset(name, split=split, streaming=True)
+        return datasets.load_dataset(name, split=split)
     except Exception as error:  # datasets raises many unrelated types (not found, bad split, gated, network)
         detail = (str(error).strip().splitlines() or [""])[0]
         raise DataError(
             f"{source}: could not load the Hub dataset ({type(error).__name__}: {detail}); "
             "check the name and split, or pass a local text file"
         ) from None
-    column = _pick_column(list(dataset.column_names), text_column, source, "column")
-    for number, value in enumerate(dataset[column], start=1):
-        collector.add(_cell_text(value, f"{source}: row {number}", column))
+
+
+def is_hub_source(source: str | Path) -> bool:
+    """A source that is not a local file but looks like `owner/name[:split]`."""
+    return not Path(source).expanduser().exists() and _looks_like_hub_id(str(source))
 
 
 # ----------------------------------------------------------------------------------------------- helpers

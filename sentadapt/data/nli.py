@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import csv
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -66,35 +66,60 @@ class NliPairs:
 
 def read_nli(paths: Sequence[str | Path]) -> NliPairs:
     """Read and concatenate labelled NLI pairs from `paths`, in order (see the module docstring for formats)."""
+    pairs = NliPairs()
+
+    def keep(premises: list[str], hypotheses: list[str], labels: list[int]) -> None:
+        pairs.premises.extend(premises)
+        pairs.hypotheses.extend(hypotheses)
+        pairs.labels.extend(labels)
+
+    pairs.source, pairs.skipped = scan_nli(paths, keep)
+    return pairs
+
+
+def scan_nli(paths: Sequence[str | Path], consume: Callable[[list[str], list[str], list[int]], None],
+             batch_size: int = 65_536) -> tuple[str, dict[str, int]]:
+    """Hand the labelled pairs of `paths` to `consume` in batches (premises, hypotheses, labels), in order.
+
+    Returns the sources (comma-joined) and the skip counts; raises DataError when no pair is kept.
+    """
     if isinstance(paths, (str, Path)):
         paths = [paths]
     if not paths:
         raise ConfigError("no NLI files given; pass .jsonl/.tsv/.csv files with premise, hypothesis and label")
-    pairs = NliPairs(source=", ".join(str(path) for path in paths))
-    lines_read = 0
+    source = ", ".join(str(path) for path in paths)
+    counts = NliPairs(source=source)  # only its `skipped` is used here
+    batch: tuple[list[str], list[str], list[int]] = ([], [], [])
+    lines_read = kept = 0
     for path in map(Path, paths):
         fmt = _format_of(path)
-        records = _json_records(path, pairs) if fmt == "jsonl" else _table_records(path, fmt, pairs)
+        records = _json_records(path, counts) if fmt == "jsonl" else _table_records(path, fmt, counts)
         for number, record in records:
             lines_read += 1
             premise = _text(record, PREMISE_FIELDS, path, number)
             hypothesis = _text(record, HYPOTHESIS_FIELDS, path, number)
             label = _label(record[_field(record, LABEL_FIELDS, path, number)], path, number)
             if label is None:
-                _skip(pairs, NO_GOLD_LABEL)
+                _skip(counts, NO_GOLD_LABEL)
             elif not premise or not hypothesis:
-                _skip(pairs, EMPTY_TEXT)
+                _skip(counts, EMPTY_TEXT)
             else:
-                pairs.premises.append(premise)
-                pairs.hypotheses.append(hypothesis)
-                pairs.labels.append(label)
-    if not pairs.labels:
-        why = ", ".join(f"{count} {reason}" for reason, count in pairs.skipped.items()) or "empty"
+                batch[0].append(premise)
+                batch[1].append(hypothesis)
+                batch[2].append(label)
+                kept += 1
+                if len(batch[2]) >= batch_size:
+                    consume(*batch)
+                    batch = ([], [], [])
+    if batch[2]:
+        consume(*batch)
+    if not kept:
+        why = ", ".join(f"{count} {reason}" for reason, count in counts.skipped.items()) or "empty"
         raise DataError(
-            f"{pairs.source}: no labelled pairs ({lines_read} record{'' if lines_read == 1 else 's'} read: {why}); "
+            f"{source}: no labelled pairs ({lines_read} record{'' if lines_read == 1 else 's'} read: {why}); "
             f"pass premise/hypothesis/label records"
         )
-    return pairs
+    return source, counts.skipped
 
 
 def entailment_pairs(nli: NliPairs) -> list[tuple[str, str]]:

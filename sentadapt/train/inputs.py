@@ -17,47 +17,29 @@ from sentadapt.train.loop import TrainingInputs
 
 
 def load_training_examples(config: RunConfig, needs: str, encoder: Encoder, note: Callable[[str], None],
-                           ) -> TokenizedExamples:
-    max_length = config.train.max_length
+                           progress: Callable[[str, int], Any] | None = None) -> TokenizedExamples:
+    """The corpus (or NLI files) as memory-mapped token ids, read and tokenized once (`sentadapt.data.prepare`)."""
+    from sentadapt.data.prepare import prepare_nli, prepare_sentences
+
+    limit = token_limit(encoder, config.train.max_length)
     if needs == "sentences":
-        from sentadapt.data.corpus import read_corpus
-
-        corpus = read_corpus(config.corpus, text_column=config.text_column, dedup=config.train.dedup,
-                             encoding_errors=config.encoding_errors)
-        note(corpus.report.summary())
-        return TokenizedExamples([tokenize_and_report(encoder, corpus.sentences, max_length, note)])
-    if needs == "nli":
-        from sentadapt.data.nli import read_nli
-
+        prepared = prepare_sentences(config.corpus, encoder.tokenizer, limit, text_column=config.text_column,
+                                     dedup=config.train.dedup, encoding_errors=config.encoding_errors,
+                                     streaming=config.streaming, num_proc=config.num_proc, progress=progress)
+    elif needs == "nli":
         files = list(getattr(config.recipe_args, "nli", ()) or ())
-        nli = read_nli(files)
-        note(f"NLI: {len(nli.labels)} labelled pairs from {', '.join(files)}")
-        return TokenizedExamples(
-            [tokenize_and_report(encoder, nli.premises, max_length, note, "premises"),
-             tokenize_and_report(encoder, nli.hypotheses, max_length, note, "hypotheses")],
-            labels=list(nli.labels),
-        )
-    raise DataError(f"recipe {config.recipe}: data kind '{needs}' is not supported by the loop")
+        prepared = prepare_nli(files, encoder.tokenizer, limit, num_proc=config.num_proc, progress=progress)
+    else:
+        raise DataError(f"recipe {config.recipe}: data kind '{needs}' is not supported by the loop")
+    for line in prepared.notes:
+        note(line)
+    return prepared.examples
 
 
-def tokenize_and_report(encoder: Encoder, texts: list[str], max_length: int, note: Callable[[str], None],
-                        what: str = "sentences") -> list[list[int]]:
-    """Token ids truncated to max_length; says how many texts were longer (their ends are not trained on)."""
-    ids = encoder.tokenize_ids(texts, max_length)
-    truncated = count_truncated(encoder, texts, ids, max_length)
-    if truncated:
-        note(f"{truncated} of {len(texts)} {what} are longer than --max-length {max_length} tokens and were "
-             "truncated")
-    return ids
-
-
-def count_truncated(encoder: Encoder, texts: list[str], ids: list[list[int]], max_length: int) -> int:
-    """Texts cut by truncation: only those that fill max_length exactly are tokenized again, one token longer."""
-    full = [text for text, row in zip(texts, ids) if len(row) >= max_length]
-    if not full:
-        return 0
-    longer = encoder.tokenize_ids(full, max_length + 1)
-    return sum(len(row) > max_length for row in longer)
+def token_limit(encoder: Encoder, max_length: int) -> int:
+    """The length `Encoder.tokenize_ids` truncates to: --max-length, capped by the position table."""
+    limit = encoder.position_limit
+    return min(max_length, limit) if limit is not None else max_length
 
 
 def build_inputs(config: RunConfig, note: Callable[[str], None], device: str | None = None,
@@ -75,7 +57,7 @@ def build_inputs(config: RunConfig, note: Callable[[str], None], device: str | N
     if custom_loader is not None:
         examples = custom_loader(config, encoder, note, progress or _no_progress)
     else:
-        examples = load_training_examples(config, recipe.needs, encoder, note)
+        examples = load_training_examples(config, recipe.needs, encoder, note, progress)
     return TrainingInputs(config, encoder, recipe, examples, evaluator, dev_name)
 
 
