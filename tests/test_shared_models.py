@@ -42,4 +42,4 @@ def test_eval_all_tasks_equals_sentence_transformers_reference() -> None:
     for task in TASKS:
         assert ours[task] == pytest.approx(reference[task], abs=0.01), task
     assert report.average == pytest.approx(np.mean(list(reference.values())), abs=0.01)
-    assert [task.pairs for task in report.tasks] == [3108, 1500, 3750, 3000, 1186, 1379, 4927]
+    assert [task.units for task in report.tasks] == [3108, 1500, 3750, 3000, 1186, 1379, 4927]
