@@ -5,8 +5,9 @@
 
 Each run is the user's command, a fresh process:
 `sentadapt adapt CORPUS --recipe consert --base MODEL --max-steps 2 --dev none --output DIR`.
-The old path is the in-memory reader of `--old-ref` (default `main`), extracted with `git archive` into
-bench/out/corpus/old-src and run the same way in the same session, so both sides see the same machine load.
+The old path is the in-memory reader of `--old-ref` (default: ae79395, the last commit before the cache),
+extracted with `git archive` into bench/out/corpus/old-src and run the same way in the same session, so both
+sides see the same machine load.
 Reported per run: seconds until step 1 is logged (train.log), seconds until the corpus is ready (the new
 path's "corpus cache:" line), total seconds, and peak RSS (the command's process; and the sum over it and its
 worker processes, sampled every 0.1 s). Cold runs start from an empty $SENTADAPT_CACHE (bench/out/corpus/cache);
@@ -29,6 +30,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 WORDS_SEED = 13
+OLD_PATH_REF = "ae79395"  # main before the Arrow cache merged: the in-memory reader the issue measured (88 s at 1M)
 
 
 def write_corpus(path: Path, lines: int, model: str = "") -> Path:
@@ -201,7 +203,8 @@ def main() -> None:
     parser.add_argument("--model", required=True)
     parser.add_argument("--sizes", default="10000,1000000", help="Corpus sizes measured old and new.")
     parser.add_argument("--big", type=int, default=0, help="Also this many lines, new path only (e.g. 10000000).")
-    parser.add_argument("--old-ref", default="main", help="Git ref of the in-memory path to compare with.")
+    parser.add_argument("--old-ref", default=OLD_PATH_REF,
+                        help="Git ref of the in-memory path (default: the last commit before the cache).")
     parser.add_argument("--new-ref", default="", help="Git ref of the new path (default: this working tree; a "
                                                        "ref keeps a long run immune to edits made meanwhile).")
     parser.add_argument("--num-proc", type=int, default=None)
