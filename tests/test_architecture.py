@@ -44,7 +44,7 @@ def test_library_never_imports_the_cli_or_prints_with_rich(path: Path) -> None:
         assert not name.startswith("rich.console"), f"{path.name} prints; only cli/ talks to the terminal"
 
 
-# Two-file import cycles that another branch is removing; the lead deletes an entry when that branch merges.
+# Two-file import cycles tolerated for now (each with its reason); a fixed one must leave the set.
 KNOWN_CYCLES: set[frozenset[str]] = set()  # none: a new entry needs a reason in a comment beside it
 
 
