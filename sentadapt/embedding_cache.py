@@ -60,24 +60,16 @@ def cached_frozen_vectors(
     for text in texts:
         digest.update(text.encode("utf-8") + b"\0")
     path = cache_root() / f"{digest.hexdigest()[:40]}.safetensors"
-    if path.is_file():
-        try:
-            vectors = load_file(str(path))["vectors"]
-        except Exception:  # a truncated or foreign file: recompute rather than fail
-            vectors = None
-        if vectors is not None and vectors.shape[0] == len(texts):
-            note(f"embedding cache: {len(texts)} vectors reused from {path}")
-            _remember(encoder, texts, vectors)
-            return vectors
+    vectors = _load_cached(path, len(texts), note)
+    if vectors is not None:
+        _remember(encoder, texts, vectors)
+        return vectors
     note(f"encoding {len(texts)} unique sentences once with the frozen encoder (cached in {path.parent})")
     started = time.perf_counter()
     vectors = encoder.encode_frozen_part(list(texts), batch_size=batch_size, max_length=max_length,
                                          progress=progress)
     note(f"encoded {len(texts)} sentences in {time.perf_counter() - started:.1f} s")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".tmp-{os.getpid()}-{path.name}")
-    save_file({"vectors": vectors.contiguous()}, str(tmp))
-    os.replace(tmp, path)
+    _store(path, vectors)
     return vectors
 
 
@@ -98,21 +90,35 @@ def cached_vectors(
     for text in texts:
         digest.update(text.encode("utf-8") + b"\0")
     path = cache_root() / f"eval-{digest.hexdigest()[:40]}.safetensors"
-    if path.is_file():
-        try:
-            vectors = load_file(str(path))["vectors"]
-        except Exception:  # a truncated or foreign file: recompute rather than fail
-            vectors = None
-        if vectors is not None and vectors.shape[0] == len(texts):
-            note(f"embedding cache: {len(texts)} vectors reused from {path}")
-            return vectors
+    vectors = _load_cached(path, len(texts), note)
+    if vectors is not None:
+        return vectors
     vectors = encoder.encode(list(texts), batch_size=batch_size, max_length=length, dtype=dtype, progress=progress)
+    _store(path, vectors)
+    note(f"embedding cache: {len(texts)} vectors stored in {path}")
+    return vectors
+
+
+def _load_cached(path: Path, rows: int, note: Callable[[str], None]) -> torch.Tensor | None:
+    """The cached matrix at `path` if it is whole and has `rows` rows; None means: compute it."""
+    if not path.is_file():
+        return None
+    try:
+        vectors = load_file(str(path))["vectors"]
+    except Exception:  # a truncated or foreign file: recompute rather than fail
+        return None
+    if vectors.shape[0] != rows:
+        return None
+    note(f"embedding cache: {rows} vectors reused from {path}")
+    return vectors
+
+
+def _store(path: Path, vectors: torch.Tensor) -> None:
+    """Write under a temporary name, then rename: a reader never sees half a file."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".tmp-{os.getpid()}-{path.name}")
     save_file({"vectors": vectors.contiguous()}, str(tmp))
     os.replace(tmp, path)
-    note(f"embedding cache: {len(texts)} vectors stored in {path}")
-    return vectors
 
 
 def _remember(encoder: Encoder, texts: Sequence[str], vectors: torch.Tensor) -> None:

@@ -112,3 +112,20 @@ def test_cli_import_does_not_import_torch() -> None:
 def test_version() -> None:
     result = _run("--version")
     assert result.exit_code == 0 and result.stdout.startswith("sentadapt ")
+
+
+def test_cache_embeddings_stores_then_reuses_the_same_vectors(tiny_model_dir: Path, pairs_tsv: Path,
+                                                              tmp_path: Path) -> None:
+    """--cache-embeddings: the first run stores the model's vectors, the second reads them back (same scores)."""
+    first_json, second_json = tmp_path / "first.json", tmp_path / "second.json"
+    first = _run("eval", str(tiny_model_dir), "--pairs", str(pairs_tsv), "--cache-embeddings",
+                 "--bootstrap", "0", "--json", str(first_json))
+    assert first.exit_code == 0, first.output
+    assert "vectors stored in" in first.output
+    second = _run("eval", str(tiny_model_dir), "--pairs", str(pairs_tsv), "--cache-embeddings",
+                  "--bootstrap", "0", "--json", str(second_json))
+    assert second.exit_code == 0, second.output
+    assert "vectors reused from" in second.output
+    scores = [json.loads(path.read_text())[0]["reports"][0]["tasks"]["pairs.tsv"]["spearman"]
+              for path in (first_json, second_json)]
+    assert scores[0] == scores[1]  # the same vectors read back: bit-identical
