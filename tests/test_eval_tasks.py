@@ -500,3 +500,31 @@ def test_evaluation_imports_point_one_way_and_load_no_torch() -> None:
     code = "import sys, sentadapt.evaluation.task_types; print('torch' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           check=True).stdout == "False\n"
+
+
+@pytest.mark.parametrize(("content", "message"), [
+    (b'{"query": "q", "positive": ["p"], "negative": ["n"]}\n{not json\n', "{path}:2: invalid JSON"),
+    (b'\n["a list"]\n', "{path}:2: expected a JSON object with query, positive and negative (or candidates)"),
+    (b'{"query": "caf\xe9", "positive": ["p"]}\n',
+     "{path}: not valid UTF-8 text (invalid continuation byte); save the file as UTF-8"),
+])
+def test_reranking_json_lines_errors_name_file_and_line(tmp_path: Path, content: bytes, message: str) -> None:
+    from sentadapt.data.rerank import read_rerank
+
+    path = tmp_path / "r.jsonl"
+    path.write_bytes(content)
+    with pytest.raises(DataError) as error:
+        read_rerank(path)
+    assert str(error.value) == message.format(path=path)
+
+
+def test_beir_record_without_id_names_file_line_and_file_role(tmp_path: Path) -> None:
+    from sentadapt.data.beir import read_beir
+
+    (tmp_path / "qrels").mkdir()
+    (tmp_path / "corpus.jsonl").write_text('{"_id": "d1", "text": "a"}\n{"text": "no id"}\n')
+    (tmp_path / "queries.jsonl").write_text('{"_id": "q1", "text": "b"}\n')
+    (tmp_path / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\nq1\td1\t1\n")
+    with pytest.raises(DataError) as error:
+        read_beir(tmp_path)
+    assert str(error.value) == f"{tmp_path / 'corpus.jsonl'}:2: expected a JSON object with _id and text (documents)"

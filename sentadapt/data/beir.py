@@ -12,12 +12,11 @@ evaluator skips that hit (BEIR's and MTEB's `ignore_identical_ids`); qrels namin
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sentadapt.data.pairs import open_text
+from sentadapt.data.pairs import json_objects, open_text
 from sentadapt.errors import DataError
 
 
@@ -55,20 +54,7 @@ def qrels_file(folder: Path, split: str) -> Path:
 def _records(path: Path, what: str) -> Iterator[tuple[int, dict[str, object]]]:
     if not path.is_file():
         raise DataError(f"{path}: missing; a BEIR folder needs corpus.jsonl, queries.jsonl and qrels/SPLIT.tsv")
-    with open_text(path) as handle:
-        try:
-            for number, line in enumerate(handle, start=1):
-                if not line.strip():
-                    continue
-                try:
-                    record = json.loads(line)
-                except (json.JSONDecodeError, RecursionError):
-                    raise DataError(f"{path}:{number}: invalid JSON") from None
-                if not isinstance(record, dict) or "_id" not in record:
-                    raise DataError(f"{path}:{number}: expected a JSON object with _id and text ({what})")
-                yield number, record
-        except UnicodeDecodeError as error:
-            raise DataError(f"{path}: not valid UTF-8 text ({error.reason}); save the file as UTF-8") from None
+    yield from json_objects(path, "_id", f"_id and text ({what})")
 
 
 def _read_texts(path: Path, what: str, with_title: bool) -> dict[str, str]:

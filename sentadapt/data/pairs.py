@@ -66,6 +66,25 @@ def open_text(path: Path) -> io.TextIOBase:
     return io.TextIOWrapper(open_binary(path), encoding="utf-8-sig", newline="")
 
 
+def json_objects(path: Path, required: str, expectation: str) -> Iterator[tuple[int, dict[str, object]]]:
+    """(line number, object) of a JSON Lines file, blank lines skipped; every line must be an object holding
+    `required`. Errors name the file and line (`expectation` says what a line should look like)."""
+    with open_text(path) as handle:
+        try:
+            for number, line in enumerate(handle, start=1):
+                if not line.strip():
+                    continue
+                try:
+                    record = json.loads(line)
+                except (json.JSONDecodeError, RecursionError):
+                    raise DataError(f"{path}:{number}: invalid JSON") from None
+                if not isinstance(record, dict) or required not in record:
+                    raise DataError(f"{path}:{number}: expected a JSON object with {expectation}")
+                yield number, record
+        except UnicodeDecodeError as error:
+            raise DataError(f"{path}: not valid UTF-8 text ({error.reason}); save the file as UTF-8") from None
+
+
 def _format_of(path: Path) -> str:
     suffixes = [s for s in path.suffixes if s != ".gz"]
     suffix = suffixes[-1].lower() if suffixes else ""

@@ -9,11 +9,10 @@ among the candidates is added to them, so every positive is ranked.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sentadapt.data.pairs import open_text
+from sentadapt.data.pairs import json_objects
 from sentadapt.errors import DataError
 
 
@@ -43,21 +42,8 @@ def read_rerank(path: str | Path) -> RerankRows:
     if not any(suffix in (".jsonl", ".json") for suffix in path.suffixes):
         raise DataError(f"{path}: reranking files are JSON Lines (.jsonl) with query, positive, negative")
     rows = RerankRows(source=str(path))
-    with open_text(path) as handle:
-        try:
-            for number, line in enumerate(handle, start=1):
-                if not line.strip():
-                    continue
-                try:
-                    record = json.loads(line)
-                except (json.JSONDecodeError, RecursionError):
-                    raise DataError(f"{path}:{number}: invalid JSON") from None
-                if not isinstance(record, dict) or "query" not in record:
-                    raise DataError(f"{path}:{number}: expected a JSON object with query, positive and negative "
-                                    "(or candidates)")
-                _add_row(rows, record, path, number)
-        except UnicodeDecodeError as error:
-            raise DataError(f"{path}: not valid UTF-8 text ({error.reason}); save the file as UTF-8") from None
+    for number, record in json_objects(path, "query", "query, positive and negative (or candidates)"):
+        _add_row(rows, record, path, number)
     if not rows.queries:
         raise DataError(f"{path}: no reranking rows; the file is empty")
     return rows
