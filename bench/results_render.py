@@ -5,6 +5,8 @@ from __future__ import annotations
 import sys
 from typing import Any
 
+from doc_sections import wrap  # bench/ is on sys.path: the scripts run from there
+
 from sentadapt.evaluation.tasks import TASKS  # the task table, in report order (no torch)
 
 ROW_LABELS = {
@@ -37,8 +39,8 @@ def render(results: dict[str, Any], command: str) -> str:
         parts.append(_paper_deltas(results["quality"]))
     for model, curves in results.get("curves", {}).items():
         parts.append(_curves(model, curves, results["plan"]))
-    for model, tasks in results.get("eval_tasks", {}).items():
-        parts.append(_eval_tasks(model, tasks))
+    if results.get("eval_tasks"):
+        parts.append(wrap("eval-tasks", eval_tasks_section(results)))
     if results.get("speed"):
         parts.append(_speed(results["speed"]))
     parts.append(_footer())
@@ -165,6 +167,16 @@ def _speed(speed: dict[str, Any]) -> str:
                      f"{row['max_abs_diff']:.4f} |")
     lines += ["", "The bf16 row is also the encode-throughput comparison fp32 vs bf16 (same sentences, same run)."]
     return "\n".join(lines)
+
+
+def eval_tasks_section(results: dict[str, Any]) -> str:
+    """The eval-tasks job's tables, with their own generation line when that job ran on its own
+    (`--jobs eval-tasks` replaces only this section of docs/results.md)."""
+    parts = []
+    if results.get("eval_tasks_generated"):
+        parts.append(f"_This section: {results['eval_tasks_generated']}._")
+    parts += [_eval_tasks(model, tasks) for model, tasks in results["eval_tasks"].items()]
+    return "\n\n".join(parts)
 
 
 def _eval_tasks(model: str, section: dict[str, Any]) -> str:
