@@ -1,7 +1,8 @@
 """Run configuration: dataclasses with defaults, merged in one direction.
 
 Precedence (later wins): dataclass defaults < the recipe's training defaults (its paper's settings)
-< the YAML file (`--config`) < command-line flags (`--lr`, `--batch-size`, ...) < `--set key=value`.
+< the recipe's tuned-base defaults, when the base is sentence-tuned (presets.py) < the YAML file (`--config`)
+< command-line flags (`--lr`, `--batch-size`, ...) < `--set key=value`.
 Unknown keys are errors that suggest the closest name; every value is checked against its field's
 type and valid range before any weights load. The resolved config is saved with every run.
 """
@@ -98,6 +99,7 @@ class RunConfig:
     encoding_errors: str = "strict"  # strict | replace | skip (invalid UTF-8 lines in the corpus)
     streaming: bool = False  # stream Hub datasets instead of downloading them whole first
     num_proc: int | None = None  # corpus preparation workers; None: one per available core
+    preset: dict[str, Any] | None = None  # {name, reason, values}: the defaults the run started from (presets.py)
     train: TrainConfig = field(default_factory=TrainConfig)
     recipe_args: Any = None  # the recipe's own Config dataclass
 
@@ -230,12 +232,12 @@ def load_yaml(path: str | Path) -> dict[str, Any]:
     return data
 
 
-def split_set_options(options: dict[str, str], recipe_config: Any) -> tuple[dict[str, str], dict[str, str]]:
+def split_set_options(options: dict[str, Any], recipe_config: Any) -> tuple[dict[str, Any], dict[str, Any]]:
     """Route bare `--set` keys: recipe fields first, then training fields; `train.x`/`recipe.x` are explicit."""
     recipe_fields = {f.name for f in dataclasses.fields(recipe_config)}
     train_fields = {f.name for f in dataclasses.fields(TrainConfig)}
-    to_recipe: dict[str, str] = {}
-    to_train: dict[str, str] = {}
+    to_recipe: dict[str, Any] = {}
+    to_train: dict[str, Any] = {}
     for key, value in options.items():
         scope, dot, name = key.partition(".")
         if dot and scope == "train":
@@ -258,12 +260,17 @@ def build_config(
     yaml_path: str | Path | None,
     flag_overrides: dict[str, Any],
     set_options: list[str],
+    preset_values: dict[str, Any] | None = None,
     **run_fields: Any,
 ) -> RunConfig:
-    """Merge defaults < recipe training defaults < YAML < flags < --set into a validated RunConfig."""
+    """Merge defaults < recipe training defaults < preset values < YAML < flags < --set into a validated
+    RunConfig. `preset_values` (a recipe's tuned-base defaults) may name training or recipe fields."""
     train = TrainConfig()
     apply_overrides(train, recipe_train_defaults, f"recipe {recipe_name} defaults")
     recipe_args = recipe_config_class()
+    preset_recipe, preset_train = split_set_options(preset_values or {}, recipe_args)
+    apply_overrides(recipe_args, preset_recipe, f"recipe {recipe_name} tuned_base_defaults")
+    apply_overrides(train, preset_train, f"recipe {recipe_name} tuned_base_defaults")
     if yaml_path is not None:
         data = load_yaml(yaml_path)
         if data.get("recipe", recipe_name) != recipe_name:
@@ -309,4 +316,5 @@ def load_run_config(path: Path, recipe_configs: dict[str, type]) -> RunConfig:
     fields["encoding_errors"] = data.get("encoding_errors") or "strict"
     fields["streaming"] = bool(data.get("streaming", False))
     fields["num_proc"] = data.get("num_proc")
+    fields["preset"] = data.get("preset")  # None in runs saved before presets existed
     return RunConfig(train=train, recipe_args=recipe_args, **fields)

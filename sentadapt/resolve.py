@@ -75,12 +75,17 @@ def hub_is_reachable(timeout: float = HUB_PROBE_TIMEOUT_S) -> bool:
 
 
 def _in_hub_cache(model_id: str) -> bool:
+    return cached_hub_file(model_id, "config.json") is not None
+
+
+def cached_hub_file(model_id: str, filename: str) -> Path | None:
+    """A file of a Hub model from the local Hugging Face cache; None when it is not there (never downloads)."""
     try:
         from huggingface_hub import try_to_load_from_cache
     except ImportError:  # pragma: no cover - huggingface_hub comes with transformers
-        return False
-    found = try_to_load_from_cache(model_id, "config.json")
-    return isinstance(found, str)
+        return None
+    found = try_to_load_from_cache(model_id, filename)
+    return Path(found) if isinstance(found, str) else None
 
 
 def resolve_model(name: str | os.PathLike[str]) -> ResolvedModel:

@@ -22,6 +22,10 @@ from torch import nn
 
 from sentadapt.errors import ModelError
 from sentadapt.pooling import Pooling
+from sentadapt.st_modules import POOLING_FLAGS, UNSUPPORTED_POOLING_FLAGS, read_modules
+from sentadapt.st_modules import module_kind as _module_kind
+from sentadapt.st_modules import read_json as _read_json
+from sentadapt.st_modules import read_pooling_mode as _read_pooling
 
 # Dense activations we instantiate from a modules.json; anything else is refused rather than imported.
 SAFE_ACTIVATIONS: dict[str, Callable[[], nn.Module]] = {
@@ -95,32 +99,6 @@ class SentenceModel(Protocol):
     def hidden_size(self) -> int: ...
 
 
-POOLING_FLAGS = {
-    "pooling_mode_cls_token": "cls",
-    "pooling_mode_mean_tokens": "mean",
-    "pooling_mode_max_tokens": "max",
-}
-UNSUPPORTED_POOLING_FLAGS = (
-    "pooling_mode_mean_sqrt_len_tokens",
-    "pooling_mode_weightedmean_tokens",
-    "pooling_mode_lasttoken",
-)
-
-
-def _read_json(path: Path) -> Any:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ModelError(f"{path}: missing (listed in modules.json)") from None
-    except json.JSONDecodeError as error:
-        raise ModelError(f"{path}: line {error.lineno}: invalid JSON ({error.msg})") from None
-
-
-def _module_kind(type_name: str) -> str:
-    """'sentence_transformers.models.Pooling' and the v5+ module paths both map to 'Pooling'."""
-    return type_name.rsplit(".", 1)[-1]
-
-
 def read_layout(folder: Path) -> FolderLayout:
     """The layout of a local model folder (all defaults for a plain Hugging Face folder)."""
     layout = FolderLayout()
@@ -128,7 +106,7 @@ def read_layout(folder: Path) -> FolderLayout:
     modules_file = folder / "modules.json"
     if not modules_file.is_file():
         return layout
-    modules = sorted(_read_json(modules_file), key=lambda m: m.get("idx", 0))
+    modules = read_modules(modules_file)
     token_mode: str | None = None
     layer_mix: tuple[tuple[int, ...], tuple[float, ...]] = ((), ())
     head: list[DenseLayer] = []
@@ -170,24 +148,6 @@ def _read_max_length(folder: Path) -> int | None:
         if isinstance(limit, int) and limit < 100_000:  # transformers writes 1e30 for "no limit"
             return limit
     return None
-
-
-def _read_pooling(config_path: Path) -> str:
-    config = _read_json(config_path)
-    if "pooling_mode" in config:  # sentence-transformers >= 6: "mean" or a list of modes
-        named = config["pooling_mode"]
-        named = [named] if isinstance(named, str) else list(named)
-        modes = [mode for mode in named if mode in POOLING_FLAGS.values()]
-        unsupported = [mode for mode in named if mode not in POOLING_FLAGS.values()]
-    else:  # the pooling_mode_* flags every earlier version writes
-        modes = [mode for flag, mode in POOLING_FLAGS.items() if config.get(flag)]
-        unsupported = [flag for flag in UNSUPPORTED_POOLING_FLAGS if config.get(flag)]
-    if unsupported or len(modes) != 1:
-        raise ModelError(
-            f"{config_path}: pooling {', '.join(unsupported + modes) or 'none'} is not supported; "
-            "sentadapt reads exactly one of cls, mean or max token pooling (pass --pooling to override)"
-        )
-    return modes[0]
 
 
 def _read_weighted_layers(folder: Path) -> tuple[tuple[int, ...], tuple[float, ...]]:

@@ -65,6 +65,9 @@ def adapt(
     output: Path = typer.Option(..., "--output", "-o", help="Run directory (becomes a sentence-transformers model)."),
     config_file: Path | None = typer.Option(None, "--config", help="Recipe YAML, e.g. recipes/consert.yaml."),
     set_options: list[str] = typer.Option([], "--set", help="Override any config key: --set temperature=0.05"),
+    preset_option: str | None = typer.Option(
+        None, "--preset", help="Which defaults apply: auto (default: tuned-base when --base is a "
+                               "sentence-transformers model, else paper) | paper | tuned-base."),
     dev: str | None = typer.Option(None, "--dev", help="stsb | sickr | a task FILE (scored or 0/1-labelled pairs, "
                                                        "reranking .jsonl) | a BEIR retrieval DIR | none. Default: "
                                                        "STS-B dev when STS data is available."),
@@ -104,7 +107,8 @@ def adapt(
     allow_pickle: bool = typer.Option(False, "--allow-pickle", help="Allow pickle (.bin) weights you trust."),
     require_improvement: bool = typer.Option(
         False, "--require-improvement",
-        help="Exit with code 3 when no checkpoint beats the base model on the dev set (for pipelines)."),
+        help="Exit with code 3 when the decision is keep-base: no checkpoint beats the base model on the dev set, "
+             "or the gain is within noise (its paired 95 % CI includes 0). For pipelines."),
 ) -> None:
     """Adapt a base model to your corpus with a contrastive recipe; the run directory is the adapted model.
 
@@ -112,8 +116,9 @@ def adapt(
     """
     from sentadapt.config import build_config, load_run_config
     from sentadapt.errors import ConfigError
+    from sentadapt.presets import choose_preset
     from sentadapt.recipes import RECIPES
-    from sentadapt.resolve import DEFAULT_BASE_MODEL
+    from sentadapt.resolve import DEFAULT_BASE_MODEL, resolve_model
 
     resume_mode = _resume_auto_mode(output) if resume_option == "auto" else resume_option
     if resume_mode == "finished":
@@ -129,7 +134,8 @@ def adapt(
         config = load_run_config(output / "config.yaml", {name: RECIPES.get(name).Config for name in RECIPES})
         config.output = str(output)  # the directory may have been moved since it was written
         config.num_proc = num_proc or config.num_proc  # a machine setting, not a training one: may change
-        ignored = [k for k, v in flags.items() if v is not None] + (["--set"] if set_options else [])
+        ignored = [k for k, v in flags.items() if v is not None] + (["--set"] if set_options else []) + (
+            ["--preset"] if preset_option else [])
         if (ignored or corpus) and resume_option != "auto" and _is_main_process():  # auto: said below
             note(f"--resume uses the run's saved config.yaml; ignoring {', '.join(ignored) or 'CORPUS'}")
     else:
@@ -137,26 +143,35 @@ def adapt(
             raise ConfigError("CORPUS: give at least one corpus file (or --resume to continue a run)")
         recipe_name = recipe or _recipe_of(config_file) or "consert"
         recipe_class = RECIPES.get(recipe_name)
+        base_name = base or DEFAULT_BASE_MODEL
+        resolved: list[Any] = []  # resolved once: detection and the checks below share it (one Hub probe)
+
+        def resolve_base() -> Any:
+            resolved.append(resolve_model(base_name))
+            return resolved[0]
+
+        preset = choose_preset(preset_option, resolve_base, recipe_class)
         config = build_config(
             recipe_name, recipe_class.Config, recipe_class.train_defaults, config_file, flags, set_options,
-            base=base or DEFAULT_BASE_MODEL, corpus=list(corpus), output=str(output), dev=dev, dev_metric=dev_metric,
+            preset_values=preset.values, preset=preset.to_dict(),
+            base=base_name, corpus=list(corpus), output=str(output), dev=dev, dev_metric=dev_metric,
             data_dir=str(data_dir) if data_dir else None, text_column=text_column, encoding_errors=encoding_errors,
             streaming=streaming, num_proc=num_proc,
         )
+        if resolved:
+            config.resolved_model = resolved[0]
     _check_paths(config, resume, overwrite, dry_run, require_improvement)
     if dry_run:
         _print_dry_run(config)
         return
+    if not resume and _is_main_process():
+        _print_preset(config)
     result = _run(config, resume, overwrite, trust_remote_code, allow_pickle)
-    if require_improvement and result is not None and result.improved is False:
+    if require_improvement and result is not None and result.decision.keep_base:
         from sentadapt.errors import NoImprovement
 
-        state = result.state
-        raise NoImprovement(
-            f"--require-improvement: no checkpoint beat the base model on {result.dev_name} "
-            f"({state.base_score:.2f} → best {state.best_score:.2f}, {state.dev_change:+.2f}); "
-            f"{result.output} holds the run's best checkpoint, keep using the base model"
-        )
+        raise NoImprovement(f"--require-improvement: keep the base model: {result.decision.reason}; "
+                            f"{result.output} holds what the run trained")
 
 
 def _recipe_of(config_file: Path | None) -> str | None:
@@ -179,7 +194,8 @@ def _check_paths(config: Any, resume: bool, overwrite: bool, dry_run: bool, requ
     from sentadapt.train.tracking import resolve_trackers
 
     resolve_trackers(config.train.report_to)  # a tracker that is not installed: say which extra, before loading
-    config.resolved_model = resolve_model(config.base)
+    if getattr(config, "resolved_model", None) is None:  # preset detection may have resolved it already
+        config.resolved_model = resolve_model(config.base)
     check_sources(config.corpus)  # a missing file, a directory, a fake .gz, an unreachable Hub dataset
     from sentadapt.recipes import RECIPES
 
@@ -232,7 +248,31 @@ def _print_dry_run(config: Any) -> None:
 
     resolved = config.resolved_model
     console.print(yaml.safe_dump(config.to_dict(), sort_keys=False), end="", markup=False, highlight=False)
+    _print_preset(config)
     note(f"model: {resolved.name} → {resolved.location} ({resolved.source}); nothing loaded (--dry-run)")
+
+
+def _print_preset(config: Any) -> None:
+    """Which defaults apply and why, and each value the preset changed (paper value → preset value)."""
+    import dataclasses
+
+    from rich.markup import escape
+
+    from sentadapt.presets import preset_changes
+    from sentadapt.recipes import RECIPES
+
+    preset = config.preset
+    if not preset:
+        return
+    note(escape(f"preset: {preset['name']} ({preset['reason']})"))
+    changes = preset_changes(preset, RECIPES.get(config.recipe))
+    if not changes:
+        kept = f"{config.recipe} declares no tuned-base defaults, so " if preset["name"] == "tuned-base" else ""
+        note(f"preset {preset['name']}: {kept}the recipe's paper defaults apply")
+    final = {**dataclasses.asdict(config.train), **dataclasses.asdict(config.recipe_args)}
+    for key, old, new in changes:
+        overridden = f" (overridden: {final[key]} from the YAML, a flag or --set)" if final.get(key) != new else ""
+        note(f"preset {preset['name']}: {key} {old} → {new}{overridden}")
 
 
 def _acquire_lock(output: Path) -> Path:
@@ -399,28 +439,22 @@ def _print_summary(result: Any) -> None:
         table.add_row(name, value)
     if result.dev_name is None:
         table.add_row("model kept", f"last step ({result.published_step}); no dev data, selection was blind")
-        table.add_row("verdict", "[yellow]unknown: nothing measured whether this beats the base model; "
+        table.add_row("decision", "[yellow]unknown: nothing measured whether this beats the base model; "
                                  "--dev FILE with ~100 labelled pairs from your domain would[/]")
     else:
         table.add_row("dev set", result.dev_name)
         table.add_row("base model dev", _score(state.base_score))
         table.add_row("best dev", f"{_score(state.best_score)} at step {state.best_step}")
-        if result.improved is not None:
-            table.add_row("verdict", _verdict(result))
+        table.add_row("decision", _decision_text(result))
     console.print(table)
 
 
-def _verdict(result: Any) -> str:
-    """'improved by +2.68 [+0.90, +4.40]' only when the paired 95 % CI of the dev Δ excludes 0."""
-    state = result.state
-    delta, interval = state.dev_change, state.dev_change_ci
-    shown = f"{delta:+.2f}" + (f" [{interval[0]:+.2f}, {interval[1]:+.2f}]" if interval else "")
-    if not result.improved:
-        return (f"[red]no checkpoint beat the base model ({shown}): this run is not an improvement; "
-                f"keep using the base model for {result.dev_name}-like data[/]")
-    if interval is None:
-        return f"[green]improved by {shown}[/] (no confidence interval: bootstrap off)"
-    if interval[0] > 0:
-        return f"[green]improved by {shown}[/] (paired 95 % CI over the dev set's units)"
-    return (f"[yellow]within noise: {shown}[/] — the paired 95 % CI includes 0; more dev data would tell "
-            "whether this run helps")
+def _decision_text(result: Any) -> str:
+    """The run's decision (evaluation/decision.py) in plain words: use the adapted model, or keep the base."""
+    from rich.markup import escape
+
+    decision = result.decision
+    if decision.keep_base:
+        return (f"[red]keep the base model[/]: {escape(decision.reason)}. {escape(str(result.output))} still holds "
+                "what this run trained (its best checkpoint), for inspection")
+    return f"[green]use the adapted model[/] ({escape(str(result.output))}): {escape(decision.reason)}"

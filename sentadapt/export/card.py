@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from sentadapt.errors import SentadaptError
+from sentadapt.evaluation.decision import decision_of
 
 if TYPE_CHECKING:
     from sentadapt.encoder import Encoder
@@ -24,7 +25,7 @@ def model_card(request: ExportRequest, source: LoadedSource, encoder: Encoder) -
     licence = find_licence(source)
     sections = [
         _front_matter(request, source, licence),
-        f"# {Path(request.output).name}\n\n{_summary(request, source)}",
+        f"# {Path(request.output).name}\n\n{_keep_base_notice(source)}{_summary(request, source)}",
         _model_section(request, encoder),
         _training_section(source),
         _results_section(source),
@@ -89,6 +90,19 @@ def _summary(request: ExportRequest, source: LoadedSource) -> str:
             f"({request.dtype}). Source: {source.description}.")
 
 
+def _keep_base_notice(source: LoadedSource) -> str:
+    """A run whose decision is keep-base says so before anything else (evaluation/decision.py)."""
+    metrics = source.run.metrics if source.run else None
+    if not metrics:
+        return ""
+    decision = decision_of(metrics)
+    if not decision.keep_base:
+        return ""
+    return (f"> **Keep the base model.** {decision.reason[0].upper()}{decision.reason[1:]}: this run did not "
+            f"show a gain over `{source.base_model}`, so use the base model; this export is what the run trained, "
+            "kept for inspection.\n\n")
+
+
 def describe_pooling(encoder: Encoder) -> str:
     pooling, layers = encoder.pooling, encoder.num_layers
     token = {"cls": "the first token ([CLS]) vector", "mean": "the mean of the token vectors (padding excluded)",
@@ -138,9 +152,11 @@ def _results_section(source: LoadedSource) -> str:
         return "## Results\n\nNo STS results were recorded for this model; score it with `sentadapt eval`."
     base, best = metrics.get("base_score"), metrics.get("best_score")
     gain = f" ({best - base:+.2f})" if isinstance(base, (int, float)) else ""
+    decision = decision_of(metrics)
     return (f"## Results\n\n{metrics.get('dev_metric', 'Spearman x100 of cosine')} on `{metrics.get('dev')}`:\n\n"
             f"| model | score |\n|---|---|\n| base model | {_score(base)} |\n"
-            f"| this model (step {metrics.get('best_step')}) | {_score(best)}{gain} |")
+            f"| this model (step {metrics.get('best_step')}) | {_score(best)}{gain} |\n\n"
+            f"Decision: **{decision.decision or 'unknown'}** ({decision.reason}).")
 
 
 def _score(value: object) -> str:

@@ -36,6 +36,9 @@ class Recipe(Protocol):
     name: ClassVar[str]
     Config: ClassVar[type]
     train_defaults: ClassVar[dict[str, Any]]  # the paper's training settings, below YAML and flags
+    # What replaces them when the base is already sentence-tuned (presets.py): training or recipe fields,
+    # routed like `--set` keys; above train_defaults, below YAML and flags
+    tuned_base_defaults: ClassVar[dict[str, Any]]
 
     def __init__(self, config: Any, encoder: Encoder) -> None: ...
 

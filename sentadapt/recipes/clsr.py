@@ -58,6 +58,9 @@ class ClsrRecipe:
         "schedule": "cosine", "warmup_ratio": 0.05, "epochs": 100, "eval_every": 150, "checkpoint_every": 1000,
         "patience": 10, "length_grouping": False,
     }
+    # Sentence-tuned bases (presets.py): the values are set from the measurements in docs/findings.md
+    # (none yet: the paper's defaults apply to every base).
+    tuned_base_defaults: ClassVar[dict[str, Any]] = {}
 
     def __init__(self, config: ClsrConfig, encoder: Encoder) -> None:
         from torch import nn

@@ -87,6 +87,8 @@ class ConsertRecipe:
         "batch_size": 96, "max_length": 64, "lr": 2e-5, "eval_every": 200, "checkpoint_every": 200,
         "patience": 10, "warmup_ratio": 0.1,
     }
+    # Sentence-tuned bases (presets.py): the values are set from the measurements in docs/findings.md.
+    tuned_base_defaults: ClassVar[dict[str, Any]] = {"lr": 1e-5}
 
     def __init__(self, config: ConsertConfig, encoder: Encoder) -> None:
         from torch import nn

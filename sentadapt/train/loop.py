@@ -32,6 +32,7 @@ from sentadapt.config import RunConfig, save_run_config
 from sentadapt.data.batching import RowPairs, TokenizedExamples, plan_epoch, shard
 from sentadapt.encoder import Encoder
 from sentadapt.errors import ConfigError, SentadaptError
+from sentadapt.evaluation.decision import Decision, decide
 from sentadapt.evaluation.evaluator import Evaluator, dev_change_record
 from sentadapt.recipes.base import Recipe
 from sentadapt.train.checkpoint import (
@@ -126,6 +127,11 @@ class TrainResult:
     @property
     def improved(self) -> bool | None:
         return self.state.improved
+
+    @property
+    def decision(self) -> Decision:
+        """Use the adapted model or keep the base (evaluation/decision.py), as metrics.json records it."""
+        return decide(self.state.dev_change, self.state.dev_change_ci, self.dev_name)
 
 
 @dataclass
@@ -494,11 +500,13 @@ class Trainer:
     def _write_metrics(self, published_step: int) -> dict[str, Any]:
         change = dev_change_record(self.inputs.evaluator, self.state.dev_outputs)  # the Δ's paired CI
         self.state.dev_change_ci = change["dev_change_ci"]
+        decision = decide(self.state.dev_change, self.state.dev_change_ci, self.inputs.dev_name)
         metrics = {
             "recipe": self.config.recipe, "base_model": self.config.base, "dev": self.inputs.dev_name,
             "base_score": self.state.base_score, "best_score": self.state.best_score,
             "best_step": self.state.best_step, "dev_change": self.state.dev_change, "improved": self.state.improved,
-            **change,
+            **change, "decision": decision.decision, "decision_reason": decision.reason,
+            "preset": self.config.preset,
             "published_step": published_step, "steps": self.state.step,
             "total_steps": self.state.total_steps, "history": self.state.history,
             "pooling": self.inputs.encoder.pooling_name, "environment": self.environment,

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from sentadapt.config import REPORT_TO
+from sentadapt.evaluation.decision import decision_of
 
 
 class Reporter(Protocol):
@@ -118,15 +119,12 @@ def tracker_values(record: dict[str, Any]) -> dict[str, float]:
 
 
 def final_values(metrics: dict[str, Any]) -> dict[str, float | str]:
-    """The end of the run for the trackers: base and best dev score, the change, and the verdict."""
-    change = metrics.get("dev_change")
-    if metrics.get("improved") is None:
-        verdict = "unknown: no dev set, nothing measured whether this beats the base model"
-    elif metrics["improved"]:
-        verdict = f"improved by {change:+.2f} on {metrics['dev']}"
-    else:
-        verdict = f"not an improvement ({change:+.2f} on {metrics['dev']}): keep using the base model"
-    values: dict[str, float | str] = {"final/verdict": verdict, "final/published_step": metrics["published_step"]}
+    """The end of the run for the trackers: base and best dev score, the change, and the decision
+    (use-adapted | keep-base | unknown) with its reason (evaluation/decision.py)."""
+    decision = decision_of(metrics)
+    values: dict[str, float | str] = {"final/decision": decision.decision or "unknown",
+                                      "final/verdict": decision.reason,
+                                      "final/published_step": metrics["published_step"]}
     for key in ("base_score", "best_score", "dev_change"):
         if metrics.get(key) is not None:
             values[f"final/{key}"] = float(metrics[key])
