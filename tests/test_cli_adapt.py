@@ -177,20 +177,29 @@ def test_no_improvement_is_reported_and_require_improvement_exits_3(corpus: Path
     plain = _adapt(*args)
     assert plain.exit_code == 0, plain.output
     # identical weights give identical per-pair cosines, so the paired bootstrap Δ is exactly [0, 0]
-    assert ("no checkpoint beat the base model (+0.00 [+0.00, +0.00]): this run is not an improvement"
-            in _flat(plain.stdout))
+    reason = f"no checkpoint beat the base model on {pairs_tsv.name} (Δ +0.00 [+0.00, +0.00])"
+    assert (f"decision keep the base model: {reason}. The run directory (output, above) still holds what this run "
+            "trained (its best checkpoint), for inspection") in _flat(plain.stdout)
     metrics = json.loads((output / "metrics.json").read_text())
+    assert metrics["decision"] == "keep-base" and metrics["decision_reason"] == reason
+    assert metrics["preset"] == {"name": "paper", "reason": f"{tiny_model_dir}: no modules.json: a plain "
+                                                            "transformers model", "values": {}}
     assert metrics["improved"] is False and metrics["dev_change"] == 0.0
     assert metrics["dev_change_ci"] == [0.0, 0.0] and metrics["dev_change_ci_excludes_0"] is False
     assert metrics["dev_metric"] == "spearman x100 (STS (scored pairs), cosine)"
     assert metrics["base_score"] == metrics["best_score"] == metrics["history"][0]["dev"]
+    exported = runner.invoke(app, ["export", str(output), str(tmp_path / "hf"), "--format", "hf"],
+                             catch_exceptions=False)
+    assert exported.exit_code == 0, exported.output
+    card = (tmp_path / "hf" / "README.md").read_text()
+    title = f"# hf\n\n> **Keep the base model.** N{reason[1:]}: this run did not show a gain over `{tiny_model_dir}`"
+    assert title in card  # the first thing after the title
+    assert f"Decision: **keep-base** ({reason})." in card
 
     guarded = _adapt(*args, "--overwrite", "--require-improvement")
     assert guarded.exit_code == 3
-    base = metrics["base_score"]
     assert guarded.stderr.strip().splitlines()[-1] == (
-        f"Error: --require-improvement: no checkpoint beat the base model on {pairs_tsv.name} ({base:.2f} → best "
-        f"{base:.2f}, +0.00); {output} holds the run's best checkpoint, keep using the base model")
+        f"Error: --require-improvement: keep the base model: {reason}; {output} holds what the run trained")
     assert (output / "metrics.json").is_file() and not (output / ".lock").exists()
 
 
@@ -212,6 +221,7 @@ def test_blind_selection_says_so(corpus: Path, tiny_model_dir: Path, tmp_path: P
     assert result.exit_code == 0, result.output
     assert ("no labelled dev data: checkpoint selection is blind, the last step is kept. A file of ~100 labelled "
             "pairs from your domain (--dev FILE) fixes this.") in " ".join(result.stderr.split())
-    assert "verdict unknown: nothing measured whether this beats the base model" in _flat(result.stdout)
+    assert "decision unknown: nothing measured whether this beats the base model" in _flat(result.stdout)
     metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
     assert metrics["improved"] is None and metrics["published_step"] == 1
+    assert metrics["decision"] is None and metrics["decision_reason"].startswith("unknown: no dev set")

@@ -52,9 +52,8 @@ def test_tensorboard_gets_losses_lr_throughput_dev_scores_and_the_verdict(
         assert scalars[f"final/{key}"] == [(4, pytest.approx(metrics[key], rel=1e-6))]
     assert scalars["final/improved"] == [(4, float(metrics["improved"]))]
     [verdict] = texts["final/verdict/text_summary"]
-    change = metrics["dev_change"]
-    assert verdict == (f"improved by {change:+.2f} on {metrics['dev']}" if metrics["improved"] else
-                       f"not an improvement ({change:+.2f} on {metrics['dev']}): keep using the base model")
+    [decision] = texts["final/decision/text_summary"]
+    assert (decision, verdict) == (metrics["decision"], metrics["decision_reason"])
     # hyperparameters: the run's resolved config, flattened
     [hparams] = (run / "tensorboard" / "sentadapt").glob("*/hparams.yml")
     assert "train.batch_size: 8" in hparams.read_text().splitlines()

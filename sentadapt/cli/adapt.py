@@ -455,6 +455,7 @@ def _decision_text(result: Any) -> str:
 
     decision = result.decision
     if decision.keep_base:
-        return (f"[red]keep the base model[/]: {escape(decision.reason)}. {escape(str(result.output))} still holds "
-                "what this run trained (its best checkpoint), for inspection")
-    return f"[green]use the adapted model[/] ({escape(str(result.output))}): {escape(decision.reason)}"
+        # the path is the `output` row above: a long one would be cut short in this cell
+        return (f"[red]keep the base model[/]: {escape(decision.reason)}. The run directory (output, above) still "
+                "holds what this run trained (its best checkpoint), for inspection")
+    return f"[green]use the adapted model[/] (the run directory, output above): {escape(decision.reason)}"
