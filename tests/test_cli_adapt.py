@@ -180,6 +180,7 @@ def test_no_improvement_is_reported_and_require_improvement_exits_3(corpus: Path
     reason = f"no checkpoint beat the base model on {pairs_tsv.name} (Δ +0.00 [+0.00, +0.00])"
     assert (f"decision keep the base model: {reason}. The run directory (output, above) still holds what this run "
             "trained (its best checkpoint), for inspection") in _flat(plain.stdout)
+    assert "defaults paper (" in _flat(plain.stdout)  # the preset the run started from
     metrics = json.loads((output / "metrics.json").read_text())
     assert metrics["decision"] == "keep-base" and metrics["decision_reason"] == reason
     assert metrics["preset"] == {"name": "paper", "reason": f"{tiny_model_dir}: no modules.json: a plain "

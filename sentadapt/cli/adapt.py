@@ -164,8 +164,6 @@ def adapt(
     if dry_run:
         _print_dry_run(config)
         return
-    if not resume and _is_main_process():
-        _print_preset(config)
     result = _run(config, resume, overwrite, trust_remote_code, allow_pickle)
     if require_improvement and result is not None and result.decision.keep_base:
         from sentadapt.errors import NoImprovement
@@ -363,7 +361,7 @@ def _run(config: Any, resume: bool, overwrite: bool, trust_remote_code: bool, al
                                   progress=progress_bar if main else None)
             result = _train_stage(Trainer(inputs, RichReporter() if main else None), stage_resume, output)
             if main:
-                _print_summary(result)
+                _print_summary(result, config.preset)
     finally:
         if lock is not None:
             lock.unlink(missing_ok=True)
@@ -427,7 +425,9 @@ def _environment_rows(env: dict[str, Any]) -> list[tuple[str, str]]:
     ]
 
 
-def _print_summary(result: Any) -> None:
+def _print_summary(result: Any, preset: dict[str, Any] | None = None) -> None:
+    from rich.markup import escape
+
     state = result.state
     table = Table(title="sentadapt adapt — summary", show_header=False)
     table.add_column(style="bold")
@@ -437,6 +437,10 @@ def _print_summary(result: Any) -> None:
     table.add_row("time", time.strftime("%H:%M:%S", time.gmtime(result.seconds)))
     for name, value in _environment_rows(result.environment):
         table.add_row(name, value)
+    if preset:  # None for runs saved before presets existed
+        changed = ", ".join(f"{key} {value}" for key, value in preset["values"].items())
+        table.add_row("defaults", escape(f"{preset['name']} ({preset['reason']})" + (f"; set {changed}" if changed
+                                                                                       else "")))
     if result.dev_name is None:
         table.add_row("model kept", f"last step ({result.published_step}); no dev data, selection was blind")
         table.add_row("decision", "[yellow]unknown: nothing measured whether this beats the base model; "
