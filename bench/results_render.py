@@ -169,6 +169,9 @@ def _speed(speed: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+CEILING = 99.9  # a main metric this close to 100 leaves no room for a measurable gain
+
+
 def eval_tasks_section(results: dict[str, Any]) -> str:
     """The eval-tasks job's tables, with their own generation line when that job ran on its own
     (`--jobs eval-tasks` replaces only this section of docs/results.md)."""
@@ -189,10 +192,11 @@ def _eval_tasks(model: str, section: dict[str, Any]) -> str:
              "STS and NLI sentence). Main metric × 100 with its 95 % bootstrap CI; Δ against the base model with the "
              "paired CI (same resampled pairs/queries), * when it excludes 0. Definitions: "
              "[evaluation.md](evaluation.md).", "", "```bash", section["data_command"],
-             _portable(f"python -m sentadapt {section['command']}"), "```", "",
+             _portable("python -m " + section["command"].removeprefix("python -m ")), "```", "",
              "| task | metric | units | " + " | ".join(ROW_LABELS.get(row, row) for row in rows) + " |",
              "|---|---|---:|" + "---:|" * len(rows)]
     base = entries[0]
+    at_ceiling: list[str] = []
     for index, report in enumerate(base["reports"]):
         for task, result in report["tasks"].items():
             metric = result["main_metric"]
@@ -202,6 +206,11 @@ def _eval_tasks(model: str, section: dict[str, Any]) -> str:
                 delta = entry["delta_vs_first"][index]["tasks"][task][metric]
                 cells.append(f"{other:.2f} ({_signed_ci(delta)})")
             lines.append(f"| {task} ({result['type']}) | {metric} | {result['units']} | " + " | ".join(cells) + " |")
+            if result["metrics"][metric] >= CEILING:
+                at_ceiling.append(task)
+    if at_ceiling:
+        lines += ["", f"At ceiling (base ≥ {CEILING:g}): {', '.join(at_ceiling)} — the pairs kept by the ≥ 4 / ≤ 1.5 "
+                  "rule are separable by any sentence-tuned model, so this task cannot show a gain; read the others."]
     lines += ["", f"One `sentadapt eval` of {len(rows)} models: {section['seconds'] / 60:.1f} min, peak RSS "
               f"{section['peak_rss_mb']:.0f} MB."]
     return "\n".join(lines)
