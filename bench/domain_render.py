@@ -155,7 +155,8 @@ def render(results: dict[str, Any], command: str) -> str:
               f" ({results.get('machine', 'machine not recorded')}); its jobs took "
               f"{results.get('job_seconds', 0) / 60:.0f} min. {plan['steps']} optimizer steps per trained model; "
               f"ConSERT and the peers at batch {plan['batch_size']}, SG-OPT and CLSR at their recipes' batches; max "
-              f"length {plan['max_length']}; dev every {plan['eval_every']} steps on {plan['dev_size']} dev pairs.", "",
+              f"length {plan['max_length']}; dev every {plan['eval_every']} step(s) on {plan['dev_size']} dev "
+              "pairs.", "",
               "Each domain is a seeded split of STS12–16 subsets (`bench/domain_data.py`): 40 % of the pairs held "
               "out as test, 200 dev pairs sharing no sentence with test, and a corpus of the other pairs' "
               "sentences minus every test and dev sentence (captions add SNLI premises). Test Δ: Spearman × 100 on "

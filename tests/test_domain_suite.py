@@ -124,6 +124,7 @@ def test_variant_settings_become_set_options_or_flags() -> None:
     assert str(caught.value).startswith("--set-extra 'bert:lr=1': expected RECIPE:KEY=VALUE or RECIPE:--FLAG[=VALUE]")
 
 
+@pytest.mark.slow  # minutes: opt in with `pytest -m slow`
 @pytest.mark.shared
 @needs_shared()
 def test_quick_suite_end_to_end(tmp_path: Path) -> None:
