@@ -296,6 +296,8 @@ def main() -> None:
     from domain_render import render
 
     command = "python bench/domain_suite.py" + (" --quick" if args.quick else "")
+    if not (work / "results.json").is_file():
+        parser.error(f"--render: {work / 'results.json'} not found; run the suite first (without --render)")
     results = json.loads((work / "results.json").read_text())
     results["job_seconds"] = sum(json.loads(path.read_text())["seconds"] for path in (work / "jobs").glob("*.json"))
     markdown = render(results, command)
