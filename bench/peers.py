@@ -1,4 +1,4 @@
-"""The peers sentadapt is measured against: unsupervised SimCSE and Contrastive Tension, run through
+"""The peers sentadapt is measured against: unsupervised SimCSE, Contrastive Tension and TSDAE, run through
 sentence-transformers' own trainer on the same base model, sentences, batch, max length and steps.
 
     python bench/peers.py --loss simcse --model ../shared/models/all-minilm-l6-v2 --corpus runs/sts-corpus.txt \
@@ -8,6 +8,12 @@ sentence-transformers' own trainer on the same base model, sentences, batch, max
   the sentence-transformers docs for unsupervised SimCSE); scale 20 = 1 / τ with SimCSE's τ 0.05.
 - ct: ContrastiveTensionLossInBatchNegatives (two copies of the model, in-batch negatives); the final
   model is the second copy, as in sentence-transformers.
+- tsdae: DenoisingAutoEncoderLoss (decoder tied to the encoder, cross-attention added) on (damaged, original)
+  pairs, 60 % of the words deleted (the TSDAE paper's best noise). The damage splits on whitespace, not
+  nltk's word_tokenize: the punkt data nltk needs cannot be downloaded offline, and sentence-transformers'
+  DenoisingAutoEncoderDataset belongs to the old `fit` API. Each of the steps × batch training items gets
+  its own seeded deletion (a sentence repeated to fill the steps is damaged differently each time). The
+  model keeps its own pooling (the paper uses CLS on raw BERT; these bases are mean-pooled).
 
 The peers keep the model after the last step (sentence-transformers has no dev-based selection
 unless one wires an evaluator and checkpointing), which the results tables say next to them.
@@ -18,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import random
 import resource
 import time
 from pathlib import Path
@@ -25,7 +32,22 @@ from typing import Any
 
 # learning rates from each method's own documentation: SimCSE (BERT-base, unsupervised) 3e-5;
 # sentence-transformers' CT in-batch-negatives example 5e-5
-PEER_LR = {"simcse": 3e-5, "ct": 5e-5}
+# and TSDAE 3e-5 (the paper and the sentence-transformers example)
+PEER_LR = {"simcse": 3e-5, "ct": 5e-5, "tsdae": 3e-5}
+TSDAE_DELETION = 0.6  # TSDAE paper §4: deleting 60 % of the words was the best noise
+
+
+def delete_words(sentences: list[str], ratio: float = TSDAE_DELETION, seed: int = 42) -> list[str]:
+    """Each sentence with `ratio` of its whitespace-separated words deleted (at least one word kept)."""
+    rng = random.Random(seed)
+    damaged = []
+    for text in sentences:
+        words = text.split()
+        kept = [word for word in words if rng.random() >= ratio]
+        if not kept and words:
+            kept = [rng.choice(words)]
+        damaged.append(" ".join(kept))
+    return damaged
 
 
 def read_sentences(corpus: Path, limit: int) -> list[str]:
@@ -56,8 +78,11 @@ def train_peer(loss_name: str, model_dir: str, sentences: list[str], *, steps: i
     elif loss_name == "ct":
         dataset = Dataset.from_dict({"sentence": sentences})
         loss = losses.ContrastiveTensionLossInBatchNegatives(model)
+    elif loss_name == "tsdae":
+        dataset = Dataset.from_dict({"damaged": delete_words(sentences), "original": sentences})
+        loss = losses.DenoisingAutoEncoderLoss(model, tie_encoder_decoder=True)
     else:
-        raise ValueError(f"unknown peer loss {loss_name!r}: simcse | ct")
+        raise ValueError(f"unknown peer loss {loss_name!r}: simcse | ct | tsdae")
     arguments = SentenceTransformerTrainingArguments(
         output_dir=output, per_device_train_batch_size=batch_size, max_steps=steps, learning_rate=lr,
         warmup_steps=max(1, steps // 10), save_strategy="no", logging_steps=10_000, report_to=[], bf16=bf16,
@@ -104,7 +129,7 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=100)
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--max-length", type=int, default=64)
-    parser.add_argument("--lr", type=float, help="default: the method's own (simcse 3e-5, ct 5e-5)")
+    parser.add_argument("--lr", type=float, help="default: the method's own (simcse 3e-5, ct 5e-5, tsdae 3e-5)")
     parser.add_argument("--bf16", action="store_true")
     parser.add_argument("--output", required=True)
     parser.add_argument("--no-save", action="store_true", help="throughput only: do not write the model")

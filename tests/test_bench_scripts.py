@@ -12,6 +12,8 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def _load(name: str) -> ModuleType:
+    if str(REPO / "bench") not in sys.path:  # results_render imports its sibling doc_sections, as a script does
+        sys.path.insert(0, str(REPO / "bench"))
     spec = importlib.util.spec_from_file_location(name, REPO / "bench" / f"{name}.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)

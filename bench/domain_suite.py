@@ -1,0 +1,312 @@
+"""The domain-adaptation suite: every sentadapt recipe and the sentence-transformers peers adapted to four
+domains built from ../shared (bench/domain_data.py), scored on held-out pairs against the base model.
+
+    python bench/domain_suite.py                  # full: both shared models × 4 domains (an hour+ on 2 cores)
+    python bench/domain_suite.py --quick          # smoke: L3 model, one domain, 3 steps, ConSERT + SimCSE
+    python bench/domain_suite.py --reuse          # continue an interrupted run (finished jobs are skipped)
+    python bench/domain_suite.py --render         # redraw the markdown from WORK/results.json
+    python bench/domain_suite.py --variant lr1e-5 --set-extra consert:lr=1e-5 --set-extra consert:--patience=20
+
+Per model × domain: the base model; each sentadapt recipe (`sentadapt adapt DOMAIN/corpus.txt --dev
+DOMAIN/dev.jsonl`, checkpoint chosen on the 100 dev pairs; CLSR trains on NLI entailment pairs instead);
+each peer (bench/peers.py, same steps, batch and max length, model after the last step); then ONE
+`sentadapt eval BASE RUN...` on the domain's test.jsonl (Spearman, the main metric), test-pairclass.tsv
+(AP) and dev.jsonl, whose paired bootstrap CIs give every Δ against the base.
+
+The verdict: a sentadapt run's metrics.json `decision` ("use-adapted" / "keep-base") when it has one, else
+use-adapted only when `improved` and the dev Δ > 0 with a CI excluding 0. Peers get the same rule applied
+to their dev Δ from the eval (sentence-transformers has no verdict). "Verdict applied" counts a keep-base
+run's test Δ as 0: the user keeps the base model.
+
+Variants: `--variant NAME` with `--set-extra RECIPE:KEY=VALUE` (→ `--set KEY=VALUE` for that recipe) or
+`--set-extra RECIPE:--FLAG[=VALUE]` (a flag of `sentadapt adapt`, or of bench/peers.py for a peer), repeatable,
+runs only the recipes it names (or --recipes) on the same splits, stores them under the variant's name and
+renders them as extra rows next to the default ones. `--dev-size 25|50|200` (dev-N.jsonl instead of the
+100-pair dev.jsonl) needs a variant too.
+
+Layout of WORK (runs/domain, or runs/domain-quick): data/ (the splits), runs/VARIANT/MODEL/DOMAIN/RECIPE/
+(adapted models), evals/VARIANT/MODEL-DOMAIN.json (eval output), jobs/ and logs/ (one per job, from the
+Runner of bench/results_suite.py: wall time and the job's own peak RSS), results.json (everything rendered).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from domain_data import DOMAINS
+from results_suite import REPO, Runner, machine_summary, sentadapt, short
+
+SHARED = Path("../shared")  # relative: main() runs from the repository root, so logged commands are portable
+MODELS = [str(SHARED / "models/paraphrase-minilm-l3-v2"), str(SHARED / "models/all-minilm-l6-v2")]
+SENTADAPT_RECIPES = ("consert", "sg-opt", "clsr")
+PEERS = ("simcse", "ct", "tsdae")
+CLSR_PAIRS = ["nli/allnli.dev.jsonl.gz", "nli/snli.test.jsonl.gz"]  # relative to ../shared/data
+DEV_SIZES = {25: "dev-25.jsonl", 50: "dev-50.jsonl", 100: "dev.jsonl", 200: "dev-200.jsonl"}
+DEFAULT_VARIANT = "default"
+SECTION = "domain-suite"
+
+
+@dataclass
+class Plan:
+    models: list[str]
+    domains: list[str]
+    recipes: list[str]
+    steps: int = 100
+    batch_size: int = 64  # ConSERT and the peers; SG-OPT and CLSR keep their recipes' (16, 512), as results_suite
+    max_length: int = 64
+    eval_every: int = 25
+    dev_size: int = 100
+    seed: int = 0  # the data split's
+    variant: str = DEFAULT_VARIANT
+    extra: dict[str, list[str]] = field(default_factory=dict)  # recipe → extra arguments
+
+
+def parse_extra(specs: list[str]) -> dict[str, list[str]]:
+    """`RECIPE:KEY=VALUE` → {RECIPE: ["--set", "KEY=VALUE"]}; `RECIPE:--FLAG=VALUE` → [--FLAG, VALUE]."""
+    extra: dict[str, list[str]] = {}
+    for spec in specs:
+        recipe, sep, setting = spec.partition(":")
+        if not sep or not setting or recipe not in (*SENTADAPT_RECIPES, *PEERS):
+            raise SystemExit(f"--set-extra {spec!r}: expected RECIPE:KEY=VALUE or RECIPE:--FLAG[=VALUE] with RECIPE "
+                             f"one of {', '.join((*SENTADAPT_RECIPES, *PEERS))}")
+        if setting.startswith("--"):
+            extra.setdefault(recipe, []).extend(setting.split("=", 1))
+        elif recipe in PEERS:
+            raise SystemExit(f"--set-extra {spec!r}: peers take bench/peers.py flags (e.g. {recipe}:--lr=1e-5), "
+                             "not --set keys")
+        elif "=" not in setting:
+            raise SystemExit(f"--set-extra {spec!r}: expected KEY=VALUE after '{recipe}:'")
+        else:
+            extra.setdefault(recipe, []).extend(["--set", setting])
+    return extra
+
+
+def decision_of(metrics: dict[str, Any]) -> tuple[str, str]:
+    """(decision, where it came from) of a finished sentadapt run's metrics.json."""
+    if metrics.get("decision") in ("use-adapted", "keep-base"):
+        return metrics["decision"], "decision"
+    change = metrics.get("dev_change")
+    use = bool(metrics.get("improved")) and change is not None and change > 0 and bool(
+        metrics.get("dev_change_ci_excludes_0"))
+    return ("use-adapted" if use else "keep-base"), "improved + dev CI"
+
+
+def find_task(entry: dict[str, Any], filename: str) -> tuple[int, str, dict[str, Any]]:
+    """(report index, task name, task result) of the task read from `filename` in one model's eval entry."""
+    stem = filename.rsplit(".", 1)[0]
+    for index, report in enumerate(entry["reports"]):
+        for name, result in report["tasks"].items():
+            if name in (filename, stem):
+                return index, name, result
+    raise SystemExit(f"eval output: no task for {filename} in {entry.get('model')}; tasks: "
+                     f"{[name for report in entry['reports'] for name in report['tasks']]}")
+
+
+def score(entry: dict[str, Any], filename: str, metric: str) -> dict[str, Any]:
+    """The metric × 100 as eval wrote it, with its Δ against the first model (paired CI) when there is one."""
+    index, name, result = find_task(entry, filename)
+    cell: dict[str, Any] = {"value": result["metrics"][metric], "ci_value": result.get("ci", {}).get(metric)}
+    if entry.get("delta_vs_first"):
+        delta = entry["delta_vs_first"][index]["tasks"][name][metric]
+        cell.update(delta=delta["delta"], ci=delta["ci"], ci_excludes_0=delta["ci_excludes_0"])
+    return cell
+
+
+class DomainSuite:
+    def __init__(self, plan: Plan, work: Path, shared: Path, reuse: bool) -> None:
+        self.plan, self.work, self.shared = plan, work, shared
+        self.runner = Runner(work, reuse)
+        self.results: dict[str, Any] = {"variants": {}}
+        path = work / "results.json"
+        if path.exists():  # other variants, models and domains keep what their own runs wrote
+            self.results = json.loads(path.read_text())
+        variant = self.results["variants"].setdefault(plan.variant, {"models": {}})
+        variant["plan"] = asdict(plan)
+
+    @property
+    def data(self) -> Path:
+        return self.work / "data"
+
+    def save(self) -> None:
+        tmp = self.work / ".tmp-results.json"
+        tmp.write_text(json.dumps(self.results, indent=1) + "\n")
+        tmp.replace(self.work / "results.json")
+
+    def prepare_data(self) -> None:
+        manifest = self.data / "manifest.json"
+        argv = [sys.executable, "bench/domain_data.py", "--shared", str(self.shared), "--out", str(self.data),
+                "--seed", str(self.plan.seed)]
+        if not manifest.exists() or json.loads(manifest.read_text())["seed"] != self.plan.seed or any(
+                not (self.data / domain / "test.jsonl").exists() for domain in self.plan.domains):
+            self.runner.reuse, reuse = False, self.runner.reuse  # the split must match this plan's seed
+            self.runner.run(f"data-seed{self.plan.seed}", argv)
+            self.runner.reuse = reuse
+        self.results["data"] = {"command": "python " + " ".join(argv[1:]),
+                                "manifest": json.loads(manifest.read_text())}
+
+    def train(self, recipe: str, model: str, domain: str) -> tuple[Path, dict[str, Any]]:
+        plan, folder = self.plan, self.data / domain
+        output = self.work / "runs" / plan.variant / short(model) / domain / recipe
+        tag = f"{plan.variant}-{short(model)}-{domain}-{recipe}"
+        extra = plan.extra.get(recipe, [])
+        if recipe in PEERS:
+            job = self.runner.run(f"peer-{tag}", [
+                sys.executable, "bench/peers.py", "--loss", recipe, "--model", model, "--corpus",
+                str(folder / "corpus.txt"), "--steps", str(plan.steps), "--batch-size", str(plan.batch_size),
+                "--max-length", str(plan.max_length), "--output", str(output), *extra])
+            return output, {"kind": "peer", "train_seconds": job.seconds, "peak_rss_mb": job.peak_rss_mb,
+                            "command": "python " + " ".join(job.argv[1:]), "log": job.log}
+        if recipe == "clsr":
+            inputs = [str(self.shared / "data" / name) for name in CLSR_PAIRS]
+            sized = ["--set", "min_score=4"]
+        else:
+            inputs = [str(folder / "corpus.txt")]
+            sized = ["--max-length", str(plan.max_length)]
+            if recipe == "consert":
+                sized += ["--batch-size", str(plan.batch_size)]
+        job = self.runner.run(f"adapt-{tag}", sentadapt(
+            "adapt", *inputs, "--recipe", recipe, "--base", model, "--dev", str(folder / DEV_SIZES[plan.dev_size]),
+            "--max-steps", str(plan.steps), "--eval-every", str(plan.eval_every), "--output", str(output),
+            "--overwrite", *sized, *extra))
+        metrics = json.loads((output / "metrics.json").read_text())
+        decision, source = decision_of(metrics)
+        return output, {
+            "kind": "sentadapt", "train_seconds": job.seconds, "peak_rss_mb": job.peak_rss_mb,
+            "command": "python " + " ".join(job.argv[1:]), "log": job.log,
+            "dev": {"value": metrics["best_score"], "base": metrics["base_score"], "delta": metrics.get("dev_change"),
+                    "ci": metrics.get("dev_change_ci"), "ci_excludes_0": metrics.get("dev_change_ci_excludes_0")},
+            "best_step": metrics.get("best_step"), "improved": metrics.get("improved"),
+            "decision": decision, "decision_source": source}
+
+    def model_domain(self, model: str, domain: str) -> None:
+        plan, folder = self.plan, self.data / domain
+        rows: dict[str, dict[str, Any]] = {}
+        outputs: list[Path] = []
+        for recipe in plan.recipes:
+            output, rows[recipe] = self.train(recipe, model, domain)
+            outputs.append(output)
+        dev_file = DEV_SIZES[plan.dev_size]
+        files = ["test.jsonl", "test-pairclass.tsv", dev_file]
+        out = self.work / "evals" / plan.variant / f"{short(model)}-{domain}.json"
+        job = self.runner.run(f"eval-{plan.variant}-{short(model)}-{domain}", sentadapt(
+            "eval", model, *map(str, outputs), *(arg for name in files for arg in ("--pairs", str(folder / name))),
+            "--json", str(out)))
+        entries = json.loads(out.read_text())
+        base = entries[0]
+        rows = {"base": {"kind": "base", "test": score(base, "test.jsonl", "spearman"),
+                         "test_ap": score(base, "test-pairclass.tsv", "ap"),
+                         "dev": score(base, dev_file, "spearman")}, **rows}
+        for recipe, entry in zip(plan.recipes, entries[1:]):
+            row = rows[recipe]
+            row["test"] = score(entry, "test.jsonl", "spearman")
+            row["test_ap"] = score(entry, "test-pairclass.tsv", "ap")
+            if row["kind"] == "peer":  # the sentadapt rule applied to the peer's dev Δ from this eval
+                row["dev"] = score(entry, dev_file, "spearman")
+                use = row["dev"]["delta"] > 0 and row["dev"]["ci_excludes_0"]
+                row["decision"], row["decision_source"] = ("use-adapted" if use else "keep-base"), "dev Δ CI (eval)"
+        variant = self.results["variants"][plan.variant]
+        variant["models"].setdefault(short(model), {})[domain] = {
+            "rows": rows, "eval": {"seconds": job.seconds, "peak_rss_mb": job.peak_rss_mb,
+                                   "command": "python -m sentadapt " + " ".join(job.argv[3:])}}
+        self.save()
+
+    def run(self) -> None:
+        started = time.perf_counter()
+        self.prepare_data()
+        self.results["machine"] = machine_summary()
+        self.save()
+        for model in self.plan.models:
+            for domain in self.plan.domains:
+                self.model_domain(model, domain)
+        variant = self.results["variants"][self.plan.variant]
+        variant["seconds"] = time.perf_counter() - started
+        variant["finished"] = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+        self.save()
+
+
+def _names(value: str | None, allowed: list[str] | tuple[str, ...], option: str) -> list[str] | None:
+    if value is None:
+        return None
+    names = [name.strip() for name in value.split(",") if name.strip()]
+    unknown = [name for name in names if name not in allowed]
+    if unknown or not names:
+        raise SystemExit(f"{option}: unknown {', '.join(unknown) or '(empty)'}; choose from {', '.join(allowed)}")
+    return names
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="smoke run: L3 model, one domain, 3 steps, ConSERT + "
+                        "SimCSE; writes runs/domain-quick and its own markdown")
+    parser.add_argument("--work", type=Path, help="job folder (default runs/domain or runs/domain-quick)")
+    parser.add_argument("--doc", type=Path, help="markdown out (default docs/results.md, section domain-suite; "
+                        "quick: WORK/domain-suite.md)")
+    parser.add_argument("--shared", type=Path, default=SHARED)
+    parser.add_argument("--models", help="comma list of model folders (default both shared MiniLMs)")
+    parser.add_argument("--domains", help=f"comma list (default all: {','.join(DOMAINS)})")
+    parser.add_argument("--recipes", help=f"comma list of sentadapt recipes and peers (default "
+                        f"{','.join((*SENTADAPT_RECIPES, *PEERS))}; with --variant: the recipes --set-extra names)")
+    parser.add_argument("--steps", type=int, default=100, help="optimizer steps of every trained model (default 100)")
+    parser.add_argument("--batch-size", type=int, default=64, help="ConSERT and the peers (default 64)")
+    parser.add_argument("--max-length", type=int, default=64)
+    parser.add_argument("--eval-every", type=int, help="dev evaluation interval (default steps / 4)")
+    parser.add_argument("--dev-size", type=int, default=100, choices=sorted(DEV_SIZES),
+                        help="dev pairs selecting checkpoints (default 100; others need --variant)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the data split (default 0)")
+    parser.add_argument("--variant", default=DEFAULT_VARIANT, help="name of a lever variant (see above)")
+    parser.add_argument("--set-extra", action="append", default=[], metavar="RECIPE:SETTING",
+                        help="RECIPE:KEY=VALUE (→ --set) or RECIPE:--FLAG[=VALUE]; repeatable")
+    parser.add_argument("--reuse", action="store_true", help="skip jobs that finished in an earlier run")
+    parser.add_argument("--render", action="store_true", help="only re-render the markdown from WORK/results.json")
+    args = parser.parse_args()
+    os.chdir(REPO)
+    sys.path.insert(0, str(REPO / "bench"))
+    work = args.work or Path("runs/domain-quick" if args.quick else "runs/domain")
+    doc = args.doc or (work / "domain-suite.md" if args.quick else Path("docs/results.md"))
+    extra = parse_extra(args.set_extra)
+    if (extra or args.dev_size != 100) and args.variant == DEFAULT_VARIANT:
+        parser.error("--set-extra and --dev-size change the runs: name them with --variant NAME")
+    all_recipes = [*SENTADAPT_RECIPES, *PEERS]
+    recipes = _names(args.recipes, all_recipes, "--recipes")
+    if recipes is None:
+        recipes = (["consert", "simcse"] if args.quick else
+                   list(extra) if args.variant != DEFAULT_VARIANT and extra else all_recipes)
+    steps = 3 if args.quick else args.steps
+    plan = Plan(
+        models=[name.strip() for name in args.models.split(",") if name.strip()] if args.models
+        else ([MODELS[0]] if args.quick else MODELS),
+        domains=_names(args.domains, list(DOMAINS), "--domains") or (["forums"] if args.quick else list(DOMAINS)),
+        recipes=recipes, steps=steps, batch_size=16 if args.quick else args.batch_size,
+        max_length=32 if args.quick else args.max_length,
+        eval_every=args.eval_every or max(1, steps // 4), dev_size=args.dev_size, seed=args.seed,
+        variant=args.variant, extra=extra)
+    for model in plan.models:
+        if not Path(model).is_dir():
+            parser.error(f"--models: {model} is not a model folder")
+    if not args.render:
+        DomainSuite(plan, work, args.shared, args.reuse).run()
+    from doc_sections import write_section
+    from domain_render import render
+
+    command = "python bench/domain_suite.py" + (" --quick" if args.quick else "")
+    if not (work / "results.json").is_file():
+        parser.error(f"--render: {work / 'results.json'} not found; run the suite first (without --render)")
+    results = json.loads((work / "results.json").read_text())
+    results["job_seconds"] = sum(json.loads(path.read_text())["seconds"] for path in (work / "jobs").glob("*.json"))
+    markdown = render(results, command)
+    if args.quick and not args.doc:
+        doc.write_text(markdown + "\n", encoding="utf-8")
+    else:
+        write_section(doc, SECTION, markdown)
+    print(f"wrote {doc}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,142 @@
+"""bench/domain_suite.py's pure parts: the renderer (cells, averages, the verdict applied), the verdict read from
+metrics.json, the variant settings; and, marked shared, the `--quick` smoke run end to end."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+from tests.conftest import needs_shared
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _load(name: str) -> ModuleType:
+    sys.path.insert(0, str(REPO / "bench"))  # domain_suite imports its siblings as a script does
+    try:
+        spec = importlib.util.spec_from_file_location(name, REPO / "bench" / f"{name}.py")
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = module
+        spec.loader.exec_module(module)
+        return module
+    finally:
+        sys.path.remove(str(REPO / "bench"))
+
+
+def _score(delta: float, low: float, high: float) -> dict[str, object]:
+    return {"value": 0.0, "delta": delta, "ci": [low, high], "ci_excludes_0": low > 0 or high < 0}
+
+
+def _run(kind: str, test: dict, ap: dict, dev: float, decision: str, seconds: float = 60.0,
+         rss: float = 1024.0) -> dict[str, object]:
+    return {"kind": kind, "test": test, "test_ap": ap, "dev": {"delta": dev}, "decision": decision,
+            "train_seconds": seconds, "peak_rss_mb": rss,
+            "command": f"python -m sentadapt adapt runs/domain/data/{'X'}/corpus.txt"}
+
+
+def _results() -> dict[str, object]:
+    def base(test: float, dev: float, ap: float) -> dict[str, object]:
+        return {"kind": "base", "test": {"value": test}, "dev": {"value": dev}, "test_ap": {"value": ap}}
+
+    news = {"base": base(80.0, 82.0, 90.0),
+            "consert": _run("sentadapt", _score(1.5, 0.5, 2.5), _score(0.5, -0.2, 1.2), 0.8, "use-adapted"),
+            "simcse": _run("peer", _score(0.5, -0.25, 1.25), _score(0.25, -0.5, 1.0), 0.1, "keep-base", 30.0)}
+    forums = {"base": base(70.0, 71.0, 85.0),
+              "consert": _run("sentadapt", _score(-0.5, -1.0, 0.0), _score(-1.0, -2.0, 0.0), 0.2, "keep-base",
+                              120.0, 2048.0),
+              "simcse": _run("peer", _score(1.5, 0.5, 2.5), _score(0.75, 0.25, 1.25), 0.9, "use-adapted", 30.0)}
+    variant_news = {"base": base(80.0, 82.0, 90.0),
+                    "consert": _run("sentadapt", _score(-0.25, -0.75, 0.25), _score(0.0, -0.5, 0.5), -0.1,
+                                    "keep-base")}
+    eval_entry = {"seconds": 10.0, "peak_rss_mb": 500.0,
+                  "command": "python -m sentadapt eval M runs/domain/data/news/test.jsonl --json e-news.json"}
+    plan = {"steps": 100, "batch_size": 64, "max_length": 64, "eval_every": 25, "dev_size": 100}
+    return {
+        "machine": "x86_64, 2 cores", "job_seconds": 600.0,
+        "data": {"command": "python bench/domain_data.py --shared ../shared --out runs/domain/data --seed 0",
+                 "manifest": {"domains": {
+                     "news": {"subsets_used": ["headlines", "deft-news"], "pairs": 2783, "test": 1113,
+                              "pairclass": {"positive": 273, "negative": 296}, "dev_pool": 200, "corpus": 2701,
+                              "corpus_from_snli": 0},
+                     "forums": {"subsets_used": ["deft-forum"], "pairs": 1625, "test": 650,
+                                "pairclass": {"positive": 122, "negative": 242}, "dev_pool": 200, "corpus": 1319,
+                                "corpus_from_snli": 0}}}},
+        "variants": {
+            "lr1e-5": {"plan": plan, "models": {"tiny": {"news": {"rows": variant_news, "eval": eval_entry}}}},
+            "default": {"plan": plan, "finished": "2026-11-24 10:00 UTC", "models": {"tiny": {
+                "news": {"rows": news, "eval": eval_entry}, "forums": {"rows": forums, "eval": eval_entry}}}},
+        },
+    }
+
+
+def test_render_cells_averages_verdict_applied_and_variant_rows() -> None:
+    text = _load("domain_render").render(_results(), "python bench/domain_suite.py")
+    assert ("| run | news test Δ | forums test Δ | news dev Δ | forums dev Δ | avg test Δ | "
+            "avg test Δ, verdict applied | train time (all domains) | peak RSS |") in text
+    assert "| base model (Spearman × 100) | 80.00 | 70.00 | 82.00 | 71.00 | 75.00 | – | – | – |" in text
+    # ConSERT: +1.5 used on news, -0.5 kept on forums → mean +0.50, verdict applied (1.5 + 0) / 2 = +0.75
+    assert ("| sentadapt ConSERT | +1.50 [+0.50, +2.50] * | -0.50 [-1.00, +0.00] | +0.80 use | +0.20 keep | "
+            "+0.50 | +0.75 | 3.0 min | 2.00 GB |") in text
+    assert ("| peer: ST SimCSE | +0.50 [-0.25, +1.25] | +1.50 [+0.50, +2.50] * | +0.10 keep | +0.90 use | "
+            "+1.00 | +0.75 | 1.0 min | 1.00 GB |") in text
+    # a variant is an extra row; the domain it did not run is a dash, its averages over the domains it ran
+    assert ("| sentadapt ConSERT — variant `lr1e-5` | -0.25 [-0.75, +0.25] | – | -0.10 keep | – | -0.25 | +0.00 | "
+            "1.0 min | 1.00 GB |") in text
+    assert ("Best sentadapt recipe by average test Δ: **sentadapt ConSERT** +0.50 (verdict applied +0.75); vs "
+            "peer: ST SimCSE +1.00 (difference -0.50); worst domain with the verdict applied: forums +0.00.") in text
+    assert "| base model (AP × 100) | 90.00 | 85.00 | 87.50 |" in text
+    assert "| sentadapt ConSERT | +0.50 [-0.20, +1.20] | -1.00 [-2.00, +0.00] | -0.25 |" in text
+    assert "| news | headlines, deft-news | 2783 | 1113 | 273/296 | 200 | 2701 (0) |" in text
+    assert "python -m sentadapt eval M runs/domain/data/DOMAIN/test.jsonl --json e-DOMAIN.json" in text
+    assert text.startswith("## Domain adaptation suite\n\nGenerated by `python bench/domain_suite.py`, finished "
+                           "2026-11-24 10:00 UTC (x86_64, 2 cores); its jobs took 10 min. 100 optimizer steps")
+
+
+def test_verdict_reads_decision_else_improved_and_the_dev_ci() -> None:
+    decision_of = _load("domain_suite").decision_of
+    assert decision_of({"decision": "keep-base", "improved": True, "dev_change": 2.0,
+                        "dev_change_ci_excludes_0": True}) == ("keep-base", "decision")
+    significant = {"improved": True, "dev_change": 0.4, "dev_change_ci_excludes_0": True}
+    assert decision_of(significant) == ("use-adapted", "improved + dev CI")
+    assert decision_of({**significant, "dev_change_ci_excludes_0": False}) == ("keep-base", "improved + dev CI")
+    assert decision_of({**significant, "improved": False}) == ("keep-base", "improved + dev CI")
+    assert decision_of({**significant, "dev_change": None}) == ("keep-base", "improved + dev CI")
+
+
+def test_variant_settings_become_set_options_or_flags() -> None:
+    suite = _load("domain_suite")
+    assert suite.parse_extra(["consert:lr=1e-5", "consert:--patience=20", "simcse:--lr=1e-5", "sg-opt:--no-x"]) == {
+        "consert": ["--set", "lr=1e-5", "--patience", "20"], "simcse": ["--lr", "1e-5"], "sg-opt": ["--no-x"]}
+    with pytest.raises(SystemExit) as caught:
+        suite.parse_extra(["simcse:lr=1e-5"])
+    assert str(caught.value) == ("--set-extra 'simcse:lr=1e-5': peers take bench/peers.py flags (e.g. "
+                                 "simcse:--lr=1e-5), not --set keys")
+    with pytest.raises(SystemExit) as caught:
+        suite.parse_extra(["bert:lr=1"])
+    assert str(caught.value).startswith("--set-extra 'bert:lr=1': expected RECIPE:KEY=VALUE or RECIPE:--FLAG[=VALUE]")
+
+
+@pytest.mark.slow  # minutes: opt in with `pytest -m slow`
+@pytest.mark.shared
+@needs_shared()
+def test_quick_suite_end_to_end(tmp_path: Path) -> None:
+    """~2-3 min on 2 cores (ConSERT and SimCSE 3 steps each, one eval of 650 + 364 + 100 pairs)."""
+    work = tmp_path / "work"
+    done = subprocess.run([sys.executable, "bench/domain_suite.py", "--quick", "--work", str(work)], cwd=REPO,
+                          capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    results = json.loads((work / "results.json").read_text())
+    rows = results["variants"]["default"]["models"]["paraphrase-minilm-l3-v2"]["forums"]["rows"]
+    assert list(rows) == ["base", "consert", "simcse"]
+    assert rows["consert"]["decision"] in ("use-adapted", "keep-base")
+    assert rows["simcse"]["test"]["ci"] is not None and 0 < rows["base"]["test"]["value"] < 100
+    text = (work / "domain-suite.md").read_text()
+    assert "| sentadapt ConSERT |" in text and "| peer: ST SimCSE |" in text
