@@ -4,7 +4,8 @@ The pretrained encoder is frozen, so each unique training sentence is encoded on
 disk, `sentadapt.embedding_cache`); training then runs at MLP speed over the cached vectors. Model:
 frozen encoder + pooling (mean by default, the paper's best) → MLP encoder e (one hidden layer with
 ReLU, then a linear output layer; both exported as sentence-transformers Dense modules) → linear
-projection head h (training only, dropped at export). Loss: NT-Xent over the 2m sentences of m
+projection head h (training only, dropped at export); `init: identity` starts e and h as the identity
+(step 0 = the base model exactly; `identity_mlp`). Loss: NT-Xent over the 2m sentences of m
 positive pairs, in-batch negatives, τ = 0.1 — paper eq. (1), both (a, b) and (b, a) as anchors.
 
 Positive pairs: NLI entailment pairs, STS-style scored pairs with score ≥ `min_score`, or any
