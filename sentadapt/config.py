@@ -23,6 +23,7 @@ from sentadapt.registry import one_line, unknown_name_message
 MIXED_PRECISION = ("no", "fp16", "bf16")
 ON_NAN = ("stop", "skip")
 REPORT_TO = ("none", "tensorboard", "wandb", "mlflow", "all")  # --report-to (train/tracking.py)
+DISTILL_KINDS = ("kl", "mse")  # sentadapt.recipes.losses.distillation_loss
 
 
 @dataclass
@@ -56,6 +57,11 @@ class TrainConfig:
     eval_batch_size: int = 128
     log_every: int = 10  # steps between lines of train.log (and points sent to the --report-to trackers)
     report_to: str = "none"  # none | tensorboard | wandb | mlflow | all (Accelerate's experiment trackers)
+    # Distillation toward the frozen base model, for every recipe (sentadapt/train/distill.py): the loss
+    # gains distill × D(adapted, base) on each batch's sentences. 0 = off (no frozen copy, no extra pass).
+    distill: float = 0.0
+    distill_kind: str = "kl"  # kl: in-batch similarity distributions | mse: squared distance of unit vectors
+    distill_temperature: float = 0.05  # softmax temperature of the kl kind
 
     def validate(self) -> None:
         check_range("max_steps", self.max_steps, 0, None)
@@ -82,6 +88,9 @@ class TrainConfig:
         check_range("eval_batch_size", self.eval_batch_size, 1, None)
         check_range("log_every", self.log_every, 1, None)
         check_choice("report_to", self.report_to, REPORT_TO)
+        check_range("distill", self.distill, 0, None, hint="0 = off")
+        check_choice("distill_kind", self.distill_kind, DISTILL_KINDS)
+        check_range("distill_temperature", self.distill_temperature, 0, None, low_open=True)
 
 
 @dataclass

@@ -45,7 +45,8 @@ def test_dry_run_prints_the_resolved_config_without_loading(corpus: Path, tiny_m
         (["--set", "feature_cutoff_rate=1.5"], "Error: feature_cutoff_rate: 1.5 is out of range; valid: [0, 1)"),
         (["--batch-size", "1"], "Error: batch_size: 1 is out of range; valid: [2, inf] (contrastive training needs "
                                 "at least 2 sentences per batch for in-batch negatives)"),
-        (["--set", "temprature=0.1"], "Error: --set: Unknown key 'temprature'. Did you mean: temperature?"),
+        (["--set", "temprature=0.1"], "Error: --set: Unknown key 'temprature'. Did you mean: temperature, "
+                                      "distill_temperature?"),
         (["--set", "views=shuffle,magic"], "Error: views: 'magic' is not one of none, shuffle, token-cutoff, "
                                            "feature-cutoff, dropout, span-cutoff, encoder-dropout"),
         (["--set", "views=adversarial,shuffle"], "Error: views: 'adversarial' needs labels; use it with mode=joint "

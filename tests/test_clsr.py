@@ -141,3 +141,57 @@ def test_lars_trust_ratio_and_cosine_schedule() -> None:
     assert torch.allclose(weight, torch.full((4,), 1.0)) and torch.allclose(bias, torch.full((4,), -10.0))
     cosine = lr_multiplier("cosine", total_steps=110, warmup_ratio=10 / 110)
     assert [cosine(0), cosine(9), cosine(10), cosine(60), cosine(110)] == pytest.approx([0.1, 1.0, 1.0, 0.5, 0.0])
+
+
+# ---------------------------------------------------------------------- init: identity
+
+def test_identity_init_reproduces_the_base_bit_for_bit(tiny_model_dir: Path) -> None:
+    from sentadapt.recipes.clsr import ClsrConfig, ClsrRecipe
+
+    sentences = ["the server is down", "a man is playing a guitar", "dns timeout on the cluster", "red car"]
+    base = Encoder.load(tiny_model_dir, device="cpu").encode(sentences)
+    encoder = Encoder.load(tiny_model_dir, device="cpu")
+    recipe = ClsrRecipe(ClsrConfig(init="identity"), encoder)
+    heads = recipe.trainable_heads()
+    attached = recipe.prepare_export(encoder, heads)
+    assert [layer.linear.weight.shape for layer in attached.head] == [(64, 32), (32, 64)]  # hidden 0 → 2d
+    assert torch.equal(attached.encode(sentences), base)
+    assert torch.equal(heads["projection"].weight, torch.eye(32))
+    # wider than 2d: the extra hidden units add exactly 0 but are not dead (random input weights)
+    wide = Encoder.load(tiny_model_dir, device="cpu")
+    recipe = ClsrRecipe(ClsrConfig(init="identity", hidden_dim=80, projection_dim=40), wide)
+    assert torch.equal(recipe.prepare_export(wide, recipe.trainable_heads()).encode(sentences), base)
+    assert recipe.mlp[0].linear.weight[64:].abs().sum() > 0
+
+
+@pytest.mark.parametrize(("option", "message"), [
+    ("hidden_dim=63", "hidden_dim: init=identity needs at least 2 × the base dimension (64), got 63; pass "
+                      "--set hidden_dim=0 or --set init=random"),
+    ("output_dim=16", "output_dim: init=identity keeps the base dimension 32, got 16; pass --set output_dim=0 or "
+                      "--set init=random"),
+    ("projection_dim=16", "projection_dim: init=identity needs at least the base dimension 32, got 16; pass "
+                          "--set projection_dim=0 or --set init=random"),
+    ("init=zeros", "init: 'zeros' is not one of random, identity"),
+])
+def test_identity_init_refuses_shapes_it_cannot_keep(pairs_file: Path, tiny_model_dir: Path, tmp_path: Path,
+                                                    option: str, message: str) -> None:
+    extra = ["--set", option] if option.startswith("init=") else ["--set", "init=identity", "--set", option]
+    result = _adapt(pairs_file, tiny_model_dir, tmp_path / "run", *extra)
+    assert result.exit_code == 2, result.output
+    assert result.stderr.strip() == f"Error: {message}"
+
+
+def test_identity_init_trains_and_exports_plain_dense_layers(pairs_file: Path, tiny_model_dir: Path,
+                                                             tmp_path: Path) -> None:
+    output = tmp_path / "run"
+    result = _adapt(pairs_file, tiny_model_dir, output, "--set", "init=identity", "--max-steps", "2")
+    assert result.exit_code == 0, result.output
+    modules = json.loads((output / "modules.json").read_text())
+    assert [m["type"] for m in modules[2:]] == ["sentence_transformers.models.Dense"] * 2
+    sentences = ["the server is down", "a man is playing a guitar", "dns timeout on the cluster"]
+    trained, base = Encoder.load(output, device="cpu"), Encoder.load(tiny_model_dir, device="cpu")
+    moved = trained.encode(sentences)
+    assert not torch.equal(moved, base.encode(sentences))
+    st = pytest.importorskip("sentence_transformers")
+    theirs = st.SentenceTransformer(str(output), device="cpu").encode(sentences, convert_to_tensor=True).cpu()
+    assert torch.nn.functional.cosine_similarity(moved, theirs).min() >= 0.9999

@@ -434,3 +434,20 @@ def test_option_errors_do_not_import_torch(corpus: Path, tiny_model_dir: Path, t
     assert adapt_option_error_imports_torch(
         str(corpus), "--recipe", "sg-opt", "--base", str(tiny_model_dir), "--output", str(tmp_path / "run"),
         "--set", "objective=x", "--dev", "none") == (2, False)
+
+
+def test_export_pooling_auto_keeps_a_declared_pooling_and_cls_stays_the_papers(tiny_model_dir: Path,
+                                                                                tmp_path: Path) -> None:
+    Encoder.load(tiny_model_dir, pooling="mean", device="cpu").save(tmp_path / "st")
+    declared = Encoder.load(tmp_path / "st", device="cpu")
+    plain = Encoder.load(tiny_model_dir, device="cpu")  # an HF folder: mean by default, but not declared
+    for encoder, expected in ((declared, "mean"), (plain, "cls")):
+        recipe = SgOptRecipe(SgOptConfig(export_pooling="auto", head_hidden=8), encoder)
+        assert recipe.prepare_export(encoder, recipe.trainable_heads()).pooling_name == expected
+    assert SgOptConfig().export_pooling == "cls"
+    forced = SgOptRecipe(SgOptConfig(export_pooling="cls", head_hidden=8), declared)
+    assert forced.prepare_export(declared, forced.trainable_heads()).pooling_name == "cls"
+    SgOptConfig(export_pooling="auto").validate()
+    with pytest.raises(ConfigError) as error:
+        SgOptConfig(export_pooling="pooler").validate()
+    assert str(error.value) == "export_pooling: 'pooler' is not one of auto, cls, mean, max, last2avg, firstlast"

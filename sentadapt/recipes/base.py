@@ -66,8 +66,31 @@ class Recipe(Protocol):
         """The encoder as it will be evaluated and saved (pooling set; training-only heads left out)."""
         ...
 
+    # Optional (every built-in recipe has them): distillation toward the frozen base, `--set distill=W`.
+    # The loop (sentadapt/train/distill.py) calls `prepare_distillation` once, after `prepare_export` and
+    # before any step or resumed checkpoint, then adds distill × D(adapted, base) to every batch's loss.
+
+    def prepare_distillation(self, encoder: Encoder) -> None:
+        """Keep what the base model's embeddings come from (a FrozenBase, or a frozen part the recipe has)."""
+        ...
+
+    def distillation_views(self, encoder: Encoder, heads: nn.ModuleDict, batch: dict[str, Tensor],
+                           ) -> tuple[Tensor, Tensor]:
+        """(adapted, base): the batch's sentences as the model is exported (export pooling and head, no
+        dropout) WITH gradient, and the frozen base's vectors for the same sentences, without; shape (N, D)."""
+        ...
+
 
 RECIPES: Registry[type[Recipe]] = Registry("recipe")
+
+
+def resolve_export_pooling(setting: str, encoder: Encoder, paper: str) -> str:
+    """`export_pooling: auto` → the base model's own pooling when its folder declares one (sentence-transformers
+    modules.json), else the paper's `paper` pooling; any other setting is a pooling name, kept as is."""
+    if setting != "auto":
+        return setting
+    declared = getattr(encoder, "pooling_source", "default") == "modules.json"
+    return encoder.pooling_name if declared else paper
 
 
 def register_recipe(name: str) -> Any:

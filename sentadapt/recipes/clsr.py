@@ -4,7 +4,8 @@ The pretrained encoder is frozen, so each unique training sentence is encoded on
 disk, `sentadapt.embedding_cache`); training then runs at MLP speed over the cached vectors. Model:
 frozen encoder + pooling (mean by default, the paper's best) → MLP encoder e (one hidden layer with
 ReLU, then a linear output layer; both exported as sentence-transformers Dense modules) → linear
-projection head h (training only, dropped at export). Loss: NT-Xent over the 2m sentences of m
+projection head h (training only, dropped at export); `init: identity` starts e and h as the identity
+(step 0 = the base model exactly; `identity_mlp`). Loss: NT-Xent over the 2m sentences of m
 positive pairs, in-batch negatives, τ = 0.1 — paper eq. (1), both (a, b) and (b, a) as anchors.
 
 Positive pairs: NLI entailment pairs, STS-style scored pairs with score ≥ `min_score`, or any
@@ -29,6 +30,7 @@ if TYPE_CHECKING:
 
 RELU = "torch.nn.modules.activation.ReLU"
 IDENTITY = "torch.nn.modules.linear.Identity"
+INITS = ("random", "identity")
 
 
 @dataclass
@@ -39,9 +41,13 @@ class ClsrConfig:
     projection_dim: int = 0  # training-only projection; 0 = output_dim (paper: same dimension)
     temperature: float = 0.1
     min_score: float = 4.0  # scored pairs kept for training (paper: STS-B pairs scoring above 4)
+    # random: nn.Linear's default init (the paper's) | identity: the MLP starts as the identity map, so step 0
+    # is the base model bit for bit (hidden_dim 0 → 2 × the base dimension; see identity_mlp)
+    init: str = "random"
 
     def validate(self) -> None:
         check_choice("pooling", self.pooling, POOLING_NAMES)
+        check_choice("init", self.init, INITS)
         for name in ("hidden_dim", "output_dim", "projection_dim"):
             check_range(name, getattr(self, name), 0, None)
         check_range("temperature", self.temperature, 0, None, low_open=True)
@@ -63,6 +69,7 @@ class ClsrRecipe:
     tuned_base_defaults: ClassVar[dict[str, Any]] = {}
 
     def __init__(self, config: ClsrConfig, encoder: Encoder) -> None:
+        import torch
         from torch import nn
 
         from sentadapt.st_format import DenseLayer
@@ -75,10 +82,23 @@ class ClsrRecipe:
         encoder.frozen_memo = {}
         encoder.frozen_head_layers = len(encoder.head)
         base_dim = encoder.embedding_dim
-        hidden = config.hidden_dim or base_dim
+        identity = config.init == "identity"
+        if identity:
+            check_identity_dims(config, base_dim)
+        hidden = config.hidden_dim or (2 * base_dim if identity else base_dim)
         output = config.output_dim or base_dim
         self.mlp = [DenseLayer(base_dim, hidden, RELU), DenseLayer(hidden, output, IDENTITY)]
-        self._heads = nn.ModuleDict({"projection": nn.Linear(output, config.projection_dim or output)})
+        projection = nn.Linear(output, config.projection_dim or output)
+        if identity:
+            identity_mlp(self.mlp[0].linear, self.mlp[1].linear)
+            # The projection head is only seen by the loss. Left random, it would score step 0 on a random
+            # linear distortion of the base's geometry, and the MLP's first updates would compensate for that
+            # distortion rather than follow the data, undoing the identity start; as the identity (an
+            # isometry when wider) the loss starts from the base's own cosines.
+            with torch.no_grad():
+                nn.init.eye_(projection.weight)
+                projection.bias.zero_()
+        self._heads = nn.ModuleDict({"projection": projection})
         self.table: Tensor | None = None
 
     @staticmethod
@@ -133,12 +153,26 @@ class ClsrRecipe:
         encoder.normalize = False
         return encoder
 
+    # ------------------------------------------------------------------ distillation (--set distill=W)
+    def prepare_distillation(self, encoder: Encoder) -> None:
+        """Nothing to copy: the frozen table IS the base model's output for every training sentence."""
+
+    def distillation_views(self, encoder: Encoder, heads: nn.ModuleDict, batch: dict[str, Tensor],
+                           ) -> tuple[Tensor, Tensor]:
+        """MLP(frozen) as exported vs the frozen vectors themselves, for the first sentence of each pair."""
+        frozen = self._table_on(batch["a_rows"].device)[batch["a_rows"]]
+        return encoder.apply_head(frozen, start=encoder.frozen_head_layers), frozen
+
+    def _table_on(self, device: Any) -> Tensor:
+        assert self.table is not None, "load_examples() builds the embedding table before training"
+        if self.table.device != device:
+            self.table = self.table.to(device)
+        return self.table
+
     def compute_loss(self, encoder: Encoder, heads: nn.ModuleDict, batch: dict[str, Tensor]) -> LossOutput:
         from sentadapt.recipes.losses import gather_across_processes
 
-        assert self.table is not None, "load_examples() builds the embedding table before training"
-        if self.table.device != batch["a_rows"].device:
-            self.table = self.table.to(batch["a_rows"].device)
+        self._table_on(batch["a_rows"].device)
         views = []
         for side in ("a_rows", "b_rows"):
             frozen = self.table[batch[side]]
@@ -148,6 +182,43 @@ class ClsrRecipe:
         loss = nt_xent_without_duplicates(gather_across_processes(views[0]), gather_across_processes(views[1]),
                                           ids[0], ids[1], self.config.temperature)
         return LossOutput(loss, {"contrastive": loss.item()})
+
+
+def check_identity_dims(config: ClsrConfig, base_dim: int) -> None:
+    """init=identity needs room for x = relu(x) − relu(−x): hidden ≥ 2d, output = projection = d (or 0)."""
+    from sentadapt.errors import ConfigError
+
+    if config.hidden_dim and config.hidden_dim < 2 * base_dim:
+        raise ConfigError(f"hidden_dim: init=identity needs at least 2 × the base dimension ({2 * base_dim}), got "
+                          f"{config.hidden_dim}; pass --set hidden_dim=0 or --set init=random")
+    if config.output_dim and config.output_dim != base_dim:
+        raise ConfigError(f"output_dim: init=identity keeps the base dimension {base_dim}, got {config.output_dim}; "
+                          "pass --set output_dim=0 or --set init=random")
+    if config.projection_dim and config.projection_dim < base_dim:
+        raise ConfigError(f"projection_dim: init=identity needs at least the base dimension {base_dim}, got "
+                          f"{config.projection_dim}; pass --set projection_dim=0 or --set init=random")
+
+
+def identity_mlp(first: nn.Linear, second: nn.Linear) -> None:
+    """Make second(relu(first(x))) = x exactly, with plain Linear layers (exported as standard Dense modules).
+
+    first: d → h (h ≥ 2d) with weight rows [I; −I; random], bias 0; second: h → d with weight [I, −I, 0], bias 0.
+    Then second(relu(first(x)))_i = relu(x_i)·1 + relu(−x_i)·(−1) + Σ 0·(…) = x_i: every product is x_i, ±0 or
+    0·finite, so each sum is exact in any order (one of relu(x_i), relu(−x_i) is 0). Units beyond 2d keep
+    their random input weights with zero output weights: they add exactly 0 now and still get gradients.
+    """
+    import torch
+
+    d = second.out_features
+    with torch.no_grad():
+        eye = torch.eye(d, dtype=first.weight.dtype, device=first.weight.device)
+        first.weight[:d] = eye
+        first.weight[d:2 * d] = -eye
+        first.bias.zero_()
+        second.weight.zero_()
+        second.weight[:, :d] = eye
+        second.weight[:, d:2 * d] = -eye
+        second.bias.zero_()
 
 
 def nt_xent_without_duplicates(first: Tensor, second: Tensor, first_ids: Tensor, second_ids: Tensor,

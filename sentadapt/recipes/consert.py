@@ -24,7 +24,7 @@ from sentadapt.config import check_choice, check_range
 from sentadapt.errors import ConfigError
 from sentadapt.pooling import POOLING_NAMES, Pooling
 from sentadapt.recipes.augment import AUGMENTATIONS, ViewInputs, make_view
-from sentadapt.recipes.base import LossOutput, register_recipe
+from sentadapt.recipes.base import LossOutput, register_recipe, resolve_export_pooling
 
 if TYPE_CHECKING:
     from torch import Tensor, nn
@@ -99,6 +99,7 @@ class ConsertRecipe:
         self.position_offset = self._position_offset(encoder)
         self._check_model_supports_views(encoder)
         self._heads = nn.ModuleDict()
+        self._frozen_base: Any = None  # a FrozenBase, made by prepare_distillation when distill > 0
         if self.stage_mode in ("joint", "sup"):
             # softmax classifier over [r1, r2, |r1 − r2|] (Sentence-BERT's NLI head), 3 labels
             self._heads["classifier"] = nn.Linear(3 * encoder.hidden_size, 3)
@@ -125,12 +126,25 @@ class ConsertRecipe:
         return self._heads
 
     def prepare_export(self, encoder: Encoder, heads: nn.ModuleDict) -> Encoder:
-        name = self.config.export_pooling
-        if name == "auto":
-            declared = getattr(encoder, "pooling_source", "default") == "modules.json"
-            name = encoder.pooling_name if declared else "last2avg"
+        name = resolve_export_pooling(self.config.export_pooling, encoder, paper="last2avg")
         encoder.pooling = Pooling.from_name(name, encoder.num_layers)
         return encoder
+
+    # ------------------------------------------------------------------ distillation (--set distill=W)
+    def prepare_distillation(self, encoder: Encoder) -> None:
+        from sentadapt.recipes.frozen_base import FrozenBase
+
+        self._frozen_base = FrozenBase(encoder)
+
+    def distillation_views(self, encoder: Encoder, heads: nn.ModuleDict, batch: dict[str, Tensor],
+                           ) -> tuple[Tensor, Tensor]:
+        """A clean (un-augmented, dropout-off) pass with the export pooling vs the frozen base; NLI: the premises."""
+        from sentadapt.recipes.frozen_base import clean_embeddings
+
+        prefix = "" if "input_ids" in batch else "a_"
+        input_ids, attention_mask = batch[f"{prefix}input_ids"], batch[f"{prefix}attention_mask"]
+        return (clean_embeddings(encoder, input_ids, attention_mask),
+                self._frozen_base.embed(encoder, input_ids, attention_mask))
 
     # ------------------------------------------------------------------ loss
     def compute_loss(self, encoder: Encoder, heads: nn.ModuleDict, batch: dict[str, Tensor]) -> LossOutput:

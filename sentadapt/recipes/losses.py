@@ -1,5 +1,5 @@
-"""Contrastive losses shared by the recipes (NT-Xent; SG-OPT's L_opt1–3 and regulariser), and the cross-process
-gather that enlarges their negatives."""
+"""Contrastive losses shared by the recipes (NT-Xent; SG-OPT's L_opt1–3 and regulariser), the distillation
+terms toward the frozen base (kl, mse), and the cross-process gather that enlarges their negatives."""
 
 from __future__ import annotations
 
@@ -118,6 +118,44 @@ def squared_distance(parameters: list[Tensor], reference: list[Tensor]) -> Tenso
                 raise ValueError(f"squared_distance: shape {tuple(parameter.shape)} vs {tuple(fixed.shape)}")
             total = total + (parameter.to(total.dtype) - fixed.detach().to(total.dtype)).pow(2).sum()
         return total
+
+
+def distillation_kl(adapted: Tensor, base: Tensor, temperature: float) -> Tensor:
+    """Row-wise KL(P_base ‖ P_adapted) of in-batch similarity distributions, the mean over the N rows.
+
+    S = cos(e_i, e_j) / T over the batch (N, D) → (N, N); row i, softmax-ed, is how sentence i spreads
+    its similarity over the others. The self-pair (j = i) is left out of every row: its cosine is 1 on
+    both sides, and at T = 0.05 its e^20 would hold nearly all of the row's mass and flatten the signal
+    (64 sentences at cos ≈ 0.3: e^20 / (e^20 + 63·e^6) ≈ 99.99 % of it). Exactly 0 when `adapted`
+    equals `base`; `base` carries no gradient. With two sentences each row has one entry, so the term is
+    always 0 (with one there is no row): kl needs at least 3 sentences per process; mse has no such limit.
+    """
+    _check_pairs("distillation_kl", adapted, base, temperature)
+    n = adapted.shape[0]
+    with torch.autocast(device_type=adapted.device.type, enabled=False):
+        if n < 2:
+            return _unit(adapted).sum() * 0.0
+        others = ~torch.eye(n, dtype=torch.bool, device=adapted.device)
+        a, b = _unit(adapted), _unit(base.detach())
+        log_q = F.log_softmax((a @ a.T)[others].reshape(n, n - 1) / temperature, dim=-1)
+        log_p = F.log_softmax((b @ b.T)[others].reshape(n, n - 1) / temperature, dim=-1)
+        return F.kl_div(log_q, log_p, log_target=True, reduction="batchmean")  # Σ_ij p (log p − log q) / N
+
+
+def distillation_mse(adapted: Tensor, base: Tensor) -> Tensor:
+    """Mean over sentences of ‖û_adapted − û_base‖²₂ on unit vectors (= 2 − 2 cos); exactly 0 when equal."""
+    _check_pairs("distillation_mse", adapted, base, 1.0)
+    with torch.autocast(device_type=adapted.device.type, enabled=False):
+        return (_unit(adapted) - _unit(base.detach())).pow(2).sum(dim=-1).mean()
+
+
+def distillation_loss(kind: str, adapted: Tensor, base: Tensor, temperature: float) -> Tensor:
+    """`kind` is TrainConfig.distill_kind: kl (in-batch similarity structure) or mse (each vector's direction)."""
+    if kind == "kl":
+        return distillation_kl(adapted, base, temperature)
+    if kind == "mse":
+        return distillation_mse(adapted, base)
+    raise ValueError(f"distillation_loss: unknown kind {kind!r}; expected kl or mse")
 
 
 def _check_pairs(name: str, sentences: Tensor, views: Tensor, temperature: float) -> None:

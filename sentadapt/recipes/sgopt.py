@@ -32,8 +32,9 @@ Where we depart from the official code (galsang/SG-BERT, ANCHORS §b.2), deliber
   base model: the shared head f sees c and the guide's raw views in the same space. Such modules are
   kept at export as they were (frozen here: they are not trained); Normalize does not change cosine.
 
-The trained model is exported with CLS pooling; the head and the guide are discarded. Memory: the
-guide doubles the model's weights (and the head adds 4096·(4096 + H) ≈ 18–20M parameters, with AdamW state).
+The trained model is exported with CLS pooling (`export_pooling`; `auto`: the base's declared pooling); the
+head and the guide are discarded. Memory: the guide doubles the model's weights (and the head adds
+4096·(4096 + H) ≈ 18–20M parameters, with AdamW state).
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from sentadapt.config import check_choice, check_range
 from sentadapt.errors import ConfigError
 from sentadapt.pooling import POOLING_NAMES, Pooling
-from sentadapt.recipes.base import LossOutput, register_recipe
+from sentadapt.recipes.base import LossOutput, register_recipe, resolve_export_pooling
 
 if TYPE_CHECKING:
     from torch import Tensor, nn
@@ -68,7 +69,9 @@ class SgOptConfig:
     layer_max: int = -1  # last one, inclusive; -1 = the last layer L
     freeze_embeddings: bool = True  # the tuned copy's embedding layer (paper: "layer 0") stays fixed
     head_hidden: int = 4096  # width of the projection head f (both layers)
-    export_pooling: str = "cls"  # how the trained model is evaluated and saved (paper: last-layer [CLS])
+    # how the trained model is evaluated and saved: a pooling name (paper: last-layer [CLS]), or "auto": the
+    # base model's own pooling when its folder declares one (sentence-transformers), else cls
+    export_pooling: str = "cls"
 
     def validate(self) -> None:
         check_choice("objective", self.objective, OBJECTIVES)
@@ -81,7 +84,7 @@ class SgOptConfig:
             raise ConfigError(f"layer_max: {self.layer_max} is below layer_min {self.layer_min}; the views are "
                               "hidden states layer_min..layer_max (inclusive)")
         check_range("head_hidden", self.head_hidden, 1, None)
-        check_choice("export_pooling", self.export_pooling, POOLING_NAMES)
+        check_choice("export_pooling", self.export_pooling, ("auto", *POOLING_NAMES))
 
 
 @register_recipe("sg-opt")
@@ -122,6 +125,7 @@ class SgOptRecipe:
         self._guide: list[nn.Module] = [guide]
         self._reference: dict[str, Tensor] = {}
         self._reference_device: Any = None
+        self._frozen_base: Any = None  # a FrozenBase around the guide, made by prepare_distillation (distill > 0)
         self.sentence_pooling = Pooling("cls")  # last layer, first token, no pooler MLP
 
         hidden = encoder.hidden_size
@@ -157,9 +161,26 @@ class SgOptRecipe:
         return self._heads
 
     def prepare_export(self, encoder: Encoder, heads: nn.ModuleDict) -> Encoder:
-        """CLS pooling (the paper's sentence vector); the projection head is training-only and not saved."""
-        encoder.pooling = Pooling.from_name(self.config.export_pooling, encoder.num_layers)
+        """CLS pooling (the paper's sentence vector) unless set otherwise; the projection head is not saved."""
+        name = resolve_export_pooling(self.config.export_pooling, encoder, paper="cls")
+        encoder.pooling = Pooling.from_name(name, encoder.num_layers)
         return encoder
+
+    # ------------------------------------------------------------------ distillation (--set distill=W)
+    def prepare_distillation(self, encoder: Encoder) -> None:
+        """The base's vectors come from the guide (BERT_F is the base model, frozen): no second copy."""
+        from sentadapt.recipes.frozen_base import FrozenBase
+
+        self._frozen_base = FrozenBase(encoder, backbone=self.guide)
+
+    def distillation_views(self, encoder: Encoder, heads: nn.ModuleDict, batch: dict[str, Tensor],
+                           ) -> tuple[Tensor, Tensor]:
+        """The tuned copy as exported (export pooling and head, dropout off) vs the guide with the same."""
+        from sentadapt.recipes.frozen_base import clean_embeddings
+
+        input_ids, attention_mask = batch["input_ids"], batch["attention_mask"]
+        return (clean_embeddings(encoder, input_ids, attention_mask),
+                self._frozen_base.embed(encoder, input_ids, attention_mask))
 
     # ------------------------------------------------------------------ loss
     def compute_loss(self, encoder: Encoder, heads: nn.ModuleDict, batch: dict[str, Tensor]) -> LossOutput:

@@ -47,6 +47,7 @@ from sentadapt.train.checkpoint import (
     write_folder_atomically,
     write_training_checkpoint,
 )
+from sentadapt.train.distill import Distillation, build_distillation
 from sentadapt.train.optim import build_optimizer, lr_multiplier
 from sentadapt.train.signals import StopRequest, TrainingInterrupted, stopped_by
 from sentadapt.train.tracking import (
@@ -73,14 +74,19 @@ class TrainingDiverged(SentadaptError):
 class TrainingModule(nn.Module):
     """Encoder + recipe heads as one module, so DDP wraps (and syncs) both; forward returns the loss."""
 
-    def __init__(self, encoder: Encoder, heads: nn.ModuleDict, recipe: Recipe) -> None:
+    def __init__(self, encoder: Encoder, heads: nn.ModuleDict, recipe: Recipe,
+                 distillation: Distillation | None = None) -> None:
         super().__init__()
         self.encoder = encoder
         self.heads = heads
         self._recipe = [recipe]  # a list: the recipe is not a module and must not be registered
+        self._distillation = [distillation]  # its frozen base stays out of state_dict, optimizer and DDP
 
     def forward(self, batch: dict[str, torch.Tensor]) -> Any:
-        return self._recipe[0].compute_loss(self.encoder, self.heads, batch)
+        output = self._recipe[0].compute_loss(self.encoder, self.heads, batch)
+        if self._distillation[0] is not None:
+            output = self._distillation[0].add_to(output, self._recipe[0], self.encoder, self.heads, batch)
+        return output
 
 
 @dataclass
@@ -214,7 +220,8 @@ class Trainer:
         if not resume:
             self._evaluate_base()  # the base model as the user has it, with its own pooling
         recipe.prepare_export(encoder, heads)  # checkpoints are scored with the pooling they are saved with
-        self.module = TrainingModule(encoder, heads, recipe).to(self.accelerator.device)
+        distillation = build_distillation(self.train_config, recipe, encoder)  # before resumed weights load
+        self.module = TrainingModule(encoder, heads, recipe, distillation).to(self.accelerator.device)
         cfg = self.train_config
         self.optimizer = build_optimizer(
             cfg.optimizer, parameter_groups(self.module, cfg.weight_decay), cfg.lr,

@@ -1,0 +1,217 @@
+"""Distillation toward the frozen base (`--set distill=W`): the terms, each recipe's views, the loop's wiring."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+from safetensors.torch import load_file
+
+from sentadapt.config import TrainConfig
+from sentadapt.encoder import Encoder
+from sentadapt.errors import ConfigError
+from sentadapt.recipes.clsr import ClsrConfig, ClsrRecipe
+from sentadapt.recipes.consert import ConsertConfig, ConsertRecipe
+from sentadapt.recipes.losses import distillation_kl, distillation_loss, distillation_mse
+from sentadapt.recipes.sgopt import SgOptConfig, SgOptRecipe
+from sentadapt.train.checkpoint import checkpoint_name
+from sentadapt.train.distill import build_distillation
+from sentadapt.train.loop import TrainingModule
+from tests.conftest import TINY_SENTENCES, run_adapt, run_config
+from tests.test_train import make_config, train
+
+# ---------------------------------------------------------------------- the terms against plain loops
+
+
+def reference_kl(adapted: torch.Tensor, base: torch.Tensor, temperature: float) -> torch.Tensor:
+    """Σ_i KL(p_i ‖ q_i) / N, p_i and q_i the softmax over j ≠ i of cos / T, written out term by term."""
+    n = adapted.shape[0]
+    total = adapted.new_zeros(())
+    for i in range(n):
+        others = [j for j in range(n) if j != i]
+        s_a = torch.stack([torch.cosine_similarity(adapted[i], adapted[j], dim=0) / temperature for j in others])
+        s_b = torch.stack([torch.cosine_similarity(base[i], base[j], dim=0) / temperature for j in others])
+        p = torch.exp(s_b) / torch.exp(s_b).sum()
+        q = torch.exp(s_a) / torch.exp(s_a).sum()
+        total = total + sum(p[k] * torch.log(p[k] / q[k]) for k in range(n - 1))
+    return total / n
+
+
+def reference_mse(adapted: torch.Tensor, base: torch.Tensor) -> torch.Tensor:
+    rows = [((adapted[i] / adapted[i].norm() - base[i] / base[i].norm()) ** 2).sum() for i in range(len(adapted))]
+    return torch.stack(rows).mean()
+
+
+@pytest.mark.parametrize("kind", ["kl", "mse"])
+@pytest.mark.parametrize(("n", "d", "temperature"), [(3, 3, 0.05), (7, 16, 0.05), (5, 8, 1.0)])
+def test_value_and_gradient_match_the_plain_loop(kind: str, n: int, d: int, temperature: float) -> None:
+    generator = torch.Generator().manual_seed(n * d)
+    base = torch.randn(n, d, dtype=torch.float64, generator=generator)
+    adapted = (base + 0.3 * torch.randn(n, d, dtype=torch.float64, generator=generator)).requires_grad_(True)
+    ours = distillation_loss(kind, adapted, base, temperature)
+    theirs = reference_kl(adapted, base, temperature) if kind == "kl" else reference_mse(adapted, base)
+    assert ours.item() == pytest.approx(theirs.item(), rel=1e-12) and ours.item() > 1e-4
+    (grad_ours,) = torch.autograd.grad(ours, adapted)
+    (grad_theirs,) = torch.autograd.grad(theirs, adapted)
+    assert torch.allclose(grad_ours, grad_theirs, rtol=1e-10, atol=1e-12)
+
+
+def test_terms_are_exactly_zero_for_equal_inputs_and_base_gets_no_gradient() -> None:
+    vectors = torch.randn(6, 8, generator=torch.Generator().manual_seed(0))
+    base = vectors.clone().requires_grad_(True)
+    for term in (distillation_kl(vectors, base, 0.05), distillation_mse(vectors, base)):
+        assert term.item() == 0.0
+    adapted = vectors.clone().requires_grad_(True)
+    distillation_kl(adapted * 2, base, 0.05).backward()  # a rescaling keeps every cosine: still 0
+    assert base.grad is None and adapted.grad is not None
+    assert distillation_kl(vectors[:1], vectors[:1], 0.05).item() == 0.0  # one sentence: no distribution
+    # two sentences: each row's distribution has one entry (the self-pair is left out), so kl is always 0
+    assert distillation_kl(vectors[:2], vectors[2:4], 0.05).item() == 0.0
+
+
+def test_kl_and_mse_see_different_changes() -> None:
+    """kl compares the in-batch similarity structure, mse each vector's direction: a rotation moves only mse."""
+    vectors = torch.randn(6, 8, dtype=torch.float64, generator=torch.Generator().manual_seed(1))
+    rotation, _ = torch.linalg.qr(torch.randn(8, 8, dtype=torch.float64, generator=torch.Generator().manual_seed(2)))
+    rotated = vectors @ rotation
+    assert distillation_kl(rotated, vectors, 0.05).item() == pytest.approx(0.0, abs=1e-12)
+    assert distillation_mse(rotated, vectors).item() > 0.1
+
+
+# ---------------------------------------------------------------------- each recipe's views at step 0
+
+def _sentence_batch(encoder: Encoder) -> dict[str, torch.Tensor]:
+    tokens = encoder.collate(encoder.tokenize_ids(TINY_SENTENCES))
+    return {"input_ids": tokens.input_ids, "attention_mask": tokens.attention_mask}
+
+
+def _nli_batch(encoder: Encoder) -> dict[str, torch.Tensor]:
+    left = encoder.collate(encoder.tokenize_ids(TINY_SENTENCES))
+    right = encoder.collate(encoder.tokenize_ids(TINY_SENTENCES[1:] + TINY_SENTENCES[:1]))
+    return {"a_input_ids": left.input_ids, "a_attention_mask": left.attention_mask, "b_input_ids": right.input_ids,
+            "b_attention_mask": right.attention_mask, "labels": torch.arange(len(TINY_SENTENCES)) % 3}
+
+
+def _clsr_batch(recipe: ClsrRecipe, encoder: Encoder) -> dict[str, torch.Tensor]:
+    recipe.table = encoder.encode(TINY_SENTENCES)  # what load_examples caches: the frozen part's output
+    rows = torch.arange(len(TINY_SENTENCES))
+    return {"a_rows": rows, "b_rows": rows.roll(1)}
+
+
+def _prepared(name: str, encoder: Encoder):
+    """A recipe as the loop holds it at step 0: export prepared, distillation on, module in train mode."""
+    recipe = {
+        "consert": lambda: ConsertRecipe(ConsertConfig(), encoder),
+        "consert-joint": lambda: ConsertRecipe(ConsertConfig(mode="joint", nli=("x",)), encoder),
+        "sg-opt": lambda: SgOptRecipe(SgOptConfig(head_hidden=32), encoder),
+        "clsr": lambda: ClsrRecipe(ClsrConfig(init="identity"), encoder),
+    }[name]()
+    batch = (_clsr_batch(recipe, encoder) if name == "clsr" else
+             _nli_batch(encoder) if name == "consert-joint" else _sentence_batch(encoder))
+    heads = recipe.trainable_heads()
+    recipe.prepare_export(encoder, heads)
+    distillation = build_distillation(TrainConfig(distill=1.0), recipe, encoder)
+    module = TrainingModule(encoder, heads, recipe, distillation).train()
+    return recipe, module, distillation, batch
+
+
+@pytest.mark.parametrize("name", ["consert", "consert-joint", "sg-opt", "clsr"])
+def test_the_term_is_zero_at_step_0_and_grows_when_weights_move(tiny_encoder: Encoder, name: str) -> None:
+    recipe, module, distillation, batch = _prepared(name, tiny_encoder)
+    # exactly 0: both sides run the same kernels on the same weights (the frozen side under no_grad)
+    for kind in ("kl", "mse"):
+        distillation.kind = kind
+        assert distillation.term(recipe, module.encoder, module.heads, batch).item() == 0.0, kind
+    output = module(batch)
+    assert output.parts["distill"] == 0.0
+    # the adapted side carries the gradient; moving the trained weights moves the term
+    trained = [p for p in module.parameters() if p.requires_grad and p.dim() == 2]
+    with torch.no_grad():
+        for parameter in trained:
+            parameter.add_(0.3 * torch.randn_like(parameter))
+    for kind in ("kl", "mse"):
+        distillation.kind = kind
+        assert distillation.term(recipe, module.encoder, module.heads, batch).item() > 1e-4, kind
+
+
+def test_sgopt_reuses_its_guide_and_consert_copies_once(tiny_encoder: Encoder) -> None:
+    recipe, *_ = _prepared("sg-opt", tiny_encoder)
+    assert recipe._frozen_base.encoder.backbone is recipe.guide
+    consert, module, *_ = _prepared("consert", Encoder.load(tiny_encoder.name, device="cpu"))
+    frozen = consert._frozen_base.encoder
+    assert frozen.backbone is not module.encoder.backbone and not frozen.training
+    assert all(not p.requires_grad for p in frozen.parameters())
+
+
+def test_the_frozen_copy_is_not_part_of_the_trained_module(tiny_encoder: Encoder) -> None:
+    recipe, module, *_ = _prepared("consert", tiny_encoder)
+    plain = TrainingModule(module.encoder, module.heads, recipe)
+    assert module.state_dict().keys() == plain.state_dict().keys()
+    assert sum(p.numel() for p in module.parameters()) == sum(p.numel() for p in plain.parameters())
+    frozen = {id(p) for p in recipe._frozen_base.encoder.parameters()}
+    assert frozen and not frozen & {id(p) for p in module.parameters()}
+
+
+# ---------------------------------------------------------------------- through the loop
+
+def _log(run_dir: Path) -> list[dict[str, float]]:
+    return [json.loads(line) for line in (run_dir / "train.log").read_text().splitlines() if '"loss"' in line]
+
+
+def test_two_steps_log_distill_change_the_weights_and_leave_checkpoints_alone(tiny_model_dir: Path, corpus: Path,
+                                                                             tmp_path: Path) -> None:
+    runs = {}
+    for weight in ("0", "5"):
+        config = make_config(tiny_model_dir, corpus, tmp_path / f"distill-{weight}", sets=(f"distill={weight}",),
+                             max_steps=2, checkpoint_every=2)
+        assert config.train.distill == float(weight)
+        train(config)
+        runs[weight] = config.output
+    log = _log(Path(runs["5"]))
+    assert [r["step"] for r in log] == [1, 2]
+    assert log[0]["distill"] == 0.0 and log[1]["distill"] > 0  # step 1 starts at the base
+    assert all("distill" not in r for r in _log(Path(runs["0"])))  # off: no term, no part
+    with_distill = load_file(str(Path(runs["5"]) / "model.safetensors"))
+    without = load_file(str(Path(runs["0"]) / "model.safetensors"))
+    assert with_distill.keys() == without.keys()
+    assert any(not torch.equal(with_distill[k], without[k]) for k in without)
+    # the checkpoints hold the same tensors as without distillation: the frozen copy is never saved
+    checkpoints = [load_file(str(Path(runs[w]) / "checkpoints" / checkpoint_name(2) / "model.safetensors"))
+                   for w in ("5", "0")]
+    assert checkpoints[0].keys() == checkpoints[1].keys()
+
+
+def test_set_reaches_train_config_for_every_recipe(tiny_model_dir: Path, corpus: Path, tmp_path: Path) -> None:
+    for recipe in ("consert", "sg-opt", "clsr"):
+        config = run_config(recipe, tiny_model_dir, corpus, tmp_path, {},
+                            ["distill=0.5", "distill_kind=mse", "distill_temperature=0.1"])
+        assert (config.train.distill, config.train.distill_kind, config.train.distill_temperature) == (0.5, "mse", 0.1)
+    defaults = TrainConfig()
+    assert (defaults.distill, defaults.distill_kind, defaults.distill_temperature) == (0.0, "kl", 0.05)
+
+
+@pytest.mark.parametrize(("option", "message"), [
+    ("distill=-1", "Error: distill: -1.0 is out of range; valid: [0, inf] (0 = off)"),
+    ("distill=nan", "Error: distill: nan is out of range; valid: [0, inf] (0 = off)"),
+    ("distill_kind=cosine", "Error: distill_kind: 'cosine' is not one of kl, mse"),
+    ("distill_temperature=0", "Error: distill_temperature: 0.0 is out of range; valid: (0, inf]"),
+    ("distill=lots", "Error: --set: distill: expected a number, got 'lots'"),
+])
+def test_bad_values_fail_with_one_line(corpus: Path, tiny_model_dir: Path, tmp_path: Path, option: str,
+                                       message: str) -> None:
+    result = run_adapt(str(corpus), "--recipe", "consert", "--base", str(tiny_model_dir), "--output",
+                       str(tmp_path / "run"), "--dev", "none", "--set", option)
+    assert result.exit_code == 2, result.output
+    assert result.stderr.strip() == message
+
+
+def test_a_recipe_without_views_is_refused_in_one_line(tiny_encoder: Encoder) -> None:
+    class Bare:
+        name = "bare"
+
+    with pytest.raises(ConfigError) as error:
+        build_distillation(TrainConfig(distill=1.0), Bare(), tiny_encoder)  # type: ignore[arg-type]
+    assert str(error.value) == "distill: recipe bare does not provide distillation views; pass --set distill=0"
+    assert build_distillation(TrainConfig(), Bare(), tiny_encoder) is None  # type: ignore[arg-type]
