@@ -195,10 +195,15 @@ class DomainSuite:
         dev_file = DEV_SIZES[plan.dev_size]
         files = ["test.jsonl", "test-pairclass.tsv", dev_file]
         out = self.work / "evals" / plan.variant / f"{short(model)}-{domain}.json"
-        job = self.runner.run(f"eval-{plan.variant}-{short(model)}-{domain}", sentadapt(
+        # the job name lists the models evaluated: a --reuse pass with other recipes must not take an earlier
+        # eval of fewer models, whose entries would then be matched to the wrong rows
+        job = self.runner.run(f"eval-{plan.variant}-{short(model)}-{domain}-{'+'.join(plan.recipes)}", sentadapt(
             "eval", model, *map(str, outputs), *(arg for name in files for arg in ("--pairs", str(folder / name))),
             "--json", str(out)))
         entries = json.loads(out.read_text())
+        evaluated = [Path(entry["model"]) for entry in entries[1:]]
+        if evaluated != outputs:
+            sys.exit(f"{out}: evaluates {[str(p) for p in evaluated]}, not this plan's {[str(p) for p in outputs]}")
         base = entries[0]
         rows = {"base": {"kind": "base", "test": score(base, "test.jsonl", "spearman"),
                          "test_ap": score(base, "test-pairclass.tsv", "ap"),

@@ -1,0 +1,58 @@
+"""Before/after table of the levers tried on tuned bases (docs/findings.md), from domain-suite results.
+
+    python bench/levers_table.py runs/levers-a runs/levers-b [runs/domain]
+
+Each WORK folder is a `bench/domain_suite.py --work WORK --variant NAME …` run; one row per (variant,
+recipe, model): the selected checkpoint's dev Δ and the held-out test Δ (Spearman × 100) averaged over the
+domains, the test Δ with the verdict applied (keep-base counts as 0), and each domain's test Δ with its
+paired 95 % CI. Pure reading: nothing is trained or evaluated here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from domain_render import applied_delta, delta_cell  # bench/ is on sys.path: the scripts run from there
+
+
+def rows(results: dict[str, Any]) -> list[tuple[str, str, str, dict[str, dict[str, Any]]]]:
+    found = []
+    for variant, data in results["variants"].items():
+        for model, domains in data["models"].items():
+            recipes = dict.fromkeys(r for d in domains.values() for r in d["rows"] if r != "base")
+            for recipe in recipes:
+                found.append((variant, recipe, Path(model).name,
+                              {domain: d["rows"][recipe] for domain, d in domains.items() if recipe in d["rows"]}))
+    return found
+
+
+def table(works: list[Path]) -> str:
+    entries = [entry for work in works for entry in rows(json.loads((work / "results.json").read_text()))]
+    domains = list(dict.fromkeys(domain for *_, per_domain in entries for domain in per_domain))
+    lines = ["| variant | recipe | model | dev Δ | test Δ | test Δ, verdict applied | "
+             + " | ".join(f"{d} test Δ" for d in domains) + " |",
+             "|---|---|---|---:|---:|---:|" + "---:|" * len(domains)]
+    for variant, recipe, model, per_domain in sorted(entries, key=lambda e: (e[2], e[1], e[0])):
+        done = [per_domain[d] for d in domains if d in per_domain]
+        dev = [row["dev"]["delta"] for row in done if (row.get("dev") or {}).get("delta") is not None]
+        test = [row["test"]["delta"] for row in done]
+        applied = [applied_delta(row) for row in done]
+        mean = (lambda xs: f"{sum(xs) / len(xs):+.2f}" if xs else "–")
+        cells = [delta_cell(per_domain[d]["test"]) if d in per_domain else "–" for d in domains]
+        partial = "" if len(done) == len(domains) else f" ({len(done)}/{len(domains)} domains)"
+        lines.append(f"| {variant}{partial} | {recipe} | {model} | {mean(dev)} | {mean(test)} | {mean(applied)} | "
+                     + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("works", nargs="+", type=Path, help="domain-suite work folders (each with results.json)")
+    print(table(parser.parse_args().works))
+
+
+if __name__ == "__main__":
+    main()
