@@ -18,6 +18,10 @@ from typing import Any
 from domain_render import applied_delta, delta_cell  # bench/ is on sys.path: the scripts run from there
 
 
+def mean(values: list[float]) -> str:
+    return f"{sum(values) / len(values):+.2f}" if values else "–"
+
+
 def rows(results: dict[str, Any]) -> list[tuple[str, str, str, dict[str, dict[str, Any]]]]:
     found = []
     for variant, data in results["variants"].items():
@@ -40,7 +44,6 @@ def table(works: list[Path]) -> str:
         dev = [row["dev"]["delta"] for row in done if (row.get("dev") or {}).get("delta") is not None]
         test = [row["test"]["delta"] for row in done]
         applied = [applied_delta(row) for row in done]
-        mean = (lambda xs: f"{sum(xs) / len(xs):+.2f}" if xs else "–")
         cells = [delta_cell(per_domain[d]["test"]) if d in per_domain else "–" for d in domains]
         partial = "" if len(done) == len(domains) else f" ({len(done)}/{len(domains)} domains)"
         lines.append(f"| {variant}{partial} | {recipe} | {model} | {mean(dev)} | {mean(test)} | {mean(applied)} | "
