@@ -66,6 +66,7 @@ class Plan:
     seed: int = 0  # the data split's
     variant: str = DEFAULT_VARIANT
     extra: dict[str, list[str]] = field(default_factory=dict)  # recipe → extra arguments
+    train_only: bool = False  # train (or reuse) the runs, evaluate later in one pass with every recipe
 
 
 def parse_extra(specs: list[str]) -> dict[str, list[str]]:
@@ -192,6 +193,8 @@ class DomainSuite:
         for recipe in plan.recipes:
             output, rows[recipe] = self.train(recipe, model, domain)
             outputs.append(output)
+        if plan.train_only:
+            return
         dev_file = DEV_SIZES[plan.dev_size]
         files = ["test.jsonl", "test-pairclass.tsv", dev_file]
         out = self.work / "evals" / plan.variant / f"{short(model)}-{domain}.json"
@@ -269,6 +272,9 @@ def main() -> None:
     parser.add_argument("--set-extra", action="append", default=[], metavar="RECIPE:SETTING",
                         help="RECIPE:KEY=VALUE (→ --set) or RECIPE:--FLAG[=VALUE]; repeatable")
     parser.add_argument("--reuse", action="store_true", help="skip jobs that finished in an earlier run")
+    parser.add_argument("--train-only", action="store_true",
+                        help="train only (e.g. one recipe per process in parallel); a later --reuse pass with "
+                             "every recipe evaluates them together")
     parser.add_argument("--render", action="store_true", help="only re-render the markdown from WORK/results.json")
     args = parser.parse_args()
     os.chdir(REPO)
@@ -291,7 +297,7 @@ def main() -> None:
         recipes=recipes, steps=steps, batch_size=16 if args.quick else args.batch_size,
         max_length=32 if args.quick else args.max_length,
         eval_every=args.eval_every or max(1, steps // 4), dev_size=args.dev_size, seed=args.seed,
-        variant=args.variant, extra=extra)
+        variant=args.variant, extra=extra, train_only=args.train_only)
     for model in plan.models:
         if not Path(model).is_dir():
             parser.error(f"--models: {model} is not a model folder")
