@@ -66,10 +66,11 @@ def test_dry_run_on_a_tuned_base_says_which_preset_and_what_it_changed(corpus: P
                                                                       tmp_path: Path) -> None:
     printed, lines = _dry_run(corpus, tiny_st_dir, tmp_path)
     reason = f"{tiny_st_dir}/modules.json declares a Pooling module (mean): a sentence-tuned model"
-    assert lines == [f"preset: tuned-base ({reason})", "preset tuned-base: lr 2e-05 → 1e-05"]
-    assert printed["train"]["lr"] == 1e-5
+    assert lines == [f"preset: tuned-base ({reason})", "preset tuned-base: lr 2e-05 → 5e-05",
+                     "preset tuned-base: distill 0.0 → 1.0"]
+    assert printed["train"]["lr"] == 5e-5 and printed["train"]["distill"] == 1.0
     assert printed["train"]["batch_size"] == 96  # the rest stays the recipe's paper defaults
-    assert printed["preset"] == {"name": "tuned-base", "reason": reason, "values": {"lr": 1e-5}}
+    assert printed["preset"] == {"name": "tuned-base", "reason": reason, "values": {"lr": 5e-5, "distill": 1.0}}
 
 
 def test_dry_run_on_a_plain_base_keeps_the_paper_defaults(corpus: Path, tiny_model_dir: Path,
@@ -88,8 +89,9 @@ def test_preset_paper_on_a_tuned_base_keeps_the_paper_values(corpus: Path, tiny_
 
 def test_preset_tuned_base_can_be_forced_on_a_plain_base(corpus: Path, tiny_model_dir: Path, tmp_path: Path) -> None:
     printed, lines = _dry_run(corpus, tiny_model_dir, tmp_path, "--recipe", "sg-opt", "--preset", "tuned-base")
-    assert lines == ["preset: tuned-base (chosen with --preset tuned-base)", "preset tuned-base: lr 5e-05 → 1e-05"]
-    assert printed["train"]["lr"] == 1e-5
+    assert lines == ["preset: tuned-base (chosen with --preset tuned-base)",
+                     "preset tuned-base: export_pooling cls → auto", "preset tuned-base: distill 0.0 → 1.0"]
+    assert printed["recipe_args"]["export_pooling"] == "auto" and printed["train"]["lr"] == 5e-5
 
 
 @pytest.mark.parametrize(("extra", "lr"), [
@@ -101,7 +103,7 @@ def test_yaml_flags_and_set_beat_the_preset(corpus: Path, tiny_st_dir: Path, tmp
                                             lr: float) -> None:
     printed, lines = _dry_run(corpus, tiny_st_dir, tmp_path, *extra)
     assert printed["train"]["lr"] == lr
-    assert lines[1] == f"preset tuned-base: lr 2e-05 → 1e-05 (overridden: {lr} from the YAML, a flag or --set)"
+    assert lines[1] == f"preset tuned-base: lr 2e-05 → 5e-05 (overridden: {lr} from the YAML, a flag or --set)"
 
 
 def test_an_unknown_preset_is_one_line(corpus: Path, tiny_model_dir: Path, tmp_path: Path) -> None:
@@ -135,11 +137,11 @@ def test_config_yaml_keeps_the_preset_and_old_files_still_load(tiny_st_dir: Path
     save_run_config(config, tmp_path / "config.yaml")
     recipes = {name: RECIPES.get(name).Config for name in RECIPES}
     loaded = load_run_config(tmp_path / "config.yaml", recipes)
-    assert loaded.preset == preset.to_dict() and loaded.train.lr == 1e-5
+    assert loaded.preset == preset.to_dict() and loaded.train.lr == 5e-5 and loaded.train.distill == 1.0
     assert loaded.to_dict() == config.to_dict()
 
     saved = yaml.safe_load((tmp_path / "config.yaml").read_text())
     del saved["preset"]  # a run saved before presets existed
     (tmp_path / "config.yaml").write_text(yaml.safe_dump(saved))
     old = load_run_config(tmp_path / "config.yaml", recipes)
-    assert old.preset is None and old.train.lr == 1e-5
+    assert old.preset is None and old.train.lr == 5e-5
