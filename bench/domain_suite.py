@@ -130,15 +130,34 @@ class DomainSuite:
             self.results = json.loads(path.read_text())
         variant = self.results["variants"].setdefault(plan.variant, {"models": {}})
         variant["plan"] = asdict(plan)
+        self.written: set[tuple[str, str]] = set()  # (model, domain) entries this process measured
 
     @property
     def data(self) -> Path:
         return self.work / "data"
 
     def save(self) -> None:
-        tmp = self.work / ".tmp-results.json"
-        tmp.write_text(json.dumps(self.results, indent=1) + "\n")
-        tmp.replace(self.work / "results.json")
+        """Write what this process measured into results.json as it is now on disk: suites run side by side
+        on one WORK (other variants, models or recipes in parallel) each add their own entries."""
+        import fcntl
+
+        path = self.work / "results.json"
+        with (self.work / ".results.lock").open("w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)  # read-merge-write as one step against the other processes
+            self._merge_into(path)
+
+    def _merge_into(self, path: Path) -> None:
+        current = json.loads(path.read_text()) if path.exists() else {"variants": {}}
+        current.update({key: value for key, value in self.results.items() if key != "variants"})
+        mine = self.results["variants"][self.plan.variant]
+        variant = current.setdefault("variants", {}).setdefault(self.plan.variant, {"models": {}})
+        variant.update({key: value for key, value in mine.items() if key != "models"})
+        for model, domain in self.written:
+            variant["models"].setdefault(model, {})[domain] = mine["models"][model][domain]
+        self.results = current
+        tmp = self.work / f".tmp-results-{os.getpid()}.json"
+        tmp.write_text(json.dumps(current, indent=1) + "\n")
+        tmp.replace(path)
 
     def prepare_data(self) -> None:
         manifest = self.data / "manifest.json"
@@ -220,6 +239,7 @@ class DomainSuite:
                 use = row["dev"]["delta"] > 0 and row["dev"]["ci_excludes_0"]
                 row["decision"], row["decision_source"] = ("use-adapted" if use else "keep-base"), "dev Δ CI (eval)"
         variant = self.results["variants"][plan.variant]
+        self.written.add((short(model), domain))
         variant["models"].setdefault(short(model), {})[domain] = {
             "rows": rows, "eval": {"seconds": job.seconds, "peak_rss_mb": job.peak_rss_mb,
                                    "command": "python -m sentadapt " + " ".join(job.argv[3:])}}
