@@ -51,10 +51,34 @@ def table(works: list[Path]) -> str:
     return "\n".join(lines)
 
 
+def dev_size_table(evals: list[Path]) -> str:
+    """How wide the paired 95 % CI of a dev Δ is at each dev size: `sentadapt eval BASE RUN... --pairs
+    dev-25.jsonl --pairs dev-50.jsonl --pairs dev.jsonl --pairs dev-200.jsonl --pairs test.jsonl --json F`
+    per domain; mean half-width over domains and runs, and how often the decision (Δ > 0 with the CI
+    excluding 0) says use-adapted, next to the test Δ's sign."""
+    widths: dict[str, list[float]] = {}
+    uses: dict[str, int] = {}
+    for path in evals:
+        for entry in json.loads(path.read_text())[1:]:
+            for report in entry["delta_vs_first"]:
+                (task, metrics), = report["tasks"].items()
+                delta = metrics["spearman"]
+                name = task.removesuffix(".jsonl")
+                widths.setdefault(name, []).append((delta["ci"][1] - delta["ci"][0]) / 2)
+                uses[name] = uses.get(name, 0) + int(delta["delta"] > 0 and bool(delta.get("ci_excludes_0")))
+    lines = ["| pairs | mean ± half-width of the paired 95 % CI | runs the decision would use |", "|---|---:|---:|"]
+    for name, values in widths.items():
+        lines.append(f"| {name} | ±{sum(values) / len(values):.2f} | {uses[name]} / {len(values)} |")
+    return "\n".join(lines)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("works", nargs="+", type=Path, help="domain-suite work folders (each with results.json)")
-    print(table(parser.parse_args().works))
+    parser.add_argument("--dev-sizes", action="store_true",
+                        help="the arguments are eval JSON files of the dev-size check (see dev_size_table)")
+    args = parser.parse_args()
+    print(dev_size_table(args.works) if args.dev_sizes else table(args.works))
 
 
 if __name__ == "__main__":
