@@ -19,7 +19,7 @@ from typing import Any
 
 from sentadapt.config import TrainConfig, apply_overrides, check_choice
 from sentadapt.errors import ModelError
-from sentadapt.resolve import ResolvedModel, cached_hub_file
+from sentadapt.resolve import ResolvedModel, hub_file
 from sentadapt.st_modules import module_kind, read_modules, read_pooling_mode
 
 PAPER = "paper"
@@ -41,8 +41,8 @@ class Preset:
 def detect_preset(resolved: ResolvedModel) -> tuple[str, str]:
     """(preset name, reason): tuned-base when the base's modules.json lists a Pooling module, else paper.
 
-    A Hub model is judged by the modules.json in the local Hugging Face cache: detection never downloads
-    (the encoder reads Hub models as plain transformers models and does not fetch modules.json either)."""
+    A Hub model is judged by its modules.json, from the local Hugging Face cache or fetched (a few hundred
+    bytes) when the Hub answers, so a first run and a later one pick the same preset."""
     if resolved.is_local:
         folder = Path(resolved.location)
         shown = Path(resolved.name if resolved.source == "local" else resolved.location) / "modules.json"
@@ -55,15 +55,15 @@ def detect_preset(resolved: ResolvedModel) -> tuple[str, str]:
     else:
         model_id = resolved.location
         shown = Path(f"{model_id}/modules.json")
-        cached = cached_hub_file(model_id, "modules.json")
-        if cached is None:
-            return PAPER, (f"{model_id}: no modules.json in the local Hugging Face cache (a Hub model is read as a "
+        fetched = hub_file(model_id, "modules.json")
+        if fetched is None:
+            return PAPER, (f"{model_id}: no modules.json in the local Hugging Face cache or on the Hub (read as a "
                            "plain transformers model); pass --preset tuned-base if it is a sentence-transformers "
                            "model")
-        modules_file = cached
+        modules_file = fetched
 
         def pooling_config(path: str) -> Path | None:
-            return cached_hub_file(model_id, f"{path}/config.json" if path else "config.json")
+            return hub_file(model_id, f"{path}/config.json" if path else "config.json")
 
     pooling = next((m for m in read_modules(modules_file) if module_kind(str(m.get("type", ""))) == "Pooling"), None)
     if pooling is None:

@@ -88,6 +88,23 @@ def cached_hub_file(model_id: str, filename: str) -> Path | None:
     return Path(found) if isinstance(found, str) else None
 
 
+def hub_file(model_id: str, filename: str) -> Path | None:
+    """A small file of a Hub model: from the local cache, else downloaded when the Hub answers (so the first
+    run judges a model as the later ones do); None when the repo has no such file or it cannot be fetched."""
+    cached = cached_hub_file(model_id, filename)
+    if cached is not None:
+        return cached
+    try:
+        from huggingface_hub import hf_hub_download
+        from huggingface_hub.errors import EntryNotFoundError, HfHubHTTPError, LocalEntryNotFoundError
+    except ImportError:  # pragma: no cover - huggingface_hub comes with transformers
+        return None
+    try:
+        return Path(hf_hub_download(model_id, filename, etag_timeout=HUB_PROBE_TIMEOUT_S))
+    except (EntryNotFoundError, LocalEntryNotFoundError, HfHubHTTPError, OSError, ValueError):
+        return None  # not in the repo, offline, or refused: the caller says what that means for it
+
+
 def resolve_model(name: str | os.PathLike[str]) -> ResolvedModel:
     """Resolve a model argument, or raise ModelError saying what to pass instead."""
     text = str(name)

@@ -55,10 +55,10 @@ def test_modules_json_without_pooling_is_not_a_tuned_base(tiny_st_dir: Path, tmp
         "paper", f"{folder}/modules.json lists no Pooling module: not a sentence-transformers embedding model")
 
 
-def test_a_hub_model_is_judged_by_the_cache_only() -> None:
-    # not in the local cache (tests run with HF_HUB_OFFLINE=1): nothing is downloaded to look
+def test_a_hub_model_without_a_reachable_modules_json_gets_the_paper_preset() -> None:
+    # not in the local cache, and tests run with HF_HUB_OFFLINE=1: the fetch fails fast, no exception
     assert detect_preset(ResolvedModel("org/model", "org/model", "hub")) == (
-        "paper", "org/model: no modules.json in the local Hugging Face cache (a Hub model is read as a plain "
+        "paper", "org/model: no modules.json in the local Hugging Face cache or on the Hub (read as a plain "
                  "transformers model); pass --preset tuned-base if it is a sentence-transformers model")
 
 
