@@ -166,6 +166,8 @@ def render(results: dict[str, Any], command: str) -> str:
               "a keep-base run's test Δ as 0, which is what the user ends up with. CLSR trains on NLI entailment "
               "pairs (not the domain corpus). TSDAE's word deletion splits on whitespace (nltk's punkt data is "
               "not available offline).", ""]
+    if results.get("note"):
+        lines += [f"**Conditions of this run.** {results['note']}", ""]
     if manifest:
         lines += ["| domain | subsets | pairs | test | test pair-class (+/−) | dev pool | corpus (SNLI premises) |",
                   "|---|---|---:|---:|---:|---:|---:|"]

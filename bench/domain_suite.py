@@ -295,6 +295,8 @@ def main() -> None:
     parser.add_argument("--train-only", action="store_true",
                         help="train only (e.g. one recipe per process in parallel); a later --reuse pass with "
                              "every recipe evaluates them together")
+    parser.add_argument("--note", help="a sentence on the conditions of the run (a shared machine, reused runs), "
+                                       "kept in results.json and shown under the heading")
     parser.add_argument("--render", action="store_true", help="only re-render the markdown from WORK/results.json")
     args = parser.parse_args()
     os.chdir(REPO)
@@ -331,6 +333,9 @@ def main() -> None:
         parser.error(f"--render: {work / 'results.json'} not found; run the suite first (without --render)")
     results = json.loads((work / "results.json").read_text())
     results["job_seconds"] = sum(json.loads(path.read_text())["seconds"] for path in (work / "jobs").glob("*.json"))
+    if args.note:
+        results["note"] = args.note
+        (work / "results.json").write_text(json.dumps(results, indent=1) + "\n")
     markdown = render(results, command)
     if args.quick and not args.doc:
         doc.write_text(markdown + "\n", encoding="utf-8")
