@@ -437,7 +437,7 @@ def test_adapt_dev_on_a_reranking_file_states_the_delta_with_its_ci(tiny_model_d
     low, high = metrics["dev_change_ci"]
     assert low <= metrics["dev_change"] <= high
     assert metrics["bootstrap"] == {"resamples": 1000, "seed": 0, "confidence": 0.95, "paired": True}
-    flat = " ".join(result.stdout.split())
+    flat = " ".join(result.stdout.replace("│", " ").split())  # the summary's cells wrap inside the box
     assert f"{metrics['dev_change']:+.2f} [{low:+.2f}, {high:+.2f}]" in flat
     # the dev score is the eval number: same evaluator, same metric
     evaluated = runner.invoke(app, ["eval", str(tiny_model_dir), "--rerank", str(files["rerank"]), "--bootstrap",
