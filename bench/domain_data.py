@@ -41,13 +41,16 @@ can appear in both spellings. `check_no_leak` verifies the result before anythin
 from __future__ import annotations
 
 import argparse
-import gzip
 import json
 import random
 import re
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+
+# the pair-classification rule (≥ 4 → 1, ≤ 1.5 → 0) and the readers of the in-domain evaluation tasks;
+# bench/ is on sys.path when this file runs as a script
+from make_eval_tasks import NEGATIVE_MAX, POSITIVE_MIN, pairclass_tsv, read_jsonl, require
 
 STS_FILES = ["sts12.test", "sts13.test", "sts14.test", "sts15.test", "sts16.test"]
 NLI_FILES = ["allnli.dev.jsonl.gz", "snli.test.jsonl.gz"]
@@ -62,8 +65,6 @@ CORPUS_CAP = 10_000  # captions: STS sentences + premises; the other domains sta
 TEST_FRACTION = 0.4
 DEV_POOL = 200
 DEV_SIZES = (25, 50, 100)  # nested prefixes of the dev-200 pool; 100 is dev.jsonl
-POSITIVE_MIN = 4.0  # pair classification: score ≥ 4 → 1 ("mostly equivalent"), as make_eval_tasks.py
-NEGATIVE_MAX = 1.5  # score ≤ 1.5 → 0 (at most "same topic")
 
 _NOT_WORD = re.compile(r"[\W_]+")
 
@@ -119,26 +120,13 @@ def check_no_leak(corpus: Iterable[str], dev: Sequence[Pair], test: Sequence[Pai
                                 f"{text!r} with the test pairs")
 
 
-def read_jsonl(path: Path) -> Iterator[dict]:
-    if not path.is_file():
-        raise SystemExit(f"{path}: not found; pass --shared pointing at the shared folder (see ../shared/README.md)")
-    opener = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rt", encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
-            if line.strip():
-                try:
-                    yield json.loads(line)
-                except json.JSONDecodeError as error:
-                    raise SystemExit(f"{path}:{number}: invalid JSON ({error.msg})") from None
-
-
 def read_domain_pairs(sts_dir: Path, subsets: Sequence[str]) -> tuple[list[Pair], int]:
     """The domain's pairs over STS12–16 in file order, repeated annotations merged (mean score); and how many
     annotations were merged away."""
     merged: dict[tuple[str, str], tuple[Pair, list[float]]] = {}
     annotations = 0
     for name in STS_FILES:
-        for record in read_jsonl(sts_dir / f"{name}.jsonl"):
+        for record in read_jsonl(require(sts_dir / f"{name}.jsonl")):
             if record.get("subset") not in subsets:
                 continue
             annotations += 1
@@ -158,7 +146,7 @@ def read_domain_pairs(sts_dir: Path, subsets: Sequence[str]) -> tuple[list[Pair]
 def read_premises(nli_dir: Path) -> list[str]:
     """Distinct SNLI premises of the NLI files, in file order (hypotheses are written by annotators, premises
     are the Flickr30k captions)."""
-    return list(dict.fromkeys(record["premise"] for name in NLI_FILES for record in read_jsonl(nli_dir / name)
+    return list(dict.fromkeys(record["premise"] for name in NLI_FILES for record in read_jsonl(require(nli_dir / name))
                               if record.get("source", "snli") == "snli"))
 
 
@@ -219,13 +207,6 @@ def _write_jsonl(path: Path, pairs: Sequence[Pair]) -> None:
     path.write_text("".join(json.dumps(pair.as_json(), ensure_ascii=False) + "\n" for pair in pairs), encoding="utf-8")
 
 
-def _tsv_cell(text: str, domain: str) -> str:
-    # the pairs reader reads TSV without quoting, so a tab or line break inside a sentence would shift columns
-    if "\t" in text or "\n" in text or "\r" in text:
-        raise SystemExit(f"{domain}: a test sentence contains a tab or line break; cannot write it as TSV: {text!r}")
-    return text
-
-
 def write_domain(split: DomainSplit, out: Path) -> dict[str, object]:
     check_no_leak(split.corpus, split.dev_pool, split.test, split.name)
     folder = out / split.name
@@ -235,17 +216,9 @@ def write_domain(split: DomainSplit, out: Path) -> dict[str, object]:
     for size in DEV_SIZES:
         _write_jsonl(folder / ("dev.jsonl" if size == 100 else f"dev-{size}.jsonl"), split.dev_pool[:size])
     _write_jsonl(folder / "test.jsonl", split.test)
-    lines = ["sentence1\tsentence2\tlabel"]
-    labels = {0: 0, 1: 0}
-    for pair in split.test:
-        if NEGATIVE_MAX < pair.score < POSITIVE_MIN:
-            continue
-        label = int(pair.score >= POSITIVE_MIN)
-        labels[label] += 1
-        lines.append(f"{_tsv_cell(pair.sentence1, split.name)}\t{_tsv_cell(pair.sentence2, split.name)}\t{label}")
-    (folder / "test-pairclass.tsv").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return {**split.counts, "pairclass": {"positive": labels[1], "negative": labels[0],
-                                          "dropped_middle": len(split.test) - labels[0] - labels[1]}}
+    labels = pairclass_tsv(((pair.sentence1, pair.sentence2, pair.score) for pair in split.test),
+                           folder / "test-pairclass.tsv", f"{split.name} test pairs")
+    return {**split.counts, "pairclass": {key: labels[key] for key in ("positive", "negative", "dropped_middle")}}
 
 
 def build(shared: Path, out: Path, seed: int = 0, domains: Sequence[str] | None = None) -> dict:

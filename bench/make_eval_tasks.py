@@ -49,7 +49,7 @@ import gzip
 import json
 import random
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 # every STS file in ../shared/data/sts, in the order that numbers the corpus (STS12–16, STS-B, SICK-R)
@@ -73,44 +73,50 @@ def read_jsonl(path: Path) -> Iterator[dict]:
                     raise SystemExit(f"{path}:{number}: invalid JSON ({error.msg})") from None
 
 
-def _require(path: Path) -> Path:
+def require(path: Path) -> Path:
     if not path.is_file():
         raise SystemExit(f"{path}: not found; pass --shared pointing at the shared folder (see ../shared/README.md)")
     return path
 
 
-def _tsv_cell(text: str, path: Path) -> str:
+def _tsv_cell(text: str, where: object) -> str:
     # the pairs reader reads TSV without quoting, so a tab or newline inside a sentence would shift columns
     if "\t" in text or "\n" in text or "\r" in text:
-        raise SystemExit(f"{path}: a sentence contains a tab or line break; cannot write it as TSV: {text!r}")
+        raise SystemExit(f"{where}: a sentence contains a tab or line break; cannot write it as TSV: {text!r}")
     return text
+
+
+def pairclass_tsv(pairs: Iterable[tuple[str, str, float]], target: Path, where: object) -> dict[str, int]:
+    """Scored pairs → a pair-classification TSV at `target`: label 1 at score ≥ POSITIVE_MIN, 0 at
+    ≤ NEGATIVE_MAX, the middle dropped; `where` names the source in errors. Returns the counts."""
+    lines = ["sentence1\tsentence2\tlabel"]
+    kept = {1: 0, 0: 0}
+    total = 0
+    for first, second, score in pairs:
+        total += 1
+        if NEGATIVE_MAX < score < POSITIVE_MIN:
+            continue
+        label = int(score >= POSITIVE_MIN)
+        kept[label] += 1
+        lines.append(f"{_tsv_cell(first, where)}\t{_tsv_cell(second, where)}\t{label}")
+    target.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return {"source_pairs": total, "pairs": kept[0] + kept[1], "positive": kept[1], "negative": kept[0],
+            "dropped_middle": total - kept[0] - kept[1]}
 
 
 def build_pairclass(sts_dir: Path, out_dir: Path) -> dict[str, dict[str, int]]:
     out_dir.mkdir(parents=True, exist_ok=True)
     counts: dict[str, dict[str, int]] = {}
     for name in PAIRCLASS_SETS:
-        source = _require(sts_dir / f"{name}.jsonl")
-        target = out_dir / f"{name}.tsv"
-        lines = ["sentence1\tsentence2\tlabel"]
-        kept = {1: 0, 0: 0}
-        total = 0
-        for record in read_jsonl(source):
-            total += 1
-            score = float(record["score"])
-            if NEGATIVE_MAX < score < POSITIVE_MIN:
-                continue
-            label = int(score >= POSITIVE_MIN)
-            kept[label] += 1
-            lines.append(f"{_tsv_cell(record['sentence1'], source)}\t{_tsv_cell(record['sentence2'], source)}\t{label}")
-        target.write_text("\n".join(lines) + "\n", encoding="utf-8")
-        counts[name] = {"source_pairs": total, "pairs": kept[0] + kept[1], "positive": kept[1], "negative": kept[0],
-                        "dropped_middle": total - kept[0] - kept[1]}
+        source = require(sts_dir / f"{name}.jsonl")
+        records = read_jsonl(source)
+        counts[name] = pairclass_tsv(((r["sentence1"], r["sentence2"], float(r["score"])) for r in records),
+                                     out_dir / f"{name}.tsv", source)
     return counts
 
 
 def build_rerank(nli_dir: Path, out_dir: Path, random_negatives: int, seed: int) -> dict[str, int]:
-    source = _require(nli_dir / "snli.test.jsonl.gz")
+    source = require(nli_dir / "snli.test.jsonl.gz")
     by_premise: dict[str, dict[str, list[str]]] = {}
     for record in read_jsonl(source):
         labels = by_premise.setdefault(record["premise"], {"entailment": [], "neutral": [], "contradiction": []})
@@ -154,14 +160,14 @@ def build_retrieval(sts_dir: Path, nli_dir: Path, out_dir: Path) -> dict[str, in
     annotations: dict[tuple[str, str], list[float]] = defaultdict(list)
     sts_pairs = 0
     for name in STS_FILES:
-        for record in read_jsonl(_require(sts_dir / f"{name}.jsonl")):
+        for record in read_jsonl(require(sts_dir / f"{name}.jsonl")):
             sts_pairs += 1
             s1, s2 = record["sentence1"], record["sentence2"]
             id_of(s1)
             id_of(s2)
             annotations[(s1, s2)].append(float(record["score"]))
     for name in NLI_FILES:
-        for record in read_jsonl(_require(nli_dir / name)):
+        for record in read_jsonl(require(nli_dir / name)):
             id_of(record["premise"])
             id_of(record["hypothesis"])
 
@@ -200,7 +206,7 @@ def build_retrieval(sts_dir: Path, nli_dir: Path, out_dir: Path) -> dict[str, in
 def build(shared: Path, out: Path, random_negatives: int = RANDOM_NEGATIVES, seed: int = 0) -> dict:
     sts_dir, nli_dir = shared / "data" / "sts", shared / "data" / "nli"
     for path in [*(sts_dir / f"{name}.jsonl" for name in STS_FILES), *(nli_dir / name for name in NLI_FILES)]:
-        _require(path)  # every input checked before anything is written
+        require(path)  # every input checked before anything is written
     manifest = {
         "built_by": "bench/make_eval_tasks.py",
         "parameters": {"positive_min": POSITIVE_MIN, "negative_max": NEGATIVE_MAX,

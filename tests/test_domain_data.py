@@ -17,6 +17,8 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def _load() -> ModuleType:
+    if str(REPO / "bench") not in sys.path:  # domain_data imports its sibling make_eval_tasks, as a script does
+        sys.path.insert(0, str(REPO / "bench"))
     spec = importlib.util.spec_from_file_location("domain_data", REPO / "bench" / "domain_data.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
