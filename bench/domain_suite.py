@@ -43,6 +43,8 @@ from typing import Any
 from domain_data import DOMAINS
 from results_suite import REPO, Runner, machine_summary, sentadapt, short
 
+from sentadapt.evaluation.decision import decide  # no torch: the rule `adapt` applies to its own runs
+
 SHARED = Path("../shared")  # relative: main() runs from the repository root, so logged commands are portable
 MODELS = [str(SHARED / "models/paraphrase-minilm-l3-v2"), str(SHARED / "models/all-minilm-l6-v2")]
 SENTADAPT_RECIPES = ("consert", "sg-opt", "clsr")
@@ -236,8 +238,9 @@ class DomainSuite:
             row["test_ap"] = score(entry, "test-pairclass.tsv", "ap")
             if row["kind"] == "peer":  # the sentadapt rule applied to the peer's dev Δ from this eval
                 row["dev"] = score(entry, dev_file, "spearman")
-                use = row["dev"]["delta"] > 0 and row["dev"]["ci_excludes_0"]
-                row["decision"], row["decision_source"] = ("use-adapted" if use else "keep-base"), "dev Δ CI (eval)"
+                dev = row["dev"]
+                row["decision"] = decide(dev["delta"], dev["ci"], None).decision
+                row["decision_source"] = "dev Δ CI (eval)"
         variant = self.results["variants"][plan.variant]
         self.written.add((short(model), domain))
         variant["models"].setdefault(short(model), {})[domain] = {
