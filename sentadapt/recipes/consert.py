@@ -142,12 +142,9 @@ class ConsertRecipe:
     def distillation_views(self, encoder: Encoder, heads: nn.ModuleDict, batch: dict[str, Tensor],
                            ) -> tuple[Tensor, Tensor]:
         """A clean (un-augmented, dropout-off) pass with the export pooling vs the frozen base; NLI: the premises."""
-        from sentadapt.recipes.frozen_base import clean_embeddings
-
         prefix = "" if "input_ids" in batch else "a_"
         input_ids, attention_mask = batch[f"{prefix}input_ids"], batch[f"{prefix}attention_mask"]
-        return (clean_embeddings(encoder, input_ids, attention_mask),
-                self._frozen_base.embed(encoder, input_ids, attention_mask))
+        return self._frozen_base.views(encoder, input_ids, attention_mask)
 
     # ------------------------------------------------------------------ loss
     def compute_loss(self, encoder: Encoder, heads: nn.ModuleDict, batch: dict[str, Tensor]) -> LossOutput:

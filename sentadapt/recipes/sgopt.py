@@ -179,11 +179,8 @@ class SgOptRecipe:
     def distillation_views(self, encoder: Encoder, heads: nn.ModuleDict, batch: dict[str, Tensor],
                            ) -> tuple[Tensor, Tensor]:
         """The tuned copy as exported (export pooling and head, dropout off) vs the guide with the same."""
-        from sentadapt.recipes.frozen_base import clean_embeddings
-
         input_ids, attention_mask = batch["input_ids"], batch["attention_mask"]
-        return (clean_embeddings(encoder, input_ids, attention_mask),
-                self._frozen_base.embed(encoder, input_ids, attention_mask))
+        return self._frozen_base.views(encoder, input_ids, attention_mask)
 
     # ------------------------------------------------------------------ loss
     def compute_loss(self, encoder: Encoder, heads: nn.ModuleDict, batch: dict[str, Tensor]) -> LossOutput:
