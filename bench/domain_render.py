@@ -41,7 +41,7 @@ def _minutes(seconds: float) -> str:
     return f"{seconds / 60:.1f} min"
 
 
-def _rows_of(results: dict[str, Any], model: str) -> list[tuple[str, str, dict[str, dict[str, Any]]]]:
+def rows_of(results: dict[str, Any], model: str) -> list[tuple[str, str, dict[str, dict[str, Any]]]]:
     """(variant, recipe, {domain: row}) for every trained row of the model: the default variant first."""
     variants = results["variants"]
     order = sorted(variants, key=lambda name: name != DEFAULT_VARIANT)
@@ -85,7 +85,7 @@ def model_table(results: dict[str, Any], model: str) -> list[str]:
     present = [base[d]["test"]["value"] for d in domains if d in base]
     lines.append(f"| {LABELS['base']} (Spearman × 100) | " + " | ".join(base_cells) +
                  f" | {_mean(present):.2f} | – | – | – |")
-    for variant, recipe, per_domain in _rows_of(results, model):
+    for variant, recipe, per_domain in rows_of(results, model):
         cells = [delta_cell(per_domain[d]["test"]) if d in per_domain else "–" for d in domains]
         cells += [dev_cell(per_domain[d]) if d in per_domain else "–" for d in domains]
         rows = list(per_domain.values())
@@ -104,7 +104,7 @@ def ap_table(results: dict[str, Any], model: str) -> list[str]:
     values = [base[d]["test_ap"]["value"] for d in domains if d in base]
     lines.append(f"| {LABELS['base']} (AP × 100) | " + " | ".join(
         f"{base[d]['test_ap']['value']:.2f}" if d in base else "–" for d in domains) + f" | {_mean(values):.2f} |")
-    for variant, recipe, per_domain in _rows_of(results, model):
+    for variant, recipe, per_domain in rows_of(results, model):
         cells = [delta_cell(per_domain[d]["test_ap"]) if d in per_domain else "–" for d in domains]
         average = _mean([r["test_ap"]["delta"] for r in per_domain.values()])
         lines.append(f"| {label(variant, recipe)} | " + " | ".join(cells) + f" | {_signed(average)} |")
@@ -112,7 +112,7 @@ def ap_table(results: dict[str, Any], model: str) -> list[str]:
 
 
 def summary(results: dict[str, Any], model: str) -> str:
-    rows = _rows_of(results, model)
+    rows = rows_of(results, model)
     ours = [(label(v, r), per) for v, r, per in rows if per and next(iter(per.values()))["kind"] == "sentadapt"]
     peers = [(label(v, r), per) for v, r, per in rows if per and next(iter(per.values()))["kind"] == "peer"]
     if not ours:

@@ -15,7 +15,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from domain_render import applied_delta, delta_cell  # bench/ is on sys.path: the scripts run from there
+from domain_render import applied_delta, delta_cell, rows_of  # bench/ is on sys.path: the scripts run from there
 
 
 def mean(values: list[float]) -> str:
@@ -23,14 +23,10 @@ def mean(values: list[float]) -> str:
 
 
 def rows(results: dict[str, Any]) -> list[tuple[str, str, str, dict[str, dict[str, Any]]]]:
-    found = []
-    for variant, data in results["variants"].items():
-        for model, domains in data["models"].items():
-            recipes = dict.fromkeys(r for d in domains.values() for r in d["rows"] if r != "base")
-            for recipe in recipes:
-                found.append((variant, recipe, Path(model).name,
-                              {domain: d["rows"][recipe] for domain, d in domains.items() if recipe in d["rows"]}))
-    return found
+    """(variant, recipe, model, {domain: row}) of every trained row, as the suite's renderer lists them."""
+    models = dict.fromkeys(model for data in results["variants"].values() for model in data["models"])
+    return [(variant, recipe, Path(model).name, per_domain)
+            for model in models for variant, recipe, per_domain in rows_of(results, model)]
 
 
 def table(works: list[Path]) -> str:
