@@ -13,8 +13,8 @@ each peer (bench/peers.py, same steps, batch and max length, model after the las
 `sentadapt eval BASE RUN...` on the domain's test.jsonl (Spearman, the main metric), test-pairclass.tsv
 (AP) and dev.jsonl, whose paired bootstrap CIs give every Δ against the base.
 
-The verdict: a sentadapt run's metrics.json `decision` ("use-adapted" / "keep-base") when it has one, else
-use-adapted only when `improved` and the dev Δ > 0 with a CI excluding 0. Peers get the same rule applied
+The verdict: a sentadapt run's metrics.json `decision` ("use-adapted" / "keep-base": use-adapted only when
+the dev Δ > 0 with a paired CI excluding 0, sentadapt.evaluation.decision). Peers get the same rule applied
 to their dev Δ from the eval (sentence-transformers has no verdict). "Verdict applied" counts a keep-base
 run's test Δ as 0: the user keeps the base model.
 
@@ -43,7 +43,7 @@ from typing import Any
 from domain_data import DOMAINS
 from results_suite import REPO, Runner, machine_summary, sentadapt, short
 
-from sentadapt.evaluation.decision import decide  # no torch: the rule `adapt` applies to its own runs
+from sentadapt.evaluation.decision import decide, decision_of  # no torch: the rule `adapt` applies to its runs
 
 SHARED = Path("../shared")  # relative: main() runs from the repository root, so logged commands are portable
 MODELS = [str(SHARED / "models/paraphrase-minilm-l3-v2"), str(SHARED / "models/all-minilm-l6-v2")]
@@ -89,16 +89,6 @@ def parse_extra(specs: list[str]) -> dict[str, list[str]]:
         else:
             extra.setdefault(recipe, []).extend(["--set", setting])
     return extra
-
-
-def decision_of(metrics: dict[str, Any]) -> tuple[str, str]:
-    """(decision, where it came from) of a finished sentadapt run's metrics.json."""
-    if metrics.get("decision") in ("use-adapted", "keep-base"):
-        return metrics["decision"], "decision"
-    change = metrics.get("dev_change")
-    use = bool(metrics.get("improved")) and change is not None and change > 0 and bool(
-        metrics.get("dev_change_ci_excludes_0"))
-    return ("use-adapted" if use else "keep-base"), "improved + dev CI"
 
 
 def find_task(entry: dict[str, Any], filename: str) -> tuple[int, str, dict[str, Any]]:
@@ -198,14 +188,13 @@ class DomainSuite:
             "--max-steps", str(plan.steps), "--eval-every", str(plan.eval_every), "--output", str(output),
             "--overwrite", *sized, *extra))
         metrics = json.loads((output / "metrics.json").read_text())
-        decision, source = decision_of(metrics)
         return output, {
             "kind": "sentadapt", "train_seconds": job.seconds, "peak_rss_mb": job.peak_rss_mb,
             "command": "python " + " ".join(job.argv[1:]), "log": job.log,
             "dev": {"value": metrics["best_score"], "base": metrics["base_score"], "delta": metrics.get("dev_change"),
                     "ci": metrics.get("dev_change_ci"), "ci_excludes_0": metrics.get("dev_change_ci_excludes_0")},
             "best_step": metrics.get("best_step"), "improved": metrics.get("improved"),
-            "decision": decision, "decision_source": source}
+            "decision": decision_of(metrics).decision, "decision_source": "metrics.json"}
 
     def model_domain(self, model: str, domain: str) -> None:
         plan, folder = self.plan, self.data / domain

@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING
 import torch
 from safetensors.torch import load_file, save_file
 
+from sentadapt.durable import replace_durably
+
 if TYPE_CHECKING:
     from sentadapt.encoder import Encoder
 
@@ -118,7 +120,7 @@ def _store(path: Path, vectors: torch.Tensor) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".tmp-{os.getpid()}-{path.name}")
     save_file({"vectors": vectors.contiguous()}, str(tmp))
-    os.replace(tmp, path)
+    replace_durably(tmp, path)
 
 
 def _remember(encoder: Encoder, texts: Sequence[str], vectors: torch.Tensor) -> None:

@@ -100,17 +100,6 @@ def test_render_cells_averages_verdict_applied_and_variant_rows() -> None:
                            "2026-11-24 10:00 UTC (x86_64, 2 cores); its jobs took 10 min. 100 optimizer steps")
 
 
-def test_verdict_reads_decision_else_improved_and_the_dev_ci() -> None:
-    decision_of = _load("domain_suite").decision_of
-    assert decision_of({"decision": "keep-base", "improved": True, "dev_change": 2.0,
-                        "dev_change_ci_excludes_0": True}) == ("keep-base", "decision")
-    significant = {"improved": True, "dev_change": 0.4, "dev_change_ci_excludes_0": True}
-    assert decision_of(significant) == ("use-adapted", "improved + dev CI")
-    assert decision_of({**significant, "dev_change_ci_excludes_0": False}) == ("keep-base", "improved + dev CI")
-    assert decision_of({**significant, "improved": False}) == ("keep-base", "improved + dev CI")
-    assert decision_of({**significant, "dev_change": None}) == ("keep-base", "improved + dev CI")
-
-
 def test_variant_settings_become_set_options_or_flags() -> None:
     suite = _load("domain_suite")
     assert suite.parse_extra(["consert:lr=1e-5", "consert:--patience=20", "simcse:--lr=1e-5", "sg-opt:--no-x"]) == {

@@ -55,6 +55,7 @@ from sentadapt.data.corpus import (
     scan_corpus,
     text_hashes,
 )
+from sentadapt.durable import fsync
 from sentadapt.errors import ConfigError, DataError
 
 FORMAT_VERSION = 1  # bump when the layout or the reading rules change: old entries are then misses
@@ -408,26 +409,18 @@ def _building(folder: Path, key: str) -> Iterator[Path]:
     try:
         yield tmp
         for path in tmp.iterdir():  # data first, then the marker: a marker always follows complete data
-            _fsync(path)
+            fsync(path)
         (tmp / COMPLETE).write_text(key)
-        _fsync(tmp / COMPLETE)
-        _fsync(tmp)
+        fsync(tmp / COMPLETE)
+        fsync(tmp)
         try:
             os.rename(tmp, folder)
         except OSError:
             if _complete_entry(folder, key) is None:  # not another process that finished the same entry first
                 raise
-        _fsync(root)
+        fsync(root)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-
-
-def _fsync(path: Path) -> None:
-    descriptor = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(descriptor)
-    finally:
-        os.close(descriptor)
 
 
 def remove_stale_temporaries(root: Path) -> list[Path]:

@@ -19,6 +19,7 @@ from typing import Any
 import torch
 from safetensors.torch import load_file, save_file
 
+from sentadapt.durable import fsync
 from sentadapt.errors import SentadaptError, StorageError
 from sentadapt.train.storage import describe_write_failure
 
@@ -43,9 +44,8 @@ def _sha256(path: Path) -> str:
 def _fsync_tree(folder: Path) -> None:
     for path in folder.rglob("*"):
         if path.is_file():
-            with path.open("rb") as handle:
-                os.fsync(handle.fileno())
-    _fsync_directory(folder)
+            fsync(path)
+    fsync(folder)
 
 
 def write_folder_atomically(target: Path, write: Callable[[Path], None], manifest_extra: dict[str, Any] | None = None,
@@ -65,7 +65,7 @@ def write_folder_atomically(target: Path, write: Callable[[Path], None], manifes
         if target.exists():
             os.replace(target, old)
         os.replace(tmp, target)
-        _fsync_directory(target.parent)
+        fsync(target.parent)
         if old.exists():
             shutil.rmtree(old)
     except BaseException as error:
@@ -76,14 +76,6 @@ def write_folder_atomically(target: Path, write: Callable[[Path], None], manifes
         if reason is None:
             raise
         raise StorageError(f"{target}: could not be written ({reason})") from None
-
-
-def _fsync_directory(folder: Path) -> None:
-    directory = os.open(folder, os.O_RDONLY)
-    try:
-        os.fsync(directory)
-    finally:
-        os.close(directory)
 
 
 def verify_folder(folder: Path) -> dict[str, Any]:
@@ -147,7 +139,7 @@ def publish_model(source: Path, output: Path) -> None:
     # quick sequence (a disk that fills up during the copies leaves the run directory as it was).
     for tmp, destination in staged:
         os.replace(tmp, destination)
-    _fsync_directory(output)
+    fsync(output)
 
 
 def _stage_copies(files: list[Path], source: Path, output: Path) -> list[tuple[Path, Path]]:
@@ -160,8 +152,7 @@ def _stage_copies(files: list[Path], source: Path, output: Path) -> list[tuple[P
             tmp = destination.parent / f"{TMP_PREFIX}{destination.name}"
             staged.append((tmp, destination))
             shutil.copyfile(path, tmp)
-            with tmp.open("rb") as handle:
-                os.fsync(handle.fileno())
+            fsync(tmp)
     except BaseException as error:
         for tmp, _ in staged:
             tmp.unlink(missing_ok=True)

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import json
 import math
-import os
 from pathlib import Path
 from typing import Any, Protocol
 
 from sentadapt.config import REPORT_TO
+from sentadapt.durable import write_text_atomically
 from sentadapt.evaluation.decision import decision_of
 
 
@@ -50,12 +50,7 @@ class TrainLog:
             return
         kept = [line for line in self.path.read_text(encoding="utf-8").splitlines(keepends=True)
                 if _logged_step(line) <= step]
-        tmp = self.path.with_name(f".tmp-{self.path.name}")
-        with tmp.open("w", encoding="utf-8") as handle:
-            handle.writelines(kept)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, self.path)
+        write_text_atomically(self.path, "".join(kept))
 
 
 # --report-to: name → (module that must be importable, the pip extra that installs it)
@@ -202,9 +197,7 @@ def run_environment(*, processes: int, device: Any, distributed_type: str, backe
 
 def write_run_record(output: Path, metrics: dict[str, Any]) -> None:
     """metrics.json, atomically: its presence marks a finished run (`--resume` refuses, `--resume auto` stops)."""
-    tmp = output / ".tmp-metrics.json"
-    tmp.write_text(json.dumps(metrics, indent=2) + "\n")
-    os.replace(tmp, output / "metrics.json")
+    write_text_atomically(output / "metrics.json", json.dumps(metrics, indent=2) + "\n")
 
 
 def _logged_step(line: str) -> float:
