@@ -100,6 +100,18 @@ def test_render_cells_averages_verdict_applied_and_variant_rows() -> None:
                            "2026-11-24 10:00 UTC (x86_64, 2 cores); its jobs took 10 min. 100 optimizer steps")
 
 
+def test_overall_table_ranks_default_rows_and_measures_the_distance_to_the_target() -> None:
+    lines = _load("domain_render").overall(_results())
+    # default variant only (the lr1e-5 variant row is not a default), ranked by the average over its cells
+    assert lines[:4] == ["| run (default settings) | avg test Δ over 2 model × domain cells | verdict applied |",
+                         "|---|---:|---:|", "| peer: ST SimCSE | +1.00 | +0.75 |",
+                         "| sentadapt ConSERT | +0.50 | +0.75 |"]
+    assert lines[-1] == ("Best default recipe over all cells: **sentadapt ConSERT** +0.50 (target ≥ +1.00: not met, "
+                         "0.50 short); with the verdict applied its worst cell is tiny forums +0.00 (target: none "
+                         "below −0.20).")
+    assert "### Over all models" in _load("domain_render").render(_results(), "python bench/domain_suite.py")
+
+
 def test_variant_settings_become_set_options_or_flags() -> None:
     suite = _load("domain_suite")
     assert suite.parse_extra(["consert:lr=1e-5", "consert:--patience=20", "simcse:--lr=1e-5", "sg-opt:--no-x"]) == {
