@@ -267,7 +267,7 @@ def main() -> None:
                         "SimCSE; writes runs/domain-quick and its own markdown")
     parser.add_argument("--work", type=Path, help="job folder (default runs/domain or runs/domain-quick)")
     parser.add_argument("--doc", type=Path, help="markdown out (default docs/results.md, section domain-suite; "
-                        "quick: WORK/domain-suite.md)")
+                        "with --quick or --work: WORK/domain-suite.md)")
     parser.add_argument("--shared", type=Path, default=SHARED)
     parser.add_argument("--models", help="comma list of model folders (default both shared MiniLMs)")
     parser.add_argument("--domains", help=f"comma list (default all: {','.join(DOMAINS)})")
@@ -294,7 +294,9 @@ def main() -> None:
     os.chdir(REPO)
     sys.path.insert(0, str(REPO / "bench"))
     work = args.work or Path("runs/domain-quick" if args.quick else "runs/domain")
-    doc = args.doc or (work / "domain-suite.md" if args.quick else Path("docs/results.md"))
+    # only the default suite writes docs/results.md: a sweep in its own --work folder renders beside its runs
+    standalone = args.quick or args.work is not None
+    doc = args.doc or (work / "domain-suite.md" if standalone else Path("docs/results.md"))
     extra = parse_extra(args.set_extra)
     if (extra or args.dev_size != 100) and args.variant == DEFAULT_VARIANT:
         parser.error("--set-extra and --dev-size change the runs: name them with --variant NAME")
@@ -329,7 +331,7 @@ def main() -> None:
         results["note"] = args.note
         (work / "results.json").write_text(json.dumps(results, indent=1) + "\n")
     markdown = render(results, command)
-    if args.quick and not args.doc:
+    if standalone and not args.doc:
         doc.write_text(markdown + "\n", encoding="utf-8")
     else:
         write_section(doc, SECTION, markdown)
