@@ -16,7 +16,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 import numpy as np
 
@@ -137,6 +137,29 @@ class EvalTask(ABC):
         metrics, extras = self.metrics(outputs)
         return TaskResult(self.name, self.kind, self.main_metric, metrics, self.units, self.unit_name,
                           self.source, outputs, extras=extras)
+
+
+class SentencePairs(Protocol):
+    sentence1: list[str]
+    sentence2: list[str]
+
+
+class CosinePairTask(EvalTask):
+    """A task over sentence pairs whose per-pair output is the cosine of the two embeddings (STS scores,
+    pair classification): the units are the pairs, and subclasses differ only in their gold and metrics."""
+
+    unit_name = "pairs"
+    pairs: SentencePairs
+
+    @property
+    def units(self) -> int:
+        return len(self.pairs.sentence1)
+
+    def texts(self) -> list[str]:
+        return [*self.pairs.sentence1, *self.pairs.sentence2]
+
+    def outputs(self, table: EmbeddingTable) -> Outputs:
+        return {"cosine": cosine_scores(table.of(self.pairs.sentence1), table.of(self.pairs.sentence2))}
 
 
 TASK_TYPES: Registry[type[EvalTask]] = Registry("task type")

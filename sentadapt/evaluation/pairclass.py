@@ -17,15 +17,14 @@ import numpy as np
 
 from sentadapt.data.pairs import LabelledPairs, read_labelled_pairs, sniff_columns
 from sentadapt.evaluation import bootstrap
-from sentadapt.evaluation.base import TASK_TYPES, EmbeddingTable, EvalTask, Outputs, cosine_scores
+from sentadapt.evaluation.base import TASK_TYPES, CosinePairTask, Outputs
 
 
 @TASK_TYPES.register("pair-classification")
-class PairClassificationTask(EvalTask):
+class PairClassificationTask(CosinePairTask):
     kind = "pair-classification"
     title = "pair classification"
     metric_names = ("ap", "f1", "accuracy")
-    unit_name = "pairs"
     description = "sentence1, sentence2, label (1 = similar, 0 = not)"
 
     def __init__(self, name: str, pairs: LabelledPairs) -> None:
@@ -42,16 +41,6 @@ class PairClassificationTask(EvalTask):
         # forced onto a file without a 'label' column, a 0/1 'score' column is the label
         column = "label" if "label" in sniff_columns(path) or "score" not in sniff_columns(path) else "score"
         return cls(path.name, read_labelled_pairs(path, label_column=column))
-
-    @property
-    def units(self) -> int:
-        return len(self.pairs)
-
-    def texts(self) -> list[str]:
-        return [*self.pairs.sentence1, *self.pairs.sentence2]
-
-    def outputs(self, table: EmbeddingTable) -> Outputs:
-        return {"cosine": cosine_scores(table.of(self.pairs.sentence1), table.of(self.pairs.sentence2))}
 
     def metrics(self, outputs: Outputs) -> tuple[dict[str, float], dict[str, Any]]:
         cosines = outputs["cosine"]

@@ -18,7 +18,7 @@ import numpy as np
 from sentadapt.data.pairs import PAIR_COLUMNS, ScoredPairs, read_scored_pairs, sniff_columns
 from sentadapt.errors import ConfigError, DataError
 from sentadapt.evaluation import bootstrap
-from sentadapt.evaluation.base import TASK_TYPES, EmbeddingTable, EvalTask, Outputs, TaskResult, cosine_scores
+from sentadapt.evaluation.base import TASK_TYPES, CosinePairTask, Outputs, TaskResult, cosine_scores
 from sentadapt.evaluation.evaluator import Evaluator
 from sentadapt.evaluation.tasks import AGGREGATIONS, DATA_DIR_ENV, TASKS, StsTask
 
@@ -64,11 +64,10 @@ def spearman100(predicted: Sequence[float] | np.ndarray, gold: Sequence[float]) 
 
 
 @TASK_TYPES.register("sts")
-class ScoredPairsTask(EvalTask):
+class ScoredPairsTask(CosinePairTask):
     kind = "sts"
     title = "STS (scored pairs)"
     metric_names = ("spearman", "pearson")
-    unit_name = "pairs"
     description = "sentence1, sentence2, score (a number, e.g. 0–5)"
 
     def __init__(self, name: str, pairs: ScoredPairs, aggregate: str = "all") -> None:
@@ -92,16 +91,6 @@ class ScoredPairsTask(EvalTask):
     @classmethod
     def read(cls, path: Path, split: str = "test") -> ScoredPairsTask:
         return cls(path.name, read_scored_pairs(path))
-
-    @property
-    def units(self) -> int:
-        return len(self.pairs)
-
-    def texts(self) -> list[str]:
-        return [*self.pairs.sentence1, *self.pairs.sentence2]
-
-    def outputs(self, table: EmbeddingTable) -> Outputs:
-        return {"cosine": cosine_scores(table.of(self.pairs.sentence1), table.of(self.pairs.sentence2))}
 
     def metrics(self, outputs: Outputs) -> tuple[dict[str, float], dict[str, Any]]:
         from scipy.stats import pearsonr
