@@ -89,8 +89,8 @@ class ConsertRecipe:
     }
     # Sentence-tuned bases (presets.py), chosen on the dev sets of bench/domain_suite.py (docs/findings.md,
     # "Levers on tuned bases"): distillation towards the frozen base (kl of in-batch similarities) lets a
-    # higher lr learn the domain without drifting: dev +0.34 vs +0.00 for the paper's settings (lr 2e-5),
-    # test +0.20 with no domain significantly below the base, vs +0.35 with two domains below it.
+    # higher lr learn the domain without drifting: dev +0.30 vs +0.00 for the paper's settings (lr 2e-5),
+    # test +0.19 with no domain significantly below the base, vs +0.35 with one domain significantly below it.
     tuned_base_defaults: ClassVar[dict[str, Any]] = {"lr": 5e-5, "distill": 1.0}
 
     def __init__(self, config: ConsertConfig, encoder: Encoder) -> None:

@@ -45,7 +45,6 @@ class FrozenBase:
         with torch.no_grad():
             return frozen(input_ids, attention_mask)
 
-
     def views(self, encoder: Encoder, input_ids: Tensor, attention_mask: Tensor) -> tuple[Tensor, Tensor]:
         """(adapted, base) for `Recipe.distillation_views`: the trained encoder's clean pass (with the gradient)
         and the frozen base's vectors of the same sentences."""
