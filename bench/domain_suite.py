@@ -43,6 +43,7 @@ from typing import Any
 from domain_data import DOMAINS
 from results_suite import REPO, Runner, machine_summary, sentadapt, short
 
+from sentadapt.durable import write_text_atomically
 from sentadapt.evaluation.decision import decide, decision_of  # no torch: the rule `adapt` applies to its runs
 
 SHARED = Path("../shared")  # relative: main() runs from the repository root, so logged commands are portable
@@ -147,9 +148,7 @@ class DomainSuite:
         for model, domain in self.written:
             variant["models"].setdefault(model, {})[domain] = mine["models"][model][domain]
         self.results = current
-        tmp = self.work / f".tmp-results-{os.getpid()}.json"
-        tmp.write_text(json.dumps(current, indent=1) + "\n")
-        tmp.replace(path)
+        write_text_atomically(path, json.dumps(current, indent=1) + "\n")
 
     def prepare_data(self) -> None:
         manifest = self.data / "manifest.json"
@@ -329,7 +328,7 @@ def main() -> None:
     results["job_seconds"] = sum(json.loads(path.read_text())["seconds"] for path in (work / "jobs").glob("*.json"))
     if args.note:
         results["note"] = args.note
-        (work / "results.json").write_text(json.dumps(results, indent=1) + "\n")
+        write_text_atomically(work / "results.json", json.dumps(results, indent=1) + "\n")
     markdown = render(results, command)
     if standalone and not args.doc:
         doc.write_text(markdown + "\n", encoding="utf-8")

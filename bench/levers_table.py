@@ -17,6 +17,8 @@ from typing import Any
 
 from domain_render import applied_delta, delta_cell, rows_of  # bench/ is on sys.path: the scripts run from there
 
+from sentadapt.evaluation.decision import USE_ADAPTED, decide  # the rule `adapt` applies to its runs
+
 
 def mean(values: list[float]) -> str:
     return f"{sum(values) / len(values):+.2f}" if values else "–"
@@ -50,8 +52,8 @@ def table(works: list[Path]) -> str:
 def dev_size_table(evals: list[Path]) -> str:
     """How wide the paired 95 % CI of a dev Δ is at each dev size: `sentadapt eval BASE RUN... --pairs
     dev-25.jsonl --pairs dev-50.jsonl --pairs dev.jsonl --pairs dev-200.jsonl --pairs test.jsonl --json F`
-    per domain; mean half-width over domains and runs, and how often the decision (Δ > 0 with the CI
-    excluding 0) says use-adapted, next to the test Δ's sign."""
+    per domain; mean half-width over domains and runs, and how often `adapt`'s decision (Δ > 0 with the CI
+    excluding 0) says use-adapted."""
     widths: dict[str, list[float]] = {}
     uses: dict[str, int] = {}
     for path in evals:
@@ -61,7 +63,7 @@ def dev_size_table(evals: list[Path]) -> str:
                 delta = metrics["spearman"]
                 name = task.removesuffix(".jsonl")
                 widths.setdefault(name, []).append((delta["ci"][1] - delta["ci"][0]) / 2)
-                uses[name] = uses.get(name, 0) + int(delta["delta"] > 0 and bool(delta.get("ci_excludes_0")))
+                uses[name] = uses.get(name, 0) + int(decide(delta["delta"], delta["ci"], None).decision == USE_ADAPTED)
     lines = ["| pairs | mean ± half-width of the paired 95 % CI | runs the decision would use |", "|---|---:|---:|"]
     for name, values in widths.items():
         lines.append(f"| {name} | ±{sum(values) / len(values):.2f} | {uses[name]} / {len(values)} |")
