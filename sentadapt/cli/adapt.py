@@ -41,6 +41,9 @@ def _resume_auto_mode(output: Path) -> str | None:
     if (output / "metrics.json").is_file():
         say(f"--resume auto: {output} is a finished run (metrics.json is written); nothing to do")
         return "finished"
+    if (output / "auto.yaml").is_file():  # --recipe auto: each candidate is finished, resumed or started
+        say(f"--resume auto: continuing the --recipe auto run in {output} (with its saved plan and configs)")
+        return RESUME_LAST
     if any(output.glob("checkpoints/step-*")) or any(output.glob("stage-*/checkpoints/step-*")) or any(
             output.glob("stage-*/metrics.json")):
         say(f"--resume auto: resuming the run in {output} from its last checkpoint (with its saved config.yaml)")
@@ -60,7 +63,14 @@ def _is_main_process() -> bool:
 def adapt(
     corpus: list[str] = typer.Argument(None, help="Text files (one sentence per line; .gz, .jsonl/.csv/.tsv with "
                                                   "--text-column) or a Hub dataset id. Not needed with --resume."),
-    recipe: str | None = typer.Option(None, "--recipe", help="consert (default, or the --config file's recipe)."),
+    recipe: str | None = typer.Option(
+        None, "--recipe", help="consert (default, or the --config file's recipe) | sg-opt | clsr | auto (train "
+                               "every recipe the inputs allow, keep one only if the dev set proves it; needs "
+                               "--dev and --max-steps)."),
+    candidates_option: list[str] = typer.Option(
+        [], "--candidates", help="--recipe auto: the candidates, comma-separated, each RECIPE or "
+                                 "RECIPE:key=value[:key=value] (e.g. consert,consert:lr=1e-5,sg-opt). Default: "
+                                 "every recipe the inputs allow."),
     base: str | None = typer.Option(None, "--base", help="Base model: folder or Hub id (default: named above)."),
     output: Path = typer.Option(..., "--output", "-o", help="Run directory (becomes a sentence-transformers model)."),
     config_file: Path | None = typer.Option(None, "--config", help="Recipe YAML, e.g. recipes/consert.yaml."),
@@ -127,9 +137,20 @@ def adapt(
         raise ConfigError(f"--resume: unknown mode '{resume_mode}'; use --resume (the last checkpoint) or "
                           "--resume auto")
     resume, overwrite = resume_mode == RESUME_LAST, overwrite or resume_mode == "restart"
+    if candidates_option and (recipe or _recipe_of(config_file)) != "auto":
+        raise ConfigError("--candidates: only with --recipe auto (or a --config file with recipe: auto)")
     flags = {"max_steps": max_steps, "epochs": epochs, "batch_size": batch_size, "lr": lr, "max_length": max_length,
              "grad_accum": grad_accum, "mixed_precision": mixed_precision, "eval_every": eval_every,
              "checkpoint_every": checkpoint_every, "patience": patience, "seed": seed, "report_to": report_to}
+    auto_run = _auto_run_kind(output, resume, recipe, config_file)
+    if auto_run is not None:
+        _adapt_auto(auto_run, corpus, output, config_file, candidates_option, flags, set_options, preset_option,
+                    base or DEFAULT_BASE_MODEL, resume_option, overwrite, dry_run, trust_remote_code, allow_pickle,
+                    require_improvement,
+                    run_fields={"dev": dev, "dev_metric": dev_metric, "data_dir": str(data_dir) if data_dir else None,
+                                "text_column": text_column, "encoding_errors": encoding_errors,
+                                "streaming": streaming, "num_proc": num_proc})
+        return
     if resume:
         config = load_run_config(output / "config.yaml", {name: RECIPES.get(name).Config for name in RECIPES})
         config.output = str(output)  # the directory may have been moved since it was written
@@ -170,6 +191,46 @@ def adapt(
 
         raise NoImprovement(f"--require-improvement: keep the base model: {result.decision.reason}; "
                             f"{result.output} holds what the run trained")
+
+
+def _auto_run_kind(output: Path, resume: bool, recipe: str | None, config_file: Path | None) -> str | None:
+    """"resume" (an auto run directory, --resume), "new" (--recipe auto) or None (a single-recipe run)."""
+    from sentadapt.train.candidates import AUTO, PLAN_FILE
+
+    if resume:
+        return "resume" if (output / PLAN_FILE).is_file() else None
+    return "new" if (recipe or _recipe_of(config_file)) == AUTO else None
+
+
+def _adapt_auto(kind: str, corpus: list[str] | None, output: Path, config_file: Path | None,
+                candidates_option: list[str], flags: dict[str, Any], set_options: list[str],
+                preset_option: str | None, base_name: str, resume_option: str | None, overwrite: bool, dry_run: bool,
+                trust_remote_code: bool, allow_pickle: bool, require_improvement: bool,
+                run_fields: dict[str, Any]) -> None:
+    from sentadapt.cli.adapt_auto import check_auto, plan_auto, print_auto_dry_run, run_auto
+    from sentadapt.errors import ConfigError, NoImprovement
+    from sentadapt.train.auto import read_plan
+
+    if kind == "resume":
+        runs = read_plan(output)
+        ignored = [k for k, v in flags.items() if v is not None] + (["--set"] if set_options else []) + (
+            ["--preset"] if preset_option else []) + (["--candidates"] if candidates_option else [])
+        if (ignored or corpus) and resume_option != "auto" and _is_main_process():
+            note(f"--resume uses the run's saved plan and configs; ignoring {', '.join(ignored) or 'CORPUS'}")
+    else:
+        if not corpus:
+            raise ConfigError("CORPUS: give at least one corpus file (or --resume to continue a run)")
+        runs, _resolved = plan_auto(list(corpus), output=output, config_file=config_file,
+                                    candidates_option=candidates_option, flags=flags, set_options=set_options,
+                                    preset_option=preset_option, base_name=base_name, run_fields=run_fields)
+    check_auto(runs, output, kind == "resume", overwrite, dry_run, require_improvement)
+    if dry_run:
+        print_auto_dry_run(runs)
+        return
+    choice = run_auto(runs, output, kind == "new", overwrite, trust_remote_code, allow_pickle)
+    if require_improvement and choice is not None and choice.chosen is None:
+        raise NoImprovement(f"--require-improvement: keep the base model: {choice.reason}; {output / 'candidates'} "
+                            "holds what each candidate trained")
 
 
 def _recipe_of(config_file: Path | None) -> str | None:
@@ -321,8 +382,11 @@ def _process_alive(pid: int) -> bool:
     return True
 
 
-def _run(config: Any, resume: bool, overwrite: bool, trust_remote_code: bool, allow_pickle: bool) -> Any:
-    """Train every stage of the recipe; returns the last stage's TrainResult (None on ranks other than 0)."""
+def _run(config: Any, resume: bool, overwrite: bool, trust_remote_code: bool, allow_pickle: bool,
+         base_dev: tuple[float, dict[str, Any]] | None = None, summary: bool = True) -> Any:
+    """Train every stage of the recipe; returns the last stage's TrainResult (None on ranks other than 0).
+    `base_dev`: the base model's dev score and outputs when already known (--recipe auto); `summary`: print the
+    run's summary table (--recipe auto prints one table for all candidates instead)."""
     from sentadapt.config import save_run_config
     from sentadapt.errors import ConfigError
     from sentadapt.recipes import RECIPES
@@ -359,8 +423,10 @@ def _run(config: Any, resume: bool, overwrite: bool, trust_remote_code: bool, al
             inputs = build_inputs(stage_config, say, device=_device(), trust_remote_code=trust_remote_code,
                                   allow_pickle=allow_pickle, stage=stage,
                                   progress=progress_bar if main else None)
+            if number == 1:
+                inputs.base_dev = base_dev  # later stages start from the previous stage's model, not the base
             result = _train_stage(Trainer(inputs, RichReporter() if main else None), stage_resume, output)
-            if main:
+            if main and summary:
                 _print_summary(result, config.preset)
     finally:
         if lock is not None:

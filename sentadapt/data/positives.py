@@ -49,13 +49,17 @@ def _fields_of(path: Path) -> list[str]:
     return []
 
 
+def is_pair_file(path: Path) -> bool:
+    """Cheap (header or first record only): NLI labels, a score, or both pair columns."""
+    fields = _fields_of(path)
+    return any(name in fields for name in LABEL_FIELDS) or "score" in fields or (
+        PAIR_COLUMNS[0] in fields and PAIR_COLUMNS[1] in fields)
+
+
 def check_pair_files(paths: Sequence[str | Path]) -> None:
-    """Cheap check (header or first record only) that every file holds pairs, before any model loads."""
+    """Every file holds pairs (`is_pair_file`), checked before any model loads."""
     for source in paths:
-        fields = _fields_of(Path(source))
-        is_pairs = any(name in fields for name in LABEL_FIELDS) or "score" in fields or (
-            PAIR_COLUMNS[0] in fields and PAIR_COLUMNS[1] in fields)
-        if not is_pairs:
+        if not is_pair_file(Path(source)):
             raise DataError(_NOT_PAIRS.format(path=source))
 
 

@@ -197,6 +197,14 @@ class Evaluator:
         a, b = self.from_outputs(first, "first"), self.from_outputs(other, "other")
         return self.compare(a, b).average  # type: ignore[return-value]
 
+    def change_replicates(self, first: dict[str, dict[str, list[float]]], other: dict[str, dict[str, list[float]]],
+                          ) -> tuple[float, float, np.ndarray | None]:
+        """(other's average, its Δ over first, the Δ's paired bootstrap replicates or None when off): what an
+        interval at any confidence needs (evaluation/selection.py adjusts it for several candidates)."""
+        a, b = self.from_outputs(first, "first"), self.from_outputs(other, "other")
+        replicates = self._average_replicates(b) - self._average_replicates(a) if self.resamples else None
+        return b.average, b.average - a.average, replicates
+
 
 
 def dev_change_record(evaluator: Evaluator | None, outputs: dict[str, Any]) -> dict[str, Any]:

@@ -35,6 +35,7 @@ class LossOutput:
 class Recipe(Protocol):
     name: ClassVar[str]
     Config: ClassVar[type]
+    trains_on: ClassVar[str]  # "text" (sentences) | "pairs" (labelled pairs files): --recipe auto's candidates
     train_defaults: ClassVar[dict[str, Any]]  # the paper's training settings, below YAML and flags
     # What replaces them when the base is already sentence-tuned (presets.py): training or recipe fields,
     # routed like `--set` keys; above train_defaults, below YAML and flags

@@ -150,6 +150,9 @@ class TrainingInputs:
     examples: TokenizedExamples | RowPairs
     evaluator: Evaluator | None
     dev_name: str | None
+    # (score, per-unit outputs) of the base model on this dev set, when already scored (--recipe auto scores it
+    # once for every candidate); None: the run scores it itself
+    base_dev: tuple[float, dict[str, Any]] | None = None
 
 
 def parameter_groups(module: nn.Module, weight_decay: float) -> list[dict[str, Any]]:
@@ -400,8 +403,11 @@ class Trainer:
                                   "A file of ~100 labelled pairs from your domain (--dev FILE) fixes this.")
             return
         if self.is_main:
-            self.state.base_score = self._score()
-            self.state.dev_outputs["base"] = self._last_outputs
+            if self.inputs.base_dev is not None:
+                self.state.base_score, self.state.dev_outputs["base"] = self.inputs.base_dev
+            else:
+                self.state.base_score = self._score()
+                self.state.dev_outputs["base"] = self._last_outputs
             self.state.history.append({"step": 0, "dev": self.state.base_score})
             self._log({"step": 0, "dev": self.state.base_score})
             self.reporter.message(f"base model on {self.inputs.dev_name}: {self.state.base_score:.2f}")

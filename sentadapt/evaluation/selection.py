@@ -1,0 +1,144 @@
+"""Choosing among several adapted candidates on one dev set, with the cost of the choice paid.
+
+`adapt --recipe auto` trains K candidates (recipes, or one recipe with other settings) and may hand one
+back. Picking the best of K dev Δs is a multiple comparison: even if no candidate helps, the largest of K
+noisy Δs is positive, and its plain 95 % interval excludes 0, far more often than 5 % of the time. The rule
+here pays for K with Bonferroni's adjustment of the paired bootstrap interval:
+
+- each candidate's Δ (its selected checkpoint − the base model, on the dev set's main metric) gets a
+  paired percentile interval at confidence 1 − 0.05 / K (K = 3: the 99.17 % interval, i.e. the 0.42nd
+  and 99.58th percentiles of the 1,000 paired resamples);
+- the candidates whose Δ > 0 and whose adjusted interval excludes 0 are eligible; the one with the
+  largest Δ is chosen (among the eligible, any choice keeps the guarantee: with probability ≥ 95 % every
+  adjusted interval holds at once, so a chosen Δ is > 0 in truth);
+- none eligible: keep the base model.
+
+With K = 1 this is exactly the single-run rule of `decision.py` (the 95 % interval). Picking the smallest
+p-value first, Holm's step-down gives the same first choice as Bonferroni, so nothing is lost by not
+stepping down. All candidates are compared with the SAME base outputs and the SAME resamples (a paired
+bootstrap seeded by task, `bootstrap.task_seed`), so the intervals are comparable row by row.
+Not paid for: each candidate's own choice of its best checkpoint among its dev evaluations (as in a
+single run); docs/evaluation.md says what the domain suite measured of that.
+
+Pure numpy over stored per-unit outputs (no torch): the evaluator recomputes the metrics from them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sentadapt.evaluation import bootstrap
+from sentadapt.evaluation.decision import KEEP_BASE, USE_ADAPTED
+
+FAMILY_ERROR = 1 - bootstrap.CONFIDENCE  # 0.05: the chance, over the whole choice, of shipping a noise win
+METHOD = "bonferroni"
+
+Outputs = dict[str, dict[str, list[float]]]  # task → per-unit output name → values (Evaluator.outputs_of)
+
+
+@dataclass(frozen=True)
+class CandidateScore:
+    """One candidate's dev outcome against the shared base outputs."""
+
+    name: str
+    score: float  # dev score of its selected checkpoint
+    change: float  # score − the base model's
+    interval: tuple[float, float] | None  # paired 95 % interval of the Δ (None: bootstrap off)
+    adjusted: tuple[float, float] | None  # the same at confidence 1 − 0.05 / K
+
+    @property
+    def eligible(self) -> bool:
+        if self.change <= 0:
+            return False
+        return self.adjusted is None or self.adjusted[0] > 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "dev_score": self.score, "dev_change": self.change,
+                "dev_change_ci": list(self.interval) if self.interval else None,
+                "dev_change_adjusted_ci": list(self.adjusted) if self.adjusted else None,
+                "eligible": self.eligible}
+
+
+@dataclass(frozen=True)
+class Choice:
+    """The outcome of the choice: which candidate to use (None: keep the base model) and why, in one line."""
+
+    chosen: str | None
+    decision: str  # use-adapted | keep-base
+    reason: str
+    confidence: float | None  # of the adjusted intervals (None: bootstrap off)
+    scores: tuple[CandidateScore, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"chosen": self.chosen, "decision": self.decision, "decision_reason": self.reason,
+                "adjustment": {"method": METHOD, "candidates": len(self.scores), "family_error": FAMILY_ERROR,
+                               "confidence": self.confidence},
+                "candidates": [score.to_dict() for score in self.scores]}
+
+
+def adjusted_confidence(candidates: int) -> float:
+    """Bonferroni: 1 − 0.05 / K (K = 1: 0.95, K = 3: 0.9833…)."""
+    return 1 - FAMILY_ERROR / max(candidates, 1)
+
+
+def score_candidates(evaluator: Any, base: Outputs, candidates: Sequence[tuple[str, Outputs]],
+                     ) -> list[CandidateScore]:
+    """Each candidate's Δ against `base` with its plain and adjusted paired intervals (same resamples)."""
+    confidence = adjusted_confidence(len(candidates))
+    scores = []
+    for name, outputs in candidates:
+        score, change, replicates = evaluator.change_replicates(base, outputs)
+        interval = adjusted = None
+        if replicates is not None:
+            interval, adjusted = bootstrap.interval(replicates), bootstrap.interval(replicates, confidence)
+        scores.append(CandidateScore(name, score, change, interval, adjusted))
+    return scores
+
+
+def choose(scores: Sequence[CandidateScore], dev_name: str | None = None) -> Choice:
+    """The rule of the module docstring: the largest Δ among candidates whose adjusted interval excludes 0."""
+    if not scores:
+        raise ValueError("no candidates to choose from")
+    k = len(scores)
+    bootstrap_off = scores[0].adjusted is None
+    confidence = None if bootstrap_off else adjusted_confidence(k)
+    on = f" on {dev_name}" if dev_name else ""
+    eligible = [score for score in scores if score.eligible]
+    best = max(scores, key=lambda score: score.change)  # max keeps the first listed of equal Δs
+    if eligible:
+        chosen = max(eligible, key=lambda score: score.change)
+        if bootstrap_off:
+            reason = (f"{chosen.name} has the largest dev Δ{on} ({_shown(chosen, None)}); no confidence interval "
+                      f"was computed (bootstrap off), so the choice among {k} candidates is not protected "
+                      "against a noise win")
+        else:
+            reason = (f"{chosen.name} beats the base model{on} ({_shown(chosen, confidence)}): its "
+                      f"{_percent(confidence)} paired CI (95 % over {k} candidate{'s' if k > 1 else ''}, "
+                      "Bonferroni) excludes 0")
+        return Choice(chosen.name, USE_ADAPTED, reason, confidence, tuple(scores))
+    if best.change <= 0:
+        reason = f"no candidate beat the base model{on} (best: {best.name}, {_shown(best, confidence)})"
+    else:
+        reason = (f"within noise{on}: the best candidate, {best.name} ({_shown(best, confidence)}), has a "
+                  f"{_percent(confidence)} paired CI (95 % over {k} candidates, Bonferroni) that includes 0")
+    return Choice(None, KEEP_BASE, reason, confidence, tuple(scores))
+
+
+def choose_unadjusted(scores: Sequence[CandidateScore]) -> str | None:
+    """The reference rule the domain suite reports beside `choose`: the largest dev Δ, used when its plain 95 %
+    interval excludes 0 (or Δ > 0 with the bootstrap off) — the multiple comparison NOT paid for."""
+    best = max(scores, key=lambda score: score.change)
+    if best.change <= 0:
+        return None
+    return best.name if best.interval is None or best.interval[0] > 0 else None
+
+
+def _shown(score: CandidateScore, confidence: float | None) -> str:
+    interval = score.adjusted if confidence is not None else None
+    return f"Δ {score.change:+.2f}" + (f" [{interval[0]:+.2f}, {interval[1]:+.2f}]" if interval else "")
+
+
+def _percent(confidence: float | None) -> str:
+    return "–" if confidence is None else f"{100 * confidence:.2f} %".replace(".00 %", " %")

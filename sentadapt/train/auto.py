@@ -1,0 +1,160 @@
+"""`adapt --recipe auto`, the run directory's side: the plan, the base model's dev outputs (scored once and
+shared by every candidate), each candidate's outcome, the choice (evaluation/selection.py), the chosen
+candidate's model published at the top of OUTPUT, and OUTPUT/metrics.json. No printing (the CLI does it).
+
+    OUTPUT/auto.yaml                      the plan: candidates in training order, what they share
+    OUTPUT/base_dev.json                  the base model's dev score and per-unit outputs
+    OUTPUT/candidates/NAME/               one `adapt` run per candidate (config.yaml written before any trains)
+    OUTPUT/candidates/NAME/auto_outcome.json   its selected checkpoint's dev outputs and its training time
+    OUTPUT/metrics.json                   one row per candidate and the choice; written last (= finished)
+    OUTPUT/{modules.json, model files}    the chosen candidate's model; absent when the base model is kept
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from sentadapt.config import RunConfig, load_run_config, save_run_config
+from sentadapt.durable import write_text_atomically
+from sentadapt.errors import ConfigError
+from sentadapt.evaluation.selection import Choice, choose, score_candidates
+from sentadapt.recipes import RECIPES
+from sentadapt.train.candidates import AUTO, CANDIDATES_DIR, PLAN_FILE, Candidate, parse_candidates
+from sentadapt.train.tracking import write_run_record
+
+BASE_DEV_FILE = "base_dev.json"
+OUTCOME_FILE = "auto_outcome.json"
+NEW, RESUME, FINISHED = "new", "resume", "finished"
+
+
+@dataclass
+class CandidateRun:
+    candidate: Candidate
+    config: RunConfig
+
+    @property
+    def folder(self) -> Path:
+        return Path(self.config.output)
+
+    @property
+    def status(self) -> str:
+        """finished (its metrics.json is written) | resume (it has a checkpoint) | new (start it from scratch)."""
+        if (self.folder / "metrics.json").is_file():
+            return FINISHED
+        if any(self.folder.glob("checkpoints/step-*")) or any(self.folder.glob("stage-*/checkpoints/step-*")):
+            return RESUME
+        return NEW
+
+
+def is_auto_run(output: Path) -> bool:
+    return (output / PLAN_FILE).is_file()
+
+
+def write_plan(output: Path, runs: Sequence[CandidateRun], shared: dict[str, Any]) -> None:
+    """auto.yaml and every candidate's config.yaml, before anything trains: a resumed run rebuilds nothing."""
+    import yaml
+
+    for run in runs:
+        run.folder.mkdir(parents=True, exist_ok=True)
+        save_run_config(run.config, run.folder / "config.yaml")
+    plan = {"recipe": AUTO, "candidates": [run.candidate.spec for run in runs], **shared}
+    write_text_atomically(output / PLAN_FILE, yaml.safe_dump(plan, sort_keys=False))
+
+
+def read_plan(output: Path) -> list[CandidateRun]:
+    """The candidates of an auto run directory, each with its saved config (authoritative, as for --resume)."""
+    import yaml
+
+    plan = yaml.safe_load((output / PLAN_FILE).read_text(encoding="utf-8")) or {}
+    runs = []
+    for candidate in parse_candidates(plan.get("candidates") or [], where=str(output / PLAN_FILE)):
+        config_file = output / CANDIDATES_DIR / candidate.name / "config.yaml"
+        config = load_run_config(config_file, {name: RECIPES.get(name).Config for name in RECIPES})
+        config.output = str(config_file.parent)  # the directory may have moved since
+        runs.append(CandidateRun(candidate, config))
+    if not runs:
+        raise ConfigError(f"{output / PLAN_FILE}: lists no candidates")
+    return runs
+
+
+def read_json(path: Path) -> Any:
+    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
+
+
+def save_base_dev(output: Path, score: float, outputs: dict[str, Any]) -> None:
+    write_text_atomically(output / BASE_DEV_FILE, json.dumps({"score": score, "outputs": outputs}) + "\n")
+
+
+def load_base_dev(output: Path) -> tuple[float, dict[str, Any]] | None:
+    saved = read_json(output / BASE_DEV_FILE)
+    return None if saved is None else (float(saved["score"]), saved["outputs"])
+
+
+def save_outcome(run: CandidateRun, best_outputs: dict[str, Any] | None, seconds: float | None) -> None:
+    write_text_atomically(run.folder / OUTCOME_FILE, json.dumps({"outputs": best_outputs, "seconds": seconds}) + "\n")
+
+
+def load_outcome(run: CandidateRun) -> dict[str, Any] | None:
+    return read_json(run.folder / OUTCOME_FILE)
+
+
+def decide_among(runs: Sequence[CandidateRun], evaluator: Any, base_outputs: dict[str, Any],
+                 dev_name: str | None) -> Choice:
+    """The choice over every candidate with dev outputs (all of them once each has finished)."""
+    scored = []
+    for run in runs:
+        outcome = load_outcome(run) or {}
+        if outcome.get("outputs") is None:
+            raise ConfigError(f"{run.folder}: no dev outputs ({OUTCOME_FILE}); resume the run with --resume")
+        scored.append((run.candidate.name, outcome["outputs"]))
+    return choose(score_candidates(evaluator, base_outputs, scored), dev_name)
+
+
+def publish_choice(output: Path, choice: Choice, runs: Sequence[CandidateRun], load_encoder: Any) -> int | None:
+    """Copy the chosen candidate's model to the top of OUTPUT (re-saved by THE encoder, so the folder is exactly
+    what `adapt` writes); returns its published step. Keep-base: nothing is published, and any model from an
+    earlier choice is not there (a fresh auto run starts from an empty OUTPUT)."""
+    from sentadapt.train.checkpoint import publish_model, write_folder_atomically
+
+    if choice.chosen is None:
+        return None
+    run = next(r for r in runs if r.candidate.name == choice.chosen)
+    metrics = read_json(run.folder / "metrics.json") or {}
+    encoder = load_encoder(str(run.folder))
+    staging = output / ".chosen"
+    write_folder_atomically(staging, encoder.save, {"candidate": choice.chosen})
+    publish_model(staging, output)
+    shutil.rmtree(staging)
+    return metrics.get("published_step")
+
+
+def write_auto_metrics(output: Path, runs: Sequence[CandidateRun], choice: Choice, base_score: float,
+                       evaluator: Any, dev_name: str | None, published_step: int | None) -> dict[str, Any]:
+    """OUTPUT/metrics.json: what `decision_of` reads (decision, decision_reason) plus one row per candidate."""
+    rows = []
+    scores = {score.name: score for score in choice.scores}
+    for run in runs:
+        metrics = read_json(run.folder / "metrics.json") or {}
+        outcome = load_outcome(run) or {}
+        rows.append({
+            "name": run.candidate.name, "spec": run.candidate.spec, "recipe": run.candidate.recipe,
+            "output": str(Path(CANDIDATES_DIR) / run.candidate.name), "preset": (run.config.preset or {}).get("name"),
+            **scores[run.candidate.name].to_dict(), "best_step": metrics.get("best_step"),
+            "steps": metrics.get("steps"), "seconds": outcome.get("seconds"),
+            "run_decision": metrics.get("decision"),  # the candidate alone, as `adapt --recipe NAME` would decide
+        })
+    first = runs[0].config
+    record = {
+        "recipe": AUTO, "base_model": first.base, "dev": dev_name, "dev_metric": evaluator.describe_metric(),
+        "base_score": base_score, **choice.to_dict(), "candidates": rows,
+        "chosen_output": str(Path(CANDIDATES_DIR) / choice.chosen) if choice.chosen else None,
+        "published_step": published_step, "max_steps": first.train.max_steps, "seed": first.train.seed,
+        "bootstrap": {"resamples": evaluator.resamples, "seed": evaluator.seed, "paired": True},
+    }
+    write_run_record(output, record)
+    return record
