@@ -5,7 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 LABELS = {"base": "base model", "consert": "sentadapt ConSERT", "sg-opt": "sentadapt SG-OPT",
-          "clsr": "sentadapt CLSR", "simcse": "peer: ST SimCSE", "ct": "peer: ST CT", "tsdae": "peer: ST TSDAE"}
+          "clsr": "sentadapt CLSR", "simcse": "peer: ST SimCSE", "ct": "peer: ST CT", "tsdae": "peer: ST TSDAE",
+          "auto": "sentadapt auto (choice paid for, Bonferroni)",
+          "best-dev": "reference: best dev Δ, plain CI (choice not paid for)"}
 DEFAULT_VARIANT = "default"
 
 
@@ -31,6 +33,11 @@ def dev_cell(row: dict[str, Any]) -> str:
 def applied_delta(row: dict[str, Any]) -> float:
     """Test Δ the user gets: 0 when the verdict keeps the base model."""
     return row["test"]["delta"] if row.get("decision") == "use-adapted" else 0.0
+
+
+def false_use(row: dict[str, Any]) -> bool:
+    """The decision said use, and the held-out test says the adapted model is not better than the base."""
+    return row.get("decision") == "use-adapted" and row["test"]["delta"] <= 0
 
 
 def _mean(values: list[float]) -> float:
@@ -117,6 +124,7 @@ def summary(results: dict[str, Any], model: str) -> str:
     peers = [(label(v, r), per) for v, r, per in rows if per and next(iter(per.values()))["kind"] == "peer"]
     if not ours:
         return "No sentadapt recipe ran on this model."
+    selections = [(label(v, r), per) for v, r, per in rows if per and next(iter(per.values()))["kind"] == "selection"]
 
     def average(per: dict[str, dict[str, Any]]) -> float:
         return _mean([row["test"]["delta"] for row in per.values()])
@@ -129,7 +137,15 @@ def summary(results: dict[str, Any], model: str) -> str:
     if peers:
         text += "; vs " + ", ".join(f"{peer} {_signed(average(per))} (difference "
                                     f"{_signed(average(best) - average(per))})" for peer, per in peers)
-    return text + f"; worst domain with the verdict applied: {worst} {_signed(applied[worst])}."
+    text += f"; worst domain with the verdict applied: {worst} {_signed(applied[worst])}."
+    best_applied = max(_mean([applied_delta(row) for row in per.values()]) for _, per in ours)
+    for name, per in selections:
+        values = {domain: applied_delta(row) for domain, row in per.items()}
+        low = min(values, key=lambda domain: values[domain])
+        text += (f" {name}: {_signed(_mean(list(values.values())))} with its decision applied (best single recipe, "
+                 f"verdict applied: {_signed(best_applied)}), false use in {sum(map(false_use, per.values()))} of "
+                 f"{len(per)} domains, lowest domain {low} {_signed(values[low])}.")
+    return text
 
 
 TARGET = 1.0  # issue 14's moonshot: the best default recipe ≥ +1.0 test Δ averaged over domains and models
@@ -160,11 +176,12 @@ def overall(results: dict[str, Any]) -> list[str]:
     applied = {where: applied_delta(row) for where, row in complete[best]}
     worst = min(applied, key=lambda where: applied[where])
     gap = average(best) - TARGET
-    lines = ["| run (default settings) | avg test Δ over " + f"{most} model × domain cells | verdict applied |",
-             "|---|---:|---:|"]
+    lines = ["| run (default settings) | avg test Δ over " + f"{most} model × domain cells | verdict applied | "
+             "false use (use, but test Δ ≤ 0) |", "|---|---:|---:|---:|"]
     for recipe in sorted(complete, key=average, reverse=True):
         lines.append(f"| {LABELS.get(recipe, recipe)} | {_signed(average(recipe))} | "
-                     f"{_signed(_mean([applied_delta(row) for _, row in complete[recipe]]))} |")
+                     f"{_signed(_mean([applied_delta(row) for _, row in complete[recipe]]))} | "
+                     f"{sum(false_use(row) for _, row in complete[recipe])} of {len(complete[recipe])} |")
     verdict = "met" if gap >= 0 else f"not met, {-gap:.2f} short"
     return [*lines, "", f"Best default recipe over all cells: **{LABELS.get(best, best)}** {_signed(average(best))} "
             f"(target ≥ {_signed(TARGET)}: {verdict}); with the verdict applied its worst cell is {worst} "
@@ -205,6 +222,15 @@ def render(results: dict[str, Any], command: str) -> str:
               "a keep-base run's test Δ as 0, which is what the user ends up with. CLSR trains on NLI entailment "
               "pairs (not the domain corpus). TSDAE's word deletion splits on whitespace (nltk's punkt data is "
               "not available offline).", ""]
+    if any(row.get("kind") == "selection" for v in variants.values() for m in v["models"].values()
+           for d in m.values() for row in d["rows"].values()):
+        lines += ["`sentadapt auto` is `adapt --recipe auto` with ConSERT, SG-OPT and CLSR as its candidates (the "
+                  "single-recipe rows here ARE its candidates, same settings, steps and seed): it uses the candidate "
+                  "with the largest dev Δ among those whose Bonferroni-adjusted paired CI (98.33 % for 3 candidates) "
+                  "excludes 0, else keeps the base (its dev Δ cell shows the chosen, or best, candidate's Δ and its "
+                  "decision). The reference row takes the largest dev Δ and uses it when its plain 95 % CI excludes 0: "
+                  "the multiple comparison not paid for. Where nothing is used, a row's raw test Δ is the best-dev "
+                  "candidate's. False use: the decision said use and the held-out test Δ is ≤ 0.", ""]
     if results.get("note"):
         lines += [f"**Conditions of this run.** {results['note']}", ""]
     if manifest:

@@ -50,6 +50,8 @@ SHARED = Path("../shared")  # relative: main() runs from the repository root, so
 MODELS = [str(SHARED / "models/paraphrase-minilm-l3-v2"), str(SHARED / "models/all-minilm-l6-v2")]
 SENTADAPT_RECIPES = ("consert", "sg-opt", "clsr")
 PEERS = ("simcse", "ct", "tsdae")
+AUTO = "auto"  # `adapt --recipe auto`: the three recipes as its candidates, then its choice (and the reference rule)
+REFERENCE = "best-dev"  # the same candidates, the best dev Δ used when its plain 95 % CI excludes 0 (not adjusted)
 CLSR_PAIRS = ["nli/allnli.dev.jsonl.gz", "nli/snli.test.jsonl.gz"]  # relative to ../shared/data
 DEV_SIZES = {25: "dev-25.jsonl", 50: "dev-50.jsonl", 100: "dev.jsonl", 200: "dev-200.jsonl"}
 DEFAULT_VARIANT = "default"
@@ -186,20 +188,43 @@ class DomainSuite:
             "adapt", *inputs, "--recipe", recipe, "--base", model, "--dev", str(folder / DEV_SIZES[plan.dev_size]),
             "--max-steps", str(plan.steps), "--eval-every", str(plan.eval_every), "--output", str(output),
             "--overwrite", *sized, *extra))
+        return output, run_row(output, job.seconds, job.peak_rss_mb, "python " + " ".join(job.argv[1:]), job.log)
+
+    def train_auto(self, model: str, domain: str) -> tuple[dict[str, Any], list[tuple[str, Path, dict[str, Any]]]]:
+        """`adapt --recipe auto` with the three recipes as candidates, each with the settings its own row uses
+        (ConSERT at the suite's batch, max length on the text recipes, CLSR on NLI pairs with min_score 4): the
+        candidates ARE the single-recipe runs. Returns auto's metrics.json and (recipe, folder, row) per candidate."""
+        plan, folder = self.plan, self.data / domain
+        output = self.work / "runs" / plan.variant / short(model) / domain / AUTO
+        length = f"max_length={plan.max_length}"
+        candidates = f"consert:batch_size={plan.batch_size}:{length},sg-opt:{length},clsr:min_score=4"
+        job = self.runner.run(f"adapt-{plan.variant}-{short(model)}-{domain}-{AUTO}", sentadapt(
+            "adapt", str(folder / "corpus.txt"), *(str(self.shared / "data" / name) for name in CLSR_PAIRS),
+            "--recipe", AUTO, "--candidates", candidates, "--base", model,
+            "--dev", str(folder / DEV_SIZES[plan.dev_size]), "--max-steps", str(plan.steps),
+            "--eval-every", str(plan.eval_every), "--output", str(output), "--overwrite", *plan.extra.get(AUTO, [])))
         metrics = json.loads((output / "metrics.json").read_text())
-        return output, {
-            "kind": "sentadapt", "train_seconds": job.seconds, "peak_rss_mb": job.peak_rss_mb,
-            "command": "python " + " ".join(job.argv[1:]), "log": job.log,
-            "dev": {"value": metrics["best_score"], "base": metrics["base_score"], "delta": metrics.get("dev_change"),
-                    "ci": metrics.get("dev_change_ci"), "ci_excludes_0": metrics.get("dev_change_ci_excludes_0")},
-            "best_step": metrics.get("best_step"), "improved": metrics.get("improved"),
-            "decision": decision_of(metrics).decision, "decision_source": "metrics.json"}
+        command = "python " + " ".join(job.argv[1:])
+        rows = []
+        for candidate in metrics["candidates"]:
+            run = output / candidate["output"]
+            row = run_row(run, candidate["seconds"] or 0.0, job.peak_rss_mb, command, job.log)
+            rows.append((candidate["recipe"], run, row))
+        metrics["train_seconds"], metrics["peak_rss_mb"], metrics["command"] = job.seconds, job.peak_rss_mb, command
+        return metrics, rows
 
     def model_domain(self, model: str, domain: str) -> None:
         plan, folder = self.plan, self.data / domain
         rows: dict[str, dict[str, Any]] = {}
         outputs: list[Path] = []
+        auto_metrics = None
         for recipe in plan.recipes:
+            if recipe == AUTO:
+                auto_metrics, candidates = self.train_auto(model, domain)
+                for name, output, row in candidates:
+                    rows[name] = row
+                    outputs.append(output)
+                continue
             output, rows[recipe] = self.train(recipe, model, domain)
             outputs.append(output)
         if plan.train_only:
@@ -209,7 +234,7 @@ class DomainSuite:
         out = self.work / "evals" / plan.variant / f"{short(model)}-{domain}.json"
         # the job name lists the models evaluated: a --reuse pass with other recipes must not take an earlier
         # eval of fewer models, whose entries would then be matched to the wrong rows
-        job = self.runner.run(f"eval-{plan.variant}-{short(model)}-{domain}-{'+'.join(plan.recipes)}", sentadapt(
+        job = self.runner.run(f"eval-{plan.variant}-{short(model)}-{domain}-{'+'.join(rows)}", sentadapt(
             "eval", model, *map(str, outputs), *(arg for name in files for arg in ("--pairs", str(folder / name))),
             "--json", str(out)))
         entries = json.loads(out.read_text())
@@ -220,7 +245,7 @@ class DomainSuite:
         rows = {"base": {"kind": "base", "test": score(base, "test.jsonl", "spearman"),
                          "test_ap": score(base, "test-pairclass.tsv", "ap"),
                          "dev": score(base, dev_file, "spearman")}, **rows}
-        for recipe, entry in zip(plan.recipes, entries[1:]):
+        for recipe, entry in zip(list(rows)[1:], entries[1:]):
             row = rows[recipe]
             row["test"] = score(entry, "test.jsonl", "spearman")
             row["test_ap"] = score(entry, "test-pairclass.tsv", "ap")
@@ -229,6 +254,8 @@ class DomainSuite:
                 dev = row["dev"]
                 row["decision"] = decide(dev["delta"], dev["ci"], None).decision
                 row["decision_source"] = "dev Δ CI (eval)"
+        if auto_metrics is not None:
+            rows.update(selection_rows(auto_metrics, rows))
         variant = self.results["variants"][plan.variant]
         self.written.add((short(model), domain))
         variant["models"].setdefault(short(model), {})[domain] = {
@@ -248,6 +275,41 @@ class DomainSuite:
         variant["seconds"] = time.perf_counter() - started
         variant["finished"] = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
         self.save()
+
+
+def run_row(output: Path, seconds: float, peak_rss_mb: float, command: str, log: str) -> dict[str, Any]:
+    """A sentadapt run's row from its metrics.json: dev Δ, its CI and the run's own decision."""
+    metrics = json.loads((output / "metrics.json").read_text())
+    return {
+        "kind": "sentadapt", "train_seconds": seconds, "peak_rss_mb": peak_rss_mb, "command": command, "log": log,
+        "dev": {"value": metrics["best_score"], "base": metrics["base_score"], "delta": metrics.get("dev_change"),
+                "ci": metrics.get("dev_change_ci"), "ci_excludes_0": metrics.get("dev_change_ci_excludes_0")},
+        "best_step": metrics.get("best_step"), "improved": metrics.get("improved"),
+        "decision": decision_of(metrics).decision, "decision_source": "metrics.json"}
+
+
+def selection_rows(auto: dict[str, Any], rows: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """The `auto` row (its recorded choice) and the reference row (the best dev Δ, used when its plain CI excludes
+    0: the multiple comparison not paid for), both from the candidates' held-out scores: a chosen candidate's
+    model is the candidate's own. When nothing is chosen, the raw test Δ shown is the best-dev candidate's (what
+    would have shipped) and the decision keeps the base."""
+    candidates = auto["candidates"]
+    by_name = {c["name"]: c["recipe"] for c in candidates}
+    best = max(candidates, key=lambda c: c["dev_change"])
+    reference = best["name"] if best["dev_change"] > 0 and (
+        best["dev_change_ci"] is None or best["dev_change_ci"][0] > 0) else None
+
+    def row(chosen: str | None, decision_source: str) -> dict[str, Any]:
+        source = rows[by_name[chosen or best["name"]]]
+        picked = next(c for c in candidates if c["name"] == (chosen or best["name"]))
+        return {"kind": "selection", "train_seconds": auto["train_seconds"], "peak_rss_mb": auto["peak_rss_mb"],
+                "test": source["test"], "test_ap": source["test_ap"],
+                "dev": {**source["dev"], "ci": picked["dev_change_adjusted_ci"] if decision_source == "auto" else
+                        picked["dev_change_ci"]},
+                "decision": "use-adapted" if chosen else "keep-base", "chosen": chosen and by_name[chosen],
+                "decision_source": decision_source, "command": auto["command"]}
+
+    return {AUTO: row(auto["chosen"], "auto"), REFERENCE: row(reference, "best dev Δ, plain 95 % CI")}
 
 
 def _names(value: str | None, allowed: list[str] | tuple[str, ...], option: str) -> list[str] | None:
@@ -289,6 +351,8 @@ def main() -> None:
     parser.add_argument("--note", help="a sentence on the conditions of the run (a shared machine, reused runs), "
                                        "kept in results.json and shown under the heading")
     parser.add_argument("--render", action="store_true", help="only re-render the markdown from WORK/results.json")
+    parser.add_argument("--section", default=SECTION, help=f"generated section of --doc to write (default {SECTION}; "
+                        "e.g. domain-suite-auto for a --recipes auto run beside the default one)")
     args = parser.parse_args()
     os.chdir(REPO)
     sys.path.insert(0, str(REPO / "bench"))
@@ -299,11 +363,13 @@ def main() -> None:
     extra = parse_extra(args.set_extra)
     if (extra or args.dev_size != 100) and args.variant == DEFAULT_VARIANT:
         parser.error("--set-extra and --dev-size change the runs: name them with --variant NAME")
-    all_recipes = [*SENTADAPT_RECIPES, *PEERS]
+    all_recipes = [*SENTADAPT_RECIPES, *PEERS, AUTO]
     recipes = _names(args.recipes, all_recipes, "--recipes")
     if recipes is None:
         recipes = (["consert", "simcse"] if args.quick else
-                   list(extra) if args.variant != DEFAULT_VARIANT and extra else all_recipes)
+                   list(extra) if args.variant != DEFAULT_VARIANT and extra else [*SENTADAPT_RECIPES, *PEERS])
+    if AUTO in recipes and set(recipes) & set(SENTADAPT_RECIPES):
+        parser.error(f"--recipes: {AUTO} trains {', '.join(SENTADAPT_RECIPES)} as its candidates; do not list them too")
     steps = 3 if args.quick else args.steps
     plan = Plan(
         models=[name.strip() for name in args.models.split(",") if name.strip()] if args.models
@@ -333,7 +399,7 @@ def main() -> None:
     if standalone and not args.doc:
         doc.write_text(markdown + "\n", encoding="utf-8")
     else:
-        write_section(doc, SECTION, markdown)
+        write_section(doc, args.section, markdown)
     print(f"wrote {doc}")
 
 
