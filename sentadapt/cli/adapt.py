@@ -306,7 +306,8 @@ def _print_dry_run(config: Any) -> None:
     import yaml
 
     resolved = config.resolved_model
-    console.print(yaml.safe_dump(config.to_dict(), sort_keys=False), end="", markup=False, highlight=False)
+    console.print(yaml.safe_dump(config.to_dict(), sort_keys=False), end="", markup=False, highlight=False,
+                  soft_wrap=True)
     _print_preset(config)
     note(f"model: {resolved.name} → {resolved.location} ({resolved.source}); nothing loaded (--dry-run)")
 

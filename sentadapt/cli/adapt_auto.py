@@ -97,6 +97,7 @@ def run_auto(runs: list[Any], output: Path, fresh: bool, overwrite: bool, trust_
     Returns the Choice on the main process, None on the others."""
     from sentadapt.cli.adapt import _acquire_lock, _device, _is_main_process, _run
     from sentadapt.train import auto
+    from sentadapt.train.signals import TrainingInterrupted
 
     main = _is_main_process()
     say: Say = note if main else (lambda _text: None)
@@ -117,7 +118,11 @@ def run_auto(runs: list[Any], output: Path, fresh: bool, overwrite: bool, trust_
         base = _base_dev(output, runs[0].config, evaluator, _device(), trust_remote_code, allow_pickle, say) \
             if main else None
         for index, run in enumerate(runs, start=1):
-            _train_candidate(run, index, len(runs), base, trust_remote_code, allow_pickle, say, _run)
+            try:
+                _train_candidate(run, index, len(runs), base, trust_remote_code, allow_pickle, say, _run)
+            except TrainingInterrupted as error:  # resuming continues the whole auto run, not this candidate alone
+                message = str(error).replace(f"--resume --output {run.folder}", f"--resume --output {output}")
+                raise TrainingInterrupted(f"candidate {run.candidate.spec}: {message}", error.signum) from None
         if not main:
             return None
         choice = auto.decide_among(runs, evaluator, base[1], dev_name)  # type: ignore[index]
@@ -216,17 +221,18 @@ def print_auto_summary(output: Path, record: dict[str, Any]) -> None:
     adjustment = record["adjustment"]
     confidence = adjustment["confidence"]
     adjusted = "adjusted CI" if confidence is None else f"{100 * confidence:.2f} % CI".replace(".00 %", " %")
-    table = Table(title=f"sentadapt adapt --recipe auto — {len(record['candidates'])} candidates on "
-                        f"{record['dev']} (base model {record['base_score']:.2f})")
-    for header in ("candidate", "preset", "dev", "Δ", "95 % CI", f"{adjusted} (Bonferroni)", "best step",
-                   "steps", "time"):
-        table.add_column(header, justify="left" if header in ("candidate", "preset") else "right")
+    steps = {row["steps"] for row in record["candidates"]}
+    table = Table(title=f"sentadapt adapt --recipe auto — {len(record['candidates'])} candidates, "
+                        f"{'/'.join(map(str, sorted(steps)))} steps each, on {record['dev']} (base model "
+                        f"{record['base_score']:.2f}); {adjusted}: Bonferroni over the candidates")
+    table.add_column("candidate", no_wrap=True)  # the name is the folder under candidates/: never cut
+    for header in ("dev", "Δ", "95 % CI", adjusted, "best step", "time"):
+        table.add_column(header, justify="right", no_wrap=header not in ("95 % CI", adjusted))
     for row in record["candidates"]:
         chosen = row["name"] == record["chosen"]
-        table.add_row(("→ " if chosen else "") + escape(row["name"]), row["preset"] or "–", f"{row['dev_score']:.2f}",
+        table.add_row(("→ " if chosen else "") + escape(row["name"]), f"{row['dev_score']:.2f}",
                       f"{row['dev_change']:+.2f}", _interval(row["dev_change_ci"]),
-                      _interval(row["dev_change_adjusted_ci"]), str(row["best_step"]), str(row["steps"]),
-                      _duration(row["seconds"]))
+                      _interval(row["dev_change_adjusted_ci"]), str(row["best_step"]), _duration(row["seconds"]))
     console.print(table)
     reason = escape(record["decision_reason"])
     if record["chosen"] is None:

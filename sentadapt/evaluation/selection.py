@@ -32,7 +32,7 @@ from typing import Any
 from sentadapt.evaluation import bootstrap
 from sentadapt.evaluation.decision import KEEP_BASE, USE_ADAPTED
 
-FAMILY_ERROR = 1 - bootstrap.CONFIDENCE  # 0.05: the chance, over the whole choice, of shipping a noise win
+FAMILY_ERROR = round(1 - bootstrap.CONFIDENCE, 12)  # 0.05: the chance, over the whole choice, of shipping a noise win
 METHOD = "bonferroni"
 
 Outputs = dict[str, dict[str, list[float]]]  # task → per-unit output name → values (Evaluator.outputs_of)

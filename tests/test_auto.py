@@ -1,0 +1,283 @@
+"""`adapt --recipe auto`: candidates from the inputs, `--candidates` parsing, the Bonferroni-adjusted choice,
+the run directory (summary rows, metrics.json), and resuming an interrupted candidate."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from sentadapt.errors import ConfigError
+from sentadapt.evaluation.decision import KEEP_BASE, USE_ADAPTED
+from sentadapt.evaluation.selection import (
+    CandidateScore,
+    adjusted_confidence,
+    choose,
+    choose_unadjusted,
+    score_candidates,
+)
+from sentadapt.train.candidates import Candidate, Inputs, parse_candidates, plan_candidates, split_inputs
+from tests.conftest import FLOAT32_RTOL, run_adapt
+
+# ---------------------------------------------------------------- --candidates and the inputs
+
+
+def test_candidates_parse_with_their_own_settings() -> None:
+    parsed = parse_candidates(["consert, sg-opt:lr=1e-5:distill=0", "clsr"])
+    assert [c.spec for c in parsed] == ["consert", "sg-opt:lr=1e-5:distill=0", "clsr"]
+    assert [c.name for c in parsed] == ["consert", "sg-opt-lr=1e-5-distill=0", "clsr"]
+    assert parsed[1].set_options() == ["lr=1e-5", "distill=0"]
+
+
+@pytest.mark.parametrize(("values", "message"), [
+    (["consrt"], "--candidates: Unknown recipe 'consrt'. Did you mean: consert, clsr? Available: clsr, consert, "
+                 "sg-opt"),
+    (["consert:lr"], "--candidates: 'consert:lr': 'lr' is not key=value (e.g. consert:lr=1e-5:temperature=0.05)"),
+    (["consert,sg-opt", "consert"], "--candidates: 'consert' is listed twice; each candidate once"),
+    (["auto"], "--candidates: 'auto' is not a candidate; list recipes (clsr, consert, sg-opt)"),
+    ([" , "], "--candidates: no candidate given; e.g. --candidates consert,sg-opt"),
+])
+def test_candidates_errors_name_the_entry(values: list[str], message: str) -> None:
+    with pytest.raises(ConfigError) as error:
+        parse_candidates(values)
+    assert str(error.value) == message
+
+
+def test_inputs_decide_the_default_candidates(corpus: Path, pairs_tsv: Path) -> None:
+    text_only = split_inputs([str(corpus)])
+    assert text_only == Inputs((str(corpus),), ())
+    assert [c.recipe for c in plan_candidates([], text_only)] == ["consert", "sg-opt"]
+    both = split_inputs([str(corpus), str(pairs_tsv)])
+    assert both == Inputs((str(corpus),), (str(pairs_tsv),))
+    assert [c.recipe for c in plan_candidates([], both)] == ["consert", "sg-opt", "clsr"]
+    assert both.for_recipe("clsr") == [str(pairs_tsv)] and both.for_recipe("consert") == [str(corpus)]
+    pairs_only = split_inputs([str(pairs_tsv)])
+    assert [c.recipe for c in plan_candidates([], pairs_only)] == ["clsr"]
+
+
+def test_a_candidate_without_its_kind_of_input_is_refused(corpus: Path, pairs_tsv: Path) -> None:
+    with pytest.raises(ConfigError) as error:
+        plan_candidates([Candidate("clsr")], split_inputs([str(corpus)]))
+    assert str(error.value).startswith("--candidates clsr: clsr trains on labelled pairs; add a pairs file")
+    with pytest.raises(ConfigError) as error:
+        plan_candidates([Candidate("consert", (("lr", "1e-5"),))], split_inputs([str(pairs_tsv)]))
+    assert str(error.value) == ("--candidates consert:lr=1e-5: consert trains on plain text; add a text file (one "
+                                "sentence per line) to the inputs")
+
+
+# ---------------------------------------------------------------- the adjusted choice
+
+
+def _score(name: str, change: float, plain: tuple[float, float], adjusted: tuple[float, float]) -> CandidateScore:
+    return CandidateScore(name, 80 + change, change, plain, adjusted)
+
+
+def test_a_noise_win_is_not_chosen_but_the_unadjusted_rule_would_ship_it() -> None:
+    scores = [_score("consert", +0.4, (-0.3, +1.1), (-0.6, +1.4)),
+              _score("sg-opt", +1.2, (+0.1, +2.3), (-0.2, +2.6)),  # plain CI excludes 0, adjusted does not
+              _score("clsr", -0.5, (-1.0, +0.0), (-1.2, +0.2))]
+    choice = choose(scores, "dev.tsv")
+    assert (choice.chosen, choice.decision) == (None, KEEP_BASE)
+    assert choice.reason == ("within noise on dev.tsv: the best candidate, sg-opt (Δ +1.20 [-0.20, +2.60]), has a "
+                             "98.33 % paired CI (95 % over 3 candidates, Bonferroni) that includes 0")
+    assert choose_unadjusted(scores) == "sg-opt"
+
+
+def test_a_clear_win_is_chosen_and_the_largest_eligible_delta_wins() -> None:
+    scores = [_score("consert", +2.0, (+1.0, +3.0), (+0.6, +3.4)),
+              _score("sg-opt", +2.5, (+0.2, +4.8), (-0.1, +5.1)),  # larger Δ, but not eligible
+              _score("clsr", +1.5, (+0.9, +2.1), (+0.7, +2.3))]
+    choice = choose(scores)
+    assert (choice.chosen, choice.decision) == ("consert", USE_ADAPTED)
+    assert choice.reason == ("consert beats the base model (Δ +2.00 [+0.60, +3.40]): its 98.33 % paired CI (95 % over "
+                             "3 candidates, Bonferroni) excludes 0")
+    assert choice.to_dict()["adjustment"] == {"method": "bonferroni", "candidates": 3, "family_error": 0.05,
+                                              "confidence": pytest.approx(1 - 0.05 / 3)}
+
+
+def test_no_candidate_beating_the_base_keeps_it() -> None:
+    choice = choose([_score("consert", -0.1, (-0.5, +0.3), (-0.6, +0.4))])
+    assert choice.decision == KEEP_BASE
+    assert choice.reason == "no candidate beat the base model (best: consert, Δ -0.10 [-0.60, +0.40])"
+
+
+def _sts_evaluator(tmp_path: Path, gold: np.ndarray):
+    from sentadapt.evaluation.task_types import resolve_dev_set
+
+    path = tmp_path / "dev.tsv"
+    path.write_text("sentence1\tsentence2\tscore\n" + "".join(f"a{i}\tb{i}\t{g:.4f}\n" for i, g in enumerate(gold)))
+    _, make = resolve_dev_set(str(path), None)
+    return make()
+
+
+def test_adjusted_intervals_widen_with_the_candidates_and_equal_the_single_run_rule_for_one(tmp_path: Path) -> None:
+    rng = np.random.default_rng(0)
+    gold = rng.uniform(0, 5, 60)
+    evaluator = _sts_evaluator(tmp_path, gold)
+    task = evaluator.tasks[0].name
+
+    def outputs(noise: float, seed: int) -> dict:
+        values = gold / 5 + np.random.default_rng(seed).normal(0, noise, gold.size)
+        return {task: {"cosine": values.tolist()}}
+
+    base = outputs(0.3, 1)
+    candidates = [("weak", outputs(0.28, 2)), ("clear", outputs(0.05, 3)), ("worse", outputs(0.6, 4))]
+    one = score_candidates(evaluator, base, candidates[1:2])[0]
+    single_run = evaluator.compare_outputs(base, candidates[1][1])  # what `adapt --recipe NAME` reports
+    assert one.adjusted == one.interval == pytest.approx(single_run.interval, rel=1e-12)
+    assert one.change == pytest.approx(single_run.value, rel=1e-12)
+    three = score_candidates(evaluator, base, candidates)
+    for score in three:
+        assert score.adjusted[0] < score.interval[0] and score.adjusted[1] > score.interval[1]
+    assert adjusted_confidence(3) == pytest.approx(0.98333333)
+    choice = choose(three)
+    assert choice.chosen == "clear"  # Spearman ~0.99 against a noisy base's ~0.8 on 60 pairs
+    assert three[1].adjusted[0] > 0
+
+
+# ---------------------------------------------------------------- the command
+
+
+@pytest.fixture
+def train_pairs(tmp_path: Path) -> Path:
+    """40 scored pairs for CLSR (every one ≥ 4: positives)."""
+    path = tmp_path / "train-pairs.tsv"
+    path.write_text("sentence1\tsentence2\tscore\n" + "".join(
+        f"the server {i} is down\tserver {i} is not running\t4.5\n" for i in range(40)))
+    return path
+
+
+def _auto(corpus: Path, pairs: Path, model: Path, dev: Path, output: Path, *extra: str):
+    return run_adapt(str(corpus), str(pairs), "--recipe", "auto", "--base", str(model), "--dev", str(dev),
+                     "--output", str(output), "--max-steps", "4", "--eval-every", "2", "--max-length", "16",
+                     "--candidates", "consert:batch_size=8,clsr:batch_size=8", "--set", "log_every=1", *extra)
+
+
+def _flat(text: str) -> str:
+    return " ".join(text.translate(str.maketrans("│┃┌┐└┘├┤┬┴┼─┏┓┗┛┡┩╇━", " " * 20)).split())
+
+
+def test_auto_trains_each_candidate_and_records_the_choice(corpus: Path, pairs_tsv: Path, train_pairs: Path,
+                                                           tiny_model_dir: Path, tmp_path: Path) -> None:
+    output = tmp_path / "run"
+    result = _auto(corpus, train_pairs, tiny_model_dir, pairs_tsv, output)
+    assert result.exit_code == 0, result.output
+    metrics = json.loads((output / "metrics.json").read_text())
+    assert metrics["recipe"] == "auto" and metrics["dev"] == "pairs.tsv"
+    assert [row["name"] for row in metrics["candidates"]] == ["consert-batch_size=8", "clsr-batch_size=8"]
+    assert metrics["adjustment"]["candidates"] == 2
+    assert metrics["decision"] in (USE_ADAPTED, KEEP_BASE) and metrics["decision_reason"]
+    base = json.loads((output / "base_dev.json").read_text())["score"]
+    assert metrics["base_score"] == base
+    for row in metrics["candidates"]:
+        run = json.loads((output / row["output"] / "metrics.json").read_text())
+        assert run["base_score"] == base  # scored once, shared by every candidate
+        assert row["dev_change"] == pytest.approx(row["dev_score"] - base)
+        assert row["dev_score"] == pytest.approx(run["best_score"], rel=FLOAT32_RTOL)
+        assert row["steps"] == 4 and row["seconds"] > 0
+        assert row["dev_change_adjusted_ci"][0] <= row["dev_change_ci"][0]
+    chosen = metrics["chosen"]
+    assert (output / "modules.json").is_file() == (chosen is not None)
+    flat = _flat(result.stdout)
+    assert "2 candidates, 4 steps each, on pairs.tsv" in flat
+    for row in metrics["candidates"]:
+        assert f"{row['name']} {row['dev_score']:.2f} {row['dev_change']:+.2f}" in flat
+    assert ("keep the base model" in flat) == (chosen is None)
+
+
+def test_auto_publishes_the_chosen_candidate_model(corpus: Path, pairs_tsv: Path, train_pairs: Path,
+                                                   tiny_model_dir: Path, tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """Force a choice (the rule is tested above): the top of OUTPUT then encodes as the candidate does."""
+    import sentadapt.train.auto as auto
+    from sentadapt.encoder import Encoder
+    from sentadapt.evaluation.selection import Choice
+
+    def choose_first(runs, evaluator, base_outputs, dev_name):
+        return Choice(runs[0].candidate.name, USE_ADAPTED, "forced", 0.975, ())
+
+    monkeypatch.setattr(auto, "decide_among", choose_first)
+    monkeypatch.setattr(auto, "write_auto_metrics", lambda *args: {"candidates": [], "chosen": "x", "dev": "d",
+                                                                    "base_score": 0.0, "decision_reason": "forced",
+                                                                    "adjustment": {"confidence": 0.975}})
+    output = tmp_path / "run"
+    assert _auto(corpus, train_pairs, tiny_model_dir, pairs_tsv, output).exit_code == 0
+    published = Encoder.load(output, device="cpu").encode(["the server is down"])
+    candidate = Encoder.load(output / "candidates" / "consert-batch_size=8", device="cpu").encode(
+        ["the server is down"])
+    assert np.array_equal(published, candidate)
+
+
+def test_auto_needs_a_dev_set_and_a_step_budget(corpus: Path, pairs_tsv: Path, train_pairs: Path, tiny_model_dir: Path,
+                                                tmp_path: Path) -> None:
+    result = run_adapt(str(corpus), "--recipe", "auto", "--base", str(tiny_model_dir), "--dev", "none",
+                       "--output", str(tmp_path / "a"), "--max-steps", "4")
+    assert result.exit_code == 2
+    assert "Error: --recipe auto: needs a labelled dev set to choose among the candidates" in result.stderr
+    result = run_adapt(str(corpus), "--recipe", "auto", "--base", str(tiny_model_dir), "--dev", str(pairs_tsv),
+                       "--output", str(tmp_path / "b"))
+    assert result.exit_code == 2
+    assert ("Error: --recipe auto: give --max-steps N (every candidate trains the same number of optimizer steps; "
+            "epochs would give each recipe a different budget)") in result.stderr
+    result = run_adapt(str(corpus), "--recipe", "consert", "--candidates", "consert", "--base", str(tiny_model_dir),
+                       "--output", str(tmp_path / "c"))
+    assert result.exit_code == 2
+    assert "Error: --candidates: only with --recipe auto" in result.stderr
+    result = run_adapt(str(corpus), "--recipe", "auto", "--candidates", "consert:temprature=0.1", "--base",
+                       str(tiny_model_dir), "--dev", str(pairs_tsv), "--max-steps", "4",
+                       "--output", str(tmp_path / "d"))
+    assert result.exit_code == 2
+    assert "Error: candidate consert:temprature=0.1: --set: Unknown key 'temprature'." in result.stderr
+
+
+def test_auto_dry_run_prints_each_candidate_config(corpus: Path, pairs_tsv: Path, train_pairs: Path,
+                                                   tiny_model_dir: Path, tmp_path: Path) -> None:
+    import yaml
+
+    result = _auto(corpus, train_pairs, tiny_model_dir, pairs_tsv, tmp_path / "run", "--dry-run")
+    assert result.exit_code == 0, result.output
+    documents = list(yaml.safe_load_all(result.stdout))
+    assert [d["recipe"] for d in documents] == ["consert", "clsr"]
+    assert [d["corpus"] for d in documents] == [[str(corpus)], [str(train_pairs)]]
+    assert {d["train"]["max_steps"] for d in documents} == {4}
+    assert documents[0]["train"]["batch_size"] == 8 and documents[1]["train"]["optimizer"] == "lars"
+    assert not (tmp_path / "run").exists()
+
+
+def test_an_interrupted_candidate_resumes_and_the_choice_matches_a_straight_run(
+        corpus: Path, pairs_tsv: Path, train_pairs: Path, tiny_model_dir: Path, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import sentadapt.train.loop as loop
+
+    straight = tmp_path / "straight"
+    assert _auto(corpus, train_pairs, tiny_model_dir, pairs_tsv, straight).exit_code == 0
+
+    real_log = loop.Trainer._log
+
+    def interrupt_second_candidate(self, record):  # Ctrl-C after step 3 of clsr: a checkpoint is written
+        real_log(self, record)
+        if "clsr" in str(self.output) and record.get("step") == 3 and "loss" in record:
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(loop.Trainer, "_log", interrupt_second_candidate)
+    interrupted = tmp_path / "interrupted"
+    first = _auto(corpus, train_pairs, tiny_model_dir, pairs_tsv, interrupted)
+    assert first.exit_code == 130, first.output
+    assert f"resume with: sentadapt adapt --resume --output {interrupted}" in _flat(first.stderr)
+    assert (interrupted / "candidates" / "consert-batch_size=8" / "metrics.json").is_file()
+    assert not (interrupted / "metrics.json").exists()
+    monkeypatch.setattr(loop.Trainer, "_log", real_log)
+
+    resumed = run_adapt("--resume", "--output", str(interrupted))
+    assert resumed.exit_code == 0, resumed.output
+    assert "finished earlier" in resumed.stderr and "resuming from its last checkpoint" in resumed.stderr
+    a = json.loads((straight / "metrics.json").read_text())
+    b = json.loads((interrupted / "metrics.json").read_text())
+    assert (a["chosen"], a["decision"]) == (b["chosen"], b["decision"])
+    for row_a, row_b in zip(a["candidates"], b["candidates"]):
+        assert row_b["dev_score"] == pytest.approx(row_a["dev_score"], rel=FLOAT32_RTOL)
+        assert row_b["steps"] == row_a["steps"] == 4
+    again = run_adapt("--resume", "auto", "--output", str(interrupted))
+    assert again.exit_code == 0 and "is a finished run" in again.stderr
