@@ -105,6 +105,20 @@ def hub_file(model_id: str, filename: str) -> Path | None:
         return None  # not in the repo, offline, or refused: the caller says what that means for it
 
 
+def _auto_run_without_model(text: str, path: Path) -> str:
+    """A `adapt --recipe auto` directory publishes a model only when a candidate was chosen."""
+    import json
+
+    try:
+        metrics = json.loads((path / "metrics.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return (f"{text}: a --recipe auto run that has not finished (no metrics.json); continue it with "
+                f"sentadapt adapt --resume --output {text}, or use a finished candidate in {text}/candidates/")
+    return (f"{text}: a --recipe auto run that kept the base model, so it publishes no model "
+            f"({metrics.get('decision_reason', 'keep-base')}); use the base model "
+            f"({metrics.get('base_model', 'see metrics.json')}), or one candidate's run in {text}/candidates/")
+
+
 def resolve_model(name: str | os.PathLike[str]) -> ResolvedModel:
     """Resolve a model argument, or raise ModelError saying what to pass instead."""
     text = str(name)
@@ -112,6 +126,8 @@ def resolve_model(name: str | os.PathLike[str]) -> ResolvedModel:
     if path.exists():
         if path.is_dir() and _looks_like_model_folder(path):
             return ResolvedModel(text, str(path.resolve()), "local")
+        if path.is_dir() and (path / "auto.yaml").is_file():
+            raise ModelError(_auto_run_without_model(text, path))
         raise ModelError(
             f"{text}: not a model folder (no config.json or modules.json); pass a Hugging Face or "
             "sentence-transformers model folder, a sentadapt run directory, or a Hub id"

@@ -281,3 +281,22 @@ def test_an_interrupted_candidate_resumes_and_the_choice_matches_a_straight_run(
         assert row_b["steps"] == row_a["steps"] == 4
     again = run_adapt("--resume", "auto", "--output", str(interrupted))
     assert again.exit_code == 0 and "is a finished run" in again.stderr
+
+
+def test_a_keep_base_auto_run_says_why_it_has_no_model(tmp_path: Path) -> None:
+    from sentadapt.errors import ModelError
+    from sentadapt.resolve import resolve_model
+
+    run = tmp_path / "run"
+    (run / "candidates").mkdir(parents=True)
+    (run / "auto.yaml").write_text("recipe: auto\ncandidates: [consert]\n")
+    with pytest.raises(ModelError) as error:
+        resolve_model(str(run))
+    assert str(error.value).startswith(f"{run}: a --recipe auto run that has not finished (no metrics.json)")
+    (run / "metrics.json").write_text(json.dumps({"decision_reason": "no candidate beat the base model",
+                                                  "base_model": "all-MiniLM-L6-v2"}))
+    with pytest.raises(ModelError) as error:
+        resolve_model(str(run))
+    assert str(error.value) == (f"{run}: a --recipe auto run that kept the base model, so it publishes no model (no "
+                                "candidate beat the base model); use the base model (all-MiniLM-L6-v2), or one "
+                                f"candidate's run in {run}/candidates/")

@@ -6,8 +6,8 @@ noisy Δs is positive, and its plain 95 % interval excludes 0, far more often th
 here pays for K with Bonferroni's adjustment of the paired bootstrap interval:
 
 - each candidate's Δ (its selected checkpoint − the base model, on the dev set's main metric) gets a
-  paired percentile interval at confidence 1 − 0.05 / K (K = 3: the 99.17 % interval, i.e. the 0.42nd
-  and 99.58th percentiles of the 1,000 paired resamples);
+  paired percentile interval at confidence 1 − 0.05 / K (K = 3: the 98.33 % interval, i.e. the 0.83rd
+  and 99.17th percentiles of the 1,000 paired resamples, where one run uses the 2.5th and 97.5th);
 - the candidates whose Δ > 0 and whose adjusted interval excludes 0 are eligible; the one with the
   largest Δ is chosen (among the eligible, any choice keeps the guarantee: with probability ≥ 95 % every
   adjusted interval holds at once, so a chosen Δ is > 0 in truth);
