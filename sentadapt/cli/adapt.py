@@ -207,10 +207,13 @@ def _adapt_auto(kind: str, corpus: list[str] | None, output: Path, config_file: 
                 preset_option: str | None, base_name: str, resume_option: str | None, overwrite: bool, dry_run: bool,
                 trust_remote_code: bool, allow_pickle: bool, require_improvement: bool,
                 run_fields: dict[str, Any]) -> None:
-    from sentadapt.cli.adapt_auto import check_auto, plan_auto, print_auto_dry_run, run_auto
+    from sentadapt.cli.adapt_auto import SingleRun, check_auto, plan_auto, print_auto_dry_run, run_auto
     from sentadapt.errors import ConfigError, NoImprovement
     from sentadapt.train.auto import read_plan
 
+    single = SingleRun(train=_run, check_paths=_check_paths, check_writable=_check_writable,
+                       print_dry_run=_print_dry_run, acquire_lock=_acquire_lock, device=_device,
+                       is_main=_is_main_process)
     if kind == "resume":
         runs = read_plan(output)
         ignored = [k for k, v in flags.items() if v is not None] + (["--set"] if set_options else []) + (
@@ -223,11 +226,11 @@ def _adapt_auto(kind: str, corpus: list[str] | None, output: Path, config_file: 
         runs, _resolved = plan_auto(list(corpus), output=output, config_file=config_file,
                                     candidates_option=candidates_option, flags=flags, set_options=set_options,
                                     preset_option=preset_option, base_name=base_name, run_fields=run_fields)
-    check_auto(runs, output, kind == "resume", overwrite, dry_run, require_improvement)
+    check_auto(single, runs, output, kind == "resume", overwrite, dry_run, require_improvement)
     if dry_run:
-        print_auto_dry_run(runs)
+        print_auto_dry_run(single, runs)
         return
-    choice = run_auto(runs, output, kind == "new", overwrite, trust_remote_code, allow_pickle)
+    choice = run_auto(single, runs, output, kind == "new", overwrite, trust_remote_code, allow_pickle)
     if require_improvement and choice is not None and choice.chosen is None:
         raise NoImprovement(f"--require-improvement: keep the base model: {choice.reason}; {output / 'candidates'} "
                             "holds what each candidate trained")

@@ -9,6 +9,7 @@ from __future__ import annotations
 import shutil
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,20 @@ from rich.table import Table
 from sentadapt.cli._common import console, note
 
 Say = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class SingleRun:
+    """What a candidate reuses of a single-recipe `adapt` run, handed over by cli/adapt.py (which owns these), so
+    the two modules import one way: adapt → adapt_auto."""
+
+    train: Callable[..., Any]  # _run(config, resume, overwrite, trust_remote_code, allow_pickle, base_dev=, summary=)
+    check_paths: Callable[..., None]
+    check_writable: Callable[[Path], None]
+    print_dry_run: Callable[[Any], None]
+    acquire_lock: Callable[[Path], Path]
+    device: Callable[[], str]
+    is_main: Callable[[], bool]
 
 
 def plan_auto(corpus: list[str], *, output: Path, config_file: Path | None, candidates_option: list[str],
@@ -53,10 +68,9 @@ def plan_auto(corpus: list[str], *, output: Path, config_file: Path | None, cand
     return runs, resolved
 
 
-def check_auto(runs: list[Any], output: Path, resume: bool, overwrite: bool, dry_run: bool,
+def check_auto(single: SingleRun, runs: list[Any], output: Path, resume: bool, overwrite: bool, dry_run: bool,
                require_improvement: bool) -> None:
     """What a single run checks, for every candidate; and a dev set, without which nothing can be chosen."""
-    from sentadapt.cli.adapt import _check_paths, _check_writable
     from sentadapt.errors import ConfigError
 
     first = runs[0].config
@@ -64,14 +78,13 @@ def check_auto(runs: list[Any], output: Path, resume: bool, overwrite: bool, dry
         raise ConfigError("--recipe auto: needs a labelled dev set to choose among the candidates; pass --dev FILE "
                           "(e.g. 100 labelled pairs from your domain) or --dev stsb --data-dir DIR")
     for run in runs:
-        _check_paths(run.config, resume=resume, overwrite=True, dry_run=dry_run,
-                     require_improvement=require_improvement)
+        single.check_paths(run.config, resume, True, dry_run, require_improvement)
     if dry_run:
         return
     if not resume and output.is_dir() and any(output.iterdir()) and not overwrite:
         raise ConfigError(f"--output {output}: exists and is not empty; pass --resume to continue that run "
                           "or --overwrite to replace it")
-    _check_writable(output)
+    single.check_writable(output)
 
 
 def _has_default_dev(config: Any) -> bool:
@@ -80,46 +93,43 @@ def _has_default_dev(config: Any) -> bool:
     return resolve_dev_set(config.dev, config.data_dir, config.dev_metric)[0] is not None
 
 
-def print_auto_dry_run(runs: list[Any]) -> None:
+def print_auto_dry_run(single: SingleRun, runs: list[Any]) -> None:
     """Each candidate's resolved config, as one YAML document each (stdout), with its preset notes (stderr)."""
-    from sentadapt.cli.adapt import _print_dry_run
-
     for index, run in enumerate(runs):
         if index:
             console.print("---", markup=False, highlight=False)
         note(f"candidate {index + 1}/{len(runs)}: {run.candidate.spec} → {run.config.output}")
-        _print_dry_run(run.config)
+        single.print_dry_run(run.config)
 
 
-def run_auto(runs: list[Any], output: Path, fresh: bool, overwrite: bool, trust_remote_code: bool,
-             allow_pickle: bool) -> Any:
+def run_auto(single: SingleRun, runs: list[Any], output: Path, fresh: bool, overwrite: bool,
+             trust_remote_code: bool, allow_pickle: bool) -> Any:
     """Train the candidates in order (finished ones skipped, an interrupted one resumed), then choose and publish.
     Returns the Choice on the main process, None on the others."""
-    from sentadapt.cli.adapt import _acquire_lock, _device, _is_main_process, _run
     from sentadapt.train import auto
     from sentadapt.train.signals import TrainingInterrupted
 
-    main = _is_main_process()
+    main = single.is_main()
     say: Say = note if main else (lambda _text: None)
     lock = None
     if main:
         if output.is_dir():
-            lock = _acquire_lock(output)  # before --overwrite deletes anything a live run is writing
+            lock = single.acquire_lock(output)  # before --overwrite deletes anything a live run is writing
         if fresh and overwrite and output.is_dir():
             shutil.rmtree(output)
         output.mkdir(parents=True, exist_ok=True)
-        lock = _acquire_lock(output)
+        lock = single.acquire_lock(output)
         if fresh:
             first = runs[0].config
             auto.write_plan(output, runs, {"base": first.base, "dev": first.dev, "max_steps": first.train.max_steps,
                                            "seed": first.train.seed})
     try:
         evaluator, dev_name = _dev_evaluator(runs[0].config)
-        base = _base_dev(output, runs[0].config, evaluator, _device(), trust_remote_code, allow_pickle, say) \
+        base = _base_dev(output, runs[0].config, evaluator, single.device(), trust_remote_code, allow_pickle, say) \
             if main else None
         for index, run in enumerate(runs, start=1):
             try:
-                _train_candidate(run, index, len(runs), base, trust_remote_code, allow_pickle, say, _run)
+                _train_candidate(single, run, index, len(runs), base, trust_remote_code, allow_pickle, say)
             except TrainingInterrupted as error:  # resuming continues the whole auto run, not this candidate alone
                 message = str(error).replace(f"--resume --output {run.folder}", f"--resume --output {output}")
                 raise TrainingInterrupted(f"candidate {run.candidate.spec}: {message}", error.signum) from None
@@ -162,8 +172,8 @@ def _base_dev(output: Path, config: Any, evaluator: Any, device: str, trust_remo
     return base
 
 
-def _train_candidate(run: Any, index: int, total: int, base: Any, trust_remote_code: bool, allow_pickle: bool,
-                     say: Say, train: Callable[..., Any]) -> None:
+def _train_candidate(single: SingleRun, run: Any, index: int, total: int, base: Any, trust_remote_code: bool,
+                     allow_pickle: bool, say: Say) -> None:
     from sentadapt.train import auto
 
     status = run.status
@@ -173,11 +183,11 @@ def _train_candidate(run: Any, index: int, total: int, base: Any, trust_remote_c
         return
     if status == auto.FINISHED:  # stopped between its metrics.json and its outcome: score its published model
         say(f"{where}: finished earlier in {run.folder}; scoring its model on the dev set again")
-        _rescore(run, trust_remote_code, allow_pickle)
+        _rescore(run, single.device(), trust_remote_code, allow_pickle)
         return
     say(f"{where} → {run.folder}" + (" (resuming from its last checkpoint)" if status == auto.RESUME else ""))
     started = time.perf_counter()
-    result = train(run.config, status == auto.RESUME, status == auto.NEW, trust_remote_code, allow_pickle,
+    result = single.train(run.config, status == auto.RESUME, status == auto.NEW, trust_remote_code, allow_pickle,
                    base_dev=base, summary=False)
     if result is None:
         return  # not the main process
@@ -187,13 +197,12 @@ def _train_candidate(run: Any, index: int, total: int, base: Any, trust_remote_c
         f"Δ {state.dev_change:+.2f}); {_duration(time.perf_counter() - started)}")
 
 
-def _rescore(run: Any, trust_remote_code: bool, allow_pickle: bool) -> None:
-    from sentadapt.cli.adapt import _device
+def _rescore(run: Any, device: str, trust_remote_code: bool, allow_pickle: bool) -> None:
     from sentadapt.encoder import Encoder
     from sentadapt.train import auto
 
     evaluator, _ = _dev_evaluator(run.config)
-    encoder = Encoder.load(str(run.folder), device=_device(), trust_remote_code=trust_remote_code,
+    encoder = Encoder.load(str(run.folder), device=device, trust_remote_code=trust_remote_code,
                            allow_pickle=allow_pickle)
     report = evaluator(encoder, batch_size=run.config.train.eval_batch_size, intervals=False)
     auto.save_outcome(run, evaluator.outputs_of(report), None)
