@@ -215,6 +215,9 @@ def _adapt_auto(kind: str, corpus: list[str] | None, output: Path, config_file: 
                        print_dry_run=_print_dry_run, acquire_lock=_acquire_lock, device=_device,
                        is_main=_is_main_process)
     if kind == "resume":
+        if (output / "metrics.json").is_file():
+            raise ConfigError(f"--resume: {output} is a finished run (metrics.json is written); nothing to resume — "
+                              "start a new run with another --output")
         runs = read_plan(output)
         ignored = [k for k, v in flags.items() if v is not None] + (["--set"] if set_options else []) + (
             ["--preset"] if preset_option else []) + (["--candidates"] if candidates_option else [])

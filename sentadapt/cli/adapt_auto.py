@@ -236,7 +236,8 @@ def print_auto_summary(output: Path, record: dict[str, Any]) -> None:
                         f"{record['base_score']:.2f}); {adjusted}: Bonferroni over the candidates")
     table.add_column("candidate", no_wrap=True)  # the name is the folder under candidates/: never cut
     for header in ("dev", "Δ", "95 % CI", adjusted, "best step", "time"):
-        table.add_column(header, justify="right", no_wrap=header not in ("95 % CI", adjusted))
+        interval = header in ("95 % CI", adjusted)  # the cells that may wrap on a narrow terminal, never cut
+        table.add_column(header, justify="right", no_wrap=not interval, overflow="fold" if interval else "ellipsis")
     for row in record["candidates"]:
         chosen = row["name"] == record["chosen"]
         table.add_row(("→ " if chosen else "") + escape(row["name"]), f"{row['dev_score']:.2f}",
