@@ -300,3 +300,32 @@ def test_a_keep_base_auto_run_says_why_it_has_no_model(tmp_path: Path) -> None:
     assert str(error.value) == (f"{run}: a --recipe auto run that kept the base model, so it publishes no model (no "
                                 "candidate beat the base model); use the base model (all-MiniLM-L6-v2), or one "
                                 f"candidate's run in {run}/candidates/")
+
+
+def test_a_diverging_candidate_is_left_out_and_the_others_still_decide(
+        corpus: Path, pairs_tsv: Path, train_pairs: Path, tiny_model_dir: Path, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from sentadapt.recipes.clsr import ClsrRecipe
+
+    real = ClsrRecipe.compute_loss
+
+    def nan_loss(self, encoder, heads, batch):
+        output = real(self, encoder, heads, batch)
+        output.total = output.total * float("nan")
+        return output
+
+    monkeypatch.setattr(ClsrRecipe, "compute_loss", nan_loss)
+    output = tmp_path / "run"
+    result = _auto(corpus, train_pairs, tiny_model_dir, pairs_tsv, output)
+    assert result.exit_code == 0, result.output
+    assert "candidate 2/2 (clsr:batch_size=8): left out of the choice: loss is nan at step 1" in _flat(result.stderr)
+    metrics = json.loads((output / "metrics.json").read_text())
+    failed = metrics["candidates"][1]
+    assert failed["failed"].startswith("loss is nan at step 1") and failed["dev_score"] is None
+    assert metrics["adjustment"]["candidates"] == 1  # K counts the candidates compared with the base
+    assert "clsr-batch_size=8 failed" in _flat(result.stdout)
+    monkeypatch.setattr(ClsrRecipe, "compute_loss", real)
+    (output / "metrics.json").unlink()  # as if stopped before the choice: a resume does not train clsr again
+    resumed = run_adapt("--resume", "--output", str(output))
+    assert resumed.exit_code == 0, resumed.output
+    assert "failed earlier, left out of the choice: loss is nan at step 1" in _flat(resumed.stderr)

@@ -175,9 +175,13 @@ def _base_dev(output: Path, config: Any, evaluator: Any, device: str, trust_remo
 def _train_candidate(single: SingleRun, run: Any, index: int, total: int, base: Any, trust_remote_code: bool,
                      allow_pickle: bool, say: Say) -> None:
     from sentadapt.train import auto
+    from sentadapt.train.loop import TrainingDiverged
 
     status = run.status
     where = f"candidate {index}/{total} ({run.candidate.spec})"
+    if auto.failure_of(run):
+        say(f"{where}: failed earlier, left out of the choice: {auto.failure_of(run)}")
+        return
     if status == auto.FINISHED and auto.load_outcome(run) is not None:
         say(f"{where}: finished earlier in {run.folder}")
         return
@@ -187,8 +191,14 @@ def _train_candidate(single: SingleRun, run: Any, index: int, total: int, base: 
         return
     say(f"{where} → {run.folder}" + (" (resuming from its last checkpoint)" if status == auto.RESUME else ""))
     started = time.perf_counter()
-    result = single.train(run.config, status == auto.RESUME, status == auto.NEW, trust_remote_code, allow_pickle,
-                   base_dev=base, summary=False)
+    try:
+        result = single.train(run.config, status == auto.RESUME, status == auto.NEW, trust_remote_code,
+                              allow_pickle, base_dev=base, summary=False)
+    except TrainingDiverged as error:  # every rank agrees on a non-finite step, so every rank lands here
+        if single.is_main():
+            auto.save_outcome(run, None, time.perf_counter() - started, failed=str(error))
+        say(f"{where}: left out of the choice: {error}")
+        return
     if result is None:
         return  # not the main process
     auto.save_outcome(run, result.state.dev_outputs.get("best"), time.perf_counter() - started)
@@ -230,7 +240,7 @@ def print_auto_summary(output: Path, record: dict[str, Any]) -> None:
     adjustment = record["adjustment"]
     confidence = adjustment["confidence"]
     adjusted = "adjusted CI" if confidence is None else f"{100 * confidence:.2f} % CI".replace(".00 %", " %")
-    steps = {row["steps"] for row in record["candidates"]}
+    steps = {row["steps"] for row in record["candidates"] if row["steps"] is not None} or {0}
     table = Table(title=f"sentadapt adapt --recipe auto — {len(record['candidates'])} candidates, "
                         f"{'/'.join(map(str, sorted(steps)))} steps each, on {record['dev']} (base model "
                         f"{record['base_score']:.2f}); {adjusted}: Bonferroni over the candidates")
@@ -239,6 +249,9 @@ def print_auto_summary(output: Path, record: dict[str, Any]) -> None:
         interval = header in ("95 % CI", adjusted)  # the cells that may wrap on a narrow terminal, never cut
         table.add_column(header, justify="right", no_wrap=not interval, overflow="fold" if interval else "ellipsis")
     for row in record["candidates"]:
+        if row.get("failed"):
+            table.add_row(escape(row["name"]), "failed", "–", "–", "–", "–", _duration(row["seconds"]))
+            continue
         chosen = row["name"] == record["chosen"]
         table.add_row(("→ " if chosen else "") + escape(row["name"]), f"{row['dev_score']:.2f}",
                       f"{row['dev_change']:+.2f}", _interval(row["dev_change_ci"]),

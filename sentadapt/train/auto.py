@@ -22,6 +22,7 @@ from typing import Any
 from sentadapt.config import RunConfig, load_run_config, save_run_config
 from sentadapt.durable import write_text_atomically
 from sentadapt.errors import ConfigError
+from sentadapt.evaluation.decision import KEEP_BASE
 from sentadapt.evaluation.selection import Choice, choose, score_candidates
 from sentadapt.recipes import RECIPES
 from sentadapt.train.candidates import AUTO, CANDIDATES_DIR, PLAN_FILE, Candidate, parse_candidates
@@ -95,8 +96,16 @@ def load_base_dev(output: Path) -> tuple[float, dict[str, Any]] | None:
     return None if saved is None else (float(saved["score"]), saved["outputs"])
 
 
-def save_outcome(run: CandidateRun, best_outputs: dict[str, Any] | None, seconds: float | None) -> None:
-    write_text_atomically(run.folder / OUTCOME_FILE, json.dumps({"outputs": best_outputs, "seconds": seconds}) + "\n")
+def save_outcome(run: CandidateRun, best_outputs: dict[str, Any] | None, seconds: float | None,
+                 failed: str | None = None) -> None:
+    """Its selected checkpoint's dev outputs and training time; or why it failed (a diverged candidate is left
+    out of the choice rather than stopping the others, and a resumed run does not train it again)."""
+    record = {"outputs": best_outputs, "seconds": seconds, "failed": failed}
+    write_text_atomically(run.folder / OUTCOME_FILE, json.dumps(record) + "\n")
+
+
+def failure_of(run: CandidateRun) -> str | None:
+    return (load_outcome(run) or {}).get("failed")
 
 
 def load_outcome(run: CandidateRun) -> dict[str, Any] | None:
@@ -105,13 +114,19 @@ def load_outcome(run: CandidateRun) -> dict[str, Any] | None:
 
 def decide_among(runs: Sequence[CandidateRun], evaluator: Any, base_outputs: dict[str, Any],
                  dev_name: str | None) -> Choice:
-    """The choice over every candidate with dev outputs (all of them once each has finished)."""
+    """The choice over every candidate that finished (failed ones are left out and not counted in K: they were
+    never compared with the base)."""
     scored = []
     for run in runs:
         outcome = load_outcome(run) or {}
+        if outcome.get("failed"):
+            continue
         if outcome.get("outputs") is None:
             raise ConfigError(f"{run.folder}: no dev outputs ({OUTCOME_FILE}); resume the run with --resume")
         scored.append((run.candidate.name, outcome["outputs"]))
+    if not scored:
+        return Choice(None, KEEP_BASE, "no candidate finished training (see each one's failure in metrics.json)",
+                      None, ())
     return choose(score_candidates(evaluator, base_outputs, scored), dev_name)
 
 
@@ -141,10 +156,13 @@ def write_auto_metrics(output: Path, runs: Sequence[CandidateRun], choice: Choic
     for run in runs:
         metrics = read_json(run.folder / "metrics.json") or {}
         outcome = load_outcome(run) or {}
+        score = scores.get(run.candidate.name)
         rows.append({
             "name": run.candidate.name, "spec": run.candidate.spec, "recipe": run.candidate.recipe,
             "output": str(Path(CANDIDATES_DIR) / run.candidate.name), "preset": (run.config.preset or {}).get("name"),
-            **scores[run.candidate.name].to_dict(), "best_step": metrics.get("best_step"),
+            **(score.to_dict() if score else {"dev_score": None, "dev_change": None, "dev_change_ci": None,
+                                              "dev_change_adjusted_ci": None, "eligible": False}),
+            "failed": outcome.get("failed"), "best_step": metrics.get("best_step"),
             "steps": metrics.get("steps"), "seconds": outcome.get("seconds"),
             "run_decision": metrics.get("decision"),  # the candidate alone, as `adapt --recipe NAME` would decide
         })
