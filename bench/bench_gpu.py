@@ -127,7 +127,8 @@ def build_random_bert(tokenizer_dir: Path, out: Path, tiny: bool) -> Path:
         sys.exit(f"--tokenizer: {tokenizer_dir} has no tokenizer_config.json; give a folder with a BERT "
                  "tokenizer (e.g. ../shared/models/all-minilm-l6-v2), or --prepare DIR here and carry DIR")
     tokenizer = AutoTokenizer.from_pretrained(tokenizer_dir)
-    config = BertConfig(**recipe["config"])
+    # the tiny smoke model takes the tokenizer's vocabulary, whatever it is; the measured one must be BERT-base
+    config = BertConfig(**recipe["config"], **({"vocab_size": len(tokenizer)} if tiny else {}))
     if len(tokenizer) != config.vocab_size:
         sys.exit(f"--tokenizer: {tokenizer_dir} has {len(tokenizer)} tokens, BERT-base {config.vocab_size}; "
                  "use a bert-base-uncased vocabulary (all-MiniLM-L6-v2's)")

@@ -247,13 +247,14 @@ class TrainLogWatcher:
     def __exit__(self, *exc: object) -> None:
         self._stop.set()
         self._thread.join(timeout=10)
-        self._read_new()  # lines written between the last poll and the end
+        self.read_new()  # lines written between the last poll and the end
 
     def _poll(self) -> None:
         while not self._stop.wait(self.period_s):
-            self._read_new()
+            self.read_new()
 
-    def _read_new(self) -> None:
+    def read_new(self) -> None:
+        """Take the lines completed since the last call (an unfinished last line waits for the next one)."""
         if not self.path.is_file():
             return
         now = time.time()
@@ -261,7 +262,7 @@ class TrainLogWatcher:
             handle.seek(self._consumed)
             data = handle.read()
         self._consumed += len(data)
-        *lines, self._partial = (self._partial + data).split(b"\n")  # an unfinished last line waits
+        *lines, self._partial = (self._partial + data).split(b"\n")
         for line in lines:
             try:
                 record = json.loads(line)

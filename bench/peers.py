@@ -111,12 +111,13 @@ def loop_timer(warmup_steps: int = 0) -> Any:
             torch.cuda.synchronize()
 
     class _LoopTimer(TrainerCallback):
-        """Times the optimizer steps only, from the start of step `warmup_steps` + 1 to the end of training,
-        like sentadapt's own loop timer: the trainer's train_runtime also counts its model-card work at the
-        start (it encodes example sentences), which is not training."""
+        """Times the optimizer steps only, from the start of step `warmup_steps` + 1 to the end of the last
+        step, like sentadapt's own loop timer: the trainer's train_runtime also counts its model-card work at
+        the start (it encodes example sentences), which is not training."""
 
         def __init__(self) -> None:
             self.started: float | None = None
+            self.ended = False
             self.seconds = self.wall_start = self.wall_end = 0.0
 
         def on_step_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
@@ -124,10 +125,18 @@ def loop_timer(warmup_steps: int = 0) -> Any:
                 synchronize()
                 self.started, self.wall_start = time.perf_counter(), time.time()
 
+        def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+            if state.global_step == state.max_steps:
+                self._stop()
+
         def on_train_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+            if not self.ended:  # stopped before max_steps
+                self._stop()
+
+        def _stop(self) -> None:
             assert self.started is not None, f"training ended before step {warmup_steps + 1}"
             synchronize()
-            self.seconds, self.wall_end = time.perf_counter() - self.started, time.time()
+            self.seconds, self.wall_end, self.ended = time.perf_counter() - self.started, time.time(), True
 
     return _LoopTimer()
 
