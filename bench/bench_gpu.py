@@ -144,12 +144,12 @@ def prepare_corpus(corpus: Path | None, sts_dir: Path, work: Path, limit: int = 
     """--corpus as given, or the unique sentences of sts_dir/*.jsonl written to work/; `limit` keeps the first."""
     from make_sts_corpus import unique_sentences  # bench/ is on sys.path when this file runs as a script
 
+    work.mkdir(parents=True, exist_ok=True)
     if corpus is None:
         files = sorted(path.name.removesuffix(".jsonl") for path in sts_dir.glob("*.jsonl"))
         if not files:
             sys.exit(f"--sts-dir: no *.jsonl in {sts_dir}; give --corpus FILE (one sentence per line)")
         corpus = work / "sts-corpus.txt"
-        work.mkdir(parents=True, exist_ok=True)
         corpus.write_text("\n".join(unique_sentences(sts_dir, files)) + "\n", encoding="utf-8")
     elif not corpus.is_file():
         sys.exit(f"--corpus: {corpus} does not exist")
