@@ -238,7 +238,7 @@ def loop_worker(args: argparse.Namespace) -> None:
 
 @dataclass
 class Context:
-    args: argparse.Namespace
+    smoke: bool
     model: Path
     corpus: Path
     work: Path
@@ -265,7 +265,7 @@ def row_command(row: Row, ctx: Context, run_dir: Path) -> list[str]:
             command += ["--tf32", "off" if row.precision == "fp32" else "on"]
         if row.system == "consert_compiled":
             command += ["--compile"]
-        if ctx.args.smoke:
+        if ctx.smoke:
             command += ["--set", "log_every=1"]  # a few steps: every one logged, so a rate can be read
         return command
     return [sys.executable, script, "--worker", row.system.removesuffix("_compiled"), "--model", str(ctx.model),
@@ -406,29 +406,37 @@ def _ratio(a: float | None, b: float | None) -> float | None:
 
 
 def render(results: dict[str, Any]) -> str:
+    """The markdown table (one header line per run; a `run` column when rows come from several runs)."""
     rows = results["rows"]
     add_ratios(rows)
+    several = len(results["runs"]) > 1
     lines = []
     for run in results["runs"]:
-        peaks = ", ".join(f"{name} {value:,.0f}" for name, value in run["peak_tflops"].items())
-        lines += [f"**{run['card']}** ({run['started']}; {run['versions']}): {run['steps']} steps per row, "
+        peaks = ", ".join(f"{name} {value:,.0f}" if value >= 10 else f"{name} {value:.2f}"
+                          for name, value in run["peak_tflops"].items())
+        lines += [(f"Run {run['run_id']}: " if several else "") +
+                  f"**{run['card']}** ({run['started']}; {run['versions']}): {run['steps']} steps per row, "
                   f"timed after {run['warmup_steps']}; measured matmul peak TFLOP/s: {peaks}. "
                   f"sentadapt flags present: {', '.join(run['sentadapt_flags']) or 'neither --tf32 nor --compile'}.",
                   ""]
-    lines += ["| row | system | precision | batch | examples/s | vs bare loop | vs peer | vs own fp32 | useful MFU "
-              "| peak GPU memory | median GPU util. |", "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    run_column = ("run | ", "---|") if several else ("", "")
+    lines += [f"| {run_column[0]}row | system | precision | batch | examples/s | vs bare loop | vs peer | vs own fp32 "
+              "| useful MFU | peak GPU memory | median GPU util. |",
+              f"|{run_column[1]}---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for row in rows:
         if "examples_per_s" not in row:
             continue
-        lines.append(f"| {row['row']} | {SYSTEMS[row['system']]} | {row['precision']} | {row['batch']} | "
-                     f"{row['examples_per_s']:,.0f} | {_times(row.get('vs_bare'))} | {_times(row.get('vs_peer'))} | "
-                     f"{_times(row.get('vs_fp32'))} | {row['useful_mfu']:.1%} | {_mib(row.get('peak_gpu_mb'))} | "
+        lines.append(f"| {row['run_id'] + ' | ' if several else ''}{row['row']} | {SYSTEMS[row['system']]} | "
+                     f"{row['precision']} | {row['batch']} | {row['examples_per_s']:,.0f} | "
+                     f"{_times(row.get('vs_bare'))} | {_times(row.get('vs_peer'))} | {_times(row.get('vs_fp32'))} | "
+                     f"{row['useful_mfu']:.1%} | {_mib(row.get('peak_gpu_mb'))} | "
                      f"{_percent(row.get('median_gpu_utilisation'))} |")
     missing = [row for row in rows if "examples_per_s" not in row]
     if missing:
         lines += ["", "Not measured:", *[f"- {row['row']}: {row.get('skipped') or row.get('error')}"
                                          for row in missing]]
-    lines += ["", "| issue 21 target | measured | met |", "|---|---:|:---:|",
+    lines += ["", "Ratios pair rows of one run only; the targets compare the rows' own rates.", "",
+              "| issue 21 target | measured | met |", "|---|---:|:---:|",
               *[f"| {target} | {value} | {met} |" for target, value, met in acceptance(rows)]]
     return "\n".join(lines) + "\n"
 
@@ -453,14 +461,17 @@ def write_results(results: dict[str, Any], out: Path) -> None:
 
 def merge(paths: list[Path]) -> dict[str, Any]:
     """--render: several runs' results in one table; a row measured twice keeps its later run's figures."""
-    runs, rows = [], {}
+    runs: list[dict[str, Any]] = []
+    rows: dict[str, dict[str, Any]] = {}
     for path in paths:
         if not path.is_file():
             sys.exit(f"--render: {path} does not exist")
         data = json.loads(path.read_text(encoding="utf-8"))
         runs += data["runs"]
-        rows.update({row["row"]: row for row in data["rows"]})
-    return {"runs": runs, "rows": list(rows.values())}
+        for row in data["rows"]:
+            if row["row"] not in rows or row["run_id"] >= rows[row["row"]]["run_id"]:  # run ids are start times
+                rows[row["row"]] = row
+    return {"runs": sorted(runs, key=lambda run: run["run_id"]), "rows": list(rows.values())}
 
 
 # ---------------------------------------------------------------------- main
@@ -542,14 +553,35 @@ def main() -> None:
 
 
 def measure(args: argparse.Namespace, cuda: bool, out: Path) -> None:
+    """Every selected row, one after the other; the results are rewritten after each."""
+    ctx, rows, skipped, run = set_up(args, cuda)
+    results: dict[str, Any] = {"runs": [run], "rows": []}
+    for row in rows:
+        if row.name in skipped:
+            result = {"row": row.name, "system": row.system, "precision": row.precision, "batch": row.batch,
+                      "skipped": skipped[row.name]}
+        else:
+            result = run_row(row, ctx)
+        result["run_id"] = run["run_id"]
+        results["rows"].append(result)
+        write_results(results, out)  # an interrupted run keeps what it measured
+        print(f"  {_summary(result)}", flush=True)
+    print("\n" + render(results), end="")
+    print(f"wrote {out} and {out.with_suffix('.md')}")
+    failed = [row["row"] for row in results["rows"] if "error" in row]
+    if failed:
+        sys.exit(f"{len(failed)} row(s) failed: {', '.join(failed)} (logs in {ctx.work / 'logs'})")
+
+
+def set_up(args: argparse.Namespace, cuda: bool) -> tuple[Context, list[Row], dict[str, str], dict[str, Any]]:
+    """Inputs, rows, the card's peaks and the run's header: everything before the first row."""
     from gpu_measure import EncoderShape, matmul_peak_flops, smi_gpu_id
     from transformers import AutoConfig, AutoModel
 
     steps = args.steps or (SMOKE["steps"] if args.smoke else 300)
-    warmup_steps = args.warmup_steps if args.warmup_steps is not None else (SMOKE["warmup_steps"] if args.smoke
-                                                                            else 20)
-    if not 0 <= warmup_steps < steps - 1:
-        sys.exit(f"--warmup-steps: {warmup_steps} leaves too few of --steps {steps} to time (at least 2)")
+    warmup = args.warmup_steps if args.warmup_steps is not None else (SMOKE["warmup_steps"] if args.smoke else 20)
+    if not 0 <= warmup < steps - 1:
+        sys.exit(f"--warmup-steps: {warmup} leaves too few of --steps {steps} to time (at least 2)")
     work = args.work / ("smoke" if args.smoke else "")
     corpus = prepare_corpus(args.corpus, args.sts_dir, work, SMOKE["corpus_lines"] if args.smoke else 0)
     model = args.model or build_random_bert(args.tokenizer, work / ("tiny-bert" if args.smoke else "bert-base-random"),
@@ -561,39 +593,22 @@ def measure(args: argparse.Namespace, cuda: bool, out: Path) -> None:
     card = torch.cuda.get_device_name() if cuda else "CPU (smoke run)"
     print(f"card: {card}; {len(rows) - len(skipped)} rows of {steps} steps; sentadapt flags: "
           f"{', '.join(sorted(flags)) or 'no --tf32, no --compile'}", flush=True)
-    device = "cuda" if cuda else "cpu"
     size = SMOKE["matmul"] if args.smoke and not cuda else args.matmul_size
     needed = sorted({row.precision for row in rows if row.name not in skipped}, key=PRECISIONS.index)
-    peaks = {precision: matmul_peak_flops(device, precision, size=size) for precision in needed}
+    peaks = {precision: matmul_peak_flops("cuda" if cuda else "cpu", precision, size=size) for precision in needed}
     print("matmul peak TFLOP/s: " + ", ".join(f"{p} {v / 1e12:,.1f}" for p, v in peaks.items()), flush=True)
     if cuda:
         torch.cuda.empty_cache()  # the peak's matrices must not sit on the card during the rows
-    with torch.device("meta"):
+    with torch.device("meta"):  # the shape only: no weights allocated
         shape = EncoderShape.of_bert(AutoModel.from_config(AutoConfig.from_pretrained(model)))
     gpu = smi_gpu_id(str(getattr(torch.cuda.get_device_properties(0), "uuid", ""))) if cuda else None
-    ctx = Context(args, model, corpus, work, cuda, gpu, flags, steps, warmup_steps, peaks, shape=shape)
-    run_id = time.strftime("%Y-%m-%dT%H:%M:%S")
-    results = {"runs": [{"run_id": run_id, "card": card, "started": time.strftime("%Y-%m-%d %H:%M UTC",
-                                                                                  time.gmtime()),
-                         "versions": versions(), "steps": steps, "warmup_steps": warmup_steps,
-                         "peak_tflops": {p: v / 1e12 for p, v in peaks.items()}, "sentadapt_flags": sorted(flags),
-                         "model": str(model), "corpus": str(corpus), "encoder_parameters": shape.parameters}],
-               "rows": []}
-    for row in rows:
-        if row.name in skipped:
-            result = {"row": row.name, "system": row.system, "precision": row.precision, "batch": row.batch,
-                      "skipped": skipped[row.name]}
-        else:
-            result = run_row(row, ctx)
-        result["run_id"] = run_id
-        results["rows"].append(result)
-        write_results(results, out)  # after every row: an interrupted run keeps what it measured
-        print(f"  {_summary(result)}", flush=True)
-    print("\n" + render(results), end="")
-    print(f"wrote {out} and {out.with_suffix('.md')}")
-    failed = [row["row"] for row in results["rows"] if "error" in row]
-    if failed:
-        sys.exit(f"{len(failed)} row(s) failed: {', '.join(failed)} (logs in {work / 'logs'})")
+    ctx = Context(args.smoke, model, corpus, work, cuda, gpu, flags, steps, warmup, peaks, shape=shape)
+    run = {"run_id": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),  # sorts by start: --render keeps the later
+           "card": card, "started": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "versions": versions(),
+           "steps": steps, "warmup_steps": warmup, "peak_tflops": {p: v / 1e12 for p, v in peaks.items()},
+           "sentadapt_flags": sorted(flags), "model": str(model), "corpus": str(corpus),
+           "encoder_parameters": shape.parameters}
+    return ctx, rows, skipped, run
 
 
 def _summary(row: dict[str, Any]) -> str:

@@ -147,6 +147,30 @@ def test_table_ratios_come_from_the_same_run_and_targets_say_what_is_missing() -
     assert "| ConSERT fp32 with TF32, batch 96 ≥ 2,000 examples/s | not measured | – |" in text
 
 
+def test_render_merges_runs_and_keeps_the_later_measurement_of_a_row(tmp_path: Path) -> None:
+    bench = _load("bench_gpu")
+
+    def run(run_id: str) -> dict[str, object]:
+        return {"run_id": run_id, "card": "NVIDIA H200", "started": run_id, "versions": "torch 2.11.0", "steps": 300,
+                "warmup_steps": 20, "sentadapt_flags": [], "peak_tflops": {"bf16": 790.0}}
+
+    late, early = "2026-11-25T10:00:00Z", "2026-11-25T09:00:00Z"
+    first, second = tmp_path / "late.json", tmp_path / "early.json"
+    first.write_text(json.dumps({"runs": [run(late)], "rows": [_measured("consert-bf16-96", 1000.0, late),
+                                                               _measured("bare-bf16-96", 1500.0, late)]}))
+    second.write_text(json.dumps({"runs": [run(early)], "rows": [_measured("consert-bf16-96", 900.0, early)]}))
+    merged = bench.merge([first, second])
+    assert [(row["row"], row["examples_per_s"]) for row in merged["rows"]] == [("consert-bf16-96", 1000.0),
+                                                                               ("bare-bf16-96", 1500.0)]
+    assert [run["run_id"] for run in merged["runs"]] == [early, late]
+    text = bench.render(merged)
+    assert text.startswith(f"Run {early}: **NVIDIA H200**")
+    assert f"| {late} | consert-bf16-96 | sentadapt ConSERT | bf16 | 96 | 1,000 | 0.67× | – |" in text
+    with pytest.raises(SystemExit) as caught:
+        bench.merge([tmp_path / "missing.json"])
+    assert str(caught.value) == f"--render: {tmp_path / 'missing.json'} does not exist"
+
+
 @pytest.mark.slow  # minutes: opt in with `pytest -m slow`
 def test_smoke_runs_every_row_on_the_cpu(tiny_model_dir: Path, tmp_path: Path) -> None:
     """~4 min on 2 loaded cores: 14 fresh processes (sentadapt ConSERT and SG-OPT, the bare loop, the peer)."""
