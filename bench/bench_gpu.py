@@ -275,10 +275,18 @@ def row_command(row: Row, ctx: Context, run_dir: Path) -> list[str]:
 
 
 def run_row(row: Row, ctx: Context) -> dict[str, Any]:
-    from gpu_measure import GpuSampler, TrainLogWatcher, median_utilisation, steady_window
-
     run_dir = ctx.work / "runs" / row.name
     shutil.rmtree(run_dir, ignore_errors=True)
+    try:
+        return measure_row(row, ctx, run_dir)
+    finally:
+        shutil.rmtree(run_dir, ignore_errors=True)  # a saved BERT-base is 420 MiB; the logs are kept
+
+
+def measure_row(row: Row, ctx: Context, run_dir: Path) -> dict[str, Any]:
+    """Run the row's process with nvidia-smi sampling and (sentadapt) its train.log watched; read the figures."""
+    from gpu_measure import GpuSampler, TrainLogWatcher, median_utilisation
+
     logs = ctx.work / "logs"
     logs.mkdir(parents=True, exist_ok=True)
     command = row_command(row, ctx, run_dir)
@@ -287,34 +295,43 @@ def run_row(row: Row, ctx: Context) -> dict[str, Any]:
         started = time.time()
         done = subprocess.run(command, capture_output=True, text=True)
         ended = time.time()
-    (logs / f"{row.name}.log").write_text(f"$ {' '.join(command)}\n{done.stdout}\n{done.stderr}", encoding="utf-8")
+    log = logs / f"{row.name}.log"
+    log.write_text(f"$ {' '.join(command)}\n{done.stdout}\n{done.stderr}", encoding="utf-8")
+    if (run_dir / "train.log").is_file():
+        shutil.copyfile(run_dir / "train.log", logs / f"{row.name}.train.log")
     out: dict[str, Any] = {"row": row.name, "system": row.system, "precision": row.precision, "batch": row.batch,
                            "process_seconds": ended - started}
     results = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]
     if done.returncode or not results:
         tail = (done.stderr.strip() or done.stdout.strip()).splitlines()[-3:]
-        return {**out, "error": f"exit {done.returncode}: {' | '.join(tail)} (full log: {logs / row.name}.log)"}
+        return {**out, "error": f"exit {done.returncode}: {' | '.join(tail)} (full log: {log})"}
     result = json.loads(results[-1][len("RESULT "):])
-    max_length = MAX_LENGTH
-    if row.recipe:
-        window = steady_window(watcher.steps, ctx.warmup_steps, row.batch)
-        max_length = read_max_length(run_dir / "config.yaml")
-        if (run_dir / "train.log").is_file():
-            shutil.copyfile(run_dir / "train.log", logs / f"{row.name}.train.log")
-        if window is None:
-            return {**out, "error": f"train.log has under two lines after step {ctx.warmup_steps}: raise --steps"}
-        out.update(examples_per_s=window.examples_per_s, timed_steps=window.steps, window=[window.start, window.end],
-                   train_log_examples_per_s=watcher.steps[-1].examples_per_s)
-    else:
-        out.update(examples_per_s=result["examples_per_s"], timed_steps=result["timed_steps"],
-                   window=result["window"])
-    shutil.rmtree(run_dir, ignore_errors=True)  # a saved BERT-base is 420 MiB; the logs are kept
-    out.update(max_length=max_length, peak_gpu_mb=result.get("peak_gpu_mb"), tf32=result.get("tf32"),
-               median_gpu_utilisation=median_utilisation(sampler.samples, *out["window"]),
+    timed = timed_part(row, ctx, result, watcher.steps)
+    if "error" in timed:
+        return {**out, **timed}
+    max_length = read_max_length(run_dir / "config.yaml") if row.recipe else MAX_LENGTH
+    out.update(timed, max_length=max_length, peak_gpu_mb=result.get("peak_gpu_mb"), tf32=result.get("tf32"),
+               median_gpu_utilisation=median_utilisation(sampler.samples, *timed["window"]),
                smi_peak_memory_mb=max((s.memory_mb for s in sampler.samples), default=None),
                smi_problem=sampler.problem)
     out.update(useful_flops(row, ctx, max_length, out["examples_per_s"]))
     return out
+
+
+def timed_part(row: Row, ctx: Context, result: dict[str, Any], logged: list[Any]) -> dict[str, Any]:
+    """examples/s over the steps after the warm-up and when they ran: sentadapt's from its train.log lines, the
+    others' as their process measured them."""
+    from gpu_measure import steady_window
+
+    if not row.recipe:
+        return {"examples_per_s": result["examples_per_s"], "timed_steps": result["timed_steps"],
+                "window": result["window"]}
+    window = steady_window(logged, ctx.warmup_steps, row.batch)
+    if window is None:
+        return {"error": f"train.log gave no timed window after step {ctx.warmup_steps}: fewer than two lines after "
+                         "it, or they appeared at once (raise --steps)"}
+    return {"examples_per_s": window.examples_per_s, "timed_steps": window.steps, "window": [window.start, window.end],
+            "train_log_examples_per_s": logged[-1].examples_per_s}
 
 
 def read_max_length(config_yaml: Path) -> int:
