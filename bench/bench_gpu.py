@@ -1,10 +1,10 @@
 """The GPU training benchmark (issue 21): sentadapt vs a bare PyTorch loop vs sentence-transformers' SimCSE,
 all in one run on one card, same model and data.
 
-    PYTHONPATH=$PWD python bench/bench_gpu.py                      # every row (~45 min on an H100)
+    PYTHONPATH=$PWD python bench/bench_gpu.py                      # every row (~45 min on an H100, estimated)
     PYTHONPATH=$PWD python bench/bench_gpu.py --only 'consert-bf16-*,bare-bf16-*,peer-bf16-*'
     PYTHONPATH=$PWD python bench/bench_gpu.py --prepare bench/out/gpu-inputs  # tokenizer + corpus to carry
-    PYTHONPATH=$PWD python bench/bench_gpu.py --smoke              # every row on the CPU, tiny model: checks the script
+    PYTHONPATH=$PWD python bench/bench_gpu.py --smoke              # every row, tiny model, CPU too: checks the script
     python bench/bench_gpu.py --render a.json b.json               # one table from several runs' results
 
 Rows are SYSTEM-PRECISION-BATCH: `consert` (`sentadapt adapt --recipe consert --preset paper`), `bare` (the
