@@ -17,7 +17,8 @@ sentence-transformers' own trainer on the same base model, sentences, batch, max
 
 The peers keep the model after the last step (sentence-transformers has no dev-based selection
 unless one wires an evaluator and checkpointing), which the results tables say next to them.
-Prints one `RESULT {json}` line: training seconds (loop only), sentences/s and peak RSS.
+Prints one `RESULT {json}` line: training seconds (loop only), the steps they cover and their wall-clock
+window, sentences/s and peak RSS.
 """
 
 from __future__ import annotations
