@@ -18,6 +18,16 @@ FILES = ["sts12.test", "sts13.test", "sts14.test", "sts15.test", "sts16.test", "
          "stsb.test", "sickr.train", "sickr.dev", "sickr.test"]
 
 
+def unique_sentences(data_dir: Path, files: list[str] = FILES) -> list[str]:
+    """Every distinct sentence of the files' pairs (whitespace normalised), in order of first appearance."""
+    sentences: dict[str, None] = {}
+    for name in files:
+        pairs = read_scored_pairs(data_dir / f"{name}.jsonl")
+        for sentence in (*pairs.sentence1, *pairs.sentence2):
+            sentences.setdefault(" ".join(sentence.split()), None)
+    return list(sentences)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data-dir", type=Path, default=Path("../shared/data/sts"))
@@ -26,11 +36,7 @@ def main() -> None:
     parser.add_argument("--limit", type=int, default=0, help="random sample of this many sentences (0 = all)")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
-    sentences: dict[str, None] = {}
-    for name in args.files.split(","):
-        pairs = read_scored_pairs(args.data_dir / f"{name}.jsonl")
-        for sentence in (*pairs.sentence1, *pairs.sentence2):
-            sentences.setdefault(" ".join(sentence.split()), None)
+    sentences = unique_sentences(args.data_dir, args.files.split(","))
     chosen = list(sentences)
     if args.limit and args.limit < len(chosen):
         chosen = random.Random(args.seed).sample(chosen, args.limit)

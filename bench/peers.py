@@ -17,7 +17,8 @@ sentence-transformers' own trainer on the same base model, sentences, batch, max
 
 The peers keep the model after the last step (sentence-transformers has no dev-based selection
 unless one wires an evaluator and checkpointing), which the results tables say next to them.
-Prints one `RESULT {json}` line: training seconds (loop only), sentences/s and peak RSS.
+Prints one `RESULT {json}` line: training seconds (loop only), the steps they cover and their wall-clock
+window, sentences/s and peak RSS.
 """
 
 from __future__ import annotations
@@ -59,8 +60,11 @@ def read_sentences(corpus: Path, limit: int) -> list[str]:
 
 
 def train_peer(loss_name: str, model_dir: str, sentences: list[str], *, steps: int, batch_size: int,
-               max_length: int, lr: float, bf16: bool, output: str, save: bool) -> dict[str, float]:
-    """Train with sentence-transformers' trainer; returns the loop's seconds (model loading excluded)."""
+               max_length: int, lr: float, bf16: bool, output: str, save: bool, fp16: bool = False,
+               tf32: bool | None = None, device: str = "cpu", warmup_steps: int = 0) -> dict[str, Any]:
+    """Train with sentence-transformers' trainer; returns the loop's seconds (model loading excluded) over the
+    steps after the first `warmup_steps`, and when they started and ended (time.time()). `tf32`: the
+    trainer's own TF32 switch (None leaves torch's default); `device` "cuda" trains on the GPU."""
     from datasets import Dataset
     from sentence_transformers import (
         SentenceTransformer,
@@ -69,7 +73,7 @@ def train_peer(loss_name: str, model_dir: str, sentences: list[str], *, steps: i
     )
     from sentence_transformers.sentence_transformer import losses
 
-    model = SentenceTransformer(model_dir, device="cpu")
+    model = SentenceTransformer(model_dir, device=device)
     model.max_seq_length = max_length
     loss: Any
     if loss_name == "simcse":
@@ -86,37 +90,54 @@ def train_peer(loss_name: str, model_dir: str, sentences: list[str], *, steps: i
     arguments = SentenceTransformerTrainingArguments(
         output_dir=output, per_device_train_batch_size=batch_size, max_steps=steps, learning_rate=lr,
         warmup_steps=max(1, steps // 10), save_strategy="no", logging_steps=10_000, report_to=[], bf16=bf16,
-        use_cpu=True, dataloader_drop_last=True, seed=42, disable_tqdm=True,
+        fp16=fp16, tf32=tf32, use_cpu=device == "cpu", dataloader_drop_last=True, seed=42, disable_tqdm=True,
     )
-    timer = loop_timer()
+    timer = loop_timer(warmup_steps)
     trainer = SentenceTransformerTrainer(model=model, args=arguments, train_dataset=dataset, loss=loss,
                                          callbacks=[timer])
     trainer.train()
     if save:
         model.save(output)
-    return {"seconds": timer.seconds}
+    return {"seconds": timer.seconds, "timed_steps": steps - warmup_steps, "window": [timer.wall_start,
+                                                                                      timer.wall_end]}
 
 
-def loop_timer() -> Any:
+def loop_timer(warmup_steps: int = 0) -> Any:
     """A trainer callback timing the optimizer steps (transformers is imported only when a peer runs)."""
+    import torch
     from transformers import TrainerCallback
 
+    def synchronize() -> None:  # GPU work is queued: the host clock must wait for it at both ends
+        if torch.cuda.is_available():
+            torch.cuda.synchronize()
+
     class _LoopTimer(TrainerCallback):
-        """Times the optimizer steps only, from the first step to the end of training, like sentadapt's
-        own loop timer: the trainer's train_runtime also counts its model-card work at the start (it
-        encodes example sentences), which is not training."""
+        """Times the optimizer steps only, from the start of step `warmup_steps` + 1 to the end of the last
+        step, like sentadapt's own loop timer: the trainer's train_runtime also counts its model-card work at
+        the start (it encodes example sentences), which is not training."""
 
         def __init__(self) -> None:
             self.started: float | None = None
-            self.seconds = 0.0
+            self.ended = False
+            self.seconds = self.wall_start = self.wall_end = 0.0
 
         def on_step_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
-            if self.started is None:
-                self.started = time.perf_counter()
+            if self.started is None and state.global_step >= warmup_steps:
+                synchronize()
+                self.started, self.wall_start = time.perf_counter(), time.time()
+
+        def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+            if state.global_step == state.max_steps:
+                self._stop()
 
         def on_train_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
-            assert self.started is not None, "training ended before its first step"
-            self.seconds = time.perf_counter() - self.started
+            if not self.ended:  # stopped before max_steps
+                self._stop()
+
+        def _stop(self) -> None:
+            assert self.started is not None, f"training ended before step {warmup_steps + 1}"
+            synchronize()
+            self.seconds, self.wall_end, self.ended = time.perf_counter() - self.started, time.time(), True
 
     return _LoopTimer()
 
