@@ -103,9 +103,10 @@ def test_render_cells_averages_verdict_applied_and_variant_rows() -> None:
 def test_overall_table_ranks_default_rows_and_measures_the_distance_to_the_target() -> None:
     lines = _load("domain_render").overall(_results())
     # default variant only (the lr1e-5 variant row is not a default), ranked by the average over its cells
-    assert lines[:4] == ["| run (default settings) | avg test Δ over 2 model × domain cells | verdict applied |",
-                         "|---|---:|---:|", "| peer: ST SimCSE | +1.00 | +0.75 |",
-                         "| sentadapt ConSERT | +0.50 | +0.75 |"]
+    assert lines[:4] == ["| run (default settings) | avg test Δ over 2 model × domain cells | verdict applied | "
+                         "false use (use, but test Δ ≤ 0) |",
+                         "|---|---:|---:|---:|", "| peer: ST SimCSE | +1.00 | +0.75 | 0 of 2 |",
+                         "| sentadapt ConSERT | +0.50 | +0.75 | 0 of 2 |"]
     assert lines[-1] == ("Best default recipe over all cells: **sentadapt ConSERT** +0.50 (target ≥ +1.00: not met, "
                          "0.50 short); with the verdict applied its worst cell is tiny forums +0.00 (target: none "
                          "below −0.20).")

@@ -68,9 +68,9 @@ def adapt(
                                "every recipe the inputs allow, keep one only if the dev set proves it; needs "
                                "--dev and --max-steps)."),
     candidates_option: list[str] = typer.Option(
-        [], "--candidates", help="--recipe auto: the candidates, comma-separated, each RECIPE or "
-                                 "RECIPE:key=value[:key=value] (e.g. consert,consert:lr=1e-5,sg-opt). Default: "
-                                 "every recipe the inputs allow."),
+        [], "--candidates", help="--recipe auto: the candidates, comma-separated; each a recipe name, "
+                                 "optionally with settings after colons (e.g. consert, consert:lr=1e-5, sg-opt "
+                                 "written without spaces). Default: every recipe the inputs allow."),
     base: str | None = typer.Option(None, "--base", help="Base model: folder or Hub id (default: named above)."),
     output: Path = typer.Option(..., "--output", "-o", help="Run directory (becomes a sentence-transformers model)."),
     config_file: Path | None = typer.Option(None, "--config", help="Recipe YAML, e.g. recipes/consert.yaml."),
