@@ -40,6 +40,9 @@ class TrainConfig:
     max_grad_norm: float = 1.0  # 0 = no clipping
     max_length: int = 64  # tokens per sentence in training
     mixed_precision: str = "no"
+    # fp32 matmuls on TensorFloat-32 tensor cores (CUDA, Ampere and newer): 10-bit mantissa products, fp32
+    # accumulation, ~2× the speed of strict fp32 on an A100/H100. False: strict fp32 (reproducibility).
+    tf32: bool = True
     eval_every: int = 200  # dev evaluation every N optimizer steps (0 = only at the end)
     checkpoint_every: int = 200  # resumable checkpoint every N steps (0 = only on interrupt)
     keep_checkpoints: int = 2

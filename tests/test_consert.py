@@ -51,7 +51,7 @@ def test_joint_loss_combines_classification_and_contrastive(tiny_encoder: Encode
     torch.manual_seed(0)
     output = recipe.compute_loss(tiny_encoder, heads, _batch(tiny_encoder, NLI_ROWS))
     assert set(output.parts) == {"classification", "contrastive"}
-    expected = output.parts["classification"] + config.alpha * output.parts["contrastive"]
+    expected = (output.parts["classification"] + config.alpha * output.parts["contrastive"]).item()
     assert output.total.item() == pytest.approx(expected, rel=1e-5)
     output.total.backward()
     assert heads["classifier"].weight.grad is not None

@@ -78,10 +78,14 @@ def test_reporter_eta_is_the_mean_pace_of_this_process_and_dev_shows_after_an_ev
     reporter = RichReporter(console=console, clock=clock)
     reporter.start(total_steps=1000, start_step=500)  # resumed at step 500
     clock.now += 100.0
-    reporter.step(600, 0.5, {"loss": 0.5}, 1e-5, 64.0)  # 100 steps in 100 s → 400 steps left ≈ 400 s
+    reporter.advance(600, 1e-5, 64.0)  # 100 steps in 100 s → 400 steps left ≈ 400 s
+    (line,) = render(reporter, 80)
+    assert "loss –" in line  # nothing read back from the device yet
+    reporter.losses(600, 0.5, {"loss": 0.5})
     reporter.evaluation(600, 81.234, 81.234, improved=True)
     (line,) = render(reporter, 80)
-    assert "step 600/1000" in line and "ETA 0:06:40" in line and "dev 81.23 ★" in line and "0:01:40" in line
+    assert "step 600/1000" in line and "loss 0.5000" in line and "ETA 0:06:40" in line
+    assert "dev 81.23 ★" in line and "0:01:40" in line
     clock.now += 30.0  # an evaluation or a checkpoint: no step, but the clocks move on
     (line,) = render(reporter, 80)
     assert "0:02:10" in line and "ETA 0:06:10" in line

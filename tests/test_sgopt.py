@@ -336,8 +336,8 @@ def test_unfrozen_embeddings_are_trained(tiny_model_dir: Path, toy_corpus: Path,
 def test_a_few_steps_lower_the_loss(tiny_model_dir: Path, toy_corpus: Path, tmp_path: Path) -> None:
     recorder = Recorder()
     run(sg_config(tiny_model_dir, toy_corpus, tmp_path / "run", max_steps=24, lr=3e-4), recorder)
-    first = sum(recorder.losses[s] for s in range(1, 5)) / 4
-    last = sum(recorder.losses[s] for s in range(21, 25)) / 4
+    first = sum(recorder.losses_by_step[s] for s in range(1, 5)) / 4
+    last = sum(recorder.losses_by_step[s] for s in range(21, 25)) / 4
     assert last < first * 0.9, (first, last)
 
 
@@ -351,9 +351,9 @@ def test_resume_rebuilds_the_guide_and_reproduces_the_trajectory(tiny_model_dir:
         run(config, Recorder(stop_at=2))
     resumed = Recorder()
     run(config, resumed, resume=True)
-    assert sorted(resumed.losses) == [3, 4, 5]
+    assert sorted(resumed.losses_by_step) == [3, 4, 5]
     for step in (3, 4, 5):
-        assert resumed.losses[step] == pytest.approx(straight.losses[step], abs=1e-5), step
+        assert resumed.losses_by_step[step] == pytest.approx(straight.losses_by_step[step], abs=1e-5), step
 
 
 @pytest.mark.skipif(sys.platform != "linux", reason="torchrun with gloo")

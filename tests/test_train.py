@@ -45,13 +45,15 @@ def make_config(model: Path, corpus: Path, output: Path, dev: str | None = "none
 
 class Recorder(SilentReporter):
     def __init__(self, stop_at: int | None = None) -> None:
-        self.losses: dict[int, float] = {}
+        self.losses_by_step: dict[int, float] = {}
         self.stop_at = stop_at
 
-    def step(self, step: int, loss: float, parts: dict[str, float], lr: float, examples_per_s: float) -> None:
-        self.losses[step] = loss
+    def advance(self, step: int, lr: float, examples_per_s: float) -> None:
         if step == self.stop_at:
             raise KeyboardInterrupt
+
+    def losses(self, step: int, loss: float, parts: dict[str, float]) -> None:  # type: ignore[override]
+        self.losses_by_step[step] = loss
 
 
 def train(config, reporter=None, resume: bool = False):
@@ -62,8 +64,8 @@ def train(config, reporter=None, resume: bool = False):
 def test_a_few_steps_lower_the_loss(tiny_model_dir: Path, toy_corpus: Path, tmp_path: Path) -> None:
     recorder = Recorder()
     train(make_config(tiny_model_dir, toy_corpus, tmp_path / "run", max_steps=30), recorder)
-    first = sum(recorder.losses[s] for s in range(1, 6)) / 5
-    last = sum(recorder.losses[s] for s in range(26, 31)) / 5
+    first = sum(recorder.losses_by_step[s] for s in range(1, 6)) / 5
+    last = sum(recorder.losses_by_step[s] for s in range(26, 31)) / 5
     assert last < first * 0.9, (first, last)
 
 
@@ -72,7 +74,7 @@ def test_fixed_seed_gives_a_fixed_first_loss(tiny_model_dir: Path, toy_corpus: P
     for name in ("a", "b"):
         recorder = Recorder()
         train(make_config(tiny_model_dir, toy_corpus, tmp_path / name, max_steps=3), recorder)
-        runs.append(recorder.losses)
+        runs.append(recorder.losses_by_step)
     assert runs[0] == runs[1]
     assert all(torch.isfinite(torch.tensor(v)) for v in runs[0].values())
 
@@ -90,9 +92,9 @@ def test_resume_reproduces_the_uninterrupted_trajectory(tiny_model_dir: Path, to
     assert [p.name for p in list_checkpoints(tmp_path / "resumed" / "checkpoints")] == ["step-0000005"]
     resumed = Recorder()
     train(config, resumed, resume=True)
-    assert sorted(resumed.losses) == list(range(6, 13))
+    assert sorted(resumed.losses_by_step) == list(range(6, 13))
     for step in range(6, 13):
-        assert resumed.losses[step] == pytest.approx(straight.losses[step], abs=1e-6), step
+        assert resumed.losses_by_step[step] == pytest.approx(straight.losses_by_step[step], abs=1e-6), step
 
 
 def test_corrupted_checkpoint_falls_back_to_the_previous(tiny_model_dir: Path, toy_corpus: Path,
@@ -108,7 +110,7 @@ def test_corrupted_checkpoint_falls_back_to_the_previous(tiny_model_dir: Path, t
     recorder.message = messages.append  # type: ignore[method-assign]
     train(config, recorder, resume=True)
     assert messages[0] == f"skipping checkpoint: {newest}: checksum mismatch (truncated or corrupted)"
-    assert sorted(recorder.losses) == [5, 6]
+    assert sorted(recorder.losses_by_step) == [5, 6]
 
 
 def test_dev_selection_writes_a_model_that_scores_the_same_everywhere(
@@ -267,3 +269,31 @@ def test_atomic_folder_write_keeps_the_previous_version_on_failure(tmp_path: Pat
     assert (target / "weights").read_text() == "good"
     verify_folder(target)
     assert [p.name for p in tmp_path.iterdir()] == ["best"]  # no temporary folders left behind
+
+
+@pytest.mark.parametrize("recipe", ["consert", "sg-opt"])
+def test_a_step_reads_nothing_back_from_the_device(recipe: str, tiny_model_dir: Path, toy_corpus: Path,
+                                                  tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`.item()` waits for the device: the loop reads the step records back once per log_every (and step 1),
+    so 50 steps at the default log_every make 6 read-backs (`tolist`) and no per-step `.item()`: the fused
+    AdamW keeps its step counts on the device, the finite check and the on_nan rule run there too."""
+    calls = {"item": 0, "tolist": 0}
+    for name in calls:
+        original = getattr(torch.Tensor, name)
+
+        def counted(self, *args, _name=name, _original=original):
+            calls[_name] += 1
+            return _original(self, *args)
+
+        monkeypatch.setattr(torch.Tensor, name, counted)
+    flags = {"batch_size": 8, "max_length": 16, "max_steps": 50, "eval_every": 0, "checkpoint_every": 0,
+             "log_every": TrainConfig().log_every}
+    config = run_config(recipe, tiny_model_dir, toy_corpus, tmp_path / "run", flags, [], "none")
+    inputs = build_inputs(config, lambda _t: None)
+    (tmp_path / "run").mkdir()
+    Trainer(inputs).run()
+    assert TrainConfig().log_every == 10
+    assert calls["item"] <= 2 * 50, calls  # the acceptance bound: at most 2 per step on average
+    assert calls == {"item": 0, "tolist": 6}, calls
+    logged = [json.loads(line)["step"] for line in (tmp_path / "run" / "train.log").read_text().splitlines()]
+    assert logged == [1, 10, 20, 30, 40, 50]

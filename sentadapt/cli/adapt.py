@@ -54,6 +54,17 @@ def _resume_auto_mode(output: Path) -> str | None:
     return None
 
 
+def _on_off(option: str, value: str | None) -> bool | None:
+    """An on|off flag's value (None: not given, the config decides)."""
+    from sentadapt.errors import ConfigError
+
+    if value is None:
+        return None
+    if value not in ("on", "off"):
+        raise ConfigError(f"{option}: '{value}' is not one of on, off")
+    return value == "on"
+
+
 def _is_main_process() -> bool:
     # accelerate launch / torchrun set RANK; only rank 0 talks to the terminal
     return int(os.environ.get("RANK", "0")) == 0
@@ -100,6 +111,9 @@ def adapt(
     max_length: int | None = typer.Option(None, "--max-length", help="Tokens per training sentence."),
     grad_accum: int | None = typer.Option(None, "--grad-accum"),
     mixed_precision: str | None = typer.Option(None, "--mixed-precision", help="no | fp16 | bf16."),
+    tf32: str | None = typer.Option(
+        None, "--tf32", help="on (default) | off: fp32 matmuls on TF32 tensor cores (CUDA, Ampere and newer); off "
+                             "is strict fp32."),
     eval_every: int | None = typer.Option(None, "--eval-every", help="Dev evaluation every N steps."),
     checkpoint_every: int | None = typer.Option(None, "--checkpoint-every"),
     patience: int | None = typer.Option(None, "--patience", help="Evaluations without gain before stopping."),
@@ -141,7 +155,8 @@ def adapt(
         raise ConfigError("--candidates: only with --recipe auto (or a --config file with recipe: auto)")
     flags = {"max_steps": max_steps, "epochs": epochs, "batch_size": batch_size, "lr": lr, "max_length": max_length,
              "grad_accum": grad_accum, "mixed_precision": mixed_precision, "eval_every": eval_every,
-             "checkpoint_every": checkpoint_every, "patience": patience, "seed": seed, "report_to": report_to}
+             "checkpoint_every": checkpoint_every, "patience": patience, "seed": seed, "report_to": report_to,
+             "tf32": _on_off("--tf32", tf32)}
     auto_run = _auto_run_kind(output, resume, recipe, config_file)
     if auto_run is not None:
         _adapt_auto(auto_run, corpus, output, config_file, candidates_option, flags, set_options, preset_option,
@@ -491,7 +506,8 @@ def _environment_rows(env: dict[str, Any]) -> list[tuple[str, str]]:
     backend = f", {env['distributed']}/{env['backend']}" if env["backend"] else ""
     versions = ", ".join(f"{name} {version}" for name, version in env["versions"].items())
     return [
-        ("ran on", f"{processes} on {env['device']}{backend}, mixed precision {env['mixed_precision']}"),
+        ("ran on", f"{processes} on {env['device']}{backend}, mixed precision {env['mixed_precision']}"
+                   + ("" if env.get("tf32") is None else f", TF32 {'on' if env['tf32'] else 'off'}")),
         ("batch", f"{env['global_batch']} global ({env['per_process_batch']} per process) × grad_accum "
                   f"{env['grad_accum']}, seed {env['seed']}"),
         ("versions", versions),
@@ -517,7 +533,7 @@ def _print_summary(result: Any, preset: dict[str, Any] | None = None) -> None:
     if result.dev_name is None:
         table.add_row("model kept", f"last step ({result.published_step}); no dev data, selection was blind")
         table.add_row("decision", "[yellow]unknown: nothing measured whether this beats the base model; "
-                                 "--dev FILE with ~100 labelled pairs from your domain would[/]")
+                                 "--dev FILE with ~100 labelled pairs from your domain would measure it[/]")
     else:
         table.add_row("dev set", result.dev_name)
         table.add_row("base model dev", _score(state.base_score))

@@ -152,14 +152,17 @@ class RichReporter:
         self.live = Live(self, console=self.console, refresh_per_second=4, transient=False)
         self.live.start()
 
-    def step(self, step: int, loss: float, parts: dict[str, float], lr: float, examples_per_s: float) -> None:
+    def advance(self, step: int, lr: float, examples_per_s: float) -> None:
+        """Every step: plain assignments; rich's Live thread redraws the line 4 times a second at most."""
         status = self.status
-        status.step, status.loss, status.parts, status.lr = step, loss, parts, lr
-        status.examples_per_s = examples_per_s
+        status.step, status.lr, status.examples_per_s = step, lr, examples_per_s
         self.last_step_at = self.clock()
         done = step - self.start_step  # a resumed run's earlier steps took no time in this process
         # the mean pace since start, evaluations included, so the ETA covers the evaluations still to come
         self.seconds_per_step = (self.last_step_at - self.started) / done if done > 0 else None
+
+    def losses(self, step: int, loss: float, parts: dict[str, float]) -> None:
+        self.status.loss, self.status.parts = loss, parts
 
     def evaluation(self, step: int, score: float, best: float, improved: bool) -> None:
         self.status.dev = f"{score:.2f}" + (" ★" if improved else "")

@@ -26,10 +26,13 @@ DATA_KINDS = ("sentences", "nli", "pairs")
 
 @dataclass
 class LossOutput:
-    """The loss to back-propagate and its named parts (detached floats, for the progress line and log)."""
+    """The loss to back-propagate and its named parts, for the progress line and train.log.
+
+    The parts are detached 0-dim tensors on the loss's device, never Python floats: reading a value back
+    (`.item()`) waits for the GPU to finish the step, so the loop reads them once per `log_every` steps."""
 
     total: Tensor
-    parts: dict[str, float] = field(default_factory=dict)
+    parts: dict[str, Tensor] = field(default_factory=dict)
 
 
 class Recipe(Protocol):

@@ -184,7 +184,7 @@ class ClsrRecipe:
         ids = [gather_across_processes(batch[side]) for side in ("a_rows", "b_rows")]
         loss = nt_xent_without_duplicates(gather_across_processes(views[0]), gather_across_processes(views[1]),
                                           ids[0], ids[1], self.config.temperature)
-        return LossOutput(loss, {"contrastive": loss.item()})
+        return LossOutput(loss, {"contrastive": loss.detach()})
 
 
 def check_identity_dims(config: ClsrConfig, base_dim: int) -> None:

@@ -159,7 +159,7 @@ class ConsertRecipe:
         first, second = (self._encode_view(encoder, self._view(name, input_ids, attention_mask))
                          for name in self.config.views)
         loss = nt_xent(gather_across_processes(first), gather_across_processes(second), self.config.temperature)
-        return LossOutput(loss, {"contrastive": loss.item()})
+        return LossOutput(loss, {"contrastive": loss.detach()})
 
     def _supervised_loss(self, encoder: Encoder, heads: nn.ModuleDict, batch: dict[str, Tensor]) -> LossOutput:
         import torch
@@ -178,7 +178,7 @@ class ConsertRecipe:
         right = self._encode_view(encoder, self._plain_view(batch, "b"), record if wants_adversarial else None)
         logits = heads["classifier"](torch.cat([left, right, (left - right).abs()], dim=-1))
         classification = F.cross_entropy(logits.float(), batch["labels"])
-        parts = {"classification": classification.item()}
+        parts = {"classification": classification.detach()}
         # The loop scales every loss by the process count (right for gathered views); a mean over this
         # process's shard alone must be divided back, or its gradient would be P× too large.
         classification = classification / world_size()
@@ -201,7 +201,7 @@ class ConsertRecipe:
             views.append(self._encode_view(encoder, view))
         contrastive = nt_xent(gather_across_processes(views[0]), gather_across_processes(views[1]),
                               self.config.temperature)
-        parts["contrastive"] = contrastive.item()
+        parts["contrastive"] = contrastive.detach()
         return LossOutput(classification + self.config.alpha * contrastive, parts)
 
     # ------------------------------------------------------------------ views

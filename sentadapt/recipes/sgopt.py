@@ -211,11 +211,11 @@ class SgOptRecipe:
                                                             picked]))
             loss = {"sg": nt_xent, "opt1": opt1_loss, "opt2": opt2_loss}[objective]
             contrastive = loss(sentences, targets, self.config.temperature)
-        parts = {"contrastive": contrastive.item()}
+        parts = {"contrastive": contrastive.detach()}
         if self.config.regularizer == 0:  # λ = 0: skip the pass over every parameter
             return LossOutput(contrastive, {**parts, "regularizer": 0.0})
         regularizer = self.config.regularizer * self.distance_to_guide(encoder)
-        parts["regularizer"] = regularizer.item()
+        parts["regularizer"] = regularizer.detach()
         # The loop scales the loss by the process count (right for the gathered contrastive term); the
         # regulariser is the same on every process, so its share is divided back (as ConSERT does for its
         # local classification loss). The logged total thus shows it / P; the `regularizer` part is exact.

@@ -34,7 +34,7 @@ class Distillation:
         # count P before backward (right for gathered contrastive terms) and DDP averages gradients, so the
         # local term is divided by P, as SG-OPT does with its regulariser: the gradient is then that of the
         # mean of the P local terms. The logged total shows it / P; the `distill` part is this rank's W · D.
-        return LossOutput(output.total + weighted / world_size(), {**output.parts, "distill": weighted.item()})
+        return LossOutput(output.total + weighted / world_size(), {**output.parts, "distill": weighted.detach()})
 
 
 def build_distillation(config: TrainConfig, recipe: Recipe, encoder: Any) -> Distillation | None:

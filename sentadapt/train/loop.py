@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
 from torch import nn
 
@@ -48,7 +49,9 @@ from sentadapt.train.checkpoint import (
     write_training_checkpoint,
 )
 from sentadapt.train.distill import Distillation, build_distillation
-from sentadapt.train.optim import build_optimizer, lr_multiplier
+from sentadapt.train.guard import StepGuard, StepRecords
+from sentadapt.train.optim import build_optimizer, lr_multiplier, skips_on_device
+from sentadapt.train.prefetch import BatchPrefetcher
 from sentadapt.train.signals import StopRequest, TrainingInterrupted, stopped_by
 from sentadapt.train.tracking import (
     TENSORBOARD_DIR,
@@ -196,6 +199,7 @@ class Trainer:
         if self.train_config.mixed_precision == "fp16" and not torch.cuda.is_available():
             raise ConfigError("mixed_precision: fp16 needs a CUDA GPU (accelerate would silently train in fp32 "
                               "on CPU); use --mixed-precision bf16 on CPU")
+        use_tf32(self.train_config.tf32)
         tracker_names = resolve_trackers(self.train_config.report_to)
         self.accelerator = Accelerator(
             log_with=tracker_names or None,
@@ -215,6 +219,7 @@ class Trainer:
         self.environment = describe_run(self.accelerator, self.train_config)
         self.trackers = Trackers(self.accelerator, tracker_names, run_name=self.output.name)
         self.state = TrainState(total_steps=total_steps_for(len(inputs.examples), inputs.config))
+        self.records = StepRecords()
 
     # ------------------------------------------------------------------ setup
     def _build(self, resume: bool) -> None:
@@ -231,9 +236,8 @@ class Trainer:
             (cfg.adam_beta1, cfg.adam_beta2), cfg.adam_eps,
         )
         # Not passed to accelerator.prepare: it would step the schedule once per process.
-        self.scheduler = torch.optim.lr_scheduler.LambdaLR(
-            self.optimizer, lr_multiplier(cfg.schedule, self.state.total_steps, cfg.warmup_ratio)
-        )
+        self._lr_multiplier = lr_multiplier(cfg.schedule, self.state.total_steps, cfg.warmup_ratio)
+        self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, self._lr_multiplier)
         self.model, self.optimizer = self.accelerator.prepare(self.module, self.optimizer)
         self.lengths = self.inputs.examples.lengths()
         self.pad_id = encoder.tokenizer.pad_token_id
@@ -275,70 +279,155 @@ class Trainer:
 
     def _train_steps(self) -> str:
         cfg = self.train_config
-        plan_cache: dict[int, list[list[int]]] = {}
-        window_started, window_examples = time.perf_counter(), 0
+        plan_cache: dict[int, np.ndarray] = {}
+        self._window_started, self._window_examples = time.perf_counter(), 0
+        self.guard = StepGuard(cfg.on_nan, cfg.max_nan_skips, self.state.nan_skips, self.accelerator.device)
+        self.records = StepRecords()
+        self._on_device_skip = skips_on_device(self.optimizer.optimizer)
+        rank, world = self.accelerator.process_index, self.accelerator.num_processes
         self.model.train()
-        while self.state.step < self.state.total_steps:
-            loss, parts = self._optimizer_step(plan_cache)
-            self.scheduler.step()
-            self.state.step += 1
-            window_examples += cfg.batch_size * cfg.grad_accum
-            elapsed = time.perf_counter() - window_started
-            self.reporter.step(self.state.step, loss, parts, self.scheduler.get_last_lr()[0],
-                               window_examples / max(elapsed, 1e-9))
-            if self.state.step % cfg.log_every == 0 or self.state.step == 1:
-                self._log({"step": self.state.step, "loss": loss, **parts, "lr": self.scheduler.get_last_lr()[0],
-                           "examples_per_s": window_examples / max(elapsed, 1e-9)})
-            if self._interrupt_requested():
-                raise KeyboardInterrupt  # a step boundary: the checkpoint below is exact
-            if cfg.eval_every and self.state.step % cfg.eval_every == 0 and self._evaluate_and_keep_best():
-                return "early-stopped"
-            if cfg.checkpoint_every and self.state.step % cfg.checkpoint_every == 0:
-                self._save_checkpoint()
+        with BatchPrefetcher(lambda index: self._micro_batch(index, plan_cache, rank, world),
+                             self.accelerator.device, self.state.step * cfg.grad_accum,
+                             self.state.total_steps * cfg.grad_accum) as batches:
+            while self.state.step < self.state.total_steps:
+                self._optimizer_step(batches)
+                self.scheduler.step()
+                self.state.step += 1
+                self._window_examples += cfg.batch_size * cfg.grad_accum
+                self.reporter.advance(self.state.step, self.scheduler.get_last_lr()[0], self._examples_per_s())
+                if self.state.step % cfg.log_every == 0 or self.state.step == 1:
+                    self._read_back()
+                if self._interrupt_requested():
+                    raise KeyboardInterrupt  # a step boundary: the checkpoint below is exact
+                if cfg.eval_every and self.state.step % cfg.eval_every == 0 and self._evaluate_and_keep_best():
+                    return "early-stopped"
+                if cfg.checkpoint_every and self.state.step % cfg.checkpoint_every == 0:
+                    self._save_checkpoint()
+        self._read_back()
         return "completed"
 
-    def _optimizer_step(self, plan_cache: dict[int, list[list[int]]]) -> tuple[float, dict[str, float]]:
-        """grad_accum micro-batches, then one optimizer step; returns the mean loss and its parts."""
+    def _examples_per_s(self) -> float:
+        return self._window_examples / max(time.perf_counter() - self._window_started, 1e-9)
+
+    def _optimizer_step(self, batches: BatchPrefetcher) -> None:
+        """grad_accum micro-batches, then one optimizer step, queued on the device without waiting for it.
+
+        The loss, its parts and whether the step was finite are recorded on the device (StepRecords);
+        a non-finite step's update is skipped there too (StepGuard), so nothing here reads a value back."""
         cfg = self.train_config
-        world, rank = self.accelerator.num_processes, self.accelerator.process_index
-        loss_sum, parts_sum = 0.0, {}
-        poisoned = False
+        world = self.accelerator.num_processes
+        loss = torch.zeros((), device=self.accelerator.device)
+        parts: dict[str, torch.Tensor] = {}
+        norm: torch.Tensor | None = None
+        bad = torch.zeros((), device=self.accelerator.device)
         for micro in range(cfg.grad_accum):
-            batch = self._micro_batch(self.state.step * cfg.grad_accum + micro, plan_cache, rank, world)
-            # every micro-batch enters `accumulate`, even after a bad one, so accelerate's counter stays aligned
+            batch = batches.get(self.state.step * cfg.grad_accum + micro)
             with self.accelerator.accumulate(self.model):
                 output = self.model(batch)
-                if not poisoned and not self._finite_everywhere(output.total):
-                    self._handle_non_finite(output.total.item())  # raises, or marks the step as skipped
-                    poisoned = True
-                if poisoned:
-                    continue
                 # Gathered negatives: each rank back-propagates only its shard and DDP averages over
                 # ranks, so × world gives the global loss's gradient (accelerate divides by grad_accum).
                 self.accelerator.backward(output.total * world)
+                loss = loss + output.total.detach().float() / cfg.grad_accum
+                for key, value in output.parts.items():
+                    parts[key] = parts.get(key, 0.0) + value.float() / cfg.grad_accum
                 if self.accelerator.sync_gradients:
-                    if self._clip_and_check_gradients(cfg.max_grad_norm):
-                        self.optimizer.step()
-                    else:
-                        poisoned = True  # a finite loss with NaN/inf gradients: skipped like a NaN loss
+                    norm, bad = self._check_step(loss)
+                    self._step_unless(self.guard.skip_flag(bad))
                     self.optimizer.zero_grad(set_to_none=True)
-            loss_sum += output.total.item() / cfg.grad_accum
-            for key, value in output.parts.items():
-                parts_sum[key] = parts_sum.get(key, 0.0) + value / cfg.grad_accum
-        if poisoned:
-            self.module.zero_grad(set_to_none=True)  # drop the step's partial gradients (bypasses accelerate)
-        return loss_sum, parts_sum
+        self.records.add(self.state.step + 1, loss, norm, bad, parts)
 
-    def _finite_everywhere(self, loss: torch.Tensor) -> bool:
-        """Every process must agree, or one would skip backward while the others wait in all-reduce."""
-        finite = torch.isfinite(loss.detach()).float().reshape(1)
-        if self.accelerator.num_processes > 1:
-            finite = self.accelerator.reduce(finite, reduction="sum") / self.accelerator.num_processes
-        return bool(finite.item() == 1.0)
+    def _check_step(self, loss: torch.Tensor) -> tuple[torch.Tensor | None, torch.Tensor]:
+        """(gradient norm, 1.0 if the step is not finite), on the device; the flag agreed by every process,
+        or one would step while another skips. Clips the gradients when configured."""
+        scaler = self.accelerator.scaler
+        bad = (~torch.isfinite(loss)).float()
+        if scaler is not None:
+            # fp16: the grad scaler skips overflowing steps itself (an inf norm is routine there); a step we
+            # must skip is handed to it as a non-finite gradient, before clipping unscales and checks them
+            bad = self._agreed(bad)
+            self._poison_gradients(torch.maximum(bad, self.guard.halted))
+            if self.train_config.max_grad_norm > 0:
+                self.accelerator.clip_grad_norm_(self.model.parameters(), self.train_config.max_grad_norm)
+            return None, bad
+        if self.train_config.max_grad_norm > 0:
+            norm = self.accelerator.clip_grad_norm_(self.model.parameters(), self.train_config.max_grad_norm)
+        else:
+            norm = _gradient_norm(self.module, self.accelerator.device)
+        bad = torch.maximum(bad, (~torch.isfinite(norm)).float())
+        return norm, self._agreed(bad)
+
+    def _agreed(self, flag: torch.Tensor) -> torch.Tensor:
+        """The max of a 0-dim flag over processes: an all-reduce on the device, no host read."""
+        if self.accelerator.num_processes == 1:
+            return flag
+        return (self.accelerator.reduce(flag.reshape(1), reduction="sum") > 0).float().reshape(())
+
+    def _poison_gradients(self, skip: torch.Tensor) -> None:
+        for parameter in self.module.parameters():
+            if parameter.grad is not None:
+                parameter.grad.mul_(torch.where(skip > 0, math.nan, 1.0))
+                return
+
+    def _step_unless(self, skip: torch.Tensor) -> None:
+        """optimizer.step(), a no-op on the device when `skip` is 1.0 (found_inf, as GradScaler passes it)."""
+        if self.accelerator.scaler is not None:
+            self.optimizer.step()  # GradScaler sets found_inf itself from the (poisoned) gradients
+        elif self._on_device_skip:
+            self.optimizer.optimizer.found_inf = skip
+            self.optimizer.step()
+        elif not skip.item():  # an optimizer without a device-side skip: one read-back per step
+            self.optimizer.step()
+
+    def _read_back(self) -> None:
+        """Copy the pending steps' records to the host (one sync): log them, report skipped steps, and stop
+        at the step that broke the `on_nan` rule (its update and every later one were skipped on the device)."""
+        cfg = self.train_config
+        rate = self._examples_per_s()
+        for read in self.records.read_back():
+            if read.bad:
+                what, value = read.failure()
+                if not self.guard.allows_skip(self.state.nan_skips):
+                    self._diverged(read.step, what, value)
+                self.state.nan_skips += 1
+                self.reporter.message(f"step {read.step}: {what} is {value}; step skipped "
+                                      f"({self.state.nan_skips}/{cfg.max_nan_skips})")
+            self.reporter.losses(read.step, read.loss, read.parts)
+            if read.step % cfg.log_every == 0 or read.step == 1:
+                self._log({"step": read.step, "loss": read.loss, **read.parts,
+                           "lr": self.scheduler.get_last_lr()[0], "examples_per_s": rate})
+        self._window_started, self._window_examples = time.perf_counter(), 0
+
+    def _diverged(self, step: int, what: str, value: float) -> None:
+        """Stop: the checkpoint is the last good step's (weights unchanged since, on the device)."""
+        cfg = self.train_config
+        self._rewind_to(step - 1)
+        path = self._save_checkpoint()
+        skipped = f"{cfg.max_nan_skips} skipped step" + ("" if cfg.max_nan_skips == 1 else "s")
+        limit = f" after {skipped} (max_nan_skips)" if cfg.on_nan == "skip" else ""
+        raise TrainingDiverged(
+            f"{what} is {value} at step {step}; stopped{limit}. The last good weights are in {path}. "
+            "Try a lower --lr, a higher temperature, or --mixed-precision no"
+        )
+
+    def _rewind_to(self, step: int) -> None:
+        """The step counter, schedule and learning rate of `step` (the weights and the optimizer's moments and
+        step counts already are: the later updates were skipped). Data order is a function of the step."""
+        self.state.step = step
+        self.scheduler.last_epoch = step
+        multiplier = self._lr_multiplier(step)
+        for group, base_lr in zip(self.optimizer.param_groups, self.scheduler.base_lrs):
+            group["lr"] = base_lr * multiplier
+        self.scheduler._last_lr = [group["lr"] for group in self.optimizer.param_groups]  # what get_last_lr reads
 
     def _interrupt_requested(self) -> bool:
-        """At a step boundary: did any process get a stop signal? All processes get the same answer."""
-        self._stop_signal = self.stop_request.agreed(self._max_over_processes)
+        """At a step boundary: did any process get a stop signal? All processes get the same answer.
+
+        One process reads its own flag every step (no device involved). Several agree over a collective,
+        which waits for the device: only at the steps where the records are read back anyway."""
+        if self.accelerator.num_processes == 1:
+            self._stop_signal = self.stop_request.signum
+        elif self.state.step % self.train_config.log_every == 0 or self.state.step == 1:
+            self._stop_signal = self.stop_request.agreed(self._max_over_processes)
         return self._stop_signal != 0
 
     def _max_over_processes(self, value: int) -> int:
@@ -347,9 +436,10 @@ class Trainer:
             flag = self.accelerator.gather(flag)
         return int(flag.max().item())
 
-    def _micro_batch(self, micro_index: int, cache: dict[int, list[list[int]]], rank: int, world: int,
+    def _micro_batch(self, micro_index: int, cache: dict[int, np.ndarray], rank: int, world: int,
                      ) -> dict[str, torch.Tensor]:
-        """Micro-batch number `micro_index` of the whole run: a pure function of the index (exact resume)."""
+        """Micro-batch number `micro_index` of the whole run, on the host: a pure function of the index (exact
+        resume). Called from the prefetch thread only (the plan cache is that thread's)."""
         per_epoch = len(self.inputs.examples) // self.train_config.batch_size
         epoch, position = divmod(micro_index, per_epoch)
         if epoch not in cache:
@@ -357,36 +447,7 @@ class Trainer:
             cache[epoch] = plan_epoch(self.lengths, self.train_config.batch_size, self.train_config.seed, epoch,
                                       self.train_config.length_grouping)
         indices = shard(cache[epoch][position], rank, world)
-        batch = self.inputs.examples.collate(indices, self.pad_id)
-        return {key: value.to(self.accelerator.device) for key, value in batch.items()}
-
-    def _clip_and_check_gradients(self, max_norm: float) -> bool:
-        """Clip (when configured); False, after `_handle_non_finite`, when the gradient norm is NaN or inf."""
-        norm = self.accelerator.clip_grad_norm_(self.model.parameters(), max_norm) if max_norm > 0 else None
-        if self.accelerator.scaler is not None:
-            return True  # fp16: the grad scaler skips inf-gradient steps itself and lowers its scale
-        if norm is None:
-            norm = _gradient_norm(self.module)
-        if self._finite_everywhere(torch.as_tensor(norm, device=self.accelerator.device)):
-            return True
-        self._handle_non_finite(float(norm), "the gradient norm")
-        return False
-
-    def _handle_non_finite(self, value: float, what: str = "loss") -> None:
-        """Skip the step (on_nan=skip, within the limit) or stop; the weights are still the last good ones."""
-        cfg = self.train_config
-        if cfg.on_nan == "skip" and self.state.nan_skips < cfg.max_nan_skips:
-            self.state.nan_skips += 1
-            self.reporter.message(f"step {self.state.step + 1}: {what} is {value}; step skipped "
-                                  f"({self.state.nan_skips}/{cfg.max_nan_skips})")
-            return
-        path = self._save_checkpoint()
-        skipped = f"{cfg.max_nan_skips} skipped step" + ("" if cfg.max_nan_skips == 1 else "s")
-        limit = f" after {skipped} (max_nan_skips)" if cfg.on_nan == "skip" else ""
-        raise TrainingDiverged(
-            f"{what} is {value} at step {self.state.step + 1}; stopped{limit}. The last good weights are in {path}. "
-            "Try a lower --lr, a higher temperature, or --mixed-precision no"
-        )
+        return self.inputs.examples.collate(indices, self.pad_id)
 
     # ------------------------------------------------------------------ evaluation
     def _score(self) -> float:
@@ -416,6 +477,7 @@ class Trainer:
         """Evaluate on the main process, save the model if best; returns True to stop early (all ranks agree)."""
         if self.inputs.evaluator is None:
             return False
+        self._read_back()  # a run that must stop does so before scoring (and saving) its frozen weights
         stop = torch.zeros(1, device=self.accelerator.device)
         if self.is_main:
             score = self._score()
@@ -453,7 +515,12 @@ class Trainer:
             self.trackers.log(tracker_values(record), int(record["step"]))
 
     def _save_checkpoint(self) -> Path:
-        """Every process stages its RNG state; the main process writes the checkpoint; all wait for it."""
+        """Every process stages its RNG state; the main process writes the checkpoint; all wait for it.
+
+        The pending step records are read back first: a step that must stop the run stops it here, with
+        the checkpoint of its last good step, instead of being saved as a normal one."""
+        if getattr(self, "records", None) is not None and len(self.records):
+            self._read_back()
         stage_rng_state(self.checkpoints, self.accelerator.process_index)
         self.accelerator.wait_for_everyone()
         if self.is_main:
@@ -528,9 +595,17 @@ class Trainer:
         return metrics
 
 
-def _gradient_norm(module: nn.Module) -> torch.Tensor:
+def use_tf32(enabled: bool) -> None:
+    """fp32 matmuls and convolutions on TF32 tensor cores (Ampere and newer; no effect elsewhere). A process-wide
+    PyTorch setting: `adapt` owns its process; the value a run used is in metrics.json's environment."""
+    if torch.cuda.is_available():
+        torch.backends.cuda.matmul.allow_tf32 = enabled
+        torch.backends.cudnn.allow_tf32 = enabled
+
+
+def _gradient_norm(module: nn.Module, device: torch.device) -> torch.Tensor:
     grads = [p.grad.detach() for p in module.parameters() if p.grad is not None]
     if not grads:
-        return torch.zeros(())
+        return torch.zeros((), device=device)
     return torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(g.float()) for g in grads]))
 

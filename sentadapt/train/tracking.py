@@ -21,7 +21,10 @@ class Reporter(Protocol):
 
     def message(self, text: str) -> None: ...
     def start(self, total_steps: int, start_step: int) -> None: ...
-    def step(self, step: int, loss: float, parts: dict[str, float], lr: float, examples_per_s: float) -> None: ...
+    # every step, with what the host knows without waiting for the device
+    def advance(self, step: int, lr: float, examples_per_s: float) -> None: ...
+    # each step's loss and its parts, read back from the device in batches (every `log_every` steps)
+    def losses(self, step: int, loss: float, parts: dict[str, float]) -> None: ...
     def evaluation(self, step: int, score: float, best: float, improved: bool) -> None: ...
     def finish(self) -> None: ...
 
@@ -29,7 +32,8 @@ class Reporter(Protocol):
 class SilentReporter:
     def message(self, text: str) -> None: ...
     def start(self, total_steps: int, start_step: int) -> None: ...
-    def step(self, step: int, loss: float, parts: dict[str, float], lr: float, examples_per_s: float) -> None: ...
+    def advance(self, step: int, lr: float, examples_per_s: float) -> None: ...
+    def losses(self, step: int, loss: float, parts: dict[str, float]) -> None: ...
     def evaluation(self, step: int, score: float, best: float, improved: bool) -> None: ...
     def finish(self) -> None: ...
 
@@ -158,11 +162,22 @@ def describe_run(accelerator: Any, train_config: Any) -> dict[str, Any]:
         processes=accelerator.num_processes, device=accelerator.device,
         distributed_type=str(accelerator.distributed_type.value), backend=dist.get_backend() if initialized else None,
         mixed_precision=str(accelerator.mixed_precision), batch_size=train_config.batch_size,
-        grad_accum=train_config.grad_accum, seed=train_config.seed)
+        grad_accum=train_config.grad_accum, seed=train_config.seed, tf32=tf32_applies(accelerator.device,
+                                                                                      train_config.tf32))
+
+
+def tf32_applies(device: Any, wanted: bool) -> bool | None:
+    """Whether fp32 matmuls run on TF32 tensor cores: None where the device has none (CPU, pre-Ampere GPUs)."""
+    import torch
+
+    if getattr(device, "type", None) != "cuda" or torch.cuda.get_device_capability(device) < (8, 0):
+        return None
+    return wanted
 
 
 def run_environment(*, processes: int, device: Any, distributed_type: str, backend: str | None,
-                    mixed_precision: str, batch_size: int, grad_accum: int, seed: int) -> dict[str, Any]:
+                    mixed_precision: str, batch_size: int, grad_accum: int, seed: int, tf32: bool | None = None,
+                    ) -> dict[str, Any]:
     """The run record's `environment`: two runs that trained differently have different records."""
     from importlib.metadata import PackageNotFoundError, version
 
@@ -185,6 +200,7 @@ def run_environment(*, processes: int, device: Any, distributed_type: str, backe
         "distributed": distributed_type,  # accelerate's DistributedType: NO, MULTI_CPU, MULTI_GPU, ...
         "backend": backend,  # torch.distributed backend (gloo, nccl), None for one process
         "mixed_precision": mixed_precision,
+        "tf32": tf32,  # fp32 matmuls on TF32 tensor cores (None: not a device that has them)
         "per_process_batch": batch_size // processes,
         "global_batch": batch_size,  # sentences per forward over all processes: the in-batch negatives
         "grad_accum": grad_accum,
