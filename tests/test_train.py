@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import random
 import subprocess
@@ -137,9 +138,11 @@ def test_dev_selection_writes_a_model_that_scores_the_same_everywhere(
     assert not (output / "best").exists() and (output / "config.yaml").is_file()
 
 
+@pytest.mark.parametrize("log_every", [1, 10])
 def test_non_finite_loss_stops_with_the_step_and_keeps_weights(tiny_model_dir: Path, toy_corpus: Path,
-                                                               tmp_path: Path) -> None:
-    config = make_config(tiny_model_dir, toy_corpus, tmp_path / "run", max_steps=6)
+                                                               tmp_path: Path, log_every: int) -> None:
+    """log_every 10: the loop only reads step 3's loss back after step 6, and still stops with step 2's weights."""
+    config = make_config(tiny_model_dir, toy_corpus, tmp_path / "run", max_steps=6, log_every=log_every)
     inputs = build_inputs(config, lambda _t: None)
     original = inputs.recipe.compute_loss
     calls = {"n": 0}
@@ -163,6 +166,46 @@ def test_non_finite_loss_stops_with_the_step_and_keeps_weights(tiny_model_dir: P
     from safetensors.torch import load_file
 
     assert all(torch.isfinite(t).all() for t in load_file(str(checkpoint / "model.safetensors")).values())
+
+
+def test_a_late_read_back_leaves_the_same_checkpoint_as_an_immediate_one(tiny_model_dir: Path, toy_corpus: Path,
+                                                                          tmp_path: Path) -> None:
+    """Step 3's NaN seen at once (log_every 1) or after step 6 (log_every 10): steps 3-6 were skipped on the device,
+    so both runs leave step 2's weights and optimizer moments, bit for bit (same process, same kernels)."""
+    from safetensors.torch import load_file
+
+    saved = {}
+    for log_every in (1, 10):
+        output = tmp_path / f"run-{log_every}"
+        inputs = build_inputs(make_config(tiny_model_dir, toy_corpus, output, max_steps=6, log_every=log_every),
+                              lambda _t: None)
+        original, calls = inputs.recipe.compute_loss, {"n": 0}
+
+        def poisoned(encoder, heads, batch, original=original, calls=calls):
+            calls["n"] += 1
+            output = original(encoder, heads, batch)
+            if calls["n"] == 3:
+                output.total = output.total * float("nan")
+            return output
+
+        inputs.recipe.compute_loss = poisoned  # type: ignore[method-assign]
+        output.mkdir()
+        with pytest.raises(TrainingDiverged):
+            Trainer(inputs).run()
+        checkpoint = output / "checkpoints" / "step-0000002"
+        optimizer = torch.load(checkpoint / "optimizer.pt", weights_only=True)
+        schedule = torch.load(checkpoint / "scheduler.pt", weights_only=True)
+        saved[log_every] = (load_file(str(checkpoint / "model.safetensors")), optimizer["state"],
+                            json.loads((checkpoint / "trainer_state.json").read_text())["step"],
+                            (schedule["last_epoch"], schedule["_last_lr"],
+                             [group["lr"] for group in optimizer["param_groups"]]))
+    (weights, moments, step, lrs), (late_weights, late_moments, late_step, late_lrs) = saved[1], saved[10]
+    assert step == late_step == 2
+    assert lrs == late_lrs and lrs[0] == 2
+    assert weights.keys() == late_weights.keys()
+    assert all(torch.equal(weights[name], late_weights[name]) for name in weights)
+    for index, state in moments.items():
+        assert all(torch.equal(value, late_moments[index][key]) for key, value in state.items()), index
 
 
 def test_corpus_smaller_than_a_batch(tiny_model_dir: Path, tmp_path: Path) -> None:
@@ -297,3 +340,55 @@ def test_a_step_reads_nothing_back_from_the_device(recipe: str, tiny_model_dir: 
     assert calls == {"item": 0, "tolist": 6}, calls
     logged = [json.loads(line)["step"] for line in (tmp_path / "run" / "train.log").read_text().splitlines()]
     assert logged == [1, 10, 20, 30, 40, 50]
+
+
+def test_lars_skips_on_the_device_when_found_inf_is_set() -> None:
+    """found_inf = 1 leaves weights and momentum as they were, NaN gradients included; 0 steps normally."""
+    from sentadapt.train.optim import LARS, skips_on_device
+
+    weight = torch.nn.Parameter(torch.ones(2, 2))
+    optimizer = LARS([{"params": [weight], "weight_decay": 1e-4}], lr=0.5)
+    assert skips_on_device(optimizer)
+    weight.grad = torch.full((2, 2), 0.5)
+    optimizer.step()
+    before, momentum = weight.detach().clone(), optimizer.state[weight]["momentum_buffer"].clone()
+    weight.grad = torch.tensor([[math.nan, 1.0], [1.0, 1.0]])
+    optimizer.found_inf = torch.ones(())
+    optimizer.step()
+    assert torch.equal(weight.detach(), before) and torch.equal(optimizer.state[weight]["momentum_buffer"], momentum)
+    weight.grad = torch.full((2, 2), 0.5)
+    optimizer.found_inf = torch.zeros(())
+    optimizer.step()
+    reference = LARS([{"params": [reference_weight := torch.nn.Parameter(torch.ones(2, 2))], "weight_decay": 1e-4}],
+                     lr=0.5)
+    for _ in range(2):
+        reference_weight.grad = torch.full((2, 2), 0.5)
+        reference.step()
+    assert torch.allclose(weight.detach(), reference_weight.detach(), rtol=FLOAT32_RTOL)
+
+
+def test_adamw_is_fused_where_pytorch_has_the_kernel() -> None:
+    from sentadapt.train.optim import build_optimizer, skips_on_device
+
+    optimizer = build_optimizer("adamw", [{"params": [torch.nn.Parameter(torch.ones(3))], "weight_decay": 0.0}],
+                                1e-3, (0.9, 0.999), 1e-6)
+    assert optimizer.defaults["fused"] and skips_on_device(optimizer)
+
+
+def test_prefetcher_builds_ahead_in_order_and_stops_at_the_end() -> None:
+    from sentadapt.train.prefetch import BatchPrefetcher
+
+    built: list[int] = []
+
+    def build(index: int) -> dict[str, torch.Tensor]:
+        built.append(index)
+        return {"input_ids": torch.full((2, 3), index)}
+
+    with BatchPrefetcher(build, torch.device("cpu"), first_index=4, end_index=7) as batches:
+        assert batches.get(4)["input_ids"][0, 0].item() == 4
+        assert batches.get(5)["input_ids"][0, 0].item() == 5
+        assert batches.get(2)["input_ids"][0, 0].item() == 2  # out of order: built on demand, still right
+        assert batches.get(3)["input_ids"][0, 0].item() == 3
+        assert batches.get(6)["input_ids"][0, 0].item() == 6
+    assert max(built) == 6  # nothing at or past end_index
+    assert built[:2] == [4, 5]  # in the order the loop asks for them
