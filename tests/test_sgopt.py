@@ -193,8 +193,8 @@ def test_each_objective_is_wired_to_its_equation(tiny_encoder: Encoder, objectiv
     tiny_encoder.eval()
     torch.manual_seed(7)
     output = recipe.compute_loss(tiny_encoder, heads, batch)
-    assert output.parts["regularizer"] == 0.0
-    assert output.total.item() == pytest.approx(output.parts["contrastive"], abs=1e-6)
+    assert output.parts["regularizer"].item() == 0.0
+    assert output.total.item() == pytest.approx(output.parts["contrastive"].item(), abs=1e-6)
 
     head = heads["projection"]
     with torch.no_grad():
@@ -207,7 +207,7 @@ def test_each_objective_is_wired_to_its_equation(tiny_encoder: Encoder, objectiv
             picked = torch.randint(3, (len(SENTENCES),))  # σ: one uniformly drawn layer per sentence
             one = head(views[torch.arange(len(SENTENCES)), picked])
             expected = {"sg": nt_xent, "opt1": opt1_loss, "opt2": opt2_loss}[objective](cls, one, 0.01)
-    assert output.parts["contrastive"] == pytest.approx(expected.item(), rel=1e-5)
+    assert output.parts["contrastive"].item() == pytest.approx(expected.item(), rel=1e-5)
 
 
 def test_guide_and_frozen_embeddings_get_no_gradient_head_does(tiny_encoder: Encoder) -> None:
@@ -247,8 +247,8 @@ def test_regulariser_sums_squared_differences_of_the_trainable_parameters(tiny_e
     assert recipe.distance_to_guide(tiny_encoder).item() == pytest.approx(expected, rel=1e-4)
     tiny_encoder.eval()
     output = recipe.compute_loss(tiny_encoder, recipe.trainable_heads(), _batch(tiny_encoder))
-    assert output.parts["regularizer"] == pytest.approx(0.5 * expected, rel=1e-4)
-    assert output.total.item() == pytest.approx(output.parts["contrastive"] + 0.5 * expected, rel=1e-5)
+    assert output.parts["regularizer"].item() == pytest.approx(0.5 * expected, rel=1e-4)
+    assert output.total.item() == pytest.approx(output.parts["contrastive"].item() + 0.5 * expected, rel=1e-5)
 
 
 def test_layer_range_outside_the_model_is_refused(tiny_encoder: Encoder) -> None:

@@ -213,7 +213,7 @@ class SgOptRecipe:
             contrastive = loss(sentences, targets, self.config.temperature)
         parts = {"contrastive": contrastive.detach()}
         if self.config.regularizer == 0:  # λ = 0: skip the pass over every parameter
-            return LossOutput(contrastive, {**parts, "regularizer": 0.0})
+            return LossOutput(contrastive, {**parts, "regularizer": torch.zeros((), device=contrastive.device)})
         regularizer = self.config.regularizer * self.distance_to_guide(encoder)
         parts["regularizer"] = regularizer.detach()
         # The loop scales the loss by the process count (right for the gathered contrastive term); the
