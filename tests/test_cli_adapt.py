@@ -223,7 +223,9 @@ def test_blind_selection_says_so(corpus: Path, tiny_model_dir: Path, tmp_path: P
     assert result.exit_code == 0, result.output
     assert ("no labelled dev data: checkpoint selection is blind, the last step is kept. A file of ~100 labelled "
             "pairs from your domain (--dev FILE) fixes this.") in " ".join(result.stderr.split())
-    assert "decision unknown: nothing measured whether this beats the base model" in _flat(result.stdout)
+    assert _flat(result.stdout).endswith(  # the whole sentence, and the last row of the summary
+        "decision unknown: nothing measured whether this beats the base model; --dev FILE with ~100 labelled "
+        "pairs from your domain would measure it")
     metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
     assert metrics["improved"] is None and metrics["published_step"] == 1
     assert metrics["decision"] is None and metrics["decision_reason"].startswith("unknown: no dev set")
