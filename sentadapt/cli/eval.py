@@ -59,7 +59,10 @@ def eval_models(
                                        help="Override pooling: cls | mean | max | last2avg | firstlast."),
     batch_size: int = typer.Option(128, "--batch-size", min=1),
     max_length: int | None = typer.Option(None, "--max-length", min=8, help="Default: the model's max_seq_length."),
-    dtype: str = typer.Option("fp32", "--dtype", help="fp32 | bf16 | fp16 (autocast)."),
+    dtype: str = typer.Option(
+        "fp32", "--dtype", help="fp32 | bf16 | fp16: bf16/fp16 encode with a copy of the weights cast once to that "
+                                "type (pooling in fp32; faster on GPUs). fp16 needs CUDA; on the CPU use bf16."
+    ),
     device: str | None = typer.Option(None, "--device", help="cpu, cuda, cuda:1 ... Default: cuda if available."),
     json_out: Path | None = typer.Option(None, "--json", help="Also write the results (with CIs) as JSON here."),
     show_subsets: bool = typer.Option(False, "--subsets", help="Also print per-subset STS scores."),
@@ -68,14 +71,13 @@ def eval_models(
 ) -> None:
     """Score models side by side: a column per model with its 95 % CI, Δ against the first model with the
     paired-bootstrap CI (* when it excludes 0)."""
-    from sentadapt.encoder import DTYPES, Encoder
+    from sentadapt.encoder import Encoder, check_dtype, default_device
     from sentadapt.errors import ConfigError
     from sentadapt.resolve import resolve_model
 
     if split not in ("test", "dev"):
         raise ConfigError(f"--split: '{split}' is not one of test, dev")
-    if dtype not in DTYPES:
-        raise ConfigError(f"--dtype: '{dtype}' is not one of {', '.join(DTYPES)}")
+    check_dtype(dtype, (device or default_device().type).split(":")[0])
     if task is not None and task not in ("sts", "pair-classification"):
         raise ConfigError(f"--task: '{task}' is not one of sts, pair-classification (--rerank and --retrieval "
                           "name their type themselves)")
@@ -88,10 +90,11 @@ def eval_models(
         encoder = Encoder.load(model, pooling=pooling, max_length=max_length, device=device,
                                trust_remote_code=trust_remote_code, allow_pickle=allow_pickle)
         model_reports = []
-        for evaluator in evaluators:
-            with progress_bar(f"encoding {model.name}", len(evaluator.sentences)) as advance:
-                model_reports.append(evaluator(encoder, batch_size=batch_size, dtype=dtype, progress=advance,
-                                               note=note))
+        with encoder.keep_cast_copy():  # bf16/fp16: the weights are cast once for all evaluators, then released
+            for evaluator in evaluators:
+                with progress_bar(f"encoding {model.name}", len(evaluator.sentences)) as advance:
+                    model_reports.append(evaluator(encoder, batch_size=batch_size, dtype=dtype, progress=advance,
+                                                   note=note))
         reports.append(model_reports)
         note(f"{model.name}: pooling {encoder.pooling_name} (from {encoder.pooling_source}), "
              f"max_length {encoder.max_length}, {dtype}, {sum(r.seconds for r in model_reports):.1f}s")
