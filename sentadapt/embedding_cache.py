@@ -88,7 +88,8 @@ def cached_vectors(
     every weight, the pooling, the max length, the dtype and the texts."""
     length = max_length or encoder.max_length
     digest = hashlib.sha256(frozen_fingerprint(encoder, length, head_layers=len(list(encoder.head))).encode())
-    digest.update(f"whole-model dtype={dtype}".encode())
+    # half precision: weights cast once, not autocast (since 0.1.0 unreleased): vectors cached before differ slightly
+    digest.update((f"whole-model dtype={dtype}" + ("" if dtype == "fp32" else " cast-weights")).encode())
     for text in texts:
         digest.update(text.encode("utf-8") + b"\0")
     path = cache_root() / f"eval-{digest.hexdigest()[:40]}.safetensors"

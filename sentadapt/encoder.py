@@ -469,6 +469,12 @@ def _load_backbone(
             backbone = AutoModel.from_pretrained(location, config=config, **model_kwargs)
         finally:
             hf_logging.set_verbosity(verbosity)
+        # transformers 5 loads weights in the dtype they were stored in: a folder exported with --dtype fp16
+        # would train with fp16 master weights and `eval --dtype fp32` would run in fp16. The encoder's weights
+        # are float32; half precision is a decision of training (autocast) or eval (--dtype), not of the file.
+        if any(parameter.is_floating_point() and parameter.dtype != torch.float32
+               for parameter in backbone.parameters()):
+            backbone = backbone.float()
     except (OSError, ValueError) as error:
         message = str(error).splitlines()[0] if str(error) else type(error).__name__
         if not trust_remote_code and "contains custom code" in message:

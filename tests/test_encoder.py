@@ -148,3 +148,22 @@ def test_text_longer_than_the_position_table_is_truncated_to_it(tiny_encoder: En
     assert [len(ids) for ids in tiny_encoder.tokenize_ids([long_text], max_length=512)] == [64]
     vectors = tiny_encoder.encode([long_text, "short"], max_length=512)
     assert vectors.shape == (2, 32) and torch.isfinite(vectors).all()
+
+
+def test_weights_stored_in_fp16_load_as_float32(tiny_model_dir: Path, tmp_path: Path) -> None:
+    """transformers 5 keeps a file's dtype; the encoder's weights are float32 whatever the folder holds."""
+    import shutil
+
+    from safetensors.torch import load_file, save_file
+
+    folder = tmp_path / "half"
+    shutil.copytree(tiny_model_dir, folder)
+    stored = load_file(str(folder / "model.safetensors"))
+    save_file({name: tensor.half() for name, tensor in stored.items()}, str(folder / "model.safetensors"),
+              metadata={"format": "pt"})
+    encoder = Encoder.load(folder, device="cpu")
+    assert {parameter.dtype for parameter in encoder.parameters()} == {torch.float32}
+    reference = Encoder.load(tiny_model_dir, device="cpu")
+    weight = "embeddings.word_embeddings.weight"
+    assert torch.equal(dict(encoder.backbone.named_parameters())[weight],
+                       dict(reference.backbone.named_parameters())[weight].half().float())
