@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
+import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -11,8 +15,10 @@ import torch
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # unit tests never touch the network
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-# the corpus cache (and CLSR's embedding cache) of a test run lives in its own folder, never the user's
+# the corpus cache (and CLSR's embedding cache) of a test run lives in its own folder, never the user's: one per
+# pytest process (each xdist worker has its own), removed when that process exits
 os.environ["SENTADAPT_CACHE"] = tempfile.mkdtemp(prefix="sentadapt-test-cache-")
+atexit.register(shutil.rmtree, os.environ["SENTADAPT_CACHE"], ignore_errors=True)
 
 # Floating-point tolerances: the rule every test follows.
 #
@@ -113,6 +119,28 @@ def pairs_tsv(tmp_path: Path) -> Path:
     return path
 
 
+@pytest.fixture(autouse=True)
+def _fresh_accelerate_state() -> Iterator[None]:
+    """Accelerate keeps one process-wide state (device, mixed precision) that a second Accelerator may not change:
+    after an in-process run in fp32, one in bf16 or fp16 would raise. Cleared after each test, so no test depends
+    on which ran before it in this process (the order differs under pytest-xdist)."""
+    yield
+    state = sys.modules.get("accelerate.state")
+    if state is not None:  # never imported here: nothing to clear
+        state.AcceleratorState._reset_state(reset_partial_state=True)
+        state.GradientState._reset_state()
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Tests marked `gpu` (fp16/bf16 steps, eval dtypes, the fused optimizer) skip where torch sees no CUDA device."""
+    if torch.cuda.is_available():
+        return
+    skip = pytest.mark.skip(reason="gpu: needs a CUDA GPU; torch sees none")
+    for item in items:
+        if item.get_closest_marker("gpu") is not None:
+            item.add_marker(skip)
+
+
 def needs_shared() -> pytest.MarkDecorator:
     return pytest.mark.skipif(not SHARED_MODELS.is_dir(), reason="../shared (real models and data) not present")
 
@@ -143,6 +171,30 @@ def run_config(recipe_name: str, model: Path, corpus: Path, output: Path, flags:
     recipe = RECIPES.get(recipe_name)
     return build_config(recipe_name, recipe.Config, recipe.train_defaults, None, flags, sets,
                         base=str(model), corpus=[str(corpus)], output=str(output), dev=dev)
+
+
+def cpu_state(module: torch.nn.Module) -> dict[str, torch.Tensor]:
+    """A module's state dict on the CPU, to compare weights across runs: the trainer leaves its model on the
+    accelerator's device (cuda on a GPU machine), and torch.equal between devices raises."""
+    return {name: tensor.detach().cpu() for name, tensor in module.state_dict().items()}
+
+
+def run_checked(command: list[str], env: dict[str, str], timeout: float = 600):
+    """Run a command (a `sentadapt adapt` subprocess, torchrun); a non-zero exit fails the test with the command's
+    stderr, and a hang past `timeout` fails it too, after its whole process group (torchrun's workers) is killed."""
+    import signal
+    import subprocess
+
+    process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               start_new_session=True)
+    try:
+        stdout, stderr = process.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        stdout, stderr = process.communicate()
+        pytest.fail(f"{' '.join(command)} did not finish in {timeout} s; stderr:\n{stderr}")
+    assert process.returncode == 0, f"{' '.join(command)} exited {process.returncode}; stderr:\n{stderr}"
+    return subprocess.CompletedProcess(command, process.returncode, stdout, stderr)
 
 
 def adapt_option_error_imports_torch(*args: str) -> tuple[int, bool]:

@@ -33,8 +33,18 @@ class FixedVectors:
     def __init__(self, table: EmbeddingTable) -> None:
         self.table = table
 
-    def encode(self, sentences: list[str] | str, **_options: object) -> torch.Tensor:
-        return self.table.of([sentences] if isinstance(sentences, str) else list(sentences))
+    def encode(self, sentences: list[str] | str, convert_to_numpy: bool = True, convert_to_tensor: bool = False,
+               **_options: object) -> torch.Tensor | np.ndarray | list[torch.Tensor]:
+        """Returns what SentenceTransformer.encode returns for these options: a tensor (convert_to_tensor), else a
+        numpy array (convert_to_numpy, its default), else a list of tensors. An evaluator that asks for numpy and
+        is given a tensor takes another code path: BinaryClassificationEvaluator of sentence-transformers 6.0.1
+        then fails in torch.tensor(list of tensors), which a real model never makes it do."""
+        vectors = self.table.of([sentences] if isinstance(sentences, str) else list(sentences))
+        if convert_to_tensor:
+            return vectors
+        if convert_to_numpy:
+            return vectors.cpu().numpy()
+        return list(vectors)
 
     encode_query = encode_document = encode
 

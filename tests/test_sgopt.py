@@ -6,7 +6,6 @@ import json
 import math
 import os
 import random
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -22,7 +21,7 @@ from sentadapt.recipes.losses import nt_xent, opt1_loss, opt2_loss, opt3_loss, s
 from sentadapt.recipes.sgopt import SgOptConfig, SgOptRecipe
 from sentadapt.train.inputs import build_inputs
 from sentadapt.train.loop import Trainer, TrainingInterrupted, TrainingModule
-from tests.conftest import adapt_option_error_imports_torch, run_config
+from tests.conftest import adapt_option_error_imports_torch, cpu_state, run_checked, run_config
 from tests.conftest import run_adapt as _adapt
 from tests.test_train import Recorder
 
@@ -294,11 +293,11 @@ def test_training_keeps_the_guide_and_embeddings_and_exports_cls(tiny_model_dir:
     base = Encoder.load(tiny_model_dir, device="cpu").backbone.state_dict()
     recipe = inputs.recipe
     # the guide: bit-identical to the base model, no gradient, still in eval mode after the loop's .train()
-    guide = recipe.guide.state_dict()
+    guide = cpu_state(recipe.guide)  # the trainer leaves the modules on its device (cuda on a GPU machine)
     assert guide.keys() == base.keys() and all(torch.equal(guide[k], base[k]) for k in base)
     assert not recipe.guide.training and all(p.grad is None for p in recipe.guide.parameters())
     # the tuned copy: embeddings frozen (unchanged), the transformer layers trained
-    tuned = inputs.encoder.backbone.state_dict()
+    tuned = cpu_state(inputs.encoder.backbone)
     embeddings = [k for k in base if k.startswith("embeddings.")]
     assert embeddings and all(torch.equal(tuned[k], base[k]) for k in embeddings)
     assert not torch.equal(tuned["encoder.layer.0.attention.self.query.weight"],
@@ -327,10 +326,11 @@ def test_training_keeps_the_guide_and_embeddings_and_exports_cls(tiny_model_dir:
 def test_unfrozen_embeddings_are_trained(tiny_model_dir: Path, toy_corpus: Path, tmp_path: Path) -> None:
     inputs = run(sg_config(tiny_model_dir, toy_corpus, tmp_path / "run", max_steps=2,
                            sets=("freeze_embeddings=false",)))
-    base = Encoder.load(tiny_model_dir, device="cpu").backbone
-    tuned = inputs.encoder.backbone
-    assert not torch.equal(tuned.embeddings.word_embeddings.weight, base.embeddings.word_embeddings.weight)
-    assert torch.equal(inputs.recipe.guide.embeddings.word_embeddings.weight, base.embeddings.word_embeddings.weight)
+    base = Encoder.load(tiny_model_dir, device="cpu").backbone.state_dict()
+    tuned, guide = cpu_state(inputs.encoder.backbone), cpu_state(inputs.recipe.guide)  # off the trainer's device
+    name = "embeddings.word_embeddings.weight"
+    assert not torch.equal(tuned[name], base[name])
+    assert torch.equal(guide[name], base[name])
 
 
 def test_a_few_steps_lower_the_loss(tiny_model_dir: Path, toy_corpus: Path, tmp_path: Path) -> None:
@@ -360,7 +360,13 @@ def test_resume_rebuilds_the_guide_and_reproduces_the_trajectory(tiny_model_dir:
 def test_two_processes_match_one_process(tiny_model_dir: Path, toy_corpus: Path, tmp_path: Path) -> None:
     """Dropout off and the all-layer objective, so only the gather and the scaling of the gathered contrastive
     term (× P by the loop) and of the local regulariser (÷ P by the recipe) can make a difference. λ is large
-    so that a mis-scaled regulariser gradient would change the later steps."""
+    so that a mis-scaled regulariser gradient would change the later steps.
+
+    Both runs are `sentadapt adapt` subprocesses on the CPU with one thread each: an in-process run would train
+    on CUDA (in TF32) on a GPU machine, and another device or thread count is another float32 computation.
+    torchrun's rendezvous (--standalone) binds port 0, so the OS picks a free port. A port computed from the pid
+    can be taken (by another test session's run, an xdist worker's, any listener): torchrun then exits 1 with
+    EADDRINUSE. A failing run's stderr is in the assertion message."""
     model = tmp_path / "no-dropout"
     model.mkdir()
     for item in tiny_model_dir.iterdir():
@@ -369,14 +375,14 @@ def test_two_processes_match_one_process(tiny_model_dir: Path, toy_corpus: Path,
     config.update(hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
     (model / "config.json").write_text(json.dumps(config))
     single, double = tmp_path / "single", tmp_path / "double"
-    run(sg_config(model, toy_corpus, single, sets=("regularizer=300",)))  # batch 8, 4 steps, lr 1e-3, in process
     common = [str(toy_corpus), "--recipe", "sg-opt", "--base", str(model), "--batch-size", "8", "--max-steps", "4",
               "--max-length", "16", "--lr", "1e-3", "--eval-every", "0", "--checkpoint-every", "0", "--dev", "none",
               "--set", "head_hidden=32", "--set", "regularizer=300", "--set", "log_every=1"]
     env = {**os.environ, "CUDA_VISIBLE_DEVICES": "", "OMP_NUM_THREADS": "1"}
-    subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port",
-                    str(29500 + (os.getpid() + 7) % 1000), "-m", "sentadapt", "adapt", *common, "--output",
-                    str(double)], check=True, env=env, capture_output=True)
+    adapt = ["-m", "sentadapt", "adapt", *common]
+    run_checked([sys.executable, *adapt, "--output", str(single)], env)
+    run_checked([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
+                 "--local-addr", "127.0.0.1", *adapt, "--output", str(double)], env)
     one, two = _log(single), _log(double)
     assert len(one) == 4 and one[-1]["regularizer"] > 1e-3
     for key in ("contrastive", "regularizer"):

@@ -324,11 +324,15 @@ def _check_free_space(config: Any, output: Path) -> None:
 
 
 def _print_dry_run(config: Any) -> None:
+    import sys
+
     import yaml
 
     resolved = config.resolved_model
-    console.print(yaml.safe_dump(config.to_dict(), sort_keys=False), end="", markup=False, highlight=False,
-                  soft_wrap=True)
+    # Plain writes, not rich: the output is a config file (`--dry-run > run.yaml`), so no line may be wrapped at
+    # the terminal width and no text rewritten (rich turns `:rocket:` in a path into an emoji).
+    sys.stdout.write(yaml.safe_dump(config.to_dict(), sort_keys=False))
+    sys.stdout.flush()
     _print_preset(config)
     note(f"model: {resolved.name} → {resolved.location} ({resolved.source}); nothing loaded (--dry-run)")
 

@@ -95,9 +95,11 @@ def _has_default_dev(config: Any) -> bool:
 
 def print_auto_dry_run(single: SingleRun, runs: list[Any]) -> None:
     """Each candidate's resolved config, as one YAML document each (stdout), with its preset notes (stderr)."""
+    import sys
+
     for index, run in enumerate(runs):
         if index:
-            console.print("---", markup=False, highlight=False)
+            sys.stdout.write("---\n")  # plain, as single.print_dry_run writes each document
         note(f"candidate {index + 1}/{len(runs)}: {run.candidate.spec} → {run.config.output}")
         single.print_dry_run(run.config)
 
