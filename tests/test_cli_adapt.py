@@ -218,7 +218,8 @@ def test_require_improvement_needs_a_dev_set(corpus: Path, tiny_model_dir: Path,
 
 
 def test_blind_selection_says_so(corpus: Path, tiny_model_dir: Path, tmp_path: Path) -> None:
-    result = _adapt(str(corpus), "--base", str(tiny_model_dir), "--output", str(tmp_path / "run"), "--dev", "none",
+    run = tmp_path / ("run-with-a-long-name-" + "x" * 60)  # wider than the summary's value column at 80
+    result = _adapt(str(corpus), "--base", str(tiny_model_dir), "--output", str(run), "--dev", "none",
                     "--batch-size", "8", "--max-steps", "1", "--max-length", "16")
     assert result.exit_code == 0, result.output
     assert ("no labelled dev data: checkpoint selection is blind, the last step is kept. A file of ~100 labelled "
@@ -226,6 +227,7 @@ def test_blind_selection_says_so(corpus: Path, tiny_model_dir: Path, tmp_path: P
     assert _flat(result.stdout).endswith(  # the whole sentence, and the last row of the summary
         "decision unknown: nothing measured whether this beats the base model; --dev FILE with ~100 labelled "
         "pairs from your domain would measure it")
-    metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
+    assert "…" not in result.stdout and str(run) in _flat(result.stdout).replace(" ", "")  # folded, not cut
+    metrics = json.loads((run / "metrics.json").read_text())
     assert metrics["improved"] is None and metrics["published_step"] == 1
     assert metrics["decision"] is None and metrics["decision_reason"].startswith("unknown: no dev set")

@@ -17,7 +17,7 @@ from sentadapt.config import TrainConfig
 from sentadapt.train.checkpoint import list_checkpoints
 from sentadapt.train.inputs import build_inputs
 from sentadapt.train.loop import SilentReporter, Trainer, TrainingDiverged, TrainingInterrupted
-from tests.conftest import FLOAT32_RTOL, run_config
+from tests.conftest import FLOAT32_RTOL, run_checked, run_config
 
 WORDS = [
     "the", "a", "man", "woman", "dog", "cat", "car", "server", "database", "disk", "network", "error",
@@ -235,13 +235,12 @@ def test_two_processes_match_one_process_on_the_same_global_batch(tiny_model_dir
               "--dev", "none", "--set", "views=none,none", "--set", "log_every=1"]
     env = {**os.environ, "CUDA_VISIBLE_DEVICES": "", "OMP_NUM_THREADS": "1"}
     single = tmp_path / "single"
-    subprocess.run([sys.executable, "-m", "sentadapt", "adapt", *common, "--output", str(single)],
-                   check=True, env=env, capture_output=True)
+    run_checked([sys.executable, "-m", "sentadapt", "adapt", *common, "--output", str(single)], env)
     double = tmp_path / "double"
-    torchrun = Path(sys.executable).parent / "torchrun"  # README's command for N CPU processes, as written there
-    subprocess.run([str(torchrun), "--nproc_per_node", "2", "--master_port", str(29500 + os.getpid() % 1000),
-                    "-m", "sentadapt", "adapt", *common, "--output", str(double)],
-                   check=True, env=env, capture_output=True)
+    torchrun = Path(sys.executable).parent / "torchrun"  # README's command for N CPU processes
+    # --standalone: a free port chosen by the OS (a fixed or pid-derived one collides with other sessions)
+    run_checked([str(torchrun), "--standalone", "--local-addr", "127.0.0.1", "--nproc_per_node", "2",
+                 "-m", "sentadapt", "adapt", *common, "--output", str(double)], env)
 
     def losses(run: Path) -> list[float]:
         records = [json.loads(line) for line in (run / "train.log").read_text().splitlines()]

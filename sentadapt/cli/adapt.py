@@ -524,7 +524,7 @@ def _print_summary(result: Any, preset: dict[str, Any] | None = None) -> None:
     state = result.state
     table = Table(title="sentadapt adapt — summary", show_header=False)
     table.add_column(style="bold")
-    table.add_column()
+    table.add_column(overflow="fold")  # a long path (the base model's folder) wraps instead of ending in …
     table.add_row("output", str(result.output))
     table.add_row("steps", f"{state.step} / {state.total_steps} ({result.stopped})")
     table.add_row("time", time.strftime("%H:%M:%S", time.gmtime(result.seconds)))
