@@ -53,7 +53,7 @@ class TrainConfig:
     adam_eps: float = 1e-6
     optimizer: str = "adamw"  # adamw | lars (SimCLR-style, for large learning rates on small heads)
     schedule: str = "linear"  # decay after warm-up: linear | cosine
-    length_grouping: bool = True  # batches drawn at random, padded less by grouping similar lengths
+    length_grouping: bool = True  # random batches, less padding by grouping similar lengths (docs/results.md)
     dedup: bool = True  # repeated corpus lines would be false negatives in a batch
     on_nan: str = "stop"  # stop | skip (skip the step, stop after `max_nan_skips`)
     max_nan_skips: int = 10
