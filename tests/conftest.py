@@ -210,3 +210,39 @@ def adapt_option_error_imports_torch(*args: str) -> tuple[int, bool]:
     exit_code, imported = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                                          check=True).stdout.split()
     return int(exit_code), imported == "True"
+
+
+def poison(inputs, at_calls: set[int], how: str = "loss") -> None:
+    """Make the recipe's loss NaN ("loss"), or its gradient infinite with a finite loss ("gradient"), at the
+    given calls of `compute_loss` (1-based): the non-finite paths of the training loop, on demand."""
+    original = inputs.recipe.compute_loss
+    calls = {"n": 0}
+
+    def compute_loss(encoder, heads, batch):
+        calls["n"] += 1
+        output = original(encoder, heads, batch)
+        if calls["n"] in at_calls:
+            if how == "loss":
+                output.total = output.total * float("nan")
+            else:  # a finite loss whose gradient is infinite
+                output.total.register_hook(lambda grad: grad + float("inf"))
+        return output
+
+    inputs.recipe.compute_loss = compute_loss
+
+
+def count_tensor_calls(monkeypatch: pytest.MonkeyPatch, *names: str) -> dict[str, int]:
+    """Count calls of these `torch.Tensor` methods (e.g. "item", "tolist": reads that wait for the device) for the
+    rest of the test; the returned dict fills in as they happen."""
+    import torch
+
+    calls = dict.fromkeys(names, 0)
+    for name in names:
+        original = getattr(torch.Tensor, name)
+
+        def counted(self, *args, _name=name, _original=original):
+            calls[_name] += 1
+            return _original(self, *args)
+
+        monkeypatch.setattr(torch.Tensor, name, counted)
+    return calls

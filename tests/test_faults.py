@@ -27,7 +27,7 @@ import torch
 from safetensors.torch import load_file
 
 from sentadapt.train.checkpoint import list_checkpoints, verify_folder
-from tests.conftest import FLOAT32_RTOL, run_adapt
+from tests.conftest import FLOAT32_RTOL, poison, run_adapt
 
 COMMON = ["--batch-size", "8", "--max-steps", "10", "--max-length", "16", "--dev", "none", "--checkpoint-every", "1",
           "--eval-every", "0", "--set", "log_every=1", "--set", "keep_checkpoints=2"]
@@ -398,23 +398,6 @@ def test_a_live_lock_refuses_a_second_run_and_keeps_its_files(
 # ---------------------------------------------------------------------------------------- NaN / inf
 
 
-def _poison(inputs, at_calls: set[int], how: str) -> None:
-    original = inputs.recipe.compute_loss
-    calls = {"n": 0}
-
-    def compute_loss(encoder, heads, batch):
-        calls["n"] += 1
-        output = original(encoder, heads, batch)
-        if calls["n"] in at_calls:
-            if how == "loss":
-                output.total = output.total * float("nan")
-            else:  # a finite loss whose gradient is infinite
-                output.total.register_hook(lambda grad: grad + float("inf"))
-        return output
-
-    inputs.recipe.compute_loss = compute_loss
-
-
 def test_nan_skip_mode_counts_and_stops_at_its_limit(tiny_model_dir: Path, fault_corpus: Path,
                                                      tmp_path: Path) -> None:
     from sentadapt.train.inputs import build_inputs
@@ -424,7 +407,7 @@ def test_nan_skip_mode_counts_and_stops_at_its_limit(tiny_model_dir: Path, fault
     config = make_config(tiny_model_dir, fault_corpus, tmp_path / "run", max_steps=6, batch_size=8,
                          sets=("on_nan=skip", "max_nan_skips=1"))
     inputs = build_inputs(config, lambda _t: None)
-    _poison(inputs, {2, 4}, "loss")
+    poison(inputs, {2, 4}, "loss")
     messages: list[str] = []
     recorder = Recorder()
     recorder.message = messages.append  # type: ignore[method-assign]
@@ -452,7 +435,7 @@ def test_infinite_gradients_with_a_finite_loss_stop_before_the_weights_change(
         config = make_config(tiny_model_dir, fault_corpus, output, max_steps=6, batch_size=8,
                              sets=(f"max_grad_norm={clip}",))
         inputs = build_inputs(config, lambda _t: None)
-        _poison(inputs, {3}, "gradient")
+        poison(inputs, {3}, "gradient")
         output.mkdir()
         checkpoint = output / "checkpoints" / "step-0000002"
         # inf flowing back through softmax meets inf - inf, so the norm can come out as nan as well as inf

@@ -17,7 +17,7 @@ import torch
 
 from sentadapt.train.inputs import build_inputs
 from sentadapt.train.loop import Trainer, TrainingDiverged
-from tests.conftest import run_config
+from tests.conftest import count_tensor_calls, poison, run_config
 from tests.test_train import toy_corpus  # noqa: F401  (the module-scoped corpus fixture)
 
 pytestmark = [pytest.mark.gpu,
@@ -55,14 +55,7 @@ def test_mixed_precision_trains_on_the_gpu_with_the_fused_optimizer(
 def test_a_gpu_step_reads_nothing_back(precision: str, tiny_model_dir: Path, toy_corpus: Path,  # noqa: F811
                                        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """No `.item()` in 30 steps at log_every 10, fp16's grad scaler included (fused AdamW takes its found_inf)."""
-    calls = {"item": 0}
-    original = torch.Tensor.item
-
-    def counted(self):
-        calls["item"] += 1
-        return original(self)
-
-    monkeypatch.setattr(torch.Tensor, "item", counted)
+    calls = count_tensor_calls(monkeypatch, "item")
     run = tmp_path / "run"
     run.mkdir()
     Trainer(build_inputs(_config(tiny_model_dir, toy_corpus, run, precision, max_steps=30, log_every=10),
@@ -80,16 +73,7 @@ def test_a_nan_loss_on_the_gpu_stops_with_the_last_good_weights(
     run.mkdir()
     inputs = build_inputs(_config(tiny_model_dir, toy_corpus, run, precision, max_steps=8, log_every=10),
                           lambda _t: None)
-    original, calls = inputs.recipe.compute_loss, {"n": 0}
-
-    def poisoned(encoder, heads, batch):
-        calls["n"] += 1
-        output = original(encoder, heads, batch)
-        if calls["n"] == 3:
-            output.total = output.total * float("nan")
-        return output
-
-    inputs.recipe.compute_loss = poisoned  # type: ignore[method-assign]
+    poison(inputs, {3})
     with pytest.raises(TrainingDiverged, match=r"^loss is nan at step 3; stopped\. The last good weights are in "):
         Trainer(inputs).run()
     checkpoint = run / "checkpoints" / "step-0000002"

@@ -17,7 +17,7 @@ from sentadapt.config import TrainConfig
 from sentadapt.train.checkpoint import list_checkpoints
 from sentadapt.train.inputs import build_inputs
 from sentadapt.train.loop import SilentReporter, Trainer, TrainingDiverged, TrainingInterrupted
-from tests.conftest import FLOAT32_RTOL, run_checked, run_config
+from tests.conftest import FLOAT32_RTOL, count_tensor_calls, poison, run_checked, run_config
 
 WORDS = [
     "the", "a", "man", "woman", "dog", "cat", "car", "server", "database", "disk", "network", "error",
@@ -144,17 +144,7 @@ def test_non_finite_loss_stops_with_the_step_and_keeps_weights(tiny_model_dir: P
     """log_every 10: the loop only reads step 3's loss back after step 6, and still stops with step 2's weights."""
     config = make_config(tiny_model_dir, toy_corpus, tmp_path / "run", max_steps=6, log_every=log_every)
     inputs = build_inputs(config, lambda _t: None)
-    original = inputs.recipe.compute_loss
-    calls = {"n": 0}
-
-    def poisoned(encoder, heads, batch):
-        calls["n"] += 1
-        output = original(encoder, heads, batch)
-        if calls["n"] == 3:
-            output.total = output.total * float("nan")
-        return output
-
-    inputs.recipe.compute_loss = poisoned  # type: ignore[method-assign]
+    poison(inputs, {3})
     (tmp_path / "run").mkdir()
     with pytest.raises(TrainingDiverged) as error:
         Trainer(inputs).run()
@@ -179,16 +169,7 @@ def test_a_late_read_back_leaves_the_same_checkpoint_as_an_immediate_one(tiny_mo
         output = tmp_path / f"run-{log_every}"
         inputs = build_inputs(make_config(tiny_model_dir, toy_corpus, output, max_steps=6, log_every=log_every),
                               lambda _t: None)
-        original, calls = inputs.recipe.compute_loss, {"n": 0}
-
-        def poisoned(encoder, heads, batch, original=original, calls=calls):
-            calls["n"] += 1
-            output = original(encoder, heads, batch)
-            if calls["n"] == 3:
-                output.total = output.total * float("nan")
-            return output
-
-        inputs.recipe.compute_loss = poisoned  # type: ignore[method-assign]
+        poison(inputs, {3})
         output.mkdir()
         with pytest.raises(TrainingDiverged):
             Trainer(inputs).run()
@@ -321,15 +302,7 @@ def test_a_step_reads_nothing_back_from_the_device(recipe: str, steps: int, logg
     """`.item()` waits for the device: the loop reads the step records back once per log_every (and step 1),
     so 50 steps at the default log_every make 6 read-backs (`tolist`) and no per-step `.item()`: the fused
     AdamW keeps its step counts on the device, the finite check and the on_nan rule run there too."""
-    calls = {"item": 0, "tolist": 0}
-    for name in calls:
-        original = getattr(torch.Tensor, name)
-
-        def counted(self, *args, _name=name, _original=original):
-            calls[_name] += 1
-            return _original(self, *args)
-
-        monkeypatch.setattr(torch.Tensor, name, counted)
+    calls = count_tensor_calls(monkeypatch, "item", "tolist")
     flags = {"batch_size": 8, "max_length": 16, "max_steps": steps, "eval_every": 0, "checkpoint_every": 0,
              "log_every": TrainConfig().log_every}
     config = run_config(recipe, tiny_model_dir, toy_corpus, tmp_path / "run", flags, [], "none")
