@@ -112,6 +112,9 @@ class RunConfig:
     streaming: bool = False  # stream Hub datasets instead of downloading them whole first
     num_proc: int | None = None  # corpus preparation workers; None: one per available core
     preset: dict[str, Any] | None = None  # {name, reason, values}: the defaults the run started from (presets.py)
+    # the use/keep rule (evaluation/decision.py): risk | strict | positive, and the risk rule's limit
+    decision: str = "risk"
+    risk: float = 0.2
     train: TrainConfig = field(default_factory=TrainConfig)
     recipe_args: Any = None  # the recipe's own Config dataclass
 
@@ -329,4 +332,7 @@ def load_run_config(path: Path, recipe_configs: dict[str, type]) -> RunConfig:
     fields["streaming"] = bool(data.get("streaming", False))
     fields["num_proc"] = data.get("num_proc")
     fields["preset"] = data.get("preset")  # None in runs saved before presets existed
+    for key in ("decision", "risk"):  # runs saved before the rules existed get today's default
+        if data.get(key) is not None:
+            fields[key] = data[key]
     return RunConfig(train=train, recipe_args=recipe_args, **fields)

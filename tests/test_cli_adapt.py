@@ -194,9 +194,10 @@ def test_no_improvement_is_reported_and_require_improvement_exits_3(corpus: Path
                              catch_exceptions=False)
     assert exported.exit_code == 0, exported.output
     card = (tmp_path / "hf" / "README.md").read_text()
-    title = f"# hf\n\n> **Keep the base model.** N{reason[1:]}: this run did not show a gain over `{tiny_model_dir}`"
+    title = (f"# hf\n\n> **Keep the base model.** N{reason[1:]}: by the risk rule this run did not show a gain "
+             f"over `{tiny_model_dir}`")
     assert title in card  # the first thing after the title
-    assert f"Decision: **keep-base** ({reason})." in card
+    assert f"Decision: **keep-base**, by the risk rule ({reason})." in card
 
     guarded = _adapt(*args, "--overwrite", "--require-improvement")
     assert guarded.exit_code == 3

@@ -1,10 +1,27 @@
-"""The run's decision: use-adapted only when the dev Δ > 0 and its paired 95 % CI excludes 0."""
+"""The run's decision: the risk rule (default), the strict rule, the positive rule, and the evidence they weigh."""
 
 from __future__ import annotations
 
+import statistics
+from pathlib import Path
+
+import numpy as np
 import pytest
 
-from sentadapt.evaluation.decision import Decision, decide, decision_of
+from sentadapt.errors import ConfigError
+from sentadapt.evaluation.decision import (
+    POSITIVE,
+    RISK,
+    STRICT,
+    Decision,
+    DecisionRule,
+    decide,
+    decision_of,
+    small_dev_note,
+)
+from sentadapt.evaluation.evidence import Evidence, weigh
+
+STRICT_RULE = DecisionRule(STRICT)
 
 
 @pytest.mark.parametrize(("change", "interval", "decision", "reason"), [
@@ -18,8 +35,9 @@ from sentadapt.evaluation.decision import Decision, decide, decision_of
                                "was computed (bootstrap off)"),
     (-0.4, None, "keep-base", "no checkpoint beat the base model on dev.tsv (Δ -0.40)"),
 ])
-def test_each_branch_of_the_decision(change: float, interval: list[float] | None, decision: str, reason: str) -> None:
-    assert decide(change, interval, "dev.tsv") == Decision(decision, reason)
+def test_each_branch_of_the_strict_rule(change: float, interval: list[float] | None, decision: str,
+                                        reason: str) -> None:
+    assert decide(change, interval, "dev.tsv", rule=STRICT_RULE) == Decision(decision, reason, STRICT)
 
 
 def test_no_dev_set_means_no_decision() -> None:
@@ -28,8 +46,143 @@ def test_no_dev_set_means_no_decision() -> None:
     assert decided.reason == "unknown: no dev set, so nothing measured whether the adapted model beats the base model"
 
 
-def test_a_run_record_without_a_decision_is_decided_from_its_change() -> None:
+def test_a_run_record_without_a_decision_is_decided_by_the_strict_rule_it_was_made_under() -> None:
     old = {"dev": "stsb", "dev_change": 0.3, "dev_change_ci": [-0.1, 0.7]}  # metrics.json before decisions
-    assert decision_of(old) == decide(0.3, [-0.1, 0.7], "stsb") and decision_of(old).keep_base
+    assert decision_of(old) == decide(0.3, [-0.1, 0.7], "stsb", rule=STRICT_RULE) and decision_of(old).keep_base
     recorded = {**old, "decision": "use-adapted", "decision_reason": "as recorded"}
-    assert decision_of(recorded) == Decision("use-adapted", "as recorded")
+    assert decision_of(recorded) == Decision("use-adapted", "as recorded", STRICT)  # recorded before rules existed
+    ruled = {**recorded, "decision_rule": RISK, "decision_risk": 0.12}
+    assert decision_of(ruled) == Decision("use-adapted", "as recorded", RISK, 0.12)
+
+
+# ---------------------------------------------------------------- the evidence (max-T over the evaluations)
+
+
+def _normal_replicates(change: float, spread: float, resamples: int = 20_000, seed: int = 0) -> np.ndarray:
+    return np.random.default_rng(seed).normal(change, spread, resamples)
+
+
+def test_one_option_gives_the_one_sided_normal_confidence() -> None:
+    base = np.zeros(20_000)
+    evidence = weigh(base, [_normal_replicates(0.8, 0.8)], 80.0, [80.8], 0, 100)
+    assert evidence is not None
+    # Φ(Δ/s) = Φ(1) = 0.8413; 20,000 normal replicates estimate it within ±0.006 (3 SE)
+    assert evidence.confidence == pytest.approx(statistics.NormalDist().cdf(1.0), abs=0.006)
+    assert evidence.risk == pytest.approx(1 - evidence.confidence)
+    assert (evidence.options, evidence.units, evidence.change) == (1, 100, pytest.approx(0.8))
+    # the smallest Δ this dev set calls a gain at risk 0.2: z_0.8 · s = 0.8416 × 0.8 = 0.673
+    assert evidence.detectable_gain(0.2) == pytest.approx(0.8416 * 0.8, abs=0.02)
+
+
+def test_choosing_among_unrelated_options_costs_more_than_among_copies() -> None:
+    base = np.zeros(20_000)
+    best = _normal_replicates(1.0, 0.8, seed=1)
+    copies = weigh(base, [best, best.copy(), best.copy()], 80.0, [81.0, 81.0, 81.0], 0, 100)
+    unrelated = weigh(base, [best, _normal_replicates(0.2, 0.8, seed=2), _normal_replicates(-0.5, 0.8, seed=3)],
+                      80.0, [81.0, 80.2, 79.5], 0, 100)
+    alone = weigh(base, [best], 80.0, [81.0], 0, 100)
+    assert copies is not None and unrelated is not None and alone is not None
+    assert copies.confidence == pytest.approx(alone.confidence, abs=1e-12)  # identical options: nothing to pay
+    # three independent options: P(max of 3 normals < 1.25) = Φ(1.25)³ = 0.8944³ = 0.716, against 0.894 alone
+    assert unrelated.confidence == pytest.approx(statistics.NormalDist().cdf(1.25) ** 3, abs=0.01)
+    assert unrelated.confidence < alone.confidence - 0.15
+
+
+def test_a_model_identical_to_the_base_has_no_evidence_and_a_bootstrap_off_has_none() -> None:
+    base = _normal_replicates(80.0, 0.5)
+    assert weigh(base, [base.copy()], 80.0, [80.0], 0, 100) is None  # no spread: nothing to weigh
+    assert weigh(np.array([]), [np.array([])], 80.0, [81.0], 0, 100) is None
+
+
+# ---------------------------------------------------------------- the risk rule
+
+
+def _evidence(change: float, confidence: float, options: int = 4, units: int = 100) -> Evidence:
+    # M(b) of one option: standard normal noise, here its exact quantiles (q_0.8 = 0.8416)
+    noise = tuple(statistics.NormalDist().inv_cdf((i + 0.5) / 2000) for i in range(2000))
+    return Evidence(change, 0.8, confidence, options, units, "pairs", noise)
+
+
+def test_the_risk_rule_uses_a_gain_whose_risk_is_within_the_limit() -> None:
+    decided = decide(0.96, [-0.6, 2.5], "dev.jsonl", _evidence(0.96, 0.88))
+    assert decided == Decision("use-adapted", "the adapted model beats the base model on dev.jsonl (Δ +0.96 [-0.60, "
+                                              "+2.50]; risk 0.12 that it is no better (best of 4 evaluations), limit "
+                                              "0.20)", RISK, pytest.approx(0.12))
+
+
+def test_the_risk_rule_keeps_the_base_when_the_risk_is_too_high_and_the_limit_is_the_users() -> None:
+    evidence = _evidence(0.4, 0.7)
+    decided = decide(0.4, [-1.2, 2.0], "dev.jsonl", evidence)
+    assert decided.decision == "keep-base"
+    assert decided.reason == ("not enough evidence on dev.jsonl (Δ +0.40 [-1.20, +2.00]; risk 0.30 that it is no "
+                              "better (best of 4 evaluations), limit 0.20)")
+    assert decide(0.4, [-1.2, 2.0], "dev.jsonl", evidence, DecisionRule(RISK, 0.35)).decision == "use-adapted"
+    assert decide(0.4, [-1.2, 2.0], "dev.jsonl", evidence, STRICT_RULE).decision == "keep-base"
+    assert decide(0.4, [-1.2, 2.0], "dev.jsonl", evidence, DecisionRule(POSITIVE)).decision == "use-adapted"
+
+
+def test_no_rule_uses_a_model_that_did_not_beat_the_base() -> None:
+    for rule in (DecisionRule(), STRICT_RULE, DecisionRule(POSITIVE)):
+        assert decide(-0.2, [-1.0, 0.6], "dev.jsonl", _evidence(-0.2, 0.3), rule).decision == "keep-base"
+
+
+@pytest.mark.parametrize(("name", "risk", "message"), [
+    ("maybe", 0.2, "--decision: 'maybe' is not a rule; choose one of risk, strict, positive"),
+    ("risk", 0.0, "--risk: 0 is not a probability strictly between 0 and 1 (the default is 0.2)"),
+    ("risk", 1.5, "--risk: 1.5 is not a probability strictly between 0 and 1 (the default is 0.2)"),
+])
+def test_bad_rules_are_one_line_errors(name: str, risk: float, message: str) -> None:
+    with pytest.raises(ConfigError) as error:
+        DecisionRule(name, risk)
+    assert str(error.value) == message
+
+
+def test_a_small_dev_set_is_named_with_the_gain_it_can_confirm_and_the_pairs_it_would_need() -> None:
+    evidence = _evidence(0.3, 0.6)  # s = 0.8 on 100 pairs
+    gain = evidence.detectable_gain(0.2)  # ≈ 0.84 × 0.8 = 0.67
+    needed = 100 * (gain / 0.5) ** 2  # ≈ 180 → rounded up to 200
+    assert small_dev_note(evidence, DecisionRule()) == (
+        f"100 dev pairs: gains below ~{gain:.1f} cannot be confirmed at risk 0.20 (~{int(-(-needed // 50) * 50)} "
+        "for ~0.5; `sentadapt pairs` proposes pairs to label; docs/evaluation.md)")
+    assert gain == pytest.approx(0.8416 * 0.8, abs=1e-3)
+    assert small_dev_note(evidence, DecisionRule()).startswith("100 dev pairs: gains below ~0.7 cannot be confirmed "
+                                                               "at risk 0.20 (~200 for ~0.5;")
+    big = Evidence(0.3, 0.2, 0.9, 4, 1600, "pairs", evidence.noise)  # 0.84 × 0.2 = 0.17: big enough
+    assert small_dev_note(big, DecisionRule()) is None
+    assert small_dev_note(None, DecisionRule()) is None
+    assert small_dev_note(evidence, DecisionRule(POSITIVE)) is None  # that rule confirms nothing
+
+
+# ---------------------------------------------------------------- through a real evaluator
+
+
+def _sts_evaluator(tmp_path: Path, gold: np.ndarray):
+    from sentadapt.evaluation.task_types import resolve_dev_set
+
+    path = tmp_path / "dev.tsv"
+    path.write_text("sentence1\tsentence2\tscore\n" + "".join(f"a{i}\tb{i}\t{g:.4f}\n" for i, g in enumerate(gold)))
+    _, make = resolve_dev_set(str(path), None)
+    return make()
+
+
+def test_dev_evidence_pays_for_the_checkpoint_chosen_on_the_same_dev_set(tmp_path: Path) -> None:
+    from sentadapt.evaluation.evaluator import dev_evidence
+
+    rng = np.random.default_rng(0)
+    gold = rng.uniform(0, 5, 100)
+    evaluator = _sts_evaluator(tmp_path, gold)
+    task = evaluator.tasks[0].name
+
+    def outputs(noise: float, seed: int) -> dict:
+        return {task: {"cosine": (gold / 5 + np.random.default_rng(seed).normal(0, noise, gold.size)).tolist()}}
+
+    base = outputs(0.30, 1)
+    steps = [outputs(0.29, seed) for seed in (2, 3, 4, 5)]  # four unrelated draws: no step truly better
+    scores = [evaluator.from_outputs(step).average for step in steps]
+    best = int(np.argmax(scores))
+    alone = dev_evidence(evaluator, base, [steps[best]], 0)
+    paid = dev_evidence(evaluator, base, steps, best)
+    assert alone is not None and paid is not None
+    assert paid.options == 4 and paid.change == pytest.approx(alone.change)
+    assert paid.risk > alone.risk  # the best of four is optimistic: more risk once paid for
+    assert dev_evidence(evaluator, base, [], 0) is None

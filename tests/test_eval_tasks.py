@@ -400,8 +400,8 @@ def test_eval_same_model_twice_gives_a_zero_delta_and_bootstrap_0_turns_cis_off(
 
 
 @pytest.mark.parametrize(("flag", "content", "message"), [
-    ("--pairs", "sentence1\tsentence2\tlabel\na\tb\t1\nc\td\t3\n",
-     "Error: {path}:3: label '3' is not 0 or 1; pair classification needs binary labels"),
+    ("--pairs", "sentence1\tsentence2\tlabel\na\tb\t1\nc\td\tyes\n",  # a number other than 0/1 would be STS
+     "Error: {path}:3: label 'yes' is not 0 or 1; pair classification needs binary labels"),
     ("--rerank", '{"query": "q", "positive": [], "negative": ["b"]}\n',
      "Error: {path}:1: no positive; every reranking row needs at least one relevant candidate"),
     ("--pairs", "", "Error: {path}: the file is empty"),

@@ -10,6 +10,7 @@ from sentadapt.cli import cache as cache_command
 from sentadapt.cli import diagnose as diagnose_command
 from sentadapt.cli import eval as eval_command
 from sentadapt.cli import export as export_command
+from sentadapt.cli import pairs as pairs_command
 
 app = typer.Typer(
     name="sentadapt",
@@ -20,6 +21,7 @@ app = typer.Typer(
 )
 app.command(name="adapt", cls=adapt_command.AdaptCommand)(adapt_command.adapt)
 app.command(name="eval")(eval_command.eval_models)
+app.command(name="pairs")(pairs_command.pairs)
 app.command(name="export")(export_command.export)
 app.command(name="diagnose")(diagnose_command.diagnose)
 app.add_typer(cache_command.app, name="cache")
@@ -35,7 +37,7 @@ def _version(value: bool) -> None:
 def _root(
     version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Show the version."),
 ) -> None:
-    """sentadapt: adapt | eval | diagnose | export sentence-embedding models."""
+    """sentadapt: adapt | eval | diagnose | export sentence-embedding models; pairs: a dev set to label."""
 
 
 def main() -> None:

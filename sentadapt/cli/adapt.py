@@ -129,10 +129,17 @@ def adapt(
     dry_run: bool = typer.Option(False, "--dry-run", help="Resolve and print the config, then exit (no weights)."),
     trust_remote_code: bool = typer.Option(False, "--trust-remote-code"),
     allow_pickle: bool = typer.Option(False, "--allow-pickle", help="Allow pickle (.bin) weights you trust."),
+    decision_option: str = typer.Option(
+        "risk", "--decision",
+        help="The use/keep rule: risk (default: use the adapted model when the risk that it is no better than the "
+             "base, the choice of checkpoint paid for, is at most --risk) | strict (the dev Δ's paired 95 % CI "
+             "excludes 0) | positive (any dev Δ > 0)."),
+    risk: float = typer.Option(0.2, "--risk", help="The risk rule's limit: the largest accepted chance that the "
+                                                   "adapted model is no better than the base (default 0.2)."),
     require_improvement: bool = typer.Option(
         False, "--require-improvement",
         help="Exit with code 3 when the decision is keep-base: no checkpoint beats the base model on the dev set, "
-             "or the gain is within noise (its paired 95 % CI includes 0). For pipelines."),
+             "or the evidence does not pass the --decision rule. For pipelines."),
 ) -> None:
     """Adapt a base model to your corpus with a contrastive recipe; the run directory is the adapted model.
 
@@ -164,7 +171,8 @@ def adapt(
                     require_improvement,
                     run_fields={"dev": dev, "dev_metric": dev_metric, "data_dir": str(data_dir) if data_dir else None,
                                 "text_column": text_column, "encoding_errors": encoding_errors,
-                                "streaming": streaming, "num_proc": num_proc})
+                                "streaming": streaming, "num_proc": num_proc, "decision": decision_option,
+                                "risk": risk})
         return
     if resume:
         config = load_run_config(output / "config.yaml", {name: RECIPES.get(name).Config for name in RECIPES})
@@ -192,7 +200,7 @@ def adapt(
             preset_values=preset.values, preset=preset.to_dict(),
             base=base_name, corpus=list(corpus), output=str(output), dev=dev, dev_metric=dev_metric,
             data_dir=str(data_dir) if data_dir else None, text_column=text_column, encoding_errors=encoding_errors,
-            streaming=streaming, num_proc=num_proc,
+            streaming=streaming, num_proc=num_proc, decision=decision_option, risk=risk,
         )
         if resolved:
             config.resolved_model = resolved[0]
@@ -271,6 +279,9 @@ def _check_paths(config: Any, resume: bool, overwrite: bool, dry_run: bool, requ
     from sentadapt.resolve import resolve_model
 
     check_choice("--encoding-errors", config.encoding_errors, ENCODING_ERRORS)
+    from sentadapt.evaluation.decision import decision_rule
+
+    decision_rule(config)  # --decision / --risk checked before anything loads
     from sentadapt.train.tracking import resolve_trackers
 
     resolve_trackers(config.train.report_to)  # a tracker that is not installed: say which extra, before loading
@@ -543,6 +554,8 @@ def _print_summary(result: Any, preset: dict[str, Any] | None = None) -> None:
         table.add_row("base model dev", _score(state.base_score))
         table.add_row("best dev", f"{_score(state.best_score)} at step {state.best_step}")
         table.add_row("decision", _decision_text(result))
+        if result.decision_note:
+            table.add_row("dev set size", f"[yellow]{escape(result.decision_note)}[/]")
     console.print(table)
 
 

@@ -245,7 +245,8 @@ def print_auto_summary(output: Path, record: dict[str, Any]) -> None:
     steps = {row["steps"] for row in record["candidates"] if row["steps"] is not None} or {0}
     table = Table(title=f"sentadapt adapt --recipe auto — {len(record['candidates'])} candidates, "
                         f"{'/'.join(map(str, sorted(steps)))} steps each, on {record['dev']} (base model "
-                        f"{record['base_score']:.2f}); {adjusted}: Bonferroni over the candidates")
+                        f"{record['base_score']:.2f}); {adjusted}: Bonferroni over the candidates; decision rule: "
+                        f"{record.get('decision_rule') or 'strict'}")
     table.add_column("candidate", no_wrap=True)  # the name is the folder under candidates/: never cut
     for header in ("dev", "Δ", "95 % CI", adjusted, "best step", "time"):
         interval = header in ("95 % CI", adjusted)  # the cells that may wrap on a narrow terminal, never cut

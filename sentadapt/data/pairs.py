@@ -5,9 +5,10 @@ from __future__ import annotations
 import csv
 import gzip
 import io
+import itertools
 import json
 import math
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
@@ -15,6 +16,7 @@ from typing import BinaryIO
 from sentadapt.errors import DataError
 
 PAIR_COLUMNS = ("sentence1", "sentence2", "score")
+COMMENT = "#"  # lines starting with it at the top of a tsv/csv are a comment header (`sentadapt pairs` writes one)
 
 
 @dataclass
@@ -113,9 +115,10 @@ def _rows(path: Path, fmt: str, columns: tuple[str, ...] = PAIR_COLUMNS) -> Iter
                         raise DataError(f"{path}:{number}: expected a JSON object with {', '.join(columns)}")
                     yield number, record
                 return
+            comments, lines = _after_comments(handle)
             # TSV has no quoting (STS and SBERT files are written that way): a sentence may start with a quote
             quoting = csv.QUOTE_NONE if fmt == "tsv" else csv.QUOTE_MINIMAL
-            reader = csv.reader(handle, delimiter="\t" if fmt == "tsv" else ",", quoting=quoting)
+            reader = csv.reader(lines, delimiter="\t" if fmt == "tsv" else ",", quoting=quoting)
             header = next(reader, None)
             if header is None:
                 return
@@ -123,20 +126,35 @@ def _rows(path: Path, fmt: str, columns: tuple[str, ...] = PAIR_COLUMNS) -> Iter
             missing = [column for column in columns if column not in header]
             if missing:
                 raise DataError(
-                    f"{path}:1: header is missing column(s) {', '.join(missing)}; "
+                    f"{path}:{comments + 1}: header is missing column(s) {', '.join(missing)}; "
                     f"expected a header line with {', '.join(columns)}"
                 )
             for row in reader:
                 if not any(cell.strip() for cell in row):
                     continue
+                number = comments + reader.line_num
+                # an editor that trims trailing whitespace drops the tab before an empty last 'label' cell
+                if len(row) == len(header) - 1 and header[-1] == "label":
+                    row = [*row, ""]
                 if len(row) != len(header):
-                    raise DataError(f"{path}:{reader.line_num}: expected {len(header)} columns, found {len(row)}")
-                yield reader.line_num, dict(zip(header, row))
+                    raise DataError(f"{path}:{number}: expected {len(header)} columns, found {len(row)}")
+                yield number, dict(zip(header, row))
         except UnicodeDecodeError as error:
             raise DataError(f"{path}:{_first_undecodable_line(path)}: not valid UTF-8 text ({error.reason}); "
                             "save the file as UTF-8") from None
         except csv.Error as error:
-            raise DataError(f"{path}:{reader.line_num}: malformed {fmt.upper()} ({error})") from None
+            raise DataError(f"{path}:{comments + reader.line_num}: malformed {fmt.upper()} ({error})") from None
+
+
+def _after_comments(lines: Iterable[str]) -> tuple[int, Iterator[str]]:
+    """Skip the comment lines at the top of a tsv/csv: (how many were skipped, the lines from the header on)."""
+    lines = iter(lines)
+    skipped = 0
+    for line in lines:
+        if not line.startswith(COMMENT):
+            return skipped, itertools.chain([line], lines)
+        skipped += 1
+    return skipped, iter(())
 
 
 def _first_undecodable_line(path: Path) -> int:
@@ -150,19 +168,25 @@ def _first_undecodable_line(path: Path) -> int:
     return 1  # a multi-byte sequence cut at the end of the file
 
 
-def read_scored_pairs(path: str | Path, score_range: tuple[float, float] | None = None) -> ScoredPairs:
-    """Read sentence1/sentence2/score records from .tsv, .csv or .jsonl (optionally .gz)."""
+def read_scored_pairs(path: str | Path, score_range: tuple[float, float] | None = None,
+                      score_column: str = "score") -> ScoredPairs:
+    """Read sentence1/sentence2/score records from .tsv, .csv or .jsonl (optionally .gz).
+
+    `score_column` names the column holding the gold scores: "label" for a file of graded labels (see
+    `score_column_of`)."""
     path = Path(path)
     fmt = _format_of(path)
+    columns = ("sentence1", "sentence2", score_column)
     pairs = ScoredPairs(source=str(path))
-    for number, record in _rows(path, fmt):
-        missing = [column for column in PAIR_COLUMNS if column not in record]
+    for number, record in _rows(path, fmt, columns):
+        missing = [column for column in columns if column not in record]
         if missing:
             raise DataError(f"{path}:{number}: missing field(s) {', '.join(missing)}")
         s1, s2 = record["sentence1"], record["sentence2"]
         if not isinstance(s1, str) or not isinstance(s2, str) or not s1.strip() or not s2.strip():
             raise DataError(f"{path}:{number}: sentence1 and sentence2 must be non-empty text")
-        score = _parse_score(record["score"], path, number)
+        _check_labelled(record[score_column], score_column, s1, s2, path, number)
+        score = _parse_score(record[score_column], path, number, score_column)
         if score_range is not None and not score_range[0] <= score <= score_range[1]:
             raise DataError(f"{path}:{number}: score {score:g} is outside [{score_range[0]:g}, {score_range[1]:g}]")
         pairs.append(s1, s2, score, str(record.get("subset", "") or ""))
@@ -170,13 +194,14 @@ def read_scored_pairs(path: str | Path, score_range: tuple[float, float] | None 
 
 
 def sniff_columns(path: str | Path) -> set[str]:
-    """Column names of a pairs file: its header (tsv/csv) or the keys of its first JSON record; empty if none."""
+    """Column names of a pairs file: its header (tsv/csv, after any '#' comment lines) or the keys of its first
+    JSON record; empty if none."""
     path = Path(path)
     fmt = _format_of(path)
     with open_text(path) as handle:
         try:
             for line in handle:
-                if not line.strip():
+                if not line.strip() or (fmt != "jsonl" and line.startswith(COMMENT)):
                     continue
                 if fmt == "jsonl":
                     try:
@@ -188,6 +213,36 @@ def sniff_columns(path: str | Path) -> set[str]:
         except UnicodeDecodeError:
             return set()
     return set()
+
+
+def labels_are_graded(path: str | Path, column: str = "label") -> bool:
+    """Whether a pairs file's `column` holds graded scores rather than 0/1 labels: every filled-in value is a
+    finite number and at least one is neither 0 nor 1.
+
+    Decides the task type of a file whose column is named 'label' (`sentadapt pairs` writes that name, and the
+    user may fill it with 0/1 or with a score). Non-numeric values keep the file a pair-classification file, so
+    its reader names the bad value; an unreadable file is not graded either, for the same reason.
+    """
+    path = Path(path)
+    graded = False
+    try:
+        for _number, record in _rows(path, _format_of(path), ("sentence1", "sentence2", column)):
+            value = record.get(column)
+            if _is_blank(value):
+                continue  # unlabelled: the reader reports it, whatever the type
+            number = _finite_number(value)
+            if number is None:
+                return False
+            graded = graded or number not in (0.0, 1.0)
+    except DataError:
+        return False
+    return graded
+
+
+def score_column_of(path: str | Path) -> str:
+    """The column that holds the gold scores of an STS file: 'score', else a graded 'label' column."""
+    columns = sniff_columns(path)
+    return "label" if "score" not in columns and "label" in columns else "score"
 
 
 @dataclass
@@ -216,6 +271,7 @@ def read_labelled_pairs(path: str | Path, label_column: str = "label") -> Labell
         if not isinstance(s1, str) or not isinstance(s2, str) or not s1.strip() or not s2.strip():
             raise DataError(f"{path}:{number}: sentence1 and sentence2 must be non-empty text")
         value = record[label_column]
+        _check_labelled(value, label_column, s1, s2, path, number)
         label = _binary(value)
         if label is None:
             raise DataError(f"{path}:{number}: {label_column} '{value}' is not 0 or 1; pair classification needs "
@@ -242,11 +298,42 @@ def _binary(value: object) -> int | None:
     return int(number) if number in (0.0, 1.0) else None
 
 
-def _parse_score(value: object, path: Path, number: int) -> float:
+def _parse_score(value: object, path: Path, number: int, column: str = "score") -> float:
     try:
         score = float(value)  # type: ignore[arg-type]
     except (TypeError, ValueError):
-        raise DataError(f"{path}:{number}: score '{value}' is not a number") from None
+        raise DataError(f"{path}:{number}: {column} '{value}' is not a number") from None
     if not math.isfinite(score):
-        raise DataError(f"{path}:{number}: score '{value}' is not finite")
+        raise DataError(f"{path}:{number}: {column} '{value}' is not finite")
     return score
+
+
+def _is_blank(value: object) -> bool:
+    return value is None or (isinstance(value, str) and not value.strip())
+
+
+def _finite_number(value: object) -> float | None:
+    """The value as a finite float, or None (booleans are not numbers here: a label is written 0 or 1)."""
+    if isinstance(value, bool):
+        return None
+    try:
+        number = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return None
+    return number if math.isfinite(number) else None
+
+
+def _check_labelled(value: object, column: str, s1: str, s2: str, path: Path, number: int) -> None:
+    """A row left unlabelled (e.g. in a file from `sentadapt pairs` that is not finished) is named with its pair."""
+    if _is_blank(value):
+        what = "0/1 or a score" if column == "label" else "a number"
+        raise DataError(
+            f"{path}:{number}: no {column} for the pair '{_quoted(s1)}' / '{_quoted(s2)}'; fill in the {column} "
+            f"column ({what}) for every row, or delete the rows you do not label"
+        )
+
+
+def _quoted(text: str, limit: int = 40) -> str:
+    """A sentence cut short for a one-line message."""
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"

@@ -18,6 +18,7 @@ import numpy as np
 from sentadapt.errors import ConfigError
 from sentadapt.evaluation import bootstrap
 from sentadapt.evaluation.base import EmbeddingTable, EvalTask, TaskResult
+from sentadapt.evaluation.evidence import Evidence, weigh
 
 
 @dataclass
@@ -205,6 +206,32 @@ class Evaluator:
         replicates = self._average_replicates(b) - self._average_replicates(a) if self.resamples else None
         return b.average, b.average - a.average, replicates
 
+    def average_replicates(self, outputs: dict[str, dict[str, list[float]]]) -> tuple[float, np.ndarray | None]:
+        """(the averaged metric, its (B,) bootstrap replicates or None when off) of stored outputs; every model
+        gets the same resamples, so replicates of two models subtract into a paired Δ."""
+        report = self.from_outputs(outputs)
+        return report.average, self._average_replicates(report) if self.resamples else None
+
+    def units(self) -> int:
+        return sum(task.units for task in self.tasks)
+
+    def unit_name(self) -> str:
+        names = sorted({task.unit_name for task in self.tasks})
+        return names[0] if len(names) == 1 else "units"
+
+
+
+def dev_evidence(evaluator: Evaluator | None, base: dict[str, Any] | None, options: Sequence[dict[str, Any]],
+                 chosen: int) -> Evidence | None:
+    """The dev set's selection-aware evidence that `options[chosen]` beats the base model (evaluation/evidence.py);
+    `options` are every model evaluated on the dev set that the choice was made among. None without a dev set, a
+    bootstrap or options."""
+    if evaluator is None or base is None or not options or not evaluator.resamples:
+        return None
+    base_value, base_replicates = evaluator.average_replicates(base)
+    scored = [evaluator.average_replicates(outputs) for outputs in options]
+    return weigh(base_replicates, [replicates for _, replicates in scored], base_value,  # type: ignore[misc]
+                 [value for value, _ in scored], chosen, evaluator.units(), evaluator.unit_name())
 
 
 def dev_change_record(evaluator: Evaluator | None, outputs: dict[str, Any]) -> dict[str, Any]:

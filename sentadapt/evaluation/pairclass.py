@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from sentadapt.data.pairs import LabelledPairs, read_labelled_pairs, sniff_columns
+from sentadapt.data.pairs import LabelledPairs, labels_are_graded, read_labelled_pairs, sniff_columns
 from sentadapt.evaluation import bootstrap
 from sentadapt.evaluation.base import TASK_TYPES, CosinePairTask, Outputs
 
@@ -34,7 +34,9 @@ class PairClassificationTask(CosinePairTask):
 
     @classmethod
     def sniff(cls, path: Path) -> bool:
-        return "label" in sniff_columns(path)
+        # 0/1 labels; a 'label' column of graded scores (and no 'score' column) is STS instead
+        columns = sniff_columns(path)
+        return "label" in columns and ("score" in columns or not labels_are_graded(path))
 
     @classmethod
     def read(cls, path: Path, split: str = "test") -> PairClassificationTask:

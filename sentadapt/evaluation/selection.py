@@ -2,23 +2,22 @@
 
 `adapt --recipe auto` trains K candidates (recipes, or one recipe with other settings) and may hand one
 back. Picking the best of K dev Δs is a multiple comparison: even if no candidate helps, the largest of K
-noisy Δs is positive, and its plain 95 % interval excludes 0, far more often than 5 % of the time. The rule
-here pays for K with Bonferroni's adjustment of the paired bootstrap interval:
+noisy Δs is positive, and its plain interval excludes 0 far more often than its level says. Each rule of
+`decision.py` pays for it in its own way:
 
-- each candidate's Δ (its selected checkpoint − the base model, on the dev set's main metric) gets a
-  paired percentile interval at confidence 1 − 0.05 / K (K = 3: the 98.33 % interval, i.e. the 0.83rd
-  and 99.17th percentiles of the 1,000 paired resamples, where one run uses the 2.5th and 97.5th);
-- the candidates whose Δ > 0 and whose adjusted interval excludes 0 are eligible; the one with the
-  largest Δ is chosen (among the eligible, any choice keeps the guarantee: with probability ≥ 95 % every
-  adjusted interval holds at once, so a chosen Δ is > 0 in truth);
-- none eligible: keep the base model.
+- **risk** (default): the candidate with the largest dev Δ is used when the risk that it is no better than the
+  base is at most `--risk`, the risk computed by the max-T rule over EVERY model evaluated on the dev set — each
+  candidate's every checkpoint (evaluation/evidence.py). Correlated checkpoints of one candidate cost little,
+  unrelated candidates cost like Šidák's correction, and a single run is the case K = 1 of the same computation.
+- **strict**: Bonferroni's adjustment of the paired bootstrap interval: each candidate's Δ gets a paired
+  percentile interval at confidence 1 − 0.05 / K (K = 3: the 0.83rd and 99.17th percentiles of the 1,000 paired
+  resamples); the candidates whose Δ > 0 and whose adjusted interval excludes 0 are eligible and the one with
+  the largest Δ is chosen. With K = 1 this is the strict single-run rule (the 95 % interval). Holm's step-down
+  would give the same first choice.
+- **positive**: the largest dev Δ, used when > 0 (nothing paid).
 
-With K = 1 this is exactly the single-run rule of `decision.py` (the 95 % interval). Picking the smallest
-p-value first, Holm's step-down gives the same first choice as Bonferroni, so nothing is lost by not
-stepping down. All candidates are compared with the SAME base outputs and the SAME resamples (a paired
-bootstrap seeded by task, `bootstrap.task_seed`), so the intervals are comparable row by row.
-Not paid for: each candidate's own choice of its best checkpoint among its dev evaluations (as in a
-single run); docs/evaluation.md says what the domain suite measured of that.
+All candidates are compared with the SAME base outputs and the SAME resamples (a paired bootstrap seeded by
+task, `bootstrap.task_seed`), so the intervals are comparable row by row.
 
 Pure numpy over stored per-unit outputs (no torch): the evaluator recomputes the metrics from them.
 """
@@ -30,7 +29,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from sentadapt.evaluation import bootstrap
-from sentadapt.evaluation.decision import KEEP_BASE, USE_ADAPTED
+from sentadapt.evaluation.decision import KEEP_BASE, POSITIVE, STRICT, USE_ADAPTED, DecisionRule
+from sentadapt.evaluation.evaluator import dev_evidence
+from sentadapt.evaluation.evidence import Evidence
 
 FAMILY_ERROR = round(1 - bootstrap.CONFIDENCE, 12)  # 0.05: the chance, over the whole choice, of shipping a noise win
 METHOD = "bonferroni"
@@ -68,13 +69,18 @@ class Choice:
     chosen: str | None
     decision: str  # use-adapted | keep-base
     reason: str
-    confidence: float | None  # of the adjusted intervals (None: bootstrap off)
+    confidence: float | None  # strict: of the adjusted intervals; risk: 1 − the risk (None: bootstrap off)
     scores: tuple[CandidateScore, ...]
+    rule: str = STRICT
+    risk: float | None = None  # the risk rule's estimate for the best candidate
 
     def to_dict(self) -> dict[str, Any]:
+        adjustment = ({"method": METHOD, "candidates": len(self.scores), "family_error": FAMILY_ERROR,
+                       "confidence": self.confidence} if self.rule == STRICT else
+                      {"method": "max-T over every evaluation" if self.rule != POSITIVE else "none",
+                       "candidates": len(self.scores), "confidence": self.confidence})
         return {"chosen": self.chosen, "decision": self.decision, "decision_reason": self.reason,
-                "adjustment": {"method": METHOD, "candidates": len(self.scores), "family_error": FAMILY_ERROR,
-                               "confidence": self.confidence},
+                "decision_rule": self.rule, "decision_risk": self.risk, "adjustment": adjustment,
                 "candidates": [score.to_dict() for score in self.scores]}
 
 
@@ -97,10 +103,33 @@ def score_candidates(evaluator: Any, base: Outputs, candidates: Sequence[tuple[s
     return scores
 
 
-def choose(scores: Sequence[CandidateScore], dev_name: str | None = None) -> Choice:
-    """The rule of the module docstring: the largest Δ among candidates whose adjusted interval excludes 0."""
+def weigh_candidates(evaluator: Any, base: Outputs, candidates: Sequence[tuple[str, Outputs, Sequence[Outputs]]],
+                     ) -> tuple[list[CandidateScore], Evidence | None]:
+    """Each candidate's score (its selected checkpoint's outputs) and the evidence for the best one, paid for every
+    evaluation of every candidate. `candidates`: (name, selected outputs, every evaluation's outputs)."""
+    scores = score_candidates(evaluator, base, [(name, selected) for name, selected, _ in candidates])
+    if not scores:
+        return scores, None
+    best = max(range(len(scores)), key=lambda index: scores[index].change)
+    options: list[Outputs] = []
+    chosen = 0
+    for index, (_name, selected, evaluations) in enumerate(candidates):
+        evaluations = list(evaluations) or [selected]
+        if index == best:
+            chosen = len(options) + next((i for i, outputs in enumerate(evaluations) if outputs == selected), 0)
+        options.extend(evaluations)
+    return scores, dev_evidence(evaluator, base, options, chosen)
+
+
+def choose(scores: Sequence[CandidateScore], dev_name: str | None = None, rule: DecisionRule | None = None,
+           evidence: Evidence | None = None) -> Choice:
+    """The rule's choice (module docstring): strict — the largest Δ among candidates whose adjusted interval
+    excludes 0; risk — the largest Δ when its selection-aware risk is within the limit; positive — the largest Δ."""
     if not scores:
         raise ValueError("no candidates to choose from")
+    rule = rule or DecisionRule(STRICT)
+    if rule.name != STRICT:
+        return _choose_by_evidence(scores, dev_name, rule, evidence)
     k = len(scores)
     bootstrap_off = scores[0].adjusted is None
     confidence = None if bootstrap_off else adjusted_confidence(k)
@@ -124,6 +153,34 @@ def choose(scores: Sequence[CandidateScore], dev_name: str | None = None) -> Cho
         reason = (f"within noise{on}: the best candidate, {best.name} ({_shown(best, confidence)}), has a "
                   f"{_percent(confidence)} paired CI (95 % over {k} candidates, Bonferroni) that includes 0")
     return Choice(None, KEEP_BASE, reason, confidence, tuple(scores))
+
+
+def _choose_by_evidence(scores: Sequence[CandidateScore], dev_name: str | None, rule: DecisionRule,
+                        evidence: Evidence | None) -> Choice:
+    k = len(scores)
+    on = f" on {dev_name}" if dev_name else ""
+    best = max(scores, key=lambda score: score.change)
+    risk = evidence.risk if evidence is not None else None
+    confidence = evidence.confidence if evidence is not None else None
+    interval = f" [{best.interval[0]:+.2f}, {best.interval[1]:+.2f}]" if best.interval else ""
+    shown = f"{best.name}, Δ {best.change:+.2f}{interval}"
+
+    def made(chosen: str | None, reason: str) -> Choice:
+        return Choice(chosen, USE_ADAPTED if chosen else KEEP_BASE, reason, confidence, tuple(scores), rule.name,
+                      risk)
+
+    if best.change <= 0:
+        return made(None, f"no candidate beat the base model{on} (best: {shown})")
+    if rule.name == POSITIVE:
+        return made(best.name, f"{best.name} has the largest dev Δ{on} ({shown}; rule: any dev Δ > 0)")
+    if evidence is None:
+        return made(best.name, f"{best.name} has the largest dev Δ{on} ({shown}); no risk was computed (bootstrap "
+                               f"off), so the choice among {k} candidates is not protected against a noise win")
+    measured = (f"risk {evidence.risk:.2f} that it is no better (best of {evidence.options} evaluations of {k} "
+                f"candidate{'s' if k > 1 else ''}), limit {rule.risk:.2f}")
+    if evidence.risk <= rule.risk:
+        return made(best.name, f"{best.name} beats the base model{on} ({shown}; {measured})")
+    return made(None, f"not enough evidence{on}: the best candidate, {shown}; {measured}")
 
 
 def choose_unadjusted(scores: Sequence[CandidateScore]) -> str | None:

@@ -15,7 +15,14 @@ from typing import Any
 
 import numpy as np
 
-from sentadapt.data.pairs import PAIR_COLUMNS, ScoredPairs, read_scored_pairs, sniff_columns
+from sentadapt.data.pairs import (
+    PAIR_COLUMNS,
+    ScoredPairs,
+    labels_are_graded,
+    read_scored_pairs,
+    score_column_of,
+    sniff_columns,
+)
 from sentadapt.errors import ConfigError, DataError
 from sentadapt.evaluation import bootstrap
 from sentadapt.evaluation.base import TASK_TYPES, CosinePairTask, Outputs, TaskResult, cosine_scores
@@ -86,11 +93,13 @@ class ScoredPairsTask(CosinePairTask):
     @classmethod
     def sniff(cls, path: Path) -> bool:
         columns = sniff_columns(path)
-        return "score" in columns and "label" not in columns
+        if "label" in columns:  # a 'label' column of graded scores is STS (see labels_are_graded)
+            return "score" not in columns and labels_are_graded(path)
+        return "score" in columns
 
     @classmethod
-    def read(cls, path: Path, split: str = "test") -> ScoredPairsTask:
-        return cls(path.name, read_scored_pairs(path))
+    def read(cls, path: Path, split: str = "test", aggregate: str = "all") -> ScoredPairsTask:
+        return cls(path.name, read_scored_pairs(path, score_column=score_column_of(path)), aggregate)
 
     def metrics(self, outputs: Outputs) -> tuple[dict[str, float], dict[str, Any]]:
         from scipy.stats import pearsonr
@@ -152,7 +161,7 @@ class StsEvaluator(Evaluator):
 
     @classmethod
     def from_pairs_file(cls, path: str | Path, aggregate: str = "all", **options: Any) -> StsEvaluator:
-        pairs = read_scored_pairs(path)
+        pairs = read_scored_pairs(path, score_column=score_column_of(path))
         return cls([ScoredPairsTask(Path(path).name, pairs, aggregate)], split="pairs", **options)
 
 

@@ -18,7 +18,8 @@ from sentadapt.evaluation.base import TASK_TYPES, EvalTask
 from sentadapt.evaluation.evaluator import Evaluator
 from sentadapt.evaluation.tasks import TASKS, resolve_data_dir
 
-# most specific first: a reranking row has 'query'; a pairs file with 'label' is classification, 'score' STS
+# most specific first: a reranking row has 'query'; a pairs file with 0/1 'label's is classification, 'score' (or a
+# 'label' column of graded scores) STS
 DETECTION_ORDER = ("retrieval", "reranking", "pair-classification", "sts")
 
 
@@ -53,7 +54,7 @@ def read_task(path: str | Path, kind: str | None = None, split: str = "test", ag
     path = Path(path)
     kind = kind or detect_task_type(path)
     if kind == "sts":
-        return sts.ScoredPairsTask(path.name, sts.read_scored_pairs(path), aggregate)
+        return sts.ScoredPairsTask.read(path, split, aggregate)
     return TASK_TYPES.get(kind).read(path, split)
 
 

@@ -98,9 +98,9 @@ def _keep_base_notice(source: LoadedSource) -> str:
     decision = decision_of(metrics)
     if not decision.keep_base:
         return ""
-    return (f"> **Keep the base model.** {decision.reason[0].upper()}{decision.reason[1:]}: this run did not "
-            f"show a gain over `{source.base_model}`, so use the base model; this export is what the run trained, "
-            "kept for inspection.\n\n")
+    return (f"> **Keep the base model.** {decision.reason[0].upper()}{decision.reason[1:]}: by the "
+            f"{decision.rule or 'strict'} rule this run did not show a gain over `{source.base_model}`, so use the "
+            "base model; this export is what the run trained, kept for inspection.\n\n")
 
 
 def describe_pooling(encoder: Encoder) -> str:
@@ -156,7 +156,8 @@ def _results_section(source: LoadedSource) -> str:
     return (f"## Results\n\n{metrics.get('dev_metric', 'Spearman x100 of cosine')} on `{metrics.get('dev')}`:\n\n"
             f"| model | score |\n|---|---|\n| base model | {_score(base)} |\n"
             f"| this model (step {metrics.get('best_step')}) | {_score(best)}{gain} |\n\n"
-            f"Decision: **{decision.decision or 'unknown'}** ({decision.reason}).")
+            f"Decision: **{decision.decision or 'unknown'}**, by the {decision.rule or 'strict'} rule "
+            f"({decision.reason}).")
 
 
 def _score(value: object) -> str:

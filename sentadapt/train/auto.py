@@ -22,11 +22,11 @@ from typing import Any
 from sentadapt.config import RunConfig, load_run_config, save_run_config
 from sentadapt.durable import write_text_atomically
 from sentadapt.errors import ConfigError
-from sentadapt.evaluation.decision import KEEP_BASE
-from sentadapt.evaluation.selection import Choice, choose, score_candidates
+from sentadapt.evaluation.decision import KEEP_BASE, decision_rule
+from sentadapt.evaluation.selection import Choice, choose, weigh_candidates
 from sentadapt.recipes import RECIPES
 from sentadapt.train.candidates import AUTO, CANDIDATES_DIR, PLAN_FILE, Candidate, parse_candidates
-from sentadapt.train.tracking import write_run_record
+from sentadapt.train.tracking import read_dev_outputs, write_run_record
 
 BASE_DEV_FILE = "base_dev.json"
 OUTCOME_FILE = "auto_outcome.json"
@@ -116,6 +116,7 @@ def decide_among(runs: Sequence[CandidateRun], evaluator: Any, base_outputs: dic
                  dev_name: str | None) -> Choice:
     """The choice over every candidate that finished (failed ones are left out and not counted in K: they were
     never compared with the base)."""
+    rule = decision_rule(runs[0].config)
     scored = []
     for run in runs:
         outcome = load_outcome(run) or {}
@@ -123,11 +124,13 @@ def decide_among(runs: Sequence[CandidateRun], evaluator: Any, base_outputs: dic
             continue
         if outcome.get("outputs") is None:
             raise ConfigError(f"{run.folder}: no dev outputs ({OUTCOME_FILE}); resume the run with --resume")
-        scored.append((run.candidate.name, outcome["outputs"]))
+        evaluations = (read_dev_outputs(run.folder) or {}).get("evaluations") or {}
+        scored.append((run.candidate.name, outcome["outputs"], list(evaluations.values())))
     if not scored:
         return Choice(None, KEEP_BASE, "no candidate finished training (see each one's failure in metrics.json)",
-                      None, ())
-    return choose(score_candidates(evaluator, base_outputs, scored), dev_name)
+                      None, (), rule.name)
+    scores, evidence = weigh_candidates(evaluator, base_outputs, scored)
+    return choose(scores, dev_name, rule, evidence)
 
 
 def publish_choice(output: Path, choice: Choice, runs: Sequence[CandidateRun], load_encoder: Any) -> int | None:

@@ -33,8 +33,9 @@ from sentadapt.config import RunConfig, save_run_config
 from sentadapt.data.batching import RowPairs, TokenizedExamples, plan_epoch, shard
 from sentadapt.encoder import Encoder
 from sentadapt.errors import ConfigError, SentadaptError
-from sentadapt.evaluation.decision import Decision, decide
-from sentadapt.evaluation.evaluator import Evaluator, dev_change_record
+from sentadapt.evaluation.decision import Decision, decide, decision_rule, evidence_record, small_dev_note
+from sentadapt.evaluation.evaluator import Evaluator, dev_change_record, dev_evidence
+from sentadapt.evaluation.evidence import Evidence
 from sentadapt.recipes.base import Recipe
 from sentadapt.train.checkpoint import (
     CheckpointError,
@@ -64,6 +65,7 @@ from sentadapt.train.tracking import (
     hyperparameters,
     resolve_trackers,
     tracker_values,
+    write_dev_outputs,
     write_run_record,
 )
 
@@ -107,6 +109,9 @@ class TrainState:
     # per-unit dev outputs (cosines, per-query values) of the base model and the best checkpoint: what the
     # paired bootstrap of the final Δ needs, kept here so a resumed run still has the base model's
     dev_outputs: dict[str, Any] = field(default_factory=dict)
+    # per-unit dev outputs of EVERY evaluation, by step: the best of them is chosen on the same dev set, so the
+    # decision pays for that choice (evaluation/evidence.py) and needs them all; ~8 bytes per unit and evaluation
+    dev_evaluations: dict[str, Any] = field(default_factory=dict)
     dev_change_ci: list[float] | None = None  # 95 % paired-bootstrap interval of dev_change
 
     @property
@@ -137,10 +142,8 @@ class TrainResult:
     def improved(self) -> bool | None:
         return self.state.improved
 
-    @property
-    def decision(self) -> Decision:
-        """Use the adapted model or keep the base (evaluation/decision.py), as metrics.json records it."""
-        return decide(self.state.dev_change, self.state.dev_change_ci, self.dev_name)
+    decision: Decision = field(default_factory=lambda: Decision(None, "not decided"))  # as metrics.json records
+    decision_note: str | None = None  # the dev set is too small for the gains at stake (decision.small_dev_note)
 
 
 @dataclass
@@ -255,6 +258,8 @@ class Trainer:
             self.trackers.finish()
 
     def _train_and_publish(self, resume: bool, started: float) -> TrainResult:
+        # decided on the main process when metrics.json is written; the other processes report no decision
+        self.decision, self.decision_note = Decision(None, "decided on the main process"), None
         self._build(resume)
         if resume:
             self._resume()
@@ -275,7 +280,7 @@ class Trainer:
             self._evaluate_and_keep_best()
         published = self._publish()
         return TrainResult(self.output, self.state, stopped, time.perf_counter() - started, self.inputs.dev_name,
-                           published, self.environment)
+                           published, self.environment, self.decision, self.decision_note)
 
     def _train_steps(self) -> str:
         cfg = self.train_config
@@ -481,6 +486,7 @@ class Trainer:
         stop = torch.zeros(1, device=self.accelerator.device)
         if self.is_main:
             score = self._score()
+            self.state.dev_evaluations[str(self.state.step)] = self._last_outputs
             self.state.history.append({"step": self.state.step, "dev": score})
             self._log({"step": self.state.step, "dev": score})
             reference = self.state.best_score if self.state.best_score is not None else -math.inf
@@ -577,21 +583,40 @@ class Trainer:
         self.trackers.log(final_values(self._write_metrics(step)), self.state.step)
         return step
 
+    def _evidence(self) -> Evidence | None:
+        """The dev set's evidence for the best checkpoint, paying for its choice among every evaluation (a run
+        resumed from a checkpoint written before evaluations were kept has only the best one to weigh)."""
+        outputs = self.state.dev_outputs
+        evaluations = self.state.dev_evaluations
+        best = str(self.state.best_step)
+        if best not in evaluations:
+            evaluations = {best: outputs["best"]} if "best" in outputs else {}
+        steps = list(evaluations)
+        chosen = steps.index(best) if best in steps else 0
+        return dev_evidence(self.inputs.evaluator, outputs.get("base"), [evaluations[s] for s in steps], chosen)
+
     def _write_metrics(self, published_step: int) -> dict[str, Any]:
         change = dev_change_record(self.inputs.evaluator, self.state.dev_outputs)  # the Δ's paired CI
         self.state.dev_change_ci = change["dev_change_ci"]
-        decision = decide(self.state.dev_change, self.state.dev_change_ci, self.inputs.dev_name)
+        evidence = self._evidence()
+        rule = decision_rule(self.config)
+        decision = decide(self.state.dev_change, self.state.dev_change_ci, self.inputs.dev_name, evidence, rule)
+        self.decision, self.decision_note = decision, small_dev_note(evidence, rule)
         metrics = {
             "recipe": self.config.recipe, "base_model": self.config.base, "dev": self.inputs.dev_name,
             "base_score": self.state.base_score, "best_score": self.state.best_score,
             "best_step": self.state.best_step, "dev_change": self.state.dev_change, "improved": self.state.improved,
-            **change, "decision": decision.decision, "decision_reason": decision.reason,
+            **change, **decision.to_dict(), "decision_settings": rule.to_dict(),
+            "dev_evidence": evidence_record(evidence, rule), "dev_note": self.decision_note,
             "preset": self.config.preset,
             "published_step": published_step, "steps": self.state.step,
             "total_steps": self.state.total_steps, "history": self.state.history,
             "pooling": self.inputs.encoder.pooling_name, "environment": self.environment,
         }
-        write_run_record(self.output, metrics)
+        if self.inputs.evaluator is not None and "base" in self.state.dev_outputs:
+            write_dev_outputs(self.output, self.inputs.dev_name, self.state.dev_outputs["base"],
+                              self.state.dev_evaluations)
+        write_run_record(self.output, metrics)  # last: its presence marks a finished run
         return metrics
 
 

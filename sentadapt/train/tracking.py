@@ -123,12 +123,15 @@ def final_values(metrics: dict[str, Any]) -> dict[str, float | str]:
     decision = decision_of(metrics)
     values: dict[str, float | str] = {"final/decision": decision.decision or "unknown",
                                       "final/verdict": decision.reason,
+                                      "final/decision_rule": decision.rule or "strict",
                                       "final/published_step": metrics["published_step"]}
     for key in ("base_score", "best_score", "dev_change"):
         if metrics.get(key) is not None:
             values[f"final/{key}"] = float(metrics[key])
     if metrics.get("improved") is not None:
         values["final/improved"] = float(metrics["improved"])
+    if decision.risk is not None:  # the risk rule's estimate that the adapted model is no better
+        values["final/decision_risk"] = float(decision.risk)
     return values
 
 
@@ -214,6 +217,22 @@ def run_environment(*, processes: int, device: Any, distributed_type: str, backe
 def write_run_record(output: Path, metrics: dict[str, Any]) -> None:
     """metrics.json, atomically: its presence marks a finished run (`--resume` refuses, `--resume auto` stops)."""
     write_text_atomically(output / "metrics.json", json.dumps(metrics, indent=2) + "\n")
+
+
+DEV_OUTPUTS_FILE = "dev_outputs.json"
+
+
+def write_dev_outputs(output: Path, dev_name: str | None, base: Any, evaluations: dict[str, Any]) -> None:
+    """dev_outputs.json: the per-unit dev outputs (a cosine per pair, a value per query) of the base model and of
+    every evaluated step — what the decision weighed, so it can be recomputed (or weighed with --recipe auto's
+    other candidates) without the models."""
+    record = {"dev": dev_name, "base": base, "evaluations": evaluations}
+    write_text_atomically(output / DEV_OUTPUTS_FILE, json.dumps(record) + "\n")
+
+
+def read_dev_outputs(output: Path) -> dict[str, Any] | None:
+    path = output / DEV_OUTPUTS_FILE
+    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
 
 
 def _logged_step(line: str) -> float:

@@ -1,0 +1,66 @@
+"""`sentadapt pairs`: sentence pairs from your corpus for you to label, spread over the base model's similarity range
+(the dev set that decides whether an adapted model is used)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import typer
+from rich.markup import escape
+
+from sentadapt.cli._common import console, friendly_errors, note, progress_bar
+from sentadapt.resolve import DEFAULT_BASE_MODEL
+
+if TYPE_CHECKING:
+    from sentadapt.evaluation.devset import ProposedPairs
+
+BAR_WIDTH = 30
+
+
+@friendly_errors
+def pairs(
+    corpus: list[str] = typer.Argument(..., help="Text files (one sentence per line; .gz, .jsonl/.csv/.tsv with "
+                                                 "--text-column) or a Hub dataset id: what `adapt` reads."),
+    base: str = typer.Option(DEFAULT_BASE_MODEL, "--base", help="The base model you will adapt: folder or Hub id "
+                                                                "(its cosines spread the pairs)."),
+    n: int = typer.Option(200, "-n", help="Pairs to propose (each sentence is used once: needs 2·n sentences)."),
+    output: Path = typer.Option(..., "--output", "-o", help="The file to label: .tsv or .csv."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the sentence sample and of the pairs chosen."),
+    sample: int = typer.Option(4000, "--sample", help="Sentences drawn from the corpus and encoded "
+                                                             "(at least 3·n are)."),
+    text_column: str | None = typer.Option(None, "--text-column", help="Column of .jsonl/.csv/.tsv corpora."),
+    overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing --output file."),
+    batch_size: int = typer.Option(128, "--batch-size", min=1),
+    max_length: int | None = typer.Option(None, "--max-length", min=8, help="Default: the model's max_seq_length."),
+    device: str | None = typer.Option(None, "--device", help="cpu, cuda, cuda:1 ... Default: cuda if available."),
+    trust_remote_code: bool = typer.Option(False, "--trust-remote-code", help="Allow model code from the Hub."),
+    allow_pickle: bool = typer.Option(False, "--allow-pickle", help="Allow pickle (.bin) weights you trust."),
+) -> None:
+    """Propose N sentence pairs from your corpus for you to label (1/0 or a score): near-duplicates, borderline
+    and unrelated pairs alike, so the dev set can tell a better model from a worse one. Then pass the labelled
+    file to `sentadapt adapt --dev FILE` (or `sentadapt eval MODEL --pairs FILE`)."""
+    from sentadapt.evaluation.devset import propose_pairs
+
+    result = propose_pairs(corpus, base, n, output, seed=seed, sample=sample, batch_size=batch_size,
+                           max_length=max_length, device=device, text_column=text_column, overwrite=overwrite,
+                           trust_remote_code=trust_remote_code, allow_pickle=allow_pickle, progress=progress_bar)
+    render(result)
+
+
+def render(result: ProposedPairs) -> None:
+    """How many pairs, the cosine range they cover with the count per bin, where the file is, what to do next."""
+    note(f"corpus: {result.corpus.summary()}; {result.sampled} sentences sampled and encoded with {result.model} "
+         f"(pooling {result.pooling})")
+    edges, counts = result.edges, result.counts
+    console.print(f"wrote {len(result)} pairs to label to [bold]{escape(str(result.path))}[/]; base-model cosine "
+                  f"{result.cosines.min():.2f} to {result.cosines.max():.2f}, pairs per bin:", highlight=False,
+                  soft_wrap=True)
+    widest = max(int(counts.max()), 1)
+    for index in reversed(range(len(counts))):  # most similar first, as a person reads a histogram of pairs
+        bar = "█" * round(BAR_WIDTH * int(counts[index]) / widest)
+        console.print(f"  {edges[index]:+.2f} … {edges[index + 1]:+.2f}  {int(counts[index]):4d}  {bar}",
+                      highlight=False)
+    console.print("next: fill in the label column (1 = same meaning, 0 = different, or a score such as 0-5) in "
+                  "every row, delete rows you cannot judge, then:", highlight=False, soft_wrap=True)
+    console.print(f"  {escape(result.next_command)}", highlight=False, soft_wrap=True)
