@@ -13,9 +13,10 @@ each peer (bench/peers.py, same steps, batch and max length, model after the las
 `sentadapt eval BASE RUN...` on the domain's test.jsonl (Spearman, the main metric), test-pairclass.tsv
 (AP) and dev.jsonl, whose paired bootstrap CIs give every Δ against the base.
 
-The verdict: a sentadapt run's metrics.json `decision` ("use-adapted" / "keep-base": use-adapted only when
-the dev Δ > 0 with a paired CI excluding 0, sentadapt.evaluation.decision). Peers get the same rule applied
-to their dev Δ from the eval (sentence-transformers has no verdict). "Verdict applied" counts a keep-base
+The verdict: a sentadapt run's metrics.json `decision` ("use-adapted" / "keep-base", by the rule the run was
+made with: the strict rule — dev Δ > 0 with a paired CI excluding 0 — for the runs rendered in docs/results.md
+so far; bench/decision_study.py compares the rules). Peers get the strict rule applied to their dev Δ from the
+eval (sentence-transformers has no verdict). "Verdict applied" counts a keep-base
 run's test Δ as 0: the user keeps the base model.
 
 Variants: `--variant NAME` with `--set-extra RECIPE:KEY=VALUE` (→ `--set KEY=VALUE` for that recipe) or
@@ -44,7 +45,7 @@ from domain_data import DOMAINS
 from results_suite import REPO, Runner, machine_summary, sentadapt, short
 
 from sentadapt.durable import write_text_atomically
-from sentadapt.evaluation.decision import decide, decision_of  # no torch: the rule `adapt` applies to its runs
+from sentadapt.evaluation.decision import STRICT, DecisionRule, decide, decision_of  # no torch
 
 SHARED = Path("../shared")  # relative: main() runs from the repository root, so logged commands are portable
 MODELS = [str(SHARED / "models/paraphrase-minilm-l3-v2"), str(SHARED / "models/all-minilm-l6-v2")]
@@ -252,7 +253,8 @@ class DomainSuite:
             if row["kind"] == "peer":  # the sentadapt rule applied to the peer's dev Δ from this eval
                 row["dev"] = score(entry, dev_file, "spearman")
                 dev = row["dev"]
-                row["decision"] = decide(dev["delta"], dev["ci"], None).decision
+                # a peer has one dev Δ and its CI (no per-step outputs to weigh): the strict rule
+                row["decision"] = decide(dev["delta"], dev["ci"], None, rule=DecisionRule(STRICT)).decision
                 row["decision_source"] = "dev Δ CI (eval)"
         if auto_metrics is not None:
             rows.update(selection_rows(auto_metrics, rows))

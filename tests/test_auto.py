@@ -329,3 +329,77 @@ def test_a_diverging_candidate_is_left_out_and_the_others_still_decide(
     resumed = run_adapt("--resume", "--output", str(output))
     assert resumed.exit_code == 0, resumed.output
     assert "failed earlier, left out of the choice: loss is nan at step 1" in _flat(resumed.stderr)
+
+
+# ---------------------------------------------------------------- the risk rule's choice (the default)
+
+
+def _risk_evidence(risk: float, options: int = 4):
+    from sentadapt.evaluation.evidence import Evidence
+
+    return Evidence(1.2, 0.6, 1 - risk, options, 100, "pairs")
+
+
+def _three() -> list[CandidateScore]:
+    return [_score("consert", +0.8, (-0.3, +1.9), (-0.6, +2.2)),
+            _score("sg-opt", +1.2, (+0.1, +2.3), (-0.2, +2.6)),
+            _score("clsr", -0.5, (-1.0, +0.0), (-1.2, +0.2))]
+
+
+def test_the_risk_rule_walks_the_candidates_in_order_and_uses_the_largest_delta_that_passed() -> None:
+    from sentadapt.evaluation.decision import DecisionRule
+
+    scores = _three()
+    choice = choose(scores, "dev.tsv", DecisionRule(), [_risk_evidence(0.15), _risk_evidence(0.05), None])
+    assert (choice.chosen, choice.decision, choice.rule) == ("sg-opt", USE_ADAPTED, "risk")
+    assert choice.reason == ("sg-opt beats the base model on dev.tsv (Δ +1.20 [+0.10, +2.30]; risk 0.05 that it is "
+                             "no better (best of 4 evaluations), limit 0.20; candidates tested in order, 3 in all)")
+    assert choice.risk == pytest.approx(0.05)
+    assert choice.to_dict()["adjustment"]["method"] == "fixed sequence, max-T within each candidate"
+    # the second fails: the first, which passed, is used
+    second_fails = choose(scores, "dev.tsv", DecisionRule(), [_risk_evidence(0.15), _risk_evidence(0.4), None])
+    assert (second_fails.chosen, second_fails.risk) == ("consert", pytest.approx(0.15))
+
+
+def test_the_risk_rule_stops_at_the_first_candidate_that_fails() -> None:
+    from sentadapt.evaluation.decision import DecisionRule
+
+    scores = _three()
+    kept = choose(scores, "dev.tsv", DecisionRule(), [_risk_evidence(0.35), _risk_evidence(0.01), None])
+    assert (kept.chosen, kept.decision) == (None, KEEP_BASE)  # sg-opt would pass, but it comes after a failure
+    assert kept.reason == ("the first candidate, consert, has not enough evidence on dev.tsv (Δ +0.80 [-0.30, "
+                           "+1.90]; risk 0.35 that it is no better (best of 4 evaluations), limit 0.20); the "
+                           "candidates after it are not tested")
+    assert choose(scores, "dev.tsv", DecisionRule("risk", 0.4),
+                  [_risk_evidence(0.35), _risk_evidence(0.01), None]).chosen == "sg-opt"
+    assert choose(scores, "dev.tsv", DecisionRule("positive")).chosen == "sg-opt"
+    assert choose(scores, "dev.tsv", DecisionRule("strict")).chosen is None  # Bonferroni: within noise
+    nothing = choose([_score("consert", -0.1, (-0.5, +0.3), (-0.6, +0.4))], "dev.tsv", DecisionRule(),
+                     [_risk_evidence(0.6)])
+    assert nothing.reason == "no candidate beat the base model on dev.tsv (best: Δ -0.10 [-0.50, +0.30])"
+
+
+def test_a_single_candidate_is_decided_exactly_as_a_single_run(tmp_path: Path) -> None:
+    """auto --candidates consert decides as adapt --recipe consert: the same max-T over the same evaluations."""
+    from sentadapt.evaluation.decision import DecisionRule, decide
+    from sentadapt.evaluation.evaluator import dev_evidence
+    from sentadapt.evaluation.selection import weigh_candidates
+
+    rng = np.random.default_rng(0)
+    gold = rng.uniform(0, 5, 80)
+    evaluator = _sts_evaluator(tmp_path, gold)
+    task = evaluator.tasks[0].name
+
+    def outputs(noise: float, seed: int) -> dict:
+        return {task: {"cosine": (gold / 5 + np.random.default_rng(seed).normal(0, noise, gold.size)).tolist()}}
+
+    base = outputs(0.3, 1)
+    steps = [outputs(0.22, seed) for seed in (2, 3, 4)]
+    best = max(range(3), key=lambda i: evaluator.from_outputs(steps[i]).average)
+    scores, evidence = weigh_candidates(evaluator, base, [("consert", steps[best], steps)])
+    single = dev_evidence(evaluator, base, steps, best)
+    assert evidence[0] is not None and single is not None
+    assert evidence[0].risk == pytest.approx(single.risk, abs=1e-12) and evidence[0].options == 3
+    delta = evaluator.compare_outputs(base, steps[best])
+    run = decide(delta.value, delta.interval, "dev.tsv", single, DecisionRule())
+    assert choose(scores, "dev.tsv", DecisionRule(), evidence).decision == run.decision

@@ -232,3 +232,63 @@ def test_blind_selection_says_so(corpus: Path, tiny_model_dir: Path, tmp_path: P
     metrics = json.loads((run / "metrics.json").read_text())
     assert metrics["improved"] is None and metrics["published_step"] == 1
     assert metrics["decision"] is None and metrics["decision_reason"].startswith("unknown: no dev set")
+
+
+def test_the_risk_rule_records_its_evidence_every_evaluation_and_a_small_dev_set_note(
+        corpus: Path, tiny_model_dir: Path, pairs_tsv: Path, tmp_path: Path) -> None:
+    output = tmp_path / "run"
+    result = _adapt(str(corpus), "--base", str(tiny_model_dir), "--output", str(output), "--dev", str(pairs_tsv),
+                    "--batch-size", "8", "--max-steps", "4", "--eval-every", "2", "--max-length", "16", "--lr", "1e-3")
+    assert result.exit_code == 0, result.output
+    metrics = json.loads((output / "metrics.json").read_text())
+    assert metrics["decision_rule"] == "risk" and metrics["decision_settings"] == {"rule": "risk", "max_risk": 0.2}
+    evidence = metrics["dev_evidence"]
+    assert evidence["options"] == 2 and evidence["units"] == 8  # steps 2 and 4, on 8 pairs
+    assert metrics["decision_risk"] == pytest.approx(evidence["risk"]) == pytest.approx(1 - evidence["confidence"])
+    assert evidence["change"] == pytest.approx(metrics["dev_change"])
+    used = metrics["decision"] == "use-adapted"
+    assert used == (metrics["dev_change"] > 0 and evidence["risk"] <= 0.2)
+    assert metrics["decision_reason"].endswith("limit 0.20)") if metrics["dev_change"] > 0 else (
+        metrics["decision_reason"].startswith("no checkpoint beat the base model on pairs.tsv"))
+    # 8 pairs cannot confirm a gain of 0.5: the summary says how small a gain they can confirm
+    assert evidence["detectable_gain"] > 0.5
+    assert metrics["dev_note"].startswith(f"8 dev pairs: gains below ~{evidence['detectable_gain']:.1f} cannot be "
+                                          "confirmed at risk 0.20 (~")
+    assert f"dev set size {metrics['dev_note']}" in _flat(result.stdout)
+    outputs = json.loads((output / "dev_outputs.json").read_text())
+    assert outputs["dev"] == "pairs.tsv" and list(outputs["evaluations"]) == ["2", "4"]
+    assert [len(outputs["evaluations"][step]["pairs.tsv"]["cosine"]) for step in ("2", "4")] == [8, 8]
+    assert len(outputs["base"]["pairs.tsv"]["cosine"]) == 8
+    assert [row["step"] for row in metrics["history"]] == [0, 2, 4]
+
+
+@pytest.mark.parametrize(("extra", "message"), [
+    (["--decision", "maybe"], "Error: --decision: 'maybe' is not a rule; choose one of risk, strict, positive"),
+    (["--risk", "0"], "Error: --risk: 0 is not a probability strictly between 0 and 1 (the default is 0.2)"),
+])
+def test_bad_decision_options_fail_before_loading(corpus: Path, tiny_model_dir: Path, tmp_path: Path,
+                                                  extra: list[str], message: str) -> None:
+    result = _adapt(str(corpus), "--base", str(tiny_model_dir), "--output", str(tmp_path / "run"), *extra)
+    assert result.exit_code == 2, result.output
+    assert result.stderr.strip() == message
+    assert not (tmp_path / "run").exists()
+
+
+def test_the_strict_rule_is_kept_as_an_option(corpus: Path, tiny_model_dir: Path, pairs_tsv: Path,
+                                              tmp_path: Path) -> None:
+    output = tmp_path / "run"
+    result = _adapt(str(corpus), "--base", str(tiny_model_dir), "--output", str(output), "--dev", str(pairs_tsv),
+                    "--batch-size", "8", "--max-steps", "2", "--eval-every", "2", "--max-length", "16", "--lr", "1e-3",
+                    "--decision", "strict")
+    assert result.exit_code == 0, result.output
+    metrics = json.loads((output / "metrics.json").read_text())
+    assert metrics["decision_rule"] == "strict" and metrics["decision_settings"] == {"rule": "strict",
+                                                                                     "max_risk": None}
+    assert "paired 95 % CI" in metrics["decision_reason"] or metrics["decision_reason"].startswith("no checkpoint")
+    assert yaml_value(output / "config.yaml", "decision") == "strict"
+
+
+def yaml_value(path: Path, key: str) -> object:
+    import yaml
+
+    return yaml.safe_load(path.read_text())[key]

@@ -9,7 +9,7 @@ Three are offered (`adapt --decision`):
   the dev set cannot provide: 100 pairs cannot confirm a gain under ~1.5 at 95 %, and the gains adaptation
   makes on sentence-tuned bases are 0.2-1.2 (docs/evaluation.md has the power table, docs/results.md the
   measurements behind the default).
-- **strict**: the rule before 0.9: Δ > 0 and its paired 95 % bootstrap CI excludes 0 (with `--recipe auto`,
+- **strict**: the rule of earlier versions: Δ > 0 and its paired 95 % bootstrap CI excludes 0 (with `--recipe auto`,
   the Bonferroni-adjusted CI). Ships almost no loss and almost no gain on small dev sets.
 - **positive**: use whenever the dev Δ > 0 (the best dev score wins; no protection against noise).
 
@@ -135,8 +135,8 @@ def _round_up(value: float) -> int:
 
 def decision_rule(config: Any) -> DecisionRule:
     """The rule a run's config asks for (runs saved before rules existed: the default)."""
-    return DecisionRule(getattr(config, "decision", None) or DEFAULT_RULE,
-                        getattr(config, "risk", None) or DEFAULT_RISK)
+    risk = getattr(config, "risk", None)
+    return DecisionRule(getattr(config, "decision", None) or DEFAULT_RULE, DEFAULT_RISK if risk is None else risk)
 
 
 def evidence_record(evidence: Evidence | None, rule: DecisionRule) -> dict[str, Any] | None:

@@ -5,10 +5,13 @@ back. Picking the best of K dev Δs is a multiple comparison: even if no candida
 noisy Δs is positive, and its plain interval excludes 0 far more often than its level says. Each rule of
 `decision.py` pays for it in its own way:
 
-- **risk** (default): the candidate with the largest dev Δ is used when the risk that it is no better than the
-  base is at most `--risk`, the risk computed by the max-T rule over EVERY model evaluated on the dev set — each
-  candidate's every checkpoint (evaluation/evidence.py). Correlated checkpoints of one candidate cost little,
-  unrelated candidates cost like Šidák's correction, and a single run is the case K = 1 of the same computation.
+- **risk** (default): a fixed sequence (gatekeeping: Maurer, Hothorn & Lehmacher 1995): the candidates are
+  tested in the order they are listed, each at the full `--risk` with its own risk — the max-T rule over its own
+  checkpoints, as a single run (evaluation/evidence.py) — and the walk stops at the first candidate that does not
+  pass; the one with the largest dev Δ among those that passed is used. The chance of using a candidate that is
+  no better stays within the limit over the whole walk, without dividing it among the candidates, so the first
+  candidate is decided exactly as `adapt --recipe NAME` would decide it: list the one you expect most from first
+  (the default order puts ConSERT first). The price: a candidate after one that fails is not considered.
 - **strict**: Bonferroni's adjustment of the paired bootstrap interval: each candidate's Δ gets a paired
   percentile interval at confidence 1 − 0.05 / K (K = 3: the 0.83rd and 99.17th percentiles of the 1,000 paired
   resamples); the candidates whose Δ > 0 and whose adjusted interval excludes 0 are eligible and the one with
@@ -77,7 +80,7 @@ class Choice:
     def to_dict(self) -> dict[str, Any]:
         adjustment = ({"method": METHOD, "candidates": len(self.scores), "family_error": FAMILY_ERROR,
                        "confidence": self.confidence} if self.rule == STRICT else
-                      {"method": "max-T over every evaluation" if self.rule != POSITIVE else "none",
+                      {"method": "fixed sequence, max-T within each candidate" if self.rule != POSITIVE else "none",
                        "candidates": len(self.scores), "confidence": self.confidence})
         return {"chosen": self.chosen, "decision": self.decision, "decision_reason": self.reason,
                 "decision_rule": self.rule, "decision_risk": self.risk, "adjustment": adjustment,
@@ -104,32 +107,31 @@ def score_candidates(evaluator: Any, base: Outputs, candidates: Sequence[tuple[s
 
 
 def weigh_candidates(evaluator: Any, base: Outputs, candidates: Sequence[tuple[str, Outputs, Sequence[Outputs]]],
-                     ) -> tuple[list[CandidateScore], Evidence | None]:
-    """Each candidate's score (its selected checkpoint's outputs) and the evidence for the best one, paid for every
-    evaluation of every candidate. `candidates`: (name, selected outputs, every evaluation's outputs)."""
+                     ) -> tuple[list[CandidateScore], list[Evidence | None]]:
+    """Each candidate's score (its selected checkpoint's outputs) and its evidence, paid for the choice among its
+    own evaluations. `candidates`: (name, selected outputs, every evaluation's outputs), in the order they are
+    tested."""
     scores = score_candidates(evaluator, base, [(name, selected) for name, selected, _ in candidates])
-    if not scores:
-        return scores, None
-    best = max(range(len(scores)), key=lambda index: scores[index].change)
-    options: list[Outputs] = []
-    chosen = 0
-    for index, (_name, selected, evaluations) in enumerate(candidates):
-        evaluations = list(evaluations) or [selected]
-        if index == best:
-            chosen = len(options) + next((i for i, outputs in enumerate(evaluations) if outputs == selected), 0)
-        options.extend(evaluations)
-    return scores, dev_evidence(evaluator, base, options, chosen)
+    evidence = []
+    for _name, selected, evaluations in candidates:
+        options = list(evaluations) or [selected]
+        chosen = next((index for index, outputs in enumerate(options) if outputs == selected), None)
+        if chosen is None:  # the selected outputs are not among the evaluations kept (an older run): weigh it alone
+            options, chosen = [selected], 0
+        evidence.append(dev_evidence(evaluator, base, options, chosen))
+    return scores, evidence
 
 
 def choose(scores: Sequence[CandidateScore], dev_name: str | None = None, rule: DecisionRule | None = None,
-           evidence: Evidence | None = None) -> Choice:
+           evidence: Sequence[Evidence | None] | None = None) -> Choice:
     """The rule's choice (module docstring): strict — the largest Δ among candidates whose adjusted interval
-    excludes 0; risk — the largest Δ when its selection-aware risk is within the limit; positive — the largest Δ."""
+    excludes 0; risk — the candidates in order, each within the limit, until one is not, then the largest Δ of
+    those that passed; positive — the largest Δ."""
     if not scores:
         raise ValueError("no candidates to choose from")
     rule = rule or DecisionRule(STRICT)
     if rule.name != STRICT:
-        return _choose_by_evidence(scores, dev_name, rule, evidence)
+        return _choose_by_evidence(scores, dev_name, rule, evidence or [None] * len(scores))
     k = len(scores)
     bootstrap_off = scores[0].adjusted is None
     confidence = None if bootstrap_off else adjusted_confidence(k)
@@ -156,31 +158,51 @@ def choose(scores: Sequence[CandidateScore], dev_name: str | None = None, rule: 
 
 
 def _choose_by_evidence(scores: Sequence[CandidateScore], dev_name: str | None, rule: DecisionRule,
-                        evidence: Evidence | None) -> Choice:
+                        evidence: Sequence[Evidence | None]) -> Choice:
     k = len(scores)
     on = f" on {dev_name}" if dev_name else ""
-    best = max(scores, key=lambda score: score.change)
-    risk = evidence.risk if evidence is not None else None
-    confidence = evidence.confidence if evidence is not None else None
-    interval = f" [{best.interval[0]:+.2f}, {best.interval[1]:+.2f}]" if best.interval else ""
-    shown = f"{best.name}, Δ {best.change:+.2f}{interval}"
+    best = max(scores, key=lambda score: score.change)  # max keeps the first listed of equal Δs
 
-    def made(chosen: str | None, reason: str) -> Choice:
-        return Choice(chosen, USE_ADAPTED if chosen else KEEP_BASE, reason, confidence, tuple(scores), rule.name,
-                      risk)
+    def made(chosen: CandidateScore | None, reason: str, weighed: Evidence | None) -> Choice:
+        return Choice(chosen.name if chosen else None, USE_ADAPTED if chosen else KEEP_BASE, reason,
+                      weighed.confidence if weighed else None, tuple(scores), rule.name,
+                      weighed.risk if weighed else None)
 
     if best.change <= 0:
-        return made(None, f"no candidate beat the base model{on} (best: {shown})")
+        return made(None, f"no candidate beat the base model{on} (best: {_plain(best)})", None)
     if rule.name == POSITIVE:
-        return made(best.name, f"{best.name} has the largest dev Δ{on} ({shown}; rule: any dev Δ > 0)")
-    if evidence is None:
-        return made(best.name, f"{best.name} has the largest dev Δ{on} ({shown}); no risk was computed (bootstrap "
-                               f"off), so the choice among {k} candidates is not protected against a noise win")
-    measured = (f"risk {evidence.risk:.2f} that it is no better (best of {evidence.options} evaluations of {k} "
-                f"candidate{'s' if k > 1 else ''}), limit {rule.risk:.2f}")
-    if evidence.risk <= rule.risk:
-        return made(best.name, f"{best.name} beats the base model{on} ({shown}; {measured})")
-    return made(None, f"not enough evidence{on}: the best candidate, {shown}; {measured}")
+        return made(best, f"{best.name} has the largest dev Δ{on} ({_plain(best)}; rule: any dev Δ > 0)", None)
+    if all(weighed is None for weighed in evidence):
+        return made(best, f"{best.name} has the largest dev Δ{on} ({_plain(best)}); no risk was computed (bootstrap "
+                          f"off), so the choice among {k} candidates is not protected against a noise win", None)
+    passed: list[tuple[CandidateScore, Evidence]] = []
+    stopped: tuple[CandidateScore, Evidence | None] | None = None
+    for score, weighed in zip(scores, evidence):  # fixed sequence: each is tested only if all before it passed
+        if score.change <= 0 or weighed is None or weighed.risk > rule.risk:
+            stopped = (score, weighed)
+            break
+        passed.append((score, weighed))
+    order = f"candidates tested in order, {k} in all" if k > 1 else "one candidate"
+    if passed:
+        chosen, weighed = max(passed, key=lambda pair: pair[0].change)
+        return made(chosen, f"{chosen.name} beats the base model{on} ({_plain(chosen)}; {_risk(weighed, rule)}; "
+                            f"{order})", weighed)
+    assert stopped is not None
+    score, weighed = stopped
+    why = "did not beat the base model" if score.change <= 0 else "has not enough evidence"
+    risk = f"; {_risk(weighed, rule)}" if weighed is not None and score.change > 0 else ""
+    later = "; the candidates after it are not tested" if k > 1 else ""
+    return made(None, f"the first candidate, {score.name}, {why}{on} ({_plain(score)}{risk}){later}", weighed)
+
+
+def _plain(score: CandidateScore) -> str:
+    interval = f" [{score.interval[0]:+.2f}, {score.interval[1]:+.2f}]" if score.interval else ""
+    return f"Δ {score.change:+.2f}{interval}"
+
+
+def _risk(weighed: Evidence, rule: DecisionRule) -> str:
+    chosen = f"best of {weighed.options} evaluations" if weighed.options > 1 else "one evaluation"
+    return f"risk {weighed.risk:.2f} that it is no better ({chosen}), limit {rule.risk:.2f}"
 
 
 def choose_unadjusted(scores: Sequence[CandidateScore]) -> str | None:
