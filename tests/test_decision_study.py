@@ -1,0 +1,96 @@
+"""bench/decision_study.py: the re-drawn splits, a run's decision on them, the summaries and the power model."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import numpy as np
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _study() -> ModuleType:
+    if str(REPO / "bench") not in sys.path:  # the script imports its siblings, as it does when run
+        sys.path.insert(0, str(REPO / "bench"))
+    spec = importlib.util.spec_from_file_location("decision_study", REPO / "bench" / "decision_study.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["decision_study"] = module  # its dataclasses resolve their annotations through sys.modules
+    spec.loader.exec_module(module)
+    return module
+
+
+def _pool(study: ModuleType, pairs: int = 120):
+    rng = np.random.default_rng(0)
+    first = [f"first sentence {i}" for i in range(pairs)]
+    second = [f"second sentence {i}" for i in range(pairs)]
+    second[5] = first[7]  # pair 5 shares a sentence with pair 7: they cannot sit on both sides of a split
+    return study.Pool(rng.uniform(0, 5, pairs), first, second)
+
+
+def test_a_draw_is_seeded_and_its_test_pairs_share_no_sentence_with_the_dev_pairs() -> None:
+    study = _study()
+    pool = _pool(study)
+    dev, test = study.draw(pool, 40, seed=3, domain="news")
+    assert len(dev) == 40 and not set(dev) & set(test)
+    dev_sentences = {study.key(text) for i in dev for text in (pool.first[i], pool.second[i])}
+    assert not any(study.key(pool.first[i]) in dev_sentences or study.key(pool.second[i]) in dev_sentences
+                   for i in test)
+    assert len(test) >= len(pool) - 40 - 1  # only the pair sharing a sentence with a dev pair can drop out
+    again = study.draw(pool, 40, seed=3, domain="news")
+    assert np.array_equal(dev, again[0]) and np.array_equal(test, again[1])
+    assert not np.array_equal(dev, study.draw(pool, 40, seed=4, domain="news")[0])
+
+
+def test_a_run_keeps_its_best_dev_step_and_each_rule_decides_as_adapt_would() -> None:
+    study = _study()
+    pool = _pool(study)
+    rng = np.random.default_rng(1)
+    noise = rng.normal(0, 1, len(pool))
+    base = pool.gold + 2.0 * noise
+    steps = {25: pool.gold + 1.9 * noise, 50: pool.gold + 0.5 * noise, 75: pool.gold + 1.0 * noise}
+    run = study.Run("m", "news", "consert", base, steps)
+    dev_rows, test = study.draw(pool, 60, seed=0, domain="news")
+    dev = study.DevSet(pool, dev_rows, resamples=500)
+    cell = study.single_run(run, pool, dev, test)
+    assert cell["step"] == 50  # the least noisy step scores best on any draw of 60 pairs
+    assert cell["dev_change"] > 0 and cell["test_change"] > 0
+    decisions = cell["decisions"]
+    assert decisions["positive (any dev Δ > 0)"] == "use-adapted"
+    assert decisions["risk ≤ 0.20 (default)"] == ("use-adapted" if cell["risk"] <= 0.2 else "keep-base")
+    assert cell["risk"] < 0.05  # a clear gain: 2.0 → 0.5 noise on 60 pairs
+
+
+def _cells(applied: list[float], used: list[bool], label: str) -> list[dict]:
+    return [{"model": "m", "recipe": "consert", "dev_size": 100, "seed": seed, "domain": "d",
+             "test_change": value, "decisions": {label: "use-adapted" if use else "keep-base"}}
+            for seed, (value, use) in enumerate(zip(applied, used))]
+
+
+def test_the_summary_counts_what_the_user_ends_with() -> None:
+    study = _study()
+    label = "risk ≤ 0.20 (default)"
+    cells = _cells([+1.0, +0.5, -0.2, +0.3], [True, False, True, False], label)
+    summary = study.summarize(cells, "m", "consert", 100, label)
+    assert summary["applied"] == pytest.approx((1.0 + 0.0 - 0.2 + 0.0) / 4)
+    assert summary["raw"] == pytest.approx(1.6 / 4)
+    assert summary["kept"] == pytest.approx(0.8 / 1.8)  # applied total over the positive part of every test Δ
+    assert (summary["used"], summary["false_use"], summary["worst"]) == (2, 1, pytest.approx(-0.2))
+    assert summary["worst_cell"] == "d seed 2"
+    assert study.summarize(cells, "m", "consert", 100, label, seeds=2)["cells"] == 2
+
+
+def test_the_power_model_uses_a_null_model_at_the_rules_stated_rates() -> None:
+    study = _study()
+    from sentadapt.evaluation.decision import DecisionRule
+
+    assert study.normal_power(0.0, 100, 6.0, DecisionRule("risk", 0.2)) == pytest.approx(0.2)
+    assert study.normal_power(0.0, 100, 6.0, DecisionRule("strict")) == pytest.approx(0.025, abs=1e-6)
+    assert study.normal_power(0.0, 100, 6.0, DecisionRule("positive")) == pytest.approx(0.5)
+    # a gain of one standard error (σ/√n = 0.6) beyond the risk rule's threshold z_0.8·0.6 is used 84 % of the time
+    assert study.normal_power(0.8416 * 0.6 + 0.6, 100, 6.0, DecisionRule("risk", 0.2)) == pytest.approx(0.8413,
+                                                                                                      abs=1e-3)
