@@ -112,7 +112,7 @@ def test_resume_without_a_run(tmp_path: Path) -> None:
 def test_a_running_lock_is_respected(corpus: Path, tiny_model_dir: Path, tmp_path: Path) -> None:
     import os
 
-    from sentadapt.cli.adapt import _acquire_lock
+    from sentadapt.train.lock import acquire_lock as _acquire_lock
     from sentadapt.errors import ConfigError
 
     (tmp_path / ".lock").write_text(str(os.getppid()))  # a live process that is not us

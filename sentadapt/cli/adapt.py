@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import shutil
 import time
 from pathlib import Path
 from typing import Any
@@ -13,9 +11,9 @@ from rich.table import Table
 from typer.core import TyperCommand
 
 from sentadapt.cli._common import console, friendly_errors, note, progress_bar
+from sentadapt.cli.adapt_auto import print_auto_summary
 from sentadapt.cli.progress import RichReporter
 
-LOCK_FILE = ".lock"
 RESUME_LAST = "last"  # what a bare `--resume` means (AdaptCommand spells it out)
 
 
@@ -34,26 +32,6 @@ class AdaptCommand(TyperCommand):
         return super().parse_args(ctx, rewritten)
 
 
-def _resume_auto_mode(output: Path) -> str | None:
-    """`--resume auto`: finished (metrics.json) | last (a checkpoint or finished stage to continue from) |
-    restart (a run that stopped before its first checkpoint: start it again) | None (a new run)."""
-    say = note if _is_main_process() else (lambda _text: None)
-    if (output / "metrics.json").is_file():
-        say(f"--resume auto: {output} is a finished run (metrics.json is written); nothing to do")
-        return "finished"
-    if (output / "auto.yaml").is_file():  # --recipe auto: each candidate is finished, resumed or started
-        say(f"--resume auto: continuing the --recipe auto run in {output} (with its saved plan and configs)")
-        return RESUME_LAST
-    if any(output.glob("checkpoints/step-*")) or any(output.glob("stage-*/checkpoints/step-*")) or any(
-            output.glob("stage-*/metrics.json")):
-        say(f"--resume auto: resuming the run in {output} from its last checkpoint (with its saved config.yaml)")
-        return RESUME_LAST
-    if (output / "config.yaml").is_file():
-        say(f"--resume auto: {output} holds no checkpoint yet; starting the run again from the beginning")
-        return "restart"
-    return None
-
-
 def _on_off(option: str, value: str | None) -> bool | None:
     """An on|off flag's value (None: not given, the config decides)."""
     from sentadapt.errors import ConfigError
@@ -63,11 +41,6 @@ def _on_off(option: str, value: str | None) -> bool | None:
     if value not in ("on", "off"):
         raise ConfigError(f"{option}: '{value}' is not one of on, off")
     return value == "on"
-
-
-def _is_main_process() -> bool:
-    # accelerate launch / torchrun set RANK; only rank 0 talks to the terminal
-    return int(os.environ.get("RANK", "0")) == 0
 
 
 @friendly_errors
@@ -145,193 +118,44 @@ def adapt(
 
     The default base model is sentence-transformers/all-MiniLM-L6-v2 (offline copy: sentadapt\\[offline-model]).
     """
-    from sentadapt.config import build_config, load_run_config
-    from sentadapt.errors import ConfigError
-    from sentadapt.presets import choose_preset
-    from sentadapt.recipes import RECIPES
-    from sentadapt.resolve import DEFAULT_BASE_MODEL, resolve_model
+    from sentadapt.train.adapt import AdaptRequest, Settings
+    from sentadapt.train.adapt import adapt as adapt_run
 
-    resume_mode = _resume_auto_mode(output) if resume_option == "auto" else resume_option
-    if resume_mode == "finished":
-        return  # --resume auto on a finished run: said so, nothing to train
-    if resume_mode not in (None, RESUME_LAST, "restart"):
-        raise ConfigError(f"--resume: unknown mode '{resume_mode}'; use --resume (the last checkpoint) or "
-                          "--resume auto")
-    resume, overwrite = resume_mode == RESUME_LAST, overwrite or resume_mode == "restart"
-    if candidates_option and (recipe or _recipe_of(config_file)) != "auto":
-        raise ConfigError("--candidates: only with --recipe auto (or a --config file with recipe: auto)")
     flags = {"max_steps": max_steps, "epochs": epochs, "batch_size": batch_size, "lr": lr, "max_length": max_length,
              "grad_accum": grad_accum, "mixed_precision": mixed_precision, "eval_every": eval_every,
              "checkpoint_every": checkpoint_every, "patience": patience, "seed": seed, "report_to": report_to,
              "tf32": _on_off("--tf32", tf32)}
-    auto_run = _auto_run_kind(output, resume, recipe, config_file)
-    if auto_run is not None:
-        _adapt_auto(auto_run, corpus, output, config_file, candidates_option, flags, set_options, preset_option,
-                    base or DEFAULT_BASE_MODEL, resume_option, overwrite, dry_run, trust_remote_code, allow_pickle,
-                    require_improvement,
-                    run_fields={"dev": dev, "dev_metric": dev_metric, "data_dir": str(data_dir) if data_dir else None,
-                                "text_column": text_column, "encoding_errors": encoding_errors,
-                                "streaming": streaming, "num_proc": num_proc, "decision": decision_option,
-                                "risk": risk})
-        return
-    if resume:
-        config = load_run_config(output / "config.yaml", {name: RECIPES.get(name).Config for name in RECIPES})
-        config.output = str(output)  # the directory may have been moved since it was written
-        config.num_proc = num_proc or config.num_proc  # a machine setting, not a training one: may change
-        ignored = [k for k, v in flags.items() if v is not None] + (["--set"] if set_options else []) + (
-            ["--preset"] if preset_option else [])
-        if (ignored or corpus) and resume_option != "auto" and _is_main_process():  # auto: said below
-            note(f"--resume uses the run's saved config.yaml; ignoring {', '.join(ignored) or 'CORPUS'}")
-    else:
-        if not corpus:
-            raise ConfigError("CORPUS: give at least one corpus file (or --resume to continue a run)")
-        recipe_name = recipe or _recipe_of(config_file) or "consert"
-        recipe_class = RECIPES.get(recipe_name)
-        base_name = base or DEFAULT_BASE_MODEL
-        resolved: list[Any] = []  # resolved once: detection and the checks below share it (one Hub probe)
+    run_fields = {"dev": dev, "dev_metric": dev_metric, "data_dir": str(data_dir) if data_dir else None,
+                  "text_column": text_column, "encoding_errors": encoding_errors, "streaming": streaming,
+                  "num_proc": num_proc, "decision": decision_option, "risk": risk}
+    settings = Settings(corpus or [], output, recipe, base, config_file, set_options, preset_option, flags, run_fields)
+    request = AdaptRequest(settings, candidates_option, resume_option, overwrite, dry_run, trust_remote_code,
+                           allow_pickle, require_improvement)
+    outcome = adapt_run(request, cli_events())
+    if outcome.status == "dry-run":
+        _print_dry_runs(outcome)
+    elif outcome.auto is not None:
+        print_auto_summary(outcome.output, outcome.auto.record)
 
-        def resolve_base() -> Any:
-            resolved.append(resolve_model(base_name))
-            return resolved[0]
 
-        preset = choose_preset(preset_option, resolve_base, recipe_class)
-        config = build_config(
-            recipe_name, recipe_class.Config, recipe_class.train_defaults, config_file, flags, set_options,
-            preset_values=preset.values, preset=preset.to_dict(),
-            base=base_name, corpus=list(corpus), output=str(output), dev=dev, dev_metric=dev_metric,
-            data_dir=str(data_dir) if data_dir else None, text_column=text_column, encoding_errors=encoding_errors,
-            streaming=streaming, num_proc=num_proc, decision=decision_option, risk=risk,
-        )
-        if resolved:
-            config.resolved_model = resolved[0]
-    _check_paths(config, resume, overwrite, dry_run, require_improvement)
-    if dry_run:
+def cli_events() -> Any:
+    """The library's events rendered here: notes and progress bars on stderr, the training line, the summary."""
+    from sentadapt.train.lifecycle import Events
+
+    return Events(note=note, progress=progress_bar, reporter=RichReporter,
+                  stage_done=lambda result, preset: _print_summary(result, preset))
+
+
+def _print_dry_runs(outcome: Any) -> None:
+    """Each resolved config as a YAML document (stdout), with its preset notes (stderr); one per auto candidate."""
+    import sys
+
+    for index, config in enumerate(outcome.configs):
+        if outcome.candidates:
+            if index:
+                sys.stdout.write("---\n")
+            note(f"candidate {index + 1}/{len(outcome.configs)}: {outcome.candidates[index]} → {config.output}")
         _print_dry_run(config)
-        return
-    result = _run(config, resume, overwrite, trust_remote_code, allow_pickle)
-    if require_improvement and result is not None and result.decision.keep_base:
-        from sentadapt.errors import NoImprovement
-
-        raise NoImprovement(f"--require-improvement: keep the base model: {result.decision.reason}; "
-                            f"{result.output} holds what the run trained")
-
-
-def _auto_run_kind(output: Path, resume: bool, recipe: str | None, config_file: Path | None) -> str | None:
-    """"resume" (an auto run directory, --resume), "new" (--recipe auto) or None (a single-recipe run)."""
-    from sentadapt.train.candidates import AUTO, PLAN_FILE
-
-    if resume:
-        return "resume" if (output / PLAN_FILE).is_file() else None
-    return "new" if (recipe or _recipe_of(config_file)) == AUTO else None
-
-
-def _adapt_auto(kind: str, corpus: list[str] | None, output: Path, config_file: Path | None,
-                candidates_option: list[str], flags: dict[str, Any], set_options: list[str],
-                preset_option: str | None, base_name: str, resume_option: str | None, overwrite: bool, dry_run: bool,
-                trust_remote_code: bool, allow_pickle: bool, require_improvement: bool,
-                run_fields: dict[str, Any]) -> None:
-    from sentadapt.cli.adapt_auto import SingleRun, check_auto, plan_auto, print_auto_dry_run, run_auto
-    from sentadapt.errors import ConfigError, NoImprovement
-    from sentadapt.train.auto import read_plan
-
-    single = SingleRun(train=_run, check_paths=_check_paths, check_writable=_check_writable,
-                       print_dry_run=_print_dry_run, acquire_lock=_acquire_lock, device=_device,
-                       is_main=_is_main_process)
-    if kind == "resume":
-        if (output / "metrics.json").is_file():
-            raise ConfigError(f"--resume: {output} is a finished run (metrics.json is written); nothing to resume — "
-                              "start a new run with another --output")
-        runs = read_plan(output)
-        ignored = [k for k, v in flags.items() if v is not None] + (["--set"] if set_options else []) + (
-            ["--preset"] if preset_option else []) + (["--candidates"] if candidates_option else [])
-        if (ignored or corpus) and resume_option != "auto" and _is_main_process():
-            note(f"--resume uses the run's saved plan and configs; ignoring {', '.join(ignored) or 'CORPUS'}")
-    else:
-        if not corpus:
-            raise ConfigError("CORPUS: give at least one corpus file (or --resume to continue a run)")
-        runs, _resolved = plan_auto(list(corpus), output=output, config_file=config_file,
-                                    candidates_option=candidates_option, flags=flags, set_options=set_options,
-                                    preset_option=preset_option, base_name=base_name, run_fields=run_fields)
-    check_auto(single, runs, output, kind == "resume", overwrite, dry_run, require_improvement)
-    if dry_run:
-        print_auto_dry_run(single, runs)
-        return
-    choice = run_auto(single, runs, output, kind == "new", overwrite, trust_remote_code, allow_pickle)
-    if require_improvement and choice is not None and choice.chosen is None:
-        raise NoImprovement(f"--require-improvement: keep the base model: {choice.reason}; {output / 'candidates'} "
-                            "holds what each candidate trained")
-
-
-def _recipe_of(config_file: Path | None) -> str | None:
-    if config_file is None:
-        return None
-    from sentadapt.config import load_yaml
-
-    return load_yaml(config_file).get("recipe")
-
-
-def _check_paths(config: Any, resume: bool, overwrite: bool, dry_run: bool, require_improvement: bool) -> None:
-    """Fail fast, before any weights load: model, corpus files, dev set, output directory."""
-    from sentadapt.config import check_choice
-    from sentadapt.data.corpus import ENCODING_ERRORS, check_sources
-    from sentadapt.errors import ConfigError
-    from sentadapt.evaluation.task_types import resolve_dev_set
-    from sentadapt.resolve import resolve_model
-
-    check_choice("--encoding-errors", config.encoding_errors, ENCODING_ERRORS)
-    from sentadapt.evaluation.decision import decision_rule
-
-    decision_rule(config)  # --decision / --risk checked before anything loads
-    from sentadapt.train.tracking import resolve_trackers
-
-    resolve_trackers(config.train.report_to)  # a tracker that is not installed: say which extra, before loading
-    if getattr(config, "resolved_model", None) is None:  # preset detection may have resolved it already
-        config.resolved_model = resolve_model(config.base)
-    check_sources(config.corpus)  # a missing file, a directory, a fake .gz, an unreachable Hub dataset
-    from sentadapt.recipes import RECIPES
-
-    recipe_check = getattr(RECIPES.get(config.recipe), "check_corpus", None)
-    if recipe_check is not None:
-        recipe_check(config.corpus, config.recipe_args)  # e.g. CLSR needs pairs, not a sentence list
-    dev_name, make_dev_evaluator = resolve_dev_set(config.dev, config.data_dir, config.dev_metric)
-    if make_dev_evaluator is not None and not dry_run:
-        make_dev_evaluator()  # reads and checks the whole dev set (no torch) before anything is written
-    if require_improvement and dev_name is None:
-        raise ConfigError("--require-improvement: needs a labelled dev set to compare with the base model; "
-                          "pass --dev FILE (e.g. 100 labelled pairs from your domain) or --dev stsb --data-dir DIR")
-    output = Path(config.output)
-    if dry_run or not _is_main_process():  # other ranks would see the directory rank 0 just made
-        return
-    if output.exists() and not output.is_dir():
-        raise ConfigError(f"--output {output}: exists and is not a directory")
-    if not resume and output.is_dir() and any(output.iterdir()) and not overwrite:
-        raise ConfigError(f"--output {output}: exists and is not empty; pass --resume to continue that run "
-                          "or --overwrite to replace it")
-    _check_writable(output)
-    _check_free_space(config, output)
-
-
-def _check_writable(output: Path) -> None:
-    """The nearest existing folder on the way to --output must be a writable directory."""
-    from sentadapt.errors import ConfigError
-
-    parent = output
-    while not parent.exists():
-        parent = parent.parent
-    if not parent.is_dir():
-        raise ConfigError(f"--output {output}: {parent} is a file, not a directory")
-    if not os.access(parent, os.W_OK):
-        raise ConfigError(f"--output {output}: {parent} is not writable")
-
-
-def _check_free_space(config: Any, output: Path) -> None:
-    """Refuse before training when checkpoints and the model would not fit (known for local base models only)."""
-    from sentadapt.train.storage import check_free_space, weights_bytes
-
-    resolved = config.resolved_model
-    weights = weights_bytes(Path(resolved.location)) if resolved.is_local else None
-    if weights is not None:
-        check_free_space(output, weights, config.train.keep_checkpoints)
 
 
 def _print_dry_run(config: Any) -> None:
@@ -369,144 +193,6 @@ def _print_preset(config: Any) -> None:
     for key, old, new in changes:
         overridden = f" (overridden: {final[key]} from the YAML, a flag or --set)" if final.get(key) != new else ""
         note(f"preset {preset['name']}: {key} {old} → {new}{overridden}")
-
-
-def _acquire_lock(output: Path) -> Path:
-    """Create `output/.lock` holding our pid in one atomic step (O_EXCL); take over a lock whose process is gone."""
-    from sentadapt.errors import ConfigError
-
-    lock = output / LOCK_FILE
-    for _attempt in range(3):
-        try:
-            descriptor = os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-        except FileExistsError:
-            pid = _lock_pid(lock)
-            if pid == os.getpid():
-                return lock
-            if pid == 0:
-                continue  # released in the meantime: try again
-            if pid is None or _process_alive(pid):
-                holder = f"pid {pid}" if pid is not None else "starting, the lock has no pid yet"
-                raise ConfigError(f"--output {output}: another sentadapt run ({holder}) is writing here; wait for "
-                                  f"it or remove {lock} if that process is not sentadapt") from None
-            note(f"--output {output}: taking over a stale lock (pid {pid} is not running; that run was killed)")
-            lock.unlink(missing_ok=True)
-            continue
-        with os.fdopen(descriptor, "w") as handle:
-            handle.write(str(os.getpid()))
-        return lock
-    raise ConfigError(f"--output {output}: could not take {lock}; another run keeps replacing it")
-
-
-def _lock_pid(lock: Path) -> int | None:
-    """The pid in a lock file; 0 when it was just released; None while its writer has not written the pid yet."""
-    try:
-        text = lock.read_text().strip()
-    except FileNotFoundError:
-        return 0
-    return int(text) if text.isdigit() else None
-
-
-def _process_alive(pid: int) -> bool:
-    if pid <= 0:
-        return False  # os.kill(0, ...) would address our own process group
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True  # alive, owned by another user
-    return True
-
-
-def _run(config: Any, resume: bool, overwrite: bool, trust_remote_code: bool, allow_pickle: bool,
-         base_dev: tuple[float, dict[str, Any]] | None = None, summary: bool = True) -> Any:
-    """Train every stage of the recipe; returns the last stage's TrainResult (None on ranks other than 0).
-    `base_dev`: the base model's dev score and outputs when already known (--recipe auto); `summary`: print the
-    run's summary table (--recipe auto prints one table for all candidates instead)."""
-    from sentadapt.config import save_run_config
-    from sentadapt.errors import ConfigError
-    from sentadapt.recipes import RECIPES
-    from sentadapt.train.inputs import build_inputs, stage_outputs
-    from sentadapt.train.loop import Trainer
-
-    output = Path(config.output)
-    main = _is_main_process()
-    lock = None
-    if main:
-        if output.is_dir():
-            lock = _acquire_lock(output)  # before --overwrite deletes anything a live run is writing
-        if overwrite and output.is_dir() and not resume:
-            shutil.rmtree(output)
-        output.mkdir(parents=True, exist_ok=True)
-        lock = _acquire_lock(output)
-        if not resume:
-            save_run_config(config, output / "config.yaml")  # the whole run's config, for --resume
-    say = note if main else (lambda _text: None)
-    result = None
-    try:
-        stages = stage_outputs(config, RECIPES.get(config.recipe).stages_for(config.recipe_args))
-        for number, (stage, stage_config) in enumerate(stages, start=1):
-            stage_dir = Path(stage_config.output)
-            # only a resumed run skips finished stages (with --overwrite, rank 0 may not have deleted them yet)
-            if resume and number < len(stages) and (stage_dir / "metrics.json").is_file():
-                say(f"stage {number}/{len(stages)} ({stage}) already complete in {stage_dir}")
-                continue
-            if len(stages) > 1:
-                say(f"stage {number}/{len(stages)}: {stage} → {stage_dir}")
-            stage_resume = resume and (stage_dir / "checkpoints").is_dir()
-            if resume and not stage_resume and number == len(stages) == 1:
-                raise ConfigError(f"--resume: no checkpoint in {stage_dir / 'checkpoints'}; start without --resume")
-            inputs = build_inputs(stage_config, say, device=_device(), trust_remote_code=trust_remote_code,
-                                  allow_pickle=allow_pickle, stage=stage,
-                                  progress=progress_bar if main else None)
-            if number == 1:
-                inputs.base_dev = base_dev  # later stages start from the previous stage's model, not the base
-            result = _train_stage(Trainer(inputs, RichReporter() if main else None), stage_resume, output)
-            if main and summary:
-                _print_summary(result, config.preset)
-    finally:
-        if lock is not None:
-            lock.unlink(missing_ok=True)
-    return result if main else None
-
-
-def _train_stage(trainer: Any, resume: bool, output: Path) -> Any:
-    """Run the trainer; a write that fails (disk full, file too large, no permission) becomes one line that
-    says what is intact and how to continue."""
-    from sentadapt.errors import StorageError
-    from sentadapt.train.storage import describe_write_failure
-
-    try:
-        return trainer.run(resume=resume)
-    except StorageError as error:
-        raise StorageError(f"{error}; {_after_write_failure(trainer.checkpoints, output)}") from None
-    except Exception as error:
-        reason = describe_write_failure(error)
-        if reason is None:
-            raise
-        where = getattr(error, "filename", None) or trainer.output
-        raise StorageError(f"{where}: cannot write ({reason}); "
-                           f"{_after_write_failure(trainer.checkpoints, output)}") from None
-
-
-def _after_write_failure(checkpoints: Path, output: Path) -> str:
-    from sentadapt.train.checkpoint import list_checkpoints
-
-    found = list_checkpoints(checkpoints)
-    if not found:
-        return (f"the run did not finish and wrote no checkpoint; free space in {output} (or fix its permissions), "
-                "then start again with --overwrite")
-    return (f"the run did not finish; its checkpoints up to {found[0].name} are intact; free space in {output} "
-            f"(or fix its permissions), then resume with: sentadapt adapt --resume --output {output}")
-
-
-def _device() -> str:
-    import torch
-
-    if torch.cuda.is_available():
-        return f"cuda:{int(os.environ.get('LOCAL_RANK', '0'))}"
-    return "cpu"
 
 
 def _score(value: float | None) -> str:

@@ -1,0 +1,212 @@
+"""`adapt --recipe auto` from start to end, for the API and the CLI alike: plan the candidates (train/candidates.py),
+check them as single runs are checked, train each in order through the single-run lifecycle (finished ones
+skipped, an interrupted one resumed), then choose (evaluation/selection.py) and publish (train/auto.py). Prints
+nothing: notes go to the `Events`; the caller renders the record.
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from sentadapt.errors import ConfigError
+from sentadapt.train import auto
+from sentadapt.train.lifecycle import Events, Settings, check_run, check_writable, device, is_main_process, train_run
+from sentadapt.train.lock import acquire_lock
+
+Say = Callable[[str], None]
+
+
+@dataclass
+class AutoOutcome:
+    choice: Any  # evaluation.selection.Choice
+    record: dict[str, Any]  # OUTPUT/metrics.json
+
+
+def plan_auto(settings: Settings, candidates_option: list[str]) -> list[auto.CandidateRun]:
+    """The candidate runs of a new auto run (configs built and checked as `adapt --recipe NAME` would), with the
+    base model resolved once for all of them."""
+    from sentadapt.presets import choose_preset
+    from sentadapt.resolve import DEFAULT_BASE_MODEL, resolve_model
+    from sentadapt.train.candidates import (
+        auto_yaml_settings,
+        candidate_config,
+        check_budget,
+        parse_candidates,
+        plan_candidates,
+        split_inputs,
+    )
+
+    if not settings.corpus:
+        raise ConfigError("CORPUS: give at least one corpus file (or --resume to continue a run)")
+    yaml_train, yaml_candidates = auto_yaml_settings(settings.config_file)
+    requested = parse_candidates(candidates_option) or parse_candidates(
+        yaml_candidates, where=f"{settings.config_file}: candidates")
+    inputs = split_inputs(list(settings.corpus))
+    candidates = plan_candidates(requested, inputs)
+    base_name = settings.base or DEFAULT_BASE_MODEL
+    resolved = resolve_model(base_name)
+    runs = [auto.CandidateRun(candidate, candidate_config(
+        candidate, inputs, settings.output, yaml_train=yaml_train, flags=settings.flags,
+        set_options=list(settings.set_options),
+        preset_for=lambda recipe_class: choose_preset(settings.preset, lambda: resolved, recipe_class),
+        base=base_name, **settings.run_fields)) for candidate in candidates]
+    for run in runs:
+        run.config.resolved_model = resolved
+    check_budget([run.config for run in runs])
+    return runs
+
+
+def check_auto(runs: list[auto.CandidateRun], output: Path, resume: bool, overwrite: bool, dry_run: bool,
+               require_improvement: bool) -> None:
+    """What a single run checks, for every candidate; and a dev set, without which nothing can be chosen."""
+    first = runs[0].config
+    if first.dev in (None, "none") and not _has_default_dev(first):
+        raise ConfigError("--recipe auto: needs a labelled dev set to choose among the candidates; pass --dev FILE "
+                          "(e.g. 100 labelled pairs from your domain) or --dev stsb --data-dir DIR")
+    for run in runs:
+        check_run(run.config, resume, True, dry_run, require_improvement)
+    if dry_run:
+        return
+    if not resume and output.is_dir() and any(output.iterdir()) and not overwrite:
+        raise ConfigError(f"--output {output}: exists and is not empty; pass --resume to continue that run "
+                          "or --overwrite to replace it")
+    check_writable(output)
+
+
+def _has_default_dev(config: Any) -> bool:
+    from sentadapt.evaluation.task_types import resolve_dev_set
+
+    return resolve_dev_set(config.dev, config.data_dir, config.dev_metric)[0] is not None
+
+
+def run_auto(runs: list[auto.CandidateRun], output: Path, fresh: bool, overwrite: bool, trust_remote_code: bool,
+             allow_pickle: bool, events: Events | None = None) -> AutoOutcome | None:
+    """Train the candidates in order (finished ones skipped, an interrupted one resumed), then choose and publish.
+    Returns the outcome on the main process, None on the others."""
+    from sentadapt.train.signals import TrainingInterrupted
+
+    events = (events or Events()).for_process()
+    main = is_main_process()
+    lock = None
+    if main:
+        if output.is_dir():
+            lock = acquire_lock(output, events.note)  # before --overwrite deletes anything a live run is writing
+        if fresh and overwrite and output.is_dir():
+            shutil.rmtree(output)
+        output.mkdir(parents=True, exist_ok=True)
+        lock = acquire_lock(output, events.note)
+        if fresh:
+            first = runs[0].config
+            auto.write_plan(output, runs, {"base": first.base, "dev": first.dev, "max_steps": first.train.max_steps,
+                                           "seed": first.train.seed})
+    try:
+        evaluator, dev_name = _dev_evaluator(runs[0].config)
+        base = _base_dev(output, runs[0].config, evaluator, trust_remote_code, allow_pickle, events.note) \
+            if main else None
+        # each candidate trains through the single-run path; its own summary is left to the auto record
+        quiet = Events(events.note, events.progress, events.reporter)
+        for index, run in enumerate(runs, start=1):
+            try:
+                _train_candidate(run, index, len(runs), base, trust_remote_code, allow_pickle, quiet)
+            except TrainingInterrupted as error:  # resuming continues the whole auto run, not this candidate alone
+                message = str(error).replace(f"--resume --output {run.folder}", f"--resume --output {output}")
+                raise TrainingInterrupted(f"candidate {run.candidate.spec}: {message}", error.signum) from None
+        if not main:
+            return None
+        assert base is not None
+        choice = auto.decide_among(runs, evaluator, base[1], dev_name)
+        published = auto.publish_choice(output, choice, runs, _encoder_loader(trust_remote_code, allow_pickle))
+        record = auto.write_auto_metrics(output, runs, choice, base[0], evaluator, dev_name, published)
+        return AutoOutcome(choice, record)
+    finally:
+        if lock is not None:
+            lock.unlink(missing_ok=True)
+
+
+def _dev_evaluator(config: Any) -> tuple[Any, str | None]:
+    from sentadapt.evaluation.task_types import resolve_dev_set
+
+    dev_name, make_evaluator = resolve_dev_set(config.dev, config.data_dir, config.dev_metric)
+    return make_evaluator(), dev_name
+
+
+def _base_dev(output: Path, config: Any, evaluator: Any, trust_remote_code: bool, allow_pickle: bool,
+              say: Say) -> tuple[float, dict[str, Any]]:
+    """The base model's dev score and outputs: scored once (as the user has it: its own pooling) and shared by
+    every candidate, so all Δs are against the same numbers; kept in OUTPUT/base_dev.json for --resume."""
+    from sentadapt.encoder import Encoder
+
+    saved = auto.load_base_dev(output)
+    if saved is not None:
+        return saved
+    encoder = Encoder.load(config.base, device=device(), trust_remote_code=trust_remote_code,
+                           allow_pickle=allow_pickle)
+    report = evaluator(encoder, batch_size=config.train.eval_batch_size, intervals=False)
+    base = (report.average, evaluator.outputs_of(report))
+    auto.save_base_dev(output, *base)
+    say(f"base model on {report.title if len(evaluator.tasks) > 1 else evaluator.tasks[0].name}: {base[0]:.2f} "
+        "(shared by every candidate)")
+    return base
+
+
+def _train_candidate(run: auto.CandidateRun, index: int, total: int, base: Any, trust_remote_code: bool,
+                     allow_pickle: bool, events: Events) -> None:
+    from sentadapt.train.loop import TrainingDiverged
+
+    say = events.note
+    status = run.status
+    where = f"candidate {index}/{total} ({run.candidate.spec})"
+    if auto.failure_of(run):
+        say(f"{where}: failed earlier, left out of the choice: {auto.failure_of(run)}")
+        return
+    if status == auto.FINISHED and auto.load_outcome(run) is not None:
+        say(f"{where}: finished earlier in {run.folder}")
+        return
+    if status == auto.FINISHED:  # stopped between its metrics.json and its outcome: score its published model
+        say(f"{where}: finished earlier in {run.folder}; scoring its model on the dev set again")
+        _rescore(run, trust_remote_code, allow_pickle)
+        return
+    say(f"{where} → {run.folder}" + (" (resuming from its last checkpoint)" if status == auto.RESUME else ""))
+    started = time.perf_counter()
+    try:
+        result = train_run(run.config, status == auto.RESUME, status == auto.NEW, trust_remote_code, allow_pickle,
+                           events, base_dev=base)
+    except TrainingDiverged as error:  # every rank agrees on a non-finite step, so every rank lands here
+        if is_main_process():
+            auto.save_outcome(run, None, time.perf_counter() - started, failed=str(error))
+        say(f"{where}: left out of the choice: {error}")
+        return
+    if result is None:
+        return  # not the main process
+    auto.save_outcome(run, result.state.dev_outputs.get("best"), time.perf_counter() - started)
+    state = result.state
+    say(f"{where}: best dev {state.best_score:.2f} at step {state.best_step} (base {state.base_score:.2f}, "
+        f"Δ {state.dev_change:+.2f}); {duration(time.perf_counter() - started)}")
+
+
+def _rescore(run: auto.CandidateRun, trust_remote_code: bool, allow_pickle: bool) -> None:
+    from sentadapt.encoder import Encoder
+
+    evaluator, _ = _dev_evaluator(run.config)
+    encoder = Encoder.load(str(run.folder), device=device(), trust_remote_code=trust_remote_code,
+                           allow_pickle=allow_pickle)
+    report = evaluator(encoder, batch_size=run.config.train.eval_batch_size, intervals=False)
+    auto.save_outcome(run, evaluator.outputs_of(report), None)
+
+
+def _encoder_loader(trust_remote_code: bool, allow_pickle: bool) -> Callable[[str], Any]:
+    def load(folder: str) -> Any:
+        from sentadapt.encoder import Encoder
+
+        return Encoder.load(folder, device="cpu", trust_remote_code=trust_remote_code, allow_pickle=allow_pickle)
+
+    return load
+
+
+def duration(seconds: float | None) -> str:
+    return "–" if seconds is None else time.strftime("%H:%M:%S", time.gmtime(seconds))

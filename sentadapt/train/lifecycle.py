@@ -1,0 +1,281 @@
+"""A single-recipe `adapt` run from start to end, the same code path for the Python API and the CLI: its config
+(new, resumed, or what `--resume auto` finds in the folder), the checks before anything loads, the lock on the
+output folder, the recipe's stages, and the decision `--require-improvement` reads. It prints nothing: what
+happens goes to the `Events` callbacks (the CLI renders them with rich; the API's default is silent).
+`--recipe auto` builds on it: train/auto_run.py.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from sentadapt.config import RunConfig
+from sentadapt.errors import ConfigError, StorageError
+from sentadapt.train.lock import acquire_lock
+
+RESUME_LAST = "last"  # continue from the last checkpoint (a bare `--resume`)
+RESTART = "restart"  # `--resume auto` on a run that stopped before its first checkpoint: start it again
+FINISHED = "finished"  # `--resume auto` on a finished run: nothing to do
+Progress = Callable[[str, int], AbstractContextManager[Callable[[int], None]]]
+
+
+def _silent(_text: str) -> None:
+    return None
+
+
+@dataclass
+class Events:
+    """Where a run reports what happens. Every callback is optional; the defaults are silent."""
+
+    note: Callable[[str], None] = _silent  # one line: what was read, skipped, resumed, decided
+    progress: Progress | None = None  # a progress bar for long preparations (corpus tokenizing, encoding)
+    reporter: Callable[[], Any] | None = None  # a train.tracking.Reporter for the training line, made per stage
+    stage_done: Callable[[Any, dict[str, Any] | None], None] | None = None  # (TrainResult, preset) per stage
+
+    def for_process(self) -> Events:
+        """The events of this process: other ranks than 0 stay silent."""
+        return self if is_main_process() else Events()
+
+
+@dataclass
+class Settings:
+    """What a new single-recipe run is asked for (the CLI's flags, the API's keywords). None: the config decides."""
+
+    corpus: Sequence[str] = ()
+    output: Path = Path("runs/x")
+    recipe: str | None = None
+    base: str | None = None
+    config_file: Path | None = None
+    set_options: Sequence[str] = ()
+    preset: str | None = None
+    flags: dict[str, Any] = field(default_factory=dict)  # TrainConfig fields: max_steps, lr, batch_size, …
+    run_fields: dict[str, Any] = field(default_factory=dict)  # RunConfig fields: dev, dev_metric, decision, …
+
+
+def is_main_process() -> bool:
+    # accelerate launch / torchrun set RANK; only rank 0 writes the run directory and talks to the user
+    return int(os.environ.get("RANK", "0")) == 0
+
+
+def device() -> str:
+    import torch
+
+    if torch.cuda.is_available():
+        return f"cuda:{int(os.environ.get('LOCAL_RANK', '0'))}"
+    return "cpu"
+
+
+def resume_auto_mode(output: Path, note: Callable[[str], None] = _silent) -> str | None:
+    """`--resume auto`: finished (metrics.json) | last (a checkpoint or finished stage to continue from) |
+    restart (a run that stopped before its first checkpoint: start it again) | None (a new run)."""
+    if (output / "metrics.json").is_file():
+        note(f"--resume auto: {output} is a finished run (metrics.json is written); nothing to do")
+        return FINISHED
+    if (output / "auto.yaml").is_file():  # --recipe auto: each candidate is finished, resumed or started
+        note(f"--resume auto: continuing the --recipe auto run in {output} (with its saved plan and configs)")
+        return RESUME_LAST
+    if any(output.glob("checkpoints/step-*")) or any(output.glob("stage-*/checkpoints/step-*")) or any(
+            output.glob("stage-*/metrics.json")):
+        note(f"--resume auto: resuming the run in {output} from its last checkpoint (with its saved config.yaml)")
+        return RESUME_LAST
+    if (output / "config.yaml").is_file():
+        note(f"--resume auto: {output} holds no checkpoint yet; starting the run again from the beginning")
+        return RESTART
+    return None
+
+
+def recipe_of(config_file: Path | None) -> str | None:
+    if config_file is None:
+        return None
+    from sentadapt.config import load_yaml
+
+    return load_yaml(config_file).get("recipe")
+
+
+def new_config(settings: Settings) -> RunConfig:
+    """The config of a new run: defaults < the recipe's paper settings < the preset for the base < the --config
+    file < flags < --set; the base model resolved once (preset detection and the checks share it)."""
+    from sentadapt.config import build_config
+    from sentadapt.presets import choose_preset
+    from sentadapt.recipes import RECIPES
+    from sentadapt.resolve import DEFAULT_BASE_MODEL, resolve_model
+
+    if not settings.corpus:
+        raise ConfigError("CORPUS: give at least one corpus file (or --resume to continue a run)")
+    recipe_name = settings.recipe or recipe_of(settings.config_file) or "consert"
+    recipe_class = RECIPES.get(recipe_name)
+    base_name = settings.base or DEFAULT_BASE_MODEL
+    resolved: list[Any] = []
+
+    def resolve_base() -> Any:
+        resolved.append(resolve_model(base_name))
+        return resolved[0]
+
+    preset = choose_preset(settings.preset, resolve_base, recipe_class)
+    config = build_config(recipe_name, recipe_class.Config, recipe_class.train_defaults, settings.config_file,
+                          settings.flags, list(settings.set_options), preset_values=preset.values,
+                          preset=preset.to_dict(), base=base_name, corpus=list(settings.corpus),
+                          output=str(settings.output), **settings.run_fields)
+    if resolved:
+        config.resolved_model = resolved[0]
+    return config
+
+
+def resumed_config(output: Path, num_proc: int | None = None) -> RunConfig:
+    """The saved config.yaml of a run to resume (authoritative); only the machine setting num_proc may change."""
+    from sentadapt.config import load_run_config
+    from sentadapt.recipes import RECIPES
+
+    config = load_run_config(output / "config.yaml", {name: RECIPES.get(name).Config for name in RECIPES})
+    config.output = str(output)  # the directory may have been moved since it was written
+    config.num_proc = num_proc or config.num_proc
+    return config
+
+
+def ignored_on_resume(settings: Settings, extra: Sequence[str] = ()) -> list[str]:
+    """The options a resumed run does not apply (its saved config is authoritative)."""
+    return [k for k, v in settings.flags.items() if v is not None] + (["--set"] if settings.set_options else []) + (
+        ["--preset"] if settings.preset else []) + list(extra)
+
+
+def check_run(config: Any, resume: bool, overwrite: bool, dry_run: bool, require_improvement: bool) -> None:
+    """Fail fast, before any weights load: model, corpus files, dev set, decision rule, output directory."""
+    from sentadapt.config import check_choice
+    from sentadapt.data.corpus import ENCODING_ERRORS, check_sources
+    from sentadapt.evaluation.decision import decision_rule
+    from sentadapt.evaluation.task_types import resolve_dev_set
+    from sentadapt.recipes import RECIPES
+    from sentadapt.resolve import resolve_model
+    from sentadapt.train.tracking import resolve_trackers
+
+    check_choice("--encoding-errors", config.encoding_errors, ENCODING_ERRORS)
+    decision_rule(config)  # --decision / --risk
+    resolve_trackers(config.train.report_to)  # a tracker that is not installed: say which extra, before loading
+    if getattr(config, "resolved_model", None) is None:  # preset detection may have resolved it already
+        config.resolved_model = resolve_model(config.base)
+    check_sources(config.corpus)  # a missing file, a directory, a fake .gz, an unreachable Hub dataset
+    recipe_check = getattr(RECIPES.get(config.recipe), "check_corpus", None)
+    if recipe_check is not None:
+        recipe_check(config.corpus, config.recipe_args)  # e.g. CLSR needs pairs, not a sentence list
+    dev_name, make_dev_evaluator = resolve_dev_set(config.dev, config.data_dir, config.dev_metric)
+    if make_dev_evaluator is not None and not dry_run:
+        make_dev_evaluator()  # reads and checks the whole dev set (no torch) before anything is written
+    if require_improvement and dev_name is None:
+        raise ConfigError("--require-improvement: needs a labelled dev set to compare with the base model; "
+                          "pass --dev FILE (e.g. 100 labelled pairs from your domain) or --dev stsb --data-dir DIR")
+    output = Path(config.output)
+    if dry_run or not is_main_process():  # other ranks would see the directory rank 0 just made
+        return
+    if output.exists() and not output.is_dir():
+        raise ConfigError(f"--output {output}: exists and is not a directory")
+    if not resume and output.is_dir() and any(output.iterdir()) and not overwrite:
+        raise ConfigError(f"--output {output}: exists and is not empty; pass --resume to continue that run "
+                          "or --overwrite to replace it")
+    check_writable(output)
+    _check_free_space(config, output)
+
+
+def check_writable(output: Path) -> None:
+    """The nearest existing folder on the way to --output must be a writable directory."""
+    parent = output
+    while not parent.exists():
+        parent = parent.parent
+    if not parent.is_dir():
+        raise ConfigError(f"--output {output}: {parent} is a file, not a directory")
+    if not os.access(parent, os.W_OK):
+        raise ConfigError(f"--output {output}: {parent} is not writable")
+
+
+def _check_free_space(config: Any, output: Path) -> None:
+    """Refuse before training when checkpoints and the model would not fit (known for local base models only)."""
+    from sentadapt.train.storage import check_free_space, weights_bytes
+
+    resolved = config.resolved_model
+    weights = weights_bytes(Path(resolved.location)) if resolved.is_local else None
+    if weights is not None:
+        check_free_space(output, weights, config.train.keep_checkpoints)
+
+
+def train_run(config: Any, resume: bool, overwrite: bool, trust_remote_code: bool, allow_pickle: bool,
+              events: Events | None = None, base_dev: tuple[float, dict[str, Any]] | None = None) -> Any:
+    """Train every stage of the recipe under the output folder's lock; returns the last stage's TrainResult (None
+    on ranks other than 0). `base_dev`: the base model's dev score and outputs when already known (auto)."""
+    from sentadapt.config import save_run_config
+    from sentadapt.recipes import RECIPES
+    from sentadapt.train.inputs import build_inputs, stage_outputs
+    from sentadapt.train.loop import Trainer
+
+    events = (events or Events()).for_process()
+    output = Path(config.output)
+    main = is_main_process()
+    lock = None
+    if main:
+        if output.is_dir():
+            lock = acquire_lock(output, events.note)  # before --overwrite deletes anything a live run is writing
+        if overwrite and output.is_dir() and not resume:
+            shutil.rmtree(output)
+        output.mkdir(parents=True, exist_ok=True)
+        lock = acquire_lock(output, events.note)
+        if not resume:
+            save_run_config(config, output / "config.yaml")  # the whole run's config, for --resume
+    result = None
+    try:
+        stages = stage_outputs(config, RECIPES.get(config.recipe).stages_for(config.recipe_args))
+        for number, (stage, stage_config) in enumerate(stages, start=1):
+            stage_dir = Path(stage_config.output)
+            # only a resumed run skips finished stages (with --overwrite, rank 0 may not have deleted them yet)
+            if resume and number < len(stages) and (stage_dir / "metrics.json").is_file():
+                events.note(f"stage {number}/{len(stages)} ({stage}) already complete in {stage_dir}")
+                continue
+            if len(stages) > 1:
+                events.note(f"stage {number}/{len(stages)}: {stage} → {stage_dir}")
+            stage_resume = resume and (stage_dir / "checkpoints").is_dir()
+            if resume and not stage_resume and number == len(stages) == 1:
+                raise ConfigError(f"--resume: no checkpoint in {stage_dir / 'checkpoints'}; start without --resume")
+            inputs = build_inputs(stage_config, events.note, device=device(), trust_remote_code=trust_remote_code,
+                                  allow_pickle=allow_pickle, stage=stage, progress=events.progress)
+            if number == 1:
+                inputs.base_dev = base_dev  # later stages start from the previous stage's model, not the base
+            reporter = events.reporter() if events.reporter is not None else None
+            result = _train_stage(Trainer(inputs, reporter), stage_resume, output)
+            if main and events.stage_done is not None:
+                events.stage_done(result, config.preset)
+    finally:
+        if lock is not None:
+            lock.unlink(missing_ok=True)
+    return result if main else None
+
+
+def _train_stage(trainer: Any, resume: bool, output: Path) -> Any:
+    """Run the trainer; a write that fails (disk full, file too large, no permission) becomes one line that
+    says what is intact and how to continue."""
+    from sentadapt.train.storage import describe_write_failure
+
+    try:
+        return trainer.run(resume=resume)
+    except StorageError as error:
+        raise StorageError(f"{error}; {_after_write_failure(trainer.checkpoints, output)}") from None
+    except Exception as error:
+        reason = describe_write_failure(error)
+        if reason is None:
+            raise
+        where = getattr(error, "filename", None) or trainer.output
+        raise StorageError(f"{where}: cannot write ({reason}); "
+                           f"{_after_write_failure(trainer.checkpoints, output)}") from None
+
+
+def _after_write_failure(checkpoints: Path, output: Path) -> str:
+    from sentadapt.train.checkpoint import list_checkpoints
+
+    found = list_checkpoints(checkpoints)
+    if not found:
+        return (f"the run did not finish and wrote no checkpoint; free space in {output} (or fix its permissions), "
+                "then start again with --overwrite")
+    return (f"the run did not finish; its checkpoints up to {found[0].name} are intact; free space in {output} "
+            f"(or fix its permissions), then resume with: sentadapt adapt --resume --output {output}")

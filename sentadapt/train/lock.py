@@ -1,0 +1,57 @@
+"""The run directory's lock: one writer at a time (`OUTPUT/.lock` holds the writer's pid)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+from sentadapt.errors import ConfigError
+
+LOCK_FILE = ".lock"
+
+
+def acquire_lock(output: Path, note: Callable[[str], None] = lambda _text: None) -> Path:
+    """Create `output/.lock` holding our pid in one atomic step (O_EXCL); take over a lock whose process is gone."""
+    lock = output / LOCK_FILE
+    for _attempt in range(3):
+        try:
+            descriptor = os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        except FileExistsError:
+            pid = _lock_pid(lock)
+            if pid == os.getpid():
+                return lock
+            if pid == 0:
+                continue  # released in the meantime: try again
+            if pid is None or _process_alive(pid):
+                holder = f"pid {pid}" if pid is not None else "starting, the lock has no pid yet"
+                raise ConfigError(f"--output {output}: another sentadapt run ({holder}) is writing here; wait for "
+                                  f"it or remove {lock} if that process is not sentadapt") from None
+            note(f"--output {output}: taking over a stale lock (pid {pid} is not running; that run was killed)")
+            lock.unlink(missing_ok=True)
+            continue
+        with os.fdopen(descriptor, "w") as handle:
+            handle.write(str(os.getpid()))
+        return lock
+    raise ConfigError(f"--output {output}: could not take {lock}; another run keeps replacing it")
+
+
+def _lock_pid(lock: Path) -> int | None:
+    """The pid in a lock file; 0 when it was just released; None while its writer has not written the pid yet."""
+    try:
+        text = lock.read_text().strip()
+    except FileNotFoundError:
+        return 0
+    return int(text) if text.isdigit() else None
+
+
+def _process_alive(pid: int) -> bool:
+    if pid <= 0:
+        return False  # os.kill(0, ...) would address our own process group
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # alive, owned by another user
+    return True
