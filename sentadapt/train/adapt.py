@@ -65,9 +65,9 @@ class AdaptOutcome:
         return None
 
 
-def adapt(request: AdaptRequest, events: Events | None = None) -> AdaptOutcome:
-    """Run `adapt` as the request says; raises the project's typed errors (NoImprovement for a kept base with
-    require_improvement)."""
+def run(request: AdaptRequest, events: Events | None = None) -> AdaptOutcome:
+    """Run `adapt` as the request says (what the CLI calls); raises the project's typed errors (NoImprovement for
+    a kept base with require_improvement)."""
     events = events or Events()
     settings = request.settings
     output = Path(settings.output)
@@ -135,4 +135,72 @@ def _adapt_auto(request: AdaptRequest, events: Events, resume: bool, overwrite: 
     return AdaptOutcome(output, "trained", configs, auto=outcome, candidates=specs)
 
 
-__all__ = ["AdaptOutcome", "AdaptRequest", "Events", "Settings", "adapt", "is_main_process"]
+@dataclass(frozen=True)
+class AdaptResult:
+    """What `sentadapt.adapt()` returns: where the model is, the decision and why, and the run's record."""
+
+    output: Path
+    status: str  # trained | dry-run | finished (--resume auto on a finished run)
+    decision: str | None  # use-adapted | keep-base | None (no dev set, or nothing trained)
+    reason: str
+    rule: str | None  # the decision rule: risk | strict | positive
+    risk: float | None  # the risk rule's estimate that the adapted model is no better than the base
+    metrics: dict[str, Any]  # OUTPUT/metrics.json ({} when nothing finished)
+    configs: tuple[Any, ...]  # the resolved RunConfig (one per candidate with recipe="auto")
+
+    @property
+    def use_adapted(self) -> bool:
+        return self.decision == "use-adapted"
+
+
+def adapt(corpus: str | Path | list[str | Path] | tuple[str | Path, ...] = (), *, output: str | Path,
+          recipe: str | None = None, base: str | None = None, dev: str | Path | None = None,
+          dev_metric: str | None = None, data_dir: str | Path | None = None, config: str | Path | None = None,
+          set_options: list[str] | tuple[str, ...] = (), preset: str | None = None,
+          candidates: list[str] | tuple[str, ...] = (), max_steps: int | None = None, epochs: float | None = None,
+          batch_size: int | None = None, lr: float | None = None, max_length: int | None = None,
+          grad_accum: int | None = None, mixed_precision: str | None = None, tf32: bool | None = None,
+          eval_every: int | None = None, checkpoint_every: int | None = None, patience: int | None = None,
+          seed: int | None = None, report_to: str | None = None, text_column: str | None = None,
+          encoding_errors: str = "strict", num_proc: int | None = None, streaming: bool = False,
+          decision: str = "risk", risk: float = 0.2, resume: str | bool | None = None, overwrite: bool = False,
+          dry_run: bool = False, trust_remote_code: bool = False, allow_pickle: bool = False,
+          require_improvement: bool = False, note: Any = None, progress: Any = None) -> AdaptResult:
+    """Adapt `base` to the corpus with a recipe (`sentadapt adapt`, same options and defaults; `set_options` are
+    `--set key=value` strings, `resume` is True/"last" or "auto"). Raises the project's typed errors with the
+    CLI's one-line messages (`NoImprovement` for a kept base with `require_improvement`). Prints nothing: `note`
+    gets one line per event, `progress(description, total)` may return a progress bar context."""
+    paths = [corpus] if isinstance(corpus, (str, Path)) else list(corpus)
+    flags = {"max_steps": max_steps, "epochs": epochs, "batch_size": batch_size, "lr": lr, "max_length": max_length,
+             "grad_accum": grad_accum, "mixed_precision": mixed_precision, "eval_every": eval_every,
+             "checkpoint_every": checkpoint_every, "patience": patience, "seed": seed, "report_to": report_to,
+             "tf32": tf32}
+    run_fields = {"dev": None if dev is None else str(dev), "dev_metric": dev_metric,
+                  "data_dir": None if data_dir is None else str(data_dir), "text_column": text_column,
+                  "encoding_errors": encoding_errors, "streaming": streaming, "num_proc": num_proc,
+                  "decision": decision, "risk": risk}
+    settings = Settings([str(path) for path in paths], Path(output), recipe, base,
+                        None if config is None else Path(config), list(set_options), preset, flags, run_fields)
+    request = AdaptRequest(settings, list(candidates), RESUME_LAST if resume is True else resume or None,
+                           overwrite, dry_run, trust_remote_code, allow_pickle, require_improvement)
+    events = Events(note=note or (lambda _text: None), progress=progress)
+    outcome = run(request, events)
+    return _result(outcome)
+
+
+def _result(outcome: AdaptOutcome) -> AdaptResult:
+    import json
+
+    metrics_file = outcome.output / "metrics.json"
+    metrics = json.loads(metrics_file.read_text(encoding="utf-8")) if metrics_file.is_file() else {}
+    decided = outcome.decision
+    if decided is None and metrics:  # --resume auto on a finished run: its recorded decision
+        from sentadapt.evaluation.decision import decision_of
+
+        decided = decision_of(metrics)
+    return AdaptResult(outcome.output, outcome.status, decided.decision if decided else None,
+                       decided.reason if decided else "", decided.rule if decided else None,
+                       decided.risk if decided else None, metrics, tuple(outcome.configs))
+
+
+__all__ = ["AdaptOutcome", "AdaptRequest", "AdaptResult", "Events", "Settings", "adapt", "is_main_process", "run"]

@@ -210,6 +210,7 @@ def train_run(config: Any, resume: bool, overwrite: bool, trust_remote_code: boo
     from sentadapt.recipes import RECIPES
     from sentadapt.train.inputs import build_inputs, stage_outputs
     from sentadapt.train.loop import Trainer
+    from sentadapt.train.tracking import NoteReporter
 
     events = (events or Events()).for_process()
     output = Path(config.output)
@@ -242,7 +243,7 @@ def train_run(config: Any, resume: bool, overwrite: bool, trust_remote_code: boo
                                   allow_pickle=allow_pickle, stage=stage, progress=events.progress)
             if number == 1:
                 inputs.base_dev = base_dev  # later stages start from the previous stage's model, not the base
-            reporter = events.reporter() if events.reporter is not None else None
+            reporter = events.reporter() if events.reporter is not None else NoteReporter(events.note)
             result = _train_stage(Trainer(inputs, reporter), stage_resume, output)
             if main and events.stage_done is not None:
                 events.stage_done(result, config.preset)

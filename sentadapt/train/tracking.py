@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -36,6 +37,19 @@ class SilentReporter:
     def losses(self, step: int, loss: float, parts: dict[str, float]) -> None: ...
     def evaluation(self, step: int, score: float, best: float, improved: bool) -> None: ...
     def finish(self) -> None: ...
+
+
+class NoteReporter(SilentReporter):
+    """The loop's messages and dev evaluations as one-line notes (the API's `note` callback); no live line."""
+
+    def __init__(self, note: Callable[[str], None]) -> None:
+        self.note = note
+
+    def message(self, text: str) -> None:
+        self.note(text)
+
+    def evaluation(self, step: int, score: float, best: float, improved: bool) -> None:
+        self.note(f"step {step}: dev {score:.2f} (best {best:.2f})" + (" — saved" if improved else ""))
 
 
 class TrainLog:
