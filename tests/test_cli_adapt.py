@@ -112,8 +112,8 @@ def test_resume_without_a_run(tmp_path: Path) -> None:
 def test_a_running_lock_is_respected(corpus: Path, tiny_model_dir: Path, tmp_path: Path) -> None:
     import os
 
-    from sentadapt.train.lock import acquire_lock as _acquire_lock
     from sentadapt.errors import ConfigError
+    from sentadapt.train.lock import acquire_lock as _acquire_lock
 
     (tmp_path / ".lock").write_text(str(os.getppid()))  # a live process that is not us
     with pytest.raises(ConfigError, match=f"another sentadapt run \\(pid {os.getppid()}\\) is writing here"):
