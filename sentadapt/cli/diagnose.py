@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import typer
 from rich.table import Table
@@ -75,59 +74,14 @@ def diagnose(
 
     With no --corpus, --pairs or STS data, a small sample shipped with sentadapt (IT-support text) is used.
     """
-    from sentadapt.diagnostics import parse_reports
-    from sentadapt.diagnostics.report import comparison_dict, gather_inputs
-    from sentadapt.evaluation.tasks import resolve_data_dir
-    from sentadapt.resolve import resolve_model
+    from sentadapt.api import diagnose as run_diagnose
 
-    requested = parse_reports(report)
-    if plot is not None:
-        from sentadapt.diagnostics.plots import require_matplotlib
-
-        require_matplotlib()
-    if corpus is not None and not corpus.is_file():
-        from sentadapt.errors import DataError
-
-        raise DataError(f"--corpus {corpus}: no such file; pass a text file with one sentence per line")
-    resolved = [resolve_model(name) for name in (model, compare) if name is not None]
-    inputs = gather_inputs(requested, corpus, pairs, resolve_data_dir(data_dir), sample, seed, sts,
-                           bundled_sample=True)
-    if inputs.bundled_sample:
-        from sentadapt.data.bundled import SAMPLE_DESCRIPTION
-
-        note(f"no --corpus, --pairs or STS data (--data-dir): using the sample shipped with sentadapt "
-             f"({SAMPLE_DESCRIPTION}); pass your own data for figures about your domain")
-    for name, why in inputs.skipped.items():
-        note(f"skipping {name}: {why}")
-    diagnoses = [_diagnose_one(target, inputs, max_k, batch_size, max_length, device, seed, trust_remote_code,
-                               allow_pickle) for target in resolved]
-    note(f"sentences: {inputs.sentence_source or 'none'}")
-    if json_out is not None:  # written before anything is drawn: figures that took minutes are never lost
-        settings = {"sample": sample, "seed": seed, "max_k": max_k, "sts": sts, "batch_size": batch_size,
-                    "max_length": max_length}
-        json_out.parent.mkdir(parents=True, exist_ok=True)
-        json_out.write_text(json.dumps(comparison_dict(diagnoses, inputs, settings), indent=2) + "\n",
-                            encoding="utf-8")
-        note(f"wrote {json_out}")
-    render(diagnoses)
-    if plot is not None:
-        from sentadapt.diagnostics.plots import write_plots
-
-        written = write_plots(diagnoses, plot)
-        note(f"wrote {len(written)} plots to {plot}: {', '.join(path.name for path in written)}")
-
-
-def _diagnose_one(target: Any, inputs: Any, max_k: int, batch_size: int, max_length: int | None,
-                  device: str | None, seed: int, trust_remote_code: bool, allow_pickle: bool) -> Diagnosis:
-    from sentadapt.diagnostics.report import diagnose as run_reports
-    from sentadapt.encoder import Encoder
-
-    encoder = Encoder.load(target, max_length=max_length, device=device, trust_remote_code=trust_remote_code,
-                           allow_pickle=allow_pickle)
-    diagnosis = run_reports(encoder, inputs, max_k, batch_size, max_length, seed, progress_bar)
-    note(f"{target.name}: {encoder.num_layers} layers, dim {encoder.embedding_dim}, pooling {encoder.pooling_name} "
-         f"(from {encoder.pooling_source}), {diagnosis.seconds:.1f}s")
-    return diagnosis
+    result = run_diagnose(model, compare=compare, corpus=corpus, pairs=pairs, sample=sample, data_dir=data_dir,
+                          sts=sts, report=report, max_k=max_k, json_out=json_out, plot=plot, seed=seed,
+                          batch_size=batch_size, max_length=max_length, device=device,
+                          trust_remote_code=trust_remote_code, allow_pickle=allow_pickle, progress=progress_bar,
+                          note=note)
+    render(result.diagnoses)
 
 
 # ---------------------------------------------------------------------------------------------- rendering

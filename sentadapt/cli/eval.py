@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -14,6 +13,7 @@ from sentadapt.cli._common import console, friendly_errors, note, progress_bar
 
 if TYPE_CHECKING:
     from sentadapt.evaluation.evaluator import Comparison, Delta, EvalReport, Evaluator
+    from sentadapt.evaluation.run import EvalResult
 
 
 @friendly_errors
@@ -71,78 +71,28 @@ def eval_models(
 ) -> None:
     """Score models side by side: a column per model with its 95 % CI, Δ against the first model with the
     paired-bootstrap CI (* when it excludes 0)."""
-    from sentadapt.encoder import Encoder, check_dtype, default_device
-    from sentadapt.errors import ConfigError
-    from sentadapt.resolve import resolve_model
+    from sentadapt.api import evaluate
 
-    if split not in ("test", "dev"):
-        raise ConfigError(f"--split: '{split}' is not one of test, dev")
-    check_dtype(dtype, (device or default_device().type).split(":")[0])
-    if task is not None and task not in ("sts", "pair-classification"):
-        raise ConfigError(f"--task: '{task}' is not one of sts, pair-classification (--rerank and --retrieval "
-                          "name their type themselves)")
-    resolved = [resolve_model(model) for model in models]  # fail on a bad name before loading anything
-    evaluators = _build_evaluators(sts, data_dir, pairs, rerank, retrieval, task, split, aggregate,
-                                   {"resamples": bootstrap, "seed": seed, "cache_embeddings": cache_embeddings})
+    result = evaluate(models, sts=sts, data_dir=data_dir, pairs=pairs, rerank=rerank, retrieval=retrieval, task=task,
+                      split=split, aggregate=aggregate, bootstrap=bootstrap, seed=seed,
+                      cache_embeddings=cache_embeddings, pooling=pooling, batch_size=batch_size,
+                      max_length=max_length, dtype=dtype, device=device, json_out=json_out,
+                      trust_remote_code=trust_remote_code, allow_pickle=allow_pickle, progress=progress_bar,
+                      note=note)
+    render(result, show_subsets)
 
-    reports: list[list[EvalReport]] = []
-    for model in resolved:
-        encoder = Encoder.load(model, pooling=pooling, max_length=max_length, device=device,
-                               trust_remote_code=trust_remote_code, allow_pickle=allow_pickle)
-        model_reports = []
-        with encoder.keep_cast_copy():  # bf16/fp16: the weights are cast once for all evaluators, then released
-            for evaluator in evaluators:
-                with progress_bar(f"encoding {model.name}", len(evaluator.sentences)) as advance:
-                    model_reports.append(evaluator(encoder, batch_size=batch_size, dtype=dtype, progress=advance,
-                                                   note=note))
-        reports.append(model_reports)
-        note(f"{model.name}: pooling {encoder.pooling_name} (from {encoder.pooling_source}), "
-             f"max_length {encoder.max_length}, {dtype}, {sum(r.seconds for r in model_reports):.1f}s")
-        del encoder
 
-    comparisons: list[list[Comparison | None]] = [[None] * len(evaluators)]
-    for model_reports in reports[1:]:
-        comparisons.append([evaluator.compare(first, other)
-                            for evaluator, first, other in zip(evaluators, reports[0], model_reports)])
-    for index, evaluator in enumerate(evaluators):
-        column = [r[index] for r in reports]
-        console.print(render_table(evaluator, column, [c[index] for c in comparisons], show_subsets))
+def render(result: EvalResult, show_subsets: bool = False) -> None:
+    """A table per evaluator, the data it came from and, with CIs, how to read them."""
+    for index, evaluator in enumerate(result.evaluators):
+        column = [reports[index] for reports in result.reports]
+        console.print(render_table(evaluator, column, [c[index] for c in result.comparisons], show_subsets))
         sources = sorted({t.source for t in column[0].tasks})
-        note("data: " + "; ".join(sources) + f" — {_protocol(evaluator, aggregate)}")
-    if bootstrap:
-        note(escape("[low, high]: ") + f"95 % percentile bootstrap CI ({bootstrap} resamples of the "
-             f"pairs/queries, seed {seed}); Δ CIs are paired (both models on the same resamples); "
+        note("data: " + "; ".join(sources) + f" — {_protocol(evaluator, result.aggregate)}")
+    if result.bootstrap:
+        note(escape("[low, high]: ") + f"95 % percentile bootstrap CI ({result.bootstrap} resamples of the "
+             f"pairs/queries, seed {result.seed}); Δ CIs are paired (both models on the same resamples); "
              "* = the Δ's CI excludes 0")
-    if json_out is not None:
-        payload = [{"model": m.name, "reports": [r.to_dict() for r in rs],
-                    "delta_vs_first": None if c[0] is None else [x.to_dict() for x in c]}  # type: ignore[union-attr]
-                   for m, rs, c in zip(resolved, reports, comparisons)]
-        json_out.parent.mkdir(parents=True, exist_ok=True)
-        json_out.write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
-        note(f"wrote {json_out}")
-
-
-def _build_evaluators(sts: str | None, data_dir: Path | None, pairs: list[Path], rerank: list[Path],
-                      retrieval: list[Path], task: str | None, split: str, aggregate: str,
-                      options: dict[str, object]) -> list[Evaluator]:
-    """Every requested data set read and checked before any model loads (bad input: one line, nothing run)."""
-    from sentadapt.evaluation.evaluator import Evaluator
-    from sentadapt.evaluation.sts import StsEvaluator
-    from sentadapt.evaluation.task_types import read_task
-    from sentadapt.evaluation.tasks import parse_task_list, resolve_data_dir
-
-    evaluators: list[Evaluator] = []
-    if sts is not None or not (pairs or rerank or retrieval):
-        names = parse_task_list(sts or "all", split)
-        evaluators.append(StsEvaluator.from_sts(names, split, resolve_data_dir(data_dir), aggregate,
-                                                **options))  # type: ignore[arg-type]
-    files = ([(path, task) for path in pairs] + [(path, "reranking") for path in rerank]
-             + [(path, "retrieval") for path in retrieval])
-    for path, kind in files:
-        loaded = read_task(path, kind, split=split, aggregate=aggregate)
-        evaluators.append(Evaluator([loaded], split=split, title=f"{loaded.name} — {loaded.title}",
-                                    **options))  # type: ignore[arg-type]
-    return evaluators
 
 
 def _protocol(evaluator: Evaluator, aggregate: str) -> str:

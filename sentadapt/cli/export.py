@@ -32,29 +32,11 @@ def export(
     allow_pickle: bool = typer.Option(False, "--allow-pickle", help="Allow pickle (.bin) weights you trust."),
 ) -> None:
     """Export a model, then prove the export gives the same vectors as sentadapt's encoder."""
-    from sentadapt.export import ExportRequest, check_request
+    from sentadapt.api import export as run_export
 
-    request = ExportRequest(source, output, export_format, dtype, pooling, normalize, quantize, checkpoint, overwrite,
-                            trust_remote_code, allow_pickle)
-    check_request(request)  # before torch is imported: a typo fails at once
-    texts = _read_sentences(sentences) if sentences is not None else None
-
-    from sentadapt.export import export_model
-
-    render(export_model(request, note=note, sentences=texts))
-
-
-def _read_sentences(path: Path) -> list[str]:
-    from sentadapt.errors import DataError
-
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except OSError as error:
-        raise DataError(f"--sentences {path}: cannot read ({error.strerror or error})") from None
-    texts = [line.strip() for line in lines if line.strip()]
-    if not texts:
-        raise DataError(f"--sentences {path}: no sentences (one per line)")
-    return texts
+    render(run_export(source, output, format=export_format, dtype=dtype, pooling=pooling, normalize=normalize,
+                      quantize=quantize, checkpoint=checkpoint, sentences=sentences, overwrite=overwrite,
+                      trust_remote_code=trust_remote_code, allow_pickle=allow_pickle, note=note))
 
 
 def render(result: ExportResult) -> None:

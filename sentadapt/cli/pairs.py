@@ -40,7 +40,7 @@ def pairs(
     """Propose N sentence pairs from your corpus for you to label (1/0 or a score): near-duplicates, borderline
     and unrelated pairs alike, so the dev set can tell a better model from a worse one. Then pass the labelled
     file to `sentadapt adapt --dev FILE` (or `sentadapt eval MODEL --pairs FILE`)."""
-    from sentadapt.evaluation.devset import propose_pairs
+    from sentadapt.api import propose_pairs
 
     result = propose_pairs(corpus, base, n, output, seed=seed, sample=sample, batch_size=batch_size,
                            max_length=max_length, device=device, text_column=text_column, overwrite=overwrite,

@@ -10,15 +10,22 @@ Every export is built in a temporary folder next to OUT, verified against sentad
 the same sentences, and only then renamed into place; a failed check leaves OUT as it was. This is
 the only package that imports sentence_transformers, onnx and onnxruntime (all optional extras).
 Importing it does not import torch, so the CLI can reject bad options at once.
+
+`export(source, output, format=..., ...)` is the public call (`sentadapt.export`, `sentadapt.api.export`). Python
+binds this package over any function called `sentadapt.export`, so the package itself is callable: it runs that
+call, whichever of the two `from sentadapt import export` finds first.
 """
 
 from __future__ import annotations
 
 import importlib
+import sys
+import types
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
-from sentadapt.errors import ConfigError, ExportError
+from sentadapt.errors import ConfigError, DataError, ExportError
 from sentadapt.export.pipeline import run_export
 from sentadapt.export.request import (
     CHECKPOINT_CHOICES,
@@ -32,8 +39,8 @@ from sentadapt.export.request import (
 )
 from sentadapt.registry import unknown_name_message
 
-__all__ = ["FORMATS", "Check", "ExportRequest", "ExportResult", "Note", "check_request", "export_model",
-           "require_packages"]
+__all__ = ["FORMATS", "Check", "ExportRequest", "ExportResult", "Note", "check_request", "export", "export_model",
+           "read_sentences", "require_packages"]
 
 # format → (importable module, pip extra that installs it)
 REQUIRED_PACKAGES: dict[str, list[tuple[str, str]]] = {
@@ -91,3 +98,57 @@ def export_model(request: ExportRequest, note: Note | None = None, sentences: Se
     check_request(request)
     require_packages(request.format)
     return run_export(request, note or (lambda _message: None), sentences)
+
+
+def export(
+    source: str | Path,
+    output: str | Path,
+    *,
+    format: str = "sentence-transformers",
+    dtype: str = "fp32",
+    pooling: str | None = None,
+    normalize: bool = False,
+    quantize: str | None = None,
+    checkpoint: str | int = "best",
+    sentences: str | Path | Sequence[str] | None = None,
+    overwrite: bool = False,
+    trust_remote_code: bool = False,
+    allow_pickle: bool = False,
+    note: Note | None = None,
+) -> ExportResult:
+    """Export a run directory or model (what `sentadapt export` does; the keywords are its options) into `output`
+    as sentence-transformers, hf or onnx, verified against sentadapt's encoder on `sentences` (a file with one per
+    line, a list, or None: a built-in sample). Bad options raise `ConfigError` / `ExportError` before torch loads."""
+    request = ExportRequest(str(source), Path(output), format, dtype, pooling, normalize, quantize, str(checkpoint),
+                            overwrite, trust_remote_code, allow_pickle)
+    check_request(request)  # before torch is imported: a typo fails at once
+    texts = read_sentences(sentences) if isinstance(sentences, (str, Path)) else sentences
+    return export_model(request, note=note, sentences=texts)
+
+
+def read_sentences(path: str | Path) -> list[str]:
+    """`--sentences FILE`: one sentence per line, blank lines skipped."""
+    try:
+        lines = Path(path).read_text(encoding="utf-8").splitlines()
+    except OSError as error:
+        raise DataError(f"--sentences {path}: cannot read ({error.strerror or error})") from None
+    texts = [line.strip() for line in lines if line.strip()]
+    if not texts:
+        raise DataError(f"--sentences {path}: no sentences (one per line)")
+    return texts
+
+
+class _CallablePackage(types.ModuleType):
+    """This package, callable as `export(...)` (see the module docstring)."""
+
+    def __call__(self, *args: Any, **kwargs: Any) -> ExportResult:
+        return export(*args, **kwargs)
+
+    @property
+    def __signature__(self) -> Any:  # help() and notebooks show export()'s parameters
+        import inspect
+
+        return inspect.signature(export)
+
+
+sys.modules[__name__].__class__ = _CallablePackage

@@ -1,0 +1,35 @@
+"""The public Python API: what each `sentadapt` command does, as a function you can call from a notebook or a
+pipeline. Each takes its command's options as keyword arguments with the same defaults, checks them the same way
+(the same `sentadapt.errors` types with the one-line messages the CLI prints), and returns a result object; the CLI
+commands are these calls plus parsing and rendering. Nothing prints: progress goes to an optional `progress`
+callback ((description, total) → a context manager yielding advance(n)) and notes to an optional `note(line)`.
+
+    from sentadapt import adapt, evaluate, export
+    run = adapt("corpus.txt", output="runs/x", dev="dev.tsv")
+    result = evaluate(["base-model", "runs/x"], pairs=["dev.tsv"])
+    export("runs/x", "out/", format="onnx")
+
+Every name in `__all__` is also an attribute of the `sentadapt` package, imported on first use, so
+`import sentadapt` stays light (no torch). A new public call: import it here and add it to `__all__`.
+"""
+
+from __future__ import annotations
+
+from sentadapt.diagnostics.run import DiagnoseResult, diagnose
+from sentadapt.train.adapt import AdaptResult, adapt
+from sentadapt.evaluation.devset import ProposedPairs, propose_pairs
+from sentadapt.evaluation.run import EvalResult, evaluate
+from sentadapt.export import ExportResult, export
+
+__all__ = (  # sentadapt.__getattr__ reads this tuple: each name here is also sentadapt.NAME
+    "AdaptResult",
+    "DiagnoseResult",
+    "EvalResult",
+    "ExportResult",
+    "ProposedPairs",
+    "adapt",
+    "diagnose",
+    "evaluate",
+    "export",
+    "propose_pairs",
+)

@@ -1,0 +1,147 @@
+"""`sentadapt eval` as one library call: options checked, every data set read, each model loaded and scored, the
+paired Δs against the first model computed and, when asked, the `--json` document written.
+
+`evaluate()` is public as `sentadapt.evaluate`; the CLI parses its options, calls it and renders the result.
+Nothing here imports torch at module level (the encoder loads inside the call).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from sentadapt.errors import ConfigError
+from sentadapt.evaluation.evaluator import Comparison, EvalReport, Evaluator
+from sentadapt.options import Note, Progress, check_at_least, progress_step, quiet
+
+SPLITS = ("test", "dev")
+PAIR_TASK_TYPES = ("sts", "pair-classification")  # what --task may force for --pairs files
+
+
+@dataclass
+class EvalResult:
+    """The scores of every model on every evaluator, with the paired Δs against the first model.
+
+    `reports[m][e]` is model m on evaluator e (an `EvalReport`: metrics with their 95 % CIs per task, the
+    average); `comparisons[m][e]` is model m against model 0 on evaluator e (None for model 0)."""
+
+    models: list[str]  # as given (a folder, a run directory, a Hub id)
+    evaluators: list[Evaluator]
+    reports: list[list[EvalReport]]
+    comparisons: list[list[Comparison | None]]
+    bootstrap: int  # resamples behind every interval (0: none)
+    seed: int
+    aggregate: str
+
+    def to_json(self) -> list[dict[str, Any]]:
+        """What `sentadapt eval --json` writes: one entry per model with its reports and its Δ against the first."""
+        return [{"model": model, "reports": [report.to_dict() for report in reports],
+                 "delta_vs_first": None if row[0] is None else [c.to_dict() for c in row]}  # type: ignore[union-attr]
+                for model, reports, row in zip(self.models, self.reports, self.comparisons)]
+
+    def write_json(self, path: str | Path) -> Path:
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(self.to_json(), indent=2) + "\n", encoding="utf-8")
+        return path
+
+
+def evaluate(
+    models: str | Path | Sequence[str | Path],
+    *,
+    sts: str | None = None,
+    data_dir: str | Path | None = None,
+    pairs: Sequence[str | Path] = (),
+    rerank: Sequence[str | Path] = (),
+    retrieval: Sequence[str | Path] = (),
+    task: str | None = None,
+    split: str = "test",
+    aggregate: str = "all",
+    bootstrap: int = 1000,
+    seed: int = 0,
+    cache_embeddings: bool = False,
+    pooling: str | None = None,
+    batch_size: int = 128,
+    max_length: int | None = None,
+    dtype: str = "fp32",
+    device: str | None = None,
+    json_out: str | Path | None = None,
+    trust_remote_code: bool = False,
+    allow_pickle: bool = False,
+    progress: Progress | None = None,
+    note: Note | None = None,
+) -> EvalResult:
+    """Score `models` side by side (what `sentadapt eval` does; the keywords are its options): STS (`sts`, with
+    `data_dir`), your pairs files (`pairs`: scored → STS, 0/1 labels → pair classification), reranking files
+    (`rerank`) and BEIR folders (`retrieval`); with none of them, the 7 STS test sets. Every number gets a 95 %
+    percentile bootstrap CI (`bootstrap` resamples, `seed`); every model after the first a paired Δ against it.
+
+    Bad options and data raise `ConfigError` / `DataError` / `ModelError` before any model loads. `progress`
+    (description, total) → context manager yielding advance(n), and `note` (one line) report as the CLI does."""
+    from sentadapt.encoder import Encoder, check_dtype, default_device
+    from sentadapt.resolve import resolve_model
+
+    note = note or quiet
+    check_at_least("--bootstrap", bootstrap, 0)
+    check_at_least("--batch-size", batch_size, 1)
+    check_at_least("--max-length", max_length, 8)
+    if split not in SPLITS:
+        raise ConfigError(f"--split: '{split}' is not one of {', '.join(SPLITS)}")
+    check_dtype(dtype, (device or default_device().type).split(":")[0])
+    if task is not None and task not in PAIR_TASK_TYPES:
+        raise ConfigError(f"--task: '{task}' is not one of {', '.join(PAIR_TASK_TYPES)} (--rerank and --retrieval "
+                          "name their type themselves)")
+    names = [str(models)] if isinstance(models, (str, Path)) else [str(model) for model in models]
+    resolved = [resolve_model(name) for name in names]  # fail on a bad name before loading anything
+    evaluators = build_evaluators(sts, data_dir, pairs, rerank, retrieval, task, split, aggregate,
+                                  {"resamples": bootstrap, "seed": seed, "cache_embeddings": cache_embeddings})
+
+    reports: list[list[EvalReport]] = []
+    for model in resolved:
+        encoder = Encoder.load(model, pooling=pooling, max_length=max_length, device=device,
+                               trust_remote_code=trust_remote_code, allow_pickle=allow_pickle)
+        model_reports = []
+        with encoder.keep_cast_copy():  # bf16/fp16: the weights are cast once for all evaluators, then released
+            for evaluator in evaluators:
+                with progress_step(progress, f"encoding {model.name}", len(evaluator.sentences)) as advance:
+                    model_reports.append(evaluator(encoder, batch_size=batch_size, dtype=dtype, progress=advance,
+                                                   note=note))
+        reports.append(model_reports)
+        note(f"{model.name}: pooling {encoder.pooling_name} (from {encoder.pooling_source}), "
+             f"max_length {encoder.max_length}, {dtype}, {sum(r.seconds for r in model_reports):.1f}s")
+        del encoder
+
+    comparisons: list[list[Comparison | None]] = [[None] * len(evaluators)]
+    for model_reports in reports[1:]:
+        comparisons.append([evaluator.compare(first, other)
+                            for evaluator, first, other in zip(evaluators, reports[0], model_reports)])
+    result = EvalResult([model.name for model in resolved], evaluators, reports, comparisons, bootstrap, seed,
+                        aggregate)
+    if json_out is not None:
+        note(f"wrote {result.write_json(json_out)}")
+    return result
+
+
+def build_evaluators(sts: str | None, data_dir: str | Path | None, pairs: Sequence[str | Path],
+                     rerank: Sequence[str | Path], retrieval: Sequence[str | Path], task: str | None, split: str,
+                     aggregate: str, options: dict[str, object]) -> list[Evaluator]:
+    """Every requested data set read and checked before any model loads (bad input: one line, nothing run)."""
+    from sentadapt.evaluation.sts import StsEvaluator
+    from sentadapt.evaluation.task_types import read_task
+    from sentadapt.evaluation.tasks import parse_task_list, resolve_data_dir
+
+    evaluators: list[Evaluator] = []
+    if sts is not None or not (pairs or rerank or retrieval):
+        names = parse_task_list(sts or "all", split)
+        evaluators.append(StsEvaluator.from_sts(names, split, resolve_data_dir(data_dir), aggregate,
+                                                **options))  # type: ignore[arg-type]
+    files = ([(Path(path), task) for path in pairs] + [(Path(path), "reranking") for path in rerank]
+             + [(Path(path), "retrieval") for path in retrieval])
+    for path, kind in files:
+        loaded = read_task(path, kind, split=split, aggregate=aggregate)
+        evaluators.append(Evaluator([loaded], split=split, title=f"{loaded.name} — {loaded.title}",
+                                    **options))  # type: ignore[arg-type]
+    return evaluators
