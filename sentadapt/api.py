@@ -16,10 +16,10 @@ Every name in `__all__` is also an attribute of the `sentadapt` package, importe
 from __future__ import annotations
 
 from sentadapt.diagnostics.run import DiagnoseResult, diagnose
-from sentadapt.train.adapt import AdaptResult, adapt
 from sentadapt.evaluation.devset import ProposedPairs, propose_pairs
 from sentadapt.evaluation.run import EvalResult, evaluate
 from sentadapt.export import ExportResult, export
+from sentadapt.train.adapt import AdaptResult, adapt
 
 __all__ = (  # sentadapt.__getattr__ reads this tuple: each name here is also sentadapt.NAME
     "AdaptResult",

@@ -11,7 +11,6 @@ from safetensors.torch import load_file
 
 from sentadapt.config import TrainConfig
 from sentadapt.encoder import Encoder
-from sentadapt.errors import ConfigError
 from sentadapt.recipes.clsr import ClsrConfig, ClsrRecipe
 from sentadapt.recipes.consert import ConsertConfig, ConsertRecipe
 from sentadapt.recipes.losses import distillation_kl, distillation_loss, distillation_mse
@@ -207,11 +206,25 @@ def test_bad_values_fail_with_one_line(corpus: Path, tiny_model_dir: Path, tmp_p
     assert result.stderr.strip() == message
 
 
-def test_a_recipe_without_views_is_refused_in_one_line(tiny_encoder: Encoder) -> None:
-    class Bare:
-        name = "bare"
+def test_a_recipe_without_views_is_refused_when_it_registers(tiny_encoder: Encoder) -> None:
+    """Distillation views are part of the recipe contract: a recipe without them fails at import, not mid-run."""
+    from sentadapt.recipes.base import RECIPES, RecipeBase, register_recipe
 
-    with pytest.raises(ConfigError) as error:
-        build_distillation(TrainConfig(distill=1.0), Bare(), tiny_encoder)  # type: ignore[arg-type]
-    assert str(error.value) == "distill: recipe bare does not provide distillation views; pass --set distill=0"
-    assert build_distillation(TrainConfig(), Bare(), tiny_encoder) is None  # type: ignore[arg-type]
+    class Bare(RecipeBase):
+        name, Config, trains_on, train_defaults, tuned_base_defaults = "bare", ConsertConfig, "text", {}, {}
+        needs = "sentences"
+
+        def trainable_heads(self):  # type: ignore[override]
+            return torch.nn.ModuleDict()
+
+        def compute_loss(self, encoder, heads, batch):  # type: ignore[override]
+            raise NotImplementedError
+
+        def prepare_export(self, encoder, heads):  # type: ignore[override]
+            return encoder
+
+    with pytest.raises(TypeError) as error:
+        register_recipe("bare")(Bare)
+    assert str(error.value) == "recipe 'bare': Bare does not implement distillation_views, prepare_distillation"
+    assert "bare" not in RECIPES
+    assert build_distillation(TrainConfig(), object(), tiny_encoder) is None  # type: ignore[arg-type]  # off: no hook

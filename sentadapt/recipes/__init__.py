@@ -1,10 +1,15 @@
-"""Recipes register themselves by name; importing this package registers the built-ins."""
+"""Recipes register themselves by name; importing this package registers the built-ins.
+
+A new recipe is one module here (a `RecipeBase` subclass decorated with `@register_recipe(NAME)`) imported
+below, plus its YAML under recipes/. Imported by name, not discovered: the helper modules (losses.py) import
+torch, which option checking must not load.
+"""
 
 from sentadapt.recipes import (
     clsr,  # noqa: F401  (registers "clsr")
     consert,  # noqa: F401  (registers "consert")
     sgopt,  # noqa: F401  (registers "sg-opt")
 )
-from sentadapt.recipes.base import RECIPES, LossOutput, Recipe, register_recipe
+from sentadapt.recipes.base import RECIPES, LossOutput, Recipe, RecipeBase, TrainingData, register_recipe
 
-__all__ = ["RECIPES", "LossOutput", "Recipe", "register_recipe"]
+__all__ = ["RECIPES", "LossOutput", "Recipe", "RecipeBase", "TrainingData", "register_recipe"]

@@ -1,27 +1,42 @@
 """The recipe contract: a recipe supplies views and a loss; the training loop owns everything else.
 
-A recipe never calls backward, steps an optimizer or touches accelerate. It declares what data it
-needs, builds its extra trainable heads, computes a loss for a batch, and says how the trained
-encoder is exported (pooling, heads kept or dropped).
+A recipe never calls backward, steps an optimizer or touches accelerate. It subclasses `RecipeBase`, which
+declares every hook the loop and the run lifecycle call: the class variables and methods below marked
+*required* (checked when `@register_recipe` runs, so a forgotten piece fails at import), and the others with
+the defaults that fit a single-stage recipe reading a one-sentence-per-line corpus. The loop calls each hook
+directly; nothing probes a recipe for what it has.
 """
 
 from __future__ import annotations
 
+import abc
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
+from sentadapt.errors import DataError
 from sentadapt.registry import Registry
 
 if TYPE_CHECKING:  # recipes import torch where they compute, so `adapt` validates options in well under a second
     from torch import Tensor, nn
 
+    from sentadapt.data.batching import RowPairs, TokenizedExamples
     from sentadapt.encoder import Encoder
 
-# What a recipe trains on; the loop reads and batches the data accordingly.
+# What a recipe trains on; its `load_examples` reads and batches the data accordingly.
 #   sentences: unlabeled text, one sentence per example      → input_ids, attention_mask
 #   nli:       premise/hypothesis/label triples              → a_*, b_*, labels
 #   pairs:     positive sentence pairs                       → a_*, b_*
 DATA_KINDS = ("sentences", "nli", "pairs")
+# What a recipe is given of `adapt`'s inputs (`trains_on`; --recipe auto splits the inputs by it):
+# one-sentence-per-line text, or labelled pairs files (NLI, scored or two-column pairs).
+TEXT, PAIRS = "text", "pairs"
+TRAINS_ON = (TEXT, PAIRS)
+# The class variables every recipe must define (register_recipe checks them).
+REQUIRED_CLASS_VARIABLES = ("name", "Config", "trains_on", "train_defaults", "tuned_base_defaults")
+
+Progress = Callable[[str, int], Any]  # (description, total) → a context manager yielding advance(n)
 
 
 @dataclass
@@ -35,57 +50,154 @@ class LossOutput:
     parts: dict[str, Tensor] = field(default_factory=dict)
 
 
-class Recipe(Protocol):
-    name: ClassVar[str]
-    Config: ClassVar[type]
-    trains_on: ClassVar[str]  # "text" (sentences) | "pairs" (labelled pairs files): --recipe auto's candidates
+@dataclass(frozen=True)
+class TrainingData:
+    """What a recipe reads its training examples from: the run's inputs and reading options (not the whole
+    run config). Built by `sentadapt.train.inputs.training_data` from the RunConfig; defaults as TrainConfig's."""
+
+    sources: tuple[str, ...]  # adapt's positional inputs: files or Hub datasets (`trains_on` says which kind)
+    max_length: int  # --max-length (capped by the model's position table where token ids are made)
+    text_column: str | None = None
+    dedup: bool = True
+    encoding_errors: str = "strict"
+    streaming: bool = False
+    num_proc: int | None = None
+    encode_batch_size: int = 128  # --eval-batch-size: batches for encoding with a frozen model (CLSR)
+
+
+class RecipeBase(abc.ABC):
+    """Every registered recipe subclasses this (`@register_recipe(NAME)` checks it).
+
+    Required: the class variables `name`, `Config`, `trains_on`, `train_defaults`, `tuned_base_defaults`, and the
+    methods `needs`, `trainable_heads`, `compute_loss`, `prepare_export`, `prepare_distillation`,
+    `distillation_views`. Defaulted: `stage_name`/`stages_for` (one stage), `use_stage` (nothing to switch),
+    `check_corpus` (accept), `load_examples` (the tokenized corpus, for `needs == "sentences"`).
+    """
+
+    # ------------------------------------------------------------------ required class variables
+    name: ClassVar[str]  # the registered name (`--recipe NAME`)
+    Config: ClassVar[type]  # a dataclass of the recipe's settings, with the paper's values as defaults
+    trains_on: ClassVar[str]  # TEXT | PAIRS: what it is given of adapt's inputs (and of --recipe auto's)
     train_defaults: ClassVar[dict[str, Any]]  # the paper's training settings, below YAML and flags
     # What replaces them when the base is already sentence-tuned (presets.py): training or recipe fields,
     # routed like `--set` keys; above train_defaults, below YAML and flags
     tuned_base_defaults: ClassVar[dict[str, Any]]
 
-    def __init__(self, config: Any, encoder: Encoder) -> None: ...
+    # ------------------------------------------------------------------ defaulted class variables
+    stage_name: ClassVar[str] = "train"  # the name of a single-stage recipe's one stage (stages_for's default)
 
-    @property
-    def needs(self) -> str:
-        """One of DATA_KINDS (may depend on the config, e.g. a supervised mode needs NLI)."""
-        ...
+    config: Any  # the recipe's settings (an instance of Config; subclasses narrow the type)
 
-    @staticmethod
-    def stages_for(config: Any) -> tuple[str, ...]:
-        """Names of the training stages run one after the other (most recipes: one)."""
-        ...
+    def __init__(self, config: Any, encoder: Encoder) -> None:
+        """`config`: an instance of `Config`, validated. A recipe builds its heads (and any frozen copies it keeps
+        outside the trained module) here; the loop moves the encoder to its device later."""
+        self.config = config
+
+    # ------------------------------------------------------------------ stages (defaulted: one stage)
+    @classmethod
+    def stages_for(cls, config: Any) -> tuple[str, ...]:
+        """Names of the training stages run one after the other, each from the previous one's model (earlier
+        stages write to OUTPUT/stage-K-NAME). Default: the one stage `stage_name`."""
+        return (cls.stage_name,)
 
     def use_stage(self, stage: str) -> None:
-        """Switch to a stage (changes `needs` and the loss)."""
-        ...
+        """Switch to `stage` (one of `stages_for(config)`) before its data are read; may change `needs`, the heads
+        and the loss. Called before every stage's training and before export. Default: nothing to switch."""
+        return None
 
+    # ------------------------------------------------------------------ data
+    @classmethod
+    def check_corpus(cls, paths: Sequence[str], config: Any) -> None:
+        """Refuse unusable inputs before any weights load (raise a SentadaptError with a one-line message), e.g.
+        CLSR refuses a one-sentence-per-line corpus. Default: accept (the readers check every file they read)."""
+        return None
+
+    @property
+    @abc.abstractmethod
+    def needs(self) -> str:
+        """One of DATA_KINDS (may depend on the stage, e.g. a supervised stage needs NLI)."""
+
+    def load_examples(self, data: TrainingData, encoder: Encoder, note: Callable[[str], None],
+                      progress: Progress) -> TokenizedExamples | RowPairs:
+        """The training examples of the current stage; `note` reports what reading found, `progress` follows it.
+
+        Default: `needs == "sentences"`: the inputs as one sentence per line, read and tokenized once into the
+        memory-mapped corpus cache (`sentadapt.data.prepare`). A recipe needing another data kind overrides this
+        (ConSERT's NLI stage, CLSR's rows of a frozen-vector table)."""
+        if self.needs != "sentences":
+            raise DataError(f"recipe {self.name}: needs '{self.needs}' examples, which only the recipe's own "
+                            "load_examples can read")
+        return read_sentences(data, encoder, note, progress)
+
+    # ------------------------------------------------------------------ model and loss (required)
+    @abc.abstractmethod
     def trainable_heads(self) -> nn.ModuleDict:
         """Extra modules trained with the encoder (projection heads, classifiers); may be empty."""
-        ...
 
-    def compute_loss(self, encoder: Encoder, heads: nn.ModuleDict, batch: dict[str, Tensor]) -> LossOutput: ...
+    @abc.abstractmethod
+    def compute_loss(self, encoder: Encoder, heads: nn.ModuleDict, batch: dict[str, Tensor]) -> LossOutput:
+        """The loss of one (local) batch; gather across processes where negatives are in-batch."""
 
+    @abc.abstractmethod
     def prepare_export(self, encoder: Encoder, heads: nn.ModuleDict) -> Encoder:
-        """The encoder as it will be evaluated and saved (pooling set; training-only heads left out)."""
-        ...
+        """The encoder as it will be evaluated and saved (pooling set; training-only heads left out). Called once
+        the base model has been scored, before any step, and again when `export` rebuilds a run's layout."""
 
-    # Optional (every built-in recipe has them): distillation toward the frozen base, `--set distill=W`.
-    # The loop (sentadapt/train/distill.py) calls `prepare_distillation` once, after `prepare_export` and
-    # before any step or resumed checkpoint, then adds distill × D(adapted, base) to every batch's loss.
-
+    # ------------------------------------------------------------------ distillation (required)
+    # `--set distill=W`: the loop (sentadapt/train/distill.py) calls `prepare_distillation` once, after
+    # `prepare_export` and before any step or resumed checkpoint, then adds W × D(adapted, base) to every loss.
+    @abc.abstractmethod
     def prepare_distillation(self, encoder: Encoder) -> None:
         """Keep what the base model's embeddings come from (a FrozenBase, or a frozen part the recipe has)."""
-        ...
 
+    @abc.abstractmethod
     def distillation_views(self, encoder: Encoder, heads: nn.ModuleDict, batch: dict[str, Tensor],
                            ) -> tuple[Tensor, Tensor]:
         """(adapted, base): the batch's sentences as the model is exported (export pooling and head, no
         dropout) WITH gradient, and the frozen base's vectors for the same sentences, without; shape (N, D)."""
-        ...
 
 
-RECIPES: Registry[type[Recipe]] = Registry("recipe")
+Recipe = RecipeBase  # the name the loop's type hints use
+
+RECIPES: Registry[type[RecipeBase]] = Registry("recipe")
+R = TypeVar("R", bound=type[RecipeBase])
+
+
+def register_recipe(name: str) -> Callable[[R], R]:
+    """Class decorator: register a recipe under `name` once it meets the contract (TypeError naming what misses)."""
+
+    def decorator(recipe_class: R) -> R:
+        check_recipe_class(name, recipe_class)
+        RECIPES.register(name)(recipe_class)
+        return recipe_class
+
+    return decorator
+
+
+def check_recipe_class(name: str, recipe_class: Any) -> None:
+    """Raise TypeError unless `recipe_class` subclasses RecipeBase, defines every required class variable (with
+    `name` equal to the registered name and a valid `trains_on`) and implements every required method."""
+    where = f"recipe '{name}': {recipe_class.__name__ if isinstance(recipe_class, type) else repr(recipe_class)}"
+    if not (isinstance(recipe_class, type) and issubclass(recipe_class, RecipeBase)):
+        raise TypeError(f"{where} must subclass sentadapt.recipes.base.RecipeBase")
+    defined = {key for klass in recipe_class.__mro__ for key in vars(klass)}
+    missing = [key for key in REQUIRED_CLASS_VARIABLES if key not in defined]
+    if missing:
+        raise TypeError(f"{where} does not define {', '.join(missing)} (required class variables: "
+                        f"{', '.join(REQUIRED_CLASS_VARIABLES)})")
+    if recipe_class.name != name:
+        raise TypeError(f"{where}.name is '{recipe_class.name}'; register it under its own name")
+    if recipe_class.trains_on not in TRAINS_ON:
+        raise TypeError(f"{where}.trains_on is '{recipe_class.trains_on}'; one of {', '.join(TRAINS_ON)}")
+    if not isinstance(recipe_class.Config, type):
+        raise TypeError(f"{where}.Config must be a class (a dataclass of the recipe's settings)")
+    for key, value in (("train_defaults", recipe_class.train_defaults),
+                       ("tuned_base_defaults", recipe_class.tuned_base_defaults)):
+        if not isinstance(value, dict):
+            raise TypeError(f"{where}.{key} must be a dict of settings")
+    abstract = sorted(recipe_class.__abstractmethods__)
+    if abstract:
+        raise TypeError(f"{where} does not implement {', '.join(abstract)}")
 
 
 def resolve_export_pooling(setting: str, encoder: Encoder, paper: str) -> str:
@@ -97,5 +209,41 @@ def resolve_export_pooling(setting: str, encoder: Encoder, paper: str) -> str:
     return encoder.pooling_name if declared else paper
 
 
-def register_recipe(name: str) -> Any:
-    return RECIPES.register(name)
+# ---------------------------------------------------------------------- readers for load_examples
+
+
+def token_limit(encoder: Encoder, max_length: int) -> int:
+    """The length `Encoder.tokenize_ids` truncates to: --max-length, capped by the position table."""
+    limit = encoder.position_limit
+    return min(max_length, limit) if limit is not None else max_length
+
+
+def read_sentences(data: TrainingData, encoder: Encoder, note: Callable[[str], None],
+                   progress: Progress | None = None) -> TokenizedExamples:
+    """The inputs as one sentence per line → memory-mapped token ids, read and tokenized once (data/prepare.py)."""
+    from sentadapt.data.prepare import prepare_sentences
+
+    prepared = prepare_sentences(data.sources, encoder.tokenizer, token_limit(encoder, data.max_length),
+                                 text_column=data.text_column, dedup=data.dedup, encoding_errors=data.encoding_errors,
+                                 streaming=data.streaming, num_proc=data.num_proc, progress=progress)
+    for line in prepared.notes:
+        note(line)
+    return prepared.examples
+
+
+def read_nli(files: Sequence[str], data: TrainingData, encoder: Encoder, note: Callable[[str], None],
+             progress: Progress | None = None) -> TokenizedExamples:
+    """Labelled NLI files → token ids of premises and hypotheses, and labels (data/prepare.py)."""
+    from sentadapt.data.prepare import prepare_nli
+
+    prepared = prepare_nli(list(files), encoder.tokenizer, token_limit(encoder, data.max_length),
+                           num_proc=data.num_proc, progress=progress)
+    for line in prepared.notes:
+        note(line)
+    return prepared.examples
+
+
+@contextmanager
+def no_progress(description: str, total: int) -> Iterator[Callable[[int], None]]:
+    """A `Progress` that shows nothing."""
+    yield lambda _n: None

@@ -15,12 +15,13 @@ its own false negative: such entries are removed from the denominators (not samp
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from sentadapt.config import check_choice, check_range
 from sentadapt.pooling import POOLING_NAMES, Pooling
-from sentadapt.recipes.base import LossOutput, register_recipe
+from sentadapt.recipes.base import PAIRS, LossOutput, Progress, RecipeBase, TrainingData, register_recipe
 
 if TYPE_CHECKING:
     from torch import Tensor, nn
@@ -31,6 +32,10 @@ if TYPE_CHECKING:
 RELU = "torch.nn.modules.activation.ReLU"
 IDENTITY = "torch.nn.modules.linear.Identity"
 INITS = ("random", "identity")
+# The MLP and the projection draw nn.Linear's default init from their own seed, so a run starts from the same
+# weights whatever the process drew before (a second run in one process, tests, the resume of an interrupted run
+# in another process); --seed changes the data order.
+INIT_SEED = 0
 
 
 @dataclass
@@ -54,10 +59,10 @@ class ClsrConfig:
 
 
 @register_recipe("clsr")
-class ClsrRecipe:
+class ClsrRecipe(RecipeBase):
     name: ClassVar[str] = "clsr"
     Config: ClassVar[type] = ClsrConfig
-    trains_on: ClassVar[str] = "pairs"  # what --recipe auto gives it of the inputs (train/candidates.py)
+    trains_on: ClassVar[str] = PAIRS  # what --recipe auto gives it of the inputs (train/candidates.py)
     # Paper: batch 512, temperature 0.1, LARS at lr 0.5 with weight decay 1e-4, linear warm-up then cosine
     # decay, 2000 epochs. LARS measured better than AdamW here (docs/findings.md); fewer epochs fit a CPU.
     train_defaults: ClassVar[dict[str, Any]] = {
@@ -70,6 +75,8 @@ class ClsrRecipe:
     # of bench/domain_suite.py, paraphrase-MiniLM-L3-v2); starting at the identity and distilling towards
     # the base keeps the run within a tenth of the base (-0.05) while dev can still pick a gain.
     tuned_base_defaults: ClassVar[dict[str, Any]] = {"init": "identity", "distill": 1.0}
+    stage_name: ClassVar[str] = "pairs"  # its one stage
+    config: ClsrConfig
 
     def __init__(self, config: ClsrConfig, encoder: Encoder) -> None:
         import torch
@@ -77,7 +84,7 @@ class ClsrRecipe:
 
         from sentadapt.st_format import DenseLayer
 
-        self.config = config
+        super().__init__(config, encoder)
         encoder.backbone.requires_grad_(False)  # the encoder is frozen: only the MLP and projection train
         for layer in encoder.head:
             layer.requires_grad_(False)
@@ -90,8 +97,10 @@ class ClsrRecipe:
             check_identity_dims(config, base_dim)
         hidden = config.hidden_dim or (2 * base_dim if identity else base_dim)
         output = config.output_dim or base_dim
-        self.mlp = [DenseLayer(base_dim, hidden, RELU), DenseLayer(hidden, output, IDENTITY)]
-        projection = nn.Linear(output, config.projection_dim or output)
+        with torch.random.fork_rng(devices=[]):  # the process's own random state is left as it was
+            torch.manual_seed(INIT_SEED)
+            self.mlp = [DenseLayer(base_dim, hidden, RELU), DenseLayer(hidden, output, IDENTITY)]
+            projection = nn.Linear(output, config.projection_dim or output)
         if identity:
             identity_mlp(self.mlp[0].linear, self.mlp[1].linear)
             # The projection head is only seen by the loss. Left random, it would score step 0 on a random
@@ -104,15 +113,8 @@ class ClsrRecipe:
         self._heads = nn.ModuleDict({"projection": projection})
         self.table: Tensor | None = None
 
-    @staticmethod
-    def stages_for(config: ClsrConfig) -> tuple[str, ...]:
-        return ("pairs",)
-
-    def use_stage(self, stage: str) -> None:
-        return None
-
-    @staticmethod
-    def check_corpus(paths: list[str], config: ClsrConfig) -> None:
+    @classmethod
+    def check_corpus(cls, paths: Sequence[str], config: ClsrConfig) -> None:
         """Before weights load: every file must hold pairs (a plain sentence list gets a pointed message)."""
         from sentadapt.data.positives import check_pair_files
 
@@ -125,24 +127,24 @@ class ClsrRecipe:
     def trainable_heads(self) -> nn.ModuleDict:
         return self._heads
 
-    def load_examples(self, run_config: Any, encoder: Encoder, note: Any, progress: Any) -> RowPairs:
+    def load_examples(self, data: TrainingData, encoder: Encoder, note: Callable[[str], None],
+                      progress: Progress) -> RowPairs:
         """Positive pairs → rows of a matrix of frozen vectors, each unique sentence encoded once (cached)."""
         from sentadapt.data.batching import RowPairs
         from sentadapt.data.positives import read_positive_pairs
         from sentadapt.embedding_cache import cached_frozen_vectors
 
-        pairs = read_positive_pairs(run_config.corpus, self.config.min_score)
+        pairs = read_positive_pairs(data.sources, self.config.min_score)
         for line in pairs.notes:
             note(line)
-        encoder.max_length = run_config.train.max_length  # one max length for cache, dev scores and export
+        encoder.max_length = data.max_length  # one max length for cache, dev scores and export
         row_of: dict[str, int] = {}
         a_rows = [row_of.setdefault(text, len(row_of)) for text in pairs.first]
         b_rows = [row_of.setdefault(text, len(row_of)) for text in pairs.second]
         texts = list(row_of)
         with progress("encoding (frozen, once)", len(texts)) as advance:
-            self.table = cached_frozen_vectors(encoder, texts, run_config.train.max_length,
-                                               batch_size=run_config.train.eval_batch_size, progress=advance,
-                                               note=note)
+            self.table = cached_frozen_vectors(encoder, texts, data.max_length, batch_size=data.encode_batch_size,
+                                               progress=advance, note=note)
         note(f"{len(pairs)} positive pairs over {len(texts)} unique sentences")
         return RowPairs(a_rows, b_rows)
 

@@ -17,6 +17,7 @@ corpus (see sentadapt.train.pipeline).
 from __future__ import annotations
 
 import inspect
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -24,17 +25,31 @@ from sentadapt.config import check_choice, check_range
 from sentadapt.errors import ConfigError
 from sentadapt.pooling import POOLING_NAMES, Pooling
 from sentadapt.recipes.augment import AUGMENTATIONS, ViewInputs, make_view
-from sentadapt.recipes.base import LossOutput, register_recipe, resolve_export_pooling
+from sentadapt.recipes.base import (
+    TEXT,
+    LossOutput,
+    Progress,
+    RecipeBase,
+    TrainingData,
+    read_nli,
+    read_sentences,
+    register_recipe,
+    resolve_export_pooling,
+)
 
 if TYPE_CHECKING:
     from torch import Tensor, nn
 
+    from sentadapt.data.batching import TokenizedExamples
     from sentadapt.encoder import Encoder
 
 MODES = ("unsup", "joint", "sup-unsup", "joint-unsup", "sup")
 SUPERVISED_VIEWS = ("adversarial",)
 # models whose position ids start after the padding index (positions padding_idx+1 .. ), not at 0
 OFFSET_POSITION_MODELS = ("roberta", "xlm-roberta", "camembert", "longformer", "data2vec-text")
+# The NLI classifier draws nn.Linear's default init from its own seed, so a run starts from the same weights
+# whatever the process drew before (tests, an earlier stage); --seed changes data order and views.
+CLASSIFIER_INIT_SEED = 0
 
 
 @dataclass
@@ -78,10 +93,10 @@ class ConsertConfig:
 
 
 @register_recipe("consert")
-class ConsertRecipe:
+class ConsertRecipe(RecipeBase):
     name: ClassVar[str] = "consert"
     Config: ClassVar[type] = ConsertConfig
-    trains_on: ClassVar[str] = "text"  # what --recipe auto gives it of the inputs (train/candidates.py)
+    trains_on: ClassVar[str] = TEXT  # what --recipe auto gives it of the inputs (train/candidates.py)
     # paper §4.1 (unsupervised): batch 96, max length 64, eval every 200 steps, patience 10, 10 % warm-up.
     # lr: the paper's 5e-7 was later called too low by its author; see recipes/consert.yaml for what we measured.
     train_defaults: ClassVar[dict[str, Any]] = {
@@ -93,11 +108,13 @@ class ConsertRecipe:
     # higher lr learn the domain without drifting: dev +0.30 vs +0.00 for the paper's settings (lr 2e-5),
     # test +0.19 with no domain significantly below the base, vs +0.35 with one domain significantly below it.
     tuned_base_defaults: ClassVar[dict[str, Any]] = {"lr": 5e-5, "distill": 1.0}
+    config: ConsertConfig
 
     def __init__(self, config: ConsertConfig, encoder: Encoder) -> None:
+        import torch
         from torch import nn
 
-        self.config = config
+        super().__init__(config, encoder)
         self.stage_mode = "unsup" if config.mode == "unsup" else config.mode.split("-")[0]
         self.train_pooling = Pooling.from_name(config.train_pooling, encoder.num_layers)
         self.position_offset = self._position_offset(encoder)
@@ -106,10 +123,12 @@ class ConsertRecipe:
         self._frozen_base: Any = None  # a FrozenBase, made by prepare_distillation when distill > 0
         if self.stage_mode in ("joint", "sup"):
             # softmax classifier over [r1, r2, |r1 − r2|] (Sentence-BERT's NLI head), 3 labels
-            self._heads["classifier"] = nn.Linear(3 * encoder.hidden_size, 3)
+            with torch.random.fork_rng(devices=[]):  # the process's own random state is left as it was
+                torch.manual_seed(CLASSIFIER_INIT_SEED)
+                self._heads["classifier"] = nn.Linear(3 * encoder.hidden_size, 3)
 
-    @staticmethod
-    def stages_for(config: ConsertConfig) -> tuple[str, ...]:
+    @classmethod
+    def stages_for(cls, config: ConsertConfig) -> tuple[str, ...]:
         """sup-unsup / joint-unsup: a supervised stage on NLI, then the unsupervised stage on the corpus."""
         if config.mode in ("sup-unsup", "joint-unsup"):
             return (config.mode.split("-")[0], "unsup")
@@ -125,6 +144,13 @@ class ConsertRecipe:
     @property
     def needs(self) -> str:
         return "sentences" if self.stage_mode == "unsup" else "nli"
+
+    def load_examples(self, data: TrainingData, encoder: Encoder, note: Callable[[str], None],
+                      progress: Progress) -> TokenizedExamples:
+        """The corpus (unsupervised stage), or the NLI files of `--set nli=FILE` (supervised stages)."""
+        if self.needs == "nli":
+            return read_nli(self.config.nli, data, encoder, note, progress)
+        return read_sentences(data, encoder, note, progress)
 
     def trainable_heads(self) -> nn.ModuleDict:
         return self._heads

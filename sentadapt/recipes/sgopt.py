@@ -45,7 +45,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from sentadapt.config import check_choice, check_range
 from sentadapt.errors import ConfigError
 from sentadapt.pooling import POOLING_NAMES, Pooling
-from sentadapt.recipes.base import LossOutput, register_recipe, resolve_export_pooling
+from sentadapt.recipes.base import TEXT, LossOutput, RecipeBase, register_recipe, resolve_export_pooling
 
 if TYPE_CHECKING:
     from torch import Tensor, nn
@@ -88,10 +88,10 @@ class SgOptConfig:
 
 
 @register_recipe("sg-opt")
-class SgOptRecipe:
+class SgOptRecipe(RecipeBase):
     name: ClassVar[str] = "sg-opt"
     Config: ClassVar[type] = SgOptConfig
-    trains_on: ClassVar[str] = "text"  # what --recipe auto gives it of the inputs (train/candidates.py)
+    trains_on: ClassVar[str] = TEXT  # what --recipe auto gives it of the inputs (train/candidates.py)
     # paper Appendix A.1 and the official script: AdamW betas (0.9, 0.9), lr 5e-5, batch 16, 1 epoch,
     # no weight decay, 10 % warm-up, STS-B dev every 50 steps, stop after 10 evaluations without gain,
     # max length 128 (sentence-transformers' default there). Gradient clipping 1.0 is the loop's default.
@@ -104,6 +104,8 @@ class SgOptRecipe:
     # the guide SG-OPT already holds (no second copy). Checked against the paper's settings on the dev sets
     # of bench/domain_suite.py in docs/findings.md ("Levers on tuned bases").
     tuned_base_defaults: ClassVar[dict[str, Any]] = {"export_pooling": "auto", "distill": 1.0}
+    stage_name: ClassVar[str] = "unsup"  # its one stage
+    config: SgOptConfig
 
     def __init__(self, config: SgOptConfig, encoder: Encoder) -> None:
         import copy
@@ -111,7 +113,7 @@ class SgOptRecipe:
         import torch
         from torch import nn
 
-        self.config = config
+        super().__init__(config, encoder)
         self.layers = self._layer_range(config, encoder.num_layers)
         backbone = encoder.backbone
         if config.freeze_embeddings:
@@ -145,13 +147,6 @@ class SgOptRecipe:
         self._heads = nn.ModuleDict({"projection": head})
 
     # ------------------------------------------------------------------ contract
-    @staticmethod
-    def stages_for(config: SgOptConfig) -> tuple[str, ...]:
-        return ("unsup",)
-
-    def use_stage(self, stage: str) -> None:
-        """One stage; nothing to switch."""
-
     @property
     def needs(self) -> str:
         return "sentences"

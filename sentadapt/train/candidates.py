@@ -24,12 +24,12 @@ from typing import Any
 from sentadapt.config import RunConfig, TrainConfig, apply_overrides, build_config, load_yaml
 from sentadapt.errors import ConfigError
 from sentadapt.recipes import RECIPES
+from sentadapt.recipes.base import PAIRS, TEXT
 from sentadapt.registry import one_line
 
 AUTO = "auto"
 PLAN_FILE = "auto.yaml"
 CANDIDATES_DIR = "candidates"
-TEXT, PAIRS = "text", "pairs"  # what a recipe trains on (its `trains_on`)
 _NAME_CHARACTERS = re.compile(r"[^A-Za-z0-9._-]+")
 
 
@@ -65,7 +65,8 @@ class Inputs:
 
 
 def trains_on(recipe: str) -> str:
-    return getattr(RECIPES.get(recipe), "trains_on", TEXT)
+    """TEXT or PAIRS: the recipe's declared `trains_on`."""
+    return RECIPES.get(recipe).trains_on
 
 
 def parse_candidates(values: Sequence[str], where: str = "--candidates") -> list[Candidate]:

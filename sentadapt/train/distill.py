@@ -13,8 +13,7 @@ from typing import Any
 from torch import Tensor, nn
 
 from sentadapt.config import TrainConfig
-from sentadapt.errors import ConfigError
-from sentadapt.recipes.base import LossOutput, Recipe
+from sentadapt.recipes.base import LossOutput, RecipeBase
 from sentadapt.recipes.losses import distillation_loss, world_size
 
 
@@ -22,12 +21,12 @@ class Distillation:
     def __init__(self, weight: float, kind: str, temperature: float) -> None:
         self.weight, self.kind, self.temperature = weight, kind, temperature
 
-    def term(self, recipe: Recipe, encoder: Any, heads: nn.ModuleDict, batch: dict[str, Tensor]) -> Tensor:
+    def term(self, recipe: RecipeBase, encoder: Any, heads: nn.ModuleDict, batch: dict[str, Tensor]) -> Tensor:
         """D(adapted, base) on this process's sentences, unweighted."""
         adapted, base = recipe.distillation_views(encoder, heads, batch)
         return distillation_loss(self.kind, adapted, base, self.temperature)
 
-    def add_to(self, output: LossOutput, recipe: Recipe, encoder: Any, heads: nn.ModuleDict,
+    def add_to(self, output: LossOutput, recipe: RecipeBase, encoder: Any, heads: nn.ModuleDict,
                batch: dict[str, Tensor]) -> LossOutput:
         weighted = self.weight * self.term(recipe, encoder, heads, batch)
         # A mean over this process's sentences only (no gather). The loop multiplies the loss by the process
@@ -37,12 +36,9 @@ class Distillation:
         return LossOutput(output.total + weighted / world_size(), {**output.parts, "distill": weighted.detach()})
 
 
-def build_distillation(config: TrainConfig, recipe: Recipe, encoder: Any) -> Distillation | None:
+def build_distillation(config: TrainConfig, recipe: RecipeBase, encoder: Any) -> Distillation | None:
     """None when distill = 0; else let the recipe keep its frozen base (before any step or resumed weights)."""
     if config.distill == 0:
         return None
-    if not (hasattr(recipe, "distillation_views") and hasattr(recipe, "prepare_distillation")):
-        raise ConfigError(f"distill: recipe {recipe.name} does not provide distillation views; "
-                          "pass --set distill=0")
     recipe.prepare_distillation(encoder)
     return Distillation(config.distill, config.distill_kind, config.distill_temperature)

@@ -160,9 +160,7 @@ def check_run(config: Any, resume: bool, overwrite: bool, dry_run: bool, require
     if getattr(config, "resolved_model", None) is None:  # preset detection may have resolved it already
         config.resolved_model = resolve_model(config.base)
     check_sources(config.corpus)  # a missing file, a directory, a fake .gz, an unreachable Hub dataset
-    recipe_check = getattr(RECIPES.get(config.recipe), "check_corpus", None)
-    if recipe_check is not None:
-        recipe_check(config.corpus, config.recipe_args)  # e.g. CLSR needs pairs, not a sentence list
+    RECIPES.get(config.recipe).check_corpus(config.corpus, config.recipe_args)  # e.g. CLSR: pairs, not sentences
     dev_name, make_dev_evaluator = resolve_dev_set(config.dev, config.data_dir, config.dev_metric)
     if make_dev_evaluator is not None and not dry_run:
         make_dev_evaluator()  # reads and checks the whole dev set (no torch) before anything is written
