@@ -37,3 +37,13 @@ def write_text_atomically(path: Path, text: str) -> None:
         replace_durably(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)
+
+
+def write_json_file(path: str | Path, data: object) -> Path:
+    """`data` as indented JSON at `path` (its folder made if missing), written atomically; returns the path."""
+    import json
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_text_atomically(path, json.dumps(data, indent=2) + "\n")
+    return path

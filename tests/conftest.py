@@ -10,6 +10,7 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 
@@ -246,3 +247,19 @@ def count_tensor_calls(monkeypatch: pytest.MonkeyPatch, *names: str) -> dict[str
 
         monkeypatch.setattr(torch.Tensor, name, counted)
     return calls
+
+
+def sts_dev_evaluator(tmp_path: Path, gold: np.ndarray):
+    """The evaluator `adapt --dev` builds for a scored pairs file with these gold scores (placeholder texts)."""
+    from sentadapt.evaluation.task_types import resolve_dev_set
+
+    path = tmp_path / "dev.tsv"
+    path.write_text("sentence1\tsentence2\tscore\n" + "".join(f"a{i}\tb{i}\t{g:.4f}\n" for i, g in enumerate(gold)))
+    _, make = resolve_dev_set(str(path), None)
+    return make()
+
+
+def noisy_outputs(evaluator, gold: np.ndarray, noise: float, seed: int) -> dict:
+    """A model's stored dev outputs: cosines = gold / 5 + seeded normal noise (less noise, higher Spearman)."""
+    values = gold / 5 + np.random.default_rng(seed).normal(0, noise, gold.size)
+    return {evaluator.tasks[0].name: {"cosine": values.tolist()}}

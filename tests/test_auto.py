@@ -19,7 +19,7 @@ from sentadapt.evaluation.selection import (
     score_candidates,
 )
 from sentadapt.train.candidates import Candidate, Inputs, parse_candidates, plan_candidates, split_inputs
-from tests.conftest import FLOAT32_RTOL, run_adapt
+from tests.conftest import FLOAT32_RTOL, noisy_outputs, run_adapt, sts_dev_evaluator
 
 # ---------------------------------------------------------------- --candidates and the inputs
 
@@ -103,24 +103,12 @@ def test_no_candidate_beating_the_base_keeps_it() -> None:
     assert choice.reason == "no candidate beat the base model (best: consert, Δ -0.10 [-0.60, +0.40])"
 
 
-def _sts_evaluator(tmp_path: Path, gold: np.ndarray):
-    from sentadapt.evaluation.task_types import resolve_dev_set
-
-    path = tmp_path / "dev.tsv"
-    path.write_text("sentence1\tsentence2\tscore\n" + "".join(f"a{i}\tb{i}\t{g:.4f}\n" for i, g in enumerate(gold)))
-    _, make = resolve_dev_set(str(path), None)
-    return make()
-
-
 def test_adjusted_intervals_widen_with_the_candidates_and_equal_the_single_run_rule_for_one(tmp_path: Path) -> None:
     rng = np.random.default_rng(0)
     gold = rng.uniform(0, 5, 60)
-    evaluator = _sts_evaluator(tmp_path, gold)
-    task = evaluator.tasks[0].name
-
+    evaluator = sts_dev_evaluator(tmp_path, gold)
     def outputs(noise: float, seed: int) -> dict:
-        values = gold / 5 + np.random.default_rng(seed).normal(0, noise, gold.size)
-        return {task: {"cosine": values.tolist()}}
+        return noisy_outputs(evaluator, gold, noise, seed)
 
     base = outputs(0.3, 1)
     candidates = [("weak", outputs(0.28, 2)), ("clear", outputs(0.05, 3)), ("worse", outputs(0.6, 4))]
@@ -387,11 +375,9 @@ def test_a_single_candidate_is_decided_exactly_as_a_single_run(tmp_path: Path) -
 
     rng = np.random.default_rng(0)
     gold = rng.uniform(0, 5, 80)
-    evaluator = _sts_evaluator(tmp_path, gold)
-    task = evaluator.tasks[0].name
-
+    evaluator = sts_dev_evaluator(tmp_path, gold)
     def outputs(noise: float, seed: int) -> dict:
-        return {task: {"cosine": (gold / 5 + np.random.default_rng(seed).normal(0, noise, gold.size)).tolist()}}
+        return noisy_outputs(evaluator, gold, noise, seed)
 
     base = outputs(0.3, 1)
     steps = [outputs(0.22, seed) for seed in (2, 3, 4)]

@@ -20,6 +20,7 @@ from sentadapt.evaluation.decision import (
     small_dev_note,
 )
 from sentadapt.evaluation.evidence import Evidence, weigh
+from tests.conftest import noisy_outputs, sts_dev_evaluator
 
 STRICT_RULE = DecisionRule(STRICT)
 
@@ -156,25 +157,14 @@ def test_a_small_dev_set_is_named_with_the_gain_it_can_confirm_and_the_pairs_it_
 # ---------------------------------------------------------------- through a real evaluator
 
 
-def _sts_evaluator(tmp_path: Path, gold: np.ndarray):
-    from sentadapt.evaluation.task_types import resolve_dev_set
-
-    path = tmp_path / "dev.tsv"
-    path.write_text("sentence1\tsentence2\tscore\n" + "".join(f"a{i}\tb{i}\t{g:.4f}\n" for i, g in enumerate(gold)))
-    _, make = resolve_dev_set(str(path), None)
-    return make()
-
-
 def test_dev_evidence_pays_for_the_checkpoint_chosen_on_the_same_dev_set(tmp_path: Path) -> None:
     from sentadapt.evaluation.evaluator import dev_evidence
 
     rng = np.random.default_rng(0)
     gold = rng.uniform(0, 5, 100)
-    evaluator = _sts_evaluator(tmp_path, gold)
-    task = evaluator.tasks[0].name
-
+    evaluator = sts_dev_evaluator(tmp_path, gold)
     def outputs(noise: float, seed: int) -> dict:
-        return {task: {"cosine": (gold / 5 + np.random.default_rng(seed).normal(0, noise, gold.size)).tolist()}}
+        return noisy_outputs(evaluator, gold, noise, seed)
 
     base = outputs(0.30, 1)
     steps = [outputs(0.29, seed) for seed in (2, 3, 4, 5)]  # four unrelated draws: no step truly better

@@ -289,12 +289,7 @@ def read_labelled_pairs(path: str | Path, label_column: str = "label") -> Labell
 
 def _binary(value: object) -> int | None:
     """0 or 1 from 0, 1, "0", "1", 0.0, "1.0"; None for anything else (booleans included: say 0 or 1)."""
-    if isinstance(value, bool):
-        return None
-    try:
-        number = float(value)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
-        return None
+    number = _finite_number(value)
     return int(number) if number in (0.0, 1.0) else None
 
 

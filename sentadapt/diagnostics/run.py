@@ -7,7 +7,6 @@ Nothing here imports torch at module level (the encoder loads inside the call).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,6 +14,7 @@ from pathlib import Path
 from sentadapt.diagnostics import parse_reports
 from sentadapt.diagnostics.report import DiagnoseInputs, Diagnosis, comparison_dict, gather_inputs
 from sentadapt.diagnostics.report import diagnose as run_reports
+from sentadapt.durable import write_json_file
 from sentadapt.errors import DataError
 from sentadapt.options import Note, Progress, check_at_least, quiet
 from sentadapt.resolve import DEFAULT_BASE_MODEL
@@ -34,10 +34,7 @@ class DiagnoseResult:
         return comparison_dict(self.diagnoses, self.inputs, self.settings)
 
     def write_json(self, path: str | Path) -> Path:
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(self.to_json(), indent=2) + "\n", encoding="utf-8")
-        return path
+        return write_json_file(path, self.to_json())
 
 
 def diagnose(

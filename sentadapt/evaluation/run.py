@@ -7,12 +7,12 @@ Nothing here imports torch at module level (the encoder loads inside the call).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from sentadapt.durable import write_json_file
 from sentadapt.errors import ConfigError
 from sentadapt.evaluation.evaluator import Comparison, EvalReport, Evaluator
 from sentadapt.options import Note, Progress, check_at_least, progress_step, quiet
@@ -43,10 +43,7 @@ class EvalResult:
                 for model, reports, row in zip(self.models, self.reports, self.comparisons)]
 
     def write_json(self, path: str | Path) -> Path:
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(self.to_json(), indent=2) + "\n", encoding="utf-8")
-        return path
+        return write_json_file(path, self.to_json())
 
 
 def evaluate(
