@@ -53,6 +53,12 @@ class DecisionRule:
             raise ConfigError(f"--risk: {self.risk:g} is not a probability strictly between 0 and 1 "
                               f"(the default is {DEFAULT_RISK:g})")
 
+    @property
+    def confirming_risk(self) -> float:
+        """The one-sided risk at which the rule calls a gain: its limit, or 0.025 for strict (the lower bound of a
+        two-sided 95 % CI); what the smallest confirmable gain is computed at."""
+        return self.risk if self.name == RISK else 0.025
+
     def to_dict(self) -> dict[str, Any]:
         return {"rule": self.name, "max_risk": self.risk if self.name == RISK else None}
 
@@ -99,10 +105,15 @@ def decide(dev_change: float | None, interval: Sequence[float] | None, dev_name:
     return _by_risk(evidence, rule, f"{on} ({shown}", risk)
 
 
+def describe_risk(evidence: Evidence, rule: DecisionRule) -> str:
+    """'risk 0.12 that it is no better (best of 4 evaluations), limit 0.20': what a reason quotes of the evidence."""
+    chosen = f"best of {evidence.options} evaluations" if evidence.options > 1 else "one evaluation"
+    return f"risk {evidence.risk:.2f} that it is no better ({chosen}), limit {rule.risk:.2f}"
+
+
 def _by_risk(evidence: Evidence, rule: DecisionRule, context: str, risk: float | None) -> Decision:
     assert risk is not None
-    chosen = f"best of {evidence.options} evaluations" if evidence.options > 1 else "one evaluation"
-    measured = f"risk {risk:.2f} that it is no better ({chosen}), limit {rule.risk:.2f}"
+    measured = describe_risk(evidence, rule)
     if risk <= rule.risk:
         return Decision(USE_ADAPTED, f"the adapted model beats the base model{context}; {measured})", rule.name, risk)
     return Decision(KEEP_BASE, f"not enough evidence{context}; {measured})", rule.name, risk)
@@ -112,7 +123,7 @@ def small_dev_note(evidence: Evidence | None, rule: DecisionRule) -> str | None:
     """One line when the dev set cannot call gains of the size at stake (GAIN_AT_STAKE) under the rule."""
     if evidence is None or rule.name == POSITIVE:
         return None
-    risk = rule.risk if rule.name == RISK else 0.025  # strict: a two-sided 95 % CI's lower bound
+    risk = rule.confirming_risk
     gain = evidence.detectable_gain(risk)
     if not gain > GAIN_AT_STAKE:  # also False for nan
         return None
@@ -137,7 +148,7 @@ def evidence_record(evidence: Evidence | None, rule: DecisionRule) -> dict[str, 
     """metrics.json's `dev_evidence`: what the risk rule weighed."""
     if evidence is None:
         return None
-    risk = rule.risk if rule.name == RISK else 0.025
+    risk = rule.confirming_risk
     return {"change": evidence.change, "standard_error": evidence.spread, "confidence": evidence.confidence,
             "risk": evidence.risk, "options": evidence.options, "units": evidence.units,
             "detectable_gain": evidence.detectable_gain(risk), "detectable_at_risk": risk,

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sentadapt.evaluation import bootstrap
-from sentadapt.evaluation.decision import KEEP_BASE, POSITIVE, STRICT, USE_ADAPTED, DecisionRule
+from sentadapt.evaluation.decision import KEEP_BASE, POSITIVE, STRICT, USE_ADAPTED, DecisionRule, describe_risk
 from sentadapt.evaluation.evaluator import dev_evidence
 from sentadapt.evaluation.evidence import Evidence
 
@@ -185,12 +185,12 @@ def _choose_by_evidence(scores: Sequence[CandidateScore], dev_name: str | None, 
     order = f"candidates tested in order, {k} in all" if k > 1 else "one candidate"
     if passed:
         chosen, weighed = max(passed, key=lambda pair: pair[0].change)
-        return made(chosen, f"{chosen.name} beats the base model{on} ({_plain(chosen)}; {_risk(weighed, rule)}; "
-                            f"{order})", weighed)
+        return made(chosen, f"{chosen.name} beats the base model{on} ({_plain(chosen)}; "
+                            f"{describe_risk(weighed, rule)}; {order})", weighed)
     assert stopped is not None
     score, weighed = stopped
     why = "did not beat the base model" if score.change <= 0 else "has not enough evidence"
-    risk = f"; {_risk(weighed, rule)}" if weighed is not None and score.change > 0 else ""
+    risk = f"; {describe_risk(weighed, rule)}" if weighed is not None and score.change > 0 else ""
     later = "; the candidates after it are not tested" if k > 1 else ""
     return made(None, f"the first candidate, {score.name}, {why}{on} ({_plain(score)}{risk}){later}", weighed)
 
@@ -198,11 +198,6 @@ def _choose_by_evidence(scores: Sequence[CandidateScore], dev_name: str | None, 
 def _plain(score: CandidateScore) -> str:
     interval = f" [{score.interval[0]:+.2f}, {score.interval[1]:+.2f}]" if score.interval else ""
     return f"Δ {score.change:+.2f}{interval}"
-
-
-def _risk(weighed: Evidence, rule: DecisionRule) -> str:
-    chosen = f"best of {weighed.options} evaluations" if weighed.options > 1 else "one evaluation"
-    return f"risk {weighed.risk:.2f} that it is no better ({chosen}), limit {rule.risk:.2f}"
 
 
 def choose_unadjusted(scores: Sequence[CandidateScore]) -> str | None:

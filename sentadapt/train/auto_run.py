@@ -6,7 +6,6 @@ nothing: notes go to the `Events`; the caller renders the record.
 
 from __future__ import annotations
 
-import shutil
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -15,8 +14,16 @@ from typing import Any
 
 from sentadapt.errors import ConfigError
 from sentadapt.train import auto
-from sentadapt.train.lifecycle import Events, Settings, check_run, check_writable, device, is_main_process, train_run
-from sentadapt.train.lock import acquire_lock
+from sentadapt.train.lifecycle import (
+    Events,
+    Settings,
+    check_run,
+    check_writable,
+    claim_output,
+    device,
+    is_main_process,
+    train_run,
+)
 
 Say = Callable[[str], None]
 
@@ -94,12 +101,7 @@ def run_auto(runs: list[auto.CandidateRun], output: Path, fresh: bool, overwrite
     main = is_main_process()
     lock = None
     if main:
-        if output.is_dir():
-            lock = acquire_lock(output, events.note)  # before --overwrite deletes anything a live run is writing
-        if fresh and overwrite and output.is_dir():
-            shutil.rmtree(output)
-        output.mkdir(parents=True, exist_ok=True)
-        lock = acquire_lock(output, events.note)
+        lock = claim_output(output, fresh and overwrite, events.note)
         if fresh:
             first = runs[0].config
             auto.write_plan(output, runs, {"base": first.base, "dev": first.dev, "max_steps": first.train.max_steps,

@@ -200,6 +200,17 @@ def _check_free_space(config: Any, output: Path) -> None:
         check_free_space(output, weights, config.train.keep_checkpoints)
 
 
+def claim_output(output: Path, replace: bool, note: Callable[[str], None]) -> Path:
+    """Lock the output folder (made if missing; emptied first when `replace`) for this process; returns the lock.
+    The lock is taken before anything is deleted, so --overwrite never removes what a live run is writing."""
+    if output.is_dir():
+        acquire_lock(output, note)
+    if replace and output.is_dir():
+        shutil.rmtree(output)  # the lock goes with it; taken again below
+    output.mkdir(parents=True, exist_ok=True)
+    return acquire_lock(output, note)
+
+
 def train_run(config: Any, resume: bool, overwrite: bool, trust_remote_code: bool, allow_pickle: bool,
               events: Events | None = None, base_dev: tuple[float, dict[str, Any]] | None = None) -> Any:
     """Train every stage of the recipe under the output folder's lock; returns the last stage's TrainResult (None
@@ -215,12 +226,7 @@ def train_run(config: Any, resume: bool, overwrite: bool, trust_remote_code: boo
     main = is_main_process()
     lock = None
     if main:
-        if output.is_dir():
-            lock = acquire_lock(output, events.note)  # before --overwrite deletes anything a live run is writing
-        if overwrite and output.is_dir() and not resume:
-            shutil.rmtree(output)
-        output.mkdir(parents=True, exist_ok=True)
-        lock = acquire_lock(output, events.note)
+        lock = claim_output(output, overwrite and not resume, events.note)
         if not resume:
             save_run_config(config, output / "config.yaml")  # the whole run's config, for --resume
     result = None
