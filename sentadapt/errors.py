@@ -33,3 +33,7 @@ class NoImprovement(SentadaptError):
 
 class StorageError(SentadaptError):
     """A file that cannot be written: disk full, file too large, no permission (the message names the path)."""
+
+
+class CheckpointError(SentadaptError):
+    """A model folder or checkpoint that fails verification (its manifest's checksums)."""

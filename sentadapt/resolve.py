@@ -18,6 +18,7 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 from sentadapt.errors import ModelError
+from sentadapt.rundir import RunDir
 
 DEFAULT_BASE_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 
@@ -107,11 +108,11 @@ def hub_file(model_id: str, filename: str) -> Path | None:
 
 def _auto_run_without_model(text: str, path: Path) -> str:
     """A `adapt --recipe auto` directory publishes a model only when a candidate was chosen."""
-    import json
-
     try:
-        metrics = json.loads((path / "metrics.json").read_text(encoding="utf-8"))
+        metrics = RunDir(path).read_metrics()
     except (OSError, ValueError):
+        metrics = None
+    if metrics is None:
         return (f"{text}: a --recipe auto run that has not finished (no metrics.json); continue it with "
                 f"sentadapt adapt --resume --output {text}, or use a finished candidate in {text}/candidates/")
     return (f"{text}: a --recipe auto run that kept the base model, so it publishes no model "
@@ -126,7 +127,7 @@ def resolve_model(name: str | os.PathLike[str]) -> ResolvedModel:
     if path.exists():
         if path.is_dir() and _looks_like_model_folder(path):
             return ResolvedModel(text, str(path.resolve()), "local")
-        if path.is_dir() and (path / "auto.yaml").is_file():
+        if path.is_dir() and RunDir(path).is_auto():
             raise ModelError(_auto_run_without_model(text, path))
         raise ModelError(
             f"{text}: not a model folder (no config.json or modules.json); pass a Hugging Face or "

@@ -92,3 +92,38 @@ def test_cycle_finder_sees_function_level_and_type_checking_imports() -> None:
     assert "sentadapt.encoder" in graph["sentadapt.diagnostics.run"]  # imported inside diagnose() only
     assert "sentadapt.encoder" in graph["sentadapt.export.pipeline"]  # under `if TYPE_CHECKING:` only
     assert "sentadapt.cli.diagnose" in graph["sentadapt.cli"]  # `from sentadapt.cli import diagnose as ...`
+
+
+# The run directory's layout has one owner (sentadapt/rundir.py): elsewhere its file names are neither spelled as
+# strings nor joined onto a path (`run / "best"`); prose in messages may still name them.
+RUN_FILES = {"config.yaml", "metrics.json", "dev_outputs.json", "train.log", "auto.yaml", "base_dev.json",
+             "auto_outcome.json", ".lock", "step-", "stage-"}
+RUN_FOLDERS = {"checkpoints", "best", "candidates", "tensorboard", ".chosen"}
+
+
+def _run_layout_literals(path: Path) -> list[str]:
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Constant) and node.value in RUN_FILES:
+            found.append(f"line {node.lineno}: {node.value!r}")
+        elif (isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div) and isinstance(node.right, ast.Constant)
+              and node.right.value in RUN_FOLDERS):
+            found.append(f"line {node.lineno}: / {node.right.value!r}")
+    return found
+
+
+@pytest.mark.parametrize("path", [p for p in SOURCES if p.name != "rundir.py"],
+                         ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_run_directory_layout_is_spelled_only_in_rundir(path: Path) -> None:
+    assert not _run_layout_literals(path), f"{path.relative_to(PACKAGE)} spells the run layout (use RunDir)"
+
+
+def test_layout_finder_sees_a_joined_folder_and_a_file_name(tmp_path: Path) -> None:
+    sample = tmp_path / "sample.py"
+    sample.write_text('from pathlib import Path\nbest = Path("run") / "best"\nname = "metrics.json"\n')
+    assert _run_layout_literals(sample) == ["line 2: / 'best'", "line 3: 'metrics.json'"]
+
+
+def test_export_imports_nothing_from_train() -> None:
+    for path in sorted((PACKAGE / "export").rglob("*.py")):
+        assert not {n for n in _package_imports(path) if n.startswith("sentadapt.train")}, path.name

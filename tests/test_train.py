@@ -14,7 +14,7 @@ import pytest
 import torch
 
 from sentadapt.config import TrainConfig
-from sentadapt.train.checkpoint import list_checkpoints
+from sentadapt.rundir import list_checkpoints
 from sentadapt.train.inputs import build_inputs
 from sentadapt.train.loop import SilentReporter, Trainer, TrainingDiverged, TrainingInterrupted
 from tests.conftest import FLOAT32_RTOL, count_tensor_calls, poison, run_checked, run_config
@@ -278,7 +278,7 @@ def test_fp16_without_cuda_is_refused(tiny_model_dir: Path, toy_corpus: Path, tm
 
 
 def test_atomic_folder_write_keeps_the_previous_version_on_failure(tmp_path: Path) -> None:
-    from sentadapt.train.checkpoint import verify_folder, write_folder_atomically
+    from sentadapt.durable import verify_folder, write_folder_atomically
 
     target = tmp_path / "best"
     write_folder_atomically(target, lambda folder: (folder / "weights").write_text("good"))

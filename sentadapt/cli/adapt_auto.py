@@ -10,6 +10,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from sentadapt.cli._common import console
+from sentadapt.rundir import RunDir
 
 
 def _duration(seconds: float | None) -> str:
@@ -48,7 +49,7 @@ def print_auto_summary(output: Path, record: dict[str, Any]) -> None:
     reason = escape(record["decision_reason"])
     if record["chosen"] is None:
         console.print(f"[red]keep the base model[/]: {reason}. Nothing is published at {escape(str(output))}; "
-                      f"each candidate's run stays in {escape(str(output / 'candidates'))}", soft_wrap=True)
+                      f"each candidate's run stays in {escape(str(RunDir(output).candidates))}", soft_wrap=True)
     else:
         console.print(f"[green]use {escape(record['chosen'])}[/] (published at {escape(str(output))}): {reason}",
                       soft_wrap=True)

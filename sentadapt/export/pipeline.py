@@ -32,10 +32,10 @@ def _writer(format_name: str) -> Writer:
 
 
 def run_export(request: ExportRequest, note: Note, sentences: Sequence[str] | None) -> ExportResult:
+    from sentadapt.durable import write_folder_atomically
     from sentadapt.export.card import model_card
     from sentadapt.export.source import load_source
     from sentadapt.export.verify import SAMPLE_SENTENCES
-    from sentadapt.train.checkpoint import write_folder_atomically
 
     source = load_source(request, note)
     encoder = source.encoder

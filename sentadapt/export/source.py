@@ -8,12 +8,12 @@ loaded onto the published model's layout (same pooling, same Dense head — CLSR
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sentadapt.errors import ConfigError, ExportError
+from sentadapt.rundir import CHECKPOINT_WEIGHTS_FILE, RunDir, checkpoint_step, manifest_step
 
 if TYPE_CHECKING:
     from sentadapt.encoder import Encoder
@@ -43,18 +43,9 @@ class LoadedSource:
     notes: list[str] = field(default_factory=list)
 
 
-def is_run_directory(folder: Path) -> bool:
-    """A `sentadapt adapt --output` folder, finished or not: its config.yaml, and a published model (config.json
-    with metrics.json), checkpoints/ or best/ — or nothing else yet when it was stopped early."""
-    if not (folder / "config.yaml").is_file():
-        return False
-    return not (folder / "config.json").is_file() or any(
-        (folder / name).exists() for name in ("metrics.json", "checkpoints", "best"))
-
-
 def load_source(request: ExportRequest, note: Note) -> LoadedSource:
     folder = Path(request.source).expanduser()
-    if folder.is_dir() and is_run_directory(folder):
+    if folder.is_dir() and RunDir(folder).is_run():
         return _load_run(folder, request, note)
     if request.checkpoint != "best":
         raise ConfigError(f"--checkpoint {request.checkpoint}: {request.source} is not a run directory "
@@ -84,13 +75,13 @@ def _load_encoder(model: Any, request: ExportRequest) -> Encoder:
 def _load_run(folder: Path, request: ExportRequest, note: Note) -> LoadedSource:
     import yaml
 
-    config_text = (folder / "config.yaml").read_text(encoding="utf-8")
+    run_dir = RunDir(folder)
+    config_text = run_dir.read_config_text()
     config = yaml.safe_load(config_text) or {}
-    metrics_file = folder / "metrics.json"
-    metrics = json.loads(metrics_file.read_text(encoding="utf-8")) if metrics_file.is_file() else None
+    metrics = run_dir.read_metrics()
     run = RunInfo(folder, config_text, config, metrics)
-    layout = _layout_folder(folder)
-    if (layout != folder and request.checkpoint == "best") or (layout is None and not _checkpoint_steps(folder)):
+    layout = run_dir.layout_folder()
+    if (layout != folder and request.checkpoint == "best") or (layout is None and not run_dir.checkpoint_steps()):
         _explain_unfinished(folder, layout, note)  # notes what an unfinished run holds, or stops
     checkpoint = None if request.checkpoint == "best" else _checkpoint_folder(folder, request.checkpoint)
     note(f"loading {folder}" + (f" ({checkpoint.name})" if checkpoint else ""))
@@ -98,38 +89,21 @@ def _load_run(folder: Path, request: ExportRequest, note: Note) -> LoadedSource:
     if checkpoint is None:
         assert layout is not None  # _explain_unfinished stops a run with neither
         encoder = _load_encoder(layout, request)
-        step = (metrics or {}).get("published_step") or _manifest_step(layout)
+        step = (metrics or {}).get("published_step") or manifest_step(layout)
         where = "published model" if layout == folder else "best/ (the run did not finish)"
         return LoadedSource(encoder, f"run {folder} ({where}, step {step})", base, run, step)
     encoder = _load_encoder(layout, request) if layout is not None else _encoder_as_trained(folder, request, note)
-    step = _load_checkpoint_weights(encoder, checkpoint, layout or folder / "config.yaml")
+    step = _load_checkpoint_weights(encoder, checkpoint, layout or run_dir.config_file)
     return LoadedSource(encoder, f"run {folder} (checkpoint {checkpoint.name})", base, run, step)
-
-
-def _layout_folder(run: Path) -> Path | None:
-    """Where the model's layout (pooling, Dense head) is described: the published model, else best/; None for a
-    run stopped before either was written (its layout then comes from config.yaml, see _encoder_as_trained)."""
-    if (run / "modules.json").is_file():
-        return run
-    if (run / "best" / "modules.json").is_file():
-        return run / "best"
-    return None
-
-
-def _checkpoint_steps(run: Path) -> list[int]:
-    """The steps of the run's complete checkpoints, oldest first."""
-    from sentadapt.train.checkpoint import list_checkpoints
-
-    return sorted(int(path.name.split("-")[1]) for path in list_checkpoints(run / "checkpoints"))
 
 
 def _explain_unfinished(run: Path, best: Path | None, note: Note) -> None:
     """A run without a published model: export its best model so far when there is one, saying which
     checkpoints exist; otherwise stop with the command that exports a checkpoint."""
-    steps = _checkpoint_steps(run)
+    steps = RunDir(run).checkpoint_steps()
     listed = ("step " if len(steps) == 1 else "steps ") + ", ".join(map(str, steps))
     if best is not None:
-        step = _manifest_step(best)
+        step = manifest_step(best)
         also = f"; its checkpoints ({listed}) export with --checkpoint last or --checkpoint STEP" if steps else ""
         note(f"{run}: the run did not finish; exporting its best model so far (best/, step {step}){also}")
         return
@@ -148,17 +122,19 @@ def _encoder_as_trained(run: Path, request: ExportRequest, note: Note) -> Encode
     from sentadapt.encoder import Encoder
     from sentadapt.pooling import Pooling
     from sentadapt.recipes import RECIPES
-    from sentadapt.train.inputs import stage_outputs
 
-    config = load_run_config(run / "config.yaml", {name: RECIPES.get(name).Config for name in RECIPES})
-    config.output = str(run)  # the directory may have moved since config.yaml was written
+    run_dir = RunDir(run)  # its own path: the directory may have moved since config.yaml was written
+    config = load_run_config(run_dir.config_file, {name: RECIPES.get(name).Config for name in RECIPES})
     recipe_class = RECIPES.get(config.recipe)
-    stage, stage_config = stage_outputs(config, recipe_class.stages_for(config.recipe_args))[-1]
+    stages = recipe_class.stages_for(config.recipe_args)
+    folders = run_dir.stages(stages)
+    base = str(folders[-2].path) if len(folders) > 1 else config.base  # a later stage starts from the one before
+    stage = stages[-1]
     note(f"{run}: no saved model layout (no published model, no best/); rebuilding it from config.yaml "
-         f"({config.recipe} on {stage_config.base})")
-    encoder = Encoder.load(stage_config.base, device="cpu", trust_remote_code=request.trust_remote_code,
+         f"({config.recipe} on {base})")
+    encoder = Encoder.load(base, device="cpu", trust_remote_code=request.trust_remote_code,
                            allow_pickle=request.allow_pickle)  # the base as training loaded it: its own pooling
-    recipe = recipe_class(stage_config.recipe_args, encoder)
+    recipe = recipe_class(config.recipe_args, encoder)
     recipe.use_stage(stage)
     recipe.prepare_export(encoder, recipe.trainable_heads())
     if request.pooling is not None:  # --pooling overrides the recipe's choice, as it does a saved layout's
@@ -167,23 +143,17 @@ def _encoder_as_trained(run: Path, request: ExportRequest, note: Note) -> Encode
     return encoder
 
 
-def _manifest_step(folder: Path) -> int | None:
-    manifest = folder / "manifest.json"
-    return json.loads(manifest.read_text()).get("step") if manifest.is_file() else None
-
-
 def _checkpoint_folder(run: Path, which: str) -> Path:
-    from sentadapt.train.checkpoint import checkpoint_name, list_checkpoints
-
-    found = list_checkpoints(run / "checkpoints")
+    run_dir = RunDir(run)
+    found = run_dir.checkpoint_folders()
     if not found:
-        raise ExportError(f"{run}: no checkpoints in {run / 'checkpoints'}; use --checkpoint best")
+        raise ExportError(f"{run}: no checkpoints in {run_dir.checkpoints}; use --checkpoint best")
     if which == "last":
         return found[0]
-    wanted = run / "checkpoints" / checkpoint_name(int(which))
+    wanted = run_dir.checkpoint(int(which))
     if wanted not in found:
-        steps = ", ".join(str(int(p.name.split("-")[1])) for p in reversed(found))
-        raise ExportError(f"--checkpoint {which}: no such checkpoint in {run / 'checkpoints'}; available: {steps}")
+        steps = ", ".join(str(checkpoint_step(p)) for p in reversed(found))
+        raise ExportError(f"--checkpoint {which}: no such checkpoint in {run_dir.checkpoints}; available: {steps}")
     return wanted
 
 
@@ -191,10 +161,10 @@ def _load_checkpoint_weights(encoder: Encoder, checkpoint: Path, layout: Path) -
     """Verify the checkpoint's checksums, then load its `encoder.*` tensors; returns its step."""
     from safetensors.torch import load_file
 
-    from sentadapt.train.checkpoint import verify_folder
+    from sentadapt.durable import verify_folder
 
     manifest = verify_folder(checkpoint)
-    state = load_file(str(checkpoint / "model.safetensors"))
+    state = load_file(str(checkpoint / CHECKPOINT_WEIGHTS_FILE))
     weights = {key[len(ENCODER_PREFIX):]: value for key, value in state.items() if key.startswith(ENCODER_PREFIX)}
     missing, unexpected = encoder.load_state_dict(weights, strict=False)
     if missing or unexpected:

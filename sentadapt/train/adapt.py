@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from sentadapt.errors import ConfigError, NoImprovement
+from sentadapt.rundir import CONFIG_FILE, RunDir
 from sentadapt.train.lifecycle import (
     FINISHED,
     RESTART,
@@ -83,7 +84,7 @@ def run(request: AdaptRequest, events: Events | None = None) -> AdaptOutcome:
         return _adapt_auto(request, events, resume, overwrite)
     if resume:
         config = resumed_config(output, settings.run_fields.get("num_proc"))
-        _note_ignored(request, events, "config.yaml")
+        _note_ignored(request, events, CONFIG_FILE)
     else:
         config = new_config(settings)
     check_run(config, resume, overwrite, request.dry_run, request.require_improvement)
@@ -97,10 +98,8 @@ def run(request: AdaptRequest, events: Events | None = None) -> AdaptOutcome:
 
 
 def _is_auto(output: Path, resume: bool, settings: Settings) -> bool:
-    from sentadapt.train.candidates import PLAN_FILE
-
     if resume:
-        return (output / PLAN_FILE).is_file()
+        return RunDir(output).is_auto()
     return (settings.recipe or recipe_of(settings.config_file)) == AUTO
 
 
@@ -116,7 +115,7 @@ def _adapt_auto(request: AdaptRequest, events: Events, resume: bool, overwrite: 
 
     output = Path(request.settings.output)
     if resume:
-        if (output / "metrics.json").is_file():
+        if RunDir(output).is_finished():
             raise ConfigError(f"--resume: {output} is a finished run (metrics.json is written); nothing to resume — "
                               "start a new run with another --output")
         runs = read_plan(output)
@@ -131,7 +130,7 @@ def _adapt_auto(request: AdaptRequest, events: Events, resume: bool, overwrite: 
     outcome = run_auto(runs, output, not resume, overwrite, request.trust_remote_code, request.allow_pickle, events)
     if request.require_improvement and outcome is not None and outcome.choice.chosen is None:
         raise NoImprovement(f"--require-improvement: keep the base model: {outcome.choice.reason}; "
-                            f"{output / 'candidates'} holds what each candidate trained")
+                            f"{RunDir(output).candidates} holds what each candidate trained")
     return AdaptOutcome(output, "trained", configs, auto=outcome, candidates=specs)
 
 
@@ -189,10 +188,8 @@ def adapt(corpus: str | Path | list[str | Path] | tuple[str | Path, ...] = (), *
 
 
 def _result(outcome: AdaptOutcome) -> AdaptResult:
-    import json
 
-    metrics_file = outcome.output / "metrics.json"
-    metrics = json.loads(metrics_file.read_text(encoding="utf-8")) if metrics_file.is_file() else {}
+    metrics = RunDir(outcome.output).read_metrics() or {}
     decided = outcome.decision
     if decided is None and metrics:  # --resume auto on a finished run: its recorded decision
         from sentadapt.evaluation.decision import decision_of

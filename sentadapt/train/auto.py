@@ -12,7 +12,6 @@ candidate's model published at the top of OUTPUT, and OUTPUT/metrics.json. No pr
 
 from __future__ import annotations
 
-import json
 import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -20,16 +19,14 @@ from pathlib import Path
 from typing import Any
 
 from sentadapt.config import RunConfig, load_run_config, save_run_config
-from sentadapt.durable import write_text_atomically
+from sentadapt.durable import publish_model, write_folder_atomically, write_text_atomically
 from sentadapt.errors import ConfigError
 from sentadapt.evaluation.decision import KEEP_BASE, decision_rule
 from sentadapt.evaluation.selection import Choice, choose, weigh_candidates
 from sentadapt.recipes import RECIPES
-from sentadapt.train.candidates import AUTO, CANDIDATES_DIR, PLAN_FILE, Candidate, parse_candidates
-from sentadapt.train.tracking import read_dev_outputs, write_run_record
+from sentadapt.rundir import OUTCOME_FILE, RunDir, candidate_folder
+from sentadapt.train.candidates import AUTO, Candidate, parse_candidates
 
-BASE_DEV_FILE = "base_dev.json"
-OUTCOME_FILE = "auto_outcome.json"
 NEW, RESUME, FINISHED = "new", "resume", "finished"
 
 
@@ -43,17 +40,19 @@ class CandidateRun:
         return Path(self.config.output)
 
     @property
+    def run_dir(self) -> RunDir:
+        return RunDir(self.config.output)
+
+    @property
     def status(self) -> str:
         """finished (its metrics.json is written) | resume (it has a checkpoint) | new (start it from scratch)."""
-        if (self.folder / "metrics.json").is_file():
+        if self.run_dir.is_finished():
             return FINISHED
-        if any(self.folder.glob("checkpoints/step-*")) or any(self.folder.glob("stage-*/checkpoints/step-*")):
-            return RESUME
-        return NEW
+        return RESUME if self.run_dir.has_progress() else NEW
 
 
 def is_auto_run(output: Path) -> bool:
-    return (output / PLAN_FILE).is_file()
+    return RunDir(output).is_auto()
 
 
 def write_plan(output: Path, runs: Sequence[CandidateRun], shared: dict[str, Any]) -> None:
@@ -62,37 +61,34 @@ def write_plan(output: Path, runs: Sequence[CandidateRun], shared: dict[str, Any
 
     for run in runs:
         run.folder.mkdir(parents=True, exist_ok=True)
-        save_run_config(run.config, run.folder / "config.yaml")
+        save_run_config(run.config, run.run_dir.config_file)
     plan = {"recipe": AUTO, "candidates": [run.candidate.spec for run in runs], **shared}
-    write_text_atomically(output / PLAN_FILE, yaml.safe_dump(plan, sort_keys=False))
+    write_text_atomically(RunDir(output).auto_plan, yaml.safe_dump(plan, sort_keys=False))
 
 
 def read_plan(output: Path) -> list[CandidateRun]:
     """The candidates of an auto run directory, each with its saved config (authoritative, as for --resume)."""
-    import yaml
-
-    plan = yaml.safe_load((output / PLAN_FILE).read_text(encoding="utf-8")) or {}
+    run_dir = RunDir(output)
+    plan = run_dir.read_plan()
     runs = []
-    for candidate in parse_candidates(plan.get("candidates") or [], where=str(output / PLAN_FILE)):
-        config_file = output / CANDIDATES_DIR / candidate.name / "config.yaml"
+    for candidate in parse_candidates(plan.get("candidates") or [], where=str(run_dir.auto_plan)):
+        config_file = run_dir.candidate(candidate.name).config_file
         config = load_run_config(config_file, {name: RECIPES.get(name).Config for name in RECIPES})
         config.output = str(config_file.parent)  # the directory may have moved since
         runs.append(CandidateRun(candidate, config))
     if not runs:
-        raise ConfigError(f"{output / PLAN_FILE}: lists no candidates")
+        raise ConfigError(f"{run_dir.auto_plan}: lists no candidates")
     return runs
 
 
-def read_json(path: Path) -> Any:
-    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
-
-
 def save_base_dev(output: Path, score: float, outputs: dict[str, Any]) -> None:
-    write_text_atomically(output / BASE_DEV_FILE, json.dumps({"score": score, "outputs": outputs}) + "\n")
+    run_dir = RunDir(output)
+    run_dir.write_json(run_dir.base_dev_file, {"score": score, "outputs": outputs})
 
 
 def load_base_dev(output: Path) -> tuple[float, dict[str, Any]] | None:
-    saved = read_json(output / BASE_DEV_FILE)
+    run_dir = RunDir(output)
+    saved = run_dir.read_json(run_dir.base_dev_file)
     return None if saved is None else (float(saved["score"]), saved["outputs"])
 
 
@@ -100,8 +96,7 @@ def save_outcome(run: CandidateRun, best_outputs: dict[str, Any] | None, seconds
                  failed: str | None = None) -> None:
     """Its selected checkpoint's dev outputs and training time; or why it failed (a diverged candidate is left
     out of the choice rather than stopping the others, and a resumed run does not train it again)."""
-    record = {"outputs": best_outputs, "seconds": seconds, "failed": failed}
-    write_text_atomically(run.folder / OUTCOME_FILE, json.dumps(record) + "\n")
+    run.run_dir.write_json(run.run_dir.outcome_file, {"outputs": best_outputs, "seconds": seconds, "failed": failed})
 
 
 def failure_of(run: CandidateRun) -> str | None:
@@ -109,7 +104,7 @@ def failure_of(run: CandidateRun) -> str | None:
 
 
 def load_outcome(run: CandidateRun) -> dict[str, Any] | None:
-    return read_json(run.folder / OUTCOME_FILE)
+    return run.run_dir.read_json(run.run_dir.outcome_file)
 
 
 def decide_among(runs: Sequence[CandidateRun], evaluator: Any, base_outputs: dict[str, Any],
@@ -124,7 +119,7 @@ def decide_among(runs: Sequence[CandidateRun], evaluator: Any, base_outputs: dic
             continue
         if outcome.get("outputs") is None:
             raise ConfigError(f"{run.folder}: no dev outputs ({OUTCOME_FILE}); resume the run with --resume")
-        evaluations = (read_dev_outputs(run.folder) or {}).get("evaluations") or {}
+        evaluations = (run.run_dir.read_dev_outputs() or {}).get("evaluations") or {}
         scored.append((run.candidate.name, outcome["outputs"], list(evaluations.values())))
     if not scored:
         return Choice(None, KEEP_BASE, "no candidate finished training (see each one's failure in metrics.json)",
@@ -137,14 +132,12 @@ def publish_choice(output: Path, choice: Choice, runs: Sequence[CandidateRun], l
     """Copy the chosen candidate's model to the top of OUTPUT (re-saved by THE encoder, so the folder is exactly
     what `adapt` writes); returns its published step. Keep-base: nothing is published, and any model from an
     earlier choice is not there (a fresh auto run starts from an empty OUTPUT)."""
-    from sentadapt.train.checkpoint import publish_model, write_folder_atomically
-
     if choice.chosen is None:
         return None
     run = next(r for r in runs if r.candidate.name == choice.chosen)
-    metrics = read_json(run.folder / "metrics.json") or {}
+    metrics = run.run_dir.read_metrics() or {}
     encoder = load_encoder(str(run.folder))
-    staging = output / ".chosen"
+    staging = RunDir(output).chosen_staging
     write_folder_atomically(staging, encoder.save, {"candidate": choice.chosen})
     publish_model(staging, output)
     shutil.rmtree(staging)
@@ -157,12 +150,12 @@ def write_auto_metrics(output: Path, runs: Sequence[CandidateRun], choice: Choic
     rows = []
     scores = {score.name: score for score in choice.scores}
     for run in runs:
-        metrics = read_json(run.folder / "metrics.json") or {}
+        metrics = run.run_dir.read_metrics() or {}
         outcome = load_outcome(run) or {}
         score = scores.get(run.candidate.name)
         rows.append({
             "name": run.candidate.name, "spec": run.candidate.spec, "recipe": run.candidate.recipe,
-            "output": str(Path(CANDIDATES_DIR) / run.candidate.name), "preset": (run.config.preset or {}).get("name"),
+            "output": candidate_folder(run.candidate.name), "preset": (run.config.preset or {}).get("name"),
             **(score.to_dict() if score else {"dev_score": None, "dev_change": None, "dev_change_ci": None,
                                               "dev_change_adjusted_ci": None, "eligible": False}),
             "failed": outcome.get("failed"), "best_step": metrics.get("best_step"),
@@ -173,9 +166,9 @@ def write_auto_metrics(output: Path, runs: Sequence[CandidateRun], choice: Choic
     record = {
         "recipe": AUTO, "base_model": first.base, "dev": dev_name, "dev_metric": evaluator.describe_metric(),
         "base_score": base_score, **choice.to_dict(), "candidates": rows,
-        "chosen_output": str(Path(CANDIDATES_DIR) / choice.chosen) if choice.chosen else None,
+        "chosen_output": candidate_folder(choice.chosen) if choice.chosen else None,
         "published_step": published_step, "max_steps": first.train.max_steps, "seed": first.train.seed,
         "bootstrap": {"resamples": evaluator.resamples, "seed": evaluator.seed, "paired": True},
     }
-    write_run_record(output, record)
+    RunDir(output).write_metrics(record)
     return record

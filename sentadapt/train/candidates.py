@@ -26,10 +26,9 @@ from sentadapt.errors import ConfigError
 from sentadapt.recipes import RECIPES
 from sentadapt.recipes.base import PAIRS, TEXT
 from sentadapt.registry import one_line
+from sentadapt.rundir import RunDir
 
 AUTO = "auto"
-PLAN_FILE = "auto.yaml"
-CANDIDATES_DIR = "candidates"
 _NAME_CHARACTERS = re.compile(r"[^A-Za-z0-9._-]+")
 
 
@@ -168,7 +167,7 @@ def candidate_config(candidate: Candidate, inputs: Inputs, output: Path, *, yaml
         return build_config(
             candidate.recipe, recipe_class.Config, recipe_class.train_defaults, None, {**yaml_train, **given},
             [*set_options, *candidate.set_options()], preset_values=preset.values, preset=preset.to_dict(),
-            corpus=inputs.for_recipe(candidate.recipe), output=str(output / CANDIDATES_DIR / candidate.name),
+            corpus=inputs.for_recipe(candidate.recipe), output=str(RunDir(output).candidate(candidate.name).path),
             **run_fields)
     except ConfigError as error:
         raise ConfigError(f"candidate {candidate.spec}: {error}") from None

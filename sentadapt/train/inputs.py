@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 from sentadapt.config import RunConfig
@@ -11,6 +10,7 @@ from sentadapt.encoder import Encoder
 from sentadapt.evaluation.task_types import resolve_dev_set
 from sentadapt.recipes import RECIPES
 from sentadapt.recipes.base import TrainingData, no_progress
+from sentadapt.rundir import RunDir
 from sentadapt.train.loop import TrainingInputs
 
 
@@ -38,15 +38,14 @@ def build_inputs(config: RunConfig, note: Callable[[str], None], device: str | N
 
 
 def stage_outputs(config: RunConfig, stages: tuple[str, ...]) -> list[tuple[str, RunConfig]]:
-    """One RunConfig per stage: earlier stages write to DIR/stage-K-NAME, the last to DIR; each starts from
-    the previous stage's model."""
+    """One RunConfig per stage, writing to the stage's run directory (RunDir.stages); each starts from the previous
+    stage's model."""
     import dataclasses
 
     plans: list[tuple[str, RunConfig]] = []
     base = config.base
-    for index, stage in enumerate(stages):
-        last = index == len(stages) - 1
-        output = config.output if last else str(Path(config.output) / f"stage-{index + 1}-{stage}")
+    for stage, folder in zip(stages, RunDir(config.output).stages(stages), strict=True):
+        output = str(folder.path)
         plans.append((stage, dataclasses.replace(config, base=base, output=output)))
         base = output
     return plans

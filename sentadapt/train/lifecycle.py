@@ -17,6 +17,7 @@ from typing import Any
 
 from sentadapt.config import RunConfig
 from sentadapt.errors import ConfigError, StorageError
+from sentadapt.rundir import RunDir
 from sentadapt.train.lock import acquire_lock
 
 RESUME_LAST = "last"  # continue from the last checkpoint (a bare `--resume`)
@@ -74,17 +75,17 @@ def device() -> str:
 def resume_auto_mode(output: Path, note: Callable[[str], None] = _silent) -> str | None:
     """`--resume auto`: finished (metrics.json) | last (a checkpoint or finished stage to continue from) |
     restart (a run that stopped before its first checkpoint: start it again) | None (a new run)."""
-    if (output / "metrics.json").is_file():
+    run_dir = RunDir(output)
+    if run_dir.is_finished():
         note(f"--resume auto: {output} is a finished run (metrics.json is written); nothing to do")
         return FINISHED
-    if (output / "auto.yaml").is_file():  # --recipe auto: each candidate is finished, resumed or started
+    if run_dir.is_auto():  # --recipe auto: each candidate is finished, resumed or started
         note(f"--resume auto: continuing the --recipe auto run in {output} (with its saved plan and configs)")
         return RESUME_LAST
-    if any(output.glob("checkpoints/step-*")) or any(output.glob("stage-*/checkpoints/step-*")) or any(
-            output.glob("stage-*/metrics.json")):
+    if run_dir.has_progress():
         note(f"--resume auto: resuming the run in {output} from its last checkpoint (with its saved config.yaml)")
         return RESUME_LAST
-    if (output / "config.yaml").is_file():
+    if run_dir.has_config():
         note(f"--resume auto: {output} holds no checkpoint yet; starting the run again from the beginning")
         return RESTART
     return None
@@ -132,7 +133,7 @@ def resumed_config(output: Path, num_proc: int | None = None) -> RunConfig:
     from sentadapt.config import load_run_config
     from sentadapt.recipes import RECIPES
 
-    config = load_run_config(output / "config.yaml", {name: RECIPES.get(name).Config for name in RECIPES})
+    config = load_run_config(RunDir(output).config_file, {name: RECIPES.get(name).Config for name in RECIPES})
     config.output = str(output)  # the directory may have been moved since it was written
     config.num_proc = num_proc or config.num_proc
     return config
@@ -228,21 +229,21 @@ def train_run(config: Any, resume: bool, overwrite: bool, trust_remote_code: boo
     if main:
         lock = claim_output(output, overwrite and not resume, events.note)
         if not resume:
-            save_run_config(config, output / "config.yaml")  # the whole run's config, for --resume
+            save_run_config(config, RunDir(output).config_file)  # the whole run's config, for --resume
     result = None
     try:
         stages = stage_outputs(config, RECIPES.get(config.recipe).stages_for(config.recipe_args))
         for number, (stage, stage_config) in enumerate(stages, start=1):
-            stage_dir = Path(stage_config.output)
+            stage_dir = RunDir(stage_config.output)
             # only a resumed run skips finished stages (with --overwrite, rank 0 may not have deleted them yet)
-            if resume and number < len(stages) and (stage_dir / "metrics.json").is_file():
-                events.note(f"stage {number}/{len(stages)} ({stage}) already complete in {stage_dir}")
+            if resume and number < len(stages) and stage_dir.is_finished():
+                events.note(f"stage {number}/{len(stages)} ({stage}) already complete in {stage_dir.path}")
                 continue
             if len(stages) > 1:
-                events.note(f"stage {number}/{len(stages)}: {stage} → {stage_dir}")
-            stage_resume = resume and (stage_dir / "checkpoints").is_dir()
+                events.note(f"stage {number}/{len(stages)}: {stage} → {stage_dir.path}")
+            stage_resume = resume and stage_dir.checkpoints.is_dir()
             if resume and not stage_resume and number == len(stages) == 1:
-                raise ConfigError(f"--resume: no checkpoint in {stage_dir / 'checkpoints'}; start without --resume")
+                raise ConfigError(f"--resume: no checkpoint in {stage_dir.checkpoints}; start without --resume")
             inputs = build_inputs(stage_config, events.note, device=device(), trust_remote_code=trust_remote_code,
                                   allow_pickle=allow_pickle, stage=stage, progress=events.progress)
             if number == 1:
@@ -260,7 +261,7 @@ def train_run(config: Any, resume: bool, overwrite: bool, trust_remote_code: boo
 def _train_stage(trainer: Any, resume: bool, output: Path) -> Any:
     """Run the trainer; a write that fails (disk full, file too large, no permission) becomes one line that
     says what is intact and how to continue."""
-    from sentadapt.train.storage import describe_write_failure
+    from sentadapt.durable import describe_write_failure
 
     try:
         return trainer.run(resume=resume)
@@ -276,7 +277,7 @@ def _train_stage(trainer: Any, resume: bool, output: Path) -> Any:
 
 
 def _after_write_failure(checkpoints: Path, output: Path) -> str:
-    from sentadapt.train.checkpoint import list_checkpoints
+    from sentadapt.rundir import list_checkpoints
 
     found = list_checkpoints(checkpoints)
     if not found:

@@ -7,13 +7,12 @@ from collections.abc import Callable
 from pathlib import Path
 
 from sentadapt.errors import ConfigError
-
-LOCK_FILE = ".lock"
+from sentadapt.rundir import RunDir
 
 
 def acquire_lock(output: Path, note: Callable[[str], None] = lambda _text: None) -> Path:
     """Create `output/.lock` holding our pid in one atomic step (O_EXCL); take over a lock whose process is gone."""
-    lock = output / LOCK_FILE
+    lock = RunDir(output).lock_file
     for _attempt in range(3):
         try:
             descriptor = os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)

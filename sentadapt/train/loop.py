@@ -31,22 +31,18 @@ from torch import nn
 
 from sentadapt.config import RunConfig, save_run_config
 from sentadapt.data.batching import RowPairs, TokenizedExamples, plan_epoch, shard
+from sentadapt.durable import publish_model, recover_interrupted_writes, verify_folder, write_folder_atomically
 from sentadapt.encoder import Encoder
-from sentadapt.errors import ConfigError, SentadaptError
+from sentadapt.errors import CheckpointError, ConfigError, SentadaptError
 from sentadapt.evaluation.decision import Decision, decide, decision_rule, evidence_record, small_dev_note
 from sentadapt.evaluation.evaluator import Evaluator, dev_change_record, dev_evidence
 from sentadapt.evaluation.evidence import Evidence
 from sentadapt.recipes.base import Recipe
+from sentadapt.rundir import RunDir
 from sentadapt.train.checkpoint import (
-    CheckpointError,
-    checkpoint_name,
     load_training_checkpoint,
     newest_usable_checkpoint,
-    publish_model,
-    recover_interrupted_writes,
     stage_rng_state,
-    verify_folder,
-    write_folder_atomically,
     write_training_checkpoint,
 )
 from sentadapt.train.distill import Distillation, build_distillation
@@ -55,7 +51,6 @@ from sentadapt.train.optim import build_optimizer, lr_multiplier, skips_on_devic
 from sentadapt.train.prefetch import BatchPrefetcher
 from sentadapt.train.signals import StopRequest, TrainingInterrupted, stopped_by
 from sentadapt.train.tracking import (
-    TENSORBOARD_DIR,
     Reporter,
     SilentReporter,
     Trackers,
@@ -65,8 +60,6 @@ from sentadapt.train.tracking import (
     hyperparameters,
     resolve_trackers,
     tracker_values,
-    write_dev_outputs,
-    write_run_record,
 )
 
 __all__ = ["Reporter", "SilentReporter", "Trainer", "TrainingDiverged", "TrainingInputs", "TrainingInterrupted"]
@@ -197,8 +190,9 @@ class Trainer:
         self.train_config = inputs.config.train
         self.reporter = reporter or SilentReporter()
         self.output = Path(inputs.config.output)
-        self.checkpoints = self.output / "checkpoints"
-        self.train_log = TrainLog(self.output / "train.log")
+        self.run_dir = RunDir(self.output)
+        self.checkpoints = self.run_dir.checkpoints
+        self.train_log = TrainLog(self.run_dir.train_log)
         if self.train_config.mixed_precision == "fp16" and not torch.cuda.is_available():
             raise ConfigError("mixed_precision: fp16 needs a CUDA GPU (accelerate would silently train in fp32 "
                               "on CPU); use --mixed-precision bf16 on CPU")
@@ -207,7 +201,7 @@ class Trainer:
         self.accelerator = Accelerator(
             log_with=tracker_names or None,
             project_config=ProjectConfiguration(project_dir=str(self.output),
-                                                logging_dir=str(self.output / TENSORBOARD_DIR)),
+                                                logging_dir=str(self.run_dir.tensorboard)),
             mixed_precision=self.train_config.mixed_precision,
             gradient_accumulation_steps=self.train_config.grad_accum,
             # without CUDA, accelerate only sets up multi-process (gloo) training when told it runs on CPU
@@ -248,9 +242,9 @@ class Trainer:
     # ------------------------------------------------------------------ the loop
     def run(self, resume: bool = False) -> TrainResult:
         started = time.perf_counter()
-        if self.is_main and not resume and not (self.output / "config.yaml").exists():
+        if self.is_main and not resume and not self.run_dir.has_config():
             self.output.mkdir(parents=True, exist_ok=True)
-            save_run_config(self.config, self.output / "config.yaml")  # what `--resume` reads back
+            save_run_config(self.config, self.run_dir.config_file)  # what `--resume` reads back
         self.trackers.start(hyperparameters(self.config.to_dict()))
         try:
             return self._train_and_publish(resume, started)
@@ -495,7 +489,7 @@ class Trainer:
                 self.state.best_score, self.state.best_step = score, self.state.step
                 self.state.dev_outputs["best"] = self._last_outputs
                 self.state.evals_without_improvement = 0
-                self._save_model(self.output / "best")
+                self._save_model(self.run_dir.best)
             else:
                 self.state.evals_without_improvement += 1
             if self.state.best_score is not None:
@@ -534,12 +528,12 @@ class Trainer:
                 self.checkpoints, self.state.step, self.accelerator.unwrap_model(self.model), self.optimizer,
                 self.scheduler, self.accelerator.scaler, dict(self.state.__dict__), self.train_config.keep_checkpoints)
         else:
-            path = self.checkpoints / checkpoint_name(self.state.step)
+            path = self.run_dir.checkpoint(self.state.step)
         self.accelerator.wait_for_everyone()
         return path
 
     def _resume(self) -> None:
-        if (self.output / "metrics.json").is_file():
+        if self.run_dir.is_finished():
             raise ConfigError(f"--resume: {self.output} is a finished run (metrics.json is written); nothing to "
                               "resume — start a new run with another --output")
         if self.is_main:  # the CLI holds the run's lock: no live writer owns these temporaries
@@ -569,7 +563,7 @@ class Trainer:
         return step
 
     def _publish_on_main(self) -> int:
-        best = self.output / "best"
+        best = self.run_dir.best
         if self.inputs.evaluator is None:
             self._save_model(best)
             step = self.state.step
@@ -614,9 +608,11 @@ class Trainer:
             "pooling": self.inputs.encoder.pooling_name, "environment": self.environment,
         }
         if self.inputs.evaluator is not None and "base" in self.state.dev_outputs:
-            write_dev_outputs(self.output, self.inputs.dev_name, self.state.dev_outputs["base"],
-                              self.state.dev_evaluations)
-        write_run_record(self.output, metrics)  # last: its presence marks a finished run
+            # the per-unit dev outputs of the base and of every evaluated step: what the decision weighed, so it
+            # can be recomputed (or weighed with --recipe auto's other candidates) without the models
+            self.run_dir.write_dev_outputs({"dev": self.inputs.dev_name, "base": self.state.dev_outputs["base"],
+                                            "evaluations": self.state.dev_evaluations})
+        self.run_dir.write_metrics(metrics)  # last: its presence marks a finished run
         return metrics
 
 

@@ -69,22 +69,6 @@ def check_free_space(output: Path, weights: int, keep_checkpoints: int) -> None:
         )
 
 
-def describe_write_failure(error: BaseException) -> str | None:
-    """The reason a write failed (e.g. "No space left on device"), or None when `error` is not a write failure.
-
-    torch.save and safetensors do their own I/O in C++ / Rust, so a full disk reaches Python as a RuntimeError
-    or a SafetensorError instead of an OSError; both are recognised by their messages.
-    """
-    if isinstance(error, OSError):
-        return (error.strerror or str(error)) if error.errno in WRITE_ERRNOS else None
-    text = str(error)
-    if type(error).__name__ == "SafetensorError" and "I/O error" in text:
-        return text.split("I/O error:", 1)[1].strip()
-    if isinstance(error, RuntimeError) and any(marker in text for marker in _TORCH_WRITER_MARKERS):
-        return "torch.save could not write the file"
-    return None
-
-
 def human_bytes(count: int) -> str:
     value = float(count)
     for unit in ("B", "KB", "MB", "GB"):

@@ -73,7 +73,6 @@ class TrainLog:
 
 # --report-to: name → (module that must be importable, the pip extra that installs it)
 TRACKERS = {"tensorboard": ("tensorboard", "tensorboard"), "wandb": ("wandb", "wandb"), "mlflow": ("mlflow", "mlflow")}
-TENSORBOARD_DIR = "tensorboard"  # RUN/tensorboard/sentadapt/: `tensorboard --logdir runs/` shows every run
 PROJECT = "sentadapt"  # wandb project, MLflow experiment (the run's name is its output folder's)
 
 
@@ -226,27 +225,6 @@ def run_environment(*, processes: int, device: Any, distributed_type: str, backe
         "versions": {"sentadapt": sentadapt.__version__, "torch": torch.__version__,
                      "transformers": installed("transformers"), "accelerate": installed("accelerate")},
     }
-
-
-def write_run_record(output: Path, metrics: dict[str, Any]) -> None:
-    """metrics.json, atomically: its presence marks a finished run (`--resume` refuses, `--resume auto` stops)."""
-    write_text_atomically(output / "metrics.json", json.dumps(metrics, indent=2) + "\n")
-
-
-DEV_OUTPUTS_FILE = "dev_outputs.json"
-
-
-def write_dev_outputs(output: Path, dev_name: str | None, base: Any, evaluations: dict[str, Any]) -> None:
-    """dev_outputs.json: the per-unit dev outputs (a cosine per pair, a value per query) of the base model and of
-    every evaluated step — what the decision weighed, so it can be recomputed (or weighed with --recipe auto's
-    other candidates) without the models."""
-    record = {"dev": dev_name, "base": base, "evaluations": evaluations}
-    write_text_atomically(output / DEV_OUTPUTS_FILE, json.dumps(record) + "\n")
-
-
-def read_dev_outputs(output: Path) -> dict[str, Any] | None:
-    path = output / DEV_OUTPUTS_FILE
-    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
 
 
 def _logged_step(line: str) -> float:
