@@ -1,6 +1,6 @@
 """Benchmark: `sentadapt eval` vs a plain sentence-transformers + scipy reference, same process, same data.
 
-    python bench/bench_eval.py --model ../shared/models/all-minilm-l6-v2 --data-dir ../shared/data/sts
+    python -m bench.bench_eval --model ../shared/models/all-minilm-l6-v2 --data-dir ../shared/data/sts
 
 Prints wall time of each, the ratio, and the largest score difference; writes bench/out/eval.json.
 The reference is what a user would write by hand: `SentenceTransformer.encode` of both sides of every

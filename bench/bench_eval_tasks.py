@@ -1,9 +1,9 @@
 """Benchmark: `sentadapt eval` on pair classification, reranking and retrieval vs sentence-transformers'
 evaluators — same files, same model, fp32, same machine, one run; plus bootstrap cost and a 1M-document search.
 
-    python bench/bench_eval_tasks.py --model ../shared/models/all-minilm-l6-v2 --shared ../shared
+    python -m bench.bench_eval_tasks --model ../shared/models/all-minilm-l6-v2 --shared ../shared
 
-Builds the tasks with bench/make_eval_tasks.py (into --tasks-dir) when they are missing. Every timed run is
+Builds the tasks with experiments/make_eval_tasks.py (into --tasks-dir) when they are missing. Every timed run is
 its own child process (`--only NAME`), so each one's peak RSS is its own and no run warms another's caches.
 Peers: `BinaryClassificationEvaluator`, `RerankingEvaluator`, `InformationRetrievalEvaluator` with their
 defaults (batch size set equal). sentence-transformers' IR evaluator has no `ignore_identical_ids`, so the
@@ -257,7 +257,7 @@ def main() -> None:
         print(json.dumps(run_one(args.only, args)))
         return
     if not (args.tasks_dir / "manifest.json").is_file():
-        subprocess.run([sys.executable, "bench/make_eval_tasks.py", "--shared", str(args.shared), "--out",
+        subprocess.run([sys.executable, "-m", "experiments.make_eval_tasks", "--shared", str(args.shared), "--out",
                         str(args.tasks_dir)], check=True)
     results: dict[str, Any] = json.loads(args.out.read_text()) if args.reuse and args.out.is_file() else {}
     results["model"], results["batch_size"] = args.model, args.batch_size
@@ -265,9 +265,9 @@ def main() -> None:
     for name in args.runs.split(","):
         if name in results:
             continue
-        command = [sys.executable, __file__, "--only", name, "--model", args.model, "--tasks-dir", str(args.tasks_dir),
-                   "--batch-size", str(args.batch_size), "--synthetic-docs", str(args.synthetic_docs),
-                   "--synthetic-queries", str(args.synthetic_queries)]
+        command = [sys.executable, "-m", "bench.bench_eval_tasks", "--only", name, "--model", args.model,
+                   "--tasks-dir", str(args.tasks_dir), "--batch-size", str(args.batch_size), "--synthetic-docs",
+                   str(args.synthetic_docs), "--synthetic-queries", str(args.synthetic_queries)]
         done = subprocess.run(command, capture_output=True, text=True, env={**os.environ, "PYTHONWARNINGS": "ignore"})
         if done.returncode:
             sys.exit(f"{name} failed:\n{done.stderr[-3000:]}")

@@ -1,6 +1,6 @@
 """Benchmark: encode throughput of the ONNX export (fp32 and dynamic int8) vs torch, same sentences, on CPU.
 
-    python bench/bench_export.py --model ../shared/models/all-minilm-l6-v2 --data-dir ../shared/data/sts
+    python -m bench.bench_export --model ../shared/models/all-minilm-l6-v2 --data-dir ../shared/data/sts
 
 Exports the model with `sentadapt export --format onnx --quantize int8` (into a temporary folder), then
 encodes the same sentences — the first --sentences unique sentences of STS-B test — with sentadapt's

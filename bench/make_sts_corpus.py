@@ -1,6 +1,6 @@
 """Write the unlabeled sentences of the STS data as a corpus (ConSERT's unsupervised, transductive setting).
 
-    python bench/make_sts_corpus.py --data-dir ../shared/data/sts --out runs/sts-corpus.txt --limit 10000
+    python -m bench.make_sts_corpus --data-dir ../shared/data/sts --out runs/sts-corpus.txt --limit 10000
 
 ConSERT trains on every sentence of STS12–16, STS-B and SICK-R without their labels (paper §4.1,
 as BERT-flow). `--limit` keeps a seeded random sample so runs fit a CPU budget.

@@ -12,6 +12,20 @@ import re
 from pathlib import Path
 
 FOOTER_HEADING = "## GPU"
+# the scripts that left bench/ for experiments/ when bench/ split in two (the rest stayed in bench/)
+MOVED_TO_EXPERIMENTS = frozenset({
+    "decision_runs", "decision_study", "doc_sections", "domain_data", "domain_render", "domain_suite", "levers_table",
+    "make_eval_tasks", "results_render", "results_suite", "split_pairs"})
+
+
+def current_command(command: str) -> str:
+    """`command` in today's form: results.json files written before the split hold `python bench/NAME.py ...`,
+    which no longer runs (the scripts import each other as packages); re-rendering them prints `python -m`."""
+    def module(match: re.Match[str]) -> str:
+        package = "experiments" if match[1] in MOVED_TO_EXPERIMENTS else "bench"
+        return f"python -m {package}.{match[1]}"
+
+    return re.sub(r"\bpython bench/(\w+)\.py\b", module, command)
 
 
 def markers(name: str) -> tuple[str, str]:
