@@ -37,10 +37,10 @@ from typing import Any
 
 import numpy as np
 
+from experiments.doc_sections import write_atomically, write_section
 from experiments.domain_data import DOMAINS, key
 from experiments.results_suite import REPO, machine_summary
 from sentadapt.data.pairs import ScoredPairs
-from sentadapt.durable import write_text_atomically
 from sentadapt.evaluation.decision import POSITIVE, RISK, STRICT, DecisionRule, decide
 from sentadapt.evaluation.evaluator import Evaluator, dev_evidence
 from sentadapt.evaluation.selection import choose, weigh_candidates
@@ -550,9 +550,8 @@ def main() -> None:
         data["meta"] = {"seeds": args.seeds, "resamples": args.resamples, "power_draws": args.power_draws,
                         "finished": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "machine": machine_summary(),
                         "seconds": time.perf_counter() - started}
-        write_text_atomically(out, json.dumps(data) + "\n")
+        write_atomically(out, json.dumps(data) + "\n")
     data = json.loads(out.read_text(encoding="utf-8"))
-    from experiments.doc_sections import write_section
 
     command = "python -m experiments.decision_study"
     write_section(args.doc, "decision-study", render_results(data, command))

@@ -50,9 +50,14 @@ def replace_section(text: str, name: str, body: str) -> str:
     return text.rstrip("\n") + "\n\n" + block + "\n"
 
 
+def write_atomically(path: Path, text: str) -> None:
+    """`text` into `path` through a temporary file renamed over it: a reader never sees half a file."""
+    tmp = path.with_name(f".tmp-{path.name}")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(path)
+
+
 def write_section(path: Path, name: str, body: str) -> None:
     """Replace one section of the file at `path` (created if missing), written atomically."""
     text = path.read_text(encoding="utf-8") if path.exists() else ""
-    tmp = path.with_name(f".tmp-{path.name}")
-    tmp.write_text(replace_section(text, name, body), encoding="utf-8")
-    tmp.replace(path)
+    write_atomically(path, replace_section(text, name, body))

@@ -41,9 +41,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from experiments.doc_sections import write_atomically, write_section
 from experiments.domain_data import DOMAINS
 from experiments.results_suite import REPO, Runner, machine_summary, sentadapt, short
-from sentadapt.durable import write_text_atomically
 from sentadapt.evaluation.decision import STRICT, DecisionRule, decide, decision_of  # no torch
 
 SHARED = Path("../shared")  # relative: main() runs from the repository root, so logged commands are portable
@@ -150,7 +150,7 @@ class DomainSuite:
         for model, domain in self.written:
             variant["models"].setdefault(model, {})[domain] = mine["models"][model][domain]
         self.results = current
-        write_text_atomically(path, json.dumps(current, indent=1) + "\n")
+        write_atomically(path, json.dumps(current, indent=1) + "\n")
 
     def prepare_data(self) -> None:
         manifest = self.data / "manifest.json"
@@ -384,7 +384,6 @@ def main() -> None:
             parser.error(f"--models: {model} is not a model folder")
     if not args.render:
         DomainSuite(plan, work, args.shared, args.reuse).run()
-    from experiments.doc_sections import write_section
     from experiments.domain_render import render
 
     command = "python -m experiments.domain_suite" + (" --quick" if args.quick else "")
@@ -394,7 +393,7 @@ def main() -> None:
     results["job_seconds"] = sum(json.loads(path.read_text())["seconds"] for path in (work / "jobs").glob("*.json"))
     if args.note:
         results["note"] = args.note
-        write_text_atomically(work / "results.json", json.dumps(results, indent=1) + "\n")
+        write_atomically(work / "results.json", json.dumps(results, indent=1) + "\n")
     markdown = render(results, command)
     if standalone and not args.doc:
         doc.write_text(markdown + "\n", encoding="utf-8")
