@@ -176,7 +176,7 @@ def eval_tasks_section(results: dict[str, Any]) -> str:
     (`--jobs eval-tasks` replaces only this section of docs/results.md)."""
     parts = []
     if results.get("eval_tasks_generated"):
-        parts.append(f"_This section: {results['eval_tasks_generated']}._")
+        parts.append(f"_This section: {current_command(results['eval_tasks_generated'])}._")
     parts += [_eval_tasks(model, tasks) for model, tasks in results["eval_tasks"].items()]
     return "\n\n".join(parts)
 

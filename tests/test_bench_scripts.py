@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from experiments import results_render
+from experiments.doc_sections import MOVED_TO_EXPERIMENTS, current_command
+
+REPO = Path(__file__).resolve().parents[1]
 
 
 def _row(average: float, stsb: float, **extra: object) -> dict[str, object]:
@@ -57,3 +62,20 @@ def test_results_render_eval_tasks_section() -> None:
     assert ("| stsb.test.tsv (pair-classification) | ap | 719 | 90.00 [89.00, 91.00] | "
             "91.50 (+1.50 [+0.25, +2.75] *) |") in text
     assert "One `sentadapt eval` of 2 models: 2.0 min, peak RSS 900 MB." in text
+    # a results.json from before the bench/experiments split names the builder by path: rendered as a module
+    assert "\npython -m experiments.make_eval_tasks --shared ../shared --out DIR\n" in text
+    assert "bench/make_eval_tasks.py" not in text
+
+
+def test_commands_of_results_written_before_the_split_render_as_modules() -> None:
+    assert current_command("python bench/peers.py --loss ct --output runs/x") == (
+        "python -m bench.peers --loss ct --output runs/x")
+    assert current_command("python bench/domain_data.py --seed 0") == "python -m experiments.domain_data --seed 0"
+    assert current_command("python -m sentadapt eval M --json bench/x.json") == (
+        "python -m sentadapt eval M --json bench/x.json")
+
+
+def test_the_moved_names_are_the_experiments_modules() -> None:
+    names = {path.stem for path in (REPO / "experiments").glob("*.py")} - {"__init__"}
+    assert names == MOVED_TO_EXPERIMENTS
+    assert not MOVED_TO_EXPERIMENTS & {path.stem for path in (REPO / "bench").glob("*.py")}
