@@ -31,12 +31,12 @@ demo: $(STAMP)
 # (ATEN_CPU_CAPABILITY=default, no AVX): a tolerance tighter than two correct CPUs differ by fails here
 # rather than on a user's machine (tests/conftest.py states the rule).
 test: $(STAMP)
-	$(BIN)/ruff check sentadapt tests bench
+	$(BIN)/ruff check sentadapt tests bench experiments
 	$(BIN)/python -m pytest -q
 	ATEN_CPU_CAPABILITY=default $(BIN)/python -m pytest -q -m parity
 
 bench-eval: $(STAMP)
-	$(BIN)/python bench/bench_eval.py
+	$(BIN)/python -m bench.bench_eval
 
 clean:
 	rm -rf $(VENV) runs .pytest_cache .ruff_cache

@@ -8,7 +8,7 @@ TF32 matmuls unless the precision is strict fp32. The corpus is tokenized once b
 slices a random batch, trims it to its longest sentence and copies it from pinned memory without waiting.
 Nothing reads a value back from the GPU inside the loop: the host only queues work.
 
-    python bench/bench_gpu.py --only 'bare-*'    # run through the GPU benchmark, which starts it as a worker
+    python -m bench.bench_gpu --only 'bare-*'    # run through the GPU benchmark, which starts it as a worker
 """
 
 from __future__ import annotations
@@ -18,7 +18,8 @@ from typing import Any
 
 import torch
 import torch.nn.functional as F
-from gpu_measure import set_tf32, tf32_state  # bench/ is on sys.path when bench_gpu.py runs as a script
+
+from bench.gpu_measure import set_tf32, tf32_state
 
 AUTOCAST = {"fp16": torch.float16, "bf16": torch.bfloat16}  # fp32 and tf32: no autocast
 

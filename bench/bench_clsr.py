@@ -1,6 +1,6 @@
 """Benchmark: CLSR over cached embeddings — cold vs warm cache, and epochs/s of the training itself.
 
-    python bench/bench_clsr.py --model ../shared/models/all-minilm-l6-v2 \
+    python -m bench.bench_clsr --model ../shared/models/all-minilm-l6-v2 \
         --pairs ../shared/data/nli/allnli.dev.jsonl.gz ../shared/data/nli/snli.test.jsonl.gz \
                 ../shared/data/sts/stsb.train.jsonl
 
@@ -21,7 +21,7 @@ from pathlib import Path
 
 
 def worker(args: argparse.Namespace) -> None:
-    from timed_training import timed_run  # bench/ is on sys.path when this file runs as a script
+    from bench.timed_training import timed_run
 
     flags = {"epochs": args.epochs, "eval_every": 0, "checkpoint_every": 0}
     run = timed_run("clsr", flags, base=args.model, corpus=args.pairs, output=args.output)
@@ -46,8 +46,8 @@ def main() -> None:
     results = {}
     with tempfile.TemporaryDirectory() as cache:
         for label in ("cold", "warm"):
-            command = [sys.executable, __file__, "--worker", "--model", args.model, "--epochs", str(args.epochs),
-                       "--output", f"bench/out/clsr-{label}", "--pairs", *args.pairs]
+            command = [sys.executable, "-m", "bench.bench_clsr", "--worker", "--model", args.model, "--epochs",
+                       str(args.epochs), "--output", f"bench/out/clsr-{label}", "--pairs", *args.pairs]
             env = {**os.environ, "SENTADAPT_CACHE": cache}
             done = subprocess.run(command, capture_output=True, text=True, env=env)
             lines = [x for x in done.stdout.splitlines() if x.startswith("RESULT ")]

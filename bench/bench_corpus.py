@@ -1,7 +1,7 @@
 """Benchmark: `sentadapt adapt` on generated corpora of 10k to 10M lines, new (Arrow cache) vs old (in memory).
 
-    python bench/bench_corpus.py --model ../shared/models/paraphrase-minilm-l3-v2            # 10k and 1M lines
-    python bench/bench_corpus.py --model ... --big 10000000                                 # + 10M, new path only
+    python -m bench.bench_corpus --model ../shared/models/paraphrase-minilm-l3-v2            # 10k and 1M lines
+    python -m bench.bench_corpus --model ... --big 10000000                                 # + 10M, new path only
 
 Each run is the user's command, a fresh process:
 `sentadapt adapt CORPUS --recipe consert --base MODEL --max-steps 2 --dev none --output DIR`.

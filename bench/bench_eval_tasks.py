@@ -1,15 +1,17 @@
 """Benchmark: `sentadapt eval` on pair classification, reranking and retrieval vs sentence-transformers'
 evaluators — same files, same model, fp32, same machine, one run; plus bootstrap cost and a 1M-document search.
 
-    python bench/bench_eval_tasks.py --model ../shared/models/all-minilm-l6-v2 --shared ../shared
+    python -m bench.bench_eval_tasks --model ../shared/models/all-minilm-l6-v2 --shared ../shared
 
-Builds the tasks with bench/make_eval_tasks.py (into --tasks-dir) when they are missing. Every timed run is
+Builds the tasks with experiments/make_eval_tasks.py (into --tasks-dir) when they are missing. Every timed run is
 its own child process (`--only NAME`), so each one's peak RSS is its own and no run warms another's caches.
 Peers: `BinaryClassificationEvaluator`, `RerankingEvaluator`, `InformationRetrievalEvaluator` with their
 defaults (batch size set equal). sentence-transformers' IR evaluator has no `ignore_identical_ids`, so the
 parity numbers of retrieval score the self-hits too (`ignore_identical_ids=False`); the headline retrieval
 numbers (BEIR/MTEB protocol) skip them — both from one encoding, both in our time. Our timings include
-the 1,000-resample bootstrap CIs.
+the 1,000-resample bootstrap CIs. Pair classification and reranking run the public `sentadapt.evaluate`; both
+sides' timings include loading the model. Retrieval scores the same encoding under both protocols, which the
+public call cannot (it scores BEIR's only), so it drives sentadapt's evaluator directly, as `evaluate` does.
 
 The 1M-document search uses precomputed random unit vectors (384-d, float32; encoding 1M texts with a real
 model takes hours on this 2-core CPU): it times `exact_search` and the metrics, and its peak RSS, for a corpus
@@ -38,34 +40,42 @@ def peak_rss_mb() -> float:
 
 # ---------------------------------------------------------------- ours
 def ours(kind: str, path: Path, model: str, batch_size: int) -> dict[str, Any]:
-    """`sentadapt eval`'s Evaluator, bootstrap included. Retrieval is scored twice from the same embeddings:
-    with the self-hits (what sentence-transformers computes: the parity numbers) and without them (BEIR's
-    protocol, the headline numbers); the second search and bootstrap count in our time."""
+    """`sentadapt eval` through the public `sentadapt.evaluate`, bootstrap included (retrieval: `ours_retrieval`)."""
+    import sentadapt
+
+    if kind == "retrieval":
+        return ours_retrieval(path, model, batch_size)
+    started, cpu = time.perf_counter(), time.process_time()
+    files = {"pairs": [path], "task": kind} if kind == "pair-classification" else {"rerank": [path]}
+    evaluated = sentadapt.evaluate(model, batch_size=batch_size, dtype="fp32", device="cpu", **files)
+    seconds = time.perf_counter() - started
+    result = evaluated.reports[0][0].tasks[0]
+    return {"seconds": seconds, "cpu_seconds": time.process_time() - cpu, "metrics": result.metrics,
+            "intervals": result.intervals, "texts": len(evaluated.evaluators[0].sentences), "units": result.units}
+
+
+def ours_retrieval(path: Path, model: str, batch_size: int) -> dict[str, Any]:
+    """Retrieval scored twice from the same embeddings: with the self-hits (what sentence-transformers computes:
+    the parity numbers) and without them (BEIR's protocol, the headline numbers); the second search and bootstrap
+    count in our time. `sentadapt.evaluate` scores BEIR's protocol only, so this builds its evaluator itself."""
+    from sentadapt.data.beir import read_beir
     from sentadapt.encoder import Encoder
     from sentadapt.evaluation.evaluator import Evaluator
     from sentadapt.evaluation.retrieval import RetrievalTask
-    from sentadapt.evaluation.task_types import read_task
 
-    encoder = Encoder.load(model, device="cpu")
     started, cpu = time.perf_counter(), time.process_time()
-    if kind == "retrieval":
-        from sentadapt.data.beir import read_beir
-
-        collection = read_beir(path)
-        tasks = [RetrievalTask("parity", collection, ignore_identical_ids=False),
-                 RetrievalTask("beir", collection, ignore_identical_ids=True)]
-    else:
-        tasks = [read_task(path, kind)]
+    encoder = Encoder.load(model, device="cpu")
+    collection = read_beir(path)
+    tasks = [RetrievalTask("parity", collection, ignore_identical_ids=False),
+             RetrievalTask("beir", collection, ignore_identical_ids=True)]
     evaluator = Evaluator(tasks)
     report = evaluator(encoder, batch_size=batch_size, dtype="fp32")
     seconds = time.perf_counter() - started
     result = report.tasks[0]
-    out = {"seconds": seconds, "cpu_seconds": time.process_time() - cpu, "metrics": result.metrics,
-           "intervals": result.intervals, "texts": len(evaluator.sentences), "units": result.units}
-    if kind == "retrieval":
-        out["beir_protocol"] = {"metrics": report.tasks[1].metrics, "intervals": report.tasks[1].intervals,
-                                "documents": len(collection.corpus_ids)}
-    return out
+    return {"seconds": seconds, "cpu_seconds": time.process_time() - cpu, "metrics": result.metrics,
+            "intervals": result.intervals, "texts": len(evaluator.sentences), "units": result.units,
+            "beir_protocol": {"metrics": report.tasks[1].metrics, "intervals": report.tasks[1].intervals,
+                              "documents": len(collection.corpus_ids)}}
 
 
 # ---------------------------------------------------------------- sentence-transformers
@@ -77,8 +87,8 @@ def peer(kind: str, path: Path, model_dir: str, batch_size: int) -> dict[str, An
         RerankingEvaluator,
     )
 
-    model = SentenceTransformer(model_dir, device="cpu")
     started, cpu = time.perf_counter(), time.process_time()
+    model = SentenceTransformer(model_dir, device="cpu")
     if kind == "pair-classification":
         from sentadapt.data.pairs import read_labelled_pairs
 
@@ -257,7 +267,7 @@ def main() -> None:
         print(json.dumps(run_one(args.only, args)))
         return
     if not (args.tasks_dir / "manifest.json").is_file():
-        subprocess.run([sys.executable, "bench/make_eval_tasks.py", "--shared", str(args.shared), "--out",
+        subprocess.run([sys.executable, "-m", "experiments.make_eval_tasks", "--shared", str(args.shared), "--out",
                         str(args.tasks_dir)], check=True)
     results: dict[str, Any] = json.loads(args.out.read_text()) if args.reuse and args.out.is_file() else {}
     results["model"], results["batch_size"] = args.model, args.batch_size
@@ -265,9 +275,9 @@ def main() -> None:
     for name in args.runs.split(","):
         if name in results:
             continue
-        command = [sys.executable, __file__, "--only", name, "--model", args.model, "--tasks-dir", str(args.tasks_dir),
-                   "--batch-size", str(args.batch_size), "--synthetic-docs", str(args.synthetic_docs),
-                   "--synthetic-queries", str(args.synthetic_queries)]
+        command = [sys.executable, "-m", "bench.bench_eval_tasks", "--only", name, "--model", args.model,
+                   "--tasks-dir", str(args.tasks_dir), "--batch-size", str(args.batch_size), "--synthetic-docs",
+                   str(args.synthetic_docs), "--synthetic-queries", str(args.synthetic_queries)]
         done = subprocess.run(command, capture_output=True, text=True, env={**os.environ, "PYTHONWARNINGS": "ignore"})
         if done.returncode:
             sys.exit(f"{name} failed:\n{done.stderr[-3000:]}")

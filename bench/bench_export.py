@@ -1,6 +1,6 @@
 """Benchmark: encode throughput of the ONNX export (fp32 and dynamic int8) vs torch, same sentences, on CPU.
 
-    python bench/bench_export.py --model ../shared/models/all-minilm-l6-v2 --data-dir ../shared/data/sts
+    python -m bench.bench_export --model ../shared/models/all-minilm-l6-v2 --data-dir ../shared/data/sts
 
 Exports the model with `sentadapt export --format onnx --quantize int8` (into a temporary folder), then
 encodes the same sentences — the first --sentences unique sentences of STS-B test — with sentadapt's
@@ -22,9 +22,9 @@ from pathlib import Path
 import torch
 from scipy.stats import spearmanr
 
-from sentadapt.encoder import Encoder
-from sentadapt.export import ExportRequest, export_model
-from sentadapt.export.onnx import INT8_FILE, MODEL_FILE, onnx_encode, session
+import sentadapt
+from sentadapt.encoder import Encoder  # the torch side: sentadapt's encoder, no public equivalent
+from sentadapt.export.onnx import INT8_FILE, MODEL_FILE, onnx_encode, session  # sentadapt's ONNX inference path
 
 
 def read_pairs(path: Path) -> tuple[list[str], list[str], list[float]]:
@@ -67,7 +67,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as folder:
         out = Path(folder) / "onnx"
         started = time.perf_counter()
-        result = export_model(ExportRequest(args.model, out, "onnx", quantize="int8"), sentences=texts[:100])
+        result = sentadapt.export(args.model, out, format="onnx", quantize="int8", sentences=texts[:100])
         export_seconds = time.perf_counter() - started
         backends = {
             "torch": lambda t: encoder.encode(t, batch_size=args.batch_size),

@@ -1,11 +1,11 @@
 """The GPU training benchmark (issue 21): sentadapt vs a bare PyTorch loop vs sentence-transformers' SimCSE,
 all in one run on one card, same model and data.
 
-    PYTHONPATH=$PWD python bench/bench_gpu.py                      # every row (~45 min on an H100, estimated)
-    PYTHONPATH=$PWD python bench/bench_gpu.py --only 'consert-bf16-*,bare-bf16-*,peer-bf16-*'
-    PYTHONPATH=$PWD python bench/bench_gpu.py --prepare bench/out/gpu-inputs  # tokenizer + corpus to carry
-    PYTHONPATH=$PWD python bench/bench_gpu.py --smoke              # every row, tiny model, CPU too: checks the script
-    python bench/bench_gpu.py --render a.json b.json               # one table from several runs' results
+    python -m bench.bench_gpu                      # every row (~45 min on an H100, estimated)
+    python -m bench.bench_gpu --only 'consert-bf16-*,bare-bf16-*,peer-bf16-*'
+    python -m bench.bench_gpu --prepare bench/out/gpu-inputs  # tokenizer + corpus to carry
+    python -m bench.bench_gpu --smoke              # every row, tiny model, CPU too: checks the script
+    python -m bench.bench_gpu --render a.json b.json               # one table from several runs' results
 
 Rows are SYSTEM-PRECISION-BATCH: `consert` (`sentadapt adapt --recipe consert --preset paper`), `bare` (the
 ~50-line loop of bare_loop.py: two dropout views, mean pooling, InfoNCE, fused AdamW), `peer` (sentence-
@@ -142,7 +142,7 @@ def build_random_bert(tokenizer_dir: Path, out: Path, tiny: bool) -> Path:
 
 def prepare_corpus(corpus: Path | None, sts_dir: Path, work: Path, limit: int = 0) -> Path:
     """--corpus as given, or the unique sentences of sts_dir/*.jsonl written to work/; `limit` keeps the first."""
-    from make_sts_corpus import unique_sentences  # bench/ is on sys.path when this file runs as a script
+    from bench.make_sts_corpus import unique_sentences
 
     work.mkdir(parents=True, exist_ok=True)
     if corpus is None:
@@ -168,7 +168,7 @@ def prepare_carry(folder: Path, tokenizer_dir: Path, corpus: Path) -> None:
     shutil.copyfile(corpus, folder / "corpus.txt")
     size = sum(path.stat().st_size for path in folder.rglob("*") if path.is_file())
     print(f"wrote {folder}/tokenizer and {folder}/corpus.txt ({size / 2**20:.1f} MiB); on the GPU machine: "
-          f"python bench/bench_gpu.py --tokenizer {folder}/tokenizer --corpus {folder}/corpus.txt")
+          f"python -m bench.bench_gpu --tokenizer {folder}/tokenizer --corpus {folder}/corpus.txt")
 
 
 def sentadapt_flags() -> set[str]:
@@ -193,8 +193,7 @@ def peak_gpu_mb() -> float | None:
 def sentadapt_worker(cli_args: list[str]) -> None:
     """`sentadapt CLI_ARGS` in this process (the same entry point as the console script), then the peak GPU
     memory the run allocated, which its run record does not hold."""
-    from gpu_measure import tf32_state
-
+    from bench.gpu_measure import tf32_state
     from sentadapt.cli import main as sentadapt_main
 
     sys.argv = ["sentadapt", *cli_args]
@@ -209,10 +208,10 @@ def sentadapt_worker(cli_args: list[str]) -> None:
 
 def loop_worker(args: argparse.Namespace) -> None:
     """--worker bare|peer: one row of the bare loop or the sentence-transformers peer."""
-    from gpu_measure import tf32_state
+    from bench.gpu_measure import tf32_state
 
     if args.worker == "peer":
-        from peers import PEER_LR, read_sentences, train_peer
+        from bench.peers import PEER_LR, read_sentences, train_peer
 
         cuda = torch.cuda.is_available()
         sentences = read_sentences(args.corpus, args.batch_size * args.steps)
@@ -223,7 +222,7 @@ def loop_worker(args: argparse.Namespace) -> None:
                             warmup_steps=args.warmup_steps)
         result["examples_per_s"] = result["timed_steps"] * args.batch_size / result["seconds"]
     else:
-        from bare_loop import train_bare
+        from bench.bare_loop import train_bare
 
         sentences = [line for line in args.corpus.read_text(encoding="utf-8").splitlines() if line.strip()]
         result = train_bare(str(args.model), sentences, steps=args.steps, batch_size=args.batch_size,
@@ -285,7 +284,7 @@ def run_row(row: Row, ctx: Context) -> dict[str, Any]:
 
 def measure_row(row: Row, ctx: Context, run_dir: Path) -> dict[str, Any]:
     """Run the row's process with nvidia-smi sampling and (sentadapt) its train.log watched; read the figures."""
-    from gpu_measure import GpuSampler, TrainLogWatcher, median_utilisation
+    from bench.gpu_measure import GpuSampler, TrainLogWatcher, median_utilisation
 
     logs = ctx.work / "logs"
     logs.mkdir(parents=True, exist_ok=True)
@@ -321,7 +320,7 @@ def measure_row(row: Row, ctx: Context, run_dir: Path) -> dict[str, Any]:
 def timed_part(row: Row, ctx: Context, result: dict[str, Any], logged: list[Any]) -> dict[str, Any]:
     """examples/s over the steps after the warm-up and when they ran: sentadapt's from its train.log lines, the
     others' as their process measured them."""
-    from gpu_measure import steady_window
+    from bench.gpu_measure import steady_window
 
     if not row.recipe:
         return {"examples_per_s": result["examples_per_s"], "timed_steps": result["timed_steps"],
@@ -341,7 +340,7 @@ def read_max_length(config_yaml: Path) -> int:
 
 
 def useful_flops(row: Row, ctx: Context, max_length: int, examples_per_s: float) -> dict[str, float]:
-    from gpu_measure import TokenStats, flops_per_example, mfu
+    from bench.gpu_measure import TokenStats, flops_per_example, mfu
 
     if max_length not in ctx.token_stats:
         from transformers import AutoTokenizer
@@ -592,8 +591,9 @@ def measure(args: argparse.Namespace, cuda: bool, out: Path) -> None:
 
 def set_up(args: argparse.Namespace, cuda: bool) -> tuple[Context, list[Row], dict[str, str], dict[str, Any]]:
     """Inputs, rows, the card's peaks and the run's header: everything before the first row."""
-    from gpu_measure import EncoderShape, matmul_peak_flops, smi_gpu_id
     from transformers import AutoConfig, AutoModel
+
+    from bench.gpu_measure import EncoderShape, matmul_peak_flops, smi_gpu_id
 
     steps = args.steps or (SMOKE["steps"] if args.smoke else 300)
     warmup = args.warmup_steps if args.warmup_steps is not None else (SMOKE["warmup_steps"] if args.smoke else 20)

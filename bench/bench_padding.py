@@ -1,7 +1,7 @@
 """How much of each training batch is padding, with and without length grouping (`length_grouping`).
 
-    python bench/bench_padding.py                       # the STS corpus of ../shared, batches 64, 96, 512
-    python bench/bench_padding.py --corpus my.txt --batch-sizes 32,256
+    python -m bench.bench_padding                       # the STS corpus of ../shared, batches 64, 96, 512
+    python -m bench.bench_padding --corpus my.txt --batch-sizes 32,256
 
 A batch is padded to its longest sentence (dynamic padding), so a random batch computes B × max(n) token
 positions for Σ n real ones. Grouping (sentadapt.data.batching.plan_epoch: each window of 50 random

@@ -1,7 +1,7 @@
 """Benchmark: sentadapt training throughput (ConSERT, SG-OPT) vs sentence-transformers' unsupervised SimCSE.
 
-    python bench/bench_train.py --model ../shared/models/paraphrase-minilm-l3-v2 --corpus runs/sts-corpus.txt
-    python bench/bench_train.py --recipes consert,sg-opt ...   # SG-OPT next to ConSERT, same model and batch
+    python -m bench.bench_train --model ../shared/models/paraphrase-minilm-l3-v2 --corpus runs/sts-corpus.txt
+    python -m bench.bench_train --recipes consert,sg-opt ...   # SG-OPT next to ConSERT, same model and batch
 
 All train the same model on the same sentences with the same global batch, max length and number of
 steps. ConSERT and SimCSE do two forward passes per sentence (ConSERT: two augmented views; SimCSE:
@@ -23,8 +23,7 @@ from pathlib import Path
 
 
 def run_sentadapt(args: argparse.Namespace) -> dict[str, float]:
-    from timed_training import timed_run  # bench/ is on sys.path when this file runs as a script
-
+    from bench.timed_training import timed_run
     from sentadapt.recipes import RECIPES
 
     flags = {"batch_size": args.batch_size, "max_length": args.max_length, "max_steps": args.steps,
@@ -35,7 +34,7 @@ def run_sentadapt(args: argparse.Namespace) -> dict[str, float]:
 
 
 def run_sentence_transformers(args: argparse.Namespace) -> dict[str, float]:
-    from peers import read_sentences, train_peer  # bench/ is on sys.path when this file runs as a script
+    from bench.peers import read_sentences, train_peer
 
     sentences = read_sentences(Path(args.corpus), args.batch_size * args.steps)
     return train_peer("simcse", args.model, sentences, steps=args.steps, batch_size=args.batch_size,
@@ -73,10 +72,10 @@ def main() -> None:
     for precision in args.precisions.split(","):
         for name in ("st", *args.recipes.split(",")):
             kind = "st" if name == "st" else "sentadapt"
-            command = [sys.executable, __file__, "--worker", kind, "--recipe", name, "--precision", precision,
-                       "--model", args.model, "--corpus", args.corpus, "--batch-size", str(args.batch_size),
-                       "--max-length", str(args.max_length), "--steps", str(args.steps), "--output",
-                       f"bench/out/train-{name}"]
+            command = [sys.executable, "-m", "bench.bench_train", "--worker", kind, "--recipe", name,
+                       "--precision", precision, "--model", args.model, "--corpus", args.corpus, "--batch-size",
+                       str(args.batch_size), "--max-length", str(args.max_length), "--steps", str(args.steps),
+                       "--output", f"bench/out/train-{name}"]
             done = subprocess.run(command, capture_output=True, text=True)
             line = [x for x in done.stdout.splitlines() if x.startswith("RESULT ")]
             if done.returncode or not line:

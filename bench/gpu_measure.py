@@ -1,7 +1,7 @@
 """What bench_gpu.py measures besides time: the card's matmul peak, useful-token FLOPs and MFU, GPU
 utilisation and memory sampled with nvidia-smi, and sentadapt's rate read off its train.log as it grows.
 
-Imported by bench_gpu.py and bare_loop.py (bench/ is on sys.path when they run as scripts).
+Imported by bench.bench_gpu and bench.bare_loop.
 
 FLOPs of one training example (a sentence of n real, non-padding tokens after truncation), for an encoder of
 L layers, width H and N non-embedding parameters (the transformer layers: embeddings are looked up, not

@@ -1,6 +1,6 @@
 """Write the unlabeled sentences of the STS data as a corpus (ConSERT's unsupervised, transductive setting).
 
-    python bench/make_sts_corpus.py --data-dir ../shared/data/sts --out runs/sts-corpus.txt --limit 10000
+    python -m bench.make_sts_corpus --data-dir ../shared/data/sts --out runs/sts-corpus.txt --limit 10000
 
 ConSERT trains on every sentence of STS12–16, STS-B and SICK-R without their labels (paper §4.1,
 as BERT-flow). `--limit` keeps a seeded random sample so runs fit a CPU budget.
@@ -9,10 +9,9 @@ as BERT-flow). `--limit` keeps a seeded random sample so runs fit a CPU budget.
 from __future__ import annotations
 
 import argparse
+import json
 import random
 from pathlib import Path
-
-from sentadapt.data.pairs import read_scored_pairs
 
 FILES = ["sts12.test", "sts13.test", "sts14.test", "sts15.test", "sts16.test", "stsb.train", "stsb.dev",
          "stsb.test", "sickr.train", "sickr.dev", "sickr.test"]
@@ -22,8 +21,9 @@ def unique_sentences(data_dir: Path, files: list[str] = FILES) -> list[str]:
     """Every distinct sentence of the files' pairs (whitespace normalised), in order of first appearance."""
     sentences: dict[str, None] = {}
     for name in files:
-        pairs = read_scored_pairs(data_dir / f"{name}.jsonl")
-        for sentence in (*pairs.sentence1, *pairs.sentence2):
+        with (data_dir / f"{name}.jsonl").open(encoding="utf-8") as handle:
+            rows = [json.loads(line) for line in handle if line.strip()]
+        for sentence in (*(row["sentence1"] for row in rows), *(row["sentence2"] for row in rows)):
             sentences.setdefault(" ".join(sentence.split()), None)
     return list(sentences)
 

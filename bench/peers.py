@@ -1,7 +1,7 @@
 """The peers sentadapt is measured against: unsupervised SimCSE, Contrastive Tension and TSDAE, run through
 sentence-transformers' own trainer on the same base model, sentences, batch, max length and steps.
 
-    python bench/peers.py --loss simcse --model ../shared/models/all-minilm-l6-v2 --corpus runs/sts-corpus.txt \
+    python -m bench.peers --loss simcse --model ../shared/models/all-minilm-l6-v2 --corpus runs/sts-corpus.txt \
         --steps 100 --batch-size 64 --output runs/results/peer-simcse
 
 - simcse: MultipleNegativesRankingLoss on (s, s) pairs, dropout as the only augmentation (the recipe in

@@ -1,6 +1,6 @@
 """One sentadapt training run for the benchmarks, with data preparation and the training loop timed apart.
 
-Imported by bench_train.py and bench_clsr.py (bench/ is on sys.path when they run as scripts).
+Imported by bench.bench_train and bench.bench_clsr.
 """
 
 from __future__ import annotations

@@ -1,31 +1,24 @@
 """The GPU benchmark's parts that a CPU can check: its arithmetic, parsing, row selection and table, the clean
-skip without CUDA, and (slow) every row end to end on the CPU with a tiny model (bench/bench_gpu.py --smoke)."""
+skip without CUDA, and (slow) every row end to end on the CPU with a tiny model (python -m bench.bench_gpu --smoke)."""
 
 from __future__ import annotations
 
-import importlib
 import json
 import os
 import subprocess
 import sys
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 import torch
 
+from bench import bench_gpu, gpu_measure
+
 REPO = Path(__file__).resolve().parents[1]
 
 
-def _load(name: str) -> ModuleType:
-    """A bench/ module imported as its scripts import each other (bench/ on sys.path, one module per name)."""
-    if str(REPO / "bench") not in sys.path:
-        sys.path.insert(0, str(REPO / "bench"))
-    return importlib.import_module(name)
-
-
 def test_skips_cleanly_without_a_gpu() -> None:
-    done = subprocess.run([sys.executable, "bench/bench_gpu.py"], cwd=REPO, capture_output=True, text=True,
+    done = subprocess.run([sys.executable, "-m", "bench.bench_gpu"], cwd=REPO, capture_output=True, text=True,
                           env={"CUDA_VISIBLE_DEVICES": "", "PATH": "/usr/bin:/bin"})
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == ("no CUDA device: skipping the GPU benchmark (--smoke runs every row on the CPU "
@@ -33,7 +26,7 @@ def test_skips_cleanly_without_a_gpu() -> None:
 
 
 def test_useful_flops_of_bert_base() -> None:
-    measure = _load("gpu_measure")
+    measure = gpu_measure
     from transformers import BertConfig, BertModel
 
     with torch.device("meta"):
@@ -49,7 +42,7 @@ def test_useful_flops_of_bert_base() -> None:
 
 
 def test_nvidia_smi_lines_parse_or_are_ignored() -> None:
-    parse = _load("gpu_measure").parse_smi_line
+    parse = gpu_measure.parse_smi_line
     assert parse("37, 1234\n") == (37.0, 1234.0)
     assert parse("0, 0") == (0.0, 0.0)
     assert parse("[N/A], 1234") is None
@@ -57,7 +50,7 @@ def test_nvidia_smi_lines_parse_or_are_ignored() -> None:
 
 
 def test_median_utilisation_counts_only_the_timed_window() -> None:
-    measure = _load("gpu_measure")
+    measure = gpu_measure
     samples = [measure.Sample(at, utilisation, 1000.0) for at, utilisation in
                [(0.5, 0.0), (1.0, 90.0), (1.5, 80.0), (2.0, 70.0), (2.5, 5.0)]]
     assert measure.median_utilisation(samples, 1.0, 2.0) == 80.0
@@ -65,7 +58,7 @@ def test_median_utilisation_counts_only_the_timed_window() -> None:
 
 
 def test_steady_rate_is_read_between_the_warm_up_line_and_the_last() -> None:
-    measure = _load("gpu_measure")
+    measure = gpu_measure
     logged = [measure.LoggedStep(at, step, 1.0) for at, step in [(10.0, 1), (11.0, 10), (12.0, 20), (13.0, 30),
                                                                    (14.0, 40)]]
     window = measure.steady_window(logged, warmup_steps=20, examples_per_step=96)
@@ -74,7 +67,7 @@ def test_steady_rate_is_read_between_the_warm_up_line_and_the_last() -> None:
 
 
 def test_train_log_watcher_takes_each_whole_line_once(tmp_path: Path) -> None:
-    measure = _load("gpu_measure")
+    measure = gpu_measure
     log = tmp_path / "train.log"
     watcher = measure.TrainLogWatcher(log)
     watcher.read_new()  # no file yet
@@ -89,7 +82,7 @@ def test_train_log_watcher_takes_each_whole_line_once(tmp_path: Path) -> None:
 
 
 def test_rows_and_their_selection() -> None:
-    bench = _load("bench_gpu")
+    bench = bench_gpu
     rows = bench.plan_rows((96, 512), 16, compiled=False)
     assert len(rows) == 3 * 4 * 2 + 4
     assert [row.name for row in rows[:3]] == ["peer-fp32-96", "bare-fp32-96", "consert-fp32-96"]
@@ -105,7 +98,7 @@ def test_rows_and_their_selection() -> None:
 
 
 def test_rows_sentadapt_cannot_run_are_skipped_with_the_reason() -> None:
-    bench = _load("bench_gpu")
+    bench = bench_gpu
     row = bench.Row
     assert bench.skip_reason(row("consert", "tf32", 96), cuda=True, flags=set()) == (
         "this sentadapt has no --tf32: its fp32 (TF32 off) is the fp32 row")
@@ -125,7 +118,7 @@ def _measured(name: str, rate: float, run_id: str = "r1", **extra: object) -> di
 
 
 def test_table_ratios_come_from_the_same_run_and_targets_say_what_is_missing() -> None:
-    bench = _load("bench_gpu")
+    bench = bench_gpu
     run = {"run_id": "r1", "card": "NVIDIA H100 80GB HBM3", "started": "2026-11-25 10:00 UTC",
            "versions": "torch 2.11.0", "steps": 300, "warmup_steps": 20, "sentadapt_flags": ["--tf32"],
            "peak_tflops": {"fp32": 51.0, "bf16": 780.0}}
@@ -148,7 +141,7 @@ def test_table_ratios_come_from_the_same_run_and_targets_say_what_is_missing() -
 
 
 def test_render_merges_runs_and_keeps_the_later_measurement_of_a_row(tmp_path: Path) -> None:
-    bench = _load("bench_gpu")
+    bench = bench_gpu
 
     def run(run_id: str) -> dict[str, object]:
         return {"run_id": run_id, "card": "NVIDIA H200", "started": run_id, "versions": "torch 2.11.0", "steps": 300,
@@ -177,7 +170,7 @@ def test_smoke_runs_every_row_on_the_cpu(tiny_model_dir: Path, tmp_path: Path) -
     corpus = tmp_path / "corpus.txt"
     corpus.write_text("".join(f"the server {i} is down after the {i}th backup\n" for i in range(40)))
     out = tmp_path / "gpu.json"
-    done = subprocess.run([sys.executable, "bench/bench_gpu.py", "--smoke", "--tokenizer", str(tiny_model_dir),
+    done = subprocess.run([sys.executable, "-m", "bench.bench_gpu", "--smoke", "--tokenizer", str(tiny_model_dir),
                            "--corpus", str(corpus), "--work", str(tmp_path / "work"), "--out", str(out)],
                           cwd=REPO, capture_output=True, text=True,
                           env={**os.environ, "PYTHONPATH": str(REPO), "CUDA_VISIBLE_DEVICES": ""})

@@ -1,15 +1,15 @@
-"""bench/bench_padding.py: the padding figures of an epoch plan, with and without length grouping."""
+"""bench.bench_padding: the padding figures of an epoch plan, with and without length grouping."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from tests.test_bench_scripts import _load
+from bench import bench_padding
 
 
 def test_grouping_removes_the_padding_of_two_length_classes() -> None:
-    figures = _load("bench_padding").padding_figures
+    figures = bench_padding.padding_figures
     # 50 batches × 4 of lengths 2 and 10: one grouping window sorts them into all-2 and all-10 batches
     lengths = np.array([2, 10] * 100)
     grouped = figures(lengths, 4, grouped=True)
@@ -21,7 +21,7 @@ def test_grouping_removes_the_padding_of_two_length_classes() -> None:
 
 
 def test_equal_lengths_have_no_padding_either_way() -> None:
-    figures = _load("bench_padding").padding_figures
+    figures = bench_padding.padding_figures
     for grouped in (False, True):
         assert figures(np.full(64, 7), 8, grouped) == pytest.approx(
             {"useful_tokens": 1.0, "useful_attention": 1.0, "mean_longest": 7.0})

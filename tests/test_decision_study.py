@@ -1,27 +1,13 @@
-"""bench/decision_study.py: the re-drawn splits, a run's decision on them, the summaries and the power model."""
+"""experiments/decision_study.py: the re-drawn splits, a run's decision on them, the summaries and the power model."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
 from types import ModuleType
 
 import numpy as np
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
-
-
-def _study() -> ModuleType:
-    if str(REPO / "bench") not in sys.path:  # the script imports its siblings, as it does when run
-        sys.path.insert(0, str(REPO / "bench"))
-    spec = importlib.util.spec_from_file_location("decision_study", REPO / "bench" / "decision_study.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["decision_study"] = module  # its dataclasses resolve their annotations through sys.modules
-    spec.loader.exec_module(module)
-    return module
+from experiments import decision_study
 
 
 def _pool(study: ModuleType, pairs: int = 120):
@@ -33,7 +19,7 @@ def _pool(study: ModuleType, pairs: int = 120):
 
 
 def test_a_draw_is_seeded_and_its_test_pairs_share_no_sentence_with_the_dev_pairs() -> None:
-    study = _study()
+    study = decision_study
     pool = _pool(study)
     dev, test = study.draw(pool, 40, seed=3, domain="news")
     assert len(dev) == 40 and not set(dev) & set(test)
@@ -47,7 +33,7 @@ def test_a_draw_is_seeded_and_its_test_pairs_share_no_sentence_with_the_dev_pair
 
 
 def test_a_run_keeps_its_best_dev_step_and_each_rule_decides_as_adapt_would() -> None:
-    study = _study()
+    study = decision_study
     pool = _pool(study)
     rng = np.random.default_rng(1)
     noise = rng.normal(0, 1, len(pool))
@@ -72,7 +58,7 @@ def _cells(applied: list[float], used: list[bool], label: str) -> list[dict]:
 
 
 def test_the_summary_counts_what_the_user_ends_with() -> None:
-    study = _study()
+    study = decision_study
     label = "risk ≤ 0.20 (default)"
     cells = _cells([+1.0, +0.5, -0.2, +0.3], [True, False, True, False], label)
     summary = study.summarize(cells, "m", "consert", 100, label)
@@ -85,7 +71,7 @@ def test_the_summary_counts_what_the_user_ends_with() -> None:
 
 
 def test_the_power_model_uses_a_null_model_at_the_rules_stated_rates() -> None:
-    study = _study()
+    study = decision_study
     from sentadapt.evaluation.decision import DecisionRule
 
     assert study.normal_power(0.0, 100, 6.0, DecisionRule("risk", 0.2)) == pytest.approx(0.2)

@@ -1,33 +1,18 @@
-"""bench/domain_data.py: the domain-adaptation splits (corpus / dev / test) built from ../shared, without leaks."""
+"""experiments/domain_data.py: the domain-adaptation splits (corpus / dev / test) built from ../shared, without
+leaks."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 
+from experiments import domain_data
 from sentadapt.data.pairs import read_labelled_pairs, read_scored_pairs
 from tests.conftest import SHARED, needs_shared
 
 REPO = Path(__file__).resolve().parents[1]
-
-
-def _load() -> ModuleType:
-    if str(REPO / "bench") not in sys.path:  # domain_data imports its sibling make_eval_tasks, as a script does
-        sys.path.insert(0, str(REPO / "bench"))
-    spec = importlib.util.spec_from_file_location("domain_data", REPO / "bench" / "domain_data.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up while the file executes
-    spec.loader.exec_module(module)
-    return module
-
-
-domain_data = _load()
 
 
 def _jsonl(path: Path) -> list[dict]:

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import csv
-import importlib.util
 import json
 import re
 from pathlib import Path
 
 import pytest
+
+from experiments import split_pairs
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLES = REPO / "examples"
@@ -90,19 +91,11 @@ def test_retrieval_example_is_a_consistent_beir_folder() -> None:
     assert len({(q, d) for q, d, _ in qrels}) == len(qrels)
 
 
-def _split_pairs():
-    spec = importlib.util.spec_from_file_location("split_pairs", REPO / "bench" / "split_pairs.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_disjoint_split_keeps_linked_pairs_together_and_corpus_pairs_on_the_selection_side(seed: int) -> None:
     rows = [[f"a{i}", f"b{i}", str(i % 6)] for i in range(40)]
     rows += [["a0", "c0", "5"], ["c0", "c1", "0"], ["corpus sentence", "d0", "3"]]  # a0–c0–c1 chain; a corpus pair
-    selection, heldout = _split_pairs().disjoint_split(rows, 2, {"corpus sentence"}, seed)
+    selection, heldout = split_pairs.disjoint_split(rows, 2, {"corpus sentence"}, seed)
     assert sorted(selection + heldout) == list(range(len(rows)))
     assert len(heldout) == 22  # half of 43, rounded up
     sentences = [{s for i in side for s in rows[i][:2]} for side in (selection, heldout)]

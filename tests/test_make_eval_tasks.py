@@ -1,19 +1,18 @@
-"""bench/make_eval_tasks.py: the pair-classification, reranking and retrieval tasks built from ../shared."""
+"""experiments/make_eval_tasks.py: the pair-classification, reranking and retrieval tasks built from ../shared."""
 
 from __future__ import annotations
 
 import csv
 import gzip
-import importlib.util
 import json
 import subprocess
 import sys
 from collections import defaultdict
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 
+from experiments import make_eval_tasks
 from tests.conftest import SHARED, needs_shared
 
 REPO = Path(__file__).resolve().parents[1]
@@ -21,14 +20,6 @@ STS = SHARED / "data" / "sts"
 NLI = SHARED / "data" / "nli"
 
 pytestmark = [pytest.mark.shared, needs_shared()]
-
-
-def _load_builder() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("make_eval_tasks", REPO / "bench" / "make_eval_tasks.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def _jsonl(path: Path) -> list[dict]:
@@ -46,7 +37,7 @@ def _tsv(path: Path) -> tuple[list[str], list[list[str]]]:
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]:
     out = tmp_path_factory.mktemp("eval-tasks")
-    return out, _load_builder().build(SHARED, out)
+    return out, make_eval_tasks.build(SHARED, out)
 
 
 @pytest.mark.parametrize(("name", "positive", "negative"), [("sickr.test", 1833, 337), ("stsb.test", 338, 381)])
@@ -127,7 +118,7 @@ def test_retrieval_is_a_consistent_beir_folder(built) -> None:
 
 def test_same_seed_same_bytes_other_seed_other_negatives(built, tmp_path: Path) -> None:
     out, _ = built
-    builder = _load_builder()
+    builder = make_eval_tasks
     builder.build(SHARED, tmp_path / "again")
     files = sorted(p.relative_to(out) for p in out.rglob("*") if p.is_file())
     assert len(files) == 7
@@ -140,7 +131,7 @@ def test_same_seed_same_bytes_other_seed_other_negatives(built, tmp_path: Path) 
 
 
 def test_missing_shared_folder_is_one_line_naming_the_file(tmp_path: Path) -> None:
-    done = subprocess.run([sys.executable, "bench/make_eval_tasks.py", "--shared", str(tmp_path / "nowhere"),
+    done = subprocess.run([sys.executable, "-m", "experiments.make_eval_tasks", "--shared", str(tmp_path / "nowhere"),
                            "--out", str(tmp_path / "out")], cwd=REPO, capture_output=True, text=True)
     assert done.returncode == 1
     assert done.stderr == (f"{tmp_path / 'nowhere' / 'data' / 'sts' / 'sts12.test.jsonl'}: not found; pass --shared "

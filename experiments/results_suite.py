@@ -1,11 +1,11 @@
 """Regenerate docs/results.md from scratch: every recipe and two sentence-transformers peers on the same
 base models, data and steps; ConSERT's few-shot and temperature curves; speed against the peers.
 
-    python bench/results_suite.py             # full: ~45-60 min on 2 CPU cores, rewrites docs/results.md
-    python bench/results_suite.py --quick     # ~5 min smoke run, writes runs/results-quick/results.md
-    python bench/results_suite.py --render    # re-render the markdown from the last run's results.json
+    python -m experiments.results_suite             # full: ~45-60 min on 2 CPU cores, rewrites docs/results.md
+    python -m experiments.results_suite --quick     # ~5 min smoke run, writes runs/results-quick/results.md
+    python -m experiments.results_suite --render    # re-render the markdown from the last run's results.json
 
-Every job is a fresh subprocess (`python -m sentadapt ...`, `bench/peers.py`, the other bench scripts),
+Every job is a fresh subprocess (`python -m sentadapt ...`, `python -m bench.peers`, the speed benchmarks),
 so the peak RSS of each is its own (from `os.wait4`). Logs of every job go to WORK/logs/ and every
 figure in the document comes from WORK/results.json; `--reuse` skips jobs that already finished (an
 interrupted suite continues where it stopped).
@@ -133,7 +133,7 @@ class Suite:
     # ------------------------------------------------------------------ building blocks
     def corpus(self, size: int) -> Path:
         path = self.work / f"sts-corpus-{size}.txt"
-        self.runner.run(f"corpus-{size}", [sys.executable, "bench/make_sts_corpus.py", "--data-dir",
+        self.runner.run(f"corpus-{size}", [sys.executable, "-m", "bench.make_sts_corpus", "--data-dir",
                                            str(self.data_dir), "--limit", str(size), "--out", str(path)])
         return path
 
@@ -165,7 +165,7 @@ class Suite:
     def peer(self, tag: str, loss: str, model: str, corpus: Path) -> dict[str, Any]:
         output = self.work / tag
         job = self.runner.run(f"peer-{tag}", [
-            sys.executable, "bench/peers.py", "--loss", loss, "--model", model, "--corpus", str(corpus),
+            sys.executable, "-m", "bench.peers", "--loss", loss, "--model", model, "--corpus", str(corpus),
             "--steps", str(self.plan.steps), "--batch-size", str(self.plan.batch_size), "--max-length",
             str(self.plan.max_length), "--output", str(output)])
         return {**self.evaluate(tag, output), "train_seconds": job.seconds, "peak_rss_mb": job.peak_rss_mb,
@@ -218,10 +218,10 @@ class Suite:
         model = self.plan.curve_model
         train_json, eval_json = self.work / "speed-train.json", self.work / "speed-eval.json"
         train = self.runner.run("speed-train", [
-            sys.executable, "bench/bench_train.py", "--model", model, "--corpus", str(corpus), "--steps",
+            sys.executable, "-m", "bench.bench_train", "--model", model, "--corpus", str(corpus), "--steps",
             str(self.plan.speed_steps), "--recipes", "consert,sg-opt", "--out", str(train_json)])
         evaluation = self.runner.run("speed-eval", [
-            sys.executable, "bench/bench_eval.py", "--model", model, "--data-dir", str(self.data_dir), "--tasks",
+            sys.executable, "-m", "bench.bench_eval", "--model", model, "--data-dir", str(self.data_dir), "--tasks",
             self.plan.speed_eval_tasks, "--out", str(eval_json)])
         self.results["speed"] = {
             "model": short(model), "train": json.loads(train_json.read_text()), "train_command": train.argv,
@@ -233,7 +233,7 @@ class Suite:
         """Each shared model and its adapted runs on the domain-style tasks, one `sentadapt eval` per model
         (paired CIs of each run against its base)."""
         data = self.work / "eval-tasks"
-        self.runner.run("eval-tasks-data", [sys.executable, "bench/make_eval_tasks.py", "--shared",
+        self.runner.run("eval-tasks-data", [sys.executable, "-m", "experiments.make_eval_tasks", "--shared",
                                             str(self.data_dir.parent.parent), "--out", str(data)])
         files = ["--pairs", str(data / "pairclass/sickr.test.tsv"), "--pairs", str(data / "pairclass/stsb.test.tsv"),
                  "--rerank", str(data / "rerank/snli.test.jsonl")]
@@ -249,7 +249,8 @@ class Suite:
             self.results["eval_tasks"][name] = {
                 "rows": ["base", *runs], "report": json.loads(out.read_text()), "seconds": job.seconds,
                 "peak_rss_mb": job.peak_rss_mb, "command": " ".join(job.argv[2:]),
-                "data_command": f"python bench/make_eval_tasks.py --shared {self.data_dir.parent.parent} --out DIR"}
+                "data_command": f"python -m experiments.make_eval_tasks --shared {self.data_dir.parent.parent} "
+                                "--out DIR"}
             self.save()
 
     def save(self) -> None:
@@ -316,9 +317,9 @@ def main() -> None:
         if subset:
             suite.keep_earlier()
         suite.run(jobs)
-    from results_render import render  # bench/ is on sys.path when this file runs as a script
+    from experiments.results_render import render
 
-    command = "python bench/results_suite.py" + (" --quick" if args.quick else "")
+    command = "python -m experiments.results_suite" + (" --quick" if args.quick else "")
     results = json.loads((work / "results.json").read_text())
     # with --reuse a process runs only part of the suite: the sum over every job's record is what a
     # from-scratch run takes under the same conditions
@@ -327,8 +328,8 @@ def main() -> None:
         results["note"] = args.note
     if subset and jobs == ("eval-tasks",) and doc.exists():
         # one section regenerated on its own: the rest of the doc keeps what its own run wrote
-        from doc_sections import write_section
-        from results_render import eval_tasks_section
+        from experiments.doc_sections import write_section
+        from experiments.results_render import eval_tasks_section
 
         results["eval_tasks_generated"] = (
             f"generated by `{command} --jobs eval-tasks`, finished {results['finished']} ({results['machine']}), "

@@ -1,7 +1,7 @@
 """Split a labelled pairs file into a selection half and a held-out half (seeded), keeping the header.
 
-    python bench/split_pairs.py examples/it-support-dev.tsv --out-dir runs/split
-    python bench/split_pairs.py PAIRS.tsv --out-dir runs/split --disjoint --corpus CORPUS.txt --names dev,test
+    python -m experiments.split_pairs examples/it-support-dev.tsv --out-dir runs/split
+    python -m experiments.split_pairs PAIRS.tsv --out-dir runs/split --disjoint --corpus CORPUS.txt --names dev,test
 
 Selecting checkpoints on the same pairs that report the gain overstates it; this gives an honest
 held-out measurement of in-domain adaptation.

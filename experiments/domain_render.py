@@ -1,8 +1,10 @@
-"""Markdown of the domain-adaptation suite (bench/domain_suite.py) from its results.json; pure, no I/O."""
+"""Markdown of the domain-adaptation suite (experiments/domain_suite.py) from its results.json; pure, no I/O."""
 
 from __future__ import annotations
 
 from typing import Any
+
+from experiments.doc_sections import current_command
 
 LABELS = {"base": "base model", "consert": "sentadapt ConSERT", "sg-opt": "sentadapt SG-OPT",
           "clsr": "sentadapt CLSR", "simcse": "peer: ST SimCSE", "ct": "peer: ST CT", "tsdae": "peer: ST TSDAE",
@@ -195,7 +197,7 @@ def commands(results: dict[str, Any], model: str) -> list[str]:
         for domain, entry in results["variants"][name]["models"].get(model, {}).items():
             for row in entry["rows"].values():
                 if "command" in row:
-                    seen.append(row["command"].replace(f"/{domain}/", "/DOMAIN/"))
+                    seen.append(current_command(row["command"]).replace(f"/{domain}/", "/DOMAIN/"))
             seen.append(entry["eval"]["command"].replace(f"/{domain}/", "/DOMAIN/").replace(
                 f"-{domain}.json", "-DOMAIN.json"))
     return list(dict.fromkeys(seen))
@@ -216,8 +218,8 @@ def render(results: dict[str, Any], command: str) -> str:
               f"ConSERT and the peers at batch {plan['batch_size']}, SG-OPT and CLSR at their recipes' batches; max "
               f"length {plan['max_length']}; dev every {plan['eval_every']} step(s) on {plan['dev_size']} dev "
               "pairs.", "",
-              "Each domain is a seeded split of STS12–16 subsets (`bench/domain_data.py`): 40 % of the pairs held "
-              "out as test, 200 dev pairs sharing no sentence with test, and a corpus of the other pairs' "
+              "Each domain is a seeded split of STS12–16 subsets (`experiments/domain_data.py`): 40 % of the pairs "
+              "held out as test, 200 dev pairs sharing no sentence with test, and a corpus of the other pairs' "
               "sentences minus every test and dev sentence (captions add SNLI premises). Test Δ: Spearman × 100 on "
               "the held-out test pairs against the base model, 95 % paired bootstrap CI, * when it excludes 0. "
               "Dev Δ: the run's base → selected checkpoint on the dev pairs and its verdict (use / keep the "
@@ -253,6 +255,6 @@ def render(results: dict[str, Any], command: str) -> str:
                   "Secondary metric: average precision on the test pairs as pair classification (gold ≥ 4 → 1, "
                   "≤ 1.5 → 0):", "", *ap_table(results, model), "", "```bash"]
         if "command" in results.get("data", {}):
-            lines.append(results["data"]["command"])
+            lines.append(current_command(results["data"]["command"]))
         lines += [*commands(results, model), "```", ""]
     return "\n".join(lines).rstrip() + "\n"

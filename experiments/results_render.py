@@ -5,8 +5,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from doc_sections import wrap  # bench/ is on sys.path: the scripts run from there
-
+from experiments.doc_sections import current_command, wrap
 from sentadapt.evaluation.tasks import TASKS  # the task table, in report order (no torch)
 
 ROW_LABELS = {
@@ -152,14 +151,14 @@ def _curve_row(label: str, row: dict[str, Any], base: dict[str, Any]) -> str:
 
 def _speed(speed: dict[str, Any]) -> str:
     lines = [f"## Speed on {speed['model']} (same run, same machine)", "", "```bash",
-             "python " + " ".join(speed["train_command"][1:]), "```", "",
+             _portable("python " + " ".join(speed["train_command"][1:])), "```", "",
              "| training run | sentences/s | peak RSS | vs SimCSE peer |", "|---|---:|---:|---:|"]
     labels = {"st": "sentence-transformers SimCSE", "consert": "sentadapt ConSERT", "sg-opt": "sentadapt SG-OPT"}
     for key, row in speed["train"].items():
         name, precision = key.split()
         lines.append(f"| {labels.get(name, name)}, {precision} | {row['sentences_per_s']:.1f} | "
                      f"{row['peak_rss_mb']:.0f} MB | {row['ratio_vs_st']:.2f}× |")
-    lines += ["", "```bash", "python " + " ".join(speed["eval_command"][1:]), "```", "",
+    lines += ["", "```bash", _portable("python " + " ".join(speed["eval_command"][1:])), "```", "",
               "| STS evaluation | seconds | speed-up | avg | max \\|Δ\\| vs reference |", "|---|---:|---:|---:|---:|"]
     for name, row in speed["eval"].items():
         average = sum(row["scores"].values()) / len(row["scores"])
@@ -177,7 +176,7 @@ def eval_tasks_section(results: dict[str, Any]) -> str:
     (`--jobs eval-tasks` replaces only this section of docs/results.md)."""
     parts = []
     if results.get("eval_tasks_generated"):
-        parts.append(f"_This section: {results['eval_tasks_generated']}._")
+        parts.append(f"_This section: {current_command(results['eval_tasks_generated'])}._")
     parts += [_eval_tasks(model, tasks) for model, tasks in results["eval_tasks"].items()]
     return "\n\n".join(parts)
 
@@ -187,11 +186,11 @@ def _eval_tasks(model: str, section: dict[str, Any]) -> str:
     entries = section["report"]
     rows = section["rows"]
     lines = [f"## Domain-style tasks on {model}: pair classification, reranking, retrieval", "",
-             "Built from ../shared by `bench/make_eval_tasks.py` (SICK-R/STS-B pairs labelled 1 at gold ≥ 4 and 0 at "
-             "≤ 1.5; SNLI premises reranking their hypotheses; STS queries retrieving their paraphrase among every "
-             "STS and NLI sentence). Main metric × 100 with its 95 % bootstrap CI; Δ against the base model with the "
-             "paired CI (same resampled pairs/queries), * when it excludes 0. Definitions: "
-             "[evaluation.md](evaluation.md).", "", "```bash", section["data_command"],
+             "Built from ../shared by `experiments/make_eval_tasks.py` (SICK-R/STS-B pairs labelled 1 at gold ≥ 4 "
+             "and 0 at ≤ 1.5; SNLI premises reranking their hypotheses; STS queries retrieving their paraphrase among "
+             "every STS and NLI sentence). Main metric × 100 with its 95 % bootstrap CI; Δ against the base model "
+             "with the paired CI (same resampled pairs/queries), * when it excludes 0. Definitions: "
+             "[evaluation.md](evaluation.md).", "", "```bash", _portable(section["data_command"]),
              _portable("python -m " + section["command"].removeprefix("python -m ")), "```", "",
              "| task | metric | units | " + " | ".join(ROW_LABELS.get(row, row) for row in rows) + " |",
              "|---|---|---:|" + "---:|" * len(rows)]
@@ -239,5 +238,6 @@ def _footer() -> str:
 
 
 def _portable(command: str) -> str:
-    """Commands as a reader would type them: `python` instead of this machine's interpreter path."""
-    return command.replace(sys.executable, "python")
+    """Commands as a reader would type them: `python` instead of this machine's interpreter path, and the
+    `python -m` form of scripts a results.json from before the bench/experiments split names by path."""
+    return current_command(command.replace(sys.executable, "python"))

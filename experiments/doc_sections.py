@@ -12,6 +12,20 @@ import re
 from pathlib import Path
 
 FOOTER_HEADING = "## GPU"
+# the scripts that left bench/ for experiments/ when bench/ split in two (the rest stayed in bench/)
+MOVED_TO_EXPERIMENTS = frozenset({
+    "decision_runs", "decision_study", "doc_sections", "domain_data", "domain_render", "domain_suite", "levers_table",
+    "make_eval_tasks", "results_render", "results_suite", "split_pairs"})
+
+
+def current_command(command: str) -> str:
+    """`command` in today's form: results.json files written before the split hold `python bench/NAME.py ...`,
+    which no longer runs (the scripts import each other as packages); re-rendering them prints `python -m`."""
+    def module(match: re.Match[str]) -> str:
+        package = "experiments" if match[1] in MOVED_TO_EXPERIMENTS else "bench"
+        return f"python -m {package}.{match[1]}"
+
+    return re.sub(r"\bpython bench/(\w+)\.py\b", module, command)
 
 
 def markers(name: str) -> tuple[str, str]:
@@ -36,9 +50,14 @@ def replace_section(text: str, name: str, body: str) -> str:
     return text.rstrip("\n") + "\n\n" + block + "\n"
 
 
+def write_atomically(path: Path, text: str) -> None:
+    """`text` into `path` through a temporary file renamed over it: a reader never sees half a file."""
+    tmp = path.with_name(f".tmp-{path.name}")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(path)
+
+
 def write_section(path: Path, name: str, body: str) -> None:
     """Replace one section of the file at `path` (created if missing), written atomically."""
     text = path.read_text(encoding="utf-8") if path.exists() else ""
-    tmp = path.with_name(f".tmp-{path.name}")
-    tmp.write_text(replace_section(text, name, body), encoding="utf-8")
-    tmp.replace(path)
+    write_atomically(path, replace_section(text, name, body))

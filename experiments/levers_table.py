@@ -1,8 +1,8 @@
 """Before/after table of the levers tried on tuned bases (docs/findings.md), from domain-suite results.
 
-    python bench/levers_table.py runs/levers-a runs/levers-b [runs/domain]
+    python -m experiments.levers_table runs/levers-a runs/levers-b [runs/domain]
 
-Each WORK folder is a `bench/domain_suite.py --work WORK --variant NAME …` run; one row per (variant,
+Each WORK folder is a `experiments/domain_suite.py --work WORK --variant NAME …` run; one row per (variant,
 recipe, model): the selected checkpoint's dev Δ and the held-out test Δ (Spearman × 100) averaged over the
 domains, the test Δ with the verdict applied (keep-base counts as 0), and each domain's test Δ with its
 paired 95 % CI. Pure reading: nothing is trained or evaluated here.
@@ -15,8 +15,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from domain_render import applied_delta, delta_cell, rows_of  # bench/ is on sys.path: the scripts run from there
-
+from experiments.domain_render import applied_delta, delta_cell, rows_of
 from sentadapt.evaluation.decision import USE_ADAPTED, decide  # the rule `adapt` applies to its runs
 
 

@@ -1,11 +1,11 @@
 """The domain-adaptation suite: every sentadapt recipe and the sentence-transformers peers adapted to four
-domains built from ../shared (bench/domain_data.py), scored on held-out pairs against the base model.
+domains built from ../shared (experiments/domain_data.py), scored on held-out pairs against the base model.
 
-    python bench/domain_suite.py                  # full: both shared models × 4 domains (an hour+ on 2 cores)
-    python bench/domain_suite.py --quick          # smoke: L3 model, one domain, 3 steps, ConSERT + SimCSE
-    python bench/domain_suite.py --reuse          # continue an interrupted run (finished jobs are skipped)
-    python bench/domain_suite.py --render         # redraw the markdown from WORK/results.json
-    python bench/domain_suite.py --variant lr1e-5 --set-extra consert:lr=1e-5 --set-extra consert:--patience=20
+    python -m experiments.domain_suite                  # full: both shared models × 4 domains (an hour+ on 2 cores)
+    python -m experiments.domain_suite --quick          # smoke: L3 model, one domain, 3 steps, ConSERT + SimCSE
+    python -m experiments.domain_suite --reuse          # continue an interrupted run (finished jobs are skipped)
+    python -m experiments.domain_suite --render         # redraw the markdown from WORK/results.json
+    python -m experiments.domain_suite --variant lr1e-5 --set-extra consert:lr=1e-5 --set-extra consert:--patience=20
 
 Per model × domain: the base model; each sentadapt recipe (`sentadapt adapt DOMAIN/corpus.txt --dev
 DOMAIN/dev.jsonl`, checkpoint chosen on the 100 dev pairs; CLSR trains on NLI entailment pairs instead);
@@ -15,7 +15,7 @@ each peer (bench/peers.py, same steps, batch and max length, model after the las
 
 The verdict: a sentadapt run's metrics.json `decision` ("use-adapted" / "keep-base", by the rule the run was
 made with: the strict rule — dev Δ > 0 with a paired CI excluding 0 — for the runs rendered in docs/results.md
-so far; bench/decision_study.py compares the rules). Peers get the strict rule applied to their dev Δ from the
+so far; experiments/decision_study.py compares the rules). Peers get the strict rule applied to their dev Δ from the
 eval (sentence-transformers has no verdict). "Verdict applied" counts a keep-base
 run's test Δ as 0: the user keeps the base model.
 
@@ -27,7 +27,7 @@ renders them as extra rows next to the default ones. `--dev-size 25|50|200` (dev
 
 Layout of WORK (runs/domain, or runs/domain-quick): data/ (the splits), runs/VARIANT/MODEL/DOMAIN/RECIPE/
 (adapted models), evals/VARIANT/MODEL-DOMAIN.json (eval output), jobs/ and logs/ (one per job, from the
-Runner of bench/results_suite.py: wall time and the job's own peak RSS), results.json (everything rendered).
+Runner of experiments/results_suite.py: wall time and the job's own peak RSS), results.json (everything rendered).
 """
 
 from __future__ import annotations
@@ -41,10 +41,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from domain_data import DOMAINS
-from results_suite import REPO, Runner, machine_summary, sentadapt, short
-
-from sentadapt.durable import write_text_atomically
+from experiments.doc_sections import write_atomically, write_section
+from experiments.domain_data import DOMAINS
+from experiments.results_suite import REPO, Runner, machine_summary, sentadapt, short
 from sentadapt.evaluation.decision import STRICT, DecisionRule, decide, decision_of  # no torch
 
 SHARED = Path("../shared")  # relative: main() runs from the repository root, so logged commands are portable
@@ -151,11 +150,11 @@ class DomainSuite:
         for model, domain in self.written:
             variant["models"].setdefault(model, {})[domain] = mine["models"][model][domain]
         self.results = current
-        write_text_atomically(path, json.dumps(current, indent=1) + "\n")
+        write_atomically(path, json.dumps(current, indent=1) + "\n")
 
     def prepare_data(self) -> None:
         manifest = self.data / "manifest.json"
-        argv = [sys.executable, "bench/domain_data.py", "--shared", str(self.shared), "--out", str(self.data),
+        argv = [sys.executable, "-m", "experiments.domain_data", "--shared", str(self.shared), "--out", str(self.data),
                 "--seed", str(self.plan.seed)]
         if not manifest.exists() or json.loads(manifest.read_text())["seed"] != self.plan.seed or any(
                 not (self.data / domain / "test.jsonl").exists() for domain in self.plan.domains):
@@ -172,7 +171,7 @@ class DomainSuite:
         extra = plan.extra.get(recipe, [])
         if recipe in PEERS:
             job = self.runner.run(f"peer-{tag}", [
-                sys.executable, "bench/peers.py", "--loss", recipe, "--model", model, "--corpus",
+                sys.executable, "-m", "bench.peers", "--loss", recipe, "--model", model, "--corpus",
                 str(folder / "corpus.txt"), "--steps", str(plan.steps), "--batch-size", str(plan.batch_size),
                 "--max-length", str(plan.max_length), "--output", str(output), *extra])
             return output, {"kind": "peer", "train_seconds": job.seconds, "peak_rss_mb": job.peak_rss_mb,
@@ -357,7 +356,6 @@ def main() -> None:
                         "e.g. domain-suite-auto for a --recipes auto run beside the default one)")
     args = parser.parse_args()
     os.chdir(REPO)
-    sys.path.insert(0, str(REPO / "bench"))
     work = args.work or Path("runs/domain-quick" if args.quick else "runs/domain")
     # only the default suite writes docs/results.md: a sweep in its own --work folder renders beside its runs
     standalone = args.quick or args.work is not None
@@ -386,17 +384,16 @@ def main() -> None:
             parser.error(f"--models: {model} is not a model folder")
     if not args.render:
         DomainSuite(plan, work, args.shared, args.reuse).run()
-    from doc_sections import write_section
-    from domain_render import render
+    from experiments.domain_render import render
 
-    command = "python bench/domain_suite.py" + (" --quick" if args.quick else "")
+    command = "python -m experiments.domain_suite" + (" --quick" if args.quick else "")
     if not (work / "results.json").is_file():
         parser.error(f"--render: {work / 'results.json'} not found; run the suite first (without --render)")
     results = json.loads((work / "results.json").read_text())
     results["job_seconds"] = sum(json.loads(path.read_text())["seconds"] for path in (work / "jobs").glob("*.json"))
     if args.note:
         results["note"] = args.note
-        write_text_atomically(work / "results.json", json.dumps(results, indent=1) + "\n")
+        write_atomically(work / "results.json", json.dumps(results, indent=1) + "\n")
     markdown = render(results, command)
     if standalone and not args.doc:
         doc.write_text(markdown + "\n", encoding="utf-8")

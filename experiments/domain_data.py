@@ -1,6 +1,6 @@
 """Split the STS data in ../shared into four domain-adaptation tasks: a corpus, dev pairs and held-out test pairs.
 
-    python bench/domain_data.py --shared ../shared --out runs/domain-data [--seed 0]
+    python -m experiments.domain_data --shared ../shared --out runs/domain-data [--seed 0]
 
 Writes, per domain, deterministically (same inputs and --seed → byte-identical files):
 
@@ -11,7 +11,7 @@ Writes, per domain, deterministically (same inputs and --seed → byte-identical
   OUT/<domain>/test.jsonl           held-out scored pairs (40 % of the domain's pairs): the reported Spearman
   OUT/<domain>/test-pairclass.tsv   the test pairs as pair classification (`sentence1<TAB>sentence2<TAB>label`):
                                     label 1 for a gold score ≥ 4, 0 for ≤ 1.5, the middle dropped — the
-                                    thresholds bench/make_eval_tasks.py uses for SICK-R / STS-B
+                                    thresholds experiments/make_eval_tasks.py uses for SICK-R / STS-B
   OUT/manifest.json                 seed, subsets used and every count
 
 Domains (subsets of STS12–16, whose scores run 0–5; STS-B and SICK-R are left out: STS-B re-uses
@@ -49,8 +49,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 # the pair-classification rule (≥ 4 → 1, ≤ 1.5 → 0) and the readers of the in-domain evaluation tasks;
-# bench/ is on sys.path when this file runs as a script
-from make_eval_tasks import NEGATIVE_MAX, POSITIVE_MIN, pairclass_tsv, read_jsonl, require
+from experiments.make_eval_tasks import NEGATIVE_MAX, POSITIVE_MIN, pairclass_tsv, read_jsonl, require
 
 STS_FILES = ["sts12.test", "sts13.test", "sts14.test", "sts15.test", "sts16.test"]
 NLI_FILES = ["allnli.dev.jsonl.gz", "snli.test.jsonl.gz"]
@@ -237,7 +236,7 @@ def build(shared: Path, out: Path, seed: int = 0, domains: Sequence[str] | None 
         check_no_leak(split.corpus, split.dev_pool, split.test, name)
         splits.append(split)
     manifest = {
-        "built_by": "bench/domain_data.py",
+        "built_by": "experiments/domain_data.py",
         "seed": seed,
         "parameters": {"test_fraction": TEST_FRACTION, "dev_pool": DEV_POOL, "dev_sizes": [*DEV_SIZES, DEV_POOL],
                        "corpus_cap": CORPUS_CAP, "positive_min": POSITIVE_MIN, "negative_max": NEGATIVE_MAX,

@@ -1,9 +1,9 @@
-"""The runs behind the decision study (bench/decision_study.py): every sentadapt recipe on both shared models and
+"""The runs behind the decision study (experiments/decision_study.py): every sentadapt recipe on both shared models and
 the four suite domains, with EVERY dev evaluation's per-pair outputs kept on all the pairs no run trains on.
 
-    python bench/decision_runs.py [--work runs/decision] [--parallel 2] [--models ...] [--recipes ...]
+    python -m experiments.decision_runs [--work runs/decision] [--parallel 2] [--models ...] [--recipes ...]
 
-Per domain (bench/domain_data.py --seed 0), the pool is dev-200.jsonl + test.jsonl: pairs whose sentences no
+Per domain (experiments/domain_data.py --seed 0), the pool is dev-200.jsonl + test.jsonl: pairs whose sentences no
 run trains on (domain_data.py excludes them from every corpus). Each run gets the pool as its `--dev`, so its
 dev_outputs.json holds a cosine per pool pair for the base model and for every evaluated step (25, 50, 75,
 100). The decision study then re-draws dev and test sets from the pool (many seeds, 100 or 200 dev pairs),
@@ -24,8 +24,8 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from domain_data import DOMAINS
-from results_suite import REPO, Runner, sentadapt, short
+from experiments.domain_data import DOMAINS
+from experiments.results_suite import REPO, Runner, sentadapt, short
 
 SHARED = Path("../shared")
 MODELS = [str(SHARED / "models/all-minilm-l6-v2"), str(SHARED / "models/paraphrase-minilm-l3-v2")]
@@ -73,8 +73,8 @@ def main() -> None:
     os.chdir(REPO)
     data = args.work / "data"
     if not (data / "manifest.json").is_file():
-        Runner(args.work, False).run("data", [sys.executable, "bench/domain_data.py", "--shared", str(args.shared),
-                                              "--out", str(data), "--seed", "0"])
+        Runner(args.work, False).run("data", [sys.executable, "-m", "experiments.domain_data", "--shared",
+                                              str(args.shared), "--out", str(data), "--seed", "0"])
     models = args.models.split(",") if args.models else MODELS
     jobs = [(recipe, model, domain) for recipe in args.recipes.split(",") for model in models
             for domain in args.domains.split(",")]

@@ -1,6 +1,6 @@
 """Build pair-classification, reranking and retrieval evaluation tasks from the real data in ../shared.
 
-    python bench/make_eval_tasks.py --shared ../shared --out runs/eval-tasks
+    python -m experiments.make_eval_tasks --shared ../shared --out runs/eval-tasks
 
 Writes, deterministically (same inputs and --seed → byte-identical files):
 
@@ -208,7 +208,7 @@ def build(shared: Path, out: Path, random_negatives: int = RANDOM_NEGATIVES, see
     for path in [*(sts_dir / f"{name}.jsonl" for name in STS_FILES), *(nli_dir / name for name in NLI_FILES)]:
         require(path)  # every input checked before anything is written
     manifest = {
-        "built_by": "bench/make_eval_tasks.py",
+        "built_by": "experiments/make_eval_tasks.py",
         "parameters": {"positive_min": POSITIVE_MIN, "negative_max": NEGATIVE_MAX,
                        "random_negatives": random_negatives, "seed": seed},
         "pairclass": build_pairclass(sts_dir, out / "pairclass"),

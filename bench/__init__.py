@@ -1,0 +1,1 @@
+"""Speed benchmarks against peers, run from the repository root as `python -m bench.NAME` (bench/README.md)."""
