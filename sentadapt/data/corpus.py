@@ -6,9 +6,9 @@ A source is a local file, read by its suffix (a trailing `.gz` is gunzipped firs
 - anything else: plain text, one sentence per line.
 or, when no such local file exists, a Hugging Face Hub dataset id `owner/name[:split]` (online only).
 
-Files are decoded from UTF-8 (a BOM is dropped) one line at a time, so an invalid byte is reported with its
-line number. Every record ends up either as a sentence or counted under one skip reason, so
-`lines_read == sentences + sum(skipped.values())`.
+Files are opened and decoded by `sentadapt.data.textfile` (UTF-8, a BOM dropped, in big chunks, an invalid byte
+reported with its line number; `encoding_errors` says what else to do with it). Every record ends up either as
+a sentence or counted under one skip reason, so `lines_read == sentences + sum(skipped.values())`.
 """
 
 from __future__ import annotations
