@@ -153,14 +153,15 @@ def test_pairs_errors_name_file_and_line(tmp_path: Path) -> None:
     header = "sentence1\tsentence2\tscore\n"
     cases = [
         (write(tmp_path / "utf8.tsv", header.encode() + b"a\tb\t1\nb\tc\xff\t2\n"),
-         "{path}:3: not valid UTF-8 text (invalid start byte); save the file as UTF-8"),
+         "{path}:3: not valid UTF-8 (invalid start byte 0xff at byte 4 of the line); save the file as UTF-8"),
         (write(tmp_path / "columns.tsv", "sentence1\tscore\na\t1\n"),
          "{path}:1: header is missing column(s) sentence2; expected a header line with sentence1, sentence2, score"),
         (write(tmp_path / "range.tsv", header + "a\tb\t1\nc\td\t7.5\n"), "{path}:3: score 7.5 is outside [0, 5]"),
         (write(tmp_path / "score.tsv", header + "a\tb\thigh\n"), "{path}:2: score 'high' is not a number"),
         (write(tmp_path / "nan.jsonl", '{"sentence1": "a", "sentence2": "b", "score": "nan"}\n'),
          "{path}:1: score 'nan' is not finite"),
-        (write(tmp_path / "deep.jsonl", "[" * 100_000 + "\n"), "{path}:1: invalid JSON (nested too deeply)"),
+        (write(tmp_path / "deep.jsonl", "[" * 100_000 + "\n"),
+         "{path}:1: invalid JSON (nested too deeply); each line must be one JSON object"),
         (write(tmp_path / "huge.csv", "sentence1,sentence2,score\n\"" + "a" * 200_000 + "\",b,1\n"),
          "{path}:2: malformed CSV (field larger than field limit (131072))"),
         (write(tmp_path / "missing.jsonl", '{"sentence1": "a", "score": 1}\n'), "{path}:1: missing field(s) sentence2"),

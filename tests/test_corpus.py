@@ -194,7 +194,7 @@ def test_table_rows_with_missing_or_extra_cells(tmp_path: Path) -> None:
 @pytest.mark.parametrize("chunk_bytes", [1, 3, 7, 4 << 20])
 def test_reading_in_chunks_splits_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, chunk_bytes: int) -> None:
     # the first read is at least 8 KiB (BOM and binary checks), the rest come in chunk_bytes pieces
-    monkeypatch.setattr("sentadapt.data.corpus._CHUNK_BYTES", chunk_bytes)
+    monkeypatch.setattr("sentadapt.data.textfile._CHUNK_BYTES", chunk_bytes)
     lines = ["héllo wörld", "a", "", "日本語のテキスト", "a somewhat longer line than the chunk", "z"] * 300
     path = write(tmp_path / "c.txt", "\ufeff" + "\r\n".join(lines))
     assert read_corpus([path], dedup=False).sentences == [line for line in lines if line]

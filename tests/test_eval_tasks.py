@@ -503,10 +503,11 @@ def test_evaluation_imports_point_one_way_and_load_no_torch() -> None:
 
 
 @pytest.mark.parametrize(("content", "message"), [
-    (b'{"query": "q", "positive": ["p"], "negative": ["n"]}\n{not json\n', "{path}:2: invalid JSON"),
+    (b'{"query": "q", "positive": ["p"], "negative": ["n"]}\n{not json\n',
+     "{path}:2: invalid JSON (Expecting property name enclosed in double quotes); each line must be one JSON object"),
     (b'\n["a list"]\n', "{path}:2: expected a JSON object with query, positive and negative (or candidates)"),
     (b'{"query": "caf\xe9", "positive": ["p"]}\n',
-     "{path}: not valid UTF-8 text (invalid continuation byte); save the file as UTF-8"),
+     "{path}:1: not valid UTF-8 (invalid continuation byte 0xe9 at byte 15 of the line); save the file as UTF-8"),
 ])
 def test_reranking_json_lines_errors_name_file_and_line(tmp_path: Path, content: bytes, message: str) -> None:
     from sentadapt.data.rerank import read_rerank

@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sentadapt.data.pairs import json_objects, open_text
+from sentadapt.data.textfile import json_objects, text_lines
 from sentadapt.errors import DataError
 
 
@@ -54,7 +54,7 @@ def qrels_file(folder: Path, split: str) -> Path:
 def _records(path: Path, what: str) -> Iterator[tuple[int, dict[str, object]]]:
     if not path.is_file():
         raise DataError(f"{path}: missing; a BEIR folder needs corpus.jsonl, queries.jsonl and qrels/SPLIT.tsv")
-    yield from json_objects(path, "_id", f"_id and text ({what})")
+    yield from json_objects(path, f"_id and text ({what})", required="_id")
 
 
 def _read_texts(path: Path, what: str, with_title: bool) -> dict[str, str]:
@@ -105,17 +105,16 @@ def read_beir(folder: str | Path, split: str = "test") -> BeirCollection:
 
 
 def _qrels(path: Path) -> Iterator[tuple[int, tuple[str, str, float]]]:
-    with open_text(path) as handle:
-        for number, line in enumerate(handle, start=1):
-            cells = [cell.strip() for cell in line.rstrip("\r\n").split("\t")]
-            if not any(cells):
-                continue
-            if number == 1 and cells[0].lower() in ("query-id", "query_id", "qid"):
-                continue  # the header
-            if len(cells) < 2:
-                raise DataError(f"{path}:{number}: expected query-id <TAB> corpus-id <TAB> score")
-            try:
-                score = float(cells[2]) if len(cells) > 2 and cells[2] else 1.0
-            except ValueError:
-                raise DataError(f"{path}:{number}: score '{cells[2]}' is not a number") from None
-            yield number, (cells[0], cells[1], score)
+    for number, line in text_lines(path):
+        cells = [cell.strip() for cell in line.split("\t")]
+        if not any(cells):
+            continue
+        if number == 1 and cells[0].lower() in ("query-id", "query_id", "qid"):
+            continue  # the header
+        if len(cells) < 2:
+            raise DataError(f"{path}:{number}: expected query-id <TAB> corpus-id <TAB> score")
+        try:
+            score = float(cells[2]) if len(cells) > 2 and cells[2] else 1.0
+        except ValueError:
+            raise DataError(f"{path}:{number}: score '{cells[2]}' is not a number") from None
+        yield number, (cells[0], cells[1], score)

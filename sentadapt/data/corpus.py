@@ -6,43 +6,49 @@ A source is a local file, read by its suffix (a trailing `.gz` is gunzipped firs
 - anything else: plain text, one sentence per line.
 or, when no such local file exists, a Hugging Face Hub dataset id `owner/name[:split]` (online only).
 
-Files are decoded from UTF-8 (a BOM is dropped) one line at a time, so an invalid byte is reported with its
-line number. Every record ends up either as a sentence or counted under one skip reason, so
-`lines_read == sentences + sum(skipped.values())`.
+Files are opened and decoded by `sentadapt.data.textfile` (UTF-8, a BOM dropped, in big chunks, an invalid byte
+reported with its line number; `encoding_errors` says what else to do with it). Every record ends up either as
+a sentence or counted under one skip reason, so `lines_read == sentences + sum(skipped.values())`.
 """
 
 from __future__ import annotations
 
 import csv
 import json
-import zlib
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from sentadapt.data.pairs import open_binary
+from sentadapt.data.textfile import (
+    ENCODING_ERRORS,
+    JSONL,
+    TEXT,
+    Utf8Lines,
+    check_row_width,
+    format_of,
+    json_error,
+    open_binary,
+    printable,
+    table_error,
+    table_reader,
+)
 from sentadapt.errors import ConfigError, DataError
 from sentadapt.resolve import hub_is_reachable
 
-ENCODING_ERRORS = ("strict", "replace", "skip")
 TEXT_COLUMNS = ("text", "sentence")  # picked automatically, in this order, when a file has several columns
-TABLE_FORMATS = {".jsonl": "jsonl", ".json": "jsonl", ".csv": "csv", ".tsv": "tsv"}
 
 # Skip reasons (keys of CorpusReport.skipped).
 BLANK = "blank"
 DUPLICATE = "duplicate"
 INVALID_UTF8 = "invalid UTF-8"
 
-BINARY_PROBE_BYTES = 8192
 BATCH_RECORDS = 65_536  # records handed on at once by the readers (bounded memory, few Arrow batches)
-_CHUNK_BYTES = 4 << 20
-_UTF8_BOM = b"\xef\xbb\xbf"
-_UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
 # A missing source with one of these suffixes is a mistyped path, never a Hub dataset id.
 _FILE_SUFFIXES = {".txt", ".text", ".jsonl", ".json", ".csv", ".tsv", ".gz", ".bz2", ".xz", ".zst", ".md", ".log"}
+_FIX_ENCODING = "fix the file or pass --encoding-errors replace|skip"
 _HUB_NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.")
 
 
@@ -148,11 +154,11 @@ def scan_corpus(
         if not path.exists() and _looks_like_hub_id(str(source)):
             _read_hub(str(source), text_column, collector, streaming)
             continue
-        fmt = _format_of(path)
-        lines = Utf8Lines(path, encoding_errors, on_bytes)
-        if fmt == "text":
+        fmt = format_of(path)
+        lines = Utf8Lines(path, encoding_errors, on_bytes, fix=_FIX_ENCODING)
+        if fmt == TEXT:
             _read_plain(lines, collector)
-        elif fmt == "jsonl":
+        elif fmt == JSONL:
             _read_jsonl(lines, text_column, collector)
         else:
             _read_table(lines, fmt, text_column, collector)
@@ -227,99 +233,6 @@ def check_not_empty(report: CorpusReport) -> None:
 # ----------------------------------------------------------------------------------------------- local files
 
 
-class Utf8Lines:
-    """The physical lines of a local file (split on "\\n"; a CRLF's "\\r" is left for `strip`), decoded from UTF-8.
-
-    Iterating yields each line as text, or None for a line dropped by `encoding_errors="skip"` (so line numbers
-    stay right); the counts of replaced and dropped lines are kept on the object. Files are read in big chunks
-    and each chunk decoded at once; only a chunk holding invalid UTF-8 is decoded again line by line.
-    """
-
-    def __init__(self, path: Path, encoding_errors: str = "strict",
-                 on_bytes: Callable[[int], None] | None = None) -> None:
-        self.path = path
-        self.encoding_errors = encoding_errors
-        self.on_bytes = on_bytes  # told how many bytes of the file (compressed, for .gz) each chunk consumed
-        self.replaced = 0
-        self.dropped = 0
-        self.dropped_lines: set[int] = set()
-
-    def __iter__(self) -> Iterator[str | None]:
-        path = self.path
-        try:
-            handle = open_binary(path)
-        except OSError as error:  # e.g. permission denied
-            raise DataError(f"{path}: cannot be read ({error.strerror or error}); check the path") from None
-        with handle:
-            pending: list[bytes] = []  # the bytes after the last newline seen so far
-            number = 0  # lines yielded so far
-            first = True
-            raw = getattr(handle, "fileobj", None)  # a GzipFile's compressed stream: progress in file bytes
-            done = 0
-            while True:
-                try:
-                    chunk = handle.read(max(_CHUNK_BYTES, BINARY_PROBE_BYTES) if first else _CHUNK_BYTES)
-                except (OSError, EOFError, zlib.error) as error:
-                    raise DataError(f"{path}: corrupt or truncated gzip file ({error}); re-create the file") from None
-                if not chunk:
-                    break
-                if self.on_bytes is not None:
-                    position = raw.tell() if raw is not None else done + len(chunk)
-                    self.on_bytes(position - done)
-                    done = position
-                if first:
-                    first = False
-                    chunk = self._check_start(chunk)
-                cut = chunk.rfind(b"\n")
-                if cut < 0:
-                    pending.append(chunk)
-                    continue
-                block = b"".join([*pending, chunk[:cut]]) if pending else chunk[:cut]
-                pending = [chunk[cut + 1 :]]
-                lines = self._decode(block, number)
-                number += len(lines)
-                yield from lines
-            tail = b"".join(pending)
-            if tail:
-                yield from self._decode(tail, number)
-
-    def _check_start(self, chunk: bytes) -> bytes:
-        if chunk.startswith(_UTF8_BOM):
-            return chunk[len(_UTF8_BOM) :]
-        if chunk.startswith(_UTF16_BOMS):
-            raise DataError(f"{self.path}: is UTF-16 text; save it as UTF-8")
-        if b"\x00" in chunk[:BINARY_PROBE_BYTES]:
-            raise DataError(f"{self.path}: looks like a binary file, not text; pass a UTF-8 text file")
-        return chunk
-
-    def _decode(self, block: bytes, before: int) -> list[str | None]:
-        try:
-            return block.decode("utf-8").split("\n")  # type: ignore[return-value]
-        except UnicodeDecodeError:
-            pass
-        lines: list[str | None] = []
-        for offset, raw in enumerate(block.split(b"\n")):
-            try:
-                lines.append(raw.decode("utf-8"))
-                continue
-            except UnicodeDecodeError as error:
-                number = before + offset + 1
-                if self.encoding_errors == "strict":
-                    bad = raw[error.start : error.start + 1].hex()
-                    raise DataError(
-                        f"{self.path}:{number}: not valid UTF-8 ({error.reason} 0x{bad} at byte {error.start + 1} "
-                        "of the line); fix the file or pass --encoding-errors replace|skip"
-                    ) from None
-            if self.encoding_errors == "replace":
-                self.replaced += 1
-                lines.append(raw.decode("utf-8", "replace"))
-            else:
-                self.dropped += 1
-                self.dropped_lines.add(number)
-                lines.append(None)
-        return lines
-
-
 class _Collector:
     """Hands records to `consume` in batches of BATCH_RECORDS, so no reader holds a whole corpus.
 
@@ -380,10 +293,7 @@ def _read_jsonl(lines: Utf8Lines, text_column: str | None, collector: _Collector
             if column is None and line.startswith("["):
                 record = []  # the start of a JSON array spread over lines
             else:
-                reason = error.msg if isinstance(error, json.JSONDecodeError) else type(error).__name__
-                raise DataError(
-                    f"{path}:{number}: invalid JSON ({reason}); each line must be one JSON object"
-                ) from None
+                raise json_error(f"{path}:{number}", error) from None
         if column is None and isinstance(record, list):
             raise DataError(f"{path}:{number}: a JSON array, not JSON Lines; write one JSON object per line")
         if not isinstance(record, dict):
@@ -408,13 +318,8 @@ def _read_jsonl(lines: Utf8Lines, text_column: str | None, collector: _Collector
 
 def _read_table(lines: Utf8Lines, fmt: str, text_column: str | None, collector: _Collector) -> None:
     path = lines.path
-    delimiter = "\t" if fmt == "tsv" else ","
-    # TSV has no quoting (STS, GLUE and SBERT files are written that way; a sentence may start with a quote);
-    # CSV follows RFC 4180 quoting.
-    quoting = csv.QUOTE_NONE if fmt == "tsv" else csv.QUOTE_MINIMAL
     dropped = lines.dropped_lines  # filled as the reader goes, with encoding_errors="skip" only
-    feed = ((line + "\n") if line is not None else "\n" for line in lines)
-    reader = csv.reader(feed, delimiter=delimiter, quoting=quoting)
+    reader = table_reader(lines, fmt)
     try:
         header: list[str] | None = None
         index = 0
@@ -436,7 +341,7 @@ def _read_table(lines: Utf8Lines, fmt: str, text_column: str | None, collector: 
             check_row_width(row, header, f"{path}:{reader.line_num}", fmt)
             collector.add(row[index].strip())
     except csv.Error as error:
-        raise DataError(f"{path}:{reader.line_num}: malformed {fmt.upper()} ({error})") from None
+        raise table_error(f"{path}:{reader.line_num}", fmt, error) from None
 
 
 def _pick_column(columns: list[str], text_column: str | None, where: str, kind: str) -> str:
@@ -477,11 +382,6 @@ def _json_type(value: object) -> str:
     return "null" if value is None else names.get(type(value), type(value).__name__)
 
 
-def _format_of(path: Path) -> str:
-    suffixes = [s.lower() for s in path.suffixes if s.lower() != ".gz"]
-    return TABLE_FORMATS.get(suffixes[-1], "text") if suffixes else "text"
-
-
 # ------------------------------------------------------------------------------------------ Hub datasets
 
 
@@ -495,13 +395,6 @@ def check_sources(sources: Sequence[str | Path]) -> None:
                                 "pass a local text file")
             continue
         open_binary(Path(text)).close()
-
-
-def check_row_width(row: list[str], header: list[str], where: str, fmt: str) -> None:
-    """A csv/tsv row must have as many cells as the header (a stray tab or comma shifts every column)."""
-    if len(row) != len(header):
-        hint = "fields cannot contain tabs" if fmt == "tsv" else "quote fields that contain ','"
-        raise DataError(f"{where}: expected {len(header)} columns like the header, found {len(row)}; {hint}")
 
 
 def _looks_like_hub_id(source: str) -> bool:
@@ -559,15 +452,6 @@ def is_hub_source(source: str | Path) -> bool:
 
 
 # ----------------------------------------------------------------------------------------------- helpers
-
-
-def printable(text: str, limit: int = 80) -> str:
-    """`text` made safe to quote in a one-line error message: control characters escaped, long text cut."""
-    if len(text) > limit:
-        text = text[: limit - 1] + "…"
-    if text.isprintable():
-        return text
-    return "".join(char if char.isprintable() else repr(char)[1:-1] for char in text)
 
 
 def _names(names: Iterable[str]) -> str:

@@ -21,7 +21,18 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sentadapt.data.corpus import Utf8Lines, check_row_width, printable
+from sentadapt.data.textfile import (
+    CSV,
+    JSONL,
+    TSV,
+    Utf8Lines,
+    check_row_width,
+    json_objects,
+    printable,
+    require_format,
+    table_error,
+    table_reader,
+)
 from sentadapt.errors import ConfigError, DataError
 
 NLI_LABELS = ("entailment", "neutral", "contradiction")
@@ -40,7 +51,7 @@ _LABEL_INDEX = {name: index for index, name in enumerate(NLI_LABELS)}
 _LABEL_INDEX.update({str(index): index for index in range(len(NLI_LABELS))})
 _NO_LABEL = frozenset({"-", "-1"})
 _EXPECTED_LABELS = f"expected one of {', '.join(NLI_LABELS)} (or 0, 1, 2)"
-_FORMATS = {".jsonl": "jsonl", ".json": "jsonl", ".tsv": "tsv", ".csv": "csv"}
+NLI_FORMATS = (JSONL, TSV, CSV)
 
 
 @dataclass
@@ -92,8 +103,11 @@ def scan_nli(paths: Sequence[str | Path], consume: Callable[[list[str], list[str
     batch: tuple[list[str], list[str], list[int]] = ([], [], [])
     lines_read = kept = 0
     for path in map(Path, paths):
-        fmt = _format_of(path)
-        records = _json_records(path, counts) if fmt == "jsonl" else _table_records(path, fmt, counts)
+        fmt = require_format(path, "NLI", NLI_FORMATS)
+        if fmt == JSONL:
+            records = json_objects(path, "premise, hypothesis and label", on_blank=lambda: _skip(counts, BLANK))
+        else:
+            records = _table_records(path, fmt, counts)
         for number, record in records:
             lines_read += 1
             premise = _text(record, PREMISE_FIELDS, path, number)
@@ -127,42 +141,12 @@ def entailment_pairs(nli: NliPairs) -> list[tuple[str, str]]:
     return [(p, h) for p, h, label in zip(nli.premises, nli.hypotheses, nli.labels) if label == ENTAILMENT]
 
 
-def _format_of(path: Path) -> str:
-    suffixes = [s.lower() for s in path.suffixes if s.lower() != ".gz"]
-    fmt = _FORMATS.get(suffixes[-1]) if suffixes else None
-    if fmt is None:
-        shown = suffixes[-1] if suffixes else "no suffix"
-        raise DataError(f"{path}: unknown NLI format '{shown}'; use .jsonl, .tsv or .csv (optionally .gz)")
-    return fmt
-
-
 def _skip(pairs: NliPairs, reason: str) -> None:
     pairs.skipped[reason] = pairs.skipped.get(reason, 0) + 1
 
 
-def _json_records(path: Path, pairs: NliPairs) -> Iterator[tuple[int, dict[str, object]]]:
-    decode = json.JSONDecoder().raw_decode
-    for number, line in enumerate(Utf8Lines(path), start=1):
-        line = (line or "").strip()
-        if not line:
-            _skip(pairs, BLANK)
-            continue
-        try:
-            record, end = decode(line)
-            if end != len(line):
-                raise json.JSONDecodeError("Extra data", line, end)
-        except (ValueError, RecursionError) as error:
-            reason = error.msg if isinstance(error, json.JSONDecodeError) else type(error).__name__
-            raise DataError(f"{path}:{number}: invalid JSON ({reason}); each line must be one JSON object") from None
-        if not isinstance(record, dict):
-            raise DataError(f"{path}:{number}: expected a JSON object with premise, hypothesis and label")
-        yield number, record
-
-
 def _table_records(path: Path, fmt: str, pairs: NliPairs) -> Iterator[tuple[int, dict[str, object]]]:
-    quoting = csv.QUOTE_NONE if fmt == "tsv" else csv.QUOTE_MINIMAL
-    lines = ((line or "") + "\n" for line in Utf8Lines(path))
-    reader = csv.reader(lines, delimiter="\t" if fmt == "tsv" else ",", quoting=quoting)
+    reader = table_reader(Utf8Lines(path), fmt)
     try:
         header: list[str] | None = None
         for row in reader:
@@ -182,7 +166,7 @@ def _table_records(path: Path, fmt: str, pairs: NliPairs) -> Iterator[tuple[int,
             check_row_width(row, header, f"{path}:{reader.line_num}", fmt)
             yield reader.line_num, dict(zip(header, row))
     except csv.Error as error:
-        raise DataError(f"{path}:{reader.line_num}: malformed {fmt.upper()} ({error})") from None
+        raise table_error(f"{path}:{reader.line_num}", fmt, error) from None
 
 
 def _field(record: dict[str, object], names: tuple[str, ...], path: Path, number: int) -> str:

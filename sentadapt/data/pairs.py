@@ -3,19 +3,28 @@
 from __future__ import annotations
 
 import csv
-import gzip
-import io
 import itertools
 import json
 import math
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import BinaryIO
 
+from sentadapt.data.textfile import (
+    CSV,
+    JSONL,
+    TSV,
+    Utf8Lines,
+    json_objects,
+    require_format,
+    table_error,
+    table_reader,
+    text_lines,
+)
 from sentadapt.errors import DataError
 
 PAIR_COLUMNS = ("sentence1", "sentence2", "score")
+PAIR_FORMATS = (TSV, CSV, JSONL)
 COMMENT = "#"  # lines starting with it at the top of a tsv/csv are a comment header (`sentadapt pairs` writes one)
 
 
@@ -49,101 +58,38 @@ class ScoredPairs:
             )
 
 
-def open_binary(path: Path) -> BinaryIO:
-    """Open a file for reading bytes, transparently gunzipping `.gz` files (checked to really be gzip)."""
-    if path.is_dir():
-        raise DataError(f"{path}: is a directory; pass a file")
-    if not path.exists():
-        raise DataError(f"{path}: no such file")
-    if path.suffix == ".gz":
-        with path.open("rb") as probe:
-            if probe.read(2) != b"\x1f\x8b":
-                raise DataError(f"{path}: not a gzip file despite the .gz suffix")
-        return gzip.open(path, "rb")  # type: ignore[return-value]
-    return path.open("rb")
-
-
-def open_text(path: Path) -> io.TextIOBase:
-    """Open a UTF-8 text file (BOM accepted), transparently gunzipping `.gz` files."""
-    return io.TextIOWrapper(open_binary(path), encoding="utf-8-sig", newline="")
-
-
-def json_objects(path: Path, required: str, expectation: str) -> Iterator[tuple[int, dict[str, object]]]:
-    """(line number, object) of a JSON Lines file, blank lines skipped; every line must be an object holding
-    `required`. Errors name the file and line (`expectation` says what a line should look like)."""
-    with open_text(path) as handle:
-        try:
-            for number, line in enumerate(handle, start=1):
-                if not line.strip():
-                    continue
-                try:
-                    record = json.loads(line)
-                except (json.JSONDecodeError, RecursionError):
-                    raise DataError(f"{path}:{number}: invalid JSON") from None
-                if not isinstance(record, dict) or required not in record:
-                    raise DataError(f"{path}:{number}: expected a JSON object with {expectation}")
-                yield number, record
-        except UnicodeDecodeError as error:
-            raise DataError(f"{path}: not valid UTF-8 text ({error.reason}); save the file as UTF-8") from None
-
-
-def _format_of(path: Path) -> str:
-    suffixes = [s for s in path.suffixes if s != ".gz"]
-    suffix = suffixes[-1].lower() if suffixes else ""
-    if suffix in {".jsonl", ".json"}:
-        return "jsonl"
-    if suffix in {".tsv", ".csv"}:
-        return suffix[1:]
-    raise DataError(f"{path}: unknown pairs format '{suffix or 'no suffix'}'; use .tsv, .csv or .jsonl")
-
-
-def _rows(path: Path, fmt: str, columns: tuple[str, ...] = PAIR_COLUMNS) -> Iterator[tuple[int, dict[str, object]]]:
-    """(line number, record) for every non-blank record; errors name the file and line."""
-    with open_text(path) as handle:
-        try:
-            if fmt == "jsonl":
-                for number, line in enumerate(handle, start=1):
-                    if not line.strip():
-                        continue
-                    try:
-                        record = json.loads(line)
-                    except json.JSONDecodeError as error:
-                        raise DataError(f"{path}:{number}: invalid JSON ({error.msg})") from None
-                    except RecursionError:
-                        raise DataError(f"{path}:{number}: invalid JSON (nested too deeply)") from None
-                    if not isinstance(record, dict):
-                        raise DataError(f"{path}:{number}: expected a JSON object with {', '.join(columns)}")
-                    yield number, record
-                return
-            comments, lines = _after_comments(handle)
-            # TSV has no quoting (STS and SBERT files are written that way): a sentence may start with a quote
-            quoting = csv.QUOTE_NONE if fmt == "tsv" else csv.QUOTE_MINIMAL
-            reader = csv.reader(lines, delimiter="\t" if fmt == "tsv" else ",", quoting=quoting)
-            header = next(reader, None)
-            if header is None:
-                return
-            header = [column.strip() for column in header]
-            missing = [column for column in columns if column not in header]
-            if missing:
-                raise DataError(
-                    f"{path}:{comments + 1}: header is missing column(s) {', '.join(missing)}; "
-                    f"expected a header line with {', '.join(columns)}"
-                )
-            for row in reader:
-                if not any(cell.strip() for cell in row):
-                    continue
-                number = comments + reader.line_num
-                # an editor that trims trailing whitespace drops the tab before an empty last 'label' cell
-                if len(row) == len(header) - 1 and header[-1] == "label":
-                    row = [*row, ""]
-                if len(row) != len(header):
-                    raise DataError(f"{path}:{number}: expected {len(header)} columns, found {len(row)}")
-                yield number, dict(zip(header, row))
-        except UnicodeDecodeError as error:
-            raise DataError(f"{path}:{_first_undecodable_line(path)}: not valid UTF-8 text ({error.reason}); "
-                            "save the file as UTF-8") from None
-        except csv.Error as error:
-            raise DataError(f"{path}:{comments + reader.line_num}: malformed {fmt.upper()} ({error})") from None
+def pair_records(path: Path, columns: tuple[str, ...] = PAIR_COLUMNS) -> Iterator[tuple[int, dict[str, object]]]:
+    """(line number, record) for every non-blank record of a .tsv, .csv or .jsonl file (optionally .gz); errors
+    name the file and line. A tsv/csv needs a header naming `columns`; a JSON line any object."""
+    fmt = require_format(path, "pairs", PAIR_FORMATS)
+    if fmt == JSONL:
+        yield from json_objects(path, ", ".join(columns))
+        return
+    comments, lines = _after_comments(line for _, line in text_lines(path))
+    reader = table_reader(lines, fmt)
+    try:
+        header = next(reader, None)
+        if header is None:
+            return
+        header = [column.strip() for column in header]
+        missing = [column for column in columns if column not in header]
+        if missing:
+            raise DataError(
+                f"{path}:{comments + 1}: header is missing column(s) {', '.join(missing)}; "
+                f"expected a header line with {', '.join(columns)}"
+            )
+        for row in reader:
+            if not any(cell.strip() for cell in row):
+                continue
+            number = comments + reader.line_num
+            # an editor that trims trailing whitespace drops the tab before an empty last 'label' cell
+            if len(row) == len(header) - 1 and header[-1] == "label":
+                row = [*row, ""]
+            if len(row) != len(header):
+                raise DataError(f"{path}:{number}: expected {len(header)} columns, found {len(row)}")
+            yield number, dict(zip(header, row))
+    except csv.Error as error:
+        raise table_error(f"{path}:{comments + reader.line_num}", fmt, error) from None
 
 
 def _after_comments(lines: Iterable[str]) -> tuple[int, Iterator[str]]:
@@ -157,17 +103,6 @@ def _after_comments(lines: Iterable[str]) -> tuple[int, Iterator[str]]:
     return skipped, iter(())
 
 
-def _first_undecodable_line(path: Path) -> int:
-    """The text layer decodes in chunks, so its error has no line number: find the line (error path only)."""
-    with open_binary(path) as handle:
-        for number, raw in enumerate(handle, start=1):
-            try:
-                raw.decode("utf-8")
-            except UnicodeDecodeError:
-                return number
-    return 1  # a multi-byte sequence cut at the end of the file
-
-
 def read_scored_pairs(path: str | Path, score_range: tuple[float, float] | None = None,
                       score_column: str = "score") -> ScoredPairs:
     """Read sentence1/sentence2/score records from .tsv, .csv or .jsonl (optionally .gz).
@@ -175,10 +110,9 @@ def read_scored_pairs(path: str | Path, score_range: tuple[float, float] | None 
     `score_column` names the column holding the gold scores: "label" for a file of graded labels (see
     `score_column_of`)."""
     path = Path(path)
-    fmt = _format_of(path)
     columns = ("sentence1", "sentence2", score_column)
     pairs = ScoredPairs(source=str(path))
-    for number, record in _rows(path, fmt, columns):
+    for number, record in pair_records(path, columns):
         missing = [column for column in columns if column not in record]
         if missing:
             raise DataError(f"{path}:{number}: missing field(s) {', '.join(missing)}")
@@ -197,21 +131,18 @@ def sniff_columns(path: str | Path) -> set[str]:
     """Column names of a pairs file: its header (tsv/csv, after any '#' comment lines) or the keys of its first
     JSON record; empty if none."""
     path = Path(path)
-    fmt = _format_of(path)
-    with open_text(path) as handle:
+    fmt = require_format(path, "pairs", PAIR_FORMATS)
+    # decoding errors are replaced, not raised: a bad byte further on is for the file's reader to name with its line
+    for line in Utf8Lines(path, encoding_errors="replace"):
+        if not line or not line.strip() or (fmt != JSONL and line.startswith(COMMENT)):
+            continue
+        if fmt != JSONL:
+            return {cell.strip() for cell in line.rstrip("\r").split("\t" if fmt == TSV else ",")}
         try:
-            for line in handle:
-                if not line.strip() or (fmt != "jsonl" and line.startswith(COMMENT)):
-                    continue
-                if fmt == "jsonl":
-                    try:
-                        record = json.loads(line)
-                    except (json.JSONDecodeError, RecursionError):
-                        return set()
-                    return set(record) if isinstance(record, dict) else set()
-                return {cell.strip() for cell in line.rstrip("\r\n").split("\t" if fmt == "tsv" else ",")}
-        except UnicodeDecodeError:
+            record = json.loads(line)
+        except (ValueError, RecursionError):
             return set()
+        return set(record) if isinstance(record, dict) else set()
     return set()
 
 
@@ -226,7 +157,7 @@ def labels_are_graded(path: str | Path, column: str = "label") -> bool:
     path = Path(path)
     graded = False
     try:
-        for _number, record in _rows(path, _format_of(path), ("sentence1", "sentence2", column)):
+        for _number, record in pair_records(path, ("sentence1", "sentence2", column)):
             value = record.get(column)
             if _is_blank(value):
                 continue  # unlabelled: the reader reports it, whatever the type
@@ -263,7 +194,7 @@ def read_labelled_pairs(path: str | Path, label_column: str = "label") -> Labell
     path = Path(path)
     columns = ("sentence1", "sentence2", label_column)
     pairs = LabelledPairs(source=str(path))
-    for number, record in _rows(path, _format_of(path), columns):
+    for number, record in pair_records(path, columns):
         missing = [column for column in columns if column not in record]
         if missing:
             raise DataError(f"{path}:{number}: missing field(s) {', '.join(missing)}")

@@ -6,14 +6,13 @@ scored pairs (score ≥ min_score kept); two text columns (sentence1/sentence2) 
 
 from __future__ import annotations
 
-import csv
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from sentadapt.data.nli import LABEL_FIELDS, entailment_pairs, read_nli
-from sentadapt.data.pairs import PAIR_COLUMNS, open_text, read_scored_pairs
+from sentadapt.data.pairs import PAIR_COLUMNS, pair_records, read_scored_pairs, sniff_columns
+from sentadapt.data.textfile import TEXT, format_of, open_binary
 from sentadapt.errors import DataError
 
 RECIPES_FOR_SENTENCES = "consert or --recipe sg-opt"  # what suits one-sentence-per-line corpora
@@ -29,24 +28,12 @@ class PositivePairs:
         return len(self.first)
 
 
-def _fields_of(path: Path) -> list[str]:
-    """Column names from a csv/tsv header or the first JSON Lines record; [] for anything else."""
-    suffixes = [s.lower() for s in path.suffixes if s.lower() != ".gz"]
-    suffix = suffixes[-1] if suffixes else ""
-    with open_text(path) as handle:
-        if suffix in (".jsonl", ".json"):
-            for line in handle:
-                if line.strip():
-                    try:
-                        record = json.loads(line)
-                    except json.JSONDecodeError:
-                        raise DataError(f"{path}:1: invalid JSON; expected one object per line") from None
-                    return list(record) if isinstance(record, dict) else []
-            return []
-        if suffix in (".tsv", ".csv"):
-            header = next(csv.reader(handle, delimiter="\t" if suffix == ".tsv" else ","), [])
-            return [column.strip() for column in header]
-    return []
+def _fields_of(path: Path) -> set[str]:
+    """Column names from a csv/tsv header or the first JSON Lines record; none for a plain-text file."""
+    if format_of(path) == TEXT:
+        open_binary(path).close()  # a missing or unreadable file is named as for a table
+        return set()
+    return sniff_columns(path)
 
 
 def is_pair_file(path: Path) -> bool:
@@ -98,19 +85,7 @@ def read_positive_pairs(paths: Sequence[str | Path], min_score: float) -> Positi
 
 def read_scored_pairs_without_score(path: Path) -> list[tuple[str, str]]:
     """sentence1/sentence2 records without a score (every pair is a positive)."""
-    rows: list[tuple[str, str]] = []
-    suffixes = [s.lower() for s in path.suffixes if s.lower() != ".gz"]
-    with open_text(path) as handle:
-        if suffixes and suffixes[-1] in (".jsonl", ".json"):
-            for number, line in enumerate(handle, start=1):
-                if line.strip():
-                    record = json.loads(line)
-                    rows.append(_pair(record, path, number))
-        else:
-            reader = csv.DictReader(handle, delimiter="\t" if suffixes[-1] == ".tsv" else ",")
-            for record in reader:
-                rows.append(_pair(record, path, reader.line_num))
-    return rows
+    return [_pair(record, path, number) for number, record in pair_records(path, PAIR_COLUMNS[:2])]
 
 
 def _pair(record: dict[str, object], path: Path, number: int) -> tuple[str, str]:

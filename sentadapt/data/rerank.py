@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sentadapt.data.pairs import json_objects
+from sentadapt.data.textfile import JSONL, format_of, json_objects
 from sentadapt.errors import DataError
 
 
@@ -39,10 +39,10 @@ def _texts(value: object, path: Path, number: int, key: str) -> list[str]:
 
 def read_rerank(path: str | Path) -> RerankRows:
     path = Path(path)
-    if not any(suffix in (".jsonl", ".json") for suffix in path.suffixes):
+    if format_of(path) != JSONL:
         raise DataError(f"{path}: reranking files are JSON Lines (.jsonl) with query, positive, negative")
     rows = RerankRows(source=str(path))
-    for number, record in json_objects(path, "query", "query, positive and negative (or candidates)"):
+    for number, record in json_objects(path, "query, positive and negative (or candidates)", required="query"):
         _add_row(rows, record, path, number)
     if not rows.queries:
         raise DataError(f"{path}: no reranking rows; the file is empty")
