@@ -11,8 +11,12 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.table import Table
 
 from sentadapt.errors import SentadaptError
+from sentadapt.tables import TextTable
+
+TONES = {"good": "green", "bad": "red", "dim": "dim", "strong": "bold", "best": "bold green", "warn": "yellow"}
 
 console = Console()  # results (stdout)
 err_console = Console(stderr=True)  # progress, notes and errors (stderr), so stdout stays pipeable
@@ -52,3 +56,16 @@ def progress_bar(description: str, total: int) -> Iterator[Callable[[int], None]
 
 def note(message: str) -> None:
     err_console.print(message, highlight=False, soft_wrap=True)
+
+
+def draw(table: TextTable) -> Table:
+    """A library table (sentadapt.tables) as a rich Table: tones become colours; cell text is never markup."""
+    drawn = Table(title=escape(table.title), caption=escape(table.caption) if table.caption else None,
+                  show_header=table.show_header)
+    for column in table.columns:
+        drawn.add_column(escape(column.header), justify="right" if column.right else "left",
+                         overflow="fold" if column.fold else "ellipsis")
+    for row in table.rows:
+        cells = [f"[{TONES[c.tone]}]{escape(c.text)}[/]" if c.tone else escape(c.text) for c in row.cells]
+        drawn.add_row(*cells, style=TONES.get(row.tone), end_section=row.section_end)
+    return drawn

@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import typer
-from rich.table import Table
 from typer.core import TyperCommand
 
-from sentadapt.cli._common import console, friendly_errors, note, progress_bar
+from sentadapt.cli._common import console, draw, friendly_errors, note, progress_bar
 from sentadapt.cli.adapt_auto import print_auto_summary
 from sentadapt.cli.progress import RichReporter
 
@@ -43,18 +41,43 @@ def _on_off(option: str, value: str | None) -> bool | None:
     return value == "on"
 
 
+# The long options, declared apart so that the command reads as its list of settings.
+RecipeOption = Annotated[str | None, typer.Option(
+    "--recipe", help="consert (default, or the --config file's recipe) | sg-opt | clsr | auto (train every recipe "
+                     "the inputs allow, keep one only if the dev set proves it; needs --dev and --max-steps).")]
+
+CandidatesOption = Annotated[list[str] | None, typer.Option(
+    "--candidates", help="--recipe auto: the candidates, comma-separated; each a recipe name, optionally with "
+                         "settings after colons (e.g. consert, consert:lr=1e-5, sg-opt written without spaces). "
+                         "Default: every recipe the inputs allow.")]
+
+ReportToOption = Annotated[str | None, typer.Option(
+    "--report-to", help="Experiment tracking through Accelerate: none (default) | tensorboard | wandb | mlflow | "
+                        "all (every installed one). Events of tensorboard: OUTPUT/tensorboard/.")]
+
+ResumeOption = Annotated[str | None, typer.Option(
+    "--resume", metavar="[auto]",
+    help="Continue the run in --output from its last checkpoint. --resume auto: resume when --output holds a "
+         "checkpoint, else start fresh; a finished run exits 0 (rerun the same command after preemption).")]
+
+DecisionOption = Annotated[str, typer.Option(
+    "--decision",
+    help="The use/keep rule: risk (default: use the adapted model when the risk that it is no better than the "
+         "base, the choice of checkpoint paid for, is at most --risk) | strict (the dev Δ's paired 95 % CI "
+         "excludes 0) | positive (any dev Δ > 0).")]
+
+RequireImprovementOption = Annotated[bool, typer.Option(
+    "--require-improvement",
+    help="Exit with code 3 when the decision is keep-base: no checkpoint beats the base model on the dev set, or "
+         "the evidence does not pass the --decision rule. For pipelines.")]
+
+
 @friendly_errors
 def adapt(
     corpus: list[str] = typer.Argument(None, help="Text files (one sentence per line; .gz, .jsonl/.csv/.tsv with "
                                                   "--text-column) or a Hub dataset id. Not needed with --resume."),
-    recipe: str | None = typer.Option(
-        None, "--recipe", help="consert (default, or the --config file's recipe) | sg-opt | clsr | auto (train "
-                               "every recipe the inputs allow, keep one only if the dev set proves it; needs "
-                               "--dev and --max-steps)."),
-    candidates_option: list[str] = typer.Option(
-        [], "--candidates", help="--recipe auto: the candidates, comma-separated; each a recipe name, "
-                                 "optionally with settings after colons (e.g. consert, consert:lr=1e-5, sg-opt "
-                                 "written without spaces). Default: every recipe the inputs allow."),
+    recipe: RecipeOption = None,
+    candidates_option: CandidatesOption = None,
     base: str | None = typer.Option(None, "--base", help="Base model: folder or Hub id (default: named above)."),
     output: Path = typer.Option(..., "--output", "-o", help="Run directory (becomes a sentence-transformers model)."),
     config_file: Path | None = typer.Option(None, "--config", help="Recipe YAML, e.g. recipes/consert.yaml."),
@@ -91,28 +114,16 @@ def adapt(
     checkpoint_every: int | None = typer.Option(None, "--checkpoint-every"),
     patience: int | None = typer.Option(None, "--patience", help="Evaluations without gain before stopping."),
     seed: int | None = typer.Option(None, "--seed"),
-    report_to: str | None = typer.Option(
-        None, "--report-to", help="Experiment tracking through Accelerate: none (default) | tensorboard | wandb | "
-                                  "mlflow | all (every installed one). Events of tensorboard: OUTPUT/tensorboard/."),
-    resume_option: str | None = typer.Option(
-        None, "--resume", metavar="[auto]",
-        help="Continue the run in --output from its last checkpoint. --resume auto: resume when --output holds a "
-             "checkpoint, else start fresh; a finished run exits 0 (rerun the same command after preemption)."),
+    report_to: ReportToOption = None,
+    resume_option: ResumeOption = None,
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing non-empty --output."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Resolve and print the config, then exit (no weights)."),
     trust_remote_code: bool = typer.Option(False, "--trust-remote-code"),
     allow_pickle: bool = typer.Option(False, "--allow-pickle", help="Allow pickle (.bin) weights you trust."),
-    decision_option: str = typer.Option(
-        "risk", "--decision",
-        help="The use/keep rule: risk (default: use the adapted model when the risk that it is no better than the "
-             "base, the choice of checkpoint paid for, is at most --risk) | strict (the dev Δ's paired 95 % CI "
-             "excludes 0) | positive (any dev Δ > 0)."),
+    decision_option: DecisionOption = "risk",
     risk: float = typer.Option(0.2, "--risk", help="The risk rule's limit: the largest accepted chance that the "
                                                    "adapted model is no better than the base (default 0.2)."),
-    require_improvement: bool = typer.Option(
-        False, "--require-improvement",
-        help="Exit with code 3 when the decision is keep-base: no checkpoint beats the base model on the dev set, "
-             "or the evidence does not pass the --decision rule. For pipelines."),
+    require_improvement: RequireImprovementOption = False,
 ) -> None:
     """Adapt a base model to your corpus with a contrastive recipe; the run directory is the adapted model.
 
@@ -129,7 +140,7 @@ def adapt(
                   "text_column": text_column, "encoding_errors": encoding_errors, "streaming": streaming,
                   "num_proc": num_proc, "decision": decision_option, "risk": risk}
     settings = Settings(corpus or [], output, recipe, base, config_file, set_options, preset_option, flags, run_fields)
-    request = AdaptRequest(settings, candidates_option, resume_option, overwrite, dry_run, trust_remote_code,
+    request = AdaptRequest(settings, candidates_option or [], resume_option, overwrite, dry_run, trust_remote_code,
                            allow_pickle, require_improvement)
     outcome = adapt_run(request, cli_events())
     if outcome.status == "dry-run":
@@ -173,85 +184,15 @@ def _print_dry_run(config: Any) -> None:
 
 
 def _print_preset(config: Any) -> None:
-    """Which defaults apply and why, and each value the preset changed (paper value → preset value)."""
-    import dataclasses
-
     from rich.markup import escape
 
-    from sentadapt.presets import preset_changes
-    from sentadapt.recipes import RECIPES
+    from sentadapt.train.summary import preset_lines
 
-    preset = config.preset
-    if not preset:
-        return
-    note(escape(f"preset: {preset['name']} ({preset['reason']})"))
-    changes = preset_changes(preset, RECIPES.get(config.recipe))
-    if not changes:
-        kept = f"{config.recipe} declares no tuned-base defaults, so " if preset["name"] == "tuned-base" else ""
-        note(f"preset {preset['name']}: {kept}the recipe's paper defaults apply")
-    final = {**dataclasses.asdict(config.train), **dataclasses.asdict(config.recipe_args)}
-    for key, old, new in changes:
-        overridden = f" (overridden: {final[key]} from the YAML, a flag or --set)" if final.get(key) != new else ""
-        note(f"preset {preset['name']}: {key} {old} → {new}{overridden}")
-
-
-def _score(value: float | None) -> str:
-    return "–" if value is None else f"{value:.2f}"
-
-
-def _environment_rows(env: dict[str, Any]) -> list[tuple[str, str]]:
-    """Where and how the run trained (metrics.json's "environment"), as summary rows."""
-    if not env:
-        return []
-    processes = f"{env['processes']} process" + ("es" if env["processes"] > 1 else "")
-    backend = f", {env['distributed']}/{env['backend']}" if env["backend"] else ""
-    versions = ", ".join(f"{name} {version}" for name, version in env["versions"].items())
-    return [
-        ("ran on", f"{processes} on {env['device']}{backend}, mixed precision {env['mixed_precision']}"
-                   + ("" if env.get("tf32") is None else f", TF32 {'on' if env['tf32'] else 'off'}")),
-        ("batch", f"{env['global_batch']} global ({env['per_process_batch']} per process) × grad_accum "
-                  f"{env['grad_accum']}, seed {env['seed']}"),
-        ("versions", versions),
-    ]
+    for line in preset_lines(config):
+        note(escape(line))
 
 
 def _print_summary(result: Any, preset: dict[str, Any] | None = None) -> None:
-    from rich.markup import escape
+    from sentadapt.train.summary import summary_table
 
-    state = result.state
-    table = Table(title="sentadapt adapt — summary", show_header=False)
-    table.add_column(style="bold")
-    table.add_column(overflow="fold")  # a long path (the base model's folder) wraps instead of ending in …
-    table.add_row("output", str(result.output))
-    table.add_row("steps", f"{state.step} / {state.total_steps} ({result.stopped})")
-    table.add_row("time", time.strftime("%H:%M:%S", time.gmtime(result.seconds)))
-    for name, value in _environment_rows(result.environment):
-        table.add_row(name, value)
-    if preset:  # None for runs saved before presets existed
-        changed = ", ".join(f"{key} {value}" for key, value in preset["values"].items())
-        table.add_row("defaults", escape(f"{preset['name']} ({preset['reason']})" + (f"; set {changed}" if changed
-                                                                                       else "")))
-    if result.dev_name is None:
-        table.add_row("model kept", f"last step ({result.published_step}); no dev data, selection was blind")
-        table.add_row("decision", "[yellow]unknown: nothing measured whether this beats the base model; "
-                                 "--dev FILE with ~100 labelled pairs from your domain would measure it[/]")
-    else:
-        table.add_row("dev set", result.dev_name)
-        table.add_row("base model dev", _score(state.base_score))
-        table.add_row("best dev", f"{_score(state.best_score)} at step {state.best_step}")
-        table.add_row("decision", _decision_text(result))
-        if result.decision_note:
-            table.add_row("dev set size", f"[yellow]{escape(result.decision_note)}[/]")
-    console.print(table)
-
-
-def _decision_text(result: Any) -> str:
-    """The run's decision (evaluation/decision.py) in plain words: use the adapted model, or keep the base."""
-    from rich.markup import escape
-
-    decision = result.decision
-    if decision.keep_base:
-        # the path is the `output` row above: a long one would be cut short in this cell
-        return (f"[red]keep the base model[/]: {escape(decision.reason)}. The run directory (output, above) still "
-                "holds what this run trained (its best checkpoint), for inspection")
-    return f"[green]use the adapted model[/] (the run directory, output above): {escape(decision.reason)}"
+    console.print(draw(summary_table(result, preset)))

@@ -7,12 +7,10 @@ from typing import TYPE_CHECKING
 
 import typer
 from rich.markup import escape
-from rich.table import Table
 
-from sentadapt.cli._common import console, friendly_errors, note, progress_bar
+from sentadapt.cli._common import console, draw, friendly_errors, note, progress_bar
 
 if TYPE_CHECKING:
-    from sentadapt.evaluation.evaluator import Comparison, Delta, EvalReport, Evaluator
     from sentadapt.evaluation.run import EvalResult
 
 
@@ -84,112 +82,10 @@ def eval_models(
 
 def render(result: EvalResult, show_subsets: bool = False) -> None:
     """A table per evaluator, the data it came from and, with CIs, how to read them."""
-    for index, evaluator in enumerate(result.evaluators):
-        column = [reports[index] for reports in result.reports]
-        console.print(render_table(evaluator, column, [c[index] for c in result.comparisons], show_subsets))
-        sources = sorted({t.source for t in column[0].tasks})
-        note("data: " + "; ".join(sources) + f" — {_protocol(evaluator, result.aggregate)}")
+    for table, line in zip(result.tables(show_subsets), result.protocols()):
+        console.print(draw(table))
+        note(line)
     if result.bootstrap:
         note(escape("[low, high]: ") + f"95 % percentile bootstrap CI ({result.bootstrap} resamples of the "
              f"pairs/queries, seed {result.seed}); Δ CIs are paired (both models on the same resamples); "
              "* = the Δ's CI excludes 0")
-
-
-def _protocol(evaluator: Evaluator, aggregate: str) -> str:
-    kinds = {task.kind for task in evaluator.tasks}
-    if kinds == {"sts"}:
-        return f"protocol: Spearman×100 of cosine, aggregate '{aggregate}'"
-    return "protocol: cosine; metrics × 100 (docs/evaluation.md)"
-
-
-def render_table(evaluator: Evaluator, reports: list[EvalReport], comparisons: list[Comparison | None],
-                 show_subsets: bool = False) -> Table:
-    """A row per task (several tasks: main metric, then the average) or per metric (one task); a column per
-    model with its CI; Δ columns against the first model."""
-    first = reports[0]
-    table = Table(title=first.title)
-    table.add_column("task" if len(first.tasks) > 1 else "metric")
-    table.add_column(first.tasks[0].unit_name if len({t.unit_name for t in first.tasks}) == 1 else "units",
-                     justify="right")
-    for i, report in enumerate(reports):
-        table.add_column(f"{report.model}\n[{report.pooling}]", justify="right")
-        if i > 0:
-            table.add_column("Δ", justify="right")
-    if len(first.tasks) > 1:
-        for row, result in enumerate(first.tasks):
-            metric = first.selected(result)
-            cells = [_display(result.task), str(result.units)]
-            for i, report in enumerate(reports):
-                task = report.tasks[row]
-                cells.append(_value(task.metrics[metric], task.intervals.get(metric)))
-                if i > 0:
-                    cells.append(_delta(comparisons[i].tasks[result.task][metric]))  # type: ignore[union-attr]
-            table.add_row(*cells)
-            if show_subsets:
-                _add_subset_rows(table, reports, row)
-        cells = ["[bold]avg[/]", ""]
-        for i, report in enumerate(reports):
-            cells.append(f"[bold]{_value(report.average, report.average_interval)}[/]")
-            if i > 0:
-                cells.append(_delta(comparisons[i].average))  # type: ignore[union-attr]
-        table.add_row(*cells, end_section=True)
-        return table
-    result = first.tasks[0]
-    metrics = list(evaluator.tasks[0].metric_names)
-    for metric in metrics:
-        name = f"[bold]{metric}[/]" if metric == first.selected(result) else metric
-        cells = [name, str(result.units)]
-        for i, report in enumerate(reports):
-            task = report.tasks[0]
-            cells.append(_value(task.metrics[metric], task.intervals.get(metric)))
-            if i > 0:
-                cells.append(_delta(comparisons[i].tasks[result.task][metric]))  # type: ignore[union-attr]
-        table.add_row(*cells)
-    for extra in ("f1_threshold", "accuracy_threshold"):
-        if extra in result.extras:
-            cells = [f"  {extra.replace('_', ' ')}", ""]
-            for i, report in enumerate(reports):
-                cells.append(f"{report.tasks[0].extras[extra]:.4f}")
-                if i > 0:
-                    cells.append("")
-            table.add_row(*cells, style="dim")
-    if show_subsets:
-        _add_subset_rows(table, reports, 0)
-    return table
-
-
-def _add_subset_rows(table: Table, reports: list[EvalReport], row: int) -> None:
-    subsets = reports[0].tasks[row].extras.get("subsets") or {}
-    for subset, score in subsets.items():
-        cells = [f"  {subset}", ""]
-        for i, report in enumerate(reports):
-            value = report.tasks[row].extras["subsets"].get(subset, float("nan"))
-            cells.append(f"{value:.2f}")
-            if i > 0:
-                cells.append(_signed(value - score))
-        table.add_row(*cells, style="dim")
-
-
-def _display(task: str) -> str:
-    from sentadapt.evaluation.tasks import TASKS
-
-    return TASKS[task].display if task in TASKS else task
-
-
-def _value(value: float, interval: tuple[float, float] | None) -> str:
-    return f"{value:.2f}" + (f" [{interval[0]:.2f}, {interval[1]:.2f}]" if interval else "")
-
-
-def _signed(value: float) -> str:
-    color = "green" if value > 0 else "red" if value < 0 else "white"
-    return f"[{color}]{value:+.2f}[/]"
-
-
-def _delta(delta: Delta) -> str:
-    """'+2.68 [+0.90, +4.40] *' in colour when the paired CI excludes 0; dim when it does not."""
-    if delta.interval is None:
-        return _signed(delta.value)
-    text = f"{delta.value:+.2f} [{delta.interval[0]:+.2f}, {delta.interval[1]:+.2f}]"
-    if not delta.significant:
-        return f"[dim]{text}[/]  "
-    return f"[{'green' if delta.value > 0 else 'red'}]{text} *[/]"

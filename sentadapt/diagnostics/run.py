@@ -11,13 +11,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sentadapt.diagnostics import parse_reports
+from sentadapt.diagnostics import parse_reports, tables
 from sentadapt.diagnostics.report import DiagnoseInputs, Diagnosis, comparison_dict, gather_inputs
 from sentadapt.diagnostics.report import diagnose as run_reports
 from sentadapt.durable import write_json_file
 from sentadapt.errors import DataError
 from sentadapt.options import Note, Progress, check_at_least, quiet
 from sentadapt.resolve import DEFAULT_BASE_MODEL
+from sentadapt.tables import TextTable
 
 
 @dataclass
@@ -35,6 +36,19 @@ class DiagnoseResult:
 
     def write_json(self, path: str | Path) -> Path:
         return write_json_file(path, self.to_json())
+
+    # What `sentadapt diagnose` prints, as plain data (sentadapt.tables; `print(table)` gives text).
+    def summary_table(self) -> TextTable:
+        return tables.summary_table(self.diagnoses)
+
+    def verdict_lines(self) -> list[tuple[str, str]]:
+        return tables.verdict_lines(self.diagnoses)
+
+    def spectrum_lines(self) -> list[str]:
+        return tables.spectrum_lines(self.diagnoses)
+
+    def report_tables(self) -> dict[str, TextTable]:
+        return tables.report_tables(self.diagnoses)
 
 
 def diagnose(

@@ -16,6 +16,7 @@ from sentadapt.durable import write_json_file
 from sentadapt.errors import ConfigError
 from sentadapt.evaluation.evaluator import Comparison, EvalReport, Evaluator
 from sentadapt.options import Note, Progress, check_at_least, progress_step, quiet
+from sentadapt.tables import TextTable
 
 SPLITS = ("test", "dev")
 PAIR_TASK_TYPES = ("sts", "pair-classification")  # what --task may force for --pairs files
@@ -44,6 +45,21 @@ class EvalResult:
 
     def write_json(self, path: str | Path) -> Path:
         return write_json_file(path, self.to_json())
+
+    def tables(self, subsets: bool = False) -> list[TextTable]:
+        """One table per evaluator, as `sentadapt eval` prints it (`print(table)` gives plain text); `subsets`:
+        per-subset STS rows too."""
+        from sentadapt.evaluation.tables import result_table
+
+        return [result_table(evaluator, [reports[e] for reports in self.reports],
+                             [row[e] for row in self.comparisons], subsets)
+                for e, evaluator in enumerate(self.evaluators)]
+
+    def protocols(self) -> list[str]:
+        """Per evaluator, the line printed under its table: the data and how it was scored."""
+        from sentadapt.evaluation.tables import protocol
+
+        return [protocol(evaluator, self.aggregate) for evaluator in self.evaluators]
 
 
 def evaluate(

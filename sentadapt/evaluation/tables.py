@@ -1,0 +1,110 @@
+"""`eval`'s result as tables (sentadapt.tables): a row per task (several tasks: the main metric, then the average)
+or per metric (one task), a column per model with its 95 % CI, Δ columns against the first model with the
+paired CI (* when it excludes 0). `EvalResult.tables()` returns them; the CLI draws them."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from sentadapt.evaluation.evaluator import Comparison, Delta, EvalReport, Evaluator
+from sentadapt.tables import BAD, DIM, GOOD, STRONG, Cell, TextTable, signed
+
+
+def result_table(evaluator: Evaluator, reports: Sequence[EvalReport], comparisons: Sequence[Comparison | None],
+                 subsets: bool = False) -> TextTable:
+    first = reports[0]
+    table = TextTable(first.title)
+    table.column("task" if len(first.tasks) > 1 else "metric")
+    units = {t.unit_name for t in first.tasks}
+    table.column(first.tasks[0].unit_name if len(units) == 1 else "units", right=True)
+    for i, report in enumerate(reports):
+        table.column(f"{report.model}\n[{report.pooling}]", right=True)
+        if i > 0:
+            table.column("Δ", right=True)
+    if len(first.tasks) > 1:
+        _task_rows(table, reports, comparisons, subsets)
+    else:
+        _metric_rows(table, evaluator, reports, comparisons, subsets)
+    return table
+
+
+def protocol(evaluator: Evaluator, aggregate: str) -> str:
+    """The line under a table: where the data came from and how it was scored."""
+    sources = sorted({t.source for t in evaluator.tasks})
+    kinds = {task.kind for task in evaluator.tasks}
+    how = (f"protocol: Spearman×100 of cosine, aggregate '{aggregate}'" if kinds == {"sts"}
+           else "protocol: cosine; metrics × 100 (docs/evaluation.md)")
+    return "data: " + "; ".join(sources) + f" — {how}"
+
+
+def _task_rows(table: TextTable, reports: Sequence[EvalReport], comparisons: Sequence[Comparison | None],
+               subsets: bool) -> None:
+    first = reports[0]
+    for row, result in enumerate(first.tasks):
+        metric = first.selected(result)
+        cells: list[str | Cell] = [_display(result.task), str(result.units)]
+        for i, report in enumerate(reports):
+            task = report.tasks[row]
+            cells.append(_value(task.metrics[metric], task.intervals.get(metric)))
+            if i > 0:
+                cells.append(delta_cell(comparisons[i].tasks[result.task][metric]))  # type: ignore[union-attr]
+        table.row(*cells)
+        if subsets:
+            _subset_rows(table, reports, row)
+    cells = [Cell("avg", STRONG), ""]
+    for i, report in enumerate(reports):
+        cells.append(Cell(_value(report.average, report.average_interval), STRONG))
+        if i > 0:
+            cells.append(delta_cell(comparisons[i].average))  # type: ignore[union-attr]
+    table.row(*cells, section_end=True)
+
+
+def _metric_rows(table: TextTable, evaluator: Evaluator, reports: Sequence[EvalReport],
+                 comparisons: Sequence[Comparison | None], subsets: bool) -> None:
+    result = reports[0].tasks[0]
+    for metric in evaluator.tasks[0].metric_names:
+        cells: list[str | Cell] = [Cell(metric, STRONG if metric == reports[0].selected(result) else ""),
+                                   str(result.units)]
+        for i, report in enumerate(reports):
+            task = report.tasks[0]
+            cells.append(_value(task.metrics[metric], task.intervals.get(metric)))
+            if i > 0:
+                cells.append(delta_cell(comparisons[i].tasks[result.task][metric]))  # type: ignore[union-attr]
+        table.row(*cells)
+    for extra in ("f1_threshold", "accuracy_threshold"):
+        if extra in result.extras:
+            cells = [f"  {extra.replace('_', ' ')}", ""]
+            for i, report in enumerate(reports):
+                cells += [f"{report.tasks[0].extras[extra]:.4f}"] + ([""] if i > 0 else [])
+            table.row(*cells, tone=DIM)
+    if subsets:
+        _subset_rows(table, reports, 0)
+
+
+def _subset_rows(table: TextTable, reports: Sequence[EvalReport], row: int) -> None:
+    for subset, score in (reports[0].tasks[row].extras.get("subsets") or {}).items():
+        cells: list[str | Cell] = [f"  {subset}", ""]
+        for i, report in enumerate(reports):
+            value = report.tasks[row].extras["subsets"].get(subset, float("nan"))
+            cells += [f"{value:.2f}"] + ([signed(value - score)] if i > 0 else [])
+        table.row(*cells, tone=DIM)
+
+
+def _display(task: str) -> str:
+    from sentadapt.evaluation.tasks import TASKS
+
+    return TASKS[task].display if task in TASKS else task
+
+
+def _value(value: float, interval: tuple[float, float] | None) -> str:
+    return f"{value:.2f}" + (f" [{interval[0]:.2f}, {interval[1]:.2f}]" if interval else "")
+
+
+def delta_cell(delta: Delta) -> Cell:
+    """'+2.68 [+0.90, +4.40] *', good or bad when the paired CI excludes 0; dim (and no *) when it does not."""
+    if delta.interval is None:
+        return signed(delta.value)
+    text = f"{delta.value:+.2f} [{delta.interval[0]:+.2f}, {delta.interval[1]:+.2f}]"
+    if not delta.significant:
+        return Cell(f"{text}  ", DIM)
+    return Cell(f"{text} *", GOOD if delta.value > 0 else BAD)

@@ -1,0 +1,88 @@
+"""What `adapt` reports at the end of a run, as plain data: the summary table (sentadapt.tables) and the lines
+saying which defaults the preset chose. The CLI draws them; `AdaptResult.summary` holds the same table."""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from typing import Any
+
+from sentadapt.tables import BAD, GOOD, WARN, Cell, TextTable
+
+
+def preset_lines(config: Any) -> list[str]:
+    """Which defaults apply and why, and each value the preset changed (paper value → preset value)."""
+    from sentadapt.presets import preset_changes
+    from sentadapt.recipes import RECIPES
+
+    preset = config.preset
+    if not preset:
+        return []
+    lines = [f"preset: {preset['name']} ({preset['reason']})"]
+    changes = preset_changes(preset, RECIPES.get(config.recipe))
+    if not changes:
+        kept = f"{config.recipe} declares no tuned-base defaults, so " if preset["name"] == "tuned-base" else ""
+        lines.append(f"preset {preset['name']}: {kept}the recipe's paper defaults apply")
+    final = {**dataclasses.asdict(config.train), **dataclasses.asdict(config.recipe_args)}
+    for key, old, new in changes:
+        overridden = f" (overridden: {final[key]} from the YAML, a flag or --set)" if final.get(key) != new else ""
+        lines.append(f"preset {preset['name']}: {key} {old} → {new}{overridden}")
+    return lines
+
+
+def summary_table(result: Any, preset: dict[str, Any] | None = None) -> TextTable:
+    """A finished stage (a TrainResult): where it is, how long it ran and on what, the defaults, the dev scores
+    and the decision in plain words."""
+    state = result.state
+    table = TextTable("sentadapt adapt — summary", show_header=False)
+    table.column("")
+    table.column("", fold=True)  # a long path (the base model's folder) folds instead of ending in …
+    table.row("output", str(result.output))
+    table.row("steps", f"{state.step} / {state.total_steps} ({result.stopped})")
+    table.row("time", time.strftime("%H:%M:%S", time.gmtime(result.seconds)))
+    for name, value in environment_rows(result.environment):
+        table.row(name, value)
+    if preset:  # None for runs saved before presets existed
+        changed = ", ".join(f"{key} {value}" for key, value in preset["values"].items())
+        table.row("defaults", f"{preset['name']} ({preset['reason']})" + (f"; set {changed}" if changed else ""))
+    if result.dev_name is None:
+        table.row("model kept", f"last step ({result.published_step}); no dev data, selection was blind")
+        table.row("decision", Cell("unknown: nothing measured whether this beats the base model; --dev FILE with "
+                                   "~100 labelled pairs from your domain would measure it", WARN))
+        return table
+    table.row("dev set", result.dev_name)
+    table.row("base model dev", _score(state.base_score))
+    table.row("best dev", f"{_score(state.best_score)} at step {state.best_step}")
+    table.row("decision", decision_cell(result.decision))
+    if result.decision_note:
+        table.row("dev set size", Cell(result.decision_note, WARN))
+    return table
+
+
+def decision_cell(decision: Any) -> Cell:
+    """The run's decision (evaluation/decision.py) in plain words: use the adapted model, or keep the base."""
+    if decision.keep_base:
+        # the path is the `output` row above: a long one would be cut short in this cell
+        return Cell(f"keep the base model: {decision.reason}. The run directory (output, above) still holds what "
+                    "this run trained (its best checkpoint), for inspection", BAD)
+    return Cell(f"use the adapted model (the run directory, output above): {decision.reason}", GOOD)
+
+
+def environment_rows(env: dict[str, Any]) -> list[tuple[str, str]]:
+    """Where and how the run trained (metrics.json's "environment"), as summary rows."""
+    if not env:
+        return []
+    processes = f"{env['processes']} process" + ("es" if env["processes"] > 1 else "")
+    backend = f", {env['distributed']}/{env['backend']}" if env["backend"] else ""
+    versions = ", ".join(f"{name} {version}" for name, version in env["versions"].items())
+    return [
+        ("ran on", f"{processes} on {env['device']}{backend}, mixed precision {env['mixed_precision']}"
+                   + ("" if env.get("tf32") is None else f", TF32 {'on' if env['tf32'] else 'off'}")),
+        ("batch", f"{env['global_batch']} global ({env['per_process_batch']} per process) × grad_accum "
+                  f"{env['grad_accum']}, seed {env['seed']}"),
+        ("versions", versions),
+    ]
+
+
+def _score(value: float | None) -> str:
+    return "–" if value is None else f"{value:.2f}"
