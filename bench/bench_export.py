@@ -23,7 +23,7 @@ import torch
 from scipy.stats import spearmanr
 
 import sentadapt
-from sentadapt.encoder import Encoder  # the torch side: sentadapt's encoder, no public equivalent
+from sentadapt import Encoder  # the torch side: sentadapt's encoder
 from sentadapt.export.onnx import INT8_FILE, MODEL_FILE, onnx_encode, session  # sentadapt's ONNX inference path
 
 

@@ -15,15 +15,21 @@ Every name in `__all__` is also an attribute of the `sentadapt` package, importe
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from sentadapt.diagnostics.run import DiagnoseResult, diagnose
 from sentadapt.evaluation.devset import ProposedPairs, propose_pairs
 from sentadapt.evaluation.run import EvalResult, evaluate
 from sentadapt.export import ExportResult, export
 from sentadapt.train.adapt import AdaptResult, adapt
 
+if TYPE_CHECKING:
+    from sentadapt.encoder import Encoder
+
 __all__ = (  # sentadapt.__getattr__ reads this tuple: each name here is also sentadapt.NAME
     "AdaptResult",
     "DiagnoseResult",
+    "Encoder",  # Encoder.load(model or run directory).encode(texts): vectors with the pooling it was trained with
     "EvalResult",
     "ExportResult",
     "ProposedPairs",
@@ -33,3 +39,12 @@ __all__ = (  # sentadapt.__getattr__ reads this tuple: each name here is also se
     "export",
     "propose_pairs",
 )
+
+
+def __getattr__(name: str) -> Any:
+    """`Encoder` imports torch: loaded when first asked for, so importing the API (and `import sentadapt`) does not."""
+    if name == "Encoder":
+        from sentadapt.encoder import Encoder
+
+        return Encoder
+    raise AttributeError(f"module 'sentadapt.api' has no attribute '{name}'")

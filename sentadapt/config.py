@@ -27,6 +27,15 @@ DISTILL_KINDS = ("kl", "mse")  # sentadapt.recipes.losses.distillation_loss
 
 
 @dataclass
+class RecipeConfig:
+    """The base of every recipe's settings dataclass (`RecipeBase.Config`): `build_config` validates it after
+    the YAML, flags and --set are applied."""
+
+    def validate(self) -> None:
+        """Raise ConfigError naming the setting that is out of range (a recipe with ranges overrides this)."""
+
+
+@dataclass
 class TrainConfig:
     """What the one training loop needs, whatever the recipe."""
 
@@ -299,8 +308,7 @@ def build_config(
     apply_overrides(recipe_args, to_recipe, "--set")
     apply_overrides(train, to_train, "--set")
     train.validate()
-    if hasattr(recipe_args, "validate"):
-        recipe_args.validate()
+    recipe_args.validate()
     return RunConfig(recipe=recipe_name, train=train, recipe_args=recipe_args, **run_fields)
 
 

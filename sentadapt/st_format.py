@@ -1,6 +1,6 @@
 """Read and write the sentence-transformers folder layout without importing sentence_transformers.
 
-The layout is plain JSON plus safetensors (see docs/architecture.md). Writing it here keeps
+The layout is plain JSON plus safetensors (see docs/internals.md). Writing it here keeps
 `sentadapt adapt` free of the optional sentence-transformers dependency; tests load every folder we
 write with `SentenceTransformer(path)` and compare embeddings. Only built-in module types are used
 (Transformer, WeightedLayerPooling, Pooling, Dense, Normalize), so loading never needs

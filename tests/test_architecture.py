@@ -127,3 +127,48 @@ def test_layout_finder_sees_a_joined_folder_and_a_file_name(tmp_path: Path) -> N
 def test_export_imports_nothing_from_train() -> None:
     for path in sorted((PACKAGE / "export").rglob("*.py")):
         assert not {n for n in _package_imports(path) if n.startswith("sentadapt.train")}, path.name
+
+
+# The layers of docs/architecture.md, lowest first: a module may import its own area and the layers below, never
+# a layer above or an area beside it in the same layer (train, export and diagnostics do not know each other).
+LAYERS = [
+    {"errors"},
+    {"options", "registry", "durable", "tables", "st_modules", "sentadapt"},  # sentadapt: the package's __init__
+    {"rundir"},
+    {"resolve", "pooling", "config"},
+    {"st_format", "presets", "data"},
+    {"encoder"},
+    {"embedding_cache"},
+    {"evaluation", "recipes"},
+    {"diagnostics", "train", "export"},
+    {"api"},
+    {"cli"},
+    {"__main__"},
+]
+RANK = {area: rank for rank, areas in enumerate(LAYERS) for area in areas}
+
+
+def _area(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else parts[0]
+
+
+def _imports_up_or_across(graph: dict[str, set[str]]) -> list[str]:
+    return sorted(f"{module} → {target}" for module, targets in graph.items() for target in targets
+                  if _area(module) != _area(target) and RANK[_area(target)] >= RANK[_area(module)])
+
+
+def test_every_area_has_a_layer() -> None:
+    assert {_area(name) for name in MODULES} == set(RANK), "add the new module or package to LAYERS"
+
+
+def test_imports_point_down_the_layers() -> None:
+    graph = {name: _package_imports(path) for name, path in MODULES.items()}
+    assert not _imports_up_or_across(graph), "imports pointing up or across the layers (docs/architecture.md)"
+
+
+def test_layer_checker_flags_an_import_up_and_one_across() -> None:
+    graph = {"sentadapt.encoder": {"sentadapt.train.loop", "sentadapt.pooling"},
+             "sentadapt.export.st": {"sentadapt.train.checkpoint"}}
+    assert _imports_up_or_across(graph) == ["sentadapt.encoder → sentadapt.train.loop",
+                                            "sentadapt.export.st → sentadapt.train.checkpoint"]

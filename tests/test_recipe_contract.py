@@ -21,6 +21,7 @@ import torch
 from safetensors.torch import load_file
 from typer.testing import CliRunner
 
+from sentadapt.config import RecipeConfig
 from sentadapt.encoder import Encoder
 from sentadapt.recipes import RECIPES
 from sentadapt.recipes.base import RecipeBase, register_recipe
@@ -104,7 +105,7 @@ def test_every_registered_recipe_subclasses_the_contract() -> None:
 
 
 def _complete_recipe() -> dict[str, object]:
-    return {"name": "x", "Config": dict, "trains_on": "text", "train_defaults": {}, "tuned_base_defaults": {}}
+    return {"name": "x", "Config": RecipeConfig, "trains_on": "text", "train_defaults": {}, "tuned_base_defaults": {}}
 
 
 def test_registration_refuses_a_class_outside_the_contract() -> None:
@@ -132,7 +133,11 @@ def test_registration_refuses_a_wrong_trains_on_and_a_mismatched_name() -> None:
     other = type("Other", (RecipeBase,), {**_complete_recipe(), "name": "other"})
     with pytest.raises(TypeError, match=r"recipe 'renamed': Other.name is 'other'"):
         register_recipe("renamed")(other)
-    assert "wrong" not in RECIPES and "renamed" not in RECIPES
+    untyped = type("Untyped", (RecipeBase,), {**_complete_recipe(), "name": "untyped", "Config": dict})
+    with pytest.raises(TypeError, match=r"recipe 'untyped': Untyped.Config must be a dataclass subclassing "
+                                        r"sentadapt.config.RecipeConfig"):
+        register_recipe("untyped")(untyped)
+    assert "wrong" not in RECIPES and "renamed" not in RECIPES and "untyped" not in RECIPES
 
 
 # ---------------------------------------------------------------------- every recipe, through the loop

@@ -15,6 +15,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
+from sentadapt.config import RecipeConfig
 from sentadapt.errors import DataError
 from sentadapt.registry import Registry
 
@@ -76,7 +77,7 @@ class RecipeBase(abc.ABC):
 
     # ------------------------------------------------------------------ required class variables
     name: ClassVar[str]  # the registered name (`--recipe NAME`)
-    Config: ClassVar[type]  # a dataclass of the recipe's settings, with the paper's values as defaults
+    Config: ClassVar[type[RecipeConfig]]  # a dataclass of the recipe's settings, with the paper's values as defaults
     trains_on: ClassVar[str]  # TEXT | PAIRS: what it is given of adapt's inputs (and of --recipe auto's)
     train_defaults: ClassVar[dict[str, Any]]  # the paper's training settings, below YAML and flags
     # What replaces them when the base is already sentence-tuned (presets.py): training or recipe fields,
@@ -189,8 +190,8 @@ def check_recipe_class(name: str, recipe_class: Any) -> None:
         raise TypeError(f"{where}.name is '{recipe_class.name}'; register it under its own name")
     if recipe_class.trains_on not in TRAINS_ON:
         raise TypeError(f"{where}.trains_on is '{recipe_class.trains_on}'; one of {', '.join(TRAINS_ON)}")
-    if not isinstance(recipe_class.Config, type):
-        raise TypeError(f"{where}.Config must be a class (a dataclass of the recipe's settings)")
+    if not (isinstance(recipe_class.Config, type) and issubclass(recipe_class.Config, RecipeConfig)):
+        raise TypeError(f"{where}.Config must be a dataclass subclassing sentadapt.config.RecipeConfig")
     for key, value in (("train_defaults", recipe_class.train_defaults),
                        ("tuned_base_defaults", recipe_class.tuned_base_defaults)):
         if not isinstance(value, dict):

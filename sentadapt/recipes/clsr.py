@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from sentadapt.config import check_choice, check_range
+from sentadapt.config import RecipeConfig, check_choice, check_range
 from sentadapt.pooling import POOLING_NAMES, Pooling
 from sentadapt.recipes.base import PAIRS, LossOutput, Progress, RecipeBase, TrainingData, register_recipe
 
@@ -39,7 +39,7 @@ INIT_SEED = 0
 
 
 @dataclass
-class ClsrConfig:
+class ClsrConfig(RecipeConfig):
     pooling: str = "mean"  # paper Table 4: mean 76.74 vs CLS 61.34 on STS-B dev (BERT-base)
     hidden_dim: int = 0  # MLP hidden size; 0 = the base model's dimension
     output_dim: int = 0  # exported embedding size; 0 = the base model's dimension (paper: 768 for BERT-base)

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from sentadapt.config import check_choice, check_range
+from sentadapt.config import RecipeConfig, check_choice, check_range
 from sentadapt.errors import ConfigError
 from sentadapt.pooling import POOLING_NAMES, Pooling
 from sentadapt.recipes.augment import AUGMENTATIONS, ViewInputs, make_view
@@ -53,7 +53,7 @@ CLASSIFIER_INIT_SEED = 0
 
 
 @dataclass
-class ConsertConfig:
+class ConsertConfig(RecipeConfig):
     mode: str = "unsup"
     views: tuple[str, ...] = ("shuffle", "feature-cutoff")  # paper Fig. 5: the best pair
     token_cutoff_rate: float = 0.15

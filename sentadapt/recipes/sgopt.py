@@ -42,7 +42,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from sentadapt.config import check_choice, check_range
+from sentadapt.config import RecipeConfig, check_choice, check_range
 from sentadapt.errors import ConfigError
 from sentadapt.pooling import POOLING_NAMES, Pooling
 from sentadapt.recipes.base import TEXT, LossOutput, RecipeBase, register_recipe, resolve_export_pooling
@@ -60,7 +60,7 @@ HEAD_INIT_SEED = 0
 
 
 @dataclass
-class SgOptConfig:
+class SgOptConfig(RecipeConfig):
     objective: str = "sg-opt"  # sg | opt1 | opt2 | sg-opt (paper Table 6: sg-opt best)
     temperature: float = 0.01  # τ (paper A.1; τ = 0.1 costs 4.2 points, Table 6)
     regularizer: float = 0.1  # λ, weight of Σ‖θ_F − θ_T‖²

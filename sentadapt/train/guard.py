@@ -13,7 +13,7 @@ step (the first GPU run measured median utilisation ≈ 15 %). So a step queues 
   evaluation, checkpoint and the end of training), then the host replays the same rule to report
   skipped steps and to stop at the step that failed.
 
-The guarantee (docs/architecture.md): the weights the run stops with are exactly those after the last
+The guarantee (docs/internals.md): the weights the run stops with are exactly those after the last
 good step, as before; what moves is *when* the host notices, at most `log_every` steps later. Those
 later steps' updates were skipped on the device, so they changed nothing.
 """
