@@ -74,6 +74,12 @@ class TrainConfig:
     distill: float = 0.0
     distill_kind: str = "kl"  # kl: in-batch similarity distributions | mse: squared distance of unit vectors
     distill_temperature: float = 0.05  # softmax temperature of the kl kind
+    # With --teacher (RunConfig.teacher) the distillation target is the teacher's cached vectors instead of the
+    # base, weighted by teacher_weight; distill_kind and distill_temperature are shared (kl: any two widths).
+    teacher_weight: float = 1.0
+    # The weight of the recipe's own loss: 0 = the distillation term alone (the recipe's loss is still computed,
+    # × 0, so every trained parameter keeps a gradient and DDP sees the same graph)
+    recipe_weight: float = 1.0
 
     def validate(self) -> None:
         check_range("max_steps", self.max_steps, 0, None)
@@ -103,6 +109,8 @@ class TrainConfig:
         check_range("distill", self.distill, 0, None, hint="0 = off")
         check_choice("distill_kind", self.distill_kind, DISTILL_KINDS)
         check_range("distill_temperature", self.distill_temperature, 0, None, low_open=True)
+        check_range("teacher_weight", self.teacher_weight, 0, None, low_open=True)
+        check_range("recipe_weight", self.recipe_weight, 0, None)
 
 
 @dataclass
@@ -124,6 +132,7 @@ class RunConfig:
     # the use/keep rule (evaluation/decision.py): risk | strict | positive, and the risk rule's limit
     decision: str = "risk"
     risk: float = 0.2
+    teacher: str | None = None  # --teacher MODEL: a model whose similarity structure the student distils
     train: TrainConfig = field(default_factory=TrainConfig)
     recipe_args: Any = None  # the recipe's own Config dataclass
 
@@ -335,7 +344,7 @@ def load_run_config(path: Path, recipe_configs: dict[str, type]) -> RunConfig:
     recipe_args = recipe_class()
     apply_overrides(recipe_args, data.get("recipe_args") or {}, f"{path}: recipe_args")
     fields = {k: data.get(k) for k in ("recipe", "base", "corpus", "output", "dev", "dev_metric", "data_dir",
-                                       "text_column")}
+                                       "text_column", "teacher")}
     fields["encoding_errors"] = data.get("encoding_errors") or "strict"
     fields["streaming"] = bool(data.get("streaming", False))
     fields["num_proc"] = data.get("num_proc")

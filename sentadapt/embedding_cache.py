@@ -1,4 +1,5 @@
-"""On-disk cache of a frozen encoder's sentence vectors (safetensors), so a frozen model encodes each text once.
+"""On-disk cache of a frozen encoder's sentence vectors (safetensors), so a frozen model encodes each text once
+(CLSR's frozen part, eval's --cache-embeddings, adapt's --teacher).
 
 The key covers everything that changes the vectors: the frozen weights themselves (a hash of every
 tensor, so a fine-tuned or swapped model never reuses a stale file), the pooling, the max length and
@@ -8,13 +9,15 @@ the exact list of texts. Location: $SENTADAPT_CACHE, else $XDG_CACHE_HOME/sentad
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import torch
 from safetensors.torch import load_file, save_file
@@ -87,9 +90,7 @@ def cached_vectors(
     """The whole encoder's vectors of unique `texts` (eval's --cache-embeddings), keyed like the frozen cache:
     every weight, the pooling, the max length, the dtype and the texts."""
     length = max_length or encoder.max_length
-    digest = hashlib.sha256(frozen_fingerprint(encoder, length, head_layers=len(list(encoder.head))).encode())
-    # half precision: weights cast once, not autocast (since 0.1.0 unreleased): vectors cached before differ slightly
-    digest.update((f"whole-model dtype={dtype}" + ("" if dtype == "fp32" else " cast-weights")).encode())
+    digest = _whole_model_digest(encoder, length, dtype)
     for text in texts:
         digest.update(text.encode("utf-8") + b"\0")
     path = cache_root() / f"eval-{digest.hexdigest()[:40]}.safetensors"
@@ -100,6 +101,58 @@ def cached_vectors(
     _store(path, vectors)
     note(f"embedding cache: {len(texts)} vectors stored in {path}")
     return vectors
+
+
+@dataclass(frozen=True)
+class CachedTable:
+    """A whole model's vectors of a list of texts, and whether they came from the cache."""
+
+    vectors: torch.Tensor  # float32 (rows, dim), CPU
+    hit: bool
+    seconds: float  # spent encoding (0 on a hit)
+    path: Path
+
+
+TEXT_CHUNK = 65_536  # texts read, hashed and encoded at a time: ~6.5 MB of strings at ~100 B each
+
+
+def cached_table(encoder: Encoder, texts: Callable[[int, int], list[str]], rows: int, max_length: int,
+                 batch_size: int = 128, progress: Callable[[int], Any] | None = None) -> CachedTable:
+    """The whole encoder's vectors of `rows` texts (repeats allowed), read TEXT_CHUNK at a time through
+    `texts(start, stop)`, so only the float32 matrix rows × dim is kept (1M sentences × 384 × 4 B = 1.5 GB),
+    never the texts. Keyed like `cached_vectors`: every weight, the pooling, the max length and the texts.
+    `progress(total)`, a context manager yielding advance(n), is opened only when the vectors are computed."""
+    digest = _whole_model_digest(encoder, max_length, "fp32")
+    for start in range(0, rows, TEXT_CHUNK):
+        for text in texts(start, min(start + TEXT_CHUNK, rows)):
+            digest.update(text.encode("utf-8") + b"\0")
+    path = cache_root() / f"table-{digest.hexdigest()[:40]}.safetensors"
+    vectors = _load_cached(path, rows, lambda _text: None)
+    if vectors is not None:
+        return CachedTable(vectors, True, 0.0, path)
+    started = time.perf_counter()
+    vectors = torch.empty((rows, encoder.embedding_dim), dtype=torch.float32)
+    with (progress or _no_bar)(rows) as advance:
+        for start in range(0, rows, TEXT_CHUNK):
+            stop = min(start + TEXT_CHUNK, rows)
+            vectors[start:stop] = encoder.encode(texts(start, stop), batch_size=batch_size, max_length=max_length,
+                                                 progress=advance)
+    seconds = time.perf_counter() - started
+    _store(path, vectors)
+    return CachedTable(vectors, False, seconds, path)
+
+
+@contextlib.contextmanager
+def _no_bar(_total: int) -> Iterator[Callable[[int], None]]:
+    yield lambda _n: None
+
+
+def _whole_model_digest(encoder: Encoder, max_length: int, dtype: str) -> Any:
+    """A sha256 of every weight, the pooling, the max length and the dtype; the caller adds the texts."""
+    digest = hashlib.sha256(frozen_fingerprint(encoder, max_length, head_layers=len(list(encoder.head))).encode())
+    # half precision: weights cast once, not autocast (since 0.1.0 unreleased): vectors cached before differ slightly
+    digest.update((f"whole-model dtype={dtype}" + ("" if dtype == "fp32" else " cast-weights")).encode())
+    return digest
 
 
 def _load_cached(path: Path, rows: int, note: Callable[[str], None]) -> torch.Tensor | None:

@@ -225,6 +225,7 @@ def test_a_recipe_without_views_is_refused_when_it_registers(tiny_encoder: Encod
 
     with pytest.raises(TypeError) as error:
         register_recipe("bare")(Bare)
-    assert str(error.value) == "recipe 'bare': Bare does not implement distillation_views, prepare_distillation"
+    assert str(error.value) == ("recipe 'bare': Bare does not implement distillation_base, distillation_student, "
+                                "prepare_distillation")
     assert "bare" not in RECIPES
     assert build_distillation(TrainConfig(), object(), tiny_encoder) is None  # type: ignore[arg-type]  # off: no hook

@@ -79,6 +79,10 @@ def adapt(
     recipe: RecipeOption = None,
     candidates_option: CandidatesOption = None,
     base: str | None = typer.Option(None, "--base", help="Base model: folder or Hub id (default: named above)."),
+    teacher: str | None = typer.Option(
+        None, "--teacher", help="A stronger model (folder or Hub id, any width) whose in-batch similarities the "
+                                "student learns (kl, weight --set teacher_weight=W, default 1); it encodes the "
+                                "corpus once before training (cached) and replaces the base as distill's target."),
     output: Path = typer.Option(..., "--output", "-o", help="Run directory (becomes a sentence-transformers model)."),
     config_file: Path | None = typer.Option(None, "--config", help="Recipe YAML, e.g. recipes/consert.yaml."),
     set_options: list[str] = typer.Option([], "--set", help="Override any config key: --set temperature=0.05"),
@@ -138,7 +142,7 @@ def adapt(
              "tf32": _on_off("--tf32", tf32)}
     run_fields = {"dev": dev, "dev_metric": dev_metric, "data_dir": str(data_dir) if data_dir else None,
                   "text_column": text_column, "encoding_errors": encoding_errors, "streaming": streaming,
-                  "num_proc": num_proc, "decision": decision_option, "risk": risk}
+                  "num_proc": num_proc, "decision": decision_option, "risk": risk, "teacher": teacher}
     settings = Settings(corpus or [], output, recipe, base, config_file, set_options, preset_option, flags, run_fields)
     request = AdaptRequest(settings, candidates_option or [], resume_option, overwrite, dry_run, trust_remote_code,
                            allow_pickle, require_improvement)

@@ -18,6 +18,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import torch
 
+from sentadapt.errors import DataError
+
 GROUPING_WINDOW = 50  # batches per length-sorted window
 
 
@@ -29,11 +31,18 @@ class TokenizedExamples:
 
     columns: list[pa.ChunkedArray]
     labels: np.ndarray | None = None
+    texts: TextRows | None = None  # each example's first text (a teacher encodes them); None for in-memory lists
 
     def __post_init__(self) -> None:
         # first row of each chunk: a batch takes rows chunk by chunk (ChunkedArray.take would first concatenate
         # every chunk, i.e. copy the whole corpus, for each batch)
-        self.chunk_starts = [np.cumsum([0] + [len(chunk) for chunk in column.chunks]) for column in self.columns]
+        self.chunk_starts = [_chunk_starts(column) for column in self.columns]
+
+    def example_texts(self, start: int, stop: int) -> list[str]:
+        """The text distillation compares of examples start..stop-1 (the sentence; an NLI premise)."""
+        if self.texts is None:
+            raise DataError("these training examples were built from token ids alone; a teacher needs their texts")
+        return self.texts.slice(start, stop)
 
     @classmethod
     def from_lists(cls, columns: Sequence[Sequence[Sequence[int]]], labels: Sequence[int] | None = None,
@@ -55,14 +64,40 @@ class TokenizedExamples:
 
 
 @dataclass
+class TextRows:
+    """Each example's text, memory-mapped from the corpus cache: `column` holds every record read (the sentence
+    column, or NLI premises), `keep` the record number of each example. Read a slice at a time: never all texts."""
+
+    column: pa.ChunkedArray
+    keep: np.ndarray
+
+    def __post_init__(self) -> None:
+        self.chunk_starts = _chunk_starts(self.column)
+
+    def __len__(self) -> int:
+        return len(self.keep)
+
+    def slice(self, start: int, stop: int) -> list[str]:
+        rows = np.asarray(self.keep[start:stop], dtype=np.int64)
+        return _take(self.column, self.chunk_starts, rows).to_pylist() if len(rows) else []
+
+
+@dataclass
 class RowPairs:
     """Positive pairs as rows of a precomputed embedding matrix (recipes on a frozen encoder, e.g. CLSR)."""
 
     a_rows: list[int]
     b_rows: list[int]
+    texts: list[str] | None = None  # the text of each matrix row (what a teacher encodes)
 
     def __len__(self) -> int:
         return len(self.a_rows)
+
+    def example_texts(self, start: int, stop: int) -> list[str]:
+        """The first sentence of pairs start..stop-1: the one distillation compares."""
+        if self.texts is None:
+            raise DataError("these pairs were built from row numbers alone; a teacher needs their texts")
+        return [self.texts[row] for row in self.a_rows[start:stop]]
 
     def lengths(self) -> list[int]:
         return [1] * len(self)  # nothing to pad
@@ -119,6 +154,10 @@ def collate(examples: TokenizedExamples, indices: Sequence[int], pad_id: int) ->
     if examples.labels is not None:
         batch["labels"] = torch.from_numpy(examples.labels[np.asarray(indices, dtype=np.int64)])
     return batch
+
+
+def _chunk_starts(column: pa.ChunkedArray) -> np.ndarray:
+    return np.cumsum([0] + [len(chunk) for chunk in column.chunks])
 
 
 def _take(column: pa.ChunkedArray, starts: np.ndarray, rows: np.ndarray) -> pa.Array:

@@ -42,7 +42,7 @@ from typing import Any
 
 import numpy as np
 
-from sentadapt.data.batching import TokenizedExamples
+from sentadapt.data.batching import TextRows, TokenizedExamples
 from sentadapt.data.corpus import (
     KEEP,
     CorpusReport,
@@ -122,7 +122,7 @@ def prepare_sentences(
         notes.append(f"{meta['truncated'][0]} of {meta['rows']} sentences are longer than --max-length "
                      f"{max_length} tokens and were truncated")
     notes.append(_cache_line(tokens_dir, text_hit, tokens_hit))
-    return Prepared(_load_examples(tokens_dir, meta, ["text"], labels=False), notes)
+    return Prepared(_load_examples(tokens_dir, meta, ["text"], labels=False, text_dir=text_dir), notes)
 
 
 def prepare_nli(paths: Sequence[str | Path], tokenizer: Any, max_length: int, *, num_proc: int | None = None,
@@ -143,7 +143,7 @@ def prepare_nli(paths: Sequence[str | Path], tokenizer: Any, max_length: int, *,
             notes.append(f"{truncated} of {meta['rows']} {column} are longer than --max-length {max_length} tokens "
                          "and were truncated")
     notes.append(_cache_line(tokens_dir, text_hit, tokens_hit))
-    return Prepared(_load_examples(tokens_dir, meta, columns, labels=True), notes)
+    return Prepared(_load_examples(tokens_dir, meta, columns, labels=True, text_dir=text_dir), notes)
 
 
 def _cache_line(tokens_dir: Path, text_hit: bool, tokens_hit: bool) -> str:
@@ -320,7 +320,8 @@ def _tokenize(text_dir: Path, folder: Path, columns: list[str], function: Tokeni
     return {"files": files, "rows": len(keep), "columns": columns, "truncated": truncated}
 
 
-def _load_examples(folder: Path, meta: dict[str, Any], columns: list[str], labels: bool) -> TokenizedExamples:
+def _load_examples(folder: Path, meta: dict[str, Any], columns: list[str], labels: bool,
+                   text_dir: Path) -> TokenizedExamples:
     import pyarrow as pa
 
     tables = [_read_table(folder / name) for name in meta["files"]]
@@ -329,7 +330,10 @@ def _load_examples(folder: Path, meta: dict[str, Any], columns: list[str], label
         raise DataError(f"{folder}: the corpus cache entry is incomplete ({0 if table is None else table.num_rows} "
                         f"of {meta['rows']} rows); remove it (sentadapt cache clear) and run again")
     label_array = table.column("label").to_numpy() if labels else None
-    return TokenizedExamples([table.column(f"{c}_input_ids") for c in columns], label_array)
+    # the first text column, memory-mapped, for a teacher to encode (the token ids are the student's tokenizer's)
+    texts = TextRows(_read_table(text_dir / "records.arrow").column(columns[0]),
+                     np.load(text_dir / "keep.npy", mmap_mode="r"))
+    return TokenizedExamples([table.column(f"{c}_input_ids") for c in columns], label_array, texts)
 
 
 @contextlib.contextmanager

@@ -71,8 +71,8 @@ class RecipeBase(abc.ABC):
 
     Required: the class variables `name`, `Config`, `trains_on`, `train_defaults`, `tuned_base_defaults`, and the
     methods `needs`, `trainable_heads`, `compute_loss`, `prepare_export`, `prepare_distillation`,
-    `distillation_views`. Defaulted: `stage_name`/`stages_for` (one stage), `use_stage` (nothing to switch),
-    `check_corpus` (accept), `load_examples` (the tokenized corpus, for `needs == "sentences"`).
+    `distillation_student`, `distillation_base`. Defaulted: `stage_name`/`stages_for` (one stage), `use_stage`
+    (nothing to switch), `check_corpus` (accept), `load_examples` (the tokenized corpus, for `needs == "sentences"`).
     """
 
     # ------------------------------------------------------------------ required class variables
@@ -145,17 +145,23 @@ class RecipeBase(abc.ABC):
         the base model has been scored, before any step, and again when `export` rebuilds a run's layout."""
 
     # ------------------------------------------------------------------ distillation (required)
-    # `--set distill=W`: the loop (sentadapt/train/distill.py) calls `prepare_distillation` once, after
-    # `prepare_export` and before any step or resumed checkpoint, then adds W × D(adapted, base) to every loss.
+    # `--set distill=W` or `--teacher MODEL` (sentadapt/train/distill.py): the loop adds W × D(student, target) to
+    # every loss. The student side is the recipe's; the target is the frozen base (`distillation_base`, after
+    # `prepare_distillation` ran once, after `prepare_export` and before any step or resumed checkpoint) or the
+    # teacher's cached vectors of the batch's examples (the loop puts them in the batch; the recipe does nothing).
     @abc.abstractmethod
     def prepare_distillation(self, encoder: Encoder) -> None:
         """Keep what the base model's embeddings come from (a FrozenBase, or a frozen part the recipe has)."""
 
     @abc.abstractmethod
-    def distillation_views(self, encoder: Encoder, heads: nn.ModuleDict, batch: dict[str, Tensor],
-                           ) -> tuple[Tensor, Tensor]:
-        """(adapted, base): the batch's sentences as the model is exported (export pooling and head, no
-        dropout) WITH gradient, and the frozen base's vectors for the same sentences, without; shape (N, D)."""
+    def distillation_student(self, encoder: Encoder, heads: nn.ModuleDict, batch: dict[str, Tensor]) -> Tensor:
+        """The batch's distilled sentences as the model is exported (export pooling and head, no dropout) WITH
+        gradient, shape (N, D): one per local example, in the batch's order (a sentence, an NLI premise, the
+        first sentence of a pair), as the examples' `texts` give them to the teacher."""
+
+    @abc.abstractmethod
+    def distillation_base(self, encoder: Encoder, heads: nn.ModuleDict, batch: dict[str, Tensor]) -> Tensor:
+        """The frozen base's vectors of the same sentences, without gradient, shape (N, D)."""
 
 
 Recipe = RecipeBase  # the name the loop's type hints use

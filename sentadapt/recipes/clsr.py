@@ -146,7 +146,7 @@ class ClsrRecipe(RecipeBase):
             self.table = cached_frozen_vectors(encoder, texts, data.max_length, batch_size=data.encode_batch_size,
                                                progress=advance, note=note)
         note(f"{len(pairs)} positive pairs over {len(texts)} unique sentences")
-        return RowPairs(a_rows, b_rows)
+        return RowPairs(a_rows, b_rows, texts)
 
     def prepare_export(self, encoder: Encoder, heads: nn.ModuleDict) -> Encoder:
         """Attach the MLP (after the base model has been scored without it); it is trained and exported."""
@@ -162,11 +162,13 @@ class ClsrRecipe(RecipeBase):
     def prepare_distillation(self, encoder: Encoder) -> None:
         """Nothing to copy: the frozen table IS the base model's output for every training sentence."""
 
-    def distillation_views(self, encoder: Encoder, heads: nn.ModuleDict, batch: dict[str, Tensor],
-                           ) -> tuple[Tensor, Tensor]:
-        """MLP(frozen) as exported vs the frozen vectors themselves, for the first sentence of each pair."""
-        frozen = self._table_on(batch["a_rows"].device)[batch["a_rows"]]
-        return encoder.apply_head(frozen, start=encoder.frozen_head_layers), frozen
+    def distillation_student(self, encoder: Encoder, heads: nn.ModuleDict, batch: dict[str, Tensor]) -> Tensor:
+        """MLP(frozen) as exported, for the first sentence of each pair."""
+        return encoder.apply_head(self.distillation_base(encoder, heads, batch), start=encoder.frozen_head_layers)
+
+    def distillation_base(self, encoder: Encoder, heads: nn.ModuleDict, batch: dict[str, Tensor]) -> Tensor:
+        """The frozen vectors themselves, for the first sentence of each pair."""
+        return self._table_on(batch["a_rows"].device)[batch["a_rows"]]
 
     def _table_on(self, device: Any) -> Tensor:
         assert self.table is not None, "load_examples() builds the embedding table before training"

@@ -166,12 +166,14 @@ class ConsertRecipe(RecipeBase):
 
         self._frozen_base = FrozenBase(encoder)
 
-    def distillation_views(self, encoder: Encoder, heads: nn.ModuleDict, batch: dict[str, Tensor],
-                           ) -> tuple[Tensor, Tensor]:
-        """A clean (un-augmented, dropout-off) pass with the export pooling vs the frozen base; NLI: the premises."""
-        prefix = "" if "input_ids" in batch else "a_"
-        input_ids, attention_mask = batch[f"{prefix}input_ids"], batch[f"{prefix}attention_mask"]
-        return self._frozen_base.views(encoder, input_ids, attention_mask)
+    def distillation_student(self, encoder: Encoder, heads: nn.ModuleDict, batch: dict[str, Tensor]) -> Tensor:
+        """A clean (un-augmented, dropout-off) pass with the export pooling; NLI: the premises."""
+        from sentadapt.recipes.frozen_base import clean_embeddings
+
+        return clean_embeddings(encoder, *_distilled_tokens(batch))
+
+    def distillation_base(self, encoder: Encoder, heads: nn.ModuleDict, batch: dict[str, Tensor]) -> Tensor:
+        return self._frozen_base.embed(encoder, *_distilled_tokens(batch))
 
     # ------------------------------------------------------------------ loss
     def compute_loss(self, encoder: Encoder, heads: nn.ModuleDict, batch: dict[str, Tensor]) -> LossOutput:
@@ -288,3 +290,9 @@ def _stack_padded(first: Tensor, second: Tensor) -> Tensor:
     pad = [0, 0] * (first.dim() - 2)
     return torch.cat([F.pad(first, [*pad, 0, width - first.shape[1]]),
                       F.pad(second, [*pad, 0, width - second.shape[1]])])
+
+
+def _distilled_tokens(batch: dict[str, Tensor]) -> tuple[Tensor, Tensor]:
+    """The sentences distillation compares: the corpus sentences, or the premises of an NLI batch."""
+    prefix = "" if "input_ids" in batch else "a_"
+    return batch[f"{prefix}input_ids"], batch[f"{prefix}attention_mask"]

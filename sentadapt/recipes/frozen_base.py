@@ -45,11 +45,6 @@ class FrozenBase:
         with torch.no_grad():
             return frozen(input_ids, attention_mask)
 
-    def views(self, encoder: Encoder, input_ids: Tensor, attention_mask: Tensor) -> tuple[Tensor, Tensor]:
-        """(adapted, base) for `Recipe.distillation_views`: the trained encoder's clean pass (with the gradient)
-        and the frozen base's vectors of the same sentences."""
-        return clean_embeddings(encoder, input_ids, attention_mask), self.embed(encoder, input_ids, attention_mask)
-
 
 def clean_embeddings(encoder: Encoder, input_ids: Tensor, attention_mask: Tensor) -> Tensor:
     """The trained encoder's sentence vectors as evaluated and exported (its pooling and head) with the gradient,

@@ -133,8 +133,9 @@ def distillation_kl(adapted: Tensor, base: Tensor, temperature: float) -> Tensor
     (64 sentences at cos ≈ 0.3: e^20 / (e^20 + 63·e^6) ≈ 99.99 % of it). Exactly 0 when `adapted`
     equals `base`; `base` carries no gradient. With two sentences each row has one entry, so the term is
     always 0 (with one there is no row): kl needs at least 3 sentences per process; mse has no such limit.
+    Only the N × N similarities are compared, so the two widths may differ (a teacher of another size).
     """
-    _check_pairs("distillation_kl", adapted, base, temperature)
+    _check_pairs("distillation_kl", adapted, base, temperature, same_width=False)
     n = adapted.shape[0]
     with torch.autocast(device_type=adapted.device.type, enabled=False):
         if n < 2:
@@ -162,9 +163,11 @@ def distillation_loss(kind: str, adapted: Tensor, base: Tensor, temperature: flo
     raise ValueError(f"distillation_loss: unknown kind {kind!r}; expected kl or mse")
 
 
-def _check_pairs(name: str, sentences: Tensor, views: Tensor, temperature: float) -> None:
-    if sentences.dim() != 2 or sentences.shape != views.shape:
-        raise ValueError(f"{name}: expected two (N, D) tensors of equal shape, got {tuple(sentences.shape)} "
+def _check_pairs(name: str, sentences: Tensor, views: Tensor, temperature: float, same_width: bool = True) -> None:
+    matrices = sentences.dim() == views.dim() == 2
+    if not matrices or (sentences.shape != views.shape if same_width else len(sentences) != len(views)):
+        what = "of equal shape" if same_width else "with the same number of rows"
+        raise ValueError(f"{name}: expected two (N, D) tensors {what}, got {tuple(sentences.shape)} "
                          f"and {tuple(views.shape)}")
     if not temperature > 0:
         raise ValueError(f"{name}: temperature must be > 0, got {temperature}")

@@ -172,11 +172,15 @@ class SgOptRecipe(RecipeBase):
 
         self._frozen_base = FrozenBase(encoder, backbone=self.guide)
 
-    def distillation_views(self, encoder: Encoder, heads: nn.ModuleDict, batch: dict[str, Tensor],
-                           ) -> tuple[Tensor, Tensor]:
-        """The tuned copy as exported (export pooling and head, dropout off) vs the guide with the same."""
-        input_ids, attention_mask = batch["input_ids"], batch["attention_mask"]
-        return self._frozen_base.views(encoder, input_ids, attention_mask)
+    def distillation_student(self, encoder: Encoder, heads: nn.ModuleDict, batch: dict[str, Tensor]) -> Tensor:
+        """The tuned copy as exported (export pooling and head, dropout off)."""
+        from sentadapt.recipes.frozen_base import clean_embeddings
+
+        return clean_embeddings(encoder, batch["input_ids"], batch["attention_mask"])
+
+    def distillation_base(self, encoder: Encoder, heads: nn.ModuleDict, batch: dict[str, Tensor]) -> Tensor:
+        """The guide with the export pooling and head."""
+        return self._frozen_base.embed(encoder, batch["input_ids"], batch["attention_mask"])
 
     # ------------------------------------------------------------------ loss
     def compute_loss(self, encoder: Encoder, heads: nn.ModuleDict, batch: dict[str, Tensor]) -> LossOutput:

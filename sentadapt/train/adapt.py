@@ -153,7 +153,8 @@ class AdaptResult:
 
 
 def adapt(corpus: str | Path | list[str | Path] | tuple[str | Path, ...] = (), *, output: str | Path,
-          recipe: str | None = None, base: str | None = None, dev: str | Path | None = None,
+          recipe: str | None = None, base: str | None = None, teacher: str | Path | None = None,
+          dev: str | Path | None = None,
           dev_metric: str | None = None, data_dir: str | Path | None = None, config: str | Path | None = None,
           set_options: list[str] | tuple[str, ...] = (), preset: str | None = None,
           candidates: list[str] | tuple[str, ...] = (), max_steps: int | None = None, epochs: float | None = None,
@@ -166,9 +167,10 @@ def adapt(corpus: str | Path | list[str | Path] | tuple[str | Path, ...] = (), *
           dry_run: bool = False, trust_remote_code: bool = False, allow_pickle: bool = False,
           require_improvement: bool = False, note: Any = None, progress: Any = None) -> AdaptResult:
     """Adapt `base` to the corpus with a recipe (`sentadapt adapt`, same options and defaults; `set_options` are
-    `--set key=value` strings, `resume` is True/"last" or "auto"). Raises the project's typed errors with the
-    CLI's one-line messages (`NoImprovement` for a kept base with `require_improvement`). Prints nothing: `note`
-    gets one line per event, `progress(description, total)` may return a progress bar context."""
+    `--set key=value` strings, `resume` is True/"last" or "auto", `teacher` is `--teacher`). Raises the project's
+    typed errors with the CLI's one-line messages (`NoImprovement` for a kept base with `require_improvement`).
+    Prints nothing: `note` gets one line per event, `progress(description, total)` may return a progress bar
+    context."""
     paths = [corpus] if isinstance(corpus, (str, Path)) else list(corpus)
     flags = {"max_steps": max_steps, "epochs": epochs, "batch_size": batch_size, "lr": lr, "max_length": max_length,
              "grad_accum": grad_accum, "mixed_precision": mixed_precision, "eval_every": eval_every,
@@ -177,7 +179,7 @@ def adapt(corpus: str | Path | list[str | Path] | tuple[str | Path, ...] = (), *
     run_fields = {"dev": None if dev is None else str(dev), "dev_metric": dev_metric,
                   "data_dir": None if data_dir is None else str(data_dir), "text_column": text_column,
                   "encoding_errors": encoding_errors, "streaming": streaming, "num_proc": num_proc,
-                  "decision": decision, "risk": risk}
+                  "decision": decision, "risk": risk, "teacher": None if teacher is None else str(teacher)}
     settings = Settings([str(path) for path in paths], Path(output), recipe, base,
                         None if config is None else Path(config), list(set_options), preset, flags, run_fields)
     request = AdaptRequest(settings, list(candidates), RESUME_LAST if resume is True else resume or None,

@@ -12,6 +12,7 @@ from sentadapt.recipes import RECIPES
 from sentadapt.recipes.base import TrainingData, no_progress
 from sentadapt.rundir import RunDir
 from sentadapt.train.loop import TrainingInputs
+from sentadapt.train.teacher import teacher_table
 
 
 def training_data(config: RunConfig) -> TrainingData:
@@ -34,7 +35,11 @@ def build_inputs(config: RunConfig, note: Callable[[str], None], device: str | N
     if stage is not None:
         recipe.use_stage(stage)
     examples = recipe.load_examples(training_data(config), encoder, note, progress or no_progress)
-    return TrainingInputs(config, encoder, recipe, examples, evaluator, dev_name)
+    teacher = None
+    if config.teacher is not None:  # its vectors of these examples, once, before training
+        teacher = teacher_table(config, examples, device or "cpu", note, progress or no_progress, trust_remote_code,
+                                allow_pickle, evaluator)
+    return TrainingInputs(config, encoder, recipe, examples, evaluator, dev_name, teacher=teacher)
 
 
 def stage_outputs(config: RunConfig, stages: tuple[str, ...]) -> list[tuple[str, RunConfig]]:

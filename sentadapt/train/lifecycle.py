@@ -153,6 +153,7 @@ def check_run(config: Any, resume: bool, overwrite: bool, dry_run: bool, require
     from sentadapt.evaluation.task_types import resolve_dev_set
     from sentadapt.recipes import RECIPES
     from sentadapt.resolve import resolve_model
+    from sentadapt.train.teacher import check_teacher
     from sentadapt.train.tracking import resolve_trackers
 
     check_choice("--encoding-errors", config.encoding_errors, ENCODING_ERRORS)
@@ -160,6 +161,11 @@ def check_run(config: Any, resume: bool, overwrite: bool, dry_run: bool, require
     resolve_trackers(config.train.report_to)  # a tracker that is not installed: say which extra, before loading
     if getattr(config, "resolved_model", None) is None:  # preset detection may have resolved it already
         config.resolved_model = resolve_model(config.base)
+    if config.teacher is not None:  # loads, and is not the base itself
+        check_teacher(config.teacher, config.resolved_model.location)
+    elif config.train.recipe_weight == 0 and config.train.distill == 0:
+        raise ConfigError("recipe_weight: 0 leaves nothing to train; give --teacher MODEL or --set distill=W, "
+                          "or a recipe_weight above 0")
     check_sources(config.corpus)  # a missing file, a directory, a fake .gz, an unreachable Hub dataset
     RECIPES.get(config.recipe).check_corpus(config.corpus, config.recipe_args)  # e.g. CLSR: pairs, not sentences
     dev_name, make_dev_evaluator = resolve_dev_set(config.dev, config.data_dir, config.dev_metric)

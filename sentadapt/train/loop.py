@@ -50,6 +50,7 @@ from sentadapt.train.guard import StepGuard, StepRecords
 from sentadapt.train.optim import build_optimizer, lr_multiplier, skips_on_device
 from sentadapt.train.prefetch import BatchPrefetcher
 from sentadapt.train.signals import StopRequest, TrainingInterrupted, stopped_by
+from sentadapt.train.teacher import TeacherTable
 from sentadapt.train.tracking import (
     Reporter,
     SilentReporter,
@@ -152,6 +153,7 @@ class TrainingInputs:
     # (score, per-unit outputs) of the base model on this dev set, when already scored (--recipe auto scores it
     # once for every candidate); None: the run scores it itself
     base_dev: tuple[float, dict[str, Any]] | None = None
+    teacher: TeacherTable | None = None  # --teacher: its vectors of every example (train/teacher.py)
 
 
 def parameter_groups(module: nn.Module, weight_decay: float) -> list[dict[str, Any]]:
@@ -225,8 +227,10 @@ class Trainer:
         if not resume:
             self._evaluate_base()  # the base model as the user has it, with its own pooling
         recipe.prepare_export(encoder, heads)  # checkpoints are scored with the pooling they are saved with
-        distillation = build_distillation(self.train_config, recipe, encoder)  # before resumed weights load
-        self.module = TrainingModule(encoder, heads, recipe, distillation).to(self.accelerator.device)
+        teacher = self.inputs.teacher.vectors if self.inputs.teacher is not None else None
+        # before resumed weights load (the frozen base is the base)
+        self.distillation = build_distillation(self.train_config, recipe, encoder, teacher)
+        self.module = TrainingModule(encoder, heads, recipe, self.distillation).to(self.accelerator.device)
         cfg = self.train_config
         self.optimizer = build_optimizer(
             cfg.optimizer, parameter_groups(self.module, cfg.weight_decay), cfg.lr,
@@ -446,7 +450,10 @@ class Trainer:
             cache[epoch] = plan_epoch(self.lengths, self.train_config.batch_size, self.train_config.seed, epoch,
                                       self.train_config.length_grouping)
         indices = shard(cache[epoch][position], rank, world)
-        return self.inputs.examples.collate(indices, self.pad_id)
+        batch = self.inputs.examples.collate(indices, self.pad_id)
+        if self.distillation is not None:  # a teacher's rows of these examples travel with the batch
+            batch.update(self.distillation.batch_fields(indices))
+        return batch
 
     # ------------------------------------------------------------------ evaluation
     def _score(self) -> float:
@@ -606,6 +613,8 @@ class Trainer:
             "published_step": published_step, "steps": self.state.step,
             "total_steps": self.state.total_steps, "history": self.state.history,
             "pooling": self.inputs.encoder.pooling_name, "environment": self.environment,
+            "teacher": self.inputs.teacher.record() if self.inputs.teacher is not None else None,
+            "teacher_score": self.inputs.teacher.score if self.inputs.teacher is not None else None,
         }
         if self.inputs.evaluator is not None and "base" in self.state.dev_outputs:
             # the per-unit dev outputs of the base and of every evaluated step: what the decision weighed, so it
