@@ -63,6 +63,10 @@ class TrainConfig:
     optimizer: str = "adamw"  # adamw | lars (SimCLR-style, for large learning rates on small heads)
     schedule: str = "linear"  # decay after warm-up: linear | cosine
     length_grouping: bool = True  # random batches, less padding by grouping similar lengths (docs/results.md)
+    # Keep only each transformer layer's input in the forward pass and recompute the layer in backward: activation
+    # memory ~1/L of the layers' (L layers), for about one more forward pass of time (docs/internals.md). In
+    # contrastive training the batch is the number of negatives, so the memory saved buys a larger batch.
+    gradient_checkpointing: bool = False
     dedup: bool = True  # repeated corpus lines would be false negatives in a batch
     on_nan: str = "stop"  # stop | skip (skip the step, stop after `max_nan_skips`)
     max_nan_skips: int = 10

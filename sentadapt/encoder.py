@@ -20,7 +20,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from sentadapt.errors import ModelError
+from sentadapt.errors import ConfigError, ModelError
 from sentadapt.pooling import POOLING_NAMES, Pooling
 from sentadapt.resolve import ResolvedModel, resolve_model
 from sentadapt.st_format import DenseLayer, FolderLayout, read_layout, write_sentence_transformers_folder
@@ -233,6 +233,20 @@ class Encoder(nn.Module):
         if head_layers is not None:
             return self.apply_head(pooled, stop=head_layers, normalize=False)
         return self.apply_head(pooled)
+
+    def enable_gradient_checkpointing(self) -> None:
+        """Recompute each transformer layer in backward instead of keeping its activations (transformers' own
+        checkpointing, non-reentrant: the dropout masks are replayed from the saved RNG state, so losses and
+        gradients equal a run without it). A backbone without support is refused in one line."""
+        if not getattr(self.backbone, "supports_gradient_checkpointing", False):
+            model_type = getattr(self.backbone.config, "model_type", "?")
+            raise ConfigError(f"gradient_checkpointing: {model_type} models do not support it in transformers; "
+                              "train without --gradient-checkpointing")
+        non_reentrant = {"use_reentrant": False}
+        if hasattr(self.backbone, "activation_checkpointing_enable"):  # transformers 5.x's name; the old one warns
+            self.backbone.activation_checkpointing_enable(activation_checkpointing_kwargs=non_reentrant)
+        else:
+            self.backbone.gradient_checkpointing_enable(gradient_checkpointing_kwargs=non_reentrant)
 
     def run_backbone(
         self,

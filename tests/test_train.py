@@ -366,3 +366,48 @@ def test_prefetcher_builds_ahead_in_order_and_stops_at_the_end() -> None:
         assert batches.get(6)["input_ids"][0, 0].item() == 6
     assert max(built) == 6  # nothing at or past end_index
     assert built[:2] == [4, 5]  # in the order the loop asks for them
+
+
+def test_gradient_checkpointing_gives_the_same_losses_and_weights(tiny_model_dir: Path, toy_corpus: Path,
+                                                                   tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """Recomputing each layer in backward (dropout masks replayed from the saved RNG state) changes memory, not
+    numbers: the same losses and weights after 4 steps of ConSERT (dropout views, shuffle, cutoff). Tolerance:
+    float32 relative rounding (the recomputed forward runs the same kernels, so it is usually bit-exact)."""
+    from safetensors.torch import load_file
+
+    from sentadapt.encoder import Encoder
+
+    enabled = []
+    enable = Encoder.enable_gradient_checkpointing
+
+    def recording_enable(encoder: Encoder) -> None:
+        enable(encoder)
+        backbone = encoder.backbone  # transformers 5.x names it is_activation_checkpointing
+        enabled.append(getattr(backbone, "is_activation_checkpointing", None) or backbone.is_gradient_checkpointing)
+
+    monkeypatch.setattr(Encoder, "enable_gradient_checkpointing", recording_enable)
+    runs = {}
+    for name, on in (("plain", False), ("checkpointed", True)):
+        recorder = Recorder()
+        train(make_config(tiny_model_dir, toy_corpus, tmp_path / name, max_steps=4, gradient_checkpointing=on),
+              recorder)
+        runs[name] = recorder.losses_by_step, load_file(str(tmp_path / name / "model.safetensors"))
+    (plain_losses, plain_weights), (checked_losses, checked_weights) = runs["plain"], runs["checkpointed"]
+    assert list(plain_losses) == [1, 2, 3, 4]
+    for step, loss in plain_losses.items():
+        assert checked_losses[step] == pytest.approx(loss, rel=FLOAT32_RTOL), step
+    for key, value in plain_weights.items():
+        torch.testing.assert_close(checked_weights[key], value, rtol=FLOAT32_RTOL, atol=1e-6, msg=key)
+    assert enabled == [True]  # the second run only, and transformers took it
+
+
+def test_gradient_checkpointing_on_a_backbone_without_support_is_refused_in_one_line(tiny_model_dir: Path) -> None:
+    from sentadapt.encoder import Encoder
+    from sentadapt.errors import ConfigError
+
+    encoder = Encoder.load(tiny_model_dir, device="cpu")
+    encoder.backbone.supports_gradient_checkpointing = False  # what a model class without support declares
+    with pytest.raises(ConfigError, match=r"^gradient_checkpointing: bert models do not support it in "
+                                          r"transformers; train without --gradient-checkpointing$"):
+        encoder.enable_gradient_checkpointing()

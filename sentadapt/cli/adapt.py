@@ -66,6 +66,10 @@ DecisionOption = Annotated[str, typer.Option(
          "base, the choice of checkpoint paid for, is at most --risk) | strict (the dev Δ's paired 95 % CI "
          "excludes 0) | positive (any dev Δ > 0).")]
 
+GradientCheckpointingOption = Annotated[bool, typer.Option(
+    "--gradient-checkpointing", help="Recompute activations in backward: less memory (a larger batch, more negatives) "
+                                     "for about one more forward pass of time.")]
+
 RequireImprovementOption = Annotated[bool, typer.Option(
     "--require-improvement",
     help="Exit with code 3 when the decision is keep-base: no checkpoint beats the base model on the dev set, or "
@@ -114,6 +118,7 @@ def adapt(
     tf32: str | None = typer.Option(
         None, "--tf32", help="on (default) | off: fp32 matmuls on TF32 tensor cores (CUDA, Ampere and newer); off "
                              "is strict fp32."),
+    gradient_checkpointing: GradientCheckpointingOption = False,
     eval_every: int | None = typer.Option(None, "--eval-every", help="Dev evaluation every N steps."),
     checkpoint_every: int | None = typer.Option(None, "--checkpoint-every"),
     patience: int | None = typer.Option(None, "--patience", help="Evaluations without gain before stopping."),
@@ -139,7 +144,7 @@ def adapt(
     flags = {"max_steps": max_steps, "epochs": epochs, "batch_size": batch_size, "lr": lr, "max_length": max_length,
              "grad_accum": grad_accum, "mixed_precision": mixed_precision, "eval_every": eval_every,
              "checkpoint_every": checkpoint_every, "patience": patience, "seed": seed, "report_to": report_to,
-             "tf32": _on_off("--tf32", tf32)}
+             "tf32": _on_off("--tf32", tf32), "gradient_checkpointing": gradient_checkpointing or None}
     run_fields = {"dev": dev, "dev_metric": dev_metric, "data_dir": str(data_dir) if data_dir else None,
                   "text_column": text_column, "encoding_errors": encoding_errors, "streaming": streaming,
                   "num_proc": num_proc, "decision": decision_option, "risk": risk, "teacher": teacher}

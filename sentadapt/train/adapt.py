@@ -160,7 +160,8 @@ def adapt(corpus: str | Path | list[str | Path] | tuple[str | Path, ...] = (), *
           candidates: list[str] | tuple[str, ...] = (), max_steps: int | None = None, epochs: float | None = None,
           batch_size: int | None = None, lr: float | None = None, max_length: int | None = None,
           grad_accum: int | None = None, mixed_precision: str | None = None, tf32: bool | None = None,
-          eval_every: int | None = None, checkpoint_every: int | None = None, patience: int | None = None,
+          gradient_checkpointing: bool | None = None, eval_every: int | None = None,
+          checkpoint_every: int | None = None, patience: int | None = None,
           seed: int | None = None, report_to: str | None = None, text_column: str | None = None,
           encoding_errors: str = "strict", num_proc: int | None = None, streaming: bool = False,
           decision: str = "risk", risk: float = 0.2, resume: str | bool | None = None, overwrite: bool = False,
@@ -175,7 +176,7 @@ def adapt(corpus: str | Path | list[str | Path] | tuple[str | Path, ...] = (), *
     flags = {"max_steps": max_steps, "epochs": epochs, "batch_size": batch_size, "lr": lr, "max_length": max_length,
              "grad_accum": grad_accum, "mixed_precision": mixed_precision, "eval_every": eval_every,
              "checkpoint_every": checkpoint_every, "patience": patience, "seed": seed, "report_to": report_to,
-             "tf32": tf32}
+             "tf32": tf32, "gradient_checkpointing": gradient_checkpointing}
     run_fields = {"dev": None if dev is None else str(dev), "dev_metric": dev_metric,
                   "data_dir": None if data_dir is None else str(data_dir), "text_column": text_column,
                   "encoding_errors": encoding_errors, "streaming": streaming, "num_proc": num_proc,

@@ -232,6 +232,8 @@ class Trainer:
         self.distillation = build_distillation(self.train_config, recipe, encoder, teacher)
         self.module = TrainingModule(encoder, heads, recipe, self.distillation).to(self.accelerator.device)
         cfg = self.train_config
+        if cfg.gradient_checkpointing:
+            encoder.enable_gradient_checkpointing()
         self.optimizer = build_optimizer(
             cfg.optimizer, parameter_groups(self.module, cfg.weight_decay), cfg.lr,
             (cfg.adam_beta1, cfg.adam_beta2), cfg.adam_eps,
