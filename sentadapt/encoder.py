@@ -248,6 +248,24 @@ class Encoder(nn.Module):
         else:
             self.backbone.gradient_checkpointing_enable(gradient_checkpointing_kwargs=non_reentrant)
 
+    @property
+    def checkpointing(self) -> bool:
+        """Whether the backbone's layers recompute their activations in backward (`enable_gradient_checkpointing`)."""
+        return any(getattr(module, "gradient_checkpointing", False) is True for module in self.backbone.modules())
+
+    def set_dropout(self, on: bool) -> None:
+        """While training: the backbone's own dropout on or off for the passes that follow (ConSERT's views run
+        without it, as the paper). The mode stays until the next call, so a layer recomputed in backward runs as
+        its forward did; layers that checkpoint keep their own `training` flag, which is what makes transformers
+        checkpoint them (every dropout sits in their sub-modules, which follow `on`). Outside training: nothing."""
+        if not self.training:
+            return
+        self.backbone.train(on)
+        if not on:
+            for module in self.backbone.modules():
+                if getattr(module, "gradient_checkpointing", False) is True:
+                    module.training = True  # its own flag only: it decides checkpointing, not dropout
+
     def run_backbone(
         self,
         input_ids: torch.Tensor,
