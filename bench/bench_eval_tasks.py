@@ -58,8 +58,8 @@ def ours_retrieval(path: Path, model: str, batch_size: int) -> dict[str, Any]:
     """Retrieval scored twice from the same embeddings: with the self-hits (what sentence-transformers computes:
     the parity numbers) and without them (BEIR's protocol, the headline numbers); the second search and bootstrap
     count in our time. `sentadapt.evaluate` scores BEIR's protocol only, so this builds its evaluator itself."""
-    from sentadapt.data.beir import read_beir
     from sentadapt import Encoder
+    from sentadapt.data.beir import read_beir
     from sentadapt.evaluation.evaluator import Evaluator
     from sentadapt.evaluation.retrieval import RetrievalTask
 

@@ -66,6 +66,10 @@ DecisionOption = Annotated[str, typer.Option(
          "base, the choice of checkpoint paid for, is at most --risk) | strict (the dev Δ's paired 95 % CI "
          "excludes 0) | positive (any dev Δ > 0).")]
 
+PromptOption = Annotated[str | None, typer.Option(
+    "--prompt", help="The base's prompt (e.g. query) prepended to every training sentence, or none. Default: the "
+                     "base's default_prompt_name, else none. Dev scores use the prompts eval uses.")]
+
 RequireImprovementOption = Annotated[bool, typer.Option(
     "--require-improvement",
     help="Exit with code 3 when the decision is keep-base: no checkpoint beats the base model on the dev set, or "
@@ -94,6 +98,7 @@ def adapt(
     data_dir: Path | None = typer.Option(None, "--data-dir", envvar="SENTADAPT_DATA_DIR",
                                          help="Folder of STS JSON Lines files (for --dev stsb|sickr)."),
     text_column: str | None = typer.Option(None, "--text-column", help="Column of .jsonl/.csv/.tsv corpora."),
+    prompt: PromptOption = None,
     encoding_errors: str = typer.Option("strict", "--encoding-errors",
                                         help="Invalid UTF-8 in the corpus: strict (stop, name the line) | "
                                              "replace | skip."),
@@ -138,7 +143,7 @@ def adapt(
              "tf32": _on_off("--tf32", tf32)}
     run_fields = {"dev": dev, "dev_metric": dev_metric, "data_dir": str(data_dir) if data_dir else None,
                   "text_column": text_column, "encoding_errors": encoding_errors, "streaming": streaming,
-                  "num_proc": num_proc, "decision": decision_option, "risk": risk}
+                  "num_proc": num_proc, "decision": decision_option, "risk": risk, "prompt": prompt}
     settings = Settings(corpus or [], output, recipe, base, config_file, set_options, preset_option, flags, run_fields)
     request = AdaptRequest(settings, candidates_option or [], resume_option, overwrite, dry_run, trust_remote_code,
                            allow_pickle, require_improvement)
