@@ -137,6 +137,9 @@ class RunConfig:
     decision: str = "risk"
     risk: float = 0.2
     teacher: str | None = None  # --teacher MODEL: a model whose similarity structure the student distils
+    # the base's prompt (a name, or "none") prepended to every training sentence; None: the base's
+    # default_prompt_name, resolved into a name before the run is saved (sentadapt/prompts.py)
+    prompt: str | None = None
     train: TrainConfig = field(default_factory=TrainConfig)
     recipe_args: Any = None  # the recipe's own Config dataclass
 
@@ -353,6 +356,7 @@ def load_run_config(path: Path, recipe_configs: dict[str, type]) -> RunConfig:
     fields["streaming"] = bool(data.get("streaming", False))
     fields["num_proc"] = data.get("num_proc")
     fields["preset"] = data.get("preset")  # None in runs saved before presets existed
+    fields["prompt"] = data.get("prompt", "none")  # runs saved before prompts existed trained without one
     for key in ("decision", "risk"):  # runs saved before the rules existed get today's default
         if data.get(key) is not None:
             fields[key] = data[key]

@@ -2,8 +2,8 @@
 (CLSR's frozen part, eval's --cache-embeddings, adapt's --teacher).
 
 The key covers everything that changes the vectors: the frozen weights themselves (a hash of every
-tensor, so a fine-tuned or swapped model never reuses a stale file), the pooling, the max length and
-the exact list of texts. Location: $SENTADAPT_CACHE, else $XDG_CACHE_HOME/sentadapt, else
+tensor, so a fine-tuned or swapped model never reuses a stale file), the pooling, the max length, the
+prompt (when there is one) and the exact list of texts. Location: $SENTADAPT_CACHE, else $XDG_CACHE_HOME/sentadapt, else
 ~/.cache/sentadapt (under `embeddings/`). Files are written to a temporary name and renamed.
 """
 
@@ -59,20 +59,23 @@ def cached_frozen_vectors(
     batch_size: int = 128,
     progress: Callable[[int], None] | None = None,
     note: Callable[[str], None] = lambda _text: None,
+    prompt: str = "",
 ) -> torch.Tensor:
-    """Vectors of the encoder's frozen part for `texts` (unique), from the cache or computed and stored."""
+    """Vectors of the encoder's frozen part for `texts` (unique), each after `prompt`, from the cache or computed
+    and stored."""
     digest = hashlib.sha256(frozen_fingerprint(encoder, max_length).encode())
+    _add_prompt(digest, encoder, prompt)
     for text in texts:
         digest.update(text.encode("utf-8") + b"\0")
     path = cache_root() / f"{digest.hexdigest()[:40]}.safetensors"
     vectors = _load_cached(path, len(texts), note)
     if vectors is not None:
-        _remember(encoder, texts, vectors)
+        _remember(encoder, texts, vectors, prompt)
         return vectors
     note(f"encoding {len(texts)} unique sentences once with the frozen encoder (cached in {path.parent})")
     started = time.perf_counter()
     vectors = encoder.encode_frozen_part(list(texts), batch_size=batch_size, max_length=max_length,
-                                         progress=progress)
+                                         progress=progress, prompt=prompt)
     note(f"encoded {len(texts)} sentences in {time.perf_counter() - started:.1f} s")
     _store(path, vectors)
     return vectors
@@ -86,18 +89,22 @@ def cached_vectors(
     dtype: str = "fp32",
     progress: Callable[[int], None] | None = None,
     note: Callable[[str], None] = lambda _text: None,
+    prompt: str = "",
 ) -> torch.Tensor:
-    """The whole encoder's vectors of unique `texts` (eval's --cache-embeddings), keyed like the frozen cache:
-    every weight, the pooling, the max length, the dtype and the texts."""
+    """The whole encoder's vectors of unique `texts` (eval's --cache-embeddings), each after `prompt` ("" for
+    none), keyed like the frozen cache: every weight, the pooling, the max length, the dtype, the prompt and the
+    texts."""
     length = max_length or encoder.max_length
     digest = _whole_model_digest(encoder, length, dtype)
+    _add_prompt(digest, encoder, prompt)
     for text in texts:
         digest.update(text.encode("utf-8") + b"\0")
     path = cache_root() / f"eval-{digest.hexdigest()[:40]}.safetensors"
     vectors = _load_cached(path, len(texts), note)
     if vectors is not None:
         return vectors
-    vectors = encoder.encode(list(texts), batch_size=batch_size, max_length=length, dtype=dtype, progress=progress)
+    vectors = encoder.encode(list(texts), batch_size=batch_size, max_length=length, dtype=dtype, progress=progress,
+                             prompt=prompt)
     _store(path, vectors)
     note(f"embedding cache: {len(texts)} vectors stored in {path}")
     return vectors
@@ -122,7 +129,9 @@ def cached_table(encoder: Encoder, texts: Callable[[int, int], list[str]], rows:
     `texts(start, stop)`, so only the float32 matrix rows × dim is kept (1M sentences × 384 × 4 B = 1.5 GB),
     never the texts. Keyed like `cached_vectors`: every weight, the pooling, the max length and the texts.
     `progress(total)`, a context manager yielding advance(n), is opened only when the vectors are computed."""
+    prompt = encoder.prompts.resolve(None, None, encoder.name)  # the model's default prompt ("" when none)
     digest = _whole_model_digest(encoder, max_length, "fp32")
+    _add_prompt(digest, encoder, prompt)
     for start in range(0, rows, TEXT_CHUNK):
         for text in texts(start, min(start + TEXT_CHUNK, rows)):
             digest.update(text.encode("utf-8") + b"\0")
@@ -136,7 +145,7 @@ def cached_table(encoder: Encoder, texts: Callable[[int, int], list[str]], rows:
         for start in range(0, rows, TEXT_CHUNK):
             stop = min(start + TEXT_CHUNK, rows)
             vectors[start:stop] = encoder.encode(texts(start, stop), batch_size=batch_size, max_length=max_length,
-                                                 progress=advance)
+                                                 progress=advance, prompt=prompt)
     seconds = time.perf_counter() - started
     _store(path, vectors)
     return CachedTable(vectors, False, seconds, path)
@@ -153,6 +162,12 @@ def _whole_model_digest(encoder: Encoder, max_length: int, dtype: str) -> Any:
     # half precision: weights cast once, not autocast (since 0.1.0 unreleased): vectors cached before differ slightly
     digest.update((f"whole-model dtype={dtype}" + ("" if dtype == "fp32" else " cast-weights")).encode())
     return digest
+
+
+def _add_prompt(digest: Any, encoder: Encoder, prompt: str) -> None:
+    """Without a prompt the key is what it was before prompts existed (old cache files stay valid)."""
+    if prompt:
+        digest.update(f"prompt={prompt!r} include_prompt={encoder.prompts.include_prompt}".encode())
 
 
 def _load_cached(path: Path, rows: int, note: Callable[[str], None]) -> torch.Tensor | None:
@@ -177,6 +192,6 @@ def _store(path: Path, vectors: torch.Tensor) -> None:
     replace_durably(tmp, path)
 
 
-def _remember(encoder: Encoder, texts: Sequence[str], vectors: torch.Tensor) -> None:
+def _remember(encoder: Encoder, texts: Sequence[str], vectors: torch.Tensor, prompt: str) -> None:
     if encoder.frozen_memo is not None:
-        encoder.frozen_memo.update(zip(texts, vectors))
+        encoder.frozen_memo.update(((prompt, text), vector) for text, vector in zip(texts, vectors))

@@ -8,6 +8,7 @@ saves the sentence-transformers layout that `SentenceTransformer(path)` loads wi
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import os
 from collections.abc import Callable, Iterator, Sequence
@@ -22,6 +23,7 @@ from torch import nn
 
 from sentadapt.errors import ConfigError, ModelError
 from sentadapt.pooling import POOLING_NAMES, Pooling
+from sentadapt.prompts import Prompts, read_prompts
 from sentadapt.resolve import ResolvedModel, resolve_model
 from sentadapt.st_format import DenseLayer, FolderLayout, read_layout, write_sentence_transformers_folder
 
@@ -126,6 +128,7 @@ class Encoder(nn.Module):
         normalize: bool = False,
         max_length: int = DEFAULT_MAX_LENGTH,
         name: str = "",
+        prompts: Prompts | None = None,
     ) -> None:
         super().__init__()
         self.backbone = backbone
@@ -136,9 +139,14 @@ class Encoder(nn.Module):
         self.position_limit = usable_positions(backbone)
         self.max_length = min(max_length, self.position_limit or max_length)
         self.name = name or getattr(backbone.config, "_name_or_path", "model")
-        # Set by recipes that never train the backbone: text → output of the frozen part
+        # The model's prompts (sentadapt/prompts.py): applied by encode(), saved back by save().
+        self.prompts = prompts or Prompts()
+        # Tokens of the prompt every training sequence starts with (the corpus is tokenized with it): what
+        # forward() leaves out of pooling when the model's Pooling says include_prompt: false.
+        self.train_prompt_length = 0
+        # Set by recipes that never train the backbone: (prompt, text) → output of the frozen part
         # (backbone, pooling, first `frozen_head_layers` head layers); see encode_frozen_part.
-        self.frozen_memo: dict[str, torch.Tensor] | None = None
+        self.frozen_memo: dict[tuple[str, str], torch.Tensor] | None = None
         self.frozen_head_layers = 0
         # Half-precision encoding (see _embed): the cast backbone kept by `keep_cast_copy`, outside the module
         # tree (a plain attribute, not a submodule: never in state_dict, parameters() or .to()).
@@ -196,6 +204,7 @@ class Encoder(nn.Module):
             normalize=layout.normalize,
             max_length=max_length or layout.max_length or DEFAULT_MAX_LENGTH,
             name=resolved.name,
+            prompts=read_prompts(resolved),
         )
         encoder.pooling_source = "option" if pooling else ("modules.json" if layout.pooling else "default")
         target = torch.device(device) if device is not None else default_device()
@@ -215,10 +224,13 @@ class Encoder(nn.Module):
         embedding_transform: Callable[[torch.Tensor], torch.Tensor] | None = None,
         pooling: Pooling | None = None,
         head_layers: int | None = None,
+        prompt_length: int | None = None,
     ) -> torch.Tensor:
         """Sentence vectors for a tokenized batch; differentiable (the training path).
 
         `head_layers` stops after that many head layers, without normalisation (the frozen part).
+        `prompt_length`: tokens of the prompt the sequences start with (default: the training prompt's); they are
+        left out of pooling only when the model's Pooling says include_prompt: false, as in sentence-transformers.
 
         `embedding_transform` edits the embedding layer's output (after position embeddings,
         LayerNorm and dropout) for this forward only — how ConSERT's cutoff views are made,
@@ -229,35 +241,32 @@ class Encoder(nn.Module):
             input_ids, attention_mask, token_type_ids, position_ids, embedding_transform,
             output_hidden_states=pooling.needs_hidden_states,
         )
-        pooled = pooling(outputs.last_hidden_state, attention_mask, outputs.hidden_states)
+        pooled = pooling(outputs.last_hidden_state, attention_mask, outputs.hidden_states,
+                         self._pooled_prompt(prompt_length))
         if head_layers is not None:
             return self.apply_head(pooled, stop=head_layers, normalize=False)
         return self.apply_head(pooled)
 
     def enable_gradient_checkpointing(self) -> None:
         """Recompute each transformer layer in backward instead of keeping its activations (transformers' own
-        checkpointing, non-reentrant: the dropout masks are replayed from the saved RNG state, so losses and
-        gradients equal a run without it). A backbone without support is refused in one line."""
+        checkpointing, non-reentrant: the dropout masks are replayed from the saved RNG state, and each layer is
+        recomputed in the train/eval modes its forward ran in, so losses and gradients equal a run without it even
+        when a recipe switches dropout between passes). A backbone without support is refused in one line."""
         if not getattr(self.backbone, "supports_gradient_checkpointing", False):
             model_type = getattr(self.backbone.config, "model_type", "?")
             raise ConfigError(f"gradient_checkpointing: {model_type} models do not support it in transformers; "
                               "train without --gradient-checkpointing")
-        non_reentrant = {"use_reentrant": False}
+        non_reentrant = {"use_reentrant": False, "context_fn": _forward_modes_replayed(self.backbone)}
         if hasattr(self.backbone, "activation_checkpointing_enable"):  # transformers 5.x's name; the old one warns
             self.backbone.activation_checkpointing_enable(activation_checkpointing_kwargs=non_reentrant)
         else:
             self.backbone.gradient_checkpointing_enable(gradient_checkpointing_kwargs=non_reentrant)
 
-    @property
-    def checkpointing(self) -> bool:
-        """Whether the backbone's layers recompute their activations in backward (`enable_gradient_checkpointing`)."""
-        return any(getattr(module, "gradient_checkpointing", False) is True for module in self.backbone.modules())
-
     def set_dropout(self, on: bool) -> None:
         """While training: the backbone's own dropout on or off for the passes that follow (ConSERT's views run
-        without it, as the paper). The mode stays until the next call, so a layer recomputed in backward runs as
-        its forward did; layers that checkpoint keep their own `training` flag, which is what makes transformers
-        checkpoint them (every dropout sits in their sub-modules, which follow `on`). Outside training: nothing."""
+        without it, as the paper). Layers that checkpoint keep their own `training` flag, which is what makes
+        transformers checkpoint them (every dropout sits in their sub-modules, which follow `on`; backward
+        recomputes each layer in the modes of its forward: `_forward_modes_replayed`). Outside training: nothing."""
         if not self.training:
             return
         self.backbone.train(on)
@@ -265,6 +274,12 @@ class Encoder(nn.Module):
             for module in self.backbone.modules():
                 if getattr(module, "gradient_checkpointing", False) is True:
                     module.training = True  # its own flag only: it decides checkpointing, not dropout
+
+    def _pooled_prompt(self, prompt_length: int | None) -> int:
+        """How many leading tokens pooling leaves out: the prompt's, when the model excludes prompts."""
+        if self.prompts.include_prompt:
+            return 0
+        return self.train_prompt_length if prompt_length is None else prompt_length
 
     def run_backbone(
         self,
@@ -319,6 +334,15 @@ class Encoder(nn.Module):
         )
         return encoded["input_ids"]
 
+    def prompt_length(self, prompt: str, max_length: int | None = None) -> int:
+        """The prompt's length in tokens as sentence-transformers counts it (Transformer._get_prompt_length): the
+        prompt tokenized alone, special tokens included, less a trailing special token ([SEP], </s>)."""
+        if not prompt:
+            return 0
+        ids = self.tokenize_ids([prompt], max_length)[0]
+        special = set(getattr(self.tokenizer, "all_special_ids", ()))
+        return len(ids) - 1 if ids and ids[-1] in special else len(ids)
+
     def collate(self, sequences: Sequence[Sequence[int]]) -> TokenizedBatch:
         pad_id = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
         return pad_batch(sequences, pad_id)
@@ -333,23 +357,29 @@ class Encoder(nn.Module):
         dtype: str = "fp32",
         pooling: Pooling | None = None,
         progress: Callable[[int], None] | None = None,
+        prompt: str | None = None,
+        prompt_name: str | None = None,
     ) -> torch.Tensor:
         """Embed texts → float32 CPU tensor (len(texts), dim), rows in input order.
 
         Each unique text is encoded once; batches are sorted by token length so padding is minimal.
         With `frozen_memo` set (a recipe that never trains the backbone, e.g. CLSR), the frozen part's
-        output is remembered per text, so repeated dev evaluations only run the trainable head.
+        output is remembered per (prompt, text), so repeated dev evaluations only run the trainable head.
+
+        Prompts as sentence-transformers' `encode`: `prompt` (a text; "" for none) or `prompt_name` (one of
+        `self.prompts`) is prepended to every text; with neither, the model's default prompt, if it has one.
         """
         check_dtype(dtype, self.device.type)
+        prompt = self.prompts.resolve(prompt, prompt_name, self.name)
         unique_index: dict[str, int] = {}
         positions = [unique_index.setdefault(text, len(unique_index)) for text in texts]
         unique_texts = list(unique_index)
         if not unique_texts:
             return torch.empty((0, self.embedding_dim))
         if self.frozen_memo is None or pooling is not None:
-            vectors = self._embed(unique_texts, batch_size, max_length, dtype, pooling, progress)
+            vectors = self._embed(unique_texts, batch_size, max_length, dtype, pooling, progress, prompt=prompt)
         else:
-            prefix = self.encode_frozen_part(unique_texts, batch_size, max_length, dtype, progress)
+            prefix = self.encode_frozen_part(unique_texts, batch_size, max_length, dtype, progress, prompt)
             was_training = self.training
             self.eval()
             vectors = self.apply_head(prefix.to(self.device), start=self.frozen_head_layers).float().cpu()
@@ -364,16 +394,20 @@ class Encoder(nn.Module):
         max_length: int | None = None,
         dtype: str = "fp32",
         progress: Callable[[int], None] | None = None,
+        prompt: str = "",
     ) -> torch.Tensor:
-        """Backbone + pooling + the first `frozen_head_layers` head layers, memoised per text (float32, CPU)."""
+        """Backbone + pooling + the first `frozen_head_layers` head layers, memoised per (prompt, text) (float32,
+        CPU); `prompt` is prepended to each text ("" for none)."""
         memo = self.frozen_memo if self.frozen_memo is not None else {}
         unique = list(dict.fromkeys(texts))
-        missing = [text for text in unique if text not in memo]
+        missing = [text for text in unique if (prompt, text) not in memo]
         if missing:
             computed = self._embed(missing, batch_size, max_length, dtype, None, progress,
-                                   head_layers=self.frozen_head_layers)
-            memo.update(zip(missing, computed))
-        return torch.stack([memo[text] for text in texts]) if texts else torch.empty((0, self.embedding_dim))
+                                   head_layers=self.frozen_head_layers, prompt=prompt)
+            memo.update(((prompt, text), vector) for text, vector in zip(missing, computed))
+        if not texts:
+            return torch.empty((0, self.embedding_dim))
+        return torch.stack([memo[(prompt, text)] for text in texts])
 
     def _embed(
         self,
@@ -384,8 +418,9 @@ class Encoder(nn.Module):
         pooling: Pooling | None,
         progress: Callable[[int], None] | None,
         head_layers: int | None = None,
+        prompt: str = "",
     ) -> torch.Tensor:
-        """Vectors (float32, CPU) of unique texts, in their order.
+        """Vectors (float32, CPU) of unique texts, in their order, each after `prompt` ("" for none).
 
         bf16/fp16 run the backbone as a copy whose weights are cast to that type once (`cast_copy`), not
         under torch.autocast. Autocast decides op by op at run time: each matmul casts its inputs to half
@@ -400,7 +435,8 @@ class Encoder(nn.Module):
         master weights. The copy lives for this call, or for a `keep_cast_copy()` block (eval over several
         evaluators), where it is made once and rebuilt only if the weights change.
         """
-        ids = self.tokenize_ids(unique_texts, max_length)
+        ids = self.tokenize_ids([prompt + text for text in unique_texts] if prompt else unique_texts, max_length)
+        skip = self.prompt_length(prompt, max_length)  # pooled or not: forward decides (include_prompt)
         order = sorted(range(len(ids)), key=lambda i: len(ids[i]), reverse=True)
         was_training = self.training
         self.eval()
@@ -411,9 +447,10 @@ class Encoder(nn.Module):
             chunk = order[start : start + batch_size]
             batch = self.collate([ids[i] for i in chunk]).to(device)
             if cast is None:
-                vectors = self(batch.input_ids, batch.attention_mask, pooling=pooling, head_layers=head_layers)
+                vectors = self(batch.input_ids, batch.attention_mask, pooling=pooling, head_layers=head_layers,
+                               prompt_length=skip)
             else:
-                vectors = self._forward_cast(cast, batch, pooling or self.pooling, head_layers)
+                vectors = self._forward_cast(cast, batch, pooling or self.pooling, head_layers, skip)
             rows.append(vectors.float().cpu())
             if progress is not None:
                 progress(len(chunk))
@@ -424,18 +461,19 @@ class Encoder(nn.Module):
         return vectors
 
     def _forward_cast(self, backbone: nn.Module, batch: TokenizedBatch, pooling: Pooling,
-                      head_layers: int | None) -> torch.Tensor:
+                      head_layers: int | None, prompt_length: int = 0) -> torch.Tensor:
         """`forward` with a cast backbone: its hidden states → float32, then pooling, head and normalisation."""
         kwargs: dict[str, Any] = {"input_ids": batch.input_ids, "attention_mask": batch.attention_mask}
         if pooling.needs_hidden_states:
             kwargs["output_hidden_states"] = True
         outputs = backbone(**kwargs, return_dict=True)
+        skip = self._pooled_prompt(prompt_length)
         if pooling.needs_hidden_states:  # only the layers pooling mixes are cast
             hidden = tuple(state.float() if index in pooling.layers else state
                            for index, state in enumerate(outputs.hidden_states))
-            pooled = pooling(outputs.last_hidden_state, batch.attention_mask, hidden)
+            pooled = pooling(outputs.last_hidden_state, batch.attention_mask, hidden, skip)
         else:
-            pooled = pooling(outputs.last_hidden_state.float(), batch.attention_mask)
+            pooled = pooling(outputs.last_hidden_state.float(), batch.attention_mask, None, skip)
         if len(self.head):  # the head's own dtype: float32 unless the whole model was loaded in half precision
             pooled = pooled.to(next(self.head.parameters()).dtype)
         if head_layers is not None:
@@ -527,3 +565,30 @@ def _load_backbone(
         # no gradient, which DDP rejects, and some sentence models ship without its weights anyway.
         backbone.pooler = None
     return backbone, tokenizer
+
+
+def _forward_modes_replayed(backbone: nn.Module) -> Callable[[], tuple[Any, Any]]:
+    """torch.utils.checkpoint's `context_fn`: at each checkpointed forward, remember every module's train/eval
+    mode; when backward recomputes that layer, run it in those modes (then put the current ones back). Recipes
+    switch the backbone's dropout between passes of one step (ConSERT's views run without it, its clean pass too),
+    and a layer recomputed in the later mode would take another code path (eager vs fused attention) or other
+    dropout: wrong gradients, or a shape mismatch torch reports."""
+    modules = list(backbone.modules())
+
+    def context_fn() -> tuple[Any, Any]:
+        forward_modes = [module.training for module in modules]
+
+        @contextmanager
+        def as_in_forward() -> Iterator[None]:
+            current = [module.training for module in modules]
+            for module, mode in zip(modules, forward_modes):
+                module.training = mode
+            try:
+                yield
+            finally:
+                for module, mode in zip(modules, current):
+                    module.training = mode
+
+        return contextlib.nullcontext(), as_in_forward()
+
+    return context_fn

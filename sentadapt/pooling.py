@@ -12,7 +12,9 @@ Named poolings (L = number of transformer layers; hidden state 0 is the embeddin
 
 `firstlast` uses the *first transformer layer* (hidden state 1), as SimCSE does since 2022; BERT-flow
 and the ConSERT code used the static embedding layer (hidden state 0) instead. Mean and max ignore
-padding; [CLS] and [SEP] are included, as in sentence-transformers.
+padding; [CLS] and [SEP] are included, as in sentence-transformers. `prompt_length` leading tokens are left out
+(a model whose Pooling says `include_prompt: false`), exactly as sentence-transformers' Pooling does: they are
+masked out of mean and max, and `cls` takes the first token after them.
 """
 
 from __future__ import annotations
@@ -82,9 +84,10 @@ class Pooling:
         last_hidden_state: torch.Tensor,
         attention_mask: torch.Tensor,
         hidden_states: tuple[torch.Tensor, ...] | None = None,
+        prompt_length: int = 0,
     ) -> torch.Tensor:
         tokens = self.mix_layers(last_hidden_state, hidden_states)
-        return pool_tokens(tokens, attention_mask, self.token)
+        return pool_tokens(tokens, attention_mask, self.token, prompt_length)
 
     def mix_layers(
         self, last_hidden_state: torch.Tensor, hidden_states: tuple[torch.Tensor, ...] | None
@@ -101,11 +104,19 @@ class Pooling:
         return mixed
 
 
-def pool_tokens(tokens: torch.Tensor, attention_mask: torch.Tensor, mode: str) -> torch.Tensor:
-    """Pool (batch, seq, dim) token vectors into (batch, dim), ignoring padding."""
+def pool_tokens(tokens: torch.Tensor, attention_mask: torch.Tensor, mode: str, prompt_length: int = 0,
+                ) -> torch.Tensor:
+    """Pool (batch, seq, dim) token vectors into (batch, dim), ignoring padding and the first `prompt_length`
+    tokens (right-padded batches, as the Encoder makes them)."""
     import torch
 
+    if prompt_length:  # sentence-transformers' Pooling._exclude_prompt_from_mask, on a copy
+        attention_mask = attention_mask.clone()
+        attention_mask[:, :prompt_length] = 0
     if mode == "cls":
+        if prompt_length:  # the first token still pooled, as sentence-transformers picks it (argmax of the mask)
+            first = attention_mask.to(torch.int).argmax(dim=1)
+            return tokens[torch.arange(tokens.shape[0], device=tokens.device), first]
         return tokens[:, 0]
     mask = attention_mask.unsqueeze(-1).to(tokens.dtype)
     if mode == "mean":

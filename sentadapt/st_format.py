@@ -91,6 +91,7 @@ class SentenceModel(Protocol):
     head: Any  # an nn.ModuleList of DenseLayer
     normalize: bool
     max_length: int
+    prompts: Any  # a sentadapt.prompts.Prompts: texts, default_name, include_prompt
 
     @property
     def num_layers(self) -> int: ...
@@ -203,7 +204,8 @@ def write_sentence_transformers_folder(encoder: SentenceModel, folder: Path) -> 
         _write_weighted_layers(folder / path, pooling, encoder.num_layers, encoder.hidden_size)
         modules.append(_module_entry(len(modules), path, "WeightedLayerPooling"))
     path = _next_path(modules, "Pooling")
-    _write_json(folder / path / "config.json", _pooling_config(pooling.token, encoder.hidden_size))
+    _write_json(folder / path / "config.json",
+                _pooling_config(pooling.token, encoder.hidden_size, encoder.prompts.include_prompt))
     modules.append(_module_entry(len(modules), path, "Pooling"))
     for layer in encoder.head:
         path = _next_path(modules, "Dense")
@@ -224,8 +226,7 @@ def write_sentence_transformers_folder(encoder: SentenceModel, folder: Path) -> 
             "transformers": _version_of("transformers"),
             "pytorch": torch.__version__,
         },
-        "prompts": {},
-        "default_prompt_name": None,
+        **encoder.prompts.to_config(),  # what SentenceTransformer(folder).encode_query() applies
         "similarity_fn_name": "cosine",
     })
 
@@ -238,12 +239,12 @@ def _module_entry(idx: int, path: str, kind: str) -> dict[str, Any]:
     return {"idx": idx, "name": str(idx), "path": path, "type": ST_TYPES[kind]}
 
 
-def _pooling_config(token_mode: str, dimension: int) -> dict[str, Any]:
+def _pooling_config(token_mode: str, dimension: int, include_prompt: bool = True) -> dict[str, Any]:
     config: dict[str, Any] = {"word_embedding_dimension": dimension}
     for flag, mode in POOLING_FLAGS.items():
         config[flag] = mode == token_mode
     config.update({flag: False for flag in UNSUPPORTED_POOLING_FLAGS})
-    config["include_prompt"] = True
+    config["include_prompt"] = include_prompt
     return config
 
 

@@ -114,6 +114,51 @@ def test_variant_settings_become_set_options_or_flags() -> None:
     assert str(caught.value).startswith("--set-extra 'bert:lr=1': expected RECIPE:KEY=VALUE or RECIPE:--FLAG[=VALUE]")
 
 
+def _teacher_results() -> dict[str, object]:
+    """Two grid settings on dev and a final run on test: news used (+0.60 on test), forums kept (raw −0.40)."""
+    def dev(delta: float, decision: str, cached: bool) -> dict[str, object]:
+        return {"base": 80.0, "best": 80.0 + delta, "delta": delta, "best_step": 50, "decision": decision,
+                "risk": 0.1 if decision == "use-adapted" else 0.5, "teacher_score": 84.0, "train_seconds": 120.0,
+                "command": "-m sentadapt adapt runs/teacher/data/news/corpus.txt --teacher L6",
+                "teacher": {"sentences": 100, "cached": cached, "encode_seconds": 0.0 if cached else 2.5}}
+
+    def final(base: float, teacher: float, delta: float, decision: str) -> dict[str, object]:
+        score = {"value": base + delta, "delta": delta, "ci": [delta - 0.3, delta + 0.3],
+                 "ci_excludes_0": abs(delta) > 0.3}
+        return {"base": {"test": {"value": base}}, "teacher": {"test": {"value": teacher}},
+                "student": {"test": score}, "decision": decision, "risk": 0.1, "dev_delta": 1.5,
+                "eval_command": "python -m sentadapt eval L3 L6 runs/teacher/data/news/test.jsonl"}
+
+    domains = dict.fromkeys(("news", "captions", "forums", "glosses"))
+    grid = {"a": {"what": "setting a", "set": [], "steps": 100, "batch_size": 64,
+                  "domains": {d: dev(1.5, "use-adapted", d != "news") for d in domains}},
+            "b": {"what": "setting b", "set": [], "steps": 100, "batch_size": 64,
+                  "domains": {d: dev(0.5, "keep-base", True) for d in domains}}}
+    finals = {"news": final(80.0, 84.0, 0.6, "use-adapted"), "captions": final(90.0, 89.0, 0.2, "use-adapted"),
+              "forums": final(77.0, 80.0, -0.4, "keep-base"), "glosses": final(83.0, 84.0, 0.0, "keep-base")}
+    return {"grid": grid, "final": {"setting": "a", "domains": finals},
+            "speed": {"sentences": 1000, "batch_size": 128, "max_length": 64, "repeats": 3,
+                      "best": {"paraphrase-minilm-l3-v2": 2.0, "all-minilm-l6-v2": 4.0}, "ratio": 2.0},
+            "cache": {d: {"sentences": 100, "encoded_by": ["a"] if d == "news" else [],
+                          "encode_seconds": [2.5] if d == "news" else [], "cache_hits": 1, "runs": 2}
+                      for d in domains}}
+
+
+def test_teacher_section_applies_the_decision_and_the_gap_share() -> None:
+    from experiments import teacher_suite
+
+    results = _teacher_results()
+    assert teacher_suite.choose(results["grid"]) == "a"
+    text = teacher_suite.render(results, "python -m experiments.teacher_suite --final")
+    # news: 0.6 of a 4-point gap = 15 %; captions: the teacher is behind, no share; forums kept: applied 0
+    assert "| news | 80.00 | 84.00 | 80.60 | +0.60 [+0.30, +0.90] * | +0.60 | 15 % | 15 % | +1.50 |" in text
+    assert "| captions | 90.00 | 89.00 | 90.20 | +0.20 [-0.10, +0.50] | +0.20 | – | – |" in text
+    assert "| forums | 77.00 | 80.00 | 76.60 | -0.40 [-0.70, -0.10] * | +0.00 | -13 % | 0 % |" in text
+    assert "+0.20, not met, 0.30 short; no domain below −0.20: worst forums +0.00, met. Raw average +0.10." in text
+    assert "**setting a** (chosen)" in text and "| +1.50 | +1.50 | 8.0 min |" in text
+    assert "encodes 2.00× as fast" in text and "news 100 sentences: 2.5 s; cache hit in 1 of 2 runs" in text
+
+
 @pytest.mark.slow  # minutes: opt in with `pytest -m slow`
 @pytest.mark.shared
 @needs_shared()

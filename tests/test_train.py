@@ -368,11 +368,16 @@ def test_prefetcher_builds_ahead_in_order_and_stops_at_the_end() -> None:
     assert built[:2] == [4, 5]  # in the order the loop asks for them
 
 
+@pytest.mark.parametrize(("sets", "passes"), [
+    ((), 2),  # the paper's views (shuffle, feature cutoff): the backbone without its dropout
+    # one view with the model's dropout, one without, and the clean pass of distillation: three modes in a step
+    (("views=encoder-dropout,shuffle", "distill=1"), 3),
+], ids=["paper-views", "mixed-dropout-and-distill"])
 def test_gradient_checkpointing_gives_the_same_losses_and_weights(tiny_model_dir: Path, toy_corpus: Path,
-                                                                   tmp_path: Path,
-                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+                                                                   tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                   sets: tuple[str, ...], passes: int) -> None:
     """Recomputing each layer in backward changes memory, not numbers: the same losses and weights after 4 steps
-    of ConSERT (its views, shuffle and cutoff, run the backbone without dropout, as the paper). Tolerance:
+    of ConSERT, whose passes switch the backbone's dropout on and off within a step. Tolerance:
     float32 relative rounding (the recomputed forward runs the same kernels, so it is usually bit-exact)."""
     from safetensors.torch import load_file
 
@@ -392,8 +397,8 @@ def test_gradient_checkpointing_gives_the_same_losses_and_weights(tiny_model_dir
     runs = {}
     for name, on in (("plain", False), ("checkpointed", True)):
         recorder = Recorder()
-        train(make_config(tiny_model_dir, toy_corpus, tmp_path / name, max_steps=4, gradient_checkpointing=on),
-              recorder)
+        train(make_config(tiny_model_dir, toy_corpus, tmp_path / name, sets=sets, max_steps=4,
+                          gradient_checkpointing=on), recorder)
         runs[name] = recorder.losses_by_step, load_file(str(tmp_path / name / "model.safetensors"))
     (plain_losses, plain_weights), (checked_losses, checked_weights) = runs["plain"], runs["checkpointed"]
     assert list(plain_losses) == [1, 2, 3, 4]
@@ -401,9 +406,9 @@ def test_gradient_checkpointing_gives_the_same_losses_and_weights(tiny_model_dir
         assert checked_losses[step] == pytest.approx(loss, rel=FLOAT32_RTOL), step
     for key, value in plain_weights.items():
         torch.testing.assert_close(checked_weights[key], value, rtol=FLOAT32_RTOL, atol=1e-6, msg=key)
-    # ConSERT's views run the backbone with its dropout off: the layers must checkpoint all the same (2 layers ×
-    # 2 views × 4 steps; a layer in eval mode would silently skip it)
-    assert len(recomputed) == 2 * 2 * 4
+    # the layers checkpoint in every pass, dropout on or off (2 layers × passes × 4 steps; transformers skips a
+    # layer in eval mode silently), and each is recomputed in the modes of its forward (else other values)
+    assert len(recomputed) == 2 * passes * 4
 
 
 def test_gradient_checkpointing_on_a_backbone_without_support_is_refused_in_one_line(tiny_model_dir: Path) -> None:

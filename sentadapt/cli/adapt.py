@@ -70,6 +70,10 @@ GradientCheckpointingOption = Annotated[bool, typer.Option(
     "--gradient-checkpointing", help="Recompute activations in backward: less memory (a larger batch, more negatives) "
                                      "for about one more forward pass of time.")]
 
+PromptOption = Annotated[str | None, typer.Option(
+    "--prompt", help="The base's prompt (e.g. query) prepended to every training sentence, or none. Default: the "
+                     "base's default_prompt_name, else none. Dev scores use the prompts eval uses.")]
+
 RequireImprovementOption = Annotated[bool, typer.Option(
     "--require-improvement",
     help="Exit with code 3 when the decision is keep-base: no checkpoint beats the base model on the dev set, or "
@@ -102,6 +106,7 @@ def adapt(
     data_dir: Path | None = typer.Option(None, "--data-dir", envvar="SENTADAPT_DATA_DIR",
                                          help="Folder of STS JSON Lines files (for --dev stsb|sickr)."),
     text_column: str | None = typer.Option(None, "--text-column", help="Column of .jsonl/.csv/.tsv corpora."),
+    prompt: PromptOption = None,
     encoding_errors: str = typer.Option("strict", "--encoding-errors",
                                         help="Invalid UTF-8 in the corpus: strict (stop, name the line) | "
                                              "replace | skip."),
@@ -147,7 +152,8 @@ def adapt(
              "tf32": _on_off("--tf32", tf32), "gradient_checkpointing": gradient_checkpointing or None}
     run_fields = {"dev": dev, "dev_metric": dev_metric, "data_dir": str(data_dir) if data_dir else None,
                   "text_column": text_column, "encoding_errors": encoding_errors, "streaming": streaming,
-                  "num_proc": num_proc, "decision": decision_option, "risk": risk, "teacher": teacher}
+                  "num_proc": num_proc, "decision": decision_option, "risk": risk, "teacher": teacher,
+                  "prompt": prompt}
     settings = Settings(corpus or [], output, recipe, base, config_file, set_options, preset_option, flags, run_fields)
     request = AdaptRequest(settings, candidates_option or [], resume_option, overwrite, dry_run, trust_remote_code,
                            allow_pickle, require_improvement)

@@ -55,6 +55,15 @@ def eval_models(
     ),
     pooling: str | None = typer.Option(None, "--pooling",
                                        help="Override pooling: cls | mean | max | last2avg | firstlast."),
+    prompt: str | None = typer.Option(
+        None, "--prompt", help="Prompt name (or none) for both sentences of --pairs and STS. Default: the model's "
+                               "default_prompt_name."),
+    query_prompt: str | None = typer.Option(
+        None, "--query-prompt", help="Prompt name (or none) for reranking and retrieval queries. Default: the "
+                                     "model's 'query' prompt."),
+    document_prompt: str | None = typer.Option(
+        None, "--document-prompt", help="Prompt name (or none) for reranking candidates and retrieval documents. "
+                                        "Default: the model's 'document', 'passage' or 'corpus' prompt."),
     batch_size: int = typer.Option(128, "--batch-size", min=1),
     max_length: int | None = typer.Option(None, "--max-length", min=8, help="Default: the model's max_seq_length."),
     dtype: str = typer.Option(
@@ -73,7 +82,8 @@ def eval_models(
 
     result = evaluate(models, sts=sts, data_dir=data_dir, pairs=pairs, rerank=rerank, retrieval=retrieval, task=task,
                       split=split, aggregate=aggregate, bootstrap=bootstrap, seed=seed,
-                      cache_embeddings=cache_embeddings, pooling=pooling, batch_size=batch_size,
+                      cache_embeddings=cache_embeddings, pooling=pooling, prompt=prompt,
+                      query_prompt=query_prompt, document_prompt=document_prompt, batch_size=batch_size,
                       max_length=max_length, dtype=dtype, device=device, json_out=json_out,
                       trust_remote_code=trust_remote_code, allow_pickle=allow_pickle, progress=progress_bar,
                       note=note)

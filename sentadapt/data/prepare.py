@@ -16,8 +16,9 @@
 
 The text key is the sources' identity (absolute path, size and mtime in ns for local files; the id, split and
 streaming flag for Hub datasets) and the reading options; the token key adds the tokenizer (its serialised
-vocabulary, normaliser and post-processor) and the effective max length. So a changed file, tokenizer or max
-length is a miss, and another base model with the same tokenizer reuses the token ids.
+vocabulary, normaliser and post-processor), the effective max length and the prompt prepended to every text
+(`adapt --prompt`; absent from the key when there is none). So a changed file, tokenizer, max length or prompt
+is a miss, and another base model with the same tokenizer reuses the token ids.
 
 Reading is one streaming pass (the parse is serial; its batches of 65,536 records are classified and hashed
 with numpy/pyarrow); dedup is `numpy.unique` over 64-bit hashes (first occurrences kept), so no set of strings
@@ -98,9 +99,10 @@ class Prepared:
 def prepare_sentences(
     sources: Sequence[str | Path], tokenizer: Any, max_length: int, *, text_column: str | None = None,
     dedup: bool = True, encoding_errors: str = "strict", min_chars: int = 1, streaming: bool = False,
-    num_proc: int | None = None, progress: Progress | None = None,
+    num_proc: int | None = None, progress: Progress | None = None, prompt: str = "",
 ) -> Prepared:
-    """One-sentence-per-line corpora (plain text, .gz, .jsonl/.csv/.tsv, Hub datasets) → token ids."""
+    """One-sentence-per-line corpora (plain text, .gz, .jsonl/.csv/.tsv, Hub datasets) → token ids of each
+    sentence after `prompt` (dedup and the corpus report see the sentences without it)."""
     check_options(encoding_errors, min_chars)
     if isinstance(sources, (str, Path)):
         sources = [sources]
@@ -116,7 +118,7 @@ def prepare_sentences(
     text_dir, report, text_hit = _text_entry(text_key, build, progress)
     corpus_report = CorpusReport(**report)
     tokens_dir, meta, tokens_hit = _token_entry(text_dir, text_key, ["text"], tokenizer, max_length, num_proc,
-                                                progress)
+                                                progress, prompt)
     notes = [corpus_report.summary()]
     if meta["truncated"][0]:
         notes.append(f"{meta['truncated'][0]} of {meta['rows']} sentences are longer than --max-length "
@@ -126,8 +128,9 @@ def prepare_sentences(
 
 
 def prepare_nli(paths: Sequence[str | Path], tokenizer: Any, max_length: int, *, num_proc: int | None = None,
-                progress: Progress | None = None) -> Prepared:
-    """Labelled NLI files → token ids of premises and hypotheses, and labels (no dedup, as pairs differ)."""
+                progress: Progress | None = None, prompt: str = "") -> Prepared:
+    """Labelled NLI files → token ids of premises and hypotheses (each after `prompt`), and labels (no dedup, as
+    pairs differ)."""
     if isinstance(paths, (str, Path)):
         paths = [paths]
     if not paths:
@@ -136,7 +139,7 @@ def prepare_nli(paths: Sequence[str | Path], tokenizer: Any, max_length: int, *,
     text_dir, report, text_hit = _text_entry(text_key, lambda folder, _p: _read_nli(folder, paths), progress)
     columns = ["premise", "hypothesis"]
     tokens_dir, meta, tokens_hit = _token_entry(text_dir, text_key, columns, tokenizer, max_length, num_proc,
-                                                progress)
+                                                progress, prompt)
     notes = [f"NLI: {meta['rows']} labelled pairs from {report['source']}"]
     for column, truncated in zip(("premises", "hypotheses"), meta["truncated"]):
         if truncated:
@@ -217,12 +220,13 @@ def _read_table(path: Path) -> Any:
 class TokenizeColumns:
     """`Dataset.map` function (picklable for num_proc workers): token ids truncated to `limit` per column,
     their lengths, and whether truncation cut the text (only rows that fill `limit` are tokenized again, one
-    token longer)."""
+    token longer); each text after `prompt`, as `Encoder.encode` prepends it."""
 
-    def __init__(self, tokenizer: Any, limit: int, columns: Sequence[str]) -> None:
+    def __init__(self, tokenizer: Any, limit: int, columns: Sequence[str], prompt: str = "") -> None:
         self.tokenizer = tokenizer
         self.limit = limit
         self.columns = list(columns)
+        self.prompt = prompt
         # Fast tokenizers: the Rust tokenizer directly, as transformers' __call__ would use it (same ids), without
         # its per-row conversion to BatchEncoding; one copy truncating at `limit`, one at `limit + 1`.
         self.backends = {}
@@ -238,7 +242,7 @@ class TokenizeColumns:
     def __call__(self, batch: dict[str, list[Any]]) -> dict[str, list[Any]]:
         output: dict[str, list[Any]] = {}
         for column in self.columns:
-            texts = batch[column]
+            texts = [self.prompt + text for text in batch[column]] if self.prompt else batch[column]
             ids = self._ids(texts, self.limit)
             full = [row for row, tokens in enumerate(ids) if len(tokens) >= self.limit]
             truncated = np.zeros(len(ids), dtype=bool)
@@ -274,16 +278,19 @@ def tokenizer_fingerprint(tokenizer: Any) -> str:
 
 
 def _token_entry(text_dir: Path, text_key: str, columns: list[str], tokenizer: Any, limit: int,
-                 num_proc: int | None, progress: Progress | None) -> tuple[Path, dict[str, Any], bool]:
-    key = _key({"text": text_key, "columns": columns, "tokenizer": tokenizer_fingerprint(tokenizer),
-                "max_length": limit})
+                 num_proc: int | None, progress: Progress | None, prompt: str = "",
+                 ) -> tuple[Path, dict[str, Any], bool]:
+    parts = {"text": text_key, "columns": columns, "tokenizer": tokenizer_fingerprint(tokenizer), "max_length": limit}
+    if prompt:  # only then: entries made before prompts existed keep their keys
+        parts["prompt"] = prompt
+    key = _key(parts)
     folder = corpora_dir() / f"tokens-{key}"
     meta = _complete_entry(folder, key)
     if meta is not None:
         return folder, meta, True
     procs = max(1, num_proc if num_proc is not None else default_num_proc())
     with _building(folder, key) as tmp:
-        meta = _tokenize(text_dir, tmp, columns, TokenizeColumns(tokenizer, limit, columns), procs,
+        meta = _tokenize(text_dir, tmp, columns, TokenizeColumns(tokenizer, limit, columns, prompt), procs,
                          progress or _no_progress, key)
         (tmp / "meta.json").write_text(json.dumps(meta))
     return folder, meta, False

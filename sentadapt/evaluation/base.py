@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 import numpy as np
 
+from sentadapt.prompts import PAIR
 from sentadapt.registry import Registry
 
 if TYPE_CHECKING:
@@ -36,20 +37,25 @@ def cosine_scores(left: torch.Tensor, right: torch.Tensor) -> np.ndarray:
 
 
 class EmbeddingTable:
-    """Vectors of unique texts (rows of one float32 matrix) looked up by text."""
+    """Vectors of unique texts (rows of one float32 matrix) looked up by text, and by side when the sides of a task
+    (queries, documents) were encoded with different prompts: `side_rows[side][text]` is then the row."""
 
-    def __init__(self, texts: list[str], vectors: torch.Tensor) -> None:
+    def __init__(self, texts: list[str], vectors: torch.Tensor,
+                 side_rows: dict[str, dict[str, int]] | None = None) -> None:
         self.row_of = {text: row for row, text in enumerate(texts)}
         self.vectors = vectors
+        self.side_rows = side_rows or {}
 
-    def rows(self, texts: list[str]) -> np.ndarray:
-        return np.fromiter((self.row_of[text] for text in texts), dtype=np.int64, count=len(texts))
+    def rows(self, texts: list[str], side: str = PAIR) -> np.ndarray:
+        row_of = self.side_rows.get(side, self.row_of)
+        return np.fromiter((row_of[text] for text in texts), dtype=np.int64, count=len(texts))
 
-    def of(self, texts: list[str]) -> torch.Tensor:
-        """Rows of `texts`; a view (no copy) when they are consecutive rows, e.g. a corpus of unique documents."""
+    def of(self, texts: list[str], side: str = PAIR) -> torch.Tensor:
+        """Rows of `texts` (as encoded for `side`); a view (no copy) when they are consecutive rows, e.g. a corpus of
+        unique documents."""
         import torch
 
-        rows = self.rows(texts)
+        rows = self.rows(texts, side)
         if len(rows) > 1 and rows[-1] - rows[0] == len(rows) - 1 and np.all(np.diff(rows) == 1):
             return self.vectors[int(rows[0]):int(rows[-1]) + 1]
         return self.vectors[torch.from_numpy(rows)]
@@ -116,6 +122,11 @@ class EvalTask(ABC):
     @abstractmethod
     def texts(self) -> list[str]:
         """Every text the task needs embedded (duplicates allowed: the evaluator de-duplicates)."""
+
+    def sided_texts(self) -> list[tuple[str, list[str]]]:
+        """`texts()` in the same order, split by side (sentadapt.prompts: PAIR, QUERY, DOCUMENT): which prompt the
+        evaluator encodes them with. Pair tasks: one side for both sentences."""
+        return [(PAIR, self.texts())]
 
     @abstractmethod
     def outputs(self, table: EmbeddingTable) -> Outputs:

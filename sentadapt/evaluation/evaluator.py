@@ -2,8 +2,9 @@
 
 The same object serves `sentadapt eval` and training's dev checks (the loop calls it and reads
 `.average`), so a dev number during `adapt` equals the `eval` number. Every unique text across the
-tasks is encoded once per call; reports keep per-unit outputs (not embeddings), from which intervals
-and the paired Δ between two models (or the base model and the best checkpoint) are computed.
+tasks is encoded once per call and prompt (queries and documents may get different prompts, see
+sentadapt/prompts.py); reports keep per-unit outputs (not embeddings), from which intervals and the
+paired Δ between two models (or the base model and the best checkpoint) are computed.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from sentadapt.errors import ConfigError
 from sentadapt.evaluation import bootstrap
 from sentadapt.evaluation.base import EmbeddingTable, EvalTask, TaskResult
 from sentadapt.evaluation.evidence import Evidence, weigh
+from sentadapt.prompts import PromptChoice
 
 
 @dataclass
@@ -48,6 +50,7 @@ class EvalReport:
     seconds: float = 0.0
     average_interval: tuple[float, float] | None = None
     aggregate: str = "all"
+    prompts: dict[str, str] = field(default_factory=dict)  # side → the prompt its texts got (non-empty only)
 
     def selected(self, result: TaskResult) -> str:
         return self.metric or result.main_metric
@@ -65,6 +68,7 @@ class EvalReport:
             "average": self.average, "average_ci": list(self.average_interval) if self.average_interval else None,
             # the metric values also at the task's top level ("spearman": ...), as before per-type reports
             "tasks": {t.task: {**t.metrics, **t.to_dict()} for t in self.tasks},
+            **({"prompts": self.prompts} if self.prompts else {}),
         }
 
 
@@ -107,6 +111,31 @@ class Evaluator:
         self.cache_embeddings = cache_embeddings
         # Each unique text once, across every task (STS 7 test sets: 37,700 sentences → 26,126 unique).
         self.sentences = list(dict.fromkeys(text for task in self.tasks for text in task.texts()))
+        # ... and once per prompt when the sides (queries, documents, pairs) get different prompts
+        self.side_names = list(dict.fromkeys(side for task in self.tasks for side, _ in task.sided_texts()))
+        self._groups: tuple[tuple[tuple[str, str], ...], dict[str, list[str]]] | None = None  # the last grouping
+
+    def prompt_groups(self, encoder: Any, choice: PromptChoice | None = None,
+                      ) -> tuple[dict[str, str], dict[str, list[str]]]:
+        """(side → the prompt `encoder` gives it, "" for none; prompt → the unique texts encoded with it). With one
+        prompt for every side, the only group is `self.sentences` in its order (a model without prompts encodes
+        exactly what it did before prompts existed)."""
+        choice = choice or PromptChoice()
+        prompts = {side: encoder.prompts.for_side(side, choice.of(side), encoder.name) for side in self.side_names}
+        if len(set(prompts.values())) <= 1:
+            return prompts, {prompt: self.sentences for prompt in set(prompts.values())}
+        key = tuple(prompts.items())
+        if self._groups is None or self._groups[0] != key:
+            groups: dict[str, dict[str, None]] = {}
+            for task in self.tasks:
+                for side, texts in task.sided_texts():
+                    groups.setdefault(prompts[side], {}).update(dict.fromkeys(texts))
+            self._groups = key, {prompt: list(texts) for prompt, texts in groups.items()}
+        return prompts, self._groups[1]
+
+    def encodings(self, encoder: Any, choice: PromptChoice | None = None) -> int:
+        """How many texts a call encodes (a progress bar's total): each unique (prompt, text) once."""
+        return sum(len(texts) for texts in self.prompt_groups(encoder, choice)[1].values())
 
     def __call__(
         self,
@@ -118,25 +147,35 @@ class Evaluator:
         progress: Callable[[int], None] | None = None,
         note: Callable[[str], None] = lambda _text: None,
         intervals: bool = True,
+        prompts: PromptChoice | None = None,
     ) -> EvalReport:
-        """Embed every unique text once, score each task; `intervals=False` skips the bootstrap (training's
-        periodic dev checks only need `.average`; their per-unit outputs are kept for the final paired Δ)."""
+        """Embed every unique (prompt, text) once, score each task; `intervals=False` skips the bootstrap
+        (training's periodic dev checks only need `.average`; their per-unit outputs are kept for the final paired
+        Δ). `prompts`: which prompt each side gets (None: the model's defaults, as training's dev checks use)."""
         from sentadapt.encoder import Encoder
 
         assert isinstance(encoder, Encoder)
         started = time.perf_counter()
+        side_prompts, groups = self.prompt_groups(encoder, prompts)
+        blocks = {prompt: self._vectors(encoder, texts, prompt, batch_size, max_length, dtype, pooling, progress,
+                                        note) for prompt, texts in groups.items()}
+        table = _table(side_prompts, groups, blocks)
+        results = [task.score(table) for task in self.tasks]
+        del table, blocks
+        pooling_name = pooling.name(encoder.num_layers) if pooling is not None else encoder.pooling_name  # type: ignore[attr-defined]
+        report = self.report(results, encoder.name, pooling_name, time.perf_counter() - started, intervals)
+        report.prompts = {side: prompt for side, prompt in side_prompts.items() if prompt}
+        return report
+
+    def _vectors(self, encoder: Any, texts: list[str], prompt: str, batch_size: int, max_length: int | None,
+                 dtype: str, pooling: object | None, progress: Callable[[int], None] | None,
+                 note: Callable[[str], None]) -> Any:
         if self.cache_embeddings and pooling is None:
             from sentadapt.embedding_cache import cached_vectors
 
-            vectors = cached_vectors(encoder, self.sentences, batch_size, max_length, dtype, progress, note)
-        else:
-            vectors = encoder.encode(self.sentences, batch_size=batch_size, max_length=max_length, dtype=dtype,
-                                     pooling=pooling, progress=progress)  # type: ignore[arg-type]
-        table = EmbeddingTable(self.sentences, vectors)
-        results = [task.score(table) for task in self.tasks]
-        del table, vectors
-        pooling_name = pooling.name(encoder.num_layers) if pooling is not None else encoder.pooling_name  # type: ignore[attr-defined]
-        return self.report(results, encoder.name, pooling_name, time.perf_counter() - started, intervals)
+            return cached_vectors(encoder, texts, batch_size, max_length, dtype, progress, note, prompt=prompt)
+        return encoder.encode(texts, batch_size=batch_size, max_length=max_length, dtype=dtype, pooling=pooling,
+                              progress=progress, prompt=prompt)
 
     def report(self, results: list[TaskResult], model: str, pooling: str, seconds: float = 0.0,
                intervals: bool = True) -> EvalReport:
@@ -219,6 +258,21 @@ class Evaluator:
         names = sorted({task.unit_name for task in self.tasks})
         return names[0] if len(names) == 1 else "units"
 
+
+
+def _table(side_prompts: dict[str, str], groups: dict[str, list[str]], blocks: dict[str, Any]) -> EmbeddingTable:
+    """One matrix of every group's vectors; each side looks its texts up in its prompt's rows."""
+    if len(groups) == 1:
+        ((prompt, texts),) = groups.items()
+        return EmbeddingTable(texts, blocks[prompt])
+    import torch
+
+    offsets, start = {}, 0
+    for prompt, texts in groups.items():
+        offsets[prompt], start = start, start + len(texts)
+    side_rows = {side: {text: offsets[prompt] + row for row, text in enumerate(groups[prompt])}
+                 for side, prompt in side_prompts.items()}
+    return EmbeddingTable([], torch.cat([blocks[prompt] for prompt in groups]), side_rows)
 
 
 def dev_evidence(evaluator: Evaluator | None, base: dict[str, Any] | None, options: Sequence[dict[str, Any]],

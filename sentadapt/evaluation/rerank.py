@@ -16,6 +16,7 @@ from sentadapt.data.pairs import sniff_columns
 from sentadapt.data.rerank import RerankRows, read_rerank
 from sentadapt.evaluation import bootstrap, ranking
 from sentadapt.evaluation.base import TASK_TYPES, EmbeddingTable, EvalTask, Outputs
+from sentadapt.prompts import DOCUMENT, QUERY
 
 AT_K = 10
 
@@ -52,11 +53,14 @@ class RerankingTask(EvalTask):
     def texts(self) -> list[str]:
         return [*self.rows.queries, *self.flat_candidates]
 
+    def sided_texts(self) -> list[tuple[str, list[str]]]:
+        return [(QUERY, self.rows.queries), (DOCUMENT, self.flat_candidates)]
+
     def outputs(self, table: EmbeddingTable) -> Outputs:
         import torch
 
-        queries = torch.nn.functional.normalize(table.of(self.rows.queries), dim=-1)
-        candidates = torch.nn.functional.normalize(table.of(self.flat_candidates), dim=-1)
+        queries = torch.nn.functional.normalize(table.of(self.rows.queries, QUERY), dim=-1)
+        candidates = torch.nn.functional.normalize(table.of(self.flat_candidates, DOCUMENT), dim=-1)
         owner = torch.from_numpy(np.repeat(np.arange(len(self.rows)), self.valid.sum(axis=1)))
         flat = (queries[owner] * candidates).sum(dim=-1).double().numpy()
         scores = np.full(self.valid.shape, -np.inf)

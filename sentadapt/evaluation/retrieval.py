@@ -20,6 +20,7 @@ import numpy as np
 from sentadapt.data.beir import BeirCollection, is_beir_folder, read_beir
 from sentadapt.evaluation import bootstrap, ranking
 from sentadapt.evaluation.base import TASK_TYPES, EmbeddingTable, EvalTask, Outputs
+from sentadapt.prompts import DOCUMENT, QUERY
 
 if TYPE_CHECKING:
     import torch
@@ -97,10 +98,14 @@ class RetrievalTask(EvalTask):
     def texts(self) -> list[str]:
         return [*self.collection.corpus_texts, *self.collection.query_texts]
 
+    def sided_texts(self) -> list[tuple[str, list[str]]]:
+        return [(DOCUMENT, self.collection.corpus_texts), (QUERY, self.collection.query_texts)]
+
     def outputs(self, table: EmbeddingTable) -> Outputs:
         skip_self = self.ignore_identical_ids and bool((self.self_rows >= 0).any())
         k = TOP_K + 1 if skip_self else TOP_K  # one spare hit for the query's own document
-        _, rows = exact_search(table.of(self.collection.query_texts), table.of(self.collection.corpus_texts), k)
+        queries = table.of(self.collection.query_texts, QUERY)
+        _, rows = exact_search(queries, table.of(self.collection.corpus_texts, DOCUMENT), k)
         if skip_self:
             rows = drop_own_document(rows, self.self_rows)[:, :TOP_K]
         return self.per_query(rows)

@@ -16,6 +16,7 @@ from sentadapt.durable import write_json_file
 from sentadapt.errors import ConfigError
 from sentadapt.evaluation.evaluator import Comparison, EvalReport, Evaluator
 from sentadapt.options import Note, Progress, check_at_least, progress_step, quiet
+from sentadapt.prompts import SIDES, PromptChoice, Prompts, read_prompts
 from sentadapt.tables import TextTable
 
 SPLITS = ("test", "dev")
@@ -77,6 +78,9 @@ def evaluate(
     seed: int = 0,
     cache_embeddings: bool = False,
     pooling: str | None = None,
+    prompt: str | None = None,
+    query_prompt: str | None = None,
+    document_prompt: str | None = None,
     batch_size: int = 128,
     max_length: int | None = None,
     dtype: str = "fp32",
@@ -91,6 +95,9 @@ def evaluate(
     `data_dir`), your pairs files (`pairs`: scored → STS, 0/1 labels → pair classification), reranking files
     (`rerank`) and BEIR folders (`retrieval`); with none of them, the 7 STS test sets. Every number gets a 95 %
     percentile bootstrap CI (`bootstrap` resamples, `seed`); every model after the first a paired Δ against it.
+    Prompts (a model's prompt names, or "none"): `prompt` for both sentences of pairs (default: the model's
+    default_prompt_name), `query_prompt` / `document_prompt` for the queries and documents of reranking and
+    retrieval (default: its "query" prompt, and its first of "document", "passage", "corpus").
 
     Bad options and data raise `ConfigError` / `DataError` / `ModelError` before any model loads. `progress`
     (description, total) → context manager yielding advance(n), and `note` (one line) report as the CLI does."""
@@ -109,6 +116,9 @@ def evaluate(
                           "name their type themselves)")
     names = [str(models)] if isinstance(models, (str, Path)) else [str(model) for model in models]
     resolved = [resolve_model(name) for name in names]  # fail on a bad name before loading anything
+    choice = PromptChoice(prompt, query_prompt, document_prompt)
+    for model in resolved:  # an unknown prompt name fails before any weights load
+        check_prompt_choice(read_prompts(model), choice, model.name)
     evaluators = build_evaluators(sts, data_dir, pairs, rerank, retrieval, task, split, aggregate,
                                   {"resamples": bootstrap, "seed": seed, "cache_embeddings": cache_embeddings})
 
@@ -119,12 +129,14 @@ def evaluate(
         model_reports = []
         with encoder.keep_cast_copy():  # bf16/fp16: the weights are cast once for all evaluators, then released
             for evaluator in evaluators:
-                with progress_step(progress, f"encoding {model.name}", len(evaluator.sentences)) as advance:
+                total = evaluator.encodings(encoder, choice)
+                with progress_step(progress, f"encoding {model.name}", total) as advance:
                     model_reports.append(evaluator(encoder, batch_size=batch_size, dtype=dtype, progress=advance,
-                                                   note=note))
+                                                   note=note, prompts=choice))
         reports.append(model_reports)
         note(f"{model.name}: pooling {encoder.pooling_name} (from {encoder.pooling_source}), "
-             f"max_length {encoder.max_length}, {dtype}, {sum(r.seconds for r in model_reports):.1f}s")
+             f"max_length {encoder.max_length}, {dtype}, {sum(r.seconds for r in model_reports):.1f}s"
+             + _prompts_line(model_reports))
         del encoder
 
     comparisons: list[list[Comparison | None]] = [[None] * len(evaluators)]
@@ -136,6 +148,18 @@ def evaluate(
     if json_out is not None:
         note(f"wrote {result.write_json(json_out)}")
     return result
+
+
+def check_prompt_choice(prompts: Prompts, choice: PromptChoice, model: str) -> None:
+    """Each prompt name given must be one of the model's (a one-line ConfigError listing them)."""
+    for side in SIDES:
+        prompts.name_for(side, choice.of(side), model)
+
+
+def _prompts_line(reports: list[EvalReport]) -> str:
+    """", prompts: query 'query: ', document 'passage: '" — only when some side got a prompt."""
+    used = {side: text for report in reports for side, text in report.prompts.items()}
+    return (", prompts: " + ", ".join(f"{side} {text!r}" for side, text in used.items())) if used else ""
 
 
 def build_evaluators(sts: str | None, data_dir: str | Path | None, pairs: Sequence[str | Path],

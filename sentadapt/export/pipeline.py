@@ -40,7 +40,8 @@ def run_export(request: ExportRequest, note: Note, sentences: Sequence[str] | No
     source = load_source(request, note)
     encoder = source.encoder
     texts = list(sentences if sentences is not None else SAMPLE_SENTENCES)
-    reference = encoder.encode(texts)  # fp32, the vectors every format must reproduce
+    # fp32, the vectors every format must reproduce; without a prompt, as the hf and onnx formats hold none
+    reference = encoder.encode(texts, prompt="")
     output = Path(request.output)
     result = ExportResult(output, request.format, request.dtype, source.description, encoder.pooling_name,
                           encoder.embedding_dim)

@@ -42,11 +42,14 @@ def build_sentence_transformer(encoder: Encoder, stage: Path) -> Any:
     pipeline = [_transformer(modules.Transformer, stage, encoder)]
     if encoder.pooling.needs_hidden_states:
         pipeline.append(_weighted_layers(modules.WeightedLayerPooling, encoder))
-    pipeline.append(modules.Pooling(encoder.hidden_size, pooling_mode=encoder.pooling.token))
+    pipeline.append(modules.Pooling(encoder.hidden_size, pooling_mode=encoder.pooling.token,
+                                    include_prompt=encoder.prompts.include_prompt))
     pipeline += [_dense(modules.Dense, layer) for layer in encoder.head]
     if encoder.normalize:
         pipeline.append(modules.Normalize())
-    return SentenceTransformer(modules=pipeline, device="cpu", similarity_fn_name="cosine")
+    prompts = encoder.prompts  # saved in config_sentence_transformers.json: encode_query() applies them
+    return SentenceTransformer(modules=pipeline, device="cpu", similarity_fn_name="cosine",
+                               prompts=dict(prompts.texts), default_prompt_name=prompts.default_name)
 
 
 def _transformer(transformer_class: type, stage: Path, encoder: Encoder) -> Any:
@@ -118,8 +121,21 @@ def write_sentence_transformers(encoder: Encoder, folder: Path, request: ExportR
     limit = COSINE_LIMIT if request.dtype == "fp32" else FP16_COSINE_LIMIT
     with _quiet_loading():
         loaded = SentenceTransformer(str(folder), device="cpu")
-    theirs = loaded.encode(texts, convert_to_tensor=True)
+    theirs = loaded.encode(texts, convert_to_tensor=True, prompt="")  # the reference has no prompt
     checks = [compare("SentenceTransformer(OUT)", reference, theirs, min_cosine=limit)]
     reread = Encoder.load(folder, device="cpu")  # what `sentadapt eval OUT` will use
-    checks.append(compare("sentadapt Encoder.load(OUT)", reference, reread.encode(texts), min_cosine=limit))
+    checks.append(compare("sentadapt Encoder.load(OUT)", reference, reread.encode(texts, prompt=""),
+                          min_cosine=limit))
+    _check_prompts(encoder, loaded)
     return checks
+
+
+def _check_prompts(encoder: Encoder, loaded: Any) -> None:
+    """SentenceTransformer(OUT) applies the encoder's prompts (it may add its own empty placeholders)."""
+    from sentadapt.errors import ExportError
+
+    prompts = encoder.prompts
+    missing = sorted(name for name, text in prompts.texts.items() if loaded.prompts.get(name) != text)
+    if missing or loaded.default_prompt_name != prompts.default_name:
+        raise ExportError(f"verification failed: SentenceTransformer(OUT) does not have the model's prompts "
+                          f"({', '.join(missing) or 'default_prompt_name'}); please report this")

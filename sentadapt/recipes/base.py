@@ -64,6 +64,7 @@ class TrainingData:
     streaming: bool = False
     num_proc: int | None = None
     encode_batch_size: int = 128  # --eval-batch-size: batches for encoding with a frozen model (CLSR)
+    prompt: str = ""  # --prompt's text, prepended to every training sentence before it is tokenized or encoded
 
 
 class RecipeBase(abc.ABC):
@@ -232,7 +233,8 @@ def read_sentences(data: TrainingData, encoder: Encoder, note: Callable[[str], N
 
     prepared = prepare_sentences(data.sources, encoder.tokenizer, token_limit(encoder, data.max_length),
                                  text_column=data.text_column, dedup=data.dedup, encoding_errors=data.encoding_errors,
-                                 streaming=data.streaming, num_proc=data.num_proc, progress=progress)
+                                 streaming=data.streaming, num_proc=data.num_proc, progress=progress,
+                                 prompt=data.prompt)
     for line in prepared.notes:
         note(line)
     return prepared.examples
@@ -244,7 +246,7 @@ def read_nli(files: Sequence[str], data: TrainingData, encoder: Encoder, note: C
     from sentadapt.data.prepare import prepare_nli
 
     prepared = prepare_nli(list(files), encoder.tokenizer, token_limit(encoder, data.max_length),
-                           num_proc=data.num_proc, progress=progress)
+                           num_proc=data.num_proc, progress=progress, prompt=data.prompt)
     for line in prepared.notes:
         note(line)
     return prepared.examples

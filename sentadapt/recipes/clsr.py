@@ -144,7 +144,7 @@ class ClsrRecipe(RecipeBase):
         texts = list(row_of)
         with progress("encoding (frozen, once)", len(texts)) as advance:
             self.table = cached_frozen_vectors(encoder, texts, data.max_length, batch_size=data.encode_batch_size,
-                                               progress=advance, note=note)
+                                               progress=advance, note=note, prompt=data.prompt)
         note(f"{len(pairs)} positive pairs over {len(texts)} unique sentences")
         return RowPairs(a_rows, b_rows, texts)
 

@@ -26,7 +26,9 @@ class FrozenBase:
 
         frozen_backbone = backbone if backbone is not None else copy.deepcopy(encoder.backbone)
         frozen = Encoder(frozen_backbone, encoder.tokenizer, encoder.pooling, copy.deepcopy(list(encoder.head)),
-                         encoder.normalize, encoder.max_length, encoder.name)
+                         encoder.normalize, encoder.max_length, encoder.name, encoder.prompts)
+        # the training sequences start with the same prompt: pooled without its tokens when the model says so
+        frozen.train_prompt_length = encoder.train_prompt_length
         self._frozen: list[Encoder] = [frozen.requires_grad_(False).eval()]
 
     @property
@@ -50,7 +52,7 @@ def clean_embeddings(encoder: Encoder, input_ids: Tensor, attention_mask: Tensor
     """The trained encoder's sentence vectors as evaluated and exported (its pooling and head) with the gradient,
     internal dropout off for this pass (as ConSERT encodes its views), so at step 0 they equal the base's."""
     was_training = encoder.backbone.training
-    encoder.backbone.train(False)
+    encoder.set_dropout(False)  # (layers that checkpoint still do)
     try:
         return encoder(input_ids, attention_mask)
     finally:

@@ -164,11 +164,13 @@ def adapt(corpus: str | Path | list[str | Path] | tuple[str | Path, ...] = (), *
           checkpoint_every: int | None = None, patience: int | None = None,
           seed: int | None = None, report_to: str | None = None, text_column: str | None = None,
           encoding_errors: str = "strict", num_proc: int | None = None, streaming: bool = False,
-          decision: str = "risk", risk: float = 0.2, resume: str | bool | None = None, overwrite: bool = False,
+          decision: str = "risk", risk: float = 0.2, prompt: str | None = None,
+          resume: str | bool | None = None, overwrite: bool = False,
           dry_run: bool = False, trust_remote_code: bool = False, allow_pickle: bool = False,
           require_improvement: bool = False, note: Any = None, progress: Any = None) -> AdaptResult:
     """Adapt `base` to the corpus with a recipe (`sentadapt adapt`, same options and defaults; `set_options` are
-    `--set key=value` strings, `resume` is True/"last" or "auto", `teacher` is `--teacher`). Raises the project's
+    `--set key=value` strings, `resume` is True/"last" or "auto", `teacher` is `--teacher`; `prompt`: the base's
+    prompt name for the training sentences, or "none"; default its default_prompt_name). Raises the project's
     typed errors with the CLI's one-line messages (`NoImprovement` for a kept base with `require_improvement`).
     Prints nothing: `note` gets one line per event, `progress(description, total)` may return a progress bar
     context."""
@@ -180,7 +182,8 @@ def adapt(corpus: str | Path | list[str | Path] | tuple[str | Path, ...] = (), *
     run_fields = {"dev": None if dev is None else str(dev), "dev_metric": dev_metric,
                   "data_dir": None if data_dir is None else str(data_dir), "text_column": text_column,
                   "encoding_errors": encoding_errors, "streaming": streaming, "num_proc": num_proc,
-                  "decision": decision, "risk": risk, "teacher": None if teacher is None else str(teacher)}
+                  "decision": decision, "risk": risk, "teacher": None if teacher is None else str(teacher),
+                  "prompt": prompt}
     settings = Settings([str(path) for path in paths], Path(output), recipe, base,
                         None if config is None else Path(config), list(set_options), preset, flags, run_fields)
     request = AdaptRequest(settings, list(candidates), RESUME_LAST if resume is True else resume or None,

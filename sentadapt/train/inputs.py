@@ -8,6 +8,7 @@ from typing import Any
 from sentadapt.config import RunConfig
 from sentadapt.encoder import Encoder
 from sentadapt.evaluation.task_types import resolve_dev_set
+from sentadapt.prompts import PAIR
 from sentadapt.recipes import RECIPES
 from sentadapt.recipes.base import TrainingData, no_progress
 from sentadapt.rundir import RunDir
@@ -15,12 +16,24 @@ from sentadapt.train.loop import TrainingInputs
 from sentadapt.train.teacher import teacher_table
 
 
-def training_data(config: RunConfig) -> TrainingData:
-    """What a recipe's `load_examples` reads: the run's inputs and reading options."""
+def training_data(config: RunConfig, prompt: str = "") -> TrainingData:
+    """What a recipe's `load_examples` reads: the run's inputs and reading options, and the prompt text."""
     return TrainingData(sources=tuple(config.corpus), max_length=config.train.max_length,
                         text_column=config.text_column, dedup=config.train.dedup,
                         encoding_errors=config.encoding_errors, streaming=config.streaming, num_proc=config.num_proc,
-                        encode_batch_size=config.train.eval_batch_size)
+                        encode_batch_size=config.train.eval_batch_size, prompt=prompt)
+
+
+def training_prompt(config: RunConfig, encoder: Encoder, note: Callable[[str], None]) -> str:
+    """The text `--prompt` names ("" for none); the encoder learns its length, which forward() leaves out of
+    pooling when the base's Pooling says include_prompt: false (as sentence-transformers trains and encodes)."""
+    name = encoder.prompts.name_for(PAIR, config.prompt, encoder.name)
+    prompt = encoder.prompts.for_side(PAIR, name, encoder.name)
+    encoder.train_prompt_length = encoder.prompt_length(prompt, config.train.max_length)
+    if prompt:
+        pooled = "pooled" if encoder.prompts.include_prompt else "not pooled (include_prompt: false)"
+        note(f"prompt: every training sentence starts with {name} {prompt!r}, {pooled}")
+    return prompt
 
 
 def build_inputs(config: RunConfig, note: Callable[[str], None], device: str | None = None,
@@ -34,7 +47,8 @@ def build_inputs(config: RunConfig, note: Callable[[str], None], device: str | N
     recipe = recipe_class(config.recipe_args, encoder)
     if stage is not None:
         recipe.use_stage(stage)
-    examples = recipe.load_examples(training_data(config), encoder, note, progress or no_progress)
+    data = training_data(config, training_prompt(config, encoder, note))
+    examples = recipe.load_examples(data, encoder, note, progress or no_progress)
     teacher = None
     if config.teacher is not None:  # its vectors of these examples, once, before training
         teacher = teacher_table(config, examples, device or "cpu", note, progress or no_progress, trust_remote_code,

@@ -151,6 +151,7 @@ def check_run(config: Any, resume: bool, overwrite: bool, dry_run: bool, require
     from sentadapt.data.corpus import ENCODING_ERRORS, check_sources
     from sentadapt.evaluation.decision import decision_rule
     from sentadapt.evaluation.task_types import resolve_dev_set
+    from sentadapt.prompts import PAIR, read_prompts
     from sentadapt.recipes import RECIPES
     from sentadapt.resolve import resolve_model
     from sentadapt.train.teacher import check_teacher
@@ -161,6 +162,8 @@ def check_run(config: Any, resume: bool, overwrite: bool, dry_run: bool, require
     resolve_trackers(config.train.report_to)  # a tracker that is not installed: say which extra, before loading
     if getattr(config, "resolved_model", None) is None:  # preset detection may have resolved it already
         config.resolved_model = resolve_model(config.base)
+    # --prompt: a name of the base's prompts (or none); the default resolved to a name, so config.yaml says it
+    config.prompt = read_prompts(config.resolved_model).name_for(PAIR, config.prompt, config.resolved_model.name)
     if config.teacher is not None:  # loads, and is not the base itself
         check_teacher(config.teacher, config.resolved_model.location)
     elif config.train.recipe_weight == 0 and config.train.distill == 0:
