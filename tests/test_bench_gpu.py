@@ -91,7 +91,8 @@ def test_rows_and_their_selection() -> None:
     with pytest.raises(SystemExit) as caught:
         bench.select_rows(rows, "consert-*,ct-*")
     assert str(caught.value) == ("--only: 'ct-*' matches no row; rows are SYSTEM-PRECISION-BATCH, e.g. "
-                                 "peer-fp32-96 (systems: peer, bare, bare_compiled, consert, consert_compiled, sgopt)")
+                                 "peer-fp32-96 (systems: peer, bare, bare_compiled, consert, consert_compiled, sgopt, "
+                                 "eval)")
     compiled = [row.name for row in bench.plan_rows((96,), 16, compiled=True) if row.precision == "bf16"]
     assert compiled == ["peer-bf16-96", "bare-bf16-96", "bare_compiled-bf16-96", "consert-bf16-96",
                         "consert_compiled-bf16-96", "sgopt-bf16-16"]
@@ -183,3 +184,160 @@ def test_smoke_runs_every_row_on_the_cpu(tiny_model_dir: Path, tmp_path: Path) -
     assert skipped == {"tf32 needs a CUDA GPU", "fp16 needs a CUDA GPU"}
     assert rows["consert-bf16-8"]["train_log_examples_per_s"] > 0 and rows["bare-bf16-8"]["tf32"] == "tf32"
     assert "| consert-bf16-16 | sentadapt ConSERT | bf16 | 16 |" in out.with_suffix(".md").read_text()
+
+
+# ---------------------------------------------------------------------- --quick: what fits one lent session
+
+
+def test_quick_plan_fits_one_session_with_the_deciding_rows_first() -> None:
+    bench = bench_gpu
+    plan = bench.quick_plan()
+    session = [chunk for chunk in plan if not chunk.later]
+    assert [chunk.number for chunk in plan] == list(range(1, len(plan) + 1))
+    assert all(chunk.estimate_s <= 480 for chunk in session) and sum(c.estimate_s for c in session) <= 1200
+    assert [chunk.tests for chunk in plan].count(True) == 1 and session[-1].tests  # the GPU-marked tests: own chunk
+    chunk_of = {row.name: chunk.number for chunk in plan for row in chunk.rows}
+    assert [row.name for row in session[0].rows][:4] == ["consert-bf16-96", "consert-fp16-96", "consert-tf32-96",
+                                                         "bare-bf16-96"]
+    deciding = ["consert-bf16-512", "bare-bf16-512", "sgopt-fp16-16", "eval-fp32-128", "eval-fp16-128"]
+    assert [chunk_of[name] for name in deciding] == [2, 2, 2, 3, 3]  # then the sentence-transformers peer
+    assert chunk_of["peer-bf16-96"] == 3 and not any(c.later for c in plan if c.number <= session[-1].number)
+    everything = [row.name for row in bench.plan_rows((96, 512), 16, compiled=False)] + [
+        f"eval-{precision}-128" for precision in ("fp32", "fp16", "bf16")]
+    assert sorted(chunk_of) == sorted(everything)  # every row once; the rest in later chunks
+    # the estimates: 40 s a row + 300 steps × batch / issue 21's rate, 45 s a chunk
+    assert bench.row_estimate_s(bench.Row("consert", "bf16", 96)) == pytest.approx(40 + 300 * 96 / 713)
+    assert bench.row_estimate_s(bench.Row("consert", "tf32", 96)) == pytest.approx(40 + 300 * 96 / 1108)  # fp32's
+    assert session[0].estimate_s == pytest.approx(45 + sum(bench.row_estimate_s(row) for row in session[0].rows))
+    assert bench.device_calls(plan) == [[1], [2], [3, 4]]
+    smoke = bench.quick_plan(smoke=True)
+    assert [(c.number, c.estimate_s, c.tests) for c in smoke] == [(c.number, c.estimate_s, c.tests) for c in plan]
+    assert [row.name for row in smoke[1].rows] == ["consert-bf16-16", "bare-bf16-16", "sgopt-fp16-8"]
+
+
+def test_the_readme_plan_table_is_the_plan() -> None:
+    text = (REPO / "bench" / "README.md").read_text()
+    plan = bench_gpu.quick_plan()
+    for chunk in plan:
+        if not chunk.later:
+            rows = "`pytest -m gpu` (the GPU-marked tests)" if chunk.tests else chunk.label
+            assert f"| {chunk.number} | {rows} | {chunk.estimate_s:,.0f} s |" in text
+    later = [chunk for chunk in plan if chunk.later]
+    assert (f"| {later[0].number}–{later[-1].number} | the other {sum(len(c.rows) for c in later)} rows, for a later "
+            f"session (`--chunk K`) | {sum(c.estimate_s for c in later):,.0f} s |") in text
+    assert "-d bench/out/gpu-carry/wheels datasets==5.2.0 dill==0.4.1 multiprocess==0.70.19" in text
+    assert "python3 -m bench.bench_gpu --quick --chunk $K --tokenizer $C/tokenizer --corpus $C/corpus.txt" in text
+
+
+def test_the_results_file_survives_a_cut_line_and_says_what_is_done(tmp_path: Path) -> None:
+    bench = bench_gpu
+    results = tmp_path / "results.jsonl"
+    bench.append_record(results, {"kind": "row", "row": "consert-bf16-96", "examples_per_s": 1600.0})
+    with results.open("a") as handle:
+        handle.write('{"kind": "row", "row": "bare-bf16-96", "exam')  # the call was killed mid-line
+    bench.append_record(results, {"kind": "row", "row": "consert-fp16-96", "error": "exit 1: out of memory"})
+    bench.append_record(results, {"kind": "row", "row": "consert-tf32-96", "skipped": "no --tf32"})
+    bench.append_record(results, {"kind": "tests", "row": "tests-gpu", "returncode": 1, "summary": "1 failed"})
+    records = bench.read_records(results)
+    assert [record["row"] for record in records] == ["consert-bf16-96", "consert-fp16-96", "consert-tf32-96",
+                                                     "tests-gpu"]
+    assert bench.finished(records) == {"consert-bf16-96", "consert-fp16-96", "consert-tf32-96", "tests-gpu"}
+    assert bench.finished(records, retry_failed=True) == {"consert-bf16-96", "consert-tf32-96"}
+
+
+def test_quick_section_pairs_the_rows_of_one_card_across_chunks() -> None:
+    bench = bench_gpu
+    card = "NVIDIA H100 80GB HBM3"
+
+    def run(chunk: int, started: str) -> dict[str, object]:
+        return {"kind": "run", "chunk": chunk, "run_id": started, "card": card, "started": started,
+                "versions": "torch 2.11.0", "steps": 300, "warmup_steps": 20, "sentadapt_flags": ["--tf32"],
+                "peak_tflops": {"bf16": 780.0, "fp32": 51.0}}
+
+    def row(chunk: int, name: str, rate: float) -> dict[str, object]:
+        return {**_measured(name, rate, run_id=f"c{chunk}"), "kind": "row", "chunk": chunk, "card": card,
+                "process_seconds": 70.0}
+
+    records = [run(1, "2026-11-26 10:00 UTC"), row(1, "consert-bf16-96", 1600.0), row(1, "bare-bf16-96", 1500.0),
+               {"kind": "chunk", "chunk": 1, "seconds": 351.0, "estimate_s": 392.0, "card": card},
+               run(3, "2026-11-26 10:20 UTC"), row(3, "peer-bf16-96", 500.0), row(3, "eval-fp32-128", 3000.0),
+               row(3, "eval-fp16-128", 6000.0),
+               {"kind": "tests", "row": "tests-gpu", "chunk": 4, "command": "pytest -m gpu tests/test_gpu_training.py",
+                "returncode": 0, "summary": "11 passed, 1 skipped in 84.20s", "seconds": 95.0, "card": card}]
+    text = bench.quick_section(records, bench.quick_plan(), "results.jsonl")
+    assert "| 1 | consert-bf16-96, consert-fp16-96, consert-tf32-96, bare-bf16-96, bare-fp16-96 | 392 s | " \
+           "2 measured of 5 | 351 s |" in text
+    assert "| 4 | `pytest -m gpu` | 120 s | 11 passed, 1 skipped in 84.20s (exit 0) | – |" in text
+    assert text.count(f"**{card}** (chunks 1, 3, from 2026-11-26 10:00 UTC; torch 2.11.0)") == 1  # one run
+    # chunk 1's ConSERT against chunk 3's peer: the same card
+    assert "| consert-bf16-96 | sentadapt ConSERT | bf16 | 96 | 1,600 | 1.07× | 3.20× |" in text
+    assert "| eval-fp16-128 | sentadapt eval (Encoder.encode) | fp16 | 128 | 6,000 | – | – | 2.00× |" in text
+    assert "| eval fp16 faster than fp32 (Encoder.encode, batch 128) | 2.00× | yes |" in text
+    assert "| consert-bf16-96 | 713 | 1,600 | 2.24× |" in text
+    assert ("**The suite with CUDA** (`pytest -m gpu tests/test_gpu_training.py`) on NVIDIA H100 80GB HBM3: "
+            "11 passed, 1 skipped in 84.20s, exit 0 (green).") in text
+
+
+def _quick_smoke(tiny_model_dir: Path, tmp_path: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+    corpus = tmp_path / "corpus.txt"
+    if not corpus.exists():
+        corpus.write_text("".join(f"the server {i} is down after the {i}th backup\n" for i in range(40)))
+    return subprocess.run([sys.executable, "-m", "bench.bench_gpu", "--quick", "--smoke", "--tokenizer",
+                           str(tiny_model_dir), "--corpus", str(corpus), "--work", str(tmp_path / "work"),
+                           "--results", str(tmp_path / "results.jsonl"), "--readme", str(tmp_path / "README.md"),
+                           *extra], cwd=REPO, capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(REPO), "CUDA_VISIBLE_DEVICES": ""})
+
+
+def test_quick_smoke_runs_every_chunk_and_rewrites_the_readme_section(tiny_model_dir: Path, tmp_path: Path) -> None:
+    """Every session chunk on the CPU, one row each (--smoke-rows 1: 3 row processes + pytest, ~40-70 s)."""
+    readme = tmp_path / "README.md"
+    before = (REPO / "bench" / "README.md").read_text()
+    readme.write_text(before)
+    done = _quick_smoke(tiny_model_dir, tmp_path, "--smoke-rows", "1")
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    records = bench_gpu.read_records(tmp_path / "results.jsonl")
+    measured = [r["row"] for r in records if r.get("kind") == "row" and r.get("examples_per_s", 0) > 0]
+    assert measured == ["bare-bf16-8", "bare-bf16-16", "eval-fp32-128"]  # the cheapest row of each chunk
+    skipped = {r["row"]: r["skipped"] for r in records if "skipped" in r}
+    assert skipped == {"consert-fp16-8": "fp16 needs a CUDA GPU", "consert-tf32-8": "tf32 needs a CUDA GPU",
+                       "bare-fp16-8": "fp16 needs a CUDA GPU", "sgopt-fp16-8": "fp16 needs a CUDA GPU",
+                       "eval-fp16-128": "fp16 needs a CUDA GPU"}
+    tests = [r for r in records if r.get("kind") == "tests"]
+    assert len(tests) == 1 and tests[0]["returncode"] == 0 and "skipped" in tests[0]["summary"]
+    assert [r["chunk"] for r in records if r.get("kind") == "chunk"] == [1, 2, 3, 4]
+    begin, end = "<!-- generated: bench_gpu --quick -->", "<!-- end generated: bench_gpu --quick -->"
+    after = readme.read_text()
+    assert after[:after.index(begin)] == before[:before.index(begin)]  # only the section changed
+    assert after[after.index(end):] == before[before.index(end):]
+    section = after[after.index(begin):after.index(end)]
+    assert "| 1 | consert-bf16-8, consert-fp16-8, consert-tf32-8, bare-bf16-8, bare-fp16-8 | 392 s | " \
+           "1 measured, 3 skipped of 5 |" in section
+    assert "| bare-bf16-16 | bare PyTorch loop | bf16 | 16 |" in section
+    assert "**The suite with CUDA** (`pytest -m gpu tests/" in section
+    assert (tmp_path / "results.md").read_text() in after
+
+
+def test_quick_chunks_skip_what_the_results_file_holds(tiny_model_dir: Path, tmp_path: Path) -> None:
+    """A rerun after a timeout goes on where the file stops: here everything of chunks 1 and 4 is there."""
+    results = tmp_path / "results.jsonl"
+    for row in bench_gpu.quick_plan(smoke=True)[0].rows:
+        bench_gpu.append_record(results, {**_measured(row.name, 10.0), "kind": "row", "chunk": 1, "card": "CPU"})
+    bench_gpu.append_record(results, {"kind": "tests", "row": "tests-gpu", "chunk": 4, "returncode": 0,
+                                      "summary": "12 skipped", "command": "pytest -m gpu", "card": "CPU"})
+    (tmp_path / "README.md").write_text("# bench\n")
+    done = _quick_smoke(tiny_model_dir, tmp_path, "--chunk", "1,4")
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert ("already recorded in " + str(results) + ", skipped: consert-bf16-8, consert-fp16-8, consert-tf32-8, "
+            "bare-bf16-8, bare-fp16-8") in done.stdout
+    assert f"already recorded in {results}: tests-gpu" in done.stdout
+    kinds = [record["kind"] for record in bench_gpu.read_records(results)]
+    assert kinds == ["row"] * 5 + ["tests", "chunk", "chunk"]  # no run started, nothing measured again
+    assert "<!-- generated: bench_gpu --quick -->" in (tmp_path / "README.md").read_text()
+
+
+def test_chunk_numbers_and_an_unknown_chunk() -> None:
+    assert bench_gpu.chunk_numbers("3,4") == [3, 4] and bench_gpu.chunk_numbers("1") == [1]
+    done = subprocess.run([sys.executable, "-m", "bench.bench_gpu", "--chunk", "99", "--smoke"], cwd=REPO,
+                          capture_output=True, text=True, env={**os.environ, "CUDA_VISIBLE_DEVICES": ""})
+    assert done.returncode == 1 and done.stderr.strip().endswith("--chunk: 99 is not in the plan (chunks 1 to 13)")
