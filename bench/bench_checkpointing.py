@@ -1,4 +1,4 @@
-"""Benchmark: `adapt --gradient-checkpointing` against the same run without it — peak memory and speed.
+"""Benchmark: `adapt --grad-checkpointing` against the same run without it — peak memory and speed.
 
     python -m bench.bench_checkpointing --model ../shared/models/all-minilm-l6-v2 --corpus runs/sts-corpus.txt
 

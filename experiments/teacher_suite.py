@@ -3,7 +3,7 @@ each domain's corpus, settings chosen on the dev sets, then scored once on the h
 
     python -m experiments.teacher_suite --grid                 # train every grid setting on the 4 domains (dev only)
     python -m experiments.teacher_suite --grid --settings A,B  # some of them (several processes may run side by side)
-    python -m experiments.teacher_suite --final NAME           # NAME's runs (reused) + test eval + speed → docs/results.md
+    python -m experiments.teacher_suite --final [NAME]         # NAME (default: the dev choice) on test, speed
     python -m experiments.teacher_suite --render               # redraw the section from WORK/teacher.json
 
 Training goes through experiments/domain_suite.py's DomainSuite (`sentadapt adapt DOMAIN/corpus.txt --recipe consert
@@ -40,11 +40,7 @@ WORK = Path("runs/teacher")
 GRID: dict[str, tuple[str, list[str], int, int]] = {
     "g-rw1-T05-lr5e5-s100": ("ConSERT + teacher (the mechanism's defaults: recipe_weight 1, T 0.05)", [], 100, 64),
     "g-rw0-T05-lr5e5-s100": ("teacher alone (recipe_weight 0), T 0.05", ["consert:recipe_weight=0"], 100, 64),
-    "g-rw0-T10-lr5e5-s100": ("teacher alone, T 0.1", ["consert:recipe_weight=0", "consert:distill_temperature=0.1"],
-                             100, 64),
-    "g-rw0-T05-lr2e5-s100": ("teacher alone, T 0.05, lr 2e-5", ["consert:recipe_weight=0", "consert:lr=2e-5"], 100, 64),
     "g-rw1-T10-lr5e5-s100": ("ConSERT + teacher, T 0.1", ["consert:distill_temperature=0.1"], 100, 64),
-    "g-rw0-T05-lr5e5-s200": ("teacher alone, T 0.05, 200 steps", ["consert:recipe_weight=0"], 200, 64),
 }
 
 
@@ -146,11 +142,11 @@ def final(name: str, work: Path, results: dict[str, Any]) -> None:
         base, teacher, student = json.loads(out.read_text())
         row = dev_row(work, name, domain)
         assert row is not None
+        scores = {who: {"test": score(entry, "test.jsonl", "spearman"), "dev": score(entry, "dev.jsonl", "spearman")}
+                  for who, entry in (("base", base), ("teacher", teacher), ("student", student))}
         results["final"]["domains"][domain] = {
-            "base": {"test": score(base, "test.jsonl", "spearman"), "dev": score(base, "dev.jsonl", "spearman")},
-            "teacher": {"test": score(teacher, "test.jsonl", "spearman"), "dev": score(teacher, "dev.jsonl", "spearman")},
-            "student": {"test": score(student, "test.jsonl", "spearman"), "dev": score(student, "dev.jsonl", "spearman")},
-            "decision": row["decision"], "risk": row["risk"], "dev_delta": row["delta"], "teacher_run": row["teacher"],
+            **scores, "decision": row["decision"], "risk": row["risk"], "dev_delta": row["delta"],
+            "teacher_run": row["teacher"],
             "eval_command": "python -m sentadapt " + " ".join(job.argv[3:])}
     results["speed"] = encode_speed(test_sentences(data))
     results["cache"] = cache_evidence(results["grid"])
@@ -244,6 +240,7 @@ def render(results: dict[str, Any], command: str) -> str:
              "alone (best average dev Δ with the decision applied); test was read once, afterwards.", "",
              "Dev grid (metrics.json: selected checkpoint − base on the 100 dev pairs, and the run's decision):", "",
              *grid_table(results), "",
+             *([f"**Conditions of this run.** {results['note']}", ""] if results.get("note") else []),
              f"Chosen: {g['what']}, {g['steps']} steps, batch {g['batch_size']}. Held-out test (Spearman × 100; "
              "Δ against the base with its paired 95 % CI, * when it excludes 0; decision applied: keep-base → 0; gap "
              "closed: (student − L3) / (L6 − L3), where the teacher is ahead):", ""]
@@ -288,6 +285,8 @@ def main() -> None:
     parser.add_argument("--final", metavar="NAME", help="evaluate setting NAME on test (default: the dev choice)",
                         nargs="?", const="")
     parser.add_argument("--render", action="store_true", help="only redraw the section from WORK/teacher.json")
+    parser.add_argument("--note", help="a sentence on the conditions of the run, kept in WORK/teacher.json and shown "
+                                       "under the grid")
     args = parser.parse_args()
     os.chdir(REPO)
     work: Path = args.work
@@ -313,6 +312,9 @@ def main() -> None:
         final(args.final or choose(results["grid"]), work, results)
         results["machine"] = machine_summary()
         results["finished"] = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+        write_atomically(path, json.dumps(results, indent=1) + "\n")
+    if args.note:
+        results["note"] = args.note
         write_atomically(path, json.dumps(results, indent=1) + "\n")
     if args.final is not None or args.render:
         write_section(args.doc, SECTION, render(results, "python -m experiments.teacher_suite --final"))

@@ -255,7 +255,7 @@ class Encoder(nn.Module):
         if not getattr(self.backbone, "supports_gradient_checkpointing", False):
             model_type = getattr(self.backbone.config, "model_type", "?")
             raise ConfigError(f"gradient_checkpointing: {model_type} models do not support it in transformers; "
-                              "train without --gradient-checkpointing")
+                              "train without --grad-checkpointing")
         non_reentrant = {"use_reentrant": False, "context_fn": _forward_modes_replayed(self.backbone)}
         if hasattr(self.backbone, "activation_checkpointing_enable"):  # transformers 5.x's name; the old one warns
             self.backbone.activation_checkpointing_enable(activation_checkpointing_kwargs=non_reentrant)

@@ -77,5 +77,5 @@ def test_commands_of_results_written_before_the_split_render_as_modules() -> Non
 
 def test_the_moved_names_are_the_experiments_modules() -> None:
     names = {path.stem for path in (REPO / "experiments").glob("*.py")} - {"__init__"}
-    assert names == MOVED_TO_EXPERIMENTS
+    assert names >= MOVED_TO_EXPERIMENTS  # scripts written since the split (e.g. teacher_suite) are not rewritten
     assert not MOVED_TO_EXPERIMENTS & {path.stem for path in (REPO / "bench").glob("*.py")}

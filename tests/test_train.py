@@ -418,5 +418,5 @@ def test_gradient_checkpointing_on_a_backbone_without_support_is_refused_in_one_
     encoder = Encoder.load(tiny_model_dir, device="cpu")
     encoder.backbone.supports_gradient_checkpointing = False  # what a model class without support declares
     with pytest.raises(ConfigError, match=r"^gradient_checkpointing: bert models do not support it in "
-                                          r"transformers; train without --gradient-checkpointing$"):
+                                          r"transformers; train without --grad-checkpointing$"):
         encoder.enable_gradient_checkpointing()

@@ -66,9 +66,9 @@ DecisionOption = Annotated[str, typer.Option(
          "base, the choice of checkpoint paid for, is at most --risk) | strict (the dev Δ's paired 95 % CI "
          "excludes 0) | positive (any dev Δ > 0).")]
 
-GradientCheckpointingOption = Annotated[bool, typer.Option(
-    "--gradient-checkpointing", help="Recompute activations in backward: less memory (a larger batch, more negatives) "
-                                     "for about one more forward pass of time.")]
+GradientCheckpointingOption = Annotated[bool, typer.Option(  # named like --grad-accum (HF: gradient_checkpointing)
+    "--grad-checkpointing", help="Recompute activations in backward: less memory (a larger batch, more negatives) for "
+                                 "about one more forward pass of time.")]
 
 PromptOption = Annotated[str | None, typer.Option(
     "--prompt", help="The base's prompt (e.g. query) prepended to every training sentence, or none. Default: the "
