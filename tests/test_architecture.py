@@ -172,3 +172,15 @@ def test_layer_checker_flags_an_import_up_and_one_across() -> None:
              "sentadapt.export.st": {"sentadapt.train.checkpoint"}}
     assert _imports_up_or_across(graph) == ["sentadapt.encoder → sentadapt.train.loop",
                                             "sentadapt.export.st → sentadapt.train.checkpoint"]
+
+
+def test_the_cli_stays_thin() -> None:
+    """Commands parse, make one library call and render (issue 26): cli/ at most 900 lines in all, no function
+    over 80; what grows belongs in the library (a result's tables, the run's lifecycle)."""
+    files = sorted((PACKAGE / "cli").glob("*.py"))
+    assert sum(len(path.read_text(encoding="utf-8").splitlines()) for path in files) <= 900
+    long = [f"{path.name}:{node.name} ({node.end_lineno - node.lineno + 1} lines)" for path in files
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+            if isinstance(node, ast.FunctionDef) and node.end_lineno is not None
+            and node.end_lineno - node.lineno + 1 > 80]
+    assert not long, long

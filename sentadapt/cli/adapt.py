@@ -70,6 +70,11 @@ GradientCheckpointingOption = Annotated[bool, typer.Option(  # named like --grad
     "--grad-checkpointing", help="Recompute activations in backward: less memory (a larger batch, more negatives) for "
                                  "about one more forward pass of time.")]
 
+TeacherOption = Annotated[str | None, typer.Option(
+    "--teacher", help="A stronger model (folder or Hub id, any width) whose in-batch similarities the student learns "
+                      "(kl, weight --set teacher_weight=W, default 1); it encodes the corpus once before training "
+                      "(cached) and replaces the base as distill's target.")]
+
 PromptOption = Annotated[str | None, typer.Option(
     "--prompt", help="The base's prompt (e.g. query) prepended to every training sentence, or none. Default: the "
                      "base's default_prompt_name, else none. Dev scores use the prompts eval uses.")]
@@ -87,10 +92,7 @@ def adapt(
     recipe: RecipeOption = None,
     candidates_option: CandidatesOption = None,
     base: str | None = typer.Option(None, "--base", help="Base model: folder or Hub id (default: named above)."),
-    teacher: str | None = typer.Option(
-        None, "--teacher", help="A stronger model (folder or Hub id, any width) whose in-batch similarities the "
-                                "student learns (kl, weight --set teacher_weight=W, default 1); it encodes the "
-                                "corpus once before training (cached) and replaces the base as distill's target."),
+    teacher: TeacherOption = None,
     output: Path = typer.Option(..., "--output", "-o", help="Run directory (becomes a sentence-transformers model)."),
     config_file: Path | None = typer.Option(None, "--config", help="Recipe YAML, e.g. recipes/consert.yaml."),
     set_options: list[str] = typer.Option([], "--set", help="Override any config key: --set temperature=0.05"),
