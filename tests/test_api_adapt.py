@@ -50,6 +50,11 @@ def test_the_api_and_the_cli_write_the_same_run(corpus: Path, tiny_model_dir: Pa
     assert result.reason == api_metrics["decision_reason"] and result.use_adapted == (result.decision ==
                                                                                       "use-adapted")
     assert any(line.startswith("base model on pairs.tsv: ") for line in notes)  # progress notes, not prints
+    rows = {row.cells[0].text: row.cells[1] for row in result.summary.rows}  # the table the CLI prints
+    assert rows["output"].text == str(api_dir) and rows["best dev"].text.endswith(f"at step {api_metrics['best_step']}")
+    assert api_metrics["decision_reason"] in rows["decision"].text
+    assert rows["decision"].tone == ("good" if result.use_adapted else "bad")
+    assert str(result.summary).startswith("sentadapt adapt — summary\noutput")  # plain text for a notebook
 
 
 def test_the_api_refuses_bad_settings_with_the_clis_one_line_messages(corpus: Path, tiny_model_dir: Path,

@@ -10,6 +10,7 @@ from typing import Any
 
 from sentadapt.errors import ConfigError, NoImprovement
 from sentadapt.rundir import CONFIG_FILE, RunDir
+from sentadapt.tables import TextTable
 from sentadapt.train.lifecycle import (
     FINISHED,
     RESTART,
@@ -146,6 +147,8 @@ class AdaptResult:
     risk: float | None  # the risk rule's estimate that the adapted model is no better than the base
     metrics: dict[str, Any]  # OUTPUT/metrics.json ({} when nothing finished)
     configs: tuple[Any, ...]  # the resolved RunConfig (one per candidate with recipe="auto")
+    # the summary table `sentadapt adapt` prints (sentadapt.tables; print() gives text): a single run that trained
+    summary: TextTable | None = None
 
     @property
     def use_adapted(self) -> bool:
@@ -194,16 +197,20 @@ def adapt(corpus: str | Path | list[str | Path] | tuple[str | Path, ...] = (), *
 
 
 def _result(outcome: AdaptOutcome) -> AdaptResult:
-
     metrics = RunDir(outcome.output).read_metrics() or {}
     decided = outcome.decision
     if decided is None and metrics:  # --resume auto on a finished run: its recorded decision
         from sentadapt.evaluation.decision import decision_of
 
         decided = decision_of(metrics)
+    summary = None
+    if outcome.result is not None:
+        from sentadapt.train.summary import summary_table
+
+        summary = summary_table(outcome.result, outcome.configs[-1].preset)
     return AdaptResult(outcome.output, outcome.status, decided.decision if decided else None,
                        decided.reason if decided else "", decided.rule if decided else None,
-                       decided.risk if decided else None, metrics, tuple(outcome.configs))
+                       decided.risk if decided else None, metrics, tuple(outcome.configs), summary)
 
 
 __all__ = ["AdaptOutcome", "AdaptRequest", "AdaptResult", "Events", "Settings", "adapt", "is_main_process", "run"]
