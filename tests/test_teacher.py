@@ -103,8 +103,24 @@ def test_the_teacher_is_scored_with_the_runs_dev_evaluator(tiny_model_dir: Path,
     inputs = build_inputs(config, lambda _t: None)
     expected = inputs.evaluator(Encoder.load(teacher_dir, device="cpu"), intervals=False).average
     assert inputs.teacher.score == pytest.approx(expected, rel=FLOAT32_RTOL)
+    student, teacher = inputs.teacher.dev_encode_seconds  # both timed on the dev sentences
+    assert student > 0 and teacher > 0 and inputs.teacher.speedup == pytest.approx(teacher / student)
     blind = build_inputs(_config(tiny_model_dir, teacher_dir, corpus, tmp_path / "blind"), lambda _t: None)
-    assert blind.teacher.score is None
+    assert blind.teacher.score is None and blind.teacher.dev_encode_seconds is None
+
+
+def test_the_share_of_the_teachers_lead_and_the_summary_line() -> None:
+    from sentadapt.train.summary import teacher_text
+    from sentadapt.train.teacher import TeacherTable
+
+    ahead = TeacherTable(torch.zeros(1, 4), "big-model", "/m", False, 1.0, "t.safetensors", 84.0, (1.0, 2.5))
+    assert ahead.gap_closed(82.0, 83.5) == pytest.approx(0.75)  # (83.5 − 82) / (84 − 82)
+    assert teacher_text(ahead, 82.0, 83.5) == ("84.00 (big-model); the student keeps 75 % of its +2.00 over the "
+                                               "base at 2.5× its encode speed")
+    behind = TeacherTable(torch.zeros(1, 4), "big-model", "/m", False, 1.0, "t.safetensors", 81.0, (1.0, 2.5))
+    assert behind.gap_closed(82.0, 83.5) is None  # a share of a loss means nothing
+    assert teacher_text(behind, 82.0, 83.5) == ("81.00 (big-model); not ahead of the base on this dev set: it has no "
+                                                "gain to pass on here (the student encodes 2.5× as fast)")
 
 
 def test_two_steps_and_resume_equal_four_straight(tiny_model_dir: Path, teacher_dir: Path, corpus: Path,
@@ -213,3 +229,22 @@ def test_a_pair_example_gives_the_teacher_its_first_sentence() -> None:
     pairs = RowPairs([2, 0, 1], [0, 1, 2], ["x", "y", "z"])
     assert pairs.example_texts(0, 3) == ["z", "x", "y"] and pairs.example_texts(1, 2) == ["x"]
     assert np.array_equal(pairs.collate([1, 2], 0)["a_rows"].numpy(), [0, 1])
+
+
+def test_a_run_with_a_dev_set_records_the_share_of_the_teachers_lead(tiny_model_dir: Path, teacher_dir: Path,
+                                                                     corpus: Path, pairs_tsv: Path,
+                                                                     tmp_path: Path) -> None:
+    import sentadapt
+
+    run = sentadapt.adapt(corpus, output=tmp_path / "run", recipe="consert", base=str(tiny_model_dir),
+                          teacher=teacher_dir, dev=pairs_tsv, batch_size=8, max_length=16, max_steps=2,
+                          eval_every=1)
+    metrics = run.metrics
+    base, best, teacher = metrics["base_score"], metrics["best_score"], metrics["teacher_score"]
+    expected = (best - base) / (teacher - base) if teacher > base else None
+    assert metrics["teacher_gap_closed"] == pytest.approx(expected) if expected is not None else (
+        metrics["teacher_gap_closed"] is None)
+    timing = metrics["teacher"]["dev_encode_seconds"]
+    assert timing["student_speedup"] == pytest.approx(timing["teacher"] / timing["student"], rel=1e-2)
+    rows = {row.cells[0].text: row.cells[1].text for row in run.summary.rows}
+    assert rows["teacher dev"].startswith(f"{teacher:.2f} ({teacher_dir});")

@@ -52,7 +52,7 @@ def build_inputs(config: RunConfig, note: Callable[[str], None], device: str | N
     teacher = None
     if config.teacher is not None:  # its vectors of these examples, once, before training
         teacher = teacher_table(config, examples, device or "cpu", note, progress or no_progress, trust_remote_code,
-                                allow_pickle, evaluator)
+                                allow_pickle, evaluator, student=encoder)
     return TrainingInputs(config, encoder, recipe, examples, evaluator, dev_name, teacher=teacher)
 
 

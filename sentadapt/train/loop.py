@@ -138,6 +138,7 @@ class TrainResult:
 
     decision: Decision = field(default_factory=lambda: Decision(None, "not decided"))  # as metrics.json records
     decision_note: str | None = None  # the dev set is too small for the gains at stake (decision.small_dev_note)
+    teacher: TeacherTable | None = None  # --teacher: its dev score and speed, beside the student's
 
 
 @dataclass
@@ -280,7 +281,7 @@ class Trainer:
             self._evaluate_and_keep_best()
         published = self._publish()
         return TrainResult(self.output, self.state, stopped, time.perf_counter() - started, self.inputs.dev_name,
-                           published, self.environment, self.decision, self.decision_note)
+                           published, self.environment, self.decision, self.decision_note, self.inputs.teacher)
 
     def _train_steps(self) -> str:
         cfg = self.train_config
@@ -617,6 +618,8 @@ class Trainer:
             "pooling": self.inputs.encoder.pooling_name, "environment": self.environment,
             "teacher": self.inputs.teacher.record() if self.inputs.teacher is not None else None,
             "teacher_score": self.inputs.teacher.score if self.inputs.teacher is not None else None,
+            "teacher_gap_closed": None if self.inputs.teacher is None else self.inputs.teacher.gap_closed(
+                self.state.base_score, self.state.best_score),
         }
         if self.inputs.evaluator is not None and "base" in self.state.dev_outputs:
             # the per-unit dev outputs of the base and of every evaluated step: what the decision weighed, so it

@@ -38,14 +38,50 @@ class TeacherTable:
     seconds: float  # spent encoding (0 on a cache hit)
     path: str  # the cache file
     score: float | None = None  # the teacher's own dev score with the run's dev evaluator (None: no dev set)
+    # seconds to encode the dev sentences, best of 2 each, alternated in this process: (student, teacher)
+    dev_encode_seconds: tuple[float, float] | None = None
 
     @property
     def dim(self) -> int:
         return int(self.vectors.shape[1])
 
+    @property
+    def speedup(self) -> float | None:
+        """How many times faster the student encodes the dev sentences than the teacher."""
+        if self.dev_encode_seconds is None:
+            return None
+        student, teacher = self.dev_encode_seconds
+        return teacher / student if student > 0 else None
+
     def record(self) -> dict[str, Any]:
+        timing = None if self.dev_encode_seconds is None else {
+            "student": round(self.dev_encode_seconds[0], 4), "teacher": round(self.dev_encode_seconds[1], 4),
+            "student_speedup": round(self.speedup, 3) if self.speedup else None}
         return {"model": self.name, "location": self.location, "dim": self.dim, "sentences": len(self.vectors),
-                "cached": self.cached, "encode_seconds": round(self.seconds, 3), "cache_file": self.path}
+                "cached": self.cached, "encode_seconds": round(self.seconds, 3), "cache_file": self.path,
+                "dev_encode_seconds": timing}
+
+    def gap_closed(self, base: float | None, student: float | None) -> float | None:
+        """The share of the teacher's dev lead over the base that the student won: (student − base) / (teacher −
+        base); None unless the teacher is ahead of the base (a share of a loss means nothing)."""
+        if self.score is None or base is None or student is None or self.score <= base:
+            return None
+        return (student - base) / (self.score - base)
+
+
+def dev_encode_seconds(student: Any, teacher: Any, texts: list[str], batch_size: int, max_length: int,
+                       ) -> tuple[float, float]:
+    """Both models encoding the same dev sentences (each with its own tokenizer and prompt), best of 2 each,
+    alternated so a busy machine slows both alike; the first pass of each also warms it up."""
+    import time
+
+    best = [float("inf"), float("inf")]
+    for _round in range(2):
+        for index, model in enumerate((student, teacher)):
+            started = time.perf_counter()
+            model.encode(texts, batch_size=batch_size, max_length=max_length)
+            best[index] = min(best[index], time.perf_counter() - started)
+    return best[0], best[1]
 
 
 def check_teacher(teacher: str, base_location: str) -> None:
@@ -67,9 +103,10 @@ def resolve_teacher(teacher: str) -> ResolvedModel:
 
 def teacher_table(config: RunConfig, examples: Any, device: str, note: Callable[[str], None],
                   progress: Callable[[str, int], Any], trust_remote_code: bool = False,
-                  allow_pickle: bool = False, evaluator: Any = None) -> TeacherTable:
+                  allow_pickle: bool = False, evaluator: Any = None, student: Any = None) -> TeacherTable:
     """Load the teacher, take its vectors of every example's text (cached), score it on the run's dev set when
-    there is one (what the student is compared with in metrics.json), and let the teacher go."""
+    there is one and time it against `student` on the dev sentences (what the student is compared with in
+    metrics.json and the summary), and let the teacher go."""
     from sentadapt.embedding_cache import cached_table
     from sentadapt.encoder import Encoder
     from sentadapt.recipes.base import token_limit
@@ -88,10 +125,13 @@ def teacher_table(config: RunConfig, examples: Any, device: str, note: Callable[
     rows = len(table.vectors)
     note(f"teacher embeddings: cache hit ({rows} sentences)" if table.hit else
          f"teacher embeddings: computed {rows} sentences in {table.seconds:.1f} s")
-    score = None
+    score, timing = None, None
     if evaluator is not None:
         score = evaluator(teacher, batch_size=config.train.eval_batch_size, intervals=False).average
         note(f"teacher on the dev set: {score:.2f}")
+        if student is not None:
+            timing = dev_encode_seconds(student, teacher, list(evaluator.sentences), config.train.eval_batch_size,
+                                        limit)
     return TeacherTable(table.vectors, resolved.name, resolved.location, table.hit, table.seconds, str(table.path),
-                        score)
+                        score, timing)
 
