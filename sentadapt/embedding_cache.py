@@ -95,8 +95,7 @@ def cached_vectors(
     none), keyed like the frozen cache: every weight, the pooling, the max length, the dtype, the prompt and the
     texts."""
     length = max_length or encoder.max_length
-    digest = _whole_model_digest(encoder, length, dtype)
-    _add_prompt(digest, encoder, prompt)
+    digest = _whole_model_digest(encoder, length, dtype, prompt)
     for text in texts:
         digest.update(text.encode("utf-8") + b"\0")
     path = cache_root() / f"eval-{digest.hexdigest()[:40]}.safetensors"
@@ -130,8 +129,7 @@ def cached_table(encoder: Encoder, texts: Callable[[int, int], list[str]], rows:
     never the texts. Keyed like `cached_vectors`: every weight, the pooling, the max length and the texts.
     `progress(total)`, a context manager yielding advance(n), is opened only when the vectors are computed."""
     prompt = encoder.prompts.resolve(None, None, encoder.name)  # the model's default prompt ("" when none)
-    digest = _whole_model_digest(encoder, max_length, "fp32")
-    _add_prompt(digest, encoder, prompt)
+    digest = _whole_model_digest(encoder, max_length, "fp32", prompt)
     for start in range(0, rows, TEXT_CHUNK):
         for text in texts(start, min(start + TEXT_CHUNK, rows)):
             digest.update(text.encode("utf-8") + b"\0")
@@ -156,11 +154,12 @@ def _no_bar(_total: int) -> Iterator[Callable[[int], None]]:
     yield lambda _n: None
 
 
-def _whole_model_digest(encoder: Encoder, max_length: int, dtype: str) -> Any:
-    """A sha256 of every weight, the pooling, the max length and the dtype; the caller adds the texts."""
+def _whole_model_digest(encoder: Encoder, max_length: int, dtype: str, prompt: str) -> Any:
+    """A sha256 of every weight, the pooling, the max length, the dtype and the prompt; the caller adds the texts."""
     digest = hashlib.sha256(frozen_fingerprint(encoder, max_length, head_layers=len(list(encoder.head))).encode())
     # half precision: weights cast once, not autocast (since 0.1.0 unreleased): vectors cached before differ slightly
     digest.update((f"whole-model dtype={dtype}" + ("" if dtype == "fp32" else " cast-weights")).encode())
+    _add_prompt(digest, encoder, prompt)
     return digest
 
 

@@ -262,18 +262,24 @@ class Encoder(nn.Module):
         else:
             self.backbone.gradient_checkpointing_enable(gradient_checkpointing_kwargs=non_reentrant)
 
-    def set_dropout(self, on: bool) -> None:
-        """While training: the backbone's own dropout on or off for the passes that follow (ConSERT's views run
-        without it, as the paper). Layers that checkpoint keep their own `training` flag, which is what makes
-        transformers checkpoint them (every dropout sits in their sub-modules, which follow `on`; backward
-        recomputes each layer in the modes of its forward: `_forward_modes_replayed`). Outside training: nothing."""
-        if not self.training:
-            return
-        self.backbone.train(on)
-        if not on:
-            for module in self.backbone.modules():
-                if getattr(module, "gradient_checkpointing", False) is True:
-                    module.training = True  # its own flag only: it decides checkpointing, not dropout
+    @contextmanager
+    def dropout(self, on: bool) -> Iterator[None]:
+        """While training: the backbone's own dropout on or off for the passes inside (ConSERT's views and clean
+        passes run without it, as the paper), then the backbone's mode as it was. Layers that checkpoint keep their
+        own `training` flag, which is what makes transformers checkpoint them (every dropout sits in their
+        sub-modules, which follow `on`); backward recomputes each layer in the modes of its forward
+        (`_forward_modes_replayed`), so restoring the mode here is safe. Outside training: the mode is left as is."""
+        was_training = self.backbone.training
+        if self.training:
+            self.backbone.train(on and was_training)
+            if not (on and was_training):
+                for module in self.backbone.modules():
+                    if getattr(module, "gradient_checkpointing", False) is True:
+                        module.training = True  # its own flag only: it decides checkpointing, not dropout
+        try:
+            yield
+        finally:
+            self.backbone.train(was_training)
 
     def _pooled_prompt(self, prompt_length: int | None) -> int:
         """How many leading tokens pooling leaves out: the prompt's, when the model excludes prompts."""

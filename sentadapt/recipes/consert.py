@@ -249,13 +249,9 @@ class ConsertRecipe(RecipeBase):
         transform = view.embedding_transform
         if record is not None:
             transform = record if transform is None else (lambda e, t=transform: t(record(e)))
-        was_training = encoder.backbone.training
-        encoder.set_dropout(view.model_dropout and was_training)
-        try:
+        with encoder.dropout(view.model_dropout):
             return encoder(view.input_ids, view.attention_mask, position_ids=view.position_ids,
                            embedding_transform=transform, pooling=self.train_pooling)
-        finally:
-            encoder.backbone.train(was_training)  # backward recomputes a checkpointed layer in its forward's modes
 
     # ------------------------------------------------------------------ model checks
     @staticmethod

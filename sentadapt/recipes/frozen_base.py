@@ -51,9 +51,5 @@ class FrozenBase:
 def clean_embeddings(encoder: Encoder, input_ids: Tensor, attention_mask: Tensor) -> Tensor:
     """The trained encoder's sentence vectors as evaluated and exported (its pooling and head) with the gradient,
     internal dropout off for this pass (as ConSERT encodes its views), so at step 0 they equal the base's."""
-    was_training = encoder.backbone.training
-    encoder.set_dropout(False)  # (layers that checkpoint still do)
-    try:
+    with encoder.dropout(False):  # (layers that checkpoint still do)
         return encoder(input_ids, attention_mask)
-    finally:
-        encoder.backbone.train(was_training)

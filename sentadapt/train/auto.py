@@ -51,10 +51,6 @@ class CandidateRun:
         return RESUME if self.run_dir.has_progress() else NEW
 
 
-def is_auto_run(output: Path) -> bool:
-    return RunDir(output).is_auto()
-
-
 def write_plan(output: Path, runs: Sequence[CandidateRun], shared: dict[str, Any]) -> None:
     """auto.yaml and every candidate's config.yaml, before anything trains: a resumed run rebuilds nothing."""
     import yaml
