@@ -67,6 +67,12 @@ class TrainConfig:
     # memory ~1/L of the layers' (L layers), for about one more forward pass of time (docs/internals.md). In
     # contrastive training the batch is the number of negatives, so the memory saved buys a larger batch.
     gradient_checkpointing: bool = False
+    # LoRA (sentadapt/lora.py, `--lora r=16`): train rank-r adapters on the encoder's linear layers, base frozen.
+    # 0 = off (every weight trains). alpha 0 = 2 × r; targets: attention | all-linear | names joined by '+'.
+    lora_r: int = 0
+    lora_alpha: float = 0.0
+    lora_dropout: float = 0.0
+    lora_targets: str = "attention"
     dedup: bool = True  # repeated corpus lines would be false negatives in a batch
     on_nan: str = "stop"  # stop | skip (skip the step, stop after `max_nan_skips`)
     max_nan_skips: int = 10
@@ -115,6 +121,9 @@ class TrainConfig:
         check_range("distill_temperature", self.distill_temperature, 0, None, low_open=True)
         check_range("teacher_weight", self.teacher_weight, 0, None, low_open=True)
         check_range("recipe_weight", self.recipe_weight, 0, None)
+        check_range("lora_r", self.lora_r, 0, None, hint="0 = off; the rank of the adapters")
+        check_range("lora_alpha", self.lora_alpha, 0, None, hint="0 = 2 × lora_r")
+        check_range("lora_dropout", self.lora_dropout, 0, 1, high_open=True)
 
 
 @dataclass

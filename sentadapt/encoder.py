@@ -152,6 +152,8 @@ class Encoder(nn.Module):
         # tree (a plain attribute, not a submodule: never in state_dict, parameters() or .to()).
         self._cast_copy: _CastCopy | None = None
         self._keep_cast_copies = 0
+        # adapt --lora: the adapters' settings once lora.attach injected them into the backbone (None: plain)
+        self.lora: Any = None
 
     # ------------------------------------------------------------------ properties
     @property
@@ -518,7 +520,14 @@ class Encoder(nn.Module):
         from transformers.utils import logging as hf_logging
 
         hf_logging.disable_progress_bar()
-        write_sentence_transformers_folder(self, Path(folder))
+        if self.lora is None:
+            write_sentence_transformers_folder(self, Path(folder))
+            return
+        from sentadapt import lora
+
+        # a plain model with the adapters merged in, and the adapters alone beside it (sentadapt/lora.py)
+        write_sentence_transformers_folder(self, Path(folder), lora.merged_state_dict(self.backbone))
+        lora.save_adapter(self, Path(folder) / lora.ADAPTER_FOLDER, self.name)
 
 
 def _load_backbone(

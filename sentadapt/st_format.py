@@ -184,12 +184,14 @@ def _read_dense(folder: Path) -> DenseLayer:
 # ---------------------------------------------------------------------- writing
 
 
-def write_sentence_transformers_folder(encoder: SentenceModel, folder: Path) -> None:
-    """Write `encoder` as a sentence-transformers folder (caller handles atomic replacement)."""
+def write_sentence_transformers_folder(encoder: SentenceModel, folder: Path,
+                                       backbone_state: dict[str, torch.Tensor] | None = None) -> None:
+    """Write `encoder` as a sentence-transformers folder (caller handles atomic replacement). `backbone_state`
+    replaces the backbone's own state dict (LoRA: the merged weights)."""
     from sentadapt import __version__
 
     folder.mkdir(parents=True, exist_ok=True)
-    encoder.backbone.save_pretrained(folder, safe_serialization=True)
+    encoder.backbone.save_pretrained(folder, safe_serialization=True, state_dict=backbone_state)
     encoder.tokenizer.save_pretrained(folder)
     pooling = encoder.pooling
     bert_config: dict[str, Any] = {"max_seq_length": encoder.max_length, "do_lower_case": False}

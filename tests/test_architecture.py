@@ -136,7 +136,7 @@ LAYERS = [
     {"options", "registry", "durable", "tables", "st_modules", "sentadapt"},  # sentadapt: the package's __init__
     {"rundir"},
     {"resolve", "pooling", "config"},
-    {"st_format", "presets", "data", "prompts"},
+    {"st_format", "presets", "data", "prompts", "lora"},
     {"encoder"},
     {"embedding_cache"},
     {"evaluation", "recipes"},

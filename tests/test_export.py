@@ -327,7 +327,7 @@ def test_unfinished_run_exports_its_last_checkpoint_with_the_layout_it_trained(r
     result = _export(run, tmp_path / "from-unfinished", "--checkpoint", "last", count=10)
     assert result.exit_code == 0, result.output
     base = finished.parent / "tiny"
-    assert f"{run}: no saved model layout (no published model, no best/); rebuilding it from config.yaml (consert on " \
+    assert f"{run}: no published model, no best/; rebuilding the model layout from config.yaml (consert on " \
            f"{base})" in result.stderr.splitlines()
     assert "checkpoint step-0000004" in result.stdout
     reference = _export(finished, tmp_path / "from-finished", "--checkpoint", "last", count=10)

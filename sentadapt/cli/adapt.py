@@ -6,10 +6,10 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from rich.markup import escape
 from typer.core import TyperCommand
 
-from sentadapt.cli._common import console, draw, friendly_errors, note, progress_bar
-from sentadapt.cli.adapt_auto import print_auto_summary
+from sentadapt.cli._common import TONES, console, draw, friendly_errors, note, progress_bar
 from sentadapt.cli.progress import RichReporter
 
 RESUME_LAST = "last"  # what a bare `--resume` means (AdaptCommand spells it out)
@@ -75,6 +75,11 @@ TeacherOption = Annotated[str | None, typer.Option(
                       "(kl, weight --set teacher_weight=W, default 1); it encodes the corpus once before training "
                       "(cached) and replaces the base as distill's target.")]
 
+LoraOption = Annotated[str | None, typer.Option(
+    "--lora", help="Train LoRA adapters, base frozen (needs sentadapt[lora]): r=16,alpha=32,dropout=0,targets="
+                   "attention|all-linear|query+value, any subset, or on. The model saved is merged; its "
+                   "lora-adapter/ holds the adapters alone.")]
+
 PromptOption = Annotated[str | None, typer.Option(
     "--prompt", help="The base's prompt (e.g. query) prepended to every training sentence, or none. Default: the "
                      "base's default_prompt_name, else none. Dev scores use the prompts eval uses.")]
@@ -126,6 +131,7 @@ def adapt(
         None, "--tf32", help="on (default) | off: fp32 matmuls on TF32 tensor cores (CUDA, Ampere and newer); off "
                              "is strict fp32."),
     gradient_checkpointing: GradientCheckpointingOption = False,
+    lora: LoraOption = None,
     eval_every: int | None = typer.Option(None, "--eval-every", help="Dev evaluation every N steps."),
     checkpoint_every: int | None = typer.Option(None, "--checkpoint-every"),
     patience: int | None = typer.Option(None, "--patience", help="Evaluations without gain before stopping."),
@@ -145,13 +151,14 @@ def adapt(
 
     The default base model is sentence-transformers/all-MiniLM-L6-v2 (offline copy: sentadapt\\[offline-model]).
     """
-    from sentadapt.train.adapt import AdaptRequest, Settings
-    from sentadapt.train.adapt import run as adapt_run
+    from sentadapt.lora import lora_flags
+    from sentadapt.train.adapt import AdaptRequest, Settings, run
 
     flags = {"max_steps": max_steps, "epochs": epochs, "batch_size": batch_size, "lr": lr, "max_length": max_length,
              "grad_accum": grad_accum, "mixed_precision": mixed_precision, "eval_every": eval_every,
              "checkpoint_every": checkpoint_every, "patience": patience, "seed": seed, "report_to": report_to,
-             "tf32": _on_off("--tf32", tf32), "gradient_checkpointing": gradient_checkpointing or None}
+             "tf32": _on_off("--tf32", tf32), "gradient_checkpointing": gradient_checkpointing or None,
+             **lora_flags(lora)}
     run_fields = {"dev": dev, "dev_metric": dev_metric, "data_dir": str(data_dir) if data_dir else None,
                   "text_column": text_column, "encoding_errors": encoding_errors, "streaming": streaming,
                   "num_proc": num_proc, "decision": decision_option, "risk": risk, "teacher": teacher,
@@ -159,11 +166,11 @@ def adapt(
     settings = Settings(corpus or [], output, recipe, base, config_file, set_options, preset_option, flags, run_fields)
     request = AdaptRequest(settings, candidates_option or [], resume_option, overwrite, dry_run, trust_remote_code,
                            allow_pickle, require_improvement)
-    outcome = adapt_run(request, cli_events())
+    outcome = run(request, cli_events())
     if outcome.status == "dry-run":
         _print_dry_runs(outcome)
     elif outcome.auto is not None:
-        print_auto_summary(outcome.output, outcome.auto.record)
+        _print_auto_summary(outcome.output, outcome.auto.record)
 
 
 def cli_events() -> Any:
@@ -172,6 +179,14 @@ def cli_events() -> Any:
 
     return Events(note=note, progress=progress_bar, reporter=RichReporter,
                   stage_done=lambda result, preset: _print_summary(result, preset))
+
+
+def _print_auto_summary(output: Path, record: dict[str, Any]) -> None:
+    from sentadapt.train.summary import auto_table, auto_verdict
+
+    console.print(draw(auto_table(record)))
+    verdict = auto_verdict(record, output)
+    console.print(f"[{TONES[verdict.tone]}]{escape(verdict.text)}[/]", soft_wrap=True)
 
 
 def _print_dry_runs(outcome: Any) -> None:

@@ -92,8 +92,19 @@ def _load_run(folder: Path, request: ExportRequest, note: Note) -> LoadedSource:
         step = (metrics or {}).get("published_step") or manifest_step(layout)
         where = "published model" if layout == folder else "best/ (the run did not finish)"
         return LoadedSource(encoder, f"run {folder} ({where}, step {step})", base, run, step)
-    encoder = _load_encoder(layout, request) if layout is not None else _encoder_as_trained(folder, request, note)
+    adapters = _lora_settings(config)
+    if adapters is not None:  # the checkpoint holds base + adapters: rebuilt as trained, then merged
+        encoder = _encoder_as_trained(folder, request, note, "its checkpoints hold LoRA adapters")
+        from sentadapt import lora
+
+        lora.attach(encoder, adapters)
+    elif layout is not None:
+        encoder = _load_encoder(layout, request)
+    else:
+        encoder = _encoder_as_trained(folder, request, note, "no published model, no best/")
     step = _load_checkpoint_weights(encoder, checkpoint, layout or run_dir.config_file)
+    if adapters is not None:
+        lora.merge(encoder)
     return LoadedSource(encoder, f"run {folder} (checkpoint {checkpoint.name})", base, run, step)
 
 
@@ -115,7 +126,16 @@ def _explain_unfinished(run: Path, best: Path | None, note: Note) -> None:
                       f"STEP, or finish the run: sentadapt adapt --resume --output {run}")
 
 
-def _encoder_as_trained(run: Path, request: ExportRequest, note: Note) -> Encoder:
+def _lora_settings(config: dict[str, Any]) -> Any:
+    """The run's LoRA adapters (config.yaml's train.lora_*), None when it trained every weight."""
+    from sentadapt.config import TrainConfig
+    from sentadapt.lora import settings_of
+
+    train = config.get("train") or {}
+    return settings_of(TrainConfig(**{k: v for k, v in train.items() if k.startswith("lora_")}))
+
+
+def _encoder_as_trained(run: Path, request: ExportRequest, note: Note, why: str) -> Encoder:
     """The encoder with the layout the run trained and saves (pooling, Dense head), rebuilt from config.yaml as
     `adapt` builds it: the last stage's base model, then the recipe's prepare_export (CLSR adds its MLP)."""
     from sentadapt.config import load_run_config
@@ -130,8 +150,7 @@ def _encoder_as_trained(run: Path, request: ExportRequest, note: Note) -> Encode
     folders = run_dir.stages(stages)
     base = str(folders[-2].path) if len(folders) > 1 else config.base  # a later stage starts from the one before
     stage = stages[-1]
-    note(f"{run}: no saved model layout (no published model, no best/); rebuilding it from config.yaml "
-         f"({config.recipe} on {base})")
+    note(f"{run}: {why}; rebuilding the model layout from config.yaml ({config.recipe} on {base})")
     encoder = Encoder.load(base, device="cpu", trust_remote_code=request.trust_remote_code,
                            allow_pickle=request.allow_pickle)  # the base as training loaded it: its own pooling
     recipe = recipe_class(config.recipe_args, encoder)

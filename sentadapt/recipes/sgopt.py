@@ -243,6 +243,12 @@ class SgOptRecipe(RecipeBase):
         """L_reg = Σ ‖θ_T − θ_F‖²₂ over the tuned copy's trainable parameters (frozen ones equal the guide's)."""
         from sentadapt.recipes.losses import squared_distance
 
+        if encoder.lora is not None:  # θ_T = θ_F + (alpha / r)·B·A on the adapted layers, θ_F elsewhere
+            import torch
+
+            from sentadapt import lora
+
+            return torch.stack([delta.pow(2).sum() for delta in lora.weight_deltas(encoder.backbone)]).sum()
         reference = self._reference_on(encoder.device)
         pairs = [(parameter, reference[name]) for name, parameter in encoder.backbone.named_parameters()
                  if parameter.requires_grad]

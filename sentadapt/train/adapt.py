@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from sentadapt.errors import ConfigError, NoImprovement
+from sentadapt.lora import lora_flags
 from sentadapt.rundir import CONFIG_FILE, RunDir
 from sentadapt.tables import TextTable
 from sentadapt.train.lifecycle import (
@@ -163,7 +164,7 @@ def adapt(corpus: str | Path | list[str | Path] | tuple[str | Path, ...] = (), *
           candidates: list[str] | tuple[str, ...] = (), max_steps: int | None = None, epochs: float | None = None,
           batch_size: int | None = None, lr: float | None = None, max_length: int | None = None,
           grad_accum: int | None = None, mixed_precision: str | None = None, tf32: bool | None = None,
-          gradient_checkpointing: bool | None = None, eval_every: int | None = None,
+          gradient_checkpointing: bool | None = None, lora: str | None = None, eval_every: int | None = None,
           checkpoint_every: int | None = None, patience: int | None = None,
           seed: int | None = None, report_to: str | None = None, text_column: str | None = None,
           encoding_errors: str = "strict", num_proc: int | None = None, streaming: bool = False,
@@ -173,7 +174,8 @@ def adapt(corpus: str | Path | list[str | Path] | tuple[str | Path, ...] = (), *
           require_improvement: bool = False, note: Any = None, progress: Any = None) -> AdaptResult:
     """Adapt `base` to the corpus with a recipe (`sentadapt adapt`, same options and defaults; `set_options` are
     `--set key=value` strings, `resume` is True/"last" or "auto", `teacher` is `--teacher`; `prompt`: the base's
-    prompt name for the training sentences, or "none"; default its default_prompt_name). Raises the project's
+    prompt name for the training sentences, or "none"; default its default_prompt_name; `lora` is `--lora`'s spec,
+    e.g. "r=16,alpha=32"). Raises the project's
     typed errors with the CLI's one-line messages (`NoImprovement` for a kept base with `require_improvement`).
     Prints nothing: `note` gets one line per event, `progress(description, total)` may return a progress bar
     context."""
@@ -181,7 +183,7 @@ def adapt(corpus: str | Path | list[str | Path] | tuple[str | Path, ...] = (), *
     flags = {"max_steps": max_steps, "epochs": epochs, "batch_size": batch_size, "lr": lr, "max_length": max_length,
              "grad_accum": grad_accum, "mixed_precision": mixed_precision, "eval_every": eval_every,
              "checkpoint_every": checkpoint_every, "patience": patience, "seed": seed, "report_to": report_to,
-             "tf32": tf32, "gradient_checkpointing": gradient_checkpointing}
+             "tf32": tf32, "gradient_checkpointing": gradient_checkpointing, **lora_flags(lora)}
     run_fields = {"dev": None if dev is None else str(dev), "dev_metric": dev_metric,
                   "data_dir": None if data_dir is None else str(data_dir), "text_column": text_column,
                   "encoding_errors": encoding_errors, "streaming": streaming, "num_proc": num_proc,

@@ -29,6 +29,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from sentadapt import lora
 from sentadapt.config import RunConfig, save_run_config
 from sentadapt.data.batching import RowPairs, TokenizedExamples, plan_epoch, shard
 from sentadapt.durable import publish_model, recover_interrupted_writes, verify_folder, write_folder_atomically
@@ -225,12 +226,17 @@ class Trainer:
     def _build(self, resume: bool) -> None:
         recipe, encoder = self.inputs.recipe, self.inputs.encoder
         heads = recipe.trainable_heads()
+        adapters = lora.settings_of(self.train_config)
+        if adapters is not None:
+            lora.check_attachable(encoder)  # before the base is scored: a missing extra stops the run at once
         if not resume:
             self._evaluate_base()  # the base model as the user has it, with its own pooling
         recipe.prepare_export(encoder, heads)  # checkpoints are scored with the pooling they are saved with
         teacher = self.inputs.teacher.vectors if self.inputs.teacher is not None else None
         # before resumed weights load (the frozen base is the base)
         self.distillation = build_distillation(self.train_config, recipe, encoder, teacher)
+        if adapters is not None:  # after the frozen base is copied: it stays a plain model
+            lora.attach(encoder, adapters)
         self.module = TrainingModule(encoder, heads, recipe, self.distillation).to(self.accelerator.device)
         cfg = self.train_config
         if cfg.gradient_checkpointing:

@@ -39,7 +39,7 @@ def summary_table(result: Any, preset: dict[str, Any] | None = None) -> TextTabl
     table.column("", fold=True)  # a long path (the base model's folder) folds instead of ending in …
     table.row("output", str(result.output))
     table.row("steps", f"{state.step} / {state.total_steps} ({result.stopped})")
-    table.row("time", time.strftime("%H:%M:%S", time.gmtime(result.seconds)))
+    table.row("time", _clock(result.seconds))
     for name, value in environment_rows(result.environment):
         table.row(name, value)
     if preset:  # None for runs saved before presets existed
@@ -102,3 +102,47 @@ def environment_rows(env: dict[str, Any]) -> list[tuple[str, str]]:
 
 def _score(value: float | None) -> str:
     return "–" if value is None else f"{value:.2f}"
+
+
+def auto_table(record: dict[str, Any]) -> TextTable:
+    """`--recipe auto` (auto_outcome.json's record): one row per candidate — dev score, Δ, its plain and adjusted
+    CI, best step, time — the chosen one marked."""
+    adjustment = record["adjustment"]
+    confidence = adjustment["confidence"]
+    adjusted = "adjusted CI" if confidence is None else f"{100 * confidence:.2f} % CI".replace(".00 %", " %")
+    steps = {row["steps"] for row in record["candidates"] if row["steps"] is not None} or {0}
+    table = TextTable(f"sentadapt adapt --recipe auto — {len(record['candidates'])} candidates, "
+                      f"{'/'.join(map(str, sorted(steps)))} steps each, on {record['dev']} (base model "
+                      f"{record['base_score']:.2f}); {adjusted}: Bonferroni over the candidates; decision rule: "
+                      f"{record.get('decision_rule') or 'strict'}")
+    table.column("candidate", fold=True)  # the name is the folder under candidates/: folded, never cut
+    for header in ("dev", "Δ", "95 % CI", adjusted, "best step", "time"):
+        table.column(header, right=True, fold=header in ("95 % CI", adjusted))
+    for row in record["candidates"]:
+        if row.get("failed"):
+            table.row(row["name"], Cell("failed", BAD), "–", "–", "–", "–", _clock(row["seconds"]))
+            continue
+        chosen = row["name"] == record["chosen"]
+        table.row(Cell(("→ " if chosen else "") + row["name"], GOOD if chosen else ""), f"{row['dev_score']:.2f}",
+                  f"{row['dev_change']:+.2f}", _interval(row["dev_change_ci"]),
+                  _interval(row["dev_change_adjusted_ci"]), str(row["best_step"]), _clock(row["seconds"]))
+    return table
+
+
+def auto_verdict(record: dict[str, Any], output: Any) -> Cell:
+    """The choice of an auto run in one line, toned good (a candidate is used) or bad (the base is kept)."""
+    from sentadapt.rundir import RunDir
+
+    reason = record["decision_reason"]
+    if record["chosen"] is None:
+        return Cell(f"keep the base model: {reason}. Nothing is published at {output}; each candidate's run stays "
+                    f"in {RunDir(output).candidates}", BAD)
+    return Cell(f"use {record['chosen']} (published at {output}): {reason}", GOOD)
+
+
+def _clock(seconds: float | None) -> str:
+    return "–" if seconds is None else time.strftime("%H:%M:%S", time.gmtime(seconds))
+
+
+def _interval(values: list[float] | None) -> str:
+    return "–" if not values else f"[{values[0]:+.2f}, {values[1]:+.2f}]"
