@@ -154,6 +154,7 @@ class Encoder(nn.Module):
         self._keep_cast_copies = 0
         # adapt --lora: the adapters' settings once lora.attach injected them into the backbone (None: plain)
         self.lora: Any = None
+        self.location = self.name  # Encoder.load sets the absolute folder (or the Hub id)
 
     # ------------------------------------------------------------------ properties
     @property
@@ -209,6 +210,8 @@ class Encoder(nn.Module):
             prompts=read_prompts(resolved),
         )
         encoder.pooling_source = "option" if pooling else ("modules.json" if layout.pooling else "default")
+        # where it loads from again, whatever the working directory (a LoRA adapter records it as its base)
+        encoder.location = str(Path(resolved.location).resolve()) if resolved.is_local else resolved.location
         target = torch.device(device) if device is not None else default_device()
         if target.type == "cuda" and not torch.cuda.is_available():
             raise ModelError(f"--device {device}: CUDA is not available on this machine; use --device cpu")
@@ -527,7 +530,7 @@ class Encoder(nn.Module):
 
         # a plain model with the adapters merged in, and the adapters alone beside it (sentadapt/lora.py)
         write_sentence_transformers_folder(self, Path(folder), lora.merged_state_dict(self.backbone))
-        lora.save_adapter(self, Path(folder) / lora.ADAPTER_FOLDER, self.name)
+        lora.save_adapter(self, Path(folder) / lora.ADAPTER_FOLDER, self.location)
 
 
 def _load_backbone(

@@ -108,11 +108,13 @@ def test_a_lora_run_resumes_exactly_and_exports_merged(recipe: str, tiny_model_d
     the published model is the merged one and SentenceTransformer reproduces sentadapt's vectors after export."""
     st = pytest.importorskip("sentence_transformers")
     flags = {"batch_size": 8, "max_length": 16, "lr": 1e-2, "eval_every": 0, "log_every": 1, "max_steps": 4,
-             "lora_r": 4, "lora_alpha": 8.0}
+             "checkpoint_every": 2, "lora_r": 4, "lora_alpha": 8.0}
+    base = tmp_path / "base"  # a sentence-transformers base: the run keeps its pooling, so its adapters fit it
+    Encoder.load(tiny_model_dir, device="cpu").save(base)
     sets = ["head_hidden=16"] if recipe == "sg-opt" else []
     straight = Recorder()
-    _train(run_config(recipe, tiny_model_dir, corpus, tmp_path / "straight", flags, sets), straight)
-    config = run_config(recipe, tiny_model_dir, corpus, tmp_path / "resumed", flags, sets)
+    _train(run_config(recipe, base, corpus, tmp_path / "straight", flags, sets), straight)
+    config = run_config(recipe, base, corpus, tmp_path / "resumed", flags, sets)
     with pytest.raises(TrainingInterrupted):
         _train(config, Recorder(stop_at=2))
     checkpoint = tmp_path / "resumed" / "checkpoints" / "step-0000002"
@@ -126,11 +128,46 @@ def test_a_lora_run_resumes_exactly_and_exports_merged(recipe: str, tiny_model_d
     vectors = Encoder.load(tmp_path / "resumed", device="cpu").encode(TINY_SENTENCES)
     torch.testing.assert_close(Encoder.load(tmp_path / "straight", device="cpu").encode(TINY_SENTENCES), vectors,
                                atol=1e-5, rtol=0)
-    base = Encoder.load(tiny_model_dir, device="cpu").encode(TINY_SENTENCES)
-    assert (vectors - base).abs().max() > 1e-3  # the adapters trained: the merged model is not the base
+    before = Encoder.load(base, device="cpu").encode(TINY_SENTENCES)
+    assert (vectors - before).abs().max() > 1e-3  # the adapters trained: the merged model is not the base
     assert (tmp_path / "resumed" / "lora-adapter" / "adapter_model.safetensors").is_file()
     from sentadapt import export
 
     export(tmp_path / "resumed", tmp_path / "export")
     model = st.SentenceTransformer(str(tmp_path / "export"), device="cpu")
     torch.testing.assert_close(model.encode(TINY_SENTENCES, convert_to_tensor=True), vectors, rtol=1e-5, atol=1e-5)
+    assert not (tmp_path / "export" / "lora-adapter").exists()  # merged: a plain model
+    # the last checkpoint, rebuilt as trained (base + adapters) and merged: the same model
+    export(tmp_path / "resumed", tmp_path / "from-checkpoint", checkpoint="last")
+    torch.testing.assert_close(Encoder.load(tmp_path / "from-checkpoint", device="cpu").encode(TINY_SENTENCES),
+                               vectors, rtol=1e-5, atol=1e-5)
+    # the adapters alone, loaded onto the base by sentence-transformers: only when the run kept the base's pooling
+    if recipe == "sg-opt":  # SG-OPT publishes [CLS] pooling; the base pools by mean
+        from sentadapt.errors import ExportError
+
+        with pytest.raises(ExportError, match=r"^--adapters-only: the run's model pools with cls, its base .* with "
+                                              r"mean; the adapters alone would not reproduce it: export it merged$"):
+            export(tmp_path / "resumed", tmp_path / "adapters", adapters_only=True)
+        return
+    result = export(tmp_path / "resumed", tmp_path / "adapters", adapters_only=True)
+    assert {"README.md", "adapter_config.json", "adapter_model.safetensors"} <= set(result.files)
+    assert not any(name.endswith(("model.safetensors", "config.json")) and not name.startswith("adapter_")
+                   for name in result.files)  # no base weights
+    assert result.checks[0].label == "base + load_adapter(OUT)" and result.checks[0].min_cosine > 0.9999
+    onto_base = st.SentenceTransformer(str(base), device="cpu")
+    onto_base.load_adapter(str(tmp_path / "adapters"))
+    torch.testing.assert_close(onto_base.encode(TINY_SENTENCES, convert_to_tensor=True), vectors, rtol=1e-5,
+                               atol=1e-5)
+
+
+def test_adapters_only_needs_a_lora_run_and_plain_options(tiny_model_dir: Path, tmp_path: Path) -> None:
+    from sentadapt import export
+    from sentadapt.errors import ExportError
+
+    with pytest.raises(ExportError) as error:
+        export(tiny_model_dir, tmp_path / "out", adapters_only=True)
+    assert str(error.value) == (f"{tiny_model_dir}: holds no LoRA adapters (lora-adapter/ missing: it was trained "
+                                "without --lora); export the model without --adapters-only")
+    with pytest.raises(ConfigError, match=r"^--adapters-only: writes the published LoRA adapters as trained, which "
+                                          r"load onto the base with its own pooling; drop --format onnx, "):
+        export(tiny_model_dir, tmp_path / "out", adapters_only=True, format="onnx")

@@ -30,13 +30,16 @@ def export(
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace a non-empty OUTPUT."),
     trust_remote_code: bool = typer.Option(False, "--trust-remote-code", help="Allow model code from the Hub."),
     allow_pickle: bool = typer.Option(False, "--allow-pickle", help="Allow pickle (.bin) weights you trust."),
+    adapters_only: bool = typer.Option(False, "--adapters-only", help="A --lora run's adapters alone (peft), "
+                                                                      "to load onto its base; default: merged."),
 ) -> None:
     """Export a model, then prove the export gives the same vectors as sentadapt's encoder."""
     from sentadapt.api import export as run_export
 
     render(run_export(source, output, format=export_format, dtype=dtype, pooling=pooling, normalize=normalize,
                       quantize=quantize, checkpoint=checkpoint, sentences=sentences, overwrite=overwrite,
-                      trust_remote_code=trust_remote_code, allow_pickle=allow_pickle, note=note))
+                      trust_remote_code=trust_remote_code, allow_pickle=allow_pickle, adapters_only=adapters_only,
+                      note=note))
 
 
 def render(result: ExportResult) -> None:

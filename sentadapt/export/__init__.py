@@ -64,6 +64,10 @@ def check_request(request: ExportRequest) -> None:
             raise ConfigError(unknown_name_message("quantization", request.quantize, list(QUANTIZATIONS)))
         if request.format != "onnx":
             raise ConfigError("--quantize int8 applies to --format onnx only")
+    if request.adapters_only and (request.format == "onnx" or request.dtype != "fp32" or request.pooling
+                                  or request.normalize or request.checkpoint != "best"):
+        raise ConfigError("--adapters-only: writes the published LoRA adapters as trained, which load onto the base "
+                          "with its own pooling; drop --format onnx, --dtype, --pooling, --normalize and --checkpoint")
     if request.checkpoint not in ("best", "last") and not request.checkpoint.isdigit():
         raise ConfigError(f"--checkpoint: '{request.checkpoint}' is not {CHECKPOINT_CHOICES}")
     _check_output(request)
@@ -114,13 +118,15 @@ def export(
     overwrite: bool = False,
     trust_remote_code: bool = False,
     allow_pickle: bool = False,
+    adapters_only: bool = False,
     note: Note | None = None,
 ) -> ExportResult:
     """Export a run directory or model (what `sentadapt export` does; the keywords are its options) into `output`
     as sentence-transformers, hf or onnx, verified against sentadapt's encoder on `sentences` (a file with one per
-    line, a list, or None: a built-in sample). Bad options raise `ConfigError` / `ExportError` before torch loads."""
+    line, a list, or None: a built-in sample). `adapters_only`: a LoRA run's adapters alone, in peft's layout.
+    Bad options raise `ConfigError` / `ExportError` before torch loads."""
     request = ExportRequest(str(source), Path(output), format, dtype, pooling, normalize, quantize, str(checkpoint),
-                            overwrite, trust_remote_code, allow_pickle)
+                            overwrite, trust_remote_code, allow_pickle, adapters_only)
     check_request(request)  # before torch is imported: a typo fails at once
     texts = read_sentences(sentences) if isinstance(sentences, (str, Path)) else sentences
     return export_model(request, note=note, sentences=texts)

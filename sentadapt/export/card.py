@@ -29,7 +29,7 @@ def model_card(request: ExportRequest, source: LoadedSource, encoder: Encoder) -
         _model_section(request, encoder),
         _training_section(source),
         _results_section(source),
-        _usage_section(request, encoder),
+        _usage_section(request, encoder, source.base_model),
         f"## Licence\n\n{_licence_text(source, licence)}",
     ]
     return "\n\n".join(section for section in sections if section) + "\n"
@@ -164,7 +164,11 @@ def _score(value: object) -> str:
     return f"{value:.2f}" if isinstance(value, (int, float)) else "—"
 
 
-def _usage_section(request: ExportRequest, encoder: Encoder) -> str:
+def _usage_section(request: ExportRequest, encoder: Encoder, base: str) -> str:
+    if request.adapters_only:
+        from sentadapt.export.adapters import usage
+
+        return usage(base)
     if request.format == "sentence-transformers":
         return "## Usage\n\n" + _st_usage() + "\n\n" + _transformers_usage(encoder, with_head_note=True)
     if request.format == "hf":

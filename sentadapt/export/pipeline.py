@@ -17,7 +17,12 @@ if TYPE_CHECKING:
 Writer = Callable[["Encoder", Path, ExportRequest, list[str], "torch.Tensor", Note], list[Check]]
 
 
-def _writer(format_name: str) -> Writer:
+def _writer(request: ExportRequest) -> Writer:
+    format_name = request.format
+    if request.adapters_only:
+        from sentadapt.export.adapters import write_adapters
+
+        return write_adapters
     if format_name == "sentence-transformers":
         from sentadapt.export.st import write_sentence_transformers
 
@@ -45,13 +50,14 @@ def run_export(request: ExportRequest, note: Note, sentences: Sequence[str] | No
     output = Path(request.output)
     result = ExportResult(output, request.format, request.dtype, source.description, encoder.pooling_name,
                           encoder.embedding_dim)
-    write = _writer(request.format)
+    write = _writer(request)
 
     def build(folder: Path) -> None:
         result.checks = write(encoder, folder, request, texts, reference, note)
         (folder / "README.md").write_text(model_card(request, source, encoder), encoding="utf-8")
 
-    write_folder_atomically(output, build, {"format": request.format, "dtype": request.dtype,
+    write_folder_atomically(output, build, {"format": "lora-adapters" if request.adapters_only else request.format,
+                                            "dtype": request.dtype,
                                             "source": source.description})
     result.files = sorted(str(p.relative_to(output)) for p in output.rglob("*") if p.is_file())
     return result

@@ -27,6 +27,7 @@ class ExportRequest:
     overwrite: bool = False
     trust_remote_code: bool = False
     allow_pickle: bool = False
+    adapters_only: bool = False  # a LoRA run's adapters alone (peft's layout), for loading onto the base
 
 
 @dataclass(frozen=True)
