@@ -171,3 +171,16 @@ def test_adapters_only_needs_a_lora_run_and_plain_options(tiny_model_dir: Path, 
     with pytest.raises(ConfigError, match=r"^--adapters-only: writes the published LoRA adapters as trained, which "
                                           r"load onto the base with its own pooling; drop --format onnx, "):
         export(tiny_model_dir, tmp_path / "out", adapters_only=True, format="onnx")
+
+
+def test_lora_without_peft_installed_is_one_line_before_any_training(
+        tiny_model_dir: Path, corpus: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    monkeypatch.setitem(sys.modules, "peft", None)  # `import peft` raises ImportError, as when it is not installed
+    result = run_adapt(str(corpus), "--base", str(tiny_model_dir), "--output", str(tmp_path / "run"),
+                       "--lora", "r=4", *TWO_STEPS)
+    assert result.exit_code != 0
+    assert result.stderr.strip().splitlines()[-1] == (
+        "Error: --lora: needs peft, which is not installed; pip install 'sentadapt[lora]' (or pip install peft)")
+    assert not (tmp_path / "run" / "checkpoints").exists()
