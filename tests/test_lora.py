@@ -137,6 +137,8 @@ def test_a_lora_run_resumes_exactly_and_exports_merged(recipe: str, tiny_model_d
     model = st.SentenceTransformer(str(tmp_path / "export"), device="cpu")
     torch.testing.assert_close(model.encode(TINY_SENTENCES, convert_to_tensor=True), vectors, rtol=1e-5, atol=1e-5)
     assert not (tmp_path / "export" / "lora-adapter").exists()  # merged: a plain model
+    assert "- LoRA adapters: rank 4, alpha 8.0, on `attention` (base weights frozen; merged into these weights " \
+           "unless exported with --adapters-only)" in (tmp_path / "export" / "README.md").read_text()
     # the last checkpoint, rebuilt as trained (base + adapters) and merged: the same model
     export(tmp_path / "resumed", tmp_path / "from-checkpoint", checkpoint="last")
     torch.testing.assert_close(Encoder.load(tmp_path / "from-checkpoint", device="cpu").encode(TINY_SENTENCES),

@@ -141,6 +141,10 @@ def _training_section(source: LoadedSource) -> str:
         data.append(f"- Steps: {metrics.get('steps')} of {metrics.get('total_steps')}; exported step: {source.step}")
     data.append(f"- Batch size {train.get('batch_size')}, learning rate {train.get('lr')}, "
                 f"max length {train.get('max_length')}, seed {train.get('seed')}")
+    if train.get("lora_r"):
+        data.append(f"- LoRA adapters: rank {train['lora_r']}, alpha {train.get('lora_alpha') or 2 * train['lora_r']}, "
+                    f"on `{train.get('lora_targets')}` (base weights frozen; merged into these weights unless "
+                    "exported with --adapters-only)")
     return (f"## Training\n\nRecipe **{config.get('recipe')}** on base model `{config.get('base')}`.\n\n"
             + "\n".join(data) + f"\n\nThe run's full configuration (`config.yaml`):\n\n```yaml\n"
             f"{source.run.config_text.rstrip()}\n```")
