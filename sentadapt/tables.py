@@ -23,6 +23,7 @@ class Column:
     header: str
     right: bool = False  # numbers are right-aligned
     fold: bool = False  # a long value (a path) folds onto the next line on a narrow terminal instead of ending in …
+    whole: bool = False  # never wrapped or cut (a name the user types back): the other columns give way
 
 
 @dataclass
@@ -40,8 +41,8 @@ class TextTable:
     caption: str | None = None
     show_header: bool = True
 
-    def column(self, header: str, right: bool = False, fold: bool = False) -> None:
-        self.columns.append(Column(header, right, fold))
+    def column(self, header: str, right: bool = False, fold: bool = False, whole: bool = False) -> None:
+        self.columns.append(Column(header, right, fold, whole))
 
     def row(self, *cells: str | Cell, tone: str = "", section_end: bool = False) -> None:
         self.rows.append(Row([c if isinstance(c, Cell) else Cell(c) for c in cells], tone, section_end))

@@ -62,9 +62,11 @@ def draw(table: TextTable) -> Table:
     """A library table (sentadapt.tables) as a rich Table: tones become colours; cell text is never markup."""
     drawn = Table(title=escape(table.title), caption=escape(table.caption) if table.caption else None,
                   show_header=table.show_header)
-    for column in table.columns:
+    for index, column in enumerate(table.columns):
+        widest = max((len(row.cells[index].text) for row in table.rows if index < len(row.cells)), default=0)
         drawn.add_column(escape(column.header), justify="right" if column.right else "left",
-                         overflow="fold" if column.fold else "ellipsis")
+                         overflow="fold" if column.fold else "ellipsis", no_wrap=column.whole,
+                         min_width=widest if column.whole else None)
     for row in table.rows:
         cells = [f"[{TONES[c.tone]}]{escape(c.text)}[/]" if c.tone else escape(c.text) for c in row.cells]
         drawn.add_row(*cells, style=TONES.get(row.tone), end_section=row.section_end)

@@ -115,9 +115,10 @@ def auto_table(record: dict[str, Any]) -> TextTable:
                       f"{'/'.join(map(str, sorted(steps)))} steps each, on {record['dev']} (base model "
                       f"{record['base_score']:.2f}); {adjusted}: Bonferroni over the candidates; decision rule: "
                       f"{record.get('decision_rule') or 'strict'}")
-    table.column("candidate", fold=True)  # the name is the folder under candidates/: folded, never cut
+    table.column("candidate", whole=True)  # the name is the folder under candidates/: never wrapped or cut
     for header in ("dev", "Δ", "95 % CI", adjusted, "best step", "time"):
-        table.column(header, right=True, fold=header in ("95 % CI", adjusted))
+        interval = header in ("95 % CI", adjusted)  # the cells that may wrap on a narrow terminal
+        table.column(header, right=True, fold=interval, whole=not interval)
     for row in record["candidates"]:
         if row.get("failed"):
             table.row(row["name"], Cell("failed", BAD), "–", "–", "–", "–", _clock(row["seconds"]))
