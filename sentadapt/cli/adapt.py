@@ -76,9 +76,9 @@ TeacherOption = Annotated[str | None, typer.Option(
                       "(cached) and replaces the base as distill's target.")]
 
 LoraOption = Annotated[str | None, typer.Option(
-    "--lora", help="Train LoRA adapters, base frozen (needs sentadapt[lora]): r=16,alpha=32,dropout=0,targets="
-                   "attention|all-linear|query+value, any subset, or on. The model saved is merged; its "
-                   "lora-adapter/ holds the adapters alone.")]
+    "--lora", help="Train LoRA adapters, the base frozen (pip install peft): r=16, alpha=32, dropout=0, "
+                   "targets=attention | all-linear | query+value, comma-separated, any subset, or on. The model "
+                   "saved is merged; its lora-adapter/ folder holds the adapters alone.")]
 
 PromptOption = Annotated[str | None, typer.Option(
     "--prompt", help="The base's prompt (e.g. query) prepended to every training sentence, or none. Default: the "
