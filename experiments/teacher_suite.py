@@ -41,6 +41,8 @@ GRID: dict[str, tuple[str, list[str], int, int]] = {
     "g-rw1-T05-lr5e5-s100": ("ConSERT + teacher (the mechanism's defaults: recipe_weight 1, T 0.05)", [], 100, 64),
     "g-rw0-T05-lr5e5-s100": ("teacher alone (recipe_weight 0), T 0.05", ["consert:recipe_weight=0"], 100, 64),
     "g-rw1-T10-lr5e5-s100": ("ConSERT + teacher, T 0.1", ["consert:distill_temperature=0.1"], 100, 64),
+    # glosses' best checkpoint was the last one in both 100-step settings: twice the steps, same dev schedule (4 evals)
+    "g-rw1-T10-lr5e5-s200": ("ConSERT + teacher, T 0.1", ["consert:distill_temperature=0.1"], 200, 64),
 }
 
 
