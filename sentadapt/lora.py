@@ -34,6 +34,9 @@ TARGET_SETS = ("attention", "all-linear")  # or module names joined by '+', e.g.
 # a Linear whose qualified name has one of these parts is an attention projection (BERT, RoBERTa, XLM-R:
 # attention.self.query / attention.output.dense; MPNet: attention.attn.q; ModernBERT: attn.Wqkv / attn.Wo)
 ATTENTION_PARTS = {"attention", "attn", "self_attn", "self_attention"}
+MISSING_PEFT = "--lora: needs peft, which is not installed; pip install 'sentadapt[lora]' (or pip install peft)"
+FROZEN_ENCODER = ("--lora: {recipe} keeps the encoder frozen (it trains a head on fixed embeddings), so there is "
+                  "nothing for adapters to adapt; drop --lora")
 SPEC_KEYS = {"r": "lora_r", "alpha": "lora_alpha", "dropout": "lora_dropout", "targets": "lora_targets"}
 
 
@@ -87,12 +90,23 @@ def settings_of(train: Any) -> LoraSettings | None:
     return LoraSettings(train.lora_r, train.lora_alpha or 2.0 * train.lora_r, train.lora_dropout, train.lora_targets)
 
 
+def check_run(train: Any, recipe: Any) -> None:
+    """Before anything loads (no import of peft or torch): peft is installed and the recipe trains the encoder."""
+    import importlib.util
+
+    if not train.lora_r:
+        return
+    if importlib.util.find_spec("peft") is None:
+        raise ConfigError(MISSING_PEFT)
+    if not recipe.trains_encoder:
+        raise ConfigError(FROZEN_ENCODER.format(recipe=recipe.name))
+
+
 def require_peft() -> Any:
     try:
         import peft
     except ImportError:
-        raise ConfigError("--lora: needs peft, which is not installed; pip install 'sentadapt[lora]' (or pip "
-                          "install peft)") from None
+        raise ConfigError(MISSING_PEFT) from None
     return peft
 
 
@@ -120,8 +134,7 @@ def check_attachable(encoder: Any) -> None:
     """Before any work: peft is installed and the recipe trains the backbone (CLSR freezes it)."""
     require_peft()
     if not any(parameter.requires_grad for parameter in encoder.backbone.parameters()):
-        raise ConfigError("--lora: this recipe keeps the encoder frozen (it trains a head on fixed embeddings), so "
-                          "there is nothing for adapters to adapt; drop --lora")
+        raise ConfigError(FROZEN_ENCODER.format(recipe="this recipe"))
 
 
 def attach(encoder: Any, settings: LoraSettings) -> None:

@@ -92,7 +92,7 @@ def test_a_frozen_encoder_recipe_refuses_lora(tiny_model_dir: Path, corpus: Path
                        str(tmp_path / "run"), "--lora", "r=4", *TWO_STEPS)
     assert result.exit_code != 0
     assert result.stderr.strip().splitlines()[-1] == (
-        "Error: --lora: this recipe keeps the encoder frozen (it trains a head on fixed embeddings), so there is "
+        "Error: --lora: clsr keeps the encoder frozen (it trains a head on fixed embeddings), so there is "
         "nothing for adapters to adapt; drop --lora")
 
 

@@ -87,6 +87,7 @@ class RecipeBase(abc.ABC):
 
     # ------------------------------------------------------------------ defaulted class variables
     stage_name: ClassVar[str] = "train"  # the name of a single-stage recipe's one stage (stages_for's default)
+    trains_encoder: ClassVar[bool] = True  # False: the encoder stays frozen (CLSR), so `--lora` has nothing to adapt
 
     config: Any  # the recipe's settings (an instance of Config; subclasses narrow the type)
 

@@ -151,6 +151,7 @@ def check_run(config: Any, resume: bool, overwrite: bool, dry_run: bool, require
     from sentadapt.data.corpus import ENCODING_ERRORS, check_sources
     from sentadapt.evaluation.decision import decision_rule
     from sentadapt.evaluation.task_types import resolve_dev_set
+    from sentadapt.lora import check_run as check_lora
     from sentadapt.prompts import PAIR, read_prompts
     from sentadapt.recipes import RECIPES
     from sentadapt.resolve import resolve_model
@@ -169,6 +170,7 @@ def check_run(config: Any, resume: bool, overwrite: bool, dry_run: bool, require
     elif config.train.recipe_weight == 0 and config.train.distill == 0:
         raise ConfigError("recipe_weight: 0 leaves nothing to train; give --teacher MODEL or --set distill=W, "
                           "or a recipe_weight above 0")
+    check_lora(config.train, RECIPES.get(config.recipe))  # peft installed; a recipe that trains the encoder
     check_sources(config.corpus)  # a missing file, a directory, a fake .gz, an unreachable Hub dataset
     RECIPES.get(config.recipe).check_corpus(config.corpus, config.recipe_args)  # e.g. CLSR: pairs, not sentences
     dev_name, make_dev_evaluator = resolve_dev_set(config.dev, config.data_dir, config.dev_metric)
