@@ -292,3 +292,13 @@ def yaml_value(path: Path, key: str) -> object:
     import yaml
 
     return yaml.safe_load(path.read_text())[key]
+
+
+def test_resume_names_every_option_it_ignores_lora_prompt_and_dev_included(tmp_path: Path) -> None:
+    from sentadapt.lora import lora_flags
+    from sentadapt.train.lifecycle import Settings, ignored_on_resume
+
+    flags = {"lr": 1e-4, "batch_size": None, **lora_flags("r=8,alpha=16")}
+    run_fields = {"dev": "dev.tsv", "prompt": "query", "teacher": None, "risk": 0.2}
+    settings = Settings([], tmp_path, None, None, None, [], None, flags, run_fields)
+    assert ignored_on_resume(settings) == ["lr", "--lora", "--dev", "--prompt"]

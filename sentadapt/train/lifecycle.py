@@ -141,7 +141,11 @@ def resumed_config(output: Path, num_proc: int | None = None) -> RunConfig:
 
 def ignored_on_resume(settings: Settings, extra: Sequence[str] = ()) -> list[str]:
     """The options a resumed run does not apply (its saved config is authoritative)."""
-    return [k for k, v in settings.flags.items() if v is not None] + (["--set"] if settings.set_options else []) + (
+    flags = [k for k, v in settings.flags.items() if v is not None and not k.startswith("lora_")]
+    flags += ["--lora"] if any(k.startswith("lora_") and v is not None for k, v in settings.flags.items()) else []
+    run_options = [f"--{k.replace('_', '-')}" for k in ("dev", "dev_metric", "teacher", "prompt", "text_column")
+                   if settings.run_fields.get(k) is not None]
+    return flags + run_options + (["--set"] if settings.set_options else []) + (
         ["--preset"] if settings.preset else []) + list(extra)
 
 
