@@ -27,8 +27,6 @@ class FrozenBase:
         frozen_backbone = backbone if backbone is not None else copy.deepcopy(encoder.backbone)
         frozen = Encoder(frozen_backbone, encoder.tokenizer, encoder.pooling, copy.deepcopy(list(encoder.head)),
                          encoder.normalize, encoder.max_length, encoder.name, encoder.prompts)
-        # the training sequences start with the same prompt: pooled without its tokens when the model says so
-        frozen.train_prompt_length = encoder.train_prompt_length
         self._frozen: list[Encoder] = [frozen.requires_grad_(False).eval()]
 
     @property
@@ -44,6 +42,7 @@ class FrozenBase:
         if frozen.device != input_ids.device:
             frozen.to(input_ids.device)
         frozen.pooling, frozen.normalize = encoder.pooling, encoder.normalize
+        frozen.train_prompt_length = encoder.train_prompt_length  # the same prompt tokens left out of pooling
         with torch.no_grad():
             return frozen(input_ids, attention_mask)
 
