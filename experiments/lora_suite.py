@@ -3,6 +3,7 @@
     python -m experiments.lora_suite --train full        # one setting on the 4 domains (settings run side by side)
     python -m experiments.lora_suite --train lora-r16
     python -m experiments.lora_suite --final             # eval every trained setting on test and dev, then render
+    python -m experiments.lora_suite --render            # redraw the section from WORK/lora.json
 
 Both settings are the domain suite's ConSERT row (`experiments/domain_suite.py`: batch 32, max length 64, 100 steps,
 dev every 25 steps on the 100 dev pairs, the tuned-base preset, `adapt`'s default decision); LoRA adds `--lora r=16`
@@ -37,6 +38,9 @@ SETTINGS: dict[str, tuple[str, list[str]]] = {
     "full": ("full fine-tuning (every weight; lr 5e-5, the tuned-base preset)", []),
     "lora-r16": ("LoRA r 16, alpha 32, attention projections (lr 5e-4)",
                  [f"{RECIPE}:--lora=r=16,alpha=32,targets=attention", f"{RECIPE}:lr=5e-4"]),
+    # every linear layer (the feed-forward ones too): the setting that matched full fine-tuning in QLoRA's study
+    "lora-r16-all": ("LoRA r 16, alpha 32, every linear layer (lr 5e-4)",
+                     [f"{RECIPE}:--lora=r=16,alpha=32,targets=all-linear", f"{RECIPE}:lr=5e-4"]),
 }
 
 
@@ -130,11 +134,13 @@ def render(results: dict[str, Any]) -> str:
             f"{sum(applied(r) for r in rows) / len(rows):+.2f} | {uses} of {len(rows)} | "
             f"{sum(r['train_seconds'] for r in rows) / 60:.1f} min | "
             f"{max(r['peak_rss_mb'] for r in rows) / 1000:.2f} GB |")
+    first = next(iter(DOMAINS))
     lines += ["", "```bash", *(f"python -m experiments.lora_suite --train {name}" for name in names),
               "python -m experiments.lora_suite --final",
-              *(current_command(domains[DOMAINS[0]][name]["command"]).replace(f"/{DOMAINS[0]}/", "/DOMAIN/")
+              *(current_command(domains[first][name]["command"]).replace(f"/{first}/", "/DOMAIN/")
                 for name in names),
-              domains[DOMAINS[0]]["eval_command"].replace(f"/{DOMAINS[0]}/", "/DOMAIN/"), "```"]
+              domains[first]["eval_command"].replace(f"/{first}/", "/DOMAIN/").replace(f"/{first}.", "/DOMAIN."),
+              "```"]
     return "\n".join(lines)
 
 
@@ -142,14 +148,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--train", choices=list(SETTINGS), help="train one setting on the 4 domains")
     parser.add_argument("--final", action="store_true", help="evaluate every finished setting and render")
+    parser.add_argument("--render", action="store_true", help="redraw the section from WORK/lora.json")
     parser.add_argument("--work", type=Path, default=WORK)
     args = parser.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)
     if args.train:
         train(args.train, args.work)
     if args.final:
-        results = final(args.work)
-        write_atomically(args.work / "lora.json", json.dumps(results, indent=1) + "\n")
+        write_atomically(args.work / "lora.json", json.dumps(final(args.work), indent=1) + "\n")
+    if args.final or args.render:
+        results = json.loads((args.work / "lora.json").read_text())
         write_section(REPO / "docs" / "results.md", SECTION, render(results))
         print(render(results))
 
