@@ -77,10 +77,10 @@ def final(work: Path) -> dict[str, Any]:
     data = suite(next(iter(trained)), work).data
     for domain in DOMAINS:
         outputs = [str(trained[name][domain][0]) for name in trained]
-        out = work / "evals" / f"{domain}.json"
+        out = work / "evals" / f"{domain}-{len(trained)}.json"  # a new file (and job) when a setting is added
         files = ["test.jsonl", "dev.jsonl"]
         runner = suite(next(iter(trained)), work).runner
-        job = runner.run(f"eval-{domain}", sentadapt(
+        job = runner.run(f"eval-{domain}-{'-'.join(trained)}", sentadapt(
             "eval", MODEL, *outputs, *(arg for f in files for arg in ("--pairs", str(data / domain / f))),
             "--json", str(out)))
         base, *adapted = json.loads(out.read_text())
