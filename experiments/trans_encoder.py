@@ -33,8 +33,8 @@ dev Spearman as a scorer (sigmoid of its logit, both orders averaged) is recorde
 `--data` defaults to runs/domain/data (`python -m experiments.domain_data --shared ../shared --out runs/domain/data
 --seed 0`); the measured runs read another checkout's copy in place (`--data ../main/runs/domain/data`). Outputs in
 WORK (runs/transenc): cells/MODEL-DOMAIN[-VARIANT].json (dev, settings, wall times), models/... (the chosen
-bi-encoder, a sentence-transformers folder), results.json (test). Run it under `nice`, one thread per process
-(`OMP_NUM_THREADS=1`; the script also sets torch's thread count).
+bi-encoder, a sentence-transformers folder), probes/ (`--cross-only`), results.json (test). Run it under `nice`,
+one thread per process (`OMP_NUM_THREADS=1`; the script also sets torch's thread count).
 """
 
 from __future__ import annotations
