@@ -110,6 +110,15 @@ class _Timer:
 
 
 # --------------------------------------------------------------------------------------------------- mining
+
+def optimizer_step(loss: Any, optimizer: Any, scheduler: Any) -> float:
+    """Backward, one optimizer and schedule step, gradients cleared; the loss as a float (both loops' step)."""
+    loss.backward()
+    optimizer.step()
+    scheduler.step()
+    optimizer.zero_grad()
+    return float(loss.detach())
+
 def read_corpus(path: Path, limit: int, seed: int) -> list[str]:
     """Unique non-empty lines; a seeded sample of `limit` of them (in file order) when there are more."""
     lines = list(dict.fromkeys(line.strip() for line in path.read_text(encoding="utf-8").splitlines()))
@@ -198,11 +207,7 @@ def train_cross(model: Any, tokenizer: Any, texts: list[str], pairs: np.ndarray,
             logits = cross_logits(model, tokenizer, first, second, settings.max_length)
             loss = torch.nn.functional.binary_cross_entropy_with_logits(
                 logits, torch.as_tensor(labels[rows], dtype=torch.float32))
-            loss.backward()
-            optimizer.step()
-            scheduler.step()
-            optimizer.zero_grad()
-            losses.append(float(loss.detach()))
+            losses.append(optimizer_step(loss, optimizer, scheduler))
             step += 1
             if step in checkpoints:
                 curve[f"s{step}"] = dev.cross_spearman(model, tokenizer, settings.max_length)
@@ -292,11 +297,7 @@ def train_bi(encoder: Any, texts: list[str], pairs: np.ndarray, labels: np.ndarr
             cosine = F.cosine_similarity(encoder(left.input_ids, left.attention_mask),
                                          encoder(right.input_ids, right.attention_mask))
             loss = F.mse_loss(cosine, torch.as_tensor(labels[rows], dtype=torch.float32))
-            loss.backward()
-            optimizer.step()
-            scheduler.step()
-            optimizer.zero_grad()
-            losses.append(float(loss.detach()))
+            losses.append(optimizer_step(loss, optimizer, scheduler))
             step += 1
             if step in checkpoints:
                 score = track.evaluate(f"r{round_}-s{step}")
