@@ -245,6 +245,11 @@ def test_a_run_with_a_dev_set_records_the_share_of_the_teachers_lead(tiny_model_
     assert metrics["teacher_gap_closed"] == pytest.approx(expected) if expected is not None else (
         metrics["teacher_gap_closed"] is None)
     timing = metrics["teacher"]["dev_encode_seconds"]
-    assert timing["student_speedup"] == pytest.approx(timing["teacher"] / timing["student"], rel=1e-2)
+    # the ratio of the unrounded times; each time is recorded to 0.1 ms (half a unit: 5e-5 s) and the ratio to 1e-3, so
+    # on a tiny model's few-ms encodes the recorded times bound it only loosely
+    half = 5e-5
+    low = (timing["teacher"] - half) / (timing["student"] + half)
+    high = (timing["teacher"] + half) / (timing["student"] - half)
+    assert low - 5e-4 <= timing["student_speedup"] <= high + 5e-4
     rows = {row.cells[0].text: row.cells[1].text for row in run.summary.rows}
     assert rows["teacher dev"].startswith(f"{teacher:.2f} ({teacher_dir});")
