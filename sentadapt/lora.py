@@ -16,7 +16,6 @@ peft is optional (`pip install sentadapt[lora]`); it is imported only when LoRA 
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -130,17 +129,17 @@ def target_modules(backbone: nn.Module, targets: str) -> list[str]:
     return chosen
 
 
-def check_attachable(encoder: Any) -> None:
-    """Before any work: peft is installed and the recipe trains the backbone (CLSR freezes it)."""
-    require_peft()
+def check_attachable(encoder: Any) -> Any:
+    """peft is installed (returned) and the recipe trains the backbone (CLSR freezes it)."""
+    peft = require_peft()
     if not any(parameter.requires_grad for parameter in encoder.backbone.parameters()):
         raise ConfigError(FROZEN_ENCODER.format(recipe="this recipe"))
+    return peft
 
 
 def attach(encoder: Any, settings: LoraSettings) -> None:
     """Inject the adapters into `encoder.backbone` and freeze everything of the encoder but them."""
-    check_attachable(encoder)
-    peft = require_peft()
+    peft = check_attachable(encoder)
     backbone = encoder.backbone
     config = peft.LoraConfig(r=settings.r, lora_alpha=settings.alpha, lora_dropout=settings.dropout,
                              target_modules=target_modules(backbone, settings.targets), bias="none")
@@ -205,11 +204,8 @@ def save_adapter(encoder: Any, folder: Path, base_model: str) -> None:
               str(folder / "adapter_model.safetensors"))
     config = peft.LoraConfig(r=settings.r, lora_alpha=settings.alpha, lora_dropout=settings.dropout,
                              target_modules=sorted({name for name, _ in lora_layers(backbone)}), bias="none",
-                             base_model_name_or_path=base_model)
+                             base_model_name_or_path=base_model, task_type="FEATURE_EXTRACTION")
     config.save_pretrained(str(folder))
-    meta = json.loads((folder / "adapter_config.json").read_text())
-    meta["task_type"] = "FEATURE_EXTRACTION"
-    (folder / "adapter_config.json").write_text(json.dumps(meta, indent=2) + "\n")
 
 
 def trainable_parameters(module: nn.Module) -> tuple[int, int]:

@@ -12,10 +12,9 @@ import torch
 from sentadapt.encoder import Encoder
 from sentadapt.errors import ConfigError
 from sentadapt.lora import LoraSettings, attach, lora_flags, merged_state_dict, target_modules
-from sentadapt.train.inputs import build_inputs
-from sentadapt.train.loop import Trainer, TrainingInterrupted
+from sentadapt.train.loop import TrainingInterrupted
 from tests.conftest import FLOAT32_RTOL, TINY_SENTENCES, run_adapt, run_config
-from tests.test_train import Recorder
+from tests.test_train import Recorder, train
 
 peft = pytest.importorskip("peft")
 
@@ -58,7 +57,7 @@ def test_targets_pick_the_attention_projections_or_every_linear_layer(tiny_encod
         target_modules(tiny_encoder.backbone, "q_proj")
 
 
-def test_attached_adapters_start_at_the_base_and_only_they_train(tiny_encoder: Encoder) -> None:
+def test_attached_adapters_start_at_the_base_and_only_theytrain(tiny_encoder: Encoder) -> None:
     before = tiny_encoder.encode(TINY_SENTENCES)
     attach(tiny_encoder, LoraSettings(r=4, alpha=8.0, dropout=0.0, targets="attention"))
     trainable = [name for name, p in tiny_encoder.named_parameters() if p.requires_grad]
@@ -96,11 +95,6 @@ def test_a_frozen_encoder_recipe_refuses_lora(tiny_model_dir: Path, corpus: Path
         "nothing for adapters to adapt; drop --lora")
 
 
-def _train(config, reporter=None, resume: bool = False) -> None:
-    Path(config.output).mkdir(parents=True, exist_ok=True)
-    Trainer(build_inputs(config, lambda _t: None), reporter).run(resume=resume)
-
-
 @pytest.mark.parametrize("recipe", ["consert", "sg-opt"])
 def test_a_lora_run_resumes_exactly_and_exports_merged(recipe: str, tiny_model_dir: Path, corpus: Path,
                                                       tmp_path: Path) -> None:
@@ -113,16 +107,16 @@ def test_a_lora_run_resumes_exactly_and_exports_merged(recipe: str, tiny_model_d
     Encoder.load(tiny_model_dir, device="cpu").save(base)
     sets = ["head_hidden=16"] if recipe == "sg-opt" else []
     straight = Recorder()
-    _train(run_config(recipe, base, corpus, tmp_path / "straight", flags, sets), straight)
+    train(run_config(recipe, base, corpus, tmp_path / "straight", flags, sets), straight)
     config = run_config(recipe, base, corpus, tmp_path / "resumed", flags, sets)
     with pytest.raises(TrainingInterrupted):
-        _train(config, Recorder(stop_at=2))
+        train(config, Recorder(stop_at=2))
     checkpoint = tmp_path / "resumed" / "checkpoints" / "step-0000002"
     moments = torch.load(checkpoint / "optimizer.pt", weights_only=True)["state"]
     adapters = 2 * 4 * 2  # A and B × 4 attention projections × 2 layers
     assert len(moments) == adapters + (4 if recipe == "sg-opt" else 0)  # + SG-OPT's projection head
     resumed = Recorder()
-    _train(config, resumed, resume=True)
+    train(config, resumed, resume=True)
     for step in (3, 4):
         assert resumed.losses_by_step[step] == pytest.approx(straight.losses_by_step[step], rel=FLOAT32_RTOL), step
     vectors = Encoder.load(tmp_path / "resumed", device="cpu").encode(TINY_SENTENCES)

@@ -26,10 +26,9 @@ from sentadapt.encoder import Encoder
 from sentadapt.recipes import RECIPES
 from sentadapt.recipes.base import RecipeBase, register_recipe
 from sentadapt.st_format import read_layout
-from sentadapt.train.inputs import build_inputs
-from sentadapt.train.loop import Trainer, TrainingInterrupted
+from sentadapt.train.loop import TrainingInterrupted
 from tests.conftest import FLOAT32_RTOL, TINY_SENTENCES, run_adapt, run_config
-from tests.test_train import Recorder
+from tests.test_train import Recorder, train
 
 NAMES = RECIPES.names()
 # What every recipe trains with here: small batches and sequences, an lr at which one step moves the losses.
@@ -162,11 +161,6 @@ def test_golden_losses(two_step_runs: dict[str, Path], name: str) -> None:
     assert computed == pytest.approx(GOLDEN_LOSSES[name], rel=GOLDEN_RTOL), name
 
 
-def _train(config, reporter=None, resume: bool = False) -> None:
-    Path(config.output).mkdir(parents=True, exist_ok=True)
-    Trainer(build_inputs(config, lambda _t: None), reporter).run(resume=resume)
-
-
 @pytest.mark.parametrize("name", NAMES)
 def test_checkpoint_and_resume_reproduce_the_uninterrupted_run(inputs: dict[str, Path], tiny_model_dir: Path,
                                                               tmp_path: Path, name: str) -> None:
@@ -176,13 +170,13 @@ def test_checkpoint_and_resume_reproduce_the_uninterrupted_run(inputs: dict[str,
         return run_config(name, tiny_model_dir, data, output, {**FLAGS, "max_steps": 4}, list(SETTINGS.get(name, ())))
 
     straight = Recorder()
-    _train(config(tmp_path / "straight"), straight)
+    train(config(tmp_path / "straight"), straight)
     resumed_config = config(tmp_path / "resumed")
     with pytest.raises(TrainingInterrupted):
-        _train(resumed_config, Recorder(stop_at=2))  # Ctrl-C at step 2: a checkpoint of step 2
+        train(resumed_config, Recorder(stop_at=2))  # Ctrl-C at step 2: a checkpoint of step 2
     assert (tmp_path / "resumed" / "checkpoints" / "step-0000002").is_dir()
     resumed = Recorder()
-    _train(resumed_config, resumed, resume=True)
+    train(resumed_config, resumed, resume=True)
     assert sorted(resumed.losses_by_step) == [3, 4]
     for step in (3, 4):
         assert resumed.losses_by_step[step] == pytest.approx(straight.losses_by_step[step], rel=FLOAT32_RTOL), step

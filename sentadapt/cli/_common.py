@@ -63,10 +63,11 @@ def draw(table: TextTable) -> Table:
     drawn = Table(title=escape(table.title), caption=escape(table.caption) if table.caption else None,
                   show_header=table.show_header)
     for index, column in enumerate(table.columns):
-        widest = max((len(row.cells[index].text) for row in table.rows if index < len(row.cells)), default=0)
+        # a whole column is as wide as its widest cell; rich narrows the others to fit
+        widest = max((len(row.cells[index].text) for row in table.rows if index < len(row.cells)),
+                     default=0) if column.whole else None
         drawn.add_column(escape(column.header), justify="right" if column.right else "left",
-                         overflow="fold" if column.fold else "ellipsis", no_wrap=column.whole,
-                         min_width=widest if column.whole else None)
+                         overflow="fold" if column.fold else "ellipsis", no_wrap=column.whole, min_width=widest)
     for row in table.rows:
         cells = [f"[{TONES[c.tone]}]{escape(c.text)}[/]" if c.tone else escape(c.text) for c in row.cells]
         drawn.add_row(*cells, style=TONES.get(row.tone), end_section=row.section_end)

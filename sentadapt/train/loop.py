@@ -226,9 +226,7 @@ class Trainer:
     def _build(self, resume: bool) -> None:
         recipe, encoder = self.inputs.recipe, self.inputs.encoder
         heads = recipe.trainable_heads()
-        adapters = lora.settings_of(self.train_config)
-        if adapters is not None:
-            lora.check_attachable(encoder)  # before the base is scored: a missing extra stops the run at once
+        adapters = lora.settings_of(self.train_config)  # peft and the recipe were checked before loading
         if not resume:
             self._evaluate_base()  # the base model as the user has it, with its own pooling
         recipe.prepare_export(encoder, heads)  # checkpoints are scored with the pooling they are saved with
