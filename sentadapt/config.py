@@ -23,7 +23,11 @@ from sentadapt.registry import one_line, unknown_name_message
 MIXED_PRECISION = ("no", "fp16", "bf16")
 ON_NAN = ("stop", "skip")
 REPORT_TO = ("none", "tensorboard", "wandb", "mlflow", "all")  # --report-to (train/tracking.py)
-DISTILL_KINDS = ("kl", "mse")  # sentadapt.recipes.losses.distillation_loss
+# sentadapt.recipes.losses.distillation_loss: kl and sim-mse compare the in-batch similarity structure (any two
+# widths); mse and cosine compare each vector with its target (a teacher of another width through a projection)
+STRUCTURE_KINDS = ("kl", "sim-mse")
+VECTOR_KINDS = ("mse", "cosine")
+DISTILL_KINDS = STRUCTURE_KINDS + VECTOR_KINDS
 
 
 @dataclass
@@ -82,13 +86,20 @@ class TrainConfig:
     # Distillation toward the frozen base model, for every recipe (sentadapt/train/distill.py): the loss
     # gains distill × D(adapted, base) on each batch's sentences. 0 = off (no frozen copy, no extra pass).
     distill: float = 0.0
-    distill_kind: str = "kl"  # kl: in-batch similarity distributions | mse: squared distance of unit vectors
+    # kl: in-batch similarity distributions | sim-mse: in-batch cosine values | mse: the vectors' squared distance
+    # (not normalised) | cosine: 1 − cos of each vector with its target
+    distill_kind: str = "kl"
     distill_temperature: float = 0.05  # softmax temperature of the kl kind
     # With --teacher (RunConfig.teacher) the distillation target is the teacher's cached vectors instead of the
     # base, weighted by teacher_weight; distill_kind and distill_temperature are shared (kl: any two widths).
     teacher_weight: float = 1.0
-    # The weight of the recipe's own loss: 0 = the distillation term alone (the recipe's loss is still computed,
-    # × 0, so every trained parameter keeps a gradient and DDP sees the same graph)
+    # on: a teacher that trails the base on the dev set (the CI of its lead below 0) stops the run before training
+    teacher_check: str = "on"
+    # the fields of a --teacher vectors file (.jsonl keys, .parquet columns): what embeddings APIs return
+    teacher_text_field: str = "text"
+    teacher_vector_field: str = "embedding"
+    # The weight of the recipe's own loss: 0 = the distillation term alone (the recipe's views are then not
+    # computed at all, unless the recipe trains heads of its own: they keep a gradient of 0 for DDP)
     recipe_weight: float = 1.0
 
     def validate(self) -> None:
@@ -120,6 +131,7 @@ class TrainConfig:
         check_choice("distill_kind", self.distill_kind, DISTILL_KINDS)
         check_range("distill_temperature", self.distill_temperature, 0, None, low_open=True)
         check_range("teacher_weight", self.teacher_weight, 0, None, low_open=True)
+        check_choice("teacher_check", self.teacher_check, ("on", "off"))
         check_range("recipe_weight", self.recipe_weight, 0, None)
         check_range("lora_r", self.lora_r, 0, None, hint="0 = off; the rank of the adapters")
         check_range("lora_alpha", self.lora_alpha, 0, None, hint="0 = 2 × lora_r")

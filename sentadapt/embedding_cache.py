@@ -23,8 +23,10 @@ import torch
 from safetensors.torch import load_file, save_file
 
 from sentadapt.durable import replace_durably
+from sentadapt.rowfile import RowFile, write_rows
 
 if TYPE_CHECKING:
+    from sentadapt.data.vectors import TextVectors
     from sentadapt.encoder import Encoder
 
 
@@ -111,9 +113,9 @@ def cached_vectors(
 
 @dataclass(frozen=True)
 class CachedTable:
-    """A whole model's vectors of a list of texts, and whether they came from the cache."""
+    """A whole model's vectors of a list of texts, on disk in the cache, and whether they were cached already."""
 
-    vectors: torch.Tensor  # float32 (rows, dim), CPU
+    vectors: RowFile  # float32 (rows, dim), read a batch's rows at a time (never held whole, never mapped)
     hit: bool
     seconds: float  # spent encoding (0 on a hit)
     path: Path
@@ -125,28 +127,53 @@ TEXT_CHUNK = 65_536  # texts read, hashed and encoded at a time: ~6.5 MB of stri
 def cached_table(encoder: Encoder, texts: Callable[[int, int], list[str]], rows: int, max_length: int,
                  batch_size: int = 128, progress: Callable[[int], Any] | None = None) -> CachedTable:
     """The whole encoder's vectors of `rows` texts (repeats allowed), read TEXT_CHUNK at a time through
-    `texts(start, stop)`, so only the float32 matrix rows × dim is kept (1M sentences × 384 × 4 B = 1.5 GB),
-    never the texts. Keyed like `cached_vectors`: every weight, the pooling, the max length and the texts.
-    `progress(total)`, a context manager yielding advance(n), is opened only when the vectors are computed."""
+    `texts(start, stop)` and appended TEXT_CHUNK rows at a time to a .npy file (sentadapt/rowfile.py): the process
+    holds neither the texts nor the matrix (1M sentences × 768 × 4 B = 3 GB stays on disk). Keyed like
+    `cached_vectors`: every weight, the pooling, the max length and the texts. `progress(total)`, a context
+    manager yielding advance(n), is opened only when the vectors are computed."""
     prompt = encoder.prompts.resolve(None, None, encoder.name)  # the model's default prompt ("" when none)
     digest = _whole_model_digest(encoder, max_length, "fp32", prompt)
-    for start in range(0, rows, TEXT_CHUNK):
-        for text in texts(start, min(start + TEXT_CHUNK, rows)):
-            digest.update(text.encode("utf-8") + b"\0")
-    path = cache_root() / f"table-{digest.hexdigest()[:40]}.safetensors"
-    vectors = _load_cached(path, rows, lambda _text: None)
+    path = _table_path(digest, texts, rows)
+    vectors = RowFile.open(path, rows)
     if vectors is not None:
         return CachedTable(vectors, True, 0.0, path)
     started = time.perf_counter()
-    vectors = torch.empty((rows, encoder.embedding_dim), dtype=torch.float32)
-    with (progress or _no_bar)(rows) as advance:
+    with write_rows(path, rows, encoder.embedding_dim) as table, (progress or _no_bar)(rows) as advance:
         for start in range(0, rows, TEXT_CHUNK):
             stop = min(start + TEXT_CHUNK, rows)
-            vectors[start:stop] = encoder.encode(texts(start, stop), batch_size=batch_size, max_length=max_length,
-                                                 progress=advance, prompt=prompt)
-    seconds = time.perf_counter() - started
-    _store(path, vectors)
-    return CachedTable(vectors, False, seconds, path)
+            table.append(encoder.encode(texts(start, stop), batch_size=batch_size, max_length=max_length,
+                                        progress=advance, prompt=prompt).numpy())
+    return CachedTable(_written(path, rows), False, time.perf_counter() - started, path)
+
+
+def file_table(vectors: TextVectors, texts: Callable[[int, int], list[str]], rows: int) -> CachedTable:
+    """A vectors file's rows for `rows` texts (every one present: data/vectors.check_covers), in their order, as a
+    cache table keyed by the file (path, size, modification time) and the texts."""
+    stat = vectors.path.stat()
+    digest = hashlib.sha256(f"vectors-file {vectors.path.resolve()} {stat.st_size} {stat.st_mtime_ns}".encode())
+    path = _table_path(digest, texts, rows)
+    found = RowFile.open(path, rows)
+    if found is not None:
+        return CachedTable(found, True, 0.0, path)
+    with write_rows(path, rows, vectors.dim) as table:
+        for start in range(0, rows, TEXT_CHUNK):
+            table.append(vectors.lookup(texts(start, min(start + TEXT_CHUNK, rows))))
+    return CachedTable(_written(path, rows), False, 0.0, path)
+
+
+def _table_path(digest: Any, texts: Callable[[int, int], list[str]], rows: int) -> Path:
+    """The cache file of a table: `digest` (the source of the vectors) updated with every text, in order."""
+    for start in range(0, rows, TEXT_CHUNK):
+        for text in texts(start, min(start + TEXT_CHUNK, rows)):
+            digest.update(text.encode("utf-8") + b"\0")
+    return cache_root() / f"table-{digest.hexdigest()[:40]}.npy"
+
+
+def _written(path: Path, rows: int) -> RowFile:
+    table = RowFile.open(path, rows)
+    if table is None:
+        raise OSError(f"{path}: the table just written cannot be read back")
+    return table
 
 
 @contextlib.contextmanager

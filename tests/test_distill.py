@@ -38,30 +38,60 @@ def reference_kl(adapted: torch.Tensor, base: torch.Tensor, temperature: float) 
     return total / n
 
 
-def reference_mse(adapted: torch.Tensor, base: torch.Tensor) -> torch.Tensor:
-    rows = [((adapted[i] / adapted[i].norm() - base[i] / base[i].norm()) ** 2).sum() for i in range(len(adapted))]
+def reference_mse(adapted: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+    """Σ_d (a_d − t_d)² per sentence on the raw vectors, averaged over sentences."""
+    rows = [((adapted[i] - target[i]) ** 2).sum() for i in range(len(adapted))]
     return torch.stack(rows).mean()
 
 
-@pytest.mark.parametrize("kind", ["kl", "mse"])
+def reference_cosine(adapted: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+    rows = [1 - (adapted[i] @ target[i]) / (adapted[i].norm() * target[i].norm()) for i in range(len(adapted))]
+    return torch.stack(rows).mean()
+
+
+def reference_sim_mse(adapted: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+    """The mean over i ≠ j of (cos_a(i, j) − cos_t(i, j))², written out pair by pair."""
+    n = len(adapted)
+    terms = [(torch.cosine_similarity(adapted[i], adapted[j], dim=0)
+              - torch.cosine_similarity(target[i], target[j], dim=0)) ** 2
+             for i in range(n) for j in range(n) if i != j]
+    return torch.stack(terms).mean()
+
+
+def reference(kind: str, adapted: torch.Tensor, target: torch.Tensor, temperature: float) -> torch.Tensor:
+    if kind == "kl":
+        return reference_kl(adapted, target, temperature)
+    return {"mse": reference_mse, "cosine": reference_cosine, "sim-mse": reference_sim_mse}[kind](adapted, target)
+
+
+@pytest.mark.parametrize("kind", ["kl", "sim-mse", "mse", "cosine"])
 @pytest.mark.parametrize(("n", "d", "temperature"), [(3, 3, 0.05), (7, 16, 0.05), (5, 8, 1.0)])
 def test_value_and_gradient_match_the_plain_loop(kind: str, n: int, d: int, temperature: float) -> None:
     generator = torch.Generator().manual_seed(n * d)
     base = torch.randn(n, d, dtype=torch.float64, generator=generator)
     adapted = (base + 0.3 * torch.randn(n, d, dtype=torch.float64, generator=generator)).requires_grad_(True)
     ours = distillation_loss(kind, adapted, base, temperature)
-    theirs = reference_kl(adapted, base, temperature) if kind == "kl" else reference_mse(adapted, base)
+    theirs = reference(kind, adapted, base, temperature)
     assert ours.item() == pytest.approx(theirs.item(), rel=1e-12) and ours.item() > 1e-4
     (grad_ours,) = torch.autograd.grad(ours, adapted)
     (grad_theirs,) = torch.autograd.grad(theirs, adapted)
     assert torch.allclose(grad_ours, grad_theirs, rtol=1e-10, atol=1e-12)
 
 
+def test_structure_kinds_take_a_target_of_another_width() -> None:
+    generator = torch.Generator().manual_seed(3)
+    adapted, wide = torch.randn(5, 4, generator=generator), torch.randn(5, 12, generator=generator)
+    for kind in ("kl", "sim-mse"):
+        assert distillation_loss(kind, adapted, wide, 0.05).item() > 0
+    with pytest.raises(ValueError, match="of equal shape"):
+        distillation_loss("cosine", adapted, wide, 0.05)
+
+
 def test_terms_are_exactly_zero_for_equal_inputs_and_base_gets_no_gradient() -> None:
     vectors = torch.randn(6, 8, generator=torch.Generator().manual_seed(0))
     base = vectors.clone().requires_grad_(True)
-    for term in (distillation_kl(vectors, base, 0.05), distillation_mse(vectors, base)):
-        assert term.item() == 0.0
+    for kind in ("kl", "sim-mse", "mse", "cosine"):
+        assert distillation_loss(kind, vectors, base, 0.05).item() == 0.0, kind
     adapted = vectors.clone().requires_grad_(True)
     distillation_kl(adapted * 2, base, 0.05).backward()  # a rescaling keeps every cosine: still 0
     assert base.grad is None and adapted.grad is not None
@@ -70,13 +100,18 @@ def test_terms_are_exactly_zero_for_equal_inputs_and_base_gets_no_gradient() -> 
     assert distillation_kl(vectors[:2], vectors[2:4], 0.05).item() == 0.0
 
 
-def test_kl_and_mse_see_different_changes() -> None:
-    """kl compares the in-batch similarity structure, mse each vector's direction: a rotation moves only mse."""
+def test_structure_and_vector_kinds_see_different_changes() -> None:
+    """kl and sim-mse compare the in-batch similarity structure, mse and cosine each vector: a rotation moves only
+    the vector kinds; a rescaling moves only mse (cosine compares directions)."""
     vectors = torch.randn(6, 8, dtype=torch.float64, generator=torch.Generator().manual_seed(1))
     rotation, _ = torch.linalg.qr(torch.randn(8, 8, dtype=torch.float64, generator=torch.Generator().manual_seed(2)))
     rotated = vectors @ rotation
     assert distillation_kl(rotated, vectors, 0.05).item() == pytest.approx(0.0, abs=1e-12)
+    assert distillation_loss("sim-mse", rotated, vectors, 0.05).item() == pytest.approx(0.0, abs=1e-12)
     assert distillation_mse(rotated, vectors).item() > 0.1
+    assert distillation_loss("cosine", rotated, vectors, 0.05).item() > 0.05
+    assert distillation_loss("cosine", 3 * vectors, vectors, 0.05).item() == pytest.approx(0.0, abs=1e-12)
+    assert distillation_mse(3 * vectors, vectors).item() > 1
 
 
 # ---------------------------------------------------------------------- each recipe's views at step 0
@@ -120,7 +155,7 @@ def _prepared(name: str, encoder: Encoder):
 def test_the_term_is_zero_at_step_0_and_grows_when_weights_move(tiny_encoder: Encoder, name: str) -> None:
     recipe, module, distillation, batch = _prepared(name, tiny_encoder)
     # exactly 0: both sides run the same kernels on the same weights (the frozen side under no_grad)
-    for kind in ("kl", "mse"):
+    for kind in ("kl", "sim-mse", "mse", "cosine"):
         distillation.kind = kind
         assert distillation.term(recipe, module.encoder, module.heads, batch).item() == 0.0, kind
     output = module(batch)
@@ -130,7 +165,7 @@ def test_the_term_is_zero_at_step_0_and_grows_when_weights_move(tiny_encoder: En
     with torch.no_grad():
         for parameter in trained:
             parameter.add_(0.3 * torch.randn_like(parameter))
-    for kind in ("kl", "mse"):
+    for kind in ("kl", "sim-mse", "mse", "cosine"):
         distillation.kind = kind
         assert distillation.term(recipe, module.encoder, module.heads, batch).item() > 1e-4, kind
 
@@ -194,7 +229,7 @@ def test_set_reaches_train_config_for_every_recipe(tiny_model_dir: Path, corpus:
 @pytest.mark.parametrize(("option", "message"), [
     ("distill=-1", "Error: distill: -1.0 is out of range; valid: [0, inf] (0 = off)"),
     ("distill=nan", "Error: distill: nan is out of range; valid: [0, inf] (0 = off)"),
-    ("distill_kind=cosine", "Error: distill_kind: 'cosine' is not one of kl, mse"),
+    ("distill_kind=l1", "Error: distill_kind: 'l1' is not one of kl, sim-mse, mse, cosine"),
     ("distill_temperature=0", "Error: distill_temperature: 0.0 is out of range; valid: (0, inf]"),
     ("distill=lots", "Error: --set: distill: expected a number, got 'lots'"),
 ])

@@ -167,6 +167,15 @@ class Evaluator:
         report.prompts = {side: prompt for side, prompt in side_prompts.items() if prompt}
         return report
 
+    def score_vectors(self, lookup: Callable[[list[str]], Any], name: str) -> EvalReport:
+        """Score vectors that already exist (a --teacher vectors file): `lookup(texts)` gives each text's vector,
+        as an (N, D) array; no prompts, no intervals."""
+        import torch
+
+        texts = list(self.sentences)
+        table = EmbeddingTable(texts, torch.as_tensor(np.asarray(lookup(texts), dtype=np.float32)))
+        return self.report([task.score(table) for task in self.tasks], name, "vectors file", 0.0, False)
+
     def _vectors(self, encoder: Any, texts: list[str], prompt: str, batch_size: int, max_length: int | None,
                  dtype: str, pooling: object | None, progress: Callable[[int], None] | None,
                  note: Callable[[str], None]) -> Any:

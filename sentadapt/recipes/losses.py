@@ -147,20 +147,53 @@ def distillation_kl(adapted: Tensor, base: Tensor, temperature: float) -> Tensor
         return F.kl_div(log_q, log_p, log_target=True, reduction="batchmean")  # Σ_ij p (log p − log q) / N
 
 
-def distillation_mse(adapted: Tensor, base: Tensor) -> Tensor:
-    """Mean over sentences of ‖û_adapted − û_base‖²₂ on unit vectors (= 2 − 2 cos); exactly 0 when equal."""
-    _check_pairs("distillation_mse", adapted, base, 1.0)
+def distillation_mse(adapted: Tensor, target: Tensor) -> Tensor:
+    """Mean over sentences of ‖e_adapted − e_target‖²₂ on the vectors as they are (not normalised), as
+    sentence-transformers' distillation (MSELoss) and LEAF compare them: the student also learns the target's
+    norms. Equal widths (a teacher of another width goes through a projection first: train/distill.py).
+    Exactly 0 when equal; `target` carries no gradient."""
+    _check_pairs("distillation_mse", adapted, target, 1.0)
     with torch.autocast(device_type=adapted.device.type, enabled=False):
-        return (_unit(adapted) - _unit(base.detach())).pow(2).sum(dim=-1).mean()
+        wide = torch.promote_types(adapted.dtype, torch.float32)
+        return (adapted.to(wide) - target.detach().to(wide)).pow(2).sum(dim=-1).mean()
 
 
-def distillation_loss(kind: str, adapted: Tensor, base: Tensor, temperature: float) -> Tensor:
-    """`kind` is TrainConfig.distill_kind: kl (in-batch similarity structure) or mse (each vector's direction)."""
+def distillation_cosine(adapted: Tensor, target: Tensor) -> Tensor:
+    """Mean over sentences of 1 − cos(e_adapted, e_target): each vector's direction only. Computed as half the
+    squared distance of the unit vectors (the same value), which is exactly 0 when the two are equal. Equal
+    widths, as mse."""
+    _check_pairs("distillation_cosine", adapted, target, 1.0)
+    with torch.autocast(device_type=adapted.device.type, enabled=False):
+        return 0.5 * (_unit(adapted) - _unit(target.detach())).pow(2).sum(dim=-1).mean()
+
+
+def distillation_sim_mse(adapted: Tensor, target: Tensor) -> Tensor:
+    """Mean over the N(N − 1) ordered pairs i ≠ j of (cos_adapted(i, j) − cos_target(i, j))²: the in-batch
+    cosine matrices compared entry by entry, so the student learns the target's similarity VALUES (what STS
+    scores rank), not only their softmax-ed order as kl does. The diagonal (1 on both sides) is left out.
+    Only N × N similarities are compared, so the widths may differ. Needs 2 sentences; 0 for 1."""
+    _check_pairs("distillation_sim_mse", adapted, target, 1.0, same_width=False)
+    n = adapted.shape[0]
+    with torch.autocast(device_type=adapted.device.type, enabled=False):
+        if n < 2:
+            return _unit(adapted).sum() * 0.0
+        a, b = _unit(adapted), _unit(target.detach())
+        others = ~torch.eye(n, dtype=torch.bool, device=adapted.device)
+        return (a @ a.T - b @ b.T)[others].pow(2).mean()
+
+
+def distillation_loss(kind: str, adapted: Tensor, target: Tensor, temperature: float) -> Tensor:
+    """`kind` is TrainConfig.distill_kind: kl, sim-mse (in-batch similarity structure), mse or cosine (each
+    vector against its target)."""
     if kind == "kl":
-        return distillation_kl(adapted, base, temperature)
+        return distillation_kl(adapted, target, temperature)
+    if kind == "sim-mse":
+        return distillation_sim_mse(adapted, target)
     if kind == "mse":
-        return distillation_mse(adapted, base)
-    raise ValueError(f"distillation_loss: unknown kind {kind!r}; expected kl or mse")
+        return distillation_mse(adapted, target)
+    if kind == "cosine":
+        return distillation_cosine(adapted, target)
+    raise ValueError(f"distillation_loss: unknown kind {kind!r}; expected kl, sim-mse, mse or cosine")
 
 
 def _check_pairs(name: str, sentences: Tensor, views: Tensor, temperature: float, same_width: bool = True) -> None:

@@ -4,25 +4,26 @@ One mechanism: the recipe supplies the batch's sentences as the model is exporte
 (`Recipe.distillation_student`); a target source supplies vectors of the same sentences — the frozen base
 (`BaseTargets`: the recipe's `distillation_base`) or the teacher's vectors cached before training
 (`TeacherTargets`: the batch's rows of the table, which the batch builder copied into the batch). This adds
-W · D(student, target) to the recipe's loss (D: `distillation_loss`, kl or mse) and logs it as the `distill`
-part. A teacher replaces the base as the target (W = teacher_weight); kl compares N × N in-batch similarities,
-so the two widths may differ. `recipe_weight` scales the recipe's own loss (0: the term alone). Off (no teacher
-and W = 0): nothing is built and no pass runs.
-"""
+W · D(student, target) to the recipe's loss and logs it as the `distill` part. D is `distillation_loss`: kl or
+sim-mse compare the N × N in-batch similarities (any two widths); mse or cosine compare each vector with its
+target, through a training-only projection when a teacher is of another width. A teacher replaces the base as
+the target (W = teacher_weight). `recipe_weight` scales the recipe's own loss (0: the term alone, and the
+recipe's views are not computed). Off (no teacher and W = 0): nothing is built and no pass runs."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 import torch
 from torch import Tensor, nn
 
-from sentadapt.config import TrainConfig
+from sentadapt.config import VECTOR_KINDS, TrainConfig
 from sentadapt.errors import ConfigError
 from sentadapt.recipes.base import LossOutput, RecipeBase
 from sentadapt.recipes.losses import distillation_loss, world_size
+from sentadapt.rowfile import RowFile
 
 TEACHER_VECTORS = "teacher_vectors"  # the batch key of the teacher's vectors of the batch's examples
 
@@ -39,14 +40,24 @@ class BaseTargets:
 
 class TeacherTargets:
     """The teacher's cached vectors: row i of `table` belongs to example i. The batch builder (on the prefetch
-    thread, on the host) copies the batch's rows into the batch, so the table stays in host memory and the
-    step reads no value back to find them."""
+    thread, on the host) reads the batch's rows from the table's file into the batch (sentadapt/rowfile.py), so
+    the table stays on disk and the step reads no value back to find them. A Tensor table (tests) is indexed."""
 
-    def __init__(self, table: Tensor) -> None:
+    def __init__(self, table: RowFile | Tensor) -> None:
         self.table = table
 
+    @property
+    def dim(self) -> int:
+        return int(self.table.shape[1])
+
+    def rows(self, rows: Sequence[int] | np.ndarray) -> Tensor:
+        index = np.asarray(rows, dtype=np.int64)
+        if isinstance(self.table, Tensor):
+            return self.table[torch.from_numpy(index)]
+        return torch.from_numpy(self.table.take(index))
+
     def batch_fields(self, rows: Sequence[int] | np.ndarray) -> dict[str, Tensor]:
-        return {TEACHER_VECTORS: self.table[torch.from_numpy(np.asarray(rows, dtype=np.int64))]}
+        return {TEACHER_VECTORS: self.rows(rows)}
 
     def vectors(self, recipe: RecipeBase, encoder: Any, heads: nn.ModuleDict, batch: dict[str, Tensor]) -> Tensor:
         return batch[TEACHER_VECTORS]
@@ -54,10 +65,14 @@ class TeacherTargets:
 
 class Distillation:
     def __init__(self, weight: float, kind: str, temperature: float,
-                 targets: BaseTargets | TeacherTargets | None = None, recipe_weight: float = 1.0) -> None:
+                 targets: BaseTargets | TeacherTargets | None = None, recipe_weight: float = 1.0,
+                 projection: nn.Linear | None = None) -> None:
         self.weight, self.kind, self.temperature = weight, kind, temperature
         self.targets = targets or BaseTargets()
         self.recipe_weight = recipe_weight  # 0: the distillation term alone
+        # student width → teacher width, for mse/cosine against a teacher of another width: trained with the
+        # student (TrainingModule registers it, so the optimizer, DDP and checkpoints hold it), never exported
+        self.projection = projection
 
     def batch_fields(self, rows: Sequence[int] | np.ndarray) -> dict[str, Tensor]:
         """What the batch of examples `rows` must carry for the target side (the teacher's rows; nothing else)."""
@@ -66,31 +81,66 @@ class Distillation:
     def term(self, recipe: RecipeBase, encoder: Any, heads: nn.ModuleDict, batch: dict[str, Tensor]) -> Tensor:
         """D(student, target) on this process's sentences, unweighted."""
         student = recipe.distillation_student(encoder, heads, batch)
+        if self.projection is not None:
+            student = self.projection(student)
         return distillation_loss(self.kind, student, self.targets.vectors(recipe, encoder, heads, batch),
                                  self.temperature)
 
-    def add_to(self, output: LossOutput, recipe: RecipeBase, encoder: Any, heads: nn.ModuleDict,
+    def needs_recipe_loss(self, heads: nn.ModuleDict) -> bool:
+        """recipe_weight 0 skips the recipe's views (two encoder passes for ConSERT) unless the recipe trains heads
+        of its own: they would get no gradient, and DDP expects every trained parameter to get one."""
+        return self.recipe_weight > 0 or any(p.requires_grad for p in heads.parameters())
+
+    def add_to(self, output: LossOutput | None, recipe: RecipeBase, encoder: Any, heads: nn.ModuleDict,
                batch: dict[str, Tensor]) -> LossOutput:
+        """The recipe's `output` (None: skipped, recipe_weight 0) plus W · D on this process's sentences."""
         weighted = self.weight * self.term(recipe, encoder, heads, batch)
         # A mean over this process's sentences only (no gather). The loop multiplies the loss by the process
         # count P before backward (right for gathered contrastive terms) and DDP averages gradients, so the
         # local term is divided by P, as SG-OPT does with its regulariser: the gradient is then that of the
         # mean of the P local terms. The logged total shows it / P; the `distill` part is this rank's W · D.
+        local = weighted / world_size()
+        if output is None:
+            return LossOutput(local, {"distill": weighted.detach()})
         total = output.total if self.recipe_weight == 1 else self.recipe_weight * output.total
-        return LossOutput(total + weighted / world_size(), {**output.parts, "distill": weighted.detach()})
+        return LossOutput(total + local, {**output.parts, "distill": weighted.detach()})
+
+
+PROJECTION_SAMPLE = 4096  # examples the projection's starting point is fitted on: 4096 × 384 floats, one encode
 
 
 def build_distillation(config: TrainConfig, recipe: RecipeBase, encoder: Any,
-                       teacher: Tensor | None = None) -> Distillation | None:
+                       teacher: RowFile | Tensor | None = None,
+                       student_sample: Callable[[int], Tensor] | None = None) -> Distillation | None:
     """Toward `teacher` (its vectors of every example) when given; else None when distill = 0; else let the
-    recipe keep its frozen base (before any step or resumed weights)."""
+    recipe keep its frozen base (before any step or resumed weights). `student_sample(n)`: the student's vectors
+    of the first n examples, which a projection is fitted on before training."""
     if teacher is not None:
-        if config.distill_kind == "mse" and teacher.shape[1] != encoder.embedding_dim:
-            raise ConfigError(f"distill_kind: mse compares each vector with the teacher's, which needs equal widths "
-                              f"(student {encoder.embedding_dim}, teacher {teacher.shape[1]}); use distill_kind=kl")
-        return Distillation(config.teacher_weight, config.distill_kind, config.distill_temperature,
-                            TeacherTargets(teacher), config.recipe_weight)
+        targets = TeacherTargets(teacher)
+        projection = None
+        if config.distill_kind in VECTOR_KINDS and targets.dim != encoder.embedding_dim:
+            if student_sample is None:
+                raise ConfigError(f"distill_kind: {config.distill_kind} against a teacher of another width "
+                                  f"(student {encoder.embedding_dim}, teacher {targets.dim}) needs the student's "
+                                  "vectors to fit a projection on; use distill_kind=kl or sim-mse")
+            projection = fitted_projection(student_sample, targets, encoder.embedding_dim)
+        return Distillation(config.teacher_weight, config.distill_kind, config.distill_temperature, targets,
+                            config.recipe_weight, projection)
     if config.distill == 0:
         return None
     recipe.prepare_distillation(encoder)
     return Distillation(config.distill, config.distill_kind, config.distill_temperature, None, config.recipe_weight)
+
+
+def fitted_projection(student_sample: Callable[[int], Tensor], targets: TeacherTargets, width: int) -> nn.Linear:
+    """A linear map student width → teacher width, started at the least-squares fit of the teacher's vectors from
+    the student's on up to PROJECTION_SAMPLE examples (ridge 1e-3): a random start would pull the student toward
+    random directions for the first steps; this one starts the loss where the student already is."""
+    student = student_sample(PROJECTION_SAMPLE).double()
+    target = targets.rows(np.arange(len(student))).double()
+    gram = student.T @ student + 1e-3 * torch.eye(width, dtype=torch.float64)
+    weight = torch.linalg.solve(gram, student.T @ target)  # (width, teacher width)
+    projection = nn.Linear(width, targets.dim, bias=False)
+    with torch.no_grad():
+        projection.weight.copy_(weight.T.float())
+    return projection

@@ -38,7 +38,10 @@ def training_prompt(config: RunConfig, encoder: Encoder, note: Callable[[str], N
 
 def build_inputs(config: RunConfig, note: Callable[[str], None], device: str | None = None,
                  trust_remote_code: bool = False, allow_pickle: bool = False, stage: str | None = None,
-                 progress: Callable[[str, int], Any] | None = None) -> TrainingInputs:
+                 progress: Callable[[str, int], Any] | None = None,
+                 base_dev: tuple[float, dict[str, Any]] | None = None) -> TrainingInputs:
+    """`base_dev`: the base model's (dev score, per-unit outputs) when already known (--recipe auto shares them);
+    with a teacher the base is scored here when it is not, once, to weigh the teacher against before training."""
     recipe_class = RECIPES.get(config.recipe)
     dev_name, make_evaluator = resolve_dev_set(config.dev, config.data_dir, config.dev_metric)
     evaluator = make_evaluator() if make_evaluator is not None else None  # bad dev files fail before the model loads
@@ -51,9 +54,17 @@ def build_inputs(config: RunConfig, note: Callable[[str], None], device: str | N
     examples = recipe.load_examples(data, encoder, note, progress or no_progress)
     teacher = None
     if config.teacher is not None:  # its vectors of these examples, once, before training
+        if base_dev is None and evaluator is not None:  # the loop reuses it
+            base_dev = base_dev_outputs(evaluator, encoder, config)
         teacher = teacher_table(config, examples, device or "cpu", note, progress or no_progress, trust_remote_code,
-                                allow_pickle, evaluator, student=encoder)
-    return TrainingInputs(config, encoder, recipe, examples, evaluator, dev_name, teacher=teacher)
+                                allow_pickle, evaluator, student=encoder, base_dev=base_dev)
+    return TrainingInputs(config, encoder, recipe, examples, evaluator, dev_name, base_dev=base_dev, teacher=teacher)
+
+
+def base_dev_outputs(evaluator: Any, encoder: Encoder, config: RunConfig) -> tuple[float, dict[str, Any]]:
+    """(dev score, per-unit outputs) of the base model as the loop scores it (no intervals)."""
+    report = evaluator(encoder, batch_size=config.train.eval_batch_size, intervals=False)
+    return report.average, evaluator.outputs_of(report)
 
 
 def stage_outputs(config: RunConfig, stages: tuple[str, ...]) -> list[tuple[str, RunConfig]]:

@@ -259,10 +259,10 @@ def train_run(config: Any, resume: bool, overwrite: bool, trust_remote_code: boo
             stage_resume = resume and stage_dir.checkpoints.is_dir()
             if resume and not stage_resume and number == len(stages) == 1:
                 raise ConfigError(f"--resume: no checkpoint in {stage_dir.checkpoints}; start without --resume")
+            # later stages start from the previous stage's model, not the base: scored anew
             inputs = build_inputs(stage_config, events.note, device=device(), trust_remote_code=trust_remote_code,
-                                  allow_pickle=allow_pickle, stage=stage, progress=events.progress)
-            if number == 1:
-                inputs.base_dev = base_dev  # later stages start from the previous stage's model, not the base
+                                  allow_pickle=allow_pickle, stage=stage, progress=events.progress,
+                                  base_dev=base_dev if number == 1 else None)
             reporter = events.reporter() if events.reporter is not None else NoteReporter(events.note)
             result = _train_stage(Trainer(inputs, reporter), stage_resume, output)
             if main and events.stage_done is not None:

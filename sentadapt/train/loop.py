@@ -81,12 +81,16 @@ class TrainingModule(nn.Module):
         self.heads = heads
         self._recipe = [recipe]  # a list: the recipe is not a module and must not be registered
         self._distillation = [distillation]  # its frozen base stays out of state_dict, optimizer and DDP
+        # a teacher of another width's training-only projection: optimised and checkpointed, never exported
+        self.projection = distillation.projection if distillation is not None else None
 
     def forward(self, batch: dict[str, torch.Tensor]) -> Any:
-        output = self._recipe[0].compute_loss(self.encoder, self.heads, batch)
-        if self._distillation[0] is not None:
-            output = self._distillation[0].add_to(output, self._recipe[0], self.encoder, self.heads, batch)
-        return output
+        distillation, recipe = self._distillation[0], self._recipe[0]
+        if distillation is None:
+            return recipe.compute_loss(self.encoder, self.heads, batch)
+        output = recipe.compute_loss(self.encoder, self.heads, batch) if distillation.needs_recipe_loss(
+            self.heads) else None
+        return distillation.add_to(output, recipe, self.encoder, self.heads, batch)
 
 
 @dataclass
@@ -232,7 +236,7 @@ class Trainer:
         recipe.prepare_export(encoder, heads)  # checkpoints are scored with the pooling they are saved with
         teacher = self.inputs.teacher.vectors if self.inputs.teacher is not None else None
         # before resumed weights load (the frozen base is the base)
-        self.distillation = build_distillation(self.train_config, recipe, encoder, teacher)
+        self.distillation = build_distillation(self.train_config, recipe, encoder, teacher, self._student_sample)
         if adapters is not None:  # after the frozen base is copied: it stays a plain model
             lora.attach(encoder, adapters)
         self.module = TrainingModule(encoder, heads, recipe, self.distillation).to(self.accelerator.device)
@@ -249,6 +253,13 @@ class Trainer:
         self.model, self.optimizer = self.accelerator.prepare(self.module, self.optimizer)
         self.lengths = self.inputs.examples.lengths()
         self.pad_id = encoder.tokenizer.pad_token_id
+
+    def _student_sample(self, rows: int) -> torch.Tensor:
+        """The base's vectors of the first `rows` examples' texts (what a projection to the teacher starts from)."""
+        examples = self.inputs.examples
+        texts = examples.example_texts(0, min(rows, len(examples)))
+        return self.inputs.encoder.encode(texts, batch_size=self.train_config.eval_batch_size,
+                                          max_length=self.train_config.max_length)
 
     # ------------------------------------------------------------------ the loop
     def run(self, resume: bool = False) -> TrainResult:

@@ -1,28 +1,34 @@
-"""`adapt --teacher MODEL`: the teacher's vectors of every training example, the distillation target.
+"""`adapt --teacher MODEL|FILE`: the teacher's vectors of every training example, the distillation target.
 
-The teacher encodes the examples' texts ONCE, before training (in eval mode, so without dropout; each model
-tokenizes for itself, so the vocabularies may differ), and the table is cached on disk by
-`embedding_cache.cached_table` (keyed by the teacher's weights, pooling, max length and the texts): a second run
-on the same corpus, or `--resume`, reads it back. Row i of the table is example i of the recipe's examples (the
-sentence, an NLI premise, the first sentence of a pair: what `distillation_student` embeds); the loop copies a
-batch's rows into the batch (train/distill.py), so the teacher never runs inside a training step and is freed
-once the table is made. Memory: one float32 matrix examples × teacher width on the host (1M sentences × 384 ×
-4 B = 1.5 GB); a batch carries its own rows only.
+A model teacher encodes the examples' texts ONCE, before training (in eval mode, so without dropout; each model
+tokenizes for itself, so the vocabularies may differ); a vectors file (data/vectors.py: .jsonl, .parquet, .npy +
+.txt) is looked up by text instead. Either way the table is written to the cache as a .npy file
+(`embedding_cache.cached_table` / `file_table`, keyed by the teacher and the texts): a second run on the same corpus,
+or `--resume`, reads it back, and the process reads only each batch's rows (sentadapt/rowfile.py; the loop puts
+them in the batch, train/distill.py), so a 1M × 768 table (3 GB) stays on disk. Row i of the
+table is example i of the recipe's examples (the sentence, an NLI premise, the first sentence of a pair: what
+`distillation_student` embeds).
+
+Before training the teacher is weighed on the dev set beside the base: its lead with a paired-bootstrap CI, said
+in one line (`teacher_verdict`); a teacher that trails the base significantly stops the run before training
+(`--set teacher_check=off` distils it anyway), since the student would learn to be worse.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sentadapt.errors import ConfigError, ModelError
+from sentadapt.errors import ConfigError, DataError, ModelError
 
 if TYPE_CHECKING:
-    from torch import Tensor
-
     from sentadapt.config import RunConfig
+    from sentadapt.evaluation.evaluator import Delta
     from sentadapt.resolve import ResolvedModel
+    from sentadapt.rowfile import RowFile
 
 ENCODING = "encoding with the teacher (once)"  # the progress bar's description
 
@@ -31,15 +37,17 @@ ENCODING = "encoding with the teacher (once)"  # the progress bar's description
 class TeacherTable:
     """The teacher's vectors of the training examples (row i = example i) and what metrics.json says of them."""
 
-    vectors: Tensor  # float32 (examples, teacher width), CPU
+    vectors: RowFile  # float32 (examples, teacher width) in the cache file, read a batch's rows at a time
     name: str  # as given to --teacher
-    location: str  # the resolved folder or Hub id
+    location: str  # the resolved folder or Hub id, or the vectors file
     cached: bool  # read from the embedding cache (no encoding in this run)
-    seconds: float  # spent encoding (0 on a cache hit)
+    seconds: float  # spent encoding or looking up (0 on a cache hit)
     path: str  # the cache file
     score: float | None = None  # the teacher's own dev score with the run's dev evaluator (None: no dev set)
     # seconds to encode the dev sentences, best of 2 each, alternated in this process: (student, teacher)
     dev_encode_seconds: tuple[float, float] | None = None
+    lead: Delta | None = None  # teacher − base on dev, with its paired 95 % CI (None: not weighed)
+    dev_outputs: dict[str, Any] | None = dataclasses.field(default=None, repr=False)  # per-unit, for the lead
 
     @property
     def dim(self) -> int:
@@ -57,9 +65,11 @@ class TeacherTable:
         timing = None if self.dev_encode_seconds is None else {
             "student": round(self.dev_encode_seconds[0], 4), "teacher": round(self.dev_encode_seconds[1], 4),
             "student_speedup": round(self.speedup, 3) if self.speedup else None}
+        lead = None if self.lead is None else {"delta": round(self.lead.value, 4), "ci": None if self.lead.interval
+                                               is None else [round(bound, 4) for bound in self.lead.interval]}
         return {"model": self.name, "location": self.location, "dim": self.dim, "sentences": len(self.vectors),
                 "cached": self.cached, "encode_seconds": round(self.seconds, 3), "cache_file": self.path,
-                "dev_encode_seconds": timing}
+                "dev_encode_seconds": timing, "dev_lead": lead}
 
     def gap_closed(self, base: float | None, student: float | None) -> float | None:
         """The share of the teacher's dev lead over the base that the student won: (student − base) / (teacher −
@@ -85,7 +95,15 @@ def dev_encode_seconds(student: Any, teacher: Any, texts: list[str], batch_size:
 
 
 def check_teacher(teacher: str, base_location: str) -> None:
-    """Before any weights load: the teacher must resolve to a model and must not be the base model itself."""
+    """Before any weights load: the teacher must resolve to a model that is not the base model itself, or be a
+    vectors file that exists (its contents are read once the corpus is, in `teacher_table`)."""
+    from sentadapt.data.vectors import is_vectors_path
+
+    if is_vectors_path(teacher):
+        if not Path(teacher).is_file():
+            raise DataError(f"--teacher {teacher}: no such file; give a model (folder or Hub id) or a vectors file "
+                            "(.jsonl, .parquet, or .npy with a .txt of its sentences beside it)")
+        return
     if resolve_teacher(teacher).location == base_location:
         raise ConfigError(f"--teacher {teacher}: is the base model itself; a teacher must be another, stronger "
                           "model")
@@ -103,10 +121,32 @@ def resolve_teacher(teacher: str) -> ResolvedModel:
 
 def teacher_table(config: RunConfig, examples: Any, device: str, note: Callable[[str], None],
                   progress: Callable[[str, int], Any], trust_remote_code: bool = False,
-                  allow_pickle: bool = False, evaluator: Any = None, student: Any = None) -> TeacherTable:
-    """Load the teacher, take its vectors of every example's text (cached), score it on the run's dev set when
-    there is one and time it against `student` on the dev sentences (what the student is compared with in
-    metrics.json and the summary), and let the teacher go."""
+                  allow_pickle: bool = False, evaluator: Any = None, student: Any = None,
+                  base_dev: tuple[float, dict[str, Any]] | None = None) -> TeacherTable:
+    """The teacher's vectors of every example (from its model, or looked up in its vectors file), its dev score
+    weighed against the base's `base_dev` (score, per-unit outputs) when there is a dev set, and — for a model —
+    its speed against `student` on the dev sentences."""
+    from sentadapt.data.vectors import is_vectors_path
+
+    assert config.teacher is not None
+    if config.train.distill > 0:
+        note(f"--teacher: the teacher replaces the base as the distillation target (distill={config.train.distill} "
+             f"is not applied; teacher_weight={config.train.teacher_weight})")
+    if is_vectors_path(config.teacher):
+        table = _file_table(config, examples, note, evaluator)
+    else:
+        table = _model_table(config, examples, device, note, progress, trust_remote_code, allow_pickle, evaluator,
+                             student)
+    if evaluator is None or base_dev is None or table.score is None:
+        return table
+    return weighed(table, evaluator, base_dev, config, note)
+
+
+def _model_table(config: RunConfig, examples: Any, device: str, note: Callable[[str], None],
+                 progress: Callable[[str, int], Any], trust_remote_code: bool, allow_pickle: bool,
+                 evaluator: Any, student: Any) -> TeacherTable:
+    """Load the teacher, take its vectors of every example's text (cached), score it on the dev set and time it
+    against `student` on the dev sentences, and let the teacher go."""
     from sentadapt.embedding_cache import cached_table
     from sentadapt.encoder import Encoder
     from sentadapt.recipes.base import token_limit
@@ -117,21 +157,74 @@ def teacher_table(config: RunConfig, examples: Any, device: str, note: Callable[
     limit = token_limit(teacher, config.train.max_length)
     note(f"teacher: {resolved.name} → {resolved.location} ({teacher.embedding_dim} dims, {teacher.pooling_name} "
          f"pooling, max length {limit})")
-    if config.train.distill > 0:
-        note(f"--teacher: the teacher replaces the base as the distillation target (distill={config.train.distill} "
-             f"is not applied; teacher_weight={config.train.teacher_weight})")
     table = cached_table(teacher, examples.example_texts, len(examples), limit, config.train.eval_batch_size,
                          lambda total: progress(ENCODING, total))
     rows = len(table.vectors)
     note(f"teacher embeddings: cache hit ({rows} sentences)" if table.hit else
          f"teacher embeddings: computed {rows} sentences in {table.seconds:.1f} s")
-    score, timing = None, None
+    score, timing, outputs = None, None, None
     if evaluator is not None:
-        score = evaluator(teacher, batch_size=config.train.eval_batch_size, intervals=False).average
-        note(f"teacher on the dev set: {score:.2f}")
+        report = evaluator(teacher, batch_size=config.train.eval_batch_size, intervals=False)
+        score, outputs = report.average, evaluator.outputs_of(report)
         if student is not None:
             timing = dev_encode_seconds(student, teacher, list(evaluator.sentences), config.train.eval_batch_size,
                                         limit)
     return TeacherTable(table.vectors, resolved.name, resolved.location, table.hit, table.seconds, str(table.path),
-                        score, timing)
+                        score, timing, dev_outputs=outputs)
 
+
+def _file_table(config: RunConfig, examples: Any, note: Callable[[str], None], evaluator: Any) -> TeacherTable:
+    """The vectors file's rows for every example, in example order, written once to the cache and memory-mapped;
+    scored on the dev set when the file also holds every dev sentence."""
+    import time
+
+    from sentadapt.data.vectors import check_covers, read_vectors
+    from sentadapt.embedding_cache import TEXT_CHUNK, file_table
+
+    assert config.teacher is not None
+    started = time.perf_counter()
+    vectors = read_vectors(Path(config.teacher), config.train.teacher_text_field, config.train.teacher_vector_field)
+    check_covers(vectors, examples.example_texts, len(examples), TEXT_CHUNK)
+    table = file_table(vectors, examples.example_texts, len(examples))
+    note(f"teacher: vectors from {config.teacher} ({len(vectors.rows)} sentences, {vectors.dim} dims)")
+    score, outputs = None, None
+    if evaluator is not None:
+        absent = vectors.missing(list(evaluator.sentences))
+        if absent:
+            note(f"teacher: {config.teacher} holds no vector for {len(absent)} of the {len(evaluator.sentences)} dev "
+                 "sentences, so it cannot be weighed on the dev set; add them to compare it with the base first")
+        else:
+            report = evaluator.score_vectors(vectors.lookup, Path(config.teacher).name)
+            score, outputs = report.average, evaluator.outputs_of(report)
+    return TeacherTable(table.vectors, config.teacher, str(Path(config.teacher).resolve()), table.hit,
+                        time.perf_counter() - started, str(table.path), score, None, dev_outputs=outputs)
+
+
+def weighed(table: TeacherTable, evaluator: Any, base_dev: tuple[float, dict[str, Any]], config: RunConfig,
+            note: Callable[[str], None]) -> TeacherTable:
+    """The teacher's dev lead over the base with its paired CI, said in one line; a teacher significantly behind
+    the base stops the run here, before any training (teacher_check=off: distil it anyway)."""
+    assert table.dev_outputs is not None
+    lead = evaluator.compare_outputs(base_dev[1], table.dev_outputs)
+    verdict = teacher_verdict(table.name, table.score, base_dev[0], lead, evaluator.units(), evaluator.unit_name())
+    if lead.interval is not None and lead.interval[1] < 0 and config.train.teacher_check == "on":
+        raise ConfigError(f"{verdict}; stopped before training. Pick a stronger teacher, or --set teacher_check=off "
+                          "to distil it anyway")
+    note(verdict)
+    return dataclasses.replace(table, lead=lead)
+
+
+def teacher_verdict(name: str, teacher: float | None, base: float, lead: Delta, units: int, unit_name: str) -> str:
+    """One line: the teacher's dev score beside the base's, its lead with the CI, and what that means."""
+    ci = "" if lead.interval is None else f" [95 % CI {lead.interval[0]:+.2f}, {lead.interval[1]:+.2f}]"
+    head = f"teacher {name} on the dev set: {teacher:.2f} vs the base's {base:.2f}, {lead.value:+.2f}{ci} " \
+           f"over {units} {unit_name}"
+    if lead.interval is not None and lead.interval[0] > 0:
+        return f"{head}: it leads; distilling it can carry that lead over"
+    if lead.interval is not None and lead.interval[1] < 0:
+        return f"{head}: it trails; the student would learn to be worse"
+    if lead.value > 0:
+        return (f"{head}: it may lead, the dev set cannot tell; the run decides on dev whether the student "
+                "keeps a gain")
+    return (f"{head}: no sign it leads; the student may still gain (it learns the teacher's structure on top "
+            "of the recipe), and the run keeps the base unless it gains on dev")
