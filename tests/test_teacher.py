@@ -406,8 +406,7 @@ def test_a_teacher_that_trails_on_dev_stops_before_training(tiny_model_dir: Path
                                                             pairs_tsv: Path, tmp_path: Path,
                                                             monkeypatch: pytest.MonkeyPatch) -> None:
     """The base scores itself as the teacher: the teacher is made to trail by the paired CI of its outputs."""
-    from sentadapt.evaluation.evaluator import Delta
-    from sentadapt.evaluation.evaluator import Evaluator
+    from sentadapt.evaluation.evaluator import Delta, Evaluator
 
     monkeypatch.setattr(Evaluator, "compare_outputs", lambda self, a, b: Delta(-3.0, (-5.0, -1.0)))
     result = run_adapt(str(corpus), "--recipe", "consert", "--base", str(tiny_model_dir), "--teacher",
