@@ -112,6 +112,9 @@ class TrainState:
     # decision pays for that choice (evaluation/evidence.py) and needs them all; ~8 bytes per unit and evaluation
     dev_evaluations: dict[str, Any] = field(default_factory=dict)
     dev_change_ci: list[float] | None = None  # 95 % paired-bootstrap interval of dev_change
+    # the distillation term (W · D) at the first and the last step read back: what the summary reports
+    distill_first: float | None = None
+    distill_last: float | None = None
 
     @property
     def dev_change(self) -> float | None:
@@ -144,6 +147,13 @@ class TrainResult:
     decision: Decision = field(default_factory=lambda: Decision(None, "not decided"))  # as metrics.json records
     decision_note: str | None = None  # the dev set is too small for the gains at stake (decision.small_dev_note)
     teacher: TeacherTable | None = None  # --teacher: its dev score and speed, beside the student's
+    examples: int = 0  # training examples: steps × global batch / examples = passes over the data
+
+    @property
+    def passes(self) -> float | None:
+        """Passes over the training examples the steps made (None when unknown)."""
+        batch = self.environment.get("global_batch", 0) * self.environment.get("grad_accum", 1)
+        return self.state.step * batch / self.examples if self.examples and batch else None
 
 
 @dataclass
@@ -296,7 +306,8 @@ class Trainer:
             self._evaluate_and_keep_best()
         published = self._publish()
         return TrainResult(self.output, self.state, stopped, time.perf_counter() - started, self.inputs.dev_name,
-                           published, self.environment, self.decision, self.decision_note, self.inputs.teacher)
+                           published, self.environment, self.decision, self.decision_note, self.inputs.teacher,
+                           len(self.inputs.examples))
 
     def _train_steps(self) -> str:
         cfg = self.train_config
@@ -413,6 +424,10 @@ class Trainer:
                 self.reporter.message(f"step {read.step}: {what} is {value}; step skipped "
                                       f"({self.state.nan_skips}/{cfg.max_nan_skips})")
             self.reporter.losses(read.step, read.loss, read.parts)
+            if "distill" in read.parts:
+                if self.state.distill_first is None:
+                    self.state.distill_first = read.parts["distill"]
+                self.state.distill_last = read.parts["distill"]
             if read.step % cfg.log_every == 0 or read.step == 1:
                 self._log({"step": read.step, "loss": read.loss, **read.parts,
                            "lr": self.scheduler.get_last_lr()[0], "examples_per_s": rate})
@@ -635,6 +650,9 @@ class Trainer:
             "teacher_score": self.inputs.teacher.score if self.inputs.teacher is not None else None,
             "teacher_gap_closed": None if self.inputs.teacher is None else self.inputs.teacher.gap_closed(
                 self.state.base_score, self.state.best_score),
+            "examples": len(self.inputs.examples),
+            "distill_loss": None if self.state.distill_first is None else {
+                "first": self.state.distill_first, "last": self.state.distill_last},
         }
         if self.inputs.evaluator is not None and "base" in self.state.dev_outputs:
             # the per-unit dev outputs of the base and of every evaluated step: what the decision weighed, so it

@@ -55,10 +55,35 @@ def summary_table(result: Any, preset: dict[str, Any] | None = None) -> TextTabl
     table.row("best dev", f"{_score(state.best_score)} at step {state.best_step}")
     if result.teacher is not None and result.teacher.score is not None:
         table.row("teacher dev", teacher_text(result.teacher, state.base_score, state.best_score))
+    for name, value in distillation_rows(result):
+        table.row(name, value)
     table.row("decision", decision_cell(result.decision))
     if result.decision_note:
         table.row("dev set size", Cell(result.decision_note, WARN))
     return table
+
+
+def distillation_rows(result: Any) -> list[tuple[str, str]]:
+    """A distilling run's length in passes, its distillation term at the first and last step, and the dev curve."""
+    state = result.state
+    if state.distill_first is None:
+        return []
+    passes = result.passes
+    rows = [("distillation", f"{'' if passes is None else f'{passes:.1f} passes over {result.examples} examples; '}"
+                             f"term {state.distill_first:.4g} at the start → {state.distill_last:.4g} at the end")]
+    curve = dev_curve(state.history)
+    if curve:
+        rows.append(("dev curve", curve))
+    return rows
+
+
+def dev_curve(history: list[dict[str, float]], most: int = 8) -> str:
+    """"84.97 → 85.40 (s40) → 85.62 (s80)": the dev score at each evaluation (step 0 is the base), the last `most`
+    when there were more."""
+    points = [f"{point['dev']:.2f}" + (f" (s{point['step']})" if point["step"] else "") for point in history]
+    if len(points) < 2:
+        return ""
+    return " → ".join(points if len(points) <= most else [points[0], "…", *points[-(most - 1):]])
 
 
 def decision_cell(decision: Any) -> Cell:
