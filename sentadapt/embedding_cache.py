@@ -9,12 +9,11 @@ prompt (when there is one) and the exact list of texts. Location: $SENTADAPT_CAC
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import os
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -23,6 +22,7 @@ import torch
 from safetensors.torch import load_file, save_file
 
 from sentadapt.durable import replace_durably
+from sentadapt.events import Advance, Note, no_progress, quiet
 
 if TYPE_CHECKING:
     from sentadapt.encoder import Encoder
@@ -57,8 +57,8 @@ def cached_frozen_vectors(
     texts: Sequence[str],
     max_length: int,
     batch_size: int = 128,
-    progress: Callable[[int], None] | None = None,
-    note: Callable[[str], None] = lambda _text: None,
+    progress: Advance | None = None,
+    note: Note = quiet,
     prompt: str = "",
 ) -> torch.Tensor:
     """Vectors of the encoder's frozen part for `texts` (unique), each after `prompt`, from the cache or computed
@@ -87,8 +87,8 @@ def cached_vectors(
     batch_size: int = 128,
     max_length: int | None = None,
     dtype: str = "fp32",
-    progress: Callable[[int], None] | None = None,
-    note: Callable[[str], None] = lambda _text: None,
+    progress: Advance | None = None,
+    note: Note = quiet,
     prompt: str = "",
 ) -> torch.Tensor:
     """The whole encoder's vectors of unique `texts` (eval's --cache-embeddings), each after `prompt` ("" for
@@ -134,12 +134,12 @@ def cached_table(encoder: Encoder, texts: Callable[[int, int], list[str]], rows:
         for text in texts(start, min(start + TEXT_CHUNK, rows)):
             digest.update(text.encode("utf-8") + b"\0")
     path = cache_root() / f"table-{digest.hexdigest()[:40]}.safetensors"
-    vectors = _load_cached(path, rows, lambda _text: None)
+    vectors = _load_cached(path, rows, quiet)
     if vectors is not None:
         return CachedTable(vectors, True, 0.0, path)
     started = time.perf_counter()
     vectors = torch.empty((rows, encoder.embedding_dim), dtype=torch.float32)
-    with (progress or _no_bar)(rows) as advance:
+    with progress(rows) if progress else no_progress("", rows) as advance:
         for start in range(0, rows, TEXT_CHUNK):
             stop = min(start + TEXT_CHUNK, rows)
             vectors[start:stop] = encoder.encode(texts(start, stop), batch_size=batch_size, max_length=max_length,
@@ -147,11 +147,6 @@ def cached_table(encoder: Encoder, texts: Callable[[int, int], list[str]], rows:
     seconds = time.perf_counter() - started
     _store(path, vectors)
     return CachedTable(vectors, False, seconds, path)
-
-
-@contextlib.contextmanager
-def _no_bar(_total: int) -> Iterator[Callable[[int], None]]:
-    yield lambda _n: None
 
 
 def _whole_model_digest(encoder: Encoder, max_length: int, dtype: str, prompt: str) -> Any:
@@ -169,7 +164,7 @@ def _add_prompt(digest: Any, encoder: Encoder, prompt: str) -> None:
         digest.update(f"prompt={prompt!r} include_prompt={encoder.prompts.include_prompt}".encode())
 
 
-def _load_cached(path: Path, rows: int, note: Callable[[str], None]) -> torch.Tensor | None:
+def _load_cached(path: Path, rows: int, note: Note) -> torch.Tensor | None:
     """The cached matrix at `path` if it is whole and has `rows` rows; None means: compute it."""
     if not path.is_file():
         return None

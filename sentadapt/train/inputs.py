@@ -8,9 +8,10 @@ from typing import Any
 from sentadapt.config import RunConfig
 from sentadapt.encoder import Encoder
 from sentadapt.evaluation.task_types import resolve_dev_set
+from sentadapt.events import no_progress
 from sentadapt.prompts import PAIR
 from sentadapt.recipes import RECIPES
-from sentadapt.recipes.base import TrainingData, no_progress
+from sentadapt.recipes.base import TrainingData
 from sentadapt.rundir import RunDir
 from sentadapt.train.loop import TrainingInputs
 from sentadapt.train.teacher import teacher_table
