@@ -68,7 +68,6 @@ CHUNK_ROWS_MIN = 100_000  # tokenization runs in chunks of at least this many ro
 CHUNK_COUNT = 20  # and at most about this many chunks
 
 
-
 def cache_dir() -> Path:
     """$SENTADAPT_CACHE, else $XDG_CACHE_HOME/sentadapt, else ~/.cache/sentadapt."""
     if os.environ.get("SENTADAPT_CACHE"):

@@ -37,6 +37,7 @@ TRAINS_ON = (TEXT, PAIRS)
 # The class variables every recipe must define (register_recipe checks them).
 REQUIRED_CLASS_VARIABLES = ("name", "Config", "trains_on", "train_defaults", "tuned_base_defaults")
 
+
 @dataclass
 class LossOutput:
     """The loss to back-propagate and its named parts, for the progress line and train.log.
