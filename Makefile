@@ -31,7 +31,7 @@ demo: $(STAMP)
 # (ATEN_CPU_CAPABILITY=default, no AVX): a tolerance tighter than two correct CPUs differ by fails here
 # rather than on a user's machine (tests/conftest.py states the rule).
 test: $(STAMP)
-	$(BIN)/ruff check sentadapt tests bench experiments
+	$(BIN)/ruff check sentadapt tests bench experiments tools
 	$(BIN)/python -m pytest -q
 	ATEN_CPU_CAPABILITY=default $(BIN)/python -m pytest -q -m parity
 

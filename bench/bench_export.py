@@ -24,7 +24,7 @@ from scipy.stats import spearmanr
 
 import sentadapt
 from sentadapt import Encoder  # the torch side: sentadapt's encoder
-from sentadapt.export.onnx import INT8_FILE, MODEL_FILE, onnx_encode, session  # sentadapt's ONNX inference path
+from sentadapt.exporting.onnx import INT8_FILE, MODEL_FILE, onnx_encode, session  # sentadapt's ONNX inference path
 
 
 def read_pairs(path: Path) -> tuple[list[str], list[str], list[float]]:

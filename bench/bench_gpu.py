@@ -590,7 +590,7 @@ TESTS_TIMEOUT_S = 300.0
 TESTS_ROW = "tests-gpu"
 CHUNK_LIMIT_S = 480.0  # 8 of the device tool's 10 minutes per command: a margin for rows slower than estimated
 SESSION_LIMIT_S = 1200.0  # 20 of a session's 30 device minutes: the rest pays machine starts (1-2 min) and copies
-QUICK_SECTION = "bench_gpu --quick"  # the generated section of bench/README.md (experiments/doc_sections.py)
+QUICK_SECTION = "bench_gpu --quick"  # the generated section of bench/README.md (tools/doc_sections.py)
 SMOKE_COST = {"eval": 0, "bare": 1, "bare_compiled": 2, "peer": 3, "consert": 4, "consert_compiled": 5, "sgopt": 6}
 
 
@@ -846,7 +846,7 @@ def _seconds(value: float | None) -> str:
 
 def publish(records: list[dict[str, Any]], plan: list[Chunk], source: Path, readme: Path | None) -> None:
     """The section into `source`'s .md beside it and, unless None, into `readme` between its markers."""
-    from experiments.doc_sections import write_atomically, write_section  # imports nothing of bench: no cycle
+    from tools.doc_sections import write_atomically, write_section
 
     section = quick_section(records, plan, str(source))
     source.parent.mkdir(parents=True, exist_ok=True)

@@ -37,7 +37,6 @@ from typing import Any
 
 import numpy as np
 
-from experiments.doc_sections import write_atomically, write_section
 from experiments.domain_data import DOMAINS, key
 from experiments.results_suite import REPO, machine_summary
 from sentadapt.data.pairs import ScoredPairs
@@ -45,6 +44,7 @@ from sentadapt.evaluation.decision import POSITIVE, RISK, STRICT, DecisionRule, 
 from sentadapt.evaluation.evaluator import Evaluator, dev_evidence
 from sentadapt.evaluation.selection import choose, weigh_candidates
 from sentadapt.evaluation.sts import ScoredPairsTask, spearman100
+from tools.doc_sections import write_atomically, write_section
 
 MODELS = ("all-minilm-l6-v2", "paraphrase-minilm-l3-v2")
 RECIPES = ("consert", "sg-opt", "clsr")

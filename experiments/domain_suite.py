@@ -41,10 +41,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from experiments.doc_sections import write_atomically, write_section
 from experiments.domain_data import DOMAINS
 from experiments.results_suite import REPO, Runner, machine_summary, sentadapt, short
 from sentadapt.evaluation.decision import STRICT, DecisionRule, decide, decision_of  # no torch
+from tools.doc_sections import write_atomically, write_section
 
 SHARED = Path("../shared")  # relative: main() runs from the repository root, so logged commands are portable
 MODELS = [str(SHARED / "models/paraphrase-minilm-l3-v2"), str(SHARED / "models/all-minilm-l6-v2")]

@@ -5,8 +5,9 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from experiments.doc_sections import current_command, wrap
+from experiments.doc_sections import current_command
 from sentadapt.evaluation.tasks import TASKS  # the task table, in report order (no torch)
+from tools.doc_sections import wrap
 
 ROW_LABELS = {
     "base": "base model",

@@ -25,11 +25,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-from experiments.doc_sections import current_command, write_atomically, write_section
+from experiments.doc_sections import current_command
 from experiments.domain_data import DOMAINS
 from experiments.domain_suite import MODELS, SHARED, DomainSuite, Plan, parse_extra, score
 from experiments.results_suite import REPO, machine_summary, sentadapt, short
 from sentadapt.evaluation.decision import decision_of  # no torch
+from tools.doc_sections import write_atomically, write_section
 
 STUDENT, TEACHER = MODELS  # paraphrase-MiniLM-L3-v2, all-MiniLM-L6-v2
 RECIPE = "consert"

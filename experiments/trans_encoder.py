@@ -50,10 +50,10 @@ from typing import Any
 
 import numpy as np
 
-from experiments.doc_sections import write_atomically
 from experiments.domain_data import DOMAINS
 from experiments.domain_suite import MODELS
 from experiments.results_suite import machine_summary, short
+from tools.doc_sections import write_atomically
 
 WORK = Path("runs/transenc")
 DATA = Path("runs/domain/data")

@@ -14,7 +14,7 @@ def __getattr__(name: str) -> _Any:
     if name.startswith("_"):
         raise AttributeError(f"module 'sentadapt' has no attribute '{name}'")
     api = _importlib.import_module("sentadapt.api")
-    if name in globals():  # `export`: importing the API bound the sentadapt.export package, itself callable
+    if name in globals():  # a subpackage (sentadapt.train, ...) that importing the API has just bound
         return globals()[name]
     if name not in getattr(api, "__all__", ()):  # also while sentadapt.api is still being imported
         raise AttributeError(f"module 'sentadapt' has no attribute '{name}'")

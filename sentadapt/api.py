@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from sentadapt.diagnostics.run import DiagnoseResult, diagnose
 from sentadapt.evaluation.devset import ProposedPairs, propose_pairs
 from sentadapt.evaluation.run import EvalResult, evaluate
-from sentadapt.export import ExportResult, export
+from sentadapt.exporting import ExportResult, export
 from sentadapt.train.adapt import AdaptResult, adapt
 
 if TYPE_CHECKING:

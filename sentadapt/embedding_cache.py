@@ -9,12 +9,11 @@ prompt (when there is one) and the exact list of texts. Location: $SENTADAPT_CAC
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import os
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -23,6 +22,7 @@ import torch
 from safetensors.torch import load_file, save_file
 
 from sentadapt.durable import replace_durably
+from sentadapt.events import Advance, Note, no_progress, quiet
 from sentadapt.rowfile import RowFile, write_rows
 
 if TYPE_CHECKING:
@@ -59,8 +59,8 @@ def cached_frozen_vectors(
     texts: Sequence[str],
     max_length: int,
     batch_size: int = 128,
-    progress: Callable[[int], None] | None = None,
-    note: Callable[[str], None] = lambda _text: None,
+    progress: Advance | None = None,
+    note: Note = quiet,
     prompt: str = "",
 ) -> torch.Tensor:
     """Vectors of the encoder's frozen part for `texts` (unique), each after `prompt`, from the cache or computed
@@ -89,8 +89,8 @@ def cached_vectors(
     batch_size: int = 128,
     max_length: int | None = None,
     dtype: str = "fp32",
-    progress: Callable[[int], None] | None = None,
-    note: Callable[[str], None] = lambda _text: None,
+    progress: Advance | None = None,
+    note: Note = quiet,
     prompt: str = "",
 ) -> torch.Tensor:
     """The whole encoder's vectors of unique `texts` (eval's --cache-embeddings), each after `prompt` ("" for
@@ -138,7 +138,8 @@ def cached_table(encoder: Encoder, texts: Callable[[int, int], list[str]], rows:
     if vectors is not None:
         return CachedTable(vectors, True, 0.0, path)
     started = time.perf_counter()
-    with write_rows(path, rows, encoder.embedding_dim) as table, (progress or _no_bar)(rows) as advance:
+    bar = progress(rows) if progress else no_progress("", rows)
+    with write_rows(path, rows, encoder.embedding_dim) as table, bar as advance:
         for start in range(0, rows, TEXT_CHUNK):
             stop = min(start + TEXT_CHUNK, rows)
             table.append(encoder.encode(texts(start, stop), batch_size=batch_size, max_length=max_length,
@@ -176,11 +177,6 @@ def _written(path: Path, rows: int) -> RowFile:
     return table
 
 
-@contextlib.contextmanager
-def _no_bar(_total: int) -> Iterator[Callable[[int], None]]:
-    yield lambda _n: None
-
-
 def _whole_model_digest(encoder: Encoder, max_length: int, dtype: str, prompt: str) -> Any:
     """A sha256 of every weight, the pooling, the max length, the dtype and the prompt; the caller adds the texts."""
     digest = hashlib.sha256(frozen_fingerprint(encoder, max_length, head_layers=len(list(encoder.head))).encode())
@@ -196,7 +192,7 @@ def _add_prompt(digest: Any, encoder: Encoder, prompt: str) -> None:
         digest.update(f"prompt={prompt!r} include_prompt={encoder.prompts.include_prompt}".encode())
 
 
-def _load_cached(path: Path, rows: int, note: Callable[[str], None]) -> torch.Tensor | None:
+def _load_cached(path: Path, rows: int, note: Note) -> torch.Tensor | None:
     """The cached matrix at `path` if it is whole and has `rows` rows; None means: compute it."""
     if not path.is_file():
         return None

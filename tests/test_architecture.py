@@ -10,8 +10,8 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[1] / "sentadapt"
 
 # module prefix → the only package folder allowed to import it
-OWNERS = {"accelerate": "train", "sentence_transformers": "export", "onnx": "export", "onnxruntime": "export",
-          "typer": "cli"}
+OWNERS = {"accelerate": "train", "sentence_transformers": "exporting", "onnx": "exporting",
+          "onnxruntime": "exporting", "typer": "cli"}
 
 
 def _imports(path: Path) -> set[str]:
@@ -90,7 +90,7 @@ def test_cycle_finder_sees_function_level_and_type_checking_imports() -> None:
     """A cycle hidden in a function body or a TYPE_CHECKING block is still a cycle: the finder must see both."""
     graph = {name: _package_imports(path) for name, path in MODULES.items()}
     assert "sentadapt.encoder" in graph["sentadapt.diagnostics.run"]  # imported inside diagnose() only
-    assert "sentadapt.encoder" in graph["sentadapt.export.pipeline"]  # under `if TYPE_CHECKING:` only
+    assert "sentadapt.encoder" in graph["sentadapt.exporting.pipeline"]  # under `if TYPE_CHECKING:` only
     assert "sentadapt.cli.diagnose" in graph["sentadapt.cli"]  # `from sentadapt.cli import diagnose as ...`
 
 
@@ -125,7 +125,7 @@ def test_layout_finder_sees_a_joined_folder_and_a_file_name(tmp_path: Path) -> N
 
 
 def test_export_imports_nothing_from_train() -> None:
-    for path in sorted((PACKAGE / "export").rglob("*.py")):
+    for path in sorted((PACKAGE / "exporting").rglob("*.py")):
         assert not {n for n in _package_imports(path) if n.startswith("sentadapt.train")}, path.name
 
 
@@ -133,15 +133,15 @@ def test_export_imports_nothing_from_train() -> None:
 # a layer above or an area beside it in the same layer (train, export and diagnostics do not know each other).
 LAYERS = [
     {"errors"},
-    # sentadapt: the package's __init__
-    {"options", "registry", "durable", "tables", "st_modules", "sentadapt", "rowfile"},
-    {"rundir"},
+    # sentadapt: its __init__
+    {"events", "options", "registry", "durable", "tables", "st_modules", "sentadapt"},
+    {"rundir", "rowfile"},
     {"resolve", "pooling", "config"},
     {"st_format", "presets", "data", "prompts", "lora"},
     {"encoder"},
     {"embedding_cache"},
     {"evaluation", "recipes"},
-    {"diagnostics", "train", "export"},
+    {"diagnostics", "train", "exporting"},
     {"api"},
     {"cli"},
     {"__main__"},
@@ -170,9 +170,9 @@ def test_imports_point_down_the_layers() -> None:
 
 def test_layer_checker_flags_an_import_up_and_one_across() -> None:
     graph = {"sentadapt.encoder": {"sentadapt.train.loop", "sentadapt.pooling"},
-             "sentadapt.export.st": {"sentadapt.train.checkpoint"}}
+             "sentadapt.exporting.st": {"sentadapt.train.checkpoint"}}
     assert _imports_up_or_across(graph) == ["sentadapt.encoder → sentadapt.train.loop",
-                                            "sentadapt.export.st → sentadapt.train.checkpoint"]
+                                            "sentadapt.exporting.st → sentadapt.train.checkpoint"]
 
 
 def test_the_cli_stays_thin() -> None:
@@ -185,3 +185,30 @@ def test_the_cli_stays_thin() -> None:
             if isinstance(node, ast.FunctionDef) and node.end_lineno is not None
             and node.end_lineno - node.lineno + 1 > 80]
     assert not long, long
+
+
+# Outside the package: bench/ (speed against peers) and experiments/ (quality suites) are separate consumers of
+# sentadapt; what both need lives in tools/, which imports neither. sentadapt itself imports none of the three.
+REPOSITORY = PACKAGE.parent
+FORBIDDEN_OUTSIDE = {"bench": {"experiments"}, "experiments": {"bench"}, "tools": {"bench", "experiments"},
+                     "sentadapt": {"bench", "experiments", "tools"}}
+
+
+def _forbidden_imports(folder: Path, forbidden: set[str]) -> list[str]:
+    """`FILE imports NAME` for every import (at any depth: function bodies too) of a top-level package in
+    `forbidden`, FILE relative to `folder`'s parent."""
+    return sorted(f"{path.relative_to(folder.parent)} imports {name}" for path in folder.rglob("*.py")
+                  for name in _imports(path) if name.split(".")[0] in forbidden)
+
+
+@pytest.mark.parametrize("folder", sorted(FORBIDDEN_OUTSIDE))
+def test_bench_experiments_and_tools_do_not_lean_on_each_other(folder: str) -> None:
+    found = _forbidden_imports(REPOSITORY / folder, FORBIDDEN_OUTSIDE[folder])
+    assert not found, f"move what both need into tools/: {found}"
+
+
+def test_outside_checker_sees_an_import_inside_a_function(tmp_path: Path) -> None:
+    (tmp_path / "bench").mkdir()
+    (tmp_path / "bench" / "script.py").write_text("def publish():\n    from experiments.doc_sections import wrap\n")
+    assert _forbidden_imports(tmp_path / "bench", {"experiments"}) == [
+        "bench/script.py imports experiments.doc_sections"]

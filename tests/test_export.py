@@ -16,7 +16,7 @@ from sentadapt.cli import app
 from sentadapt.durable import write_folder_atomically
 from sentadapt.encoder import Encoder
 from sentadapt.errors import ExportError
-from sentadapt.export import ExportRequest, export_model
+from sentadapt.exporting import ExportRequest, export_model
 from tests.conftest import (
     FLOAT32_RTOL,
     SHARED_MODELS,
@@ -165,7 +165,7 @@ def test_eval_of_the_export_equals_eval_of_the_source(runs: dict[str, Path], st_
 @pytest.mark.parity
 def test_onnx_export_matches_torch_and_reports_int8_drift(runs: dict[str, Path], tmp_path: Path) -> None:
     pytest.importorskip("onnxruntime")
-    from sentadapt.export.onnx import onnx_encode, session
+    from sentadapt.exporting.onnx import onnx_encode, session
 
     output = tmp_path / "onnx"
     result = _export(runs["clsr"], output, "--format", "onnx", "--quantize", "int8", "--normalize")
@@ -208,7 +208,7 @@ def test_failed_verification_leaves_the_previous_output(runs: dict[str, Path], t
     output = tmp_path / "out"
     output.mkdir()
     (output / "keep.txt").write_text("previous export")
-    monkeypatch.setattr("sentadapt.export.st.COSINE_LIMIT", 1.5)  # unreachable: the check must fail
+    monkeypatch.setattr("sentadapt.exporting.st.COSINE_LIMIT", 1.5)  # unreachable: the check must fail
     with pytest.raises(ExportError, match="verification failed: SentenceTransformer"):
         export_model(ExportRequest(str(runs["sg-opt"]), output, overwrite=True), sentences=SENTENCES[:4])
     assert [p.name for p in output.iterdir()] == ["keep.txt"]
@@ -349,3 +349,24 @@ def test_unfinished_run_with_a_best_model_exports_it_and_names_the_checkpoints(r
     assert (f"{run}: the run did not finish; exporting its best model so far (best/, step 4); its checkpoints "
             "(steps 2, 4) export with --checkpoint last or --checkpoint STEP") in result.stderr.splitlines()
     assert f"run {run} (best/ (the run did not finish), step 4)" in result.stdout
+
+
+def test_sentences_file_is_read_like_every_text_file(tmp_path: Path) -> None:
+    """--sentences goes through data/textfile.py: gzip, a BOM and CRLF are read; UTF-16 and a missing file are one
+    line naming the option."""
+    import gzip
+
+    from sentadapt.errors import DataError
+    from sentadapt.exporting import read_sentences
+
+    packed = tmp_path / "sentences.txt.gz"
+    packed.write_bytes(gzip.compress("\ufeffthe first one\r\n\r\n  the second  \r\n".encode()))
+    assert read_sentences(packed) == ["the first one", "the second"]
+    wide = tmp_path / "wide.txt"
+    wide.write_text("a sentence\n", encoding="utf-16")
+    for path, message in [(wide, "is UTF-16 text"), (tmp_path / "missing.txt", "no such file")]:
+        with pytest.raises(DataError, match=f"^--sentences {path}: {message}"):
+            read_sentences(path)
+    (tmp_path / "blank.txt").write_text("\n \n")
+    with pytest.raises(DataError, match="no sentences"):
+        read_sentences(tmp_path / "blank.txt")

@@ -218,7 +218,7 @@ def test_two_processes_match_one_process_on_the_same_global_batch(tiny_model_dir
     single = tmp_path / "single"
     run_checked([sys.executable, "-m", "sentadapt", "adapt", *common, "--output", str(single)], env)
     double = tmp_path / "double"
-    torchrun = Path(sys.executable).parent / "torchrun"  # README's command for N CPU processes
+    torchrun = Path(sys.executable).parent / "torchrun"  # docs/usage.md's command for N CPU processes
     # --standalone: a free port chosen by the OS (a fixed or pid-derived one collides with other sessions)
     run_checked([str(torchrun), "--standalone", "--local-addr", "127.0.0.1", "--nproc_per_node", "2",
                  "-m", "sentadapt", "adapt", *common, "--output", str(double)], env)

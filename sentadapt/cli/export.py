@@ -10,7 +10,7 @@ import typer
 from sentadapt.cli._common import console, friendly_errors, note
 
 if TYPE_CHECKING:
-    from sentadapt.export import ExportResult
+    from sentadapt.exporting import ExportResult
 
 
 @friendly_errors

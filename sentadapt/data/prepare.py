@@ -58,6 +58,7 @@ from sentadapt.data.corpus import (
 )
 from sentadapt.durable import fsync
 from sentadapt.errors import ConfigError, DataError
+from sentadapt.events import Progress, no_progress
 
 FORMAT_VERSION = 1  # bump when the layout or the reading rules change: old entries are then misses
 COMPLETE = "COMPLETE"
@@ -65,9 +66,6 @@ TMP_PREFIX = ".tmp-"
 MIN_ROWS_PER_PROCESS = 20_000  # below this a worker process costs more than it saves
 CHUNK_ROWS_MIN = 100_000  # tokenization runs in chunks of at least this many rows (one progress step each)
 CHUNK_COUNT = 20  # and at most about this many chunks
-
-Progress = Callable[[str, int], Any]  # (description, total) → context manager yielding advance(n)
-Note = Callable[[str], None]
 
 
 def cache_dir() -> Path:
@@ -291,7 +289,7 @@ def _token_entry(text_dir: Path, text_key: str, columns: list[str], tokenizer: A
     procs = max(1, num_proc if num_proc is not None else default_num_proc())
     with _building(folder, key) as tmp:
         meta = _tokenize(text_dir, tmp, columns, TokenizeColumns(tokenizer, limit, columns, prompt), procs,
-                         progress or _no_progress, key)
+                         progress or no_progress, key)
         (tmp / "meta.json").write_text(json.dumps(meta))
     return folder, meta, False
 
@@ -391,7 +389,7 @@ def _text_entry(key: str, build: Callable[[Path, Progress], dict[str, Any]], pro
     if report is not None:
         return folder, report, True
     with _building(folder, key) as tmp:
-        report = build(tmp, progress or _no_progress)
+        report = build(tmp, progress or no_progress)
         (tmp / "report.json").write_text(json.dumps(report))
     return folder, report, False
 
@@ -453,11 +451,6 @@ def _process_alive(pid: int) -> bool:
     except PermissionError:
         return True
     return True
-
-
-@contextlib.contextmanager
-def _no_progress(description: str, total: int) -> Iterator[Callable[[int], None]]:
-    yield lambda _n: None
 
 
 # ------------------------------------------------------------------------------------------- cache admin

@@ -37,8 +37,8 @@ from sentadapt.errors import ConfigError, DataError
 if TYPE_CHECKING:  # torch loads when a model does, not when inputs are checked
     import torch
 
-    from sentadapt.diagnostics.states import Progress
     from sentadapt.encoder import Encoder
+    from sentadapt.events import Progress
 
 SCHEMA = "sentadapt.diagnose/1"
 FREQUENCY_SENTENCES = 100_000  # token counting is cheap, but a 10M-line corpus need not be read for a top-50 list
@@ -326,15 +326,16 @@ def diagnose(
     from sentadapt.diagnostics.anisotropy import sample_pass
     from sentadapt.diagnostics.layers import layer_sweep
     from sentadapt.diagnostics.scoring import PairScorer
-    from sentadapt.diagnostics.states import special_token_ids, step
+    from sentadapt.diagnostics.states import special_token_ids
     from sentadapt.diagnostics.topk import token_counts, topk_curve
+    from sentadapt.events import progress_step
 
     started = time.perf_counter()
     result = Diagnosis(encoder.name, encoder.pooling_name, getattr(encoder, "pooling_source", ""),
                        encoder.num_layers, encoder.embedding_dim)
     wanted = set(inputs.reports)
     if wanted & {"anisotropy", "spectrum", "alignment"}:
-        with step(progress, "sample: all layers", len(inputs.sentences)) as advance:
+        with progress_step(progress, "sample: all layers", len(inputs.sentences)) as advance:
             sampled = sample_pass(encoder, inputs.sentences, batch_size, max_length, advance)
         vectors = sampled.embeddings
         if "anisotropy" in wanted:
@@ -360,7 +361,7 @@ def diagnose(
     if "layers" in wanted:
         assert inputs.sweep_pairs is not None
         scorer_size = len(_pair_sentences(inputs.sweep_pairs))
-        with step(progress, "layers × pooling", scorer_size) as advance:
+        with progress_step(progress, "layers × pooling", scorer_size) as advance:
             result.layers = layer_sweep(encoder, inputs.sweep_pairs, inputs.sweep_source, batch_size, max_length,
                                         advance).to_dict()
     result.seconds = time.perf_counter() - started

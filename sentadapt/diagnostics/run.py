@@ -16,7 +16,8 @@ from sentadapt.diagnostics.report import DiagnoseInputs, Diagnosis, comparison_d
 from sentadapt.diagnostics.report import diagnose as run_reports
 from sentadapt.durable import write_json_file
 from sentadapt.errors import DataError
-from sentadapt.options import Note, Progress, check_at_least, quiet
+from sentadapt.events import Note, Progress, quiet
+from sentadapt.options import check_at_least
 from sentadapt.resolve import DEFAULT_BASE_MODEL
 from sentadapt.tables import TextTable
 

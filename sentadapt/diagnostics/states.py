@@ -8,25 +8,11 @@ token vectors), so nothing is re-encoded per layer or per pooling. Batches are s
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 
 import torch
 
 from sentadapt.encoder import Encoder
-
-# progress(description, total) → a context manager yielding advance(n): the CLI's `progress_bar`
-Progress = Callable[[str, int], AbstractContextManager[Callable[[int], None]]]
-
-
-@contextmanager
-def step(progress: Progress | None, description: str, total: int) -> Iterator[Callable[[int], None] | None]:
-    """A progress bar for one long step when the caller asked for progress, else nothing."""
-    if progress is None:
-        yield None
-        return
-    with progress(description, total) as advance:
-        yield advance
 
 
 @dataclass

@@ -20,8 +20,9 @@ import numpy as np
 import torch
 
 from sentadapt.diagnostics.scoring import PairScorer
-from sentadapt.diagnostics.states import Progress, hidden_state_batches, step
+from sentadapt.diagnostics.states import hidden_state_batches
 from sentadapt.encoder import Encoder
+from sentadapt.events import Progress, progress_step
 from sentadapt.pooling import Pooling
 
 AVERAGE = "avg"
@@ -94,7 +95,7 @@ def topk_curve(
     pooling = Pooling("mean", encoder.pooling.layers, encoder.pooling.weights)
     curves: dict[str, list[float]] = {}
     for name, scorer in tasks.items():
-        with step(progress, f"top-k: encoding {name}", len(scorer.sentences)) as advance:
+        with progress_step(progress, f"top-k: encoding {name}", len(scorer.sentences)) as advance:
             tokens, rows, token_ranks = _flat_tokens(encoder, scorer.sentences, pooling, ranks, batch_size,
                                                      max_length, advance)
         curves[name] = _masked_mean_scores(encoder, scorer, tokens, rows, token_ranks, max_k)

@@ -20,8 +20,8 @@ from __future__ import annotations
 import csv
 import io
 import shlex
-from collections.abc import Callable, Sequence
-from contextlib import AbstractContextManager, nullcontext
+from collections.abc import Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -41,11 +41,10 @@ from sentadapt.data.corpus import (
 )
 from sentadapt.durable import write_text_atomically
 from sentadapt.errors import ConfigError, DataError, StorageError
+from sentadapt.events import Progress
 
 if TYPE_CHECKING:
     import torch
-
-Progress = Callable[[str, int], AbstractContextManager[Callable[[int], None]]]  # the CLI's progress_bar
 
 DEFAULT_SAMPLE = 4000  # sentences encoded: enough neighbours at every similarity level, a minute on a CPU
 BINS = 10

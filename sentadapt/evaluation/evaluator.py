@@ -20,6 +20,7 @@ from sentadapt.errors import ConfigError
 from sentadapt.evaluation import bootstrap
 from sentadapt.evaluation.base import EmbeddingTable, EvalTask, TaskResult
 from sentadapt.evaluation.evidence import Evidence, weigh
+from sentadapt.events import Note, quiet
 from sentadapt.prompts import PromptChoice
 
 
@@ -145,7 +146,7 @@ class Evaluator:
         dtype: str = "fp32",
         pooling: object | None = None,
         progress: Callable[[int], None] | None = None,
-        note: Callable[[str], None] = lambda _text: None,
+        note: Note = quiet,
         intervals: bool = True,
         prompts: PromptChoice | None = None,
     ) -> EvalReport:
@@ -178,7 +179,7 @@ class Evaluator:
 
     def _vectors(self, encoder: Any, texts: list[str], prompt: str, batch_size: int, max_length: int | None,
                  dtype: str, pooling: object | None, progress: Callable[[int], None] | None,
-                 note: Callable[[str], None]) -> Any:
+                 note: Note) -> Any:
         if self.cache_embeddings and pooling is None:
             from sentadapt.embedding_cache import cached_vectors
 

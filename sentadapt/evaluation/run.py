@@ -15,7 +15,8 @@ from typing import Any
 from sentadapt.durable import write_json_file
 from sentadapt.errors import ConfigError
 from sentadapt.evaluation.evaluator import Comparison, EvalReport, Evaluator
-from sentadapt.options import Note, Progress, check_at_least, progress_step, quiet
+from sentadapt.events import Note, Progress, progress_step, quiet
+from sentadapt.options import check_at_least
 from sentadapt.prompts import SIDES, PromptChoice, Prompts, read_prompts
 from sentadapt.tables import TextTable
 

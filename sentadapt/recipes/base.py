@@ -10,13 +10,13 @@ directly; nothing probes a recipe for what it has.
 from __future__ import annotations
 
 import abc
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from sentadapt.config import RecipeConfig
 from sentadapt.errors import DataError
+from sentadapt.events import Progress
 from sentadapt.registry import Registry
 
 if TYPE_CHECKING:  # recipes import torch where they compute, so `adapt` validates options in well under a second
@@ -36,8 +36,6 @@ TEXT, PAIRS = "text", "pairs"
 TRAINS_ON = (TEXT, PAIRS)
 # The class variables every recipe must define (register_recipe checks them).
 REQUIRED_CLASS_VARIABLES = ("name", "Config", "trains_on", "train_defaults", "tuned_base_defaults")
-
-Progress = Callable[[str, int], Any]  # (description, total) → a context manager yielding advance(n)
 
 
 @dataclass
@@ -251,9 +249,3 @@ def read_nli(files: Sequence[str], data: TrainingData, encoder: Encoder, note: C
     for line in prepared.notes:
         note(line)
     return prepared.examples
-
-
-@contextmanager
-def no_progress(description: str, total: int) -> Iterator[Callable[[int], None]]:
-    """A `Progress` that shows nothing."""
-    yield lambda _n: None

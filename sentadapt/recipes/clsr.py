@@ -20,8 +20,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from sentadapt.config import RecipeConfig, check_choice, check_range
+from sentadapt.events import Progress
 from sentadapt.pooling import POOLING_NAMES, Pooling
-from sentadapt.recipes.base import PAIRS, LossOutput, Progress, RecipeBase, TrainingData, register_recipe
+from sentadapt.recipes.base import PAIRS, LossOutput, RecipeBase, TrainingData, register_recipe
 
 if TYPE_CHECKING:
     from torch import Tensor, nn

@@ -23,12 +23,12 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from sentadapt.config import RecipeConfig, check_choice, check_range
 from sentadapt.errors import ConfigError
+from sentadapt.events import Progress
 from sentadapt.pooling import POOLING_NAMES, Pooling
 from sentadapt.recipes.augment import AUGMENTATIONS, ViewInputs, make_view
 from sentadapt.recipes.base import (
     TEXT,
     LossOutput,
-    Progress,
     RecipeBase,
     TrainingData,
     read_nli,

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from sentadapt.errors import ConfigError
+from sentadapt.events import Note
 from sentadapt.train import auto
 from sentadapt.train.lifecycle import (
     Events,
@@ -24,8 +25,6 @@ from sentadapt.train.lifecycle import (
     is_main_process,
     train_run,
 )
-
-Say = Callable[[str], None]
 
 
 @dataclass
@@ -138,7 +137,7 @@ def _dev_evaluator(config: Any) -> tuple[Any, str | None]:
 
 
 def _base_dev(output: Path, config: Any, evaluator: Any, trust_remote_code: bool, allow_pickle: bool,
-              say: Say) -> tuple[float, dict[str, Any]]:
+              say: Note) -> tuple[float, dict[str, Any]]:
     """The base model's dev score and outputs: scored once (as the user has it: its own pooling) and shared by
     every candidate, so all Δs are against the same numbers; kept in OUTPUT/base_dev.json for --resume."""
     from sentadapt.encoder import Encoder

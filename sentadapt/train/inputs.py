@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from sentadapt.config import RunConfig
 from sentadapt.encoder import Encoder
 from sentadapt.evaluation.task_types import resolve_dev_set
+from sentadapt.events import Note, Progress, no_progress
 from sentadapt.prompts import PAIR
 from sentadapt.recipes import RECIPES
-from sentadapt.recipes.base import TrainingData, no_progress
+from sentadapt.recipes.base import TrainingData
 from sentadapt.rundir import RunDir
 from sentadapt.train.loop import TrainingInputs
 from sentadapt.train.teacher import teacher_table
@@ -24,7 +24,7 @@ def training_data(config: RunConfig, prompt: str = "") -> TrainingData:
                         encode_batch_size=config.train.eval_batch_size, prompt=prompt)
 
 
-def training_prompt(config: RunConfig, encoder: Encoder, note: Callable[[str], None]) -> str:
+def training_prompt(config: RunConfig, encoder: Encoder, note: Note) -> str:
     """The text `--prompt` names ("" for none); the encoder learns its length, which forward() leaves out of
     pooling when the base's Pooling says include_prompt: false (as sentence-transformers trains and encodes)."""
     name = encoder.prompts.name_for(PAIR, config.prompt, encoder.name)
@@ -36,9 +36,9 @@ def training_prompt(config: RunConfig, encoder: Encoder, note: Callable[[str], N
     return prompt
 
 
-def build_inputs(config: RunConfig, note: Callable[[str], None], device: str | None = None,
+def build_inputs(config: RunConfig, note: Note, device: str | None = None,
                  trust_remote_code: bool = False, allow_pickle: bool = False, stage: str | None = None,
-                 progress: Callable[[str, int], Any] | None = None,
+                 progress: Progress | None = None,
                  base_dev: tuple[float, dict[str, Any]] | None = None) -> TrainingInputs:
     """`base_dev`: the base model's (dev score, per-unit outputs) when already known (--recipe auto shares them);
     with a teacher the base is scored here when it is not, once, to weigh the teacher against before training."""

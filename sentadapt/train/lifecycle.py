@@ -10,31 +10,26 @@ from __future__ import annotations
 import os
 import shutil
 from collections.abc import Callable, Sequence
-from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from sentadapt.config import RunConfig
 from sentadapt.errors import ConfigError, StorageError
+from sentadapt.events import Note, Progress, quiet
 from sentadapt.rundir import RunDir
 from sentadapt.train.lock import acquire_lock
 
 RESUME_LAST = "last"  # continue from the last checkpoint (a bare `--resume`)
 RESTART = "restart"  # `--resume auto` on a run that stopped before its first checkpoint: start it again
 FINISHED = "finished"  # `--resume auto` on a finished run: nothing to do
-Progress = Callable[[str, int], AbstractContextManager[Callable[[int], None]]]
-
-
-def _silent(_text: str) -> None:
-    return None
 
 
 @dataclass
 class Events:
     """Where a run reports what happens. Every callback is optional; the defaults are silent."""
 
-    note: Callable[[str], None] = _silent  # one line: what was read, skipped, resumed, decided
+    note: Note = quiet  # one line: what was read, skipped, resumed, decided
     progress: Progress | None = None  # a progress bar for long preparations (corpus tokenizing, encoding)
     reporter: Callable[[], Any] | None = None  # a train.tracking.Reporter for the training line, made per stage
     stage_done: Callable[[Any, dict[str, Any] | None], None] | None = None  # (TrainResult, preset) per stage
@@ -72,7 +67,7 @@ def device() -> str:
     return "cpu"
 
 
-def resume_auto_mode(output: Path, note: Callable[[str], None] = _silent) -> str | None:
+def resume_auto_mode(output: Path, note: Note = quiet) -> str | None:
     """`--resume auto`: finished (metrics.json) | last (a checkpoint or finished stage to continue from) |
     restart (a run that stopped before its first checkpoint: start it again) | None (a new run)."""
     run_dir = RunDir(output)

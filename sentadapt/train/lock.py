@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
 from pathlib import Path
 
 from sentadapt.errors import ConfigError
+from sentadapt.events import Note, quiet
 from sentadapt.rundir import RunDir
 
 
-def acquire_lock(output: Path, note: Callable[[str], None] = lambda _text: None) -> Path:
+def acquire_lock(output: Path, note: Note = quiet) -> Path:
     """Create `output/.lock` holding our pid in one atomic step (O_EXCL); take over a lock whose process is gone."""
     lock = RunDir(output).lock_file
     for _attempt in range(3):

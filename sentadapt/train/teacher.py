@@ -17,12 +17,12 @@ in one line (`teacher_verdict`); a teacher that trails the base significantly st
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sentadapt.errors import ConfigError, DataError, ModelError
+from sentadapt.events import Note, Progress
 
 if TYPE_CHECKING:
     from sentadapt.config import RunConfig
@@ -119,8 +119,8 @@ def resolve_teacher(teacher: str) -> ResolvedModel:
         raise ModelError(f"--teacher {error}") from None
 
 
-def teacher_table(config: RunConfig, examples: Any, device: str, note: Callable[[str], None],
-                  progress: Callable[[str, int], Any], trust_remote_code: bool = False,
+def teacher_table(config: RunConfig, examples: Any, device: str, note: Note,
+                  progress: Progress, trust_remote_code: bool = False,
                   allow_pickle: bool = False, evaluator: Any = None, student: Any = None,
                   base_dev: tuple[float, dict[str, Any]] | None = None) -> TeacherTable:
     """The teacher's vectors of every example (from its model, or looked up in its vectors file), its dev score
@@ -142,8 +142,8 @@ def teacher_table(config: RunConfig, examples: Any, device: str, note: Callable[
     return weighed(table, evaluator, base_dev, config, note)
 
 
-def _model_table(config: RunConfig, examples: Any, device: str, note: Callable[[str], None],
-                 progress: Callable[[str, int], Any], trust_remote_code: bool, allow_pickle: bool,
+def _model_table(config: RunConfig, examples: Any, device: str, note: Note,
+                 progress: Progress, trust_remote_code: bool, allow_pickle: bool,
                  evaluator: Any, student: Any) -> TeacherTable:
     """Load the teacher, take its vectors of every example's text (cached), score it on the dev set and time it
     against `student` on the dev sentences, and let the teacher go."""
@@ -173,7 +173,7 @@ def _model_table(config: RunConfig, examples: Any, device: str, note: Callable[[
                         score, timing, dev_outputs=outputs)
 
 
-def _file_table(config: RunConfig, examples: Any, note: Callable[[str], None], evaluator: Any) -> TeacherTable:
+def _file_table(config: RunConfig, examples: Any, note: Note, evaluator: Any) -> TeacherTable:
     """The vectors file's rows for every example, in example order, written once to the cache and memory-mapped;
     scored on the dev set when the file also holds every dev sentence."""
     import time
@@ -201,7 +201,7 @@ def _file_table(config: RunConfig, examples: Any, note: Callable[[str], None], e
 
 
 def weighed(table: TeacherTable, evaluator: Any, base_dev: tuple[float, dict[str, Any]], config: RunConfig,
-            note: Callable[[str], None]) -> TeacherTable:
+            note: Note) -> TeacherTable:
     """The teacher's dev lead over the base with its paired CI, said in one line; a teacher significantly behind
     the base stops the run here, before any training (teacher_check=off: distil it anyway)."""
     assert table.dev_outputs is not None

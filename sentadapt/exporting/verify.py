@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from sentadapt.errors import ExportError
-from sentadapt.export.request import Check
+from sentadapt.exporting.request import Check
 
 if TYPE_CHECKING:
     import torch

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -10,9 +9,6 @@ FORMATS = ("sentence-transformers", "hf", "onnx")
 EXPORT_DTYPES = ("fp32", "fp16")
 QUANTIZATIONS = ("int8",)
 CHECKPOINT_CHOICES = "best | last | a step number"
-
-Note = Callable[[str], None]
-
 
 @dataclass(frozen=True)
 class ExportRequest:

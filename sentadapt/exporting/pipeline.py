@@ -7,7 +7,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from sentadapt.export.request import Check, ExportRequest, ExportResult, Note
+from sentadapt.events import Note
+from sentadapt.exporting.request import Check, ExportRequest, ExportResult
 
 if TYPE_CHECKING:
     import torch
@@ -20,27 +21,27 @@ Writer = Callable[["Encoder", Path, ExportRequest, list[str], "torch.Tensor", No
 def _writer(request: ExportRequest) -> Writer:
     format_name = request.format
     if request.adapters_only:
-        from sentadapt.export.adapters import write_adapters
+        from sentadapt.exporting.adapters import write_adapters
 
         return write_adapters
     if format_name == "sentence-transformers":
-        from sentadapt.export.st import write_sentence_transformers
+        from sentadapt.exporting.st import write_sentence_transformers
 
         return write_sentence_transformers
     if format_name == "hf":
-        from sentadapt.export.hf import write_hf
+        from sentadapt.exporting.hf import write_hf
 
         return write_hf
-    from sentadapt.export.onnx import write_onnx
+    from sentadapt.exporting.onnx import write_onnx
 
     return write_onnx
 
 
 def run_export(request: ExportRequest, note: Note, sentences: Sequence[str] | None) -> ExportResult:
     from sentadapt.durable import write_folder_atomically
-    from sentadapt.export.card import model_card
-    from sentadapt.export.source import load_source
-    from sentadapt.export.verify import SAMPLE_SENTENCES
+    from sentadapt.exporting.card import model_card
+    from sentadapt.exporting.source import load_source
+    from sentadapt.exporting.verify import SAMPLE_SENTENCES
 
     source = load_source(request, note)
     encoder = source.encoder

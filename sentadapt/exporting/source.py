@@ -17,7 +17,8 @@ from sentadapt.rundir import CHECKPOINT_WEIGHTS_FILE, RunDir, checkpoint_step, m
 
 if TYPE_CHECKING:
     from sentadapt.encoder import Encoder
-    from sentadapt.export.request import ExportRequest, Note
+    from sentadapt.events import Note
+    from sentadapt.exporting.request import ExportRequest
 
 ENCODER_PREFIX = "encoder."
 

@@ -11,23 +11,22 @@ the same sentences, and only then renamed into place; a failed check leaves OUT 
 the only package that imports sentence_transformers, onnx and onnxruntime (all optional extras).
 Importing it does not import torch, so the CLI can reject bad options at once.
 
-`export(source, output, format=..., ...)` is the public call (`sentadapt.export`, `sentadapt.api.export`). Python
-binds this package over any function called `sentadapt.export`, so the package itself is callable: it runs that
-call, whichever of the two `from sentadapt import export` finds first.
+`export(source, output, format=..., ...)` is the public call (`sentadapt.export`, `sentadapt.api.export`). The
+package is called `exporting`, not `export`, because Python binds an imported subpackage as an attribute of its
+parent: a package `sentadapt.export` would hide the function of the same name.
 """
 
 from __future__ import annotations
 
 import importlib
-import sys
-import types
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
+from sentadapt.data.textfile import text_lines
 from sentadapt.errors import ConfigError, DataError, ExportError
-from sentadapt.export.pipeline import run_export
-from sentadapt.export.request import (
+from sentadapt.events import Note, quiet
+from sentadapt.exporting.pipeline import run_export
+from sentadapt.exporting.request import (
     CHECKPOINT_CHOICES,
     EXPORT_DTYPES,
     FORMATS,
@@ -35,11 +34,10 @@ from sentadapt.export.request import (
     Check,
     ExportRequest,
     ExportResult,
-    Note,
 )
 from sentadapt.registry import unknown_name_message
 
-__all__ = ["FORMATS", "Check", "ExportRequest", "ExportResult", "Note", "check_request", "export", "export_model",
+__all__ = ["FORMATS", "Check", "ExportRequest", "ExportResult", "check_request", "export", "export_model",
            "read_sentences", "require_packages"]
 
 # format → (importable module, pip extra that installs it)
@@ -101,7 +99,7 @@ def export_model(request: ExportRequest, note: Note | None = None, sentences: Se
     """Write the export to `request.output` atomically, verified on `sentences` (default: a built-in sample)."""
     check_request(request)
     require_packages(request.format)
-    return run_export(request, note or (lambda _message: None), sentences)
+    return run_export(request, note or quiet, sentences)
 
 
 def export(
@@ -133,28 +131,13 @@ def export(
 
 
 def read_sentences(path: str | Path) -> list[str]:
-    """`--sentences FILE`: one sentence per line, blank lines skipped."""
+    """`--sentences FILE`: one sentence per line, blank lines skipped; read as every text file is (data/textfile.py:
+    .gz, a BOM, CRLF; UTF-16, binary and invalid UTF-8 refused with the line)."""
     try:
-        lines = Path(path).read_text(encoding="utf-8").splitlines()
-    except OSError as error:
-        raise DataError(f"--sentences {path}: cannot read ({error.strerror or error})") from None
-    texts = [line.strip() for line in lines if line.strip()]
+        texts = [line.strip() for _number, line in text_lines(Path(path)) if line.strip()]
+    except DataError as error:
+        raise DataError(f"--sentences {error}") from None
     if not texts:
         raise DataError(f"--sentences {path}: no sentences (one per line)")
     return texts
 
-
-class _CallablePackage(types.ModuleType):
-    """This package, callable as `export(...)` (see the module docstring)."""
-
-    def __call__(self, *args: Any, **kwargs: Any) -> ExportResult:
-        return export(*args, **kwargs)
-
-    @property
-    def __signature__(self) -> Any:  # help() and notebooks show export()'s parameters
-        import inspect
-
-        return inspect.signature(export)
-
-
-sys.modules[__name__].__class__ = _CallablePackage

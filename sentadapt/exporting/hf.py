@@ -12,13 +12,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from sentadapt.errors import ExportError
-from sentadapt.export.verify import COSINE_LIMIT, FP16_COSINE_LIMIT, compare
+from sentadapt.exporting.verify import COSINE_LIMIT, FP16_COSINE_LIMIT, compare
 
 if TYPE_CHECKING:
     import torch
 
     from sentadapt.encoder import Encoder
-    from sentadapt.export.request import Check, ExportRequest, Note
+    from sentadapt.events import Note
+    from sentadapt.exporting.request import Check, ExportRequest
 
 
 def write_hf(encoder: Encoder, folder: Path, request: ExportRequest, texts: list[str], reference: torch.Tensor,

@@ -20,13 +20,14 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sentadapt.export.verify import ONNX_MAX_ABS_LIMIT, compare
+from sentadapt.exporting.verify import ONNX_MAX_ABS_LIMIT, compare
 
 if TYPE_CHECKING:
     import torch
 
     from sentadapt.encoder import Encoder
-    from sentadapt.export.request import Check, ExportRequest, Note
+    from sentadapt.events import Note
+    from sentadapt.exporting.request import Check, ExportRequest
 
 MODEL_FILE = "model.onnx"
 INT8_FILE = "model_int8.onnx"

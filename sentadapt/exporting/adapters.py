@@ -15,14 +15,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from sentadapt.errors import ExportError
-from sentadapt.export.verify import COSINE_LIMIT, compare
+from sentadapt.exporting.verify import COSINE_LIMIT, compare
 from sentadapt.rundir import RunDir
 
 if TYPE_CHECKING:
     import torch
 
     from sentadapt.encoder import Encoder
-    from sentadapt.export.request import Check, ExportRequest, Note
+    from sentadapt.events import Note
+    from sentadapt.exporting.request import Check, ExportRequest
 
 ADAPTER_FILES = ("adapter_config.json", "adapter_model.safetensors")
 

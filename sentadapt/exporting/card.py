@@ -17,8 +17,8 @@ from sentadapt.evaluation.decision import decision_of
 
 if TYPE_CHECKING:
     from sentadapt.encoder import Encoder
-    from sentadapt.export.request import ExportRequest
-    from sentadapt.export.source import LoadedSource
+    from sentadapt.exporting.request import ExportRequest
+    from sentadapt.exporting.source import LoadedSource
 
 
 def model_card(request: ExportRequest, source: LoadedSource, encoder: Encoder) -> str:
@@ -170,7 +170,7 @@ def _score(value: object) -> str:
 
 def _usage_section(request: ExportRequest, encoder: Encoder, base: str) -> str:
     if request.adapters_only:
-        from sentadapt.export.adapters import usage
+        from sentadapt.exporting.adapters import usage
 
         return usage(base)
     if request.format == "sentence-transformers":
@@ -219,7 +219,7 @@ def _transformers_usage(encoder: Encoder, with_head_note: bool = False) -> str:
 
 
 def _onnx_usage(request: ExportRequest, encoder: Encoder) -> str:
-    from sentadapt.export.onnx import DESCRIPTION_FILE, INT8_FILE, MODEL_FILE, OUTPUT_NAME
+    from sentadapt.exporting.onnx import DESCRIPTION_FILE, INT8_FILE, MODEL_FILE, OUTPUT_NAME
 
     files = f"`{MODEL_FILE}` (fp32)" + (f" and `{INT8_FILE}` (dynamic int8 weights)" if request.quantize else "")
     return (
