@@ -85,6 +85,7 @@ def main() -> None:
     parser.add_argument("--dev", default="dev-200.jsonl")
     parser.add_argument("--cache", type=Path, default=Path("runs/probe-cache"))
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--ortho", action="store_true")
     args = parser.parse_args()
     torch.manual_seed(0)
     torch.set_num_threads(args.threads)
@@ -111,6 +112,13 @@ def main() -> None:
 
         sample = lambda n: student.encode(corpus[:n], max_length=64)  # noqa: E731
         projection = fitted_projection(sample, TeacherTargets(table), student.embedding_dim)
+        if args.ortho:  # an isometry: columns kept orthonormal, started at the orthogonal Procrustes fit
+            s_ = sample(4096).double()
+            u, _, vt = torch.linalg.svd(s_.T @ torch.as_tensor(table[:len(s_)]).double(), full_matrices=False)
+            projection = torch.nn.Linear(student.embedding_dim, table.shape[1], bias=False)
+            with torch.no_grad():
+                projection.weight.copy_((u @ vt).T.float())
+            torch.nn.utils.parametrizations.orthogonal(projection)
         params += list(projection.parameters())
     optimizer = torch.optim.AdamW(params, lr=args.lr, weight_decay=0.0)
     generator = torch.Generator().manual_seed(0)

@@ -121,7 +121,11 @@ class CachedTable:
     path: Path
 
 
-TEXT_CHUNK = 65_536  # texts read, hashed and encoded at a time: ~6.5 MB of strings at ~100 B each
+TEXT_CHUNK = 65_536  # texts read and hashed at a time: ~6.5 MB of strings at ~100 B each
+# texts encoded at a time: the encoder holds their token ids, their vectors and a reordered copy (8192 × 768 × 4 B
+# = 25 MB each), so a table's writer stays small whatever the corpus size; sorting by length within a block keeps
+# padding low as well as a larger block would
+ENCODE_CHUNK = 8_192
 
 
 def cached_table(encoder: Encoder, texts: Callable[[int, int], list[str]], rows: int, max_length: int,
@@ -140,8 +144,8 @@ def cached_table(encoder: Encoder, texts: Callable[[int, int], list[str]], rows:
     started = time.perf_counter()
     bar = progress(rows) if progress else no_progress("", rows)
     with write_rows(path, rows, encoder.embedding_dim) as table, bar as advance:
-        for start in range(0, rows, TEXT_CHUNK):
-            stop = min(start + TEXT_CHUNK, rows)
+        for start in range(0, rows, ENCODE_CHUNK):
+            stop = min(start + ENCODE_CHUNK, rows)
             table.append(encoder.encode(texts(start, stop), batch_size=batch_size, max_length=max_length,
                                         progress=advance, prompt=prompt).numpy())
     return CachedTable(_written(path, rows), False, time.perf_counter() - started, path)
