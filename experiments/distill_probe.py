@@ -69,6 +69,20 @@ def loss_of(kind: str, student: torch.Tensor, target: torch.Tensor, projection: 
     return (projected - target).pow(2).sum(-1).mean()
 
 
+def augmented(corpus: list[str], variants: int, drop: float = 0.2) -> list[str]:
+    """`variants` copies of each sentence with words dropped at random (each kept with 1 − drop, 3 at least)."""
+    import random
+
+    generator = random.Random(0)
+    out = []
+    for _ in range(variants):
+        for sentence in corpus:
+            words = sentence.split()
+            kept = [w for w in words if generator.random() > drop]
+            out.append(" ".join(kept if len(kept) >= 3 else words[:3]))
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--data", type=Path, default=Path("runs/dd-s0"))
@@ -86,13 +100,16 @@ def main() -> None:
     parser.add_argument("--cache", type=Path, default=Path("runs/probe-cache"))
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--ortho", action="store_true")
+    parser.add_argument("--augment", type=int, default=0)
     args = parser.parse_args()
     torch.manual_seed(0)
     torch.set_num_threads(args.threads)
     corpus = [line for line in (args.data / args.domain / "corpus.txt").read_text().splitlines() if line.strip()]
     dev = read_pairs(args.data / args.domain / args.dev)
+    if args.augment:
+        corpus = corpus + augmented(corpus, args.augment)
     args.cache.mkdir(parents=True, exist_ok=True)
-    cache = args.cache / f"{args.data.name}-{args.domain}-{Path(args.teacher).name}.pt"
+    cache = args.cache / f"{args.data.name}-{args.domain}-{Path(args.teacher).name}-a{args.augment}.pt"
     if cache.is_file():
         table = torch.load(cache)
     else:

@@ -93,6 +93,10 @@ class TrainConfig:
     # With --teacher (RunConfig.teacher) the distillation target is the teacher's cached vectors instead of the
     # base, weighted by teacher_weight; distill_kind and distill_temperature are shared (kl: any two widths).
     teacher_weight: float = 1.0
+    # random | neighbours: with a teacher, half of each batch random anchors and half one of each anchor's
+    # `distill_neighbours` nearest examples under the teacher (pairs it ranks close, not only unrelated ones)
+    distill_batches: str = "random"
+    distill_neighbours: int = 8
     # on: a teacher that trails the base on the dev set (the CI of its lead below 0) stops the run before training
     teacher_check: str = "on"
     # the fields of a --teacher vectors file (.jsonl keys, .parquet columns): what embeddings APIs return
@@ -132,6 +136,8 @@ class TrainConfig:
         check_range("distill_temperature", self.distill_temperature, 0, None, low_open=True)
         check_range("teacher_weight", self.teacher_weight, 0, None, low_open=True)
         check_choice("teacher_check", self.teacher_check, ("on", "off"))
+        check_choice("distill_batches", self.distill_batches, ("random", "neighbours"))
+        check_range("distill_neighbours", self.distill_neighbours, 1, None)
         check_range("recipe_weight", self.recipe_weight, 0, None)
         check_range("lora_r", self.lora_r, 0, None, hint="0 = off; the rank of the adapters")
         check_range("lora_alpha", self.lora_alpha, 0, None, hint="0 = 2 × lora_r")

@@ -179,3 +179,85 @@ def _padded(rows: pa.Array, pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
     input_ids = np.full(mask.shape, pad_id, dtype=np.int64)
     input_ids[mask] = values
     return torch.from_numpy(input_ids), torch.from_numpy(mask.astype(np.int64))
+
+
+def plan_neighbour_epoch(neighbours: np.ndarray, global_batch: int, seed: int, epoch: int) -> np.ndarray:
+    """The epoch's global batches when the teacher composes them: half of each batch random anchors, each followed
+    by one of its `k` nearest neighbours under the teacher (row i of `neighbours`, drawn at random), so a batch holds
+    pairs the teacher ranks close beside unrelated ones. Anchor, neighbour, anchor, neighbour…: a process's
+    contiguous shard (an even number of rows) keeps its pairs whole. As many batches as plan_epoch (examples //
+    global_batch), so an epoch is as long as with random batches; its anchors are that many × half the batch of
+    the examples, drawn anew each epoch. A pure function of (seed, epoch, neighbours): resume rebuilds it."""
+    if global_batch % 2:
+        raise DataError(f"batch_size: {global_batch} is odd; neighbour batches pair each anchor with a neighbour")
+    generator = torch.Generator().manual_seed(seed * 100_003 + epoch)
+    order = torch.randperm(len(neighbours), generator=generator).numpy()
+    count, half = len(neighbours) // global_batch, global_batch // 2
+    anchors = order[:count * half].reshape(count, half)
+    picks = torch.randint(0, neighbours.shape[1], (count, half), generator=generator).numpy()
+    partners = neighbours[anchors, picks]
+    return np.stack([anchors, partners], axis=2).reshape(count, global_batch).astype(np.int64)
+
+
+EXACT_NEIGHBOURS = 65_536  # rows up to which every row is compared with every other (65k × 768 × 4 B = 200 MB)
+NEIGHBOUR_BLOCK = 2_048  # query rows compared at a time: a block × rows matrix of cosines (2048 × 65k × 4 B = 512 MB)
+WINDOW = 4_096  # above EXACT_NEIGHBOURS: rows compared within windows of this many along the hash order
+
+
+def teacher_neighbours(table: object, k: int, seed: int = 0) -> np.ndarray:
+    """(rows, k) int64: each row's k most similar other rows (cosine) of the table (a RowFile or a float matrix).
+
+    Up to EXACT_NEIGHBOURS rows: exact, a block of rows against all at a time. Above: approximate and linear in
+    the rows: rows are ordered by a 16-bit random-hyperplane hash (SimHash: rows with similar directions tend to
+    share their leading bits), then each window of WINDOW consecutive rows is searched exactly — neighbours far
+    apart in that order are missed, which only makes a few pairs less close than they could be."""
+    rows = len(table)  # type: ignore[arg-type]
+    k = min(k, rows - 1)
+    if k < 1:
+        raise DataError("neighbour batches need at least 2 training examples")
+    if rows <= EXACT_NEIGHBOURS:
+        return _nearest(_unit_rows(_read(table, np.arange(rows))), np.arange(rows), k)
+    order = _hash_order(table, rows, seed)
+    neighbours = np.empty((rows, k), dtype=np.int64)
+    for start in range(0, rows, WINDOW):
+        window = order[start:start + WINDOW] if rows - start >= 2 * k + 1 else order[-WINDOW:]
+        found = _nearest(_unit_rows(_read(table, window)), window, k)
+        neighbours[window] = found
+    return neighbours
+
+
+def _read(table: object, rows: np.ndarray) -> np.ndarray:
+    """Rows of a matrix in memory (a test's) or of a RowFile (read from disk)."""
+    if isinstance(table, np.ndarray | torch.Tensor):
+        return np.asarray(table)[rows]
+    return table.take(rows)  # type: ignore[attr-defined]
+
+
+def _unit_rows(vectors: np.ndarray) -> torch.Tensor:
+    return torch.nn.functional.normalize(torch.from_numpy(np.asarray(vectors, dtype=np.float32)), dim=1)
+
+
+def _nearest(unit: torch.Tensor, ids: np.ndarray, k: int) -> np.ndarray:
+    """For each row of `unit`, the ids of its k most similar other rows among them."""
+    k = min(k, len(unit) - 1)
+    found = np.empty((len(unit), k), dtype=np.int64)
+    for start in range(0, len(unit), NEIGHBOUR_BLOCK):
+        cosines = unit[start:start + NEIGHBOUR_BLOCK] @ unit.T
+        own = torch.arange(start, start + len(cosines))
+        cosines[torch.arange(len(cosines)), own] = -2.0  # never its own neighbour
+        found[start:start + len(cosines)] = ids[cosines.topk(k, dim=1).indices.numpy()]
+    return found
+
+
+def _hash_order(table: object, rows: int, seed: int, bits: int = 16) -> np.ndarray:
+    """Rows sorted by the signs of `bits` random projections, read a block at a time."""
+    planes = None
+    codes = np.empty(rows, dtype=np.int64)
+    weights = 1 << np.arange(bits - 1, -1, -1, dtype=np.int64)
+    for start in range(0, rows, EXACT_NEIGHBOURS):
+        block = _read(table, np.arange(start, min(start + EXACT_NEIGHBOURS, rows)))
+        if planes is None:
+            generator = np.random.default_rng(seed)
+            planes = generator.standard_normal((block.shape[1], bits)).astype(np.float32)
+        codes[start:start + len(block)] = ((block @ planes) > 0).astype(np.int64) @ weights
+    return np.argsort(codes, kind="stable")

@@ -31,7 +31,14 @@ from torch import nn
 
 from sentadapt import lora
 from sentadapt.config import RunConfig, save_run_config
-from sentadapt.data.batching import RowPairs, TokenizedExamples, plan_epoch, shard
+from sentadapt.data.batching import (
+    RowPairs,
+    TokenizedExamples,
+    plan_epoch,
+    plan_neighbour_epoch,
+    shard,
+    teacher_neighbours,
+)
 from sentadapt.durable import publish_model, recover_interrupted_writes, verify_folder, write_folder_atomically
 from sentadapt.encoder import Encoder
 from sentadapt.errors import CheckpointError, ConfigError, SentadaptError
@@ -262,7 +269,19 @@ class Trainer:
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, self._lr_multiplier)
         self.model, self.optimizer = self.accelerator.prepare(self.module, self.optimizer)
         self.lengths = self.inputs.examples.lengths()
+        self.neighbours = self._teacher_neighbours()
         self.pad_id = encoder.tokenizer.pad_token_id
+
+    def _teacher_neighbours(self) -> np.ndarray | None:
+        """Each example's nearest examples under the teacher, when the teacher composes the batches."""
+        if self.inputs.teacher is None or self.train_config.distill_batches != "neighbours":
+            return None
+        started = time.perf_counter()
+        neighbours = teacher_neighbours(self.inputs.teacher.vectors, self.train_config.distill_neighbours,
+                                        self.train_config.seed)
+        self.reporter.message(f"neighbour batches: each example's {neighbours.shape[1]} nearest under the teacher, "
+                              f"found in {time.perf_counter() - started:.1f} s")
+        return neighbours
 
     def _student_sample(self, rows: int) -> torch.Tensor:
         """The base's vectors of the first `rows` examples' texts (what a projection to the teacher starts from)."""
@@ -481,7 +500,8 @@ class Trainer:
         if epoch not in cache:
             cache.clear()
             cache[epoch] = plan_epoch(self.lengths, self.train_config.batch_size, self.train_config.seed, epoch,
-                                      self.train_config.length_grouping)
+                                      self.train_config.length_grouping) if self.neighbours is None else \
+                plan_neighbour_epoch(self.neighbours, self.train_config.batch_size, self.train_config.seed, epoch)
         indices = shard(cache[epoch][position], rank, world)
         batch = self.inputs.examples.collate(indices, self.pad_id)
         if self.distillation is not None:  # a teacher's rows of these examples travel with the batch

@@ -1,0 +1,222 @@
+"""A teacher's lead kept by the student (issue 33): `adapt --teacher` on the four suite domains, measured over
+re-drawn dev/test splits with adapt's default decision applied.
+
+    python -m experiments.distill_suite --train                  # both pairings × 4 domains (--pairs, --domains)
+    python -m experiments.distill_suite --study [--seeds 5]      # re-draw splits, decide, score; writes WORK/study.json
+    python -m experiments.distill_suite --render                 # the `distillation` section of docs/results.md
+
+Pairings: all-MiniLM-L6-v2 ← all-mpnet-base-v2 (`../shared/tools/get-all-mpnet-base-v2.sh` installs it) and
+paraphrase-MiniLM-L3-v2 ← all-MiniLM-L6-v2. Data: experiments/domain_data.py --seed 0 (WORK/data). As
+experiments/decision_runs.py does, each run gets its domain's pool (dev-200.jsonl + test.jsonl: pairs whose
+sentences no corpus holds) as `--dev`, so its dev_outputs.json holds a cosine per pool pair for the base and every
+evaluated step; `--set teacher_check=off` and `--set patience=0` let every run go its whole length (the study
+applies both itself, per drawn dev set). Everything else is adapt's default for a teacher run: what is measured is
+what a user gets with `sentadapt adapt CORPUS --base STUDENT --teacher TEACHER --dev DEV`.
+
+The study re-draws, per domain and seed, `size` dev pairs from the pool (100 or 200) and takes as test the other
+pool pairs that share no sentence with them (decision_study.draw), then does what adapt does with that dev set:
+weighs the teacher against the base (paired CI; a teacher whose CI is below 0 stops the run: Δ 0), keeps the best
+evaluated step, decides with the default rule (risk ≤ 0.20, the choice among the evaluations paid), and scores
+the kept step on the drawn test pairs: Δ raw (the kept step against the base, decision ignored) and Δ applied
+(keep-base → 0). The teacher's lead and the share of it closed are on the same test pairs. Seeds are split seeds;
+training ran once per domain (its dev set does not steer training when patience is off).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from experiments.decision_runs import pool_file
+from experiments.decision_study import DevSet, Pool, draw, load_pool, load_run, selected_step, test_change
+from experiments.doc_sections import current_command
+from experiments.domain_data import DOMAINS
+from experiments.results_suite import machine_summary, sentadapt, short
+
+SHARED = Path("../shared")
+MPNET = Path(os.environ.get("SENTADAPT_CACHE", Path.home() / ".cache/sentadapt")) / "models/all-mpnet-base-v2"
+L6, L3 = str(SHARED / "models/all-minilm-l6-v2"), str(SHARED / "models/paraphrase-minilm-l3-v2")
+PAIRINGS = {"l6-mpnet": (L6, str(MPNET)), "l3-l6": (L3, L6)}
+WORK = Path("runs/distill")
+SIZES = (100, 200)
+
+
+def run_folder(work: Path, pairing: str, domain: str, variant: str) -> Path:
+    return work / "runs" / variant / pairing / domain
+
+
+def train(work: Path, pairing: str, domain: str, variant: str, extra: list[str], reuse: bool) -> None:
+    student, teacher = PAIRINGS[pairing]
+    folder = run_folder(work, pairing, domain, variant)
+    if reuse and (folder / "metrics.json").is_file():
+        print(f"{variant} {pairing} {domain}: done earlier", flush=True)
+        return
+    data = work / "data"
+    argv = sentadapt("adapt", str(data / domain / "corpus.txt"), "--base", student, "--teacher", teacher,
+                     "--dev", str(pool_file(data, domain)), "--output", str(folder), "--overwrite",
+                     "--set", "teacher_check=off", "--set", "patience=0", *extra)
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    started = time.perf_counter()
+    log = folder.parent / f"{domain}.log"
+    with log.open("w") as handle:
+        code = subprocess.call(argv, stdout=handle, stderr=subprocess.STDOUT,
+                               env={**os.environ, "SENTADAPT_CACHE": str(work / "cache"), "HF_HUB_OFFLINE": "1"})
+    seconds = time.perf_counter() - started
+    if code:
+        sys.exit(f"{variant} {pairing} {domain}: adapt exited {code}; see {log}")
+    (folder / "job.json").write_text(json.dumps({"argv": argv[1:], "seconds": seconds}))
+    print(f"{variant} {pairing} {domain}: {seconds:.0f} s", flush=True)
+
+
+def teacher_cosines(work: Path, pairing: str, domain: str, pool: Pool) -> np.ndarray:
+    """The teacher's cosine of every pool pair (cached in WORK/teacher-cosines/)."""
+    path = work / "teacher-cosines" / f"{pairing}-{domain}.npy"
+    if path.is_file():
+        return np.load(path)
+    import torch
+
+    from sentadapt.encoder import Encoder
+
+    teacher = Encoder.load(PAIRINGS[pairing][1], device="cpu")
+    first, second = teacher.encode(pool.first, max_length=128), teacher.encode(pool.second, max_length=128)
+    cosines = torch.nn.functional.cosine_similarity(first, second).double().numpy()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    np.save(path, cosines)
+    return cosines
+
+
+def cell(run: Any, teacher: np.ndarray, pool: Pool, dev_rows: np.ndarray, test: np.ndarray,
+         resamples: int) -> dict[str, Any]:
+    """What adapt does with one drawn dev set, scored on the drawn test pairs."""
+    from sentadapt.evaluation.decision import DecisionRule, decide
+    from sentadapt.evaluation.evaluator import dev_evidence
+
+    dev = DevSet(pool, dev_rows, resamples)
+    base = dev.outputs(run.base)
+    lead = dev.evaluator.compare_outputs(base, dev.outputs(teacher))
+    stopped = lead.interval is not None and lead.interval[1] < 0  # teacher_check=on
+    step = selected_step(run, dev)
+    steps = list(run.steps)
+    delta = dev.evaluator.compare_outputs(base, dev.outputs(run.steps[step]))
+    evidence = dev_evidence(dev.evaluator, base, [dev.outputs(run.steps[s]) for s in steps], steps.index(step))
+    decision = decide(delta.value, delta.interval, "dev", evidence, DecisionRule()).decision
+    raw = test_change(pool, test, run.base, run.steps[step])
+    used = decision == "use-adapted" and not stopped
+    return {"step": step, "dev_change": delta.value, "teacher_dev_lead": lead.value, "stopped": stopped,
+            "decision": decision, "raw": raw, "applied": raw if used else 0.0,
+            "teacher_lead": test_change(pool, test, run.base, teacher)}
+
+
+def study(work: Path, variant: str, seeds: int, resamples: int) -> dict[str, Any]:
+    cells = []
+    for pairing in PAIRINGS:
+        for domain in DOMAINS:
+            folder = run_folder(work, pairing, domain, variant)
+            run = load_run(folder, pairing, domain, variant)
+            if run is None:
+                continue
+            pool = load_pool(pool_file(work / "data", domain))
+            teacher = teacher_cosines(work, pairing, domain, pool)
+            metrics = json.loads((folder / "metrics.json").read_text())
+            job = json.loads((folder / "job.json").read_text())
+            for size in SIZES:
+                for seed in range(seeds):
+                    dev_rows, test = draw(pool, size, seed, domain)
+                    cells.append({"pairing": pairing, "domain": domain, "size": size, "seed": seed,
+                                  **cell(run, teacher, pool, dev_rows, test, resamples)})
+            print(f"{pairing} {domain}: {metrics['steps']} steps, {job['seconds']:.0f} s", flush=True)
+    result = {"variant": variant, "seeds": seeds, "cells": cells, "runs": run_records(work, variant),
+              "command": current_command(), "machine": machine_summary(),
+              "finished": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
+    (work / f"study-{variant}.json").write_text(json.dumps(result, indent=1))
+    return result
+
+
+def run_records(work: Path, variant: str) -> dict[str, Any]:
+    records = {}
+    for pairing in PAIRINGS:
+        for domain in DOMAINS:
+            folder = run_folder(work, pairing, domain, variant)
+            if not (folder / "metrics.json").is_file():
+                continue
+            metrics = json.loads((folder / "metrics.json").read_text())
+            job = json.loads((folder / "job.json").read_text())
+            records[f"{pairing}/{domain}"] = {
+                "steps": metrics["steps"], "examples": metrics.get("examples"), "seconds": job["seconds"],
+                "batch": metrics["environment"]["global_batch"], "argv": job["argv"],
+                "teacher": metrics.get("teacher"), "distill_loss": metrics.get("distill_loss")}
+    return records
+
+
+def table(result: dict[str, Any]) -> list[str]:
+    """Per pairing and domain: means over seeds at each dev size."""
+    lines = []
+    for pairing in PAIRINGS:
+        rows = [c for c in result["cells"] if c["pairing"] == pairing]
+        if not rows:
+            continue
+        student, teacher = (short(m) for m in PAIRINGS[pairing])
+        lines += ["", f"**{student} ← {teacher}** (means over {result['seeds']} split seeds; Δ in Spearman × 100 on "
+                      "the drawn test pairs)", "",
+                  "| domain | teacher's lead | Δ raw | share raw | Δ applied @100 | Δ applied @200 | used @100 | "
+                  "used @200 | worst applied | passes | train time |",
+                  "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+        means: dict[str, list[float]] = {"lead": [], "raw": [], "a100": [], "a200": []}
+        for domain in DOMAINS:
+            cells = [c for c in rows if c["domain"] == domain]
+            if not cells:
+                continue
+            record = result["runs"][f"{pairing}/{domain}"]
+            at = {size: [c for c in cells if c["size"] == size] for size in SIZES}
+            lead = float(np.mean([c["teacher_lead"] for c in at[200]]))
+            raw = float(np.mean([c["raw"] for c in at[200]]))
+            applied = {size: float(np.mean([c["applied"] for c in at[size]])) for size in SIZES}
+            used = {size: sum(c["applied"] != 0 for c in at[size]) for size in SIZES}
+            worst = min(c["applied"] for c in cells)
+            passes = record["steps"] * record["batch"] / record["examples"] if record["examples"] else float("nan")
+            share = f"{100 * raw / lead:.0f} %" if lead > 0 else "–"
+            lines.append(f"| {domain} | {lead:+.2f} | {raw:+.2f} | {share} | {applied[100]:+.2f} | "
+                         f"{applied[200]:+.2f} | {used[100]}/{len(at[100])} | {used[200]}/{len(at[200])} | "
+                         f"{worst:+.2f} | {passes:.1f} | {record['seconds'] / 60:.1f} min |")
+            for key, value in (("lead", lead), ("raw", raw), ("a100", applied[100]), ("a200", applied[200])):
+                means[key].append(value)
+        lines.append(f"| **average** | {np.mean(means['lead']):+.2f} | {np.mean(means['raw']):+.2f} | | "
+                     f"{np.mean(means['a100']):+.2f} | {np.mean(means['a200']):+.2f} | | | | | |")
+    return lines
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--work", type=Path, default=WORK)
+    parser.add_argument("--train", action="store_true")
+    parser.add_argument("--study", action="store_true")
+    parser.add_argument("--pairs", default=",".join(PAIRINGS))
+    parser.add_argument("--domains", default=",".join(DOMAINS))
+    parser.add_argument("--variant", default="default", help="a name for the runs of these --extra flags")
+    parser.add_argument("--extra", action="append", default=[], help="an adapt argument added to every run")
+    parser.add_argument("--seeds", type=int, default=5)
+    parser.add_argument("--resamples", type=int, default=1000)
+    parser.add_argument("--reuse", action="store_true")
+    args = parser.parse_args()
+    if args.train:
+        if not (args.work / "data").is_dir():
+            subprocess.check_call([sys.executable, "-m", "experiments.domain_data", "--shared", str(SHARED), "--out",
+                                   str(args.work / "data"), "--seed", "0"])
+        for pairing in args.pairs.split(","):
+            for domain in args.domains.split(","):
+                train(args.work, pairing, domain, args.variant, args.extra, args.reuse)
+    if args.study:
+        result = study(args.work, args.variant, args.seeds, args.resamples)
+        print("\n".join(table(result)))
+
+
+if __name__ == "__main__":
+    main()
