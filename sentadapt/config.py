@@ -45,6 +45,10 @@ class TrainConfig:
 
     max_steps: int = 0  # optimizer steps; 0 = derived from `epochs`
     epochs: float = 1.0
+    # With min_examples > 0 (and max_steps 0): as many passes as it takes to train on that many examples, at
+    # least `epochs` and at most `max_epochs` — a small corpus gets several passes, a large one `epochs`.
+    min_examples: int = 0
+    max_epochs: float = 4.0
     batch_size: int = 64  # GLOBAL batch (all processes together) = the in-batch negatives per step
     lr: float = 2e-5
     weight_decay: float = 0.01
@@ -57,6 +61,7 @@ class TrainConfig:
     # accumulation, ~2× the speed of strict fp32 on an A100/H100. False: strict fp32 (reproducibility).
     tf32: bool = True
     eval_every: int = 200  # dev evaluation every N optimizer steps (0 = only at the end)
+    evals_per_pass: float = 0.0  # > 0: evaluate this many times per pass over the data instead of every eval_every
     checkpoint_every: int = 200  # resumable checkpoint every N steps (0 = only on interrupt)
     keep_checkpoints: int = 2
     patience: int = 10  # stop after N evaluations without improvement (0 = never stop early)
@@ -119,6 +124,9 @@ class TrainConfig:
         check_range("max_length", self.max_length, 4, None)
         check_choice("mixed_precision", self.mixed_precision, MIXED_PRECISION)
         check_range("eval_every", self.eval_every, 0, None)
+        check_range("evals_per_pass", self.evals_per_pass, 0, None)
+        check_range("min_examples", self.min_examples, 0, None)
+        check_range("max_epochs", self.max_epochs, 0, None, low_open=True)
         check_range("checkpoint_every", self.checkpoint_every, 0, None)
         check_range("keep_checkpoints", self.keep_checkpoints, 1, None)
         check_range("patience", self.patience, 0, None)

@@ -26,6 +26,16 @@ PAPER = "paper"
 TUNED_BASE = "tuned-base"
 PRESET_CHOICES = ("auto", PAPER, TUNED_BASE)  # --preset
 
+# `--teacher` with a recipe that trains the encoder: the distillation defaults, chosen on the domain suite's dev
+# sets alone (docs/findings.md, "Distillation defaults"). They sit above the recipe's and the preset's values and
+# below the YAML, the flags and --set. The teacher's vectors alone (recipe_weight 0: no recipe views are computed),
+# the mse kind through a projection fitted to the teacher, and a length that follows the corpus: enough passes to
+# train on 20,000 examples, at most 4, one dev evaluation per pass (each one costs the decision some power).
+TEACHER_DEFAULTS: dict[str, Any] = {
+    "recipe_weight": 0.0, "distill_kind": "mse", "lr": 1e-4, "min_examples": 20_000, "max_epochs": 4.0,
+    "evals_per_pass": 1.0, "patience": 2, "batch_size": 64,
+}
+
 
 @dataclass(frozen=True)
 class Preset:
@@ -93,6 +103,14 @@ def choose_preset(option: str | None, resolve: Callable[[], ResolvedModel], reci
         name, reason = option, f"chosen with --preset {option}"
     values = dict(recipe_class.tuned_base_defaults) if name == TUNED_BASE else {}
     return Preset(name, reason, values)
+
+
+def with_teacher(preset: Preset, recipe_class: Any) -> Preset:
+    """The preset with TEACHER_DEFAULTS on top, for a recipe that trains the encoder (CLSR keeps its own)."""
+    if not getattr(recipe_class, "trains_encoder", True):
+        return preset
+    return Preset(preset.name, f"{preset.reason}; --teacher: the distillation defaults",
+                  {**preset.values, **TEACHER_DEFAULTS})
 
 
 def paper_values(recipe_class: Any) -> dict[str, Any]:

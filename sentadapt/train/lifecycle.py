@@ -98,7 +98,7 @@ def new_config(settings: Settings) -> RunConfig:
     """The config of a new run: defaults < the recipe's paper settings < the preset for the base < the --config
     file < flags < --set; the base model resolved once (preset detection and the checks share it)."""
     from sentadapt.config import build_config
-    from sentadapt.presets import choose_preset
+    from sentadapt.presets import choose_preset, with_teacher
     from sentadapt.recipes import RECIPES
     from sentadapt.resolve import DEFAULT_BASE_MODEL, resolve_model
 
@@ -114,6 +114,8 @@ def new_config(settings: Settings) -> RunConfig:
         return resolved[0]
 
     preset = choose_preset(settings.preset, resolve_base, recipe_class)
+    if settings.run_fields.get("teacher"):
+        preset = with_teacher(preset, recipe_class)
     config = build_config(recipe_name, recipe_class.Config, recipe_class.train_defaults, settings.config_file,
                           settings.flags, list(settings.set_options), preset_values=preset.values,
                           preset=preset.to_dict(), base=base_name, corpus=list(settings.corpus),

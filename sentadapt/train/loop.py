@@ -200,7 +200,23 @@ def total_steps_for(examples: int, config: RunConfig) -> int:
             f"the corpus has {examples} examples, fewer than one step of batch_size {config.train.batch_size} × "
             f"grad_accum {config.train.grad_accum}; lower --batch-size or add data"
         )
-    return config.train.max_steps or max(1, math.ceil(config.train.epochs * per_epoch))
+    return config.train.max_steps or max(1, math.ceil(passes_for(examples, config) * per_epoch))
+
+
+def passes_for(examples: int, config: RunConfig) -> float:
+    """`epochs`, or with min_examples: enough passes to train on that many examples, within [epochs, max_epochs]
+    (20,000 examples: a 2,700-sentence corpus gets 4 passes at max_epochs 4, 8,300 sentences 2.4, 100,000 one)."""
+    train = config.train
+    if not train.min_examples:
+        return train.epochs
+    return max(train.epochs, min(train.max_epochs, train.min_examples / examples))
+
+
+def eval_interval(examples: int, config: RunConfig) -> int:
+    """Steps between dev evaluations: eval_every, or a pass over the data / evals_per_pass (0: only at the end)."""
+    if config.train.evals_per_pass <= 0:
+        return config.train.eval_every
+    return max(1, round(steps_per_epoch(examples, config) / config.train.evals_per_pass))
 
 
 class Trainer:
@@ -241,6 +257,7 @@ class Trainer:
         self.environment = describe_run(self.accelerator, self.train_config)
         self.trackers = Trackers(self.accelerator, tracker_names, run_name=self.output.name)
         self.state = TrainState(total_steps=total_steps_for(len(inputs.examples), inputs.config))
+        self.eval_every = eval_interval(len(inputs.examples), inputs.config)
         self.records = StepRecords()
 
     # ------------------------------------------------------------------ setup
@@ -320,7 +337,7 @@ class Trainer:
                              self.output) from None
         finally:
             self.reporter.finish()
-        last_step_unscored = self.train_config.eval_every == 0 or self.state.step % self.train_config.eval_every
+        last_step_unscored = self.eval_every == 0 or self.state.step % self.eval_every
         if stopped == "completed" and last_step_unscored:
             self._evaluate_and_keep_best()
         published = self._publish()
@@ -350,7 +367,7 @@ class Trainer:
                     self._read_back()
                 if self._interrupt_requested():
                     raise KeyboardInterrupt  # a step boundary: the checkpoint below is exact
-                if cfg.eval_every and self.state.step % cfg.eval_every == 0 and self._evaluate_and_keep_best():
+                if self.eval_every and self.state.step % self.eval_every == 0 and self._evaluate_and_keep_best():
                     return "early-stopped"
                 if cfg.checkpoint_every and self.state.step % cfg.checkpoint_every == 0:
                     self._save_checkpoint()
