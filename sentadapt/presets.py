@@ -33,7 +33,7 @@ PRESET_CHOICES = ("auto", PAPER, TUNED_BASE)  # --preset
 # train on 20,000 examples, at most 4, one dev evaluation per pass (each one costs the decision some power).
 TEACHER_DEFAULTS: dict[str, Any] = {
     "recipe_weight": 0.0, "distill_kind": "mse", "lr": 1e-4, "min_examples": 20_000, "max_epochs": 4.0,
-    "evals_per_pass": 1.0, "patience": 2, "batch_size": 64,
+    "evals_per_pass": 1.0, "patience": 2, "batch_size": 64, "distill": 0.0,  # the teacher replaces the base
 }
 
 
