@@ -85,10 +85,18 @@ def dev_encode_seconds(student: Any, teacher: Any, texts: list[str], batch_size:
 
 
 def check_teacher(teacher: str, base_location: str) -> None:
-    """Before any weights load: the teacher must resolve to a model and must not be the base model itself."""
-    if resolve_teacher(teacher).location == base_location:
+    """Before any weights load: the teacher must resolve to a model that holds weights and must not be the base
+    model itself."""
+    from sentadapt.resolve import check_has_weights
+
+    resolved = resolve_teacher(teacher)
+    if resolved.location == base_location:
         raise ConfigError(f"--teacher {teacher}: is the base model itself; a teacher must be another, stronger "
                           "model")
+    try:
+        check_has_weights(resolved)
+    except ModelError as error:
+        raise ModelError(f"--teacher {error}") from None
 
 
 def resolve_teacher(teacher: str) -> ResolvedModel:
