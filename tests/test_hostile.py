@@ -8,6 +8,7 @@ folders without weights, the Python API's argument checks, honest summaries, hel
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -173,6 +174,11 @@ def test_a_json_path_that_is_a_folder_is_refused_before_any_model_loads(
     assert result.exit_code == 2
     example = folder / f"{command}.json"
     assert result.stderr.strip() == f"Error: --json {folder}: is a directory; pass a file name, e.g. {example}"
+    monkeypatch.undo()  # the next step the line gives works
+    extra = ["--report", "anisotropy"] if command == "diagnose" else ["--bootstrap", "0"]
+    again = run_cli(command, str(tiny_model_dir), "--pairs", str(pairs_tsv), "--json", str(example), *extra)
+    assert again.exit_code == 0, again.output
+    assert example.is_file()
 
 
 def test_a_json_path_below_a_file_and_a_plot_folder_that_is_a_file_are_refused(
@@ -356,3 +362,150 @@ def test_export_refuses_wrong_types(tiny_model_dir: Path, tmp_path: Path) -> Non
         "Invalid value for 'OUTPUT': expected a path, got int 5")
     assert api_error(lambda: sentadapt.export(tiny_model_dir, tmp_path / "out", normalize="yes")) == (
         "Invalid value for '--normalize': expected True or False, got str 'yes'")
+
+
+# ---------------------------------------------------------------------- 4. a model folder without weights
+
+
+@pytest.mark.parametrize("allow_pickle", [[], ["--allow-pickle"]], ids=["plain", "allow-pickle"])
+def test_a_model_folder_without_weights_says_so_not_allow_pickle(
+    allow_pickle: list[str], tiny_model_dir: Path, pairs_tsv: Path, tmp_path: Path
+) -> None:
+    folder = tmp_path / "only-config"
+    folder.mkdir()
+    (folder / "config.json").write_text((tiny_model_dir / "config.json").read_text())
+    result = run_cli("eval", str(folder), "--pairs", str(pairs_tsv), *allow_pickle)
+    assert result.exit_code == 1
+    assert result.stderr.strip() == (f"Error: {folder}: holds no model weights (no model.safetensors or "
+                                     "pytorch_model.bin); pass the folder the model was saved to, with its weight "
+                                     "files")
+
+
+def test_adapt_with_a_weightless_base_writes_nothing(tiny_model_dir: Path, corpus: Path, tmp_path: Path) -> None:
+    folder, run = tmp_path / "only-config", tmp_path / "run"
+    folder.mkdir()
+    (folder / "config.json").write_text((tiny_model_dir / "config.json").read_text())
+    result = run_adapt(str(corpus), "--base", str(folder), "--output", str(run), *QUICK)
+    assert result.exit_code == 1
+    assert last_line(result.stderr).startswith(f"Error: {folder}: holds no model weights")
+    assert not run.exists()
+
+
+# ---------------------------------------------------------------------- 6. the summary says what ran
+
+
+def test_the_summary_reports_the_effective_lr_every_changed_setting_lora_prompt_and_paths_as_given(
+    tiny_model_dir: Path, corpus: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sentadapt
+
+    monkeypatch.chdir(tmp_path)
+    corpus_name = os.path.relpath(corpus, tmp_path)
+    base = os.path.relpath(tiny_model_dir, tmp_path)
+    result = sentadapt.adapt(corpus_name, base=base, output="run", max_steps=2, batch_size=8, max_length=16,
+                             dev="none", lr=5e-4, lora="r=4", set_options=["temperature=0.05"])
+    rows = {row.cells[0].text: row.cells[1].text for row in result.summary.rows}
+    assert rows["base model"] == base and rows["corpus"] == corpus_name  # as typed, not resolved
+    assert rows["lr"] == "0.0005 (peak; linear decay after 10% warm-up)"
+    assert rows["settings"] == "max_steps 2, batch_size 8, lr 0.0005, max_length 16, temperature 0.05"
+    assert rows["LoRA"] == ("r 4, alpha 8, dropout 0, targets attention; the base frozen, the saved model merged")
+    assert "prompt" not in rows and "teacher" not in rows  # none used
+
+
+def test_result_objects_print_their_intervals_rounded(tiny_model_dir: Path, pairs_tsv: Path) -> None:
+    import sentadapt
+    from sentadapt.train.adapt import AdaptResult
+
+    evaluated = sentadapt.evaluate([tiny_model_dir, tiny_model_dir], pairs=[pairs_tsv], bootstrap=50)
+    text = repr(evaluated)
+    assert text.splitlines()[0] == f"EvalResult(models={[str(tiny_model_dir)] * 2!r}, bootstrap=50, seed=0)"
+    assert all(len(number.split(".")[1]) == 2 for number in re.findall(r"-?\d+\.\d+", text))
+    metrics = {"base_score": 76.04246427235717, "best_score": 76.5393407628246, "best_step": 4,
+               "dev_change": 0.4968764904674, "dev_change_ci": [0.009928761508870228, 1.9688996976445496]}
+    adapted = AdaptResult(Path("runs/x"), "trained", "use-adapted", "the reason", "risk", 0.0123456, metrics, ())
+    assert repr(adapted) == ("AdaptResult(output='runs/x', status='trained', decision='use-adapted', rule='risk', "
+                             "risk=0.012, dev='base 76.04, best 76.54 at step 4, Δ +0.50 [+0.01, +1.97]', "
+                             "reason='the reason')")
+
+
+# ---------------------------------------------------------------------- 7. help, and tables at 80 columns
+
+
+def test_every_option_of_every_command_has_help() -> None:
+    import typer.main
+
+    from sentadapt.cli import app
+
+    def options(command, path: str):
+        for name, sub in getattr(command, "commands", {}).items():
+            yield from options(sub, f"{path} {name}".strip())
+        for param in command.params:
+            if param.param_type_name == "option":
+                yield path, param
+
+    missing = [f"{path} {'/'.join(param.opts)}" for path, param in options(typer.main.get_command(app), "")
+               if not (param.help or "").strip()]
+    assert missing == []
+
+
+def test_adapt_help_leaves_its_descriptions_room_at_80_columns() -> None:
+    result = run_cli_env({"COLUMNS": "80", "TERMINAL_WIDTH": "80"}, "adapt", "--help")
+    recipe = next(line for line in result.stdout.splitlines() if "--recipe " in line)
+    assert len(recipe) - recipe.index("consert") - 2 >= 33  # the description column (was 23 characters)
+
+
+def run_cli_env(env: dict[str, str], *args: str):
+    from typer.testing import CliRunner
+
+    from sentadapt.cli import app
+
+    return CliRunner().invoke(app, list(args), env=env, catch_exceptions=False)
+
+
+@pytest.fixture
+def long_paths(tiny_model_dir: Path, tiny_model_dir_3layers: Path, tmp_path: Path) -> list[Path]:
+    """The two tiny models under paths far longer than an 80-column table's model column."""
+    deep = tmp_path / "a-rather-long-folder-name" / "models-of-the-shared-collection"
+    deep.mkdir(parents=True)
+    targets = [deep / "paraphrase-minilm-l3-v2-adapted-to-it-support", deep / "all-minilm-l6-v2-adapted-to-it"]
+    for source, target in zip((tiny_model_dir, tiny_model_dir_3layers), targets):
+        target.symlink_to(source)
+    return targets
+
+
+def at_80_columns(monkeypatch: pytest.MonkeyPatch) -> None:
+    from sentadapt.cli import _common
+
+    monkeypatch.setattr(_common.console, "_width", 80)
+
+
+def test_eval_of_two_long_paths_prints_every_number_whole_at_80_columns(
+    long_paths: list[Path], pairs_tsv: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import json
+
+    at_80_columns(monkeypatch)
+    out = tmp_path / "r.json"
+    result = run_cli("eval", *map(str, long_paths), "--pairs", str(pairs_tsv), "--json", str(out))
+    assert result.exit_code == 0, result.output
+    assert max(len(line) for line in result.stdout.splitlines()) <= 80
+    second = json.loads(out.read_text())[1]
+    delta = second["delta_vs_first"][0]["tasks"]["pairs.tsv"]["spearman"]
+    for number in (second["reports"][0]["tasks"]["pairs.tsv"]["spearman"], *delta["ci"]):
+        assert f"{number:.2f}".lstrip("-") in result.stdout
+    assert f"{delta['delta']:+.2f}" in result.stdout
+    numbers = re.findall(r"[-+]?\d+\.\d+…|…\d", result.stdout)
+    assert numbers == []  # no number was cut
+
+
+def test_diagnose_compare_prints_every_number_whole_at_80_columns(
+    long_paths: list[Path], pairs_tsv: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    at_80_columns(monkeypatch)
+    result = run_cli("diagnose", str(long_paths[0]), "--compare", str(long_paths[1]), "--pairs", str(pairs_tsv),
+                     "--report", "anisotropy,spectrum")
+    assert result.exit_code == 0, result.output
+    assert re.findall(r"[-+]?\d+\.\d*…|…\d", result.stdout) == []  # no number was cut
+    table = result.stdout.split("\n  ")[0]  # the summary, before the verdicts
+    assert all(len(line) <= 80 for line in table.splitlines())
+    assert re.findall(r"[-+]\d\.\d{3}", table)  # the Δ column's values, whole

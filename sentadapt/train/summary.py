@@ -67,7 +67,8 @@ def run_rows(config: Any) -> list[tuple[str, str]]:
     from sentadapt.lora import settings_of
 
     train = config.train
-    rows = [("base model", str(config.base)), ("recipe", str(config.recipe))]
+    rows = [("base model", str(config.base)), ("corpus", ", ".join(map(str, config.corpus))),
+            ("recipe", str(config.recipe))]
     preset = config.preset
     if preset:  # None for runs saved before presets existed
         rows.append(("defaults", f"{preset['name']} ({preset['reason']})"))
