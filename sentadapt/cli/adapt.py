@@ -118,18 +118,14 @@ def adapt(
     encoding_errors: str = typer.Option("strict", "--encoding-errors",
                                         help="Invalid UTF-8 in the corpus: strict (stop, name the line) | "
                                              "replace | skip."),
-    num_proc: int | None = typer.Option(None, "--num-proc",
-                                        help="Processes preparing (tokenizing) the corpus. Default: the cores."),
+    num_proc: int | None = typer.Option(None, "--num-proc", help="Processes tokenizing the corpus (default: cores)."),
     streaming: bool = typer.Option(False, "--streaming", help="Stream a Hub dataset corpus (no full download)."),
     max_steps: int | None = typer.Option(None, "--max-steps", help="Optimizer steps (overrides --epochs)."),
-    epochs: float | None = typer.Option(None, "--epochs", help="Passes over the corpus (may be fractional); "
-                                                              "ignored when --max-steps is given."),
+    epochs: float | None = typer.Option(None, "--epochs", help="Passes over the corpus (--max-steps wins)."),
     batch_size: int | None = typer.Option(None, "--batch-size", help="Global batch (in-batch negatives + 1)."),
-    lr: float | None = typer.Option(None, "--lr", help="Peak learning rate, after the warm-up (default: the "
-                                                       "recipe's, or the preset's for a sentence-tuned base)."),
+    lr: float | None = typer.Option(None, "--lr", help="Peak learning rate (default: the recipe's or preset's)."),
     max_length: int | None = typer.Option(None, "--max-length", help="Tokens per training sentence."),
-    grad_accum: int | None = typer.Option(None, "--grad-accum", help="Micro-batches per optimizer step: the "
-                                                                      "batch of --batch-size in less memory."),
+    grad_accum: int | None = typer.Option(None, "--grad-accum", help="Micro-batches per optimizer step."),
     mixed_precision: str | None = typer.Option(None, "--mixed-precision", help="no | fp16 | bf16."),
     tf32: str | None = typer.Option(
         None, "--tf32", help="on (default) | off: fp32 matmuls on TF32 tensor cores (CUDA, Ampere and newer); off "
@@ -137,11 +133,9 @@ def adapt(
     gradient_checkpointing: GradientCheckpointingOption = False,
     lora: LoraOption = None,
     eval_every: int | None = typer.Option(None, "--eval-every", help="Dev evaluation every N steps."),
-    checkpoint_every: int | None = typer.Option(None, "--checkpoint-every", help="Write a resumable checkpoint "
-                                                                                  "every N steps."),
+    checkpoint_every: int | None = typer.Option(None, "--checkpoint-every", help="Checkpoint every N steps."),
     patience: int | None = typer.Option(None, "--patience", help="Evaluations without gain before stopping."),
-    seed: int | None = typer.Option(None, "--seed", help="Seed of the data order, augmentations and "
-                                                         "initialisation (default 42)."),
+    seed: int | None = typer.Option(None, "--seed", help="Seed of data order and augmentations (default 42)."),
     report_to: ReportToOption = None,
     resume_option: ResumeOption = None,
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing non-empty --output."),
