@@ -24,7 +24,7 @@ from torch import nn
 from sentadapt.errors import ConfigError, ModelError
 from sentadapt.pooling import POOLING_NAMES, Pooling
 from sentadapt.prompts import Prompts, read_prompts
-from sentadapt.resolve import ResolvedModel, resolve_model
+from sentadapt.resolve import ResolvedModel, check_has_weights, resolve_model
 from sentadapt.st_format import DenseLayer, FolderLayout, read_layout, write_sentence_transformers_folder
 
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
@@ -195,6 +195,7 @@ class Encoder(nn.Module):
             from sentadapt.registry import unknown_name_message
 
             raise ConfigError(unknown_name_message("pooling", pooling, list(POOLING_NAMES)))
+        check_has_weights(resolved)  # a folder of config.json alone: say so, not "pass --allow-pickle"
         layout = read_layout(Path(resolved.location)) if resolved.is_local else FolderLayout()
         backbone, tokenizer = _load_backbone(resolved, layout.transformer_path, trust_remote_code, allow_pickle)
         num_layers = int(backbone.config.num_hidden_layers)

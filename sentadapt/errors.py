@@ -35,5 +35,14 @@ class StorageError(SentadaptError):
     """A file that cannot be written: disk full, file too large, no permission (the message names the path)."""
 
 
+class ResultNotWritten(StorageError):
+    """The work finished but a file of its result (`--json`, `--plot`) could not be written. `result` holds what was
+    computed: the CLI prints it, then this line; a Python caller still has it."""
+
+    def __init__(self, message: str, result: object) -> None:
+        super().__init__(message)
+        self.result = result
+
+
 class CheckpointError(SentadaptError):
     """A model folder or checkpoint that fails verification (its manifest's checksums)."""

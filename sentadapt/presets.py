@@ -55,7 +55,7 @@ def detect_preset(resolved: ResolvedModel) -> tuple[str, str]:
     bytes) when the Hub answers, so a first run and a later one pick the same preset."""
     if resolved.is_local:
         folder = Path(resolved.location)
-        shown = Path(resolved.name if resolved.source == "local" else resolved.location) / "modules.json"
+        shown = Path(resolved.name) / "modules.json"  # as the user gave it, not the offline copy's site-packages
         modules_file = folder / "modules.json"
         if not modules_file.is_file():
             return PAPER, f"{shown.parent}: no modules.json: a plain transformers model"

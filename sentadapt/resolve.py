@@ -28,6 +28,8 @@ OFFLINE_MODEL_PACKAGES: dict[str, tuple[str, str, str]] = {
 }
 
 HUB_PROBE_TIMEOUT_S = 3.0
+# the files a model's weights come in (safetensors, PyTorch pickle, TensorFlow, Flax; sharded ones too)
+WEIGHT_SUFFIXES = frozenset({".safetensors", ".bin", ".pt", ".pth", ".h5", ".msgpack", ".ckpt"})
 
 
 @dataclass(frozen=True)
@@ -118,6 +120,18 @@ def _auto_run_without_model(text: str, path: Path) -> str:
     return (f"{text}: a --recipe auto run that kept the base model, so it publishes no model "
             f"({metrics.get('decision_reason', 'keep-base')}); use the base model "
             f"({metrics.get('base_model', 'see metrics.json')}), or one candidate's run in {text}/candidates/")
+
+
+def check_has_weights(resolved: ResolvedModel) -> None:
+    """A local model folder must hold weight files (in it or one folder down, as a sentence-transformers folder's
+    0_Transformer/): a folder with only config.json has nothing to load, whatever --allow-pickle says."""
+    if not resolved.is_local:
+        return
+    folder = Path(resolved.location)
+    if any(path.suffix in WEIGHT_SUFFIXES for pattern in ("*", "*/*") for path in folder.glob(pattern)):
+        return
+    raise ModelError(f"{resolved.name}: holds no model weights (no model.safetensors or pytorch_model.bin); pass the "
+                     "folder the model was saved to, with its weight files")
 
 
 def resolve_model(name: str | os.PathLike[str]) -> ResolvedModel:

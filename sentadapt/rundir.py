@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sentadapt.durable import MANIFEST, write_json_file
+from sentadapt.durable import MANIFEST, TMP_PREFIX, write_json_file
 
 CONFIG_FILE = "config.yaml"
 METRICS_FILE = "metrics.json"
@@ -44,6 +44,9 @@ CHECKPOINT_PREFIX = "step-"
 CHECKPOINT_WEIGHTS_FILE = "model.safetensors"  # a checkpoint's TrainingModule state: `encoder.*` + `heads.*`
 STAGE_PREFIX = "stage-"
 MODEL_DESCRIPTION = "modules.json"  # a sentence-transformers folder's module list: where a model's layout is
+# what a run writes before its first checkpoint: a folder holding only these never held a run worth keeping
+BEFORE_FIRST_CHECKPOINT = frozenset({CONFIG_FILE, TRAIN_LOG_FILE, DEV_OUTPUTS_FILE, TENSORBOARD_DIR, CHECKPOINTS_DIR,
+                                     LOCK_FILE})
 
 
 def checkpoint_name(step: int) -> str:
@@ -166,6 +169,15 @@ class RunDir:
         stages = [p for p in self.path.glob(f"{STAGE_PREFIX}*") if p.is_dir()] if self.path.is_dir() else []
         return bool(self.checkpoint_folders()) or any(
             RunDir(stage).checkpoint_folders() or RunDir(stage).is_finished() for stage in stages)
+
+    def never_started(self) -> bool:
+        """A run stopped or failed before its first checkpoint (Ctrl-C while loading, a bad --lora target): its
+        config.yaml and only what is written before the first checkpoint. Nothing in it is worth keeping, so the
+        same command starts it again (no --overwrite needed) and --resume starts it from its saved config."""
+        if not self.has_config() or self.is_finished() or self.is_auto() or self.has_progress():
+            return False
+        return all(path.name in BEFORE_FIRST_CHECKPOINT or path.name.startswith((TMP_PREFIX, STAGE_PREFIX))
+                   for path in self.path.iterdir())
 
     def has_published_model(self) -> bool:
         return (self.path / MODEL_DESCRIPTION).is_file()

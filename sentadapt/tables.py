@@ -7,6 +7,8 @@ the same table as aligned plain text from `str(table)`. No terminal code here, s
 
 from __future__ import annotations
 
+import dataclasses
+import re
 from dataclasses import dataclass, field
 
 GOOD, BAD, DIM, STRONG, BEST, WARN = "good", "bad", "dim", "strong", "best", "warn"  # the tones a cell may carry
@@ -66,3 +68,86 @@ class TextTable:
 def signed(value: float) -> Cell:
     """A change: '+0.42' (good), '-0.10' (bad), '+0.00'."""
     return Cell(f"{value:+.2f}", GOOD if value > 0 else BAD if value < 0 else "")
+
+
+# ------------------------------------------------------------------------------------- fitting a terminal's width
+NAME_FLOOR = 8  # a shortened name keeps at least this many characters, however narrow its numbers
+LABEL_SHARE = 24  # a label column (a figure's name) is counted this wide when names share the width left
+NUMBER = re.compile(r"[-+−\d.,\[\]\s*★—%]*")  # a value, an interval, a Δ with its * or ★ (not a sparkline)
+
+
+def fit(table: TextTable, width: int) -> TextTable:
+    """The table as drawn `width` characters wide: itself when it fits; else a copy where an interval moves under
+    its value ("76.04" above "[72.10, 80.00]") and the name in a number column's header (a model's path) is
+    shortened — names give way, numbers are never cut (label columns wrap where they are drawn)."""
+    if _natural_width(table) <= width:
+        return table
+    rows = [dataclasses.replace(row, cells=[Cell(_interval_below(cell.text), cell.tone) if column.right else cell
+                                            for cell, column in zip(row.cells, table.columns)])
+            for row in table.rows]
+    fitted = dataclasses.replace(table, rows=rows)
+    share = _name_share(fitted, width)
+    fitted.columns = [dataclasses.replace(column, header=_shorten_header(column.header, max(widest(fitted, i), share)))
+                      if column.right else column for i, column in enumerate(table.columns)]
+    return fitted
+
+
+def min_width(table: TextTable, index: int, shortened: bool) -> int | None:
+    """How narrow a column may be drawn: a whole column its widest cell, a number column its widest number (and,
+    once names were shortened, its header's name); None: as narrow as the layout needs."""
+    column = table.columns[index]
+    if not (column.whole or column.right):
+        return None
+    least = widest(table, index, numbers_only=not column.whole)
+    return max(least, *(len(line) for line in column.header.split("\n"))) if shortened else least
+
+
+def widest(table: TextTable, index: int, numbers_only: bool = False) -> int:
+    """The widest line of a column's cells (`numbers_only`: of its numbers, not a sparkline beside them)."""
+    return max((len(line) for row in table.rows if index < len(row.cells) for line in row.cells[index].text.split(
+        "\n") if not numbers_only or NUMBER.fullmatch(line)), default=0)
+
+
+def _natural_width(table: TextTable) -> int:
+    """The width the table needs unwrapped: each column's widest line, its padding and a rule."""
+    widths = [max(max(len(line) for line in column.header.split("\n")), widest(table, index))
+              for index, column in enumerate(table.columns)]
+    return sum(widths) + 3 * len(widths) + 1
+
+
+def _interval_below(text: str) -> str:
+    value, sep, interval = text.partition(" [")
+    return f"{value}\n[{interval}" if sep else text
+
+
+def _name_share(table: TextTable, width: int) -> int:
+    """How wide a number column's name may be: the width left after the padding and the label columns (each counted
+    at most LABEL_SHARE wide: they wrap), shared by the number columns; at least NAME_FLOOR."""
+    labels = sum(min(widest(table, i), LABEL_SHARE) for i, column in enumerate(table.columns) if not column.right)
+    numbers = sum(column.right for column in table.columns)
+    return max(NAME_FLOOR, (width - 3 * len(table.columns) - 1 - labels) // max(1, numbers))
+
+
+def _shorten_header(header: str, limit: int) -> str:
+    """The header's name (its longest line: a model's path) shortened; a short label beside it ("norm", "[mean]")
+    stays as it is."""
+    lines = header.split("\n")
+    longest = max(lines, key=len)
+    return "\n".join(shorten_name(line, limit) if line is longest else line for line in lines)
+
+
+def shorten_name(name: str, limit: int) -> str:
+    """A name (a model's path) in at most `limit` characters: its last path components ("…/runs/x"), else the last
+    component with an ellipsis in the middle ("paraphr…-l3-v2")."""
+    if len(name) <= limit:
+        return name
+    parts = [part for part in name.replace("\\", "/").split("/") if part]
+    for count in range(len(parts) - 1, 0, -1):
+        tail = "…/" + "/".join(parts[-count:])
+        if len(tail) <= limit:
+            return tail
+    last = parts[-1] if parts else name
+    if len(last) <= limit:
+        return last
+    keep = limit - 1
+    return last[: (keep + 1) // 2] + "…" + last[len(last) - keep // 2:]

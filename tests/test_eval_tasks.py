@@ -278,8 +278,8 @@ def _beir(folder: Path, qrels: str = "query-id\tcorpus-id\tscore\nq1\td2\t1\nq2\
 
 @pytest.mark.parametrize(("name", "content", "message"), [
     ("l.tsv", "sentence1\tsentence2\tlabel\na\tb\t1\nc\td\t2\n",
-     "{path}:3: label '2' is not 0 or 1; pair classification needs binary labels (1 = similar, 0 = not); "
-     "graded scores belong in a 'score' column (STS)"),
+     "{path}:3: label '2' is not 0 or 1; pair classification needs 0/1 labels (a file of graded labels and no "
+     "'score' column is scored as STS when --task pair-classification is not given)"),
     ("l.tsv", "sentence1\tsentence2\tlabel\na\tb\t1\nc\td\t1\n",
      "{path}: all 2 labels are 1; average precision needs pairs labelled 1 and pairs labelled 0"),
     ("l.tsv", "sentence1\tsentence2\tlabel\n", "{path}: no sentence pairs; the file is empty"),
@@ -401,7 +401,8 @@ def test_eval_same_model_twice_gives_a_zero_delta_and_bootstrap_0_turns_cis_off(
 
 @pytest.mark.parametrize(("flag", "content", "message"), [
     ("--pairs", "sentence1\tsentence2\tlabel\na\tb\t1\nc\td\tyes\n",  # a number other than 0/1 would be STS
-     "Error: {path}:3: label 'yes' is not 0 or 1; pair classification needs binary labels"),
+     "Error: {path}:3: label 'yes' is not a number; label each pair 1 = same meaning, 0 = different, or a "
+     "similarity score such as 0-5"),
     ("--rerank", '{"query": "q", "positive": [], "negative": ["b"]}\n',
      "Error: {path}:1: no positive; every reranking row needs at least one relevant candidate"),
     ("--pairs", "", "Error: {path}: the file is empty"),
@@ -471,7 +472,7 @@ def test_adapt_bad_dev_file_fails_before_training(tiny_model_dir: Path, tmp_path
     result = runner.invoke(app, ["adapt", str(corpus), "--base", str(tiny_model_dir), "--output", str(output),
                                  "--dev", str(bad), "--max-steps", "1", "--batch-size", "4"])
     assert result.exit_code == 1
-    assert result.stderr.strip().startswith(f"Error: {bad}:3: label 'yes' is not 0 or 1")
+    assert result.stderr.strip().startswith(f"Error: {bad}:3: label 'yes' is not a number")
     assert not (output / "metrics.json").exists() and not (output / "model.safetensors").exists()
 
 

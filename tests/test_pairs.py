@@ -200,9 +200,10 @@ def test_comment_lines_shift_line_numbers_and_existing_files_keep_their_type(tmp
     assert detect_task_type(scored) == "sts"
     with pytest.raises(DataError, match=r"scored.tsv:4: score 'five' is not a number$"):
         read_task(scored)
-    mixed = tmp_path / "mixed.tsv"  # 0/1 with a typo that is not a number: still pair classification, named
+    mixed = tmp_path / "mixed.tsv"  # a label that is not a number: named with its line, whatever the rows above
     mixed.write_text(f"{HEADER}\na\tb\t1\nc\td\tyes\n")
-    assert detect_task_type(mixed) == "pair-classification"
+    with pytest.raises(DataError, match=r"mixed.tsv:3: label 'yes' is not a number; label each pair 1 = same "):
+        detect_task_type(mixed)
     both = tmp_path / "both.tsv"  # a 'score' column next to 'label': label decides, as before
     both.write_text("sentence1\tsentence2\tscore\tlabel\na\tb\t4\t1\nc\td\t1\t0\n")
     assert detect_task_type(both) == "pair-classification"

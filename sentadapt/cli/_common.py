@@ -13,8 +13,8 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
 
-from sentadapt.errors import SentadaptError
-from sentadapt.tables import TextTable
+from sentadapt.errors import ResultNotWritten, SentadaptError
+from sentadapt.tables import TextTable, fit, min_width
 
 TONES = {"good": "green", "bad": "red", "dim": "dim", "strong": "bold", "best": "bold green", "warn": "yellow"}
 
@@ -22,6 +22,9 @@ console = Console()  # results (stdout)
 err_console = Console(stderr=True)  # progress, notes and errors (stderr), so stdout stays pipeable
 
 F = TypeVar("F", bound=Callable[..., Any])
+R = TypeVar("R")
+INTERRUPTED = "interrupted (Ctrl-C) before the command finished; run it again"
+INTERRUPTED_EXIT_CODE = 130  # 128 + SIGINT, the shell's convention
 
 
 def friendly_errors(command: F) -> F:
@@ -35,8 +38,22 @@ def friendly_errors(command: F) -> F:
             # escaped: messages quote user text and names like [CLS] or 'sentadapt[plot]', which are not markup
             err_console.print(f"[bold red]Error:[/] {escape(str(error))}", highlight=False, soft_wrap=True)
             raise typer.Exit(code=error.exit_code) from None
+        except KeyboardInterrupt:  # Ctrl-C outside what the library handles itself: one line, not click's "Aborted!"
+            err_console.print(f"[bold red]Error:[/] {INTERRUPTED}", highlight=False, soft_wrap=True)
+            raise typer.Exit(code=INTERRUPTED_EXIT_CODE) from None
 
     return wrapper  # type: ignore[return-value]
+
+
+def render_even_if_unsaved(call: Callable[[], R], render: Callable[[R], None]) -> None:
+    """Run the command's library call and render its result. When the work finished but its file could not be
+    written, the result is still rendered first; the error line follows (friendly_errors prints it)."""
+    try:
+        result = call()
+    except ResultNotWritten as error:
+        render(error.result)  # type: ignore[arg-type]
+        raise
+    render(result)
 
 
 @contextmanager
@@ -58,17 +75,17 @@ def note(message: str) -> None:
     err_console.print(message, highlight=False, soft_wrap=True)
 
 
-def draw(table: TextTable) -> Table:
-    """A library table (sentadapt.tables) as a rich Table: tones become colours; cell text is never markup."""
+def draw(table: TextTable, width: int | None = None) -> Table:
+    """A library table (sentadapt.tables) as a rich Table: tones become colours; cell text is never markup. Fitted to
+    the terminal (`width`, default the console's) by `fit`: names give way, numbers are never cut."""
+    fitted = fit(table, width or console.width)
     drawn = Table(title=escape(table.title), caption=escape(table.caption) if table.caption else None,
                   show_header=table.show_header)
-    for index, column in enumerate(table.columns):
-        # a whole column is as wide as its widest cell; rich narrows the others to fit
-        widest = max((len(row.cells[index].text) for row in table.rows if index < len(row.cells)),
-                     default=0) if column.whole else None
+    for index, column in enumerate(fitted.columns):
         drawn.add_column(escape(column.header), justify="right" if column.right else "left",
-                         overflow="fold" if column.fold else "ellipsis", no_wrap=column.whole, min_width=widest)
-    for row in table.rows:
+                         overflow="fold" if column.fold or column.right else "ellipsis", no_wrap=column.whole,
+                         min_width=min_width(fitted, index, fitted is not table))
+    for row in fitted.rows:
         cells = [f"[{TONES[c.tone]}]{escape(c.text)}[/]" if c.tone else escape(c.text) for c in row.cells]
         drawn.add_row(*cells, style=TONES.get(row.tone), end_section=row.section_end)
     return drawn

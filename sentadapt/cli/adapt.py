@@ -47,9 +47,9 @@ RecipeOption = Annotated[str | None, typer.Option(
                      "the inputs allow, keep one only if the dev set proves it; needs --dev and --max-steps).")]
 
 CandidatesOption = Annotated[list[str] | None, typer.Option(
-    "--candidates", help="--recipe auto: the candidates, comma-separated; each a recipe name, optionally with "
-                         "settings after colons (e.g. consert, consert:lr=1e-5, sg-opt written without spaces). "
-                         "Default: every recipe the inputs allow.")]
+    "--candidates", metavar="<spec>",
+    help="--recipe auto: the candidates, comma-separated; each a recipe name, optionally with settings after colons "
+         "(e.g. consert, consert:lr=1e-5, sg-opt written without spaces). Default: every recipe the inputs allow.")]
 
 ReportToOption = Annotated[str | None, typer.Option(
     "--report-to", help="Experiment tracking through Accelerate: none (default) | tensorboard | wandb | mlflow | "
@@ -100,7 +100,8 @@ def adapt(
     teacher: TeacherOption = None,
     output: Path = typer.Option(..., "--output", "-o", help="Run directory (becomes a sentence-transformers model)."),
     config_file: Path | None = typer.Option(None, "--config", help="Recipe YAML, e.g. recipes/consert.yaml."),
-    set_options: list[str] = typer.Option([], "--set", help="Override any config key: --set temperature=0.05"),
+    set_options: list[str] = typer.Option([], "--set", metavar="<k=v>",
+                                           help="Override any config key: --set temperature=0.05"),
     preset_option: str | None = typer.Option(
         None, "--preset", help="Which defaults apply: auto (default: tuned-base when --base is a "
                                "sentence-transformers model, else paper) | paper | tuned-base."),
@@ -117,15 +118,14 @@ def adapt(
     encoding_errors: str = typer.Option("strict", "--encoding-errors",
                                         help="Invalid UTF-8 in the corpus: strict (stop, name the line) | "
                                              "replace | skip."),
-    num_proc: int | None = typer.Option(None, "--num-proc", min=1,
-                                        help="Processes preparing (tokenizing) the corpus. Default: the cores."),
+    num_proc: int | None = typer.Option(None, "--num-proc", help="Processes tokenizing the corpus (default: cores)."),
     streaming: bool = typer.Option(False, "--streaming", help="Stream a Hub dataset corpus (no full download)."),
     max_steps: int | None = typer.Option(None, "--max-steps", help="Optimizer steps (overrides --epochs)."),
-    epochs: float | None = typer.Option(None, "--epochs"),
+    epochs: float | None = typer.Option(None, "--epochs", help="Passes over the corpus (--max-steps wins)."),
     batch_size: int | None = typer.Option(None, "--batch-size", help="Global batch (in-batch negatives + 1)."),
-    lr: float | None = typer.Option(None, "--lr"),
+    lr: float | None = typer.Option(None, "--lr", help="Peak learning rate (default: the recipe's or preset's)."),
     max_length: int | None = typer.Option(None, "--max-length", help="Tokens per training sentence."),
-    grad_accum: int | None = typer.Option(None, "--grad-accum"),
+    grad_accum: int | None = typer.Option(None, "--grad-accum", help="Micro-batches per optimizer step."),
     mixed_precision: str | None = typer.Option(None, "--mixed-precision", help="no | fp16 | bf16."),
     tf32: str | None = typer.Option(
         None, "--tf32", help="on (default) | off: fp32 matmuls on TF32 tensor cores (CUDA, Ampere and newer); off "
@@ -133,14 +133,14 @@ def adapt(
     gradient_checkpointing: GradientCheckpointingOption = False,
     lora: LoraOption = None,
     eval_every: int | None = typer.Option(None, "--eval-every", help="Dev evaluation every N steps."),
-    checkpoint_every: int | None = typer.Option(None, "--checkpoint-every"),
+    checkpoint_every: int | None = typer.Option(None, "--checkpoint-every", help="Checkpoint every N steps."),
     patience: int | None = typer.Option(None, "--patience", help="Evaluations without gain before stopping."),
-    seed: int | None = typer.Option(None, "--seed"),
+    seed: int | None = typer.Option(None, "--seed", help="Seed of data order and augmentations (default 42)."),
     report_to: ReportToOption = None,
     resume_option: ResumeOption = None,
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing non-empty --output."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Resolve and print the config, then exit (no weights)."),
-    trust_remote_code: bool = typer.Option(False, "--trust-remote-code"),
+    trust_remote_code: bool = typer.Option(False, "--trust-remote-code", help="Allow model code from the Hub."),
     allow_pickle: bool = typer.Option(False, "--allow-pickle", help="Allow pickle (.bin) weights you trust."),
     decision_option: DecisionOption = "risk",
     risk: float = typer.Option(0.2, "--risk", help="The risk rule's limit: the largest accepted chance that the "
@@ -178,7 +178,7 @@ def cli_events() -> Any:
     from sentadapt.train.lifecycle import Events
 
     return Events(note=note, progress=progress_bar, reporter=RichReporter,
-                  stage_done=lambda result, preset: _print_summary(result, preset))
+                  stage_done=lambda result, config: _print_summary(result, config))
 
 
 def _print_auto_summary(output: Path, record: dict[str, Any]) -> None:
@@ -224,7 +224,7 @@ def _print_preset(config: Any) -> None:
         note(escape(line))
 
 
-def _print_summary(result: Any, preset: dict[str, Any] | None = None) -> None:
+def _print_summary(result: Any, config: Any = None) -> None:
     from sentadapt.train.summary import summary_table
 
-    console.print(draw(summary_table(result, preset)))
+    console.print(draw(summary_table(result, config)))

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 import typer
 from rich.markup import escape
 
-from sentadapt.cli._common import console, draw, friendly_errors, note, progress_bar
+from sentadapt.cli._common import console, draw, friendly_errors, note, progress_bar, render_even_if_unsaved
 from sentadapt.resolve import DEFAULT_BASE_MODEL
 
 if TYPE_CHECKING:
@@ -38,7 +38,7 @@ def diagnose(
     json_out: Path | None = typer.Option(None, "--json", help="Write every figure as JSON (docs/diagnostics.md)."),
     plot: Path | None = typer.Option(None, "--plot", help="Write PNG plots into this folder (needs matplotlib)."),
     seed: int = typer.Option(0, "--seed", help="Seed of the sentence sample and the k-NN token sample."),
-    batch_size: int = typer.Option(32, "--batch-size", min=1),
+    batch_size: int = typer.Option(32, "--batch-size", min=1, help="Sentences encoded at once."),
     max_length: int | None = typer.Option(None, "--max-length", min=8, help="Default: the model's max_seq_length."),
     device: str | None = typer.Option(None, "--device", help="cpu, cuda, cuda:1 ... Default: cuda if available."),
     trust_remote_code: bool = typer.Option(False, "--trust-remote-code", help="Allow model code from the Hub."),
@@ -52,12 +52,14 @@ def diagnose(
     """
     from sentadapt.api import diagnose as run_diagnose
 
-    result = run_diagnose(model, compare=compare, corpus=corpus, pairs=pairs, sample=sample, data_dir=data_dir,
-                          sts=sts, report=report, max_k=max_k, json_out=json_out, plot=plot, seed=seed,
-                          batch_size=batch_size, max_length=max_length, device=device,
-                          trust_remote_code=trust_remote_code, allow_pickle=allow_pickle, progress=progress_bar,
-                          note=note)
-    render(result)
+    def call() -> DiagnoseResult:
+        return run_diagnose(model, compare=compare, corpus=corpus, pairs=pairs, sample=sample, data_dir=data_dir,
+                            sts=sts, report=report, max_k=max_k, json_out=json_out, plot=plot, seed=seed,
+                            batch_size=batch_size, max_length=max_length, device=device,
+                            trust_remote_code=trust_remote_code, allow_pickle=allow_pickle, progress=progress_bar,
+                            note=note)
+
+    render_even_if_unsaved(call, render)
 
 
 def render(result: DiagnoseResult) -> None:

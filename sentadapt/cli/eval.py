@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 import typer
 from rich.markup import escape
 
-from sentadapt.cli._common import console, draw, friendly_errors, note, progress_bar
+from sentadapt.cli._common import console, draw, friendly_errors, note, progress_bar, render_even_if_unsaved
 
 if TYPE_CHECKING:
     from sentadapt.evaluation.run import EvalResult
@@ -64,7 +64,7 @@ def eval_models(
     document_prompt: str | None = typer.Option(
         None, "--document-prompt", help="Prompt name (or none) for reranking candidates and retrieval documents. "
                                         "Default: the model's 'document', 'passage' or 'corpus' prompt."),
-    batch_size: int = typer.Option(128, "--batch-size", min=1),
+    batch_size: int = typer.Option(128, "--batch-size", min=1, help="Sentences encoded at once."),
     max_length: int | None = typer.Option(None, "--max-length", min=8, help="Default: the model's max_seq_length."),
     dtype: str = typer.Option(
         "fp32", "--dtype", help="fp32 | bf16 | fp16: bf16/fp16 encode with a copy of the weights cast once to that "
@@ -80,14 +80,16 @@ def eval_models(
     paired-bootstrap CI (* when it excludes 0)."""
     from sentadapt.api import evaluate
 
-    result = evaluate(models, sts=sts, data_dir=data_dir, pairs=pairs, rerank=rerank, retrieval=retrieval, task=task,
-                      split=split, aggregate=aggregate, bootstrap=bootstrap, seed=seed,
-                      cache_embeddings=cache_embeddings, pooling=pooling, prompt=prompt,
-                      query_prompt=query_prompt, document_prompt=document_prompt, batch_size=batch_size,
-                      max_length=max_length, dtype=dtype, device=device, json_out=json_out,
-                      trust_remote_code=trust_remote_code, allow_pickle=allow_pickle, progress=progress_bar,
-                      note=note)
-    render(result, show_subsets)
+    def call() -> EvalResult:
+        return evaluate(models, sts=sts, data_dir=data_dir, pairs=pairs, rerank=rerank, retrieval=retrieval, task=task,
+                        split=split, aggregate=aggregate, bootstrap=bootstrap, seed=seed,
+                        cache_embeddings=cache_embeddings, pooling=pooling, prompt=prompt,
+                        query_prompt=query_prompt, document_prompt=document_prompt, batch_size=batch_size,
+                        max_length=max_length, dtype=dtype, device=device, json_out=json_out,
+                        trust_remote_code=trust_remote_code, allow_pickle=allow_pickle, progress=progress_bar,
+                        note=note)
+
+    render_even_if_unsaved(call, lambda result: render(result, show_subsets))
 
 
 def render(result: EvalResult, show_subsets: bool = False) -> None:

@@ -31,7 +31,7 @@ def pairs(
                                                              "(at least 3·n are)."),
     text_column: str | None = typer.Option(None, "--text-column", help="Column of .jsonl/.csv/.tsv corpora."),
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing --output file."),
-    batch_size: int = typer.Option(128, "--batch-size", min=1),
+    batch_size: int = typer.Option(128, "--batch-size", min=1, help="Sentences encoded at once."),
     max_length: int | None = typer.Option(None, "--max-length", min=8, help="Default: the model's max_seq_length."),
     device: str | None = typer.Option(None, "--device", help="cpu, cuda, cuda:1 ... Default: cuda if available."),
     trust_remote_code: bool = typer.Option(False, "--trust-remote-code", help="Allow model code from the Hub."),

@@ -230,6 +230,33 @@ def check_not_empty(report: CorpusReport) -> None:
     )
 
 
+class _FoundText(Exception):
+    """Raised by check_has_sentences' reader at the first sentence: the rest of the corpus need not be read."""
+
+
+def check_has_sentences(sources: Sequence[str | Path], text_column: str | None = None,
+                        encoding_errors: str = "strict") -> None:
+    """Before any model loads: the local corpus files hold at least one sentence (`check_not_empty`'s message).
+    Reading stops at the first batch with a sentence, so a large corpus costs one batch of lines; Hub datasets
+    are counted when they are read."""
+    if any(is_hub_source(source) for source in sources):
+        return
+    statuses: list[np.ndarray] = []
+
+    def consume(batch: list[str | None]) -> None:
+        status = classify(batch, 1)
+        if (status == KEEP).any():
+            raise _FoundText
+        statuses.append(status)
+
+    try:
+        report = scan_corpus(sources, consume, text_column, encoding_errors)
+    except _FoundText:
+        return
+    count_statuses(report, np.concatenate(statuses) if statuses else np.empty(0, dtype=np.uint8), 1)
+    check_not_empty(report)
+
+
 # ----------------------------------------------------------------------------------------------- local files
 
 

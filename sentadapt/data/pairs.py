@@ -24,6 +24,9 @@ from sentadapt.data.textfile import (
 from sentadapt.errors import DataError
 
 PAIR_COLUMNS = ("sentence1", "sentence2", "score")
+# The label rule, the one statement of it (the `pairs` file's header, eval --pairs, adapt --dev and their errors):
+# a 'label' column holds 0/1 (pair classification) or graded scores (STS, when a label is neither 0 nor 1).
+LABEL_RULE = "1 = same meaning, 0 = different, or a similarity score such as 0-5"
 PAIR_FORMATS = (TSV, CSV, JSONL)
 COMMENT = "#"  # lines starting with it at the top of a tsv/csv are a comment header (`sentadapt pairs` writes one)
 
@@ -156,18 +159,20 @@ def labels_are_graded(path: str | Path, column: str = "label") -> bool:
     """
     path = Path(path)
     graded = False
-    try:
-        for _number, record in pair_records(path, ("sentence1", "sentence2", column)):
-            value = record.get(column)
-            if _is_blank(value):
-                continue  # unlabelled: the reader reports it, whatever the type
-            number = _finite_number(value)
-            if number is None:
-                return False
-            graded = graded or number not in (0.0, 1.0)
-    except DataError:
-        return False
-    return graded
+    records = pair_records(path, ("sentence1", "sentence2", column))
+    while True:
+        try:
+            line, record = next(records)
+        except StopIteration:
+            return graded
+        except DataError:
+            return False  # a header or format error: the file's reader names it
+        value = record.get(column)
+        if _is_blank(value):
+            continue  # unlabelled: the reader reports it with its pair, whatever the type
+        if _finite_number(value) is None:  # neither 0/1 nor a score, whatever the other rows hold: this row
+            raise DataError(f"{path}:{line}: {column} '{value}' is not a number; label each pair {LABEL_RULE}")
+        graded = graded or _finite_number(value) not in (0.0, 1.0)
 
 
 def score_column_of(path: str | Path) -> str:
@@ -206,7 +211,8 @@ def read_labelled_pairs(path: str | Path, label_column: str = "label") -> Labell
         label = _binary(value)
         if label is None:
             raise DataError(f"{path}:{number}: {label_column} '{value}' is not 0 or 1; pair classification needs "
-                            "binary labels (1 = similar, 0 = not); graded scores belong in a 'score' column (STS)")
+                            "0/1 labels (a file of graded labels and no 'score' column is scored as STS when "
+                            "--task pair-classification is not given)")
         pairs.sentence1.append(s1)
         pairs.sentence2.append(s2)
         pairs.labels.append(label)

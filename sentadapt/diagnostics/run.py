@@ -17,7 +17,7 @@ from sentadapt.diagnostics.report import diagnose as run_reports
 from sentadapt.durable import write_json_file
 from sentadapt.errors import DataError
 from sentadapt.events import Note, Progress, quiet
-from sentadapt.options import check_at_least
+from sentadapt.options import check_at_least, check_output_file, check_output_folder, checked, save_result
 from sentadapt.resolve import DEFAULT_BASE_MODEL
 from sentadapt.tables import TextTable
 
@@ -52,6 +52,7 @@ class DiagnoseResult:
         return tables.report_tables(self.diagnoses)
 
 
+@checked({"model": "MODEL", "json_out": "--json"})
 def diagnose(
     model: str | Path = DEFAULT_BASE_MODEL,
     *,
@@ -89,6 +90,8 @@ def diagnose(
     check_at_least("--batch-size", batch_size, 1)
     check_at_least("--max-length", max_length, 8)
     requested = parse_reports(report if report is None or isinstance(report, str) else ",".join(report))
+    check_output_file("--json", json_out, "diagnose.json")
+    check_output_folder("--plot", plot)
     if plot is not None:
         from sentadapt.diagnostics.plots import require_matplotlib
 
@@ -121,10 +124,10 @@ def diagnose(
                                    "batch_size": batch_size, "max_length": max_length}
     result = DiagnoseResult(diagnoses, inputs, settings)
     if json_out is not None:
-        note(f"wrote {result.write_json(json_out)}")
+        note(f"wrote {save_result('--json', json_out, result, lambda: result.write_json(json_out))}")
     if plot is not None:
         from sentadapt.diagnostics.plots import write_plots
 
-        result.plots = write_plots(diagnoses, Path(plot))
+        result.plots = save_result("--plot", plot, result, lambda: write_plots(diagnoses, Path(plot)))
         note(f"wrote {len(result.plots)} plots to {plot}: {', '.join(path.name for path in result.plots)}")
     return result

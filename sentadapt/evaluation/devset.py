@@ -39,9 +39,11 @@ from sentadapt.data.corpus import (
     scan_corpus,
     text_hashes,
 )
+from sentadapt.data.pairs import LABEL_RULE
 from sentadapt.durable import write_text_atomically
 from sentadapt.errors import ConfigError, DataError, StorageError
 from sentadapt.events import Progress
+from sentadapt.options import check_writable_place, checked
 
 if TYPE_CHECKING:
     import torch
@@ -78,6 +80,7 @@ class ProposedPairs:
         return len(self.sentence1)
 
 
+@checked({"corpus": "CORPUS", "model": "--base", "n": "-n"})
 def propose_pairs(
     corpus: Sequence[str | Path],
     model: str,
@@ -140,6 +143,7 @@ def check_request(n: int, output: Path, overwrite: bool) -> None:
         raise ConfigError(f"--output {output}: is a directory; pass a file name such as to-label.tsv")
     if output.exists() and not overwrite:
         raise ConfigError(f"--output {output}: exists (labels in it would be lost); pass --overwrite to replace it")
+    check_writable_place(f"--output {output}", output.parent)
 
 
 # ------------------------------------------------------------------------------------------------ the sample
@@ -312,8 +316,8 @@ def write_label_file(result: ProposedPairs) -> None:
     path = result.path
     delimiter = LABEL_FORMATS[path.suffix.lower()]
     buffer = io.StringIO()
-    buffer.write(f"# Label each pair: 1 = same meaning, 0 = different, or a similarity score (e.g. 0-5) in every "
-                 f"row; delete rows you cannot judge. Then: {result.next_command}\n")
+    buffer.write(f"# Label each pair: {LABEL_RULE}, in every row; delete rows you cannot judge. Then: "
+                 f"{result.next_command}\n")
     if delimiter == "\t":  # TSV is read without quoting: a tab or line break inside a sentence becomes a space
         buffer.write("sentence1\tsentence2\tlabel\n")
         for s1, s2 in zip(result.sentence1, result.sentence2):

@@ -16,7 +16,7 @@ from sentadapt.durable import write_json_file
 from sentadapt.errors import ConfigError
 from sentadapt.evaluation.evaluator import Comparison, EvalReport, Evaluator
 from sentadapt.events import Note, Progress, progress_step, quiet
-from sentadapt.options import check_at_least
+from sentadapt.options import check_at_least, check_output_file, checked, save_result
 from sentadapt.prompts import SIDES, PromptChoice, Prompts, read_prompts
 from sentadapt.tables import TextTable
 
@@ -48,6 +48,20 @@ class EvalResult:
     def write_json(self, path: str | Path) -> Path:
         return write_json_file(path, self.to_json())
 
+    def __repr__(self) -> str:
+        """What a notebook shows: each evaluator's average per model, with its CI and Δ rounded as the table prints
+        them (the full reports are `reports` and `comparisons`, the tables `tables()`)."""
+        lines = [f"EvalResult(models={self.models!r}, bootstrap={self.bootstrap}, seed={self.seed})"]
+        for e, evaluator in enumerate(self.evaluators):
+            lines.append(f"  {evaluator.title}:")
+            for model, reports, row in zip(self.models, self.reports, self.comparisons):
+                report, delta = reports[e], row[e]
+                text = f"    {model}: {report.average:.2f}{_interval(report.average_interval)}"
+                if delta is not None and delta.average is not None:
+                    text += f", Δ {delta.average.value:+.2f}{_interval(delta.average.interval, signed=True)}"
+                lines.append(text)
+        return "\n".join(lines)
+
     def tables(self, subsets: bool = False) -> list[TextTable]:
         """One table per evaluator, as `sentadapt eval` prints it (`print(table)` gives plain text); `subsets`:
         per-subset STS rows too."""
@@ -64,6 +78,7 @@ class EvalResult:
         return [protocol(evaluator, self.aggregate) for evaluator in self.evaluators]
 
 
+@checked({"models": "MODELS", "json_out": "--json"})
 def evaluate(
     models: str | Path | Sequence[str | Path],
     *,
@@ -112,6 +127,7 @@ def evaluate(
     if split not in SPLITS:
         raise ConfigError(f"--split: '{split}' is not one of {', '.join(SPLITS)}")
     check_dtype(dtype, (device or default_device().type).split(":")[0])
+    check_output_file("--json", json_out, "eval.json")
     if task is not None and task not in PAIR_TASK_TYPES:
         raise ConfigError(f"--task: '{task}' is not one of {', '.join(PAIR_TASK_TYPES)} (--rerank and --retrieval "
                           "name their type themselves)")
@@ -147,8 +163,15 @@ def evaluate(
     result = EvalResult([model.name for model in resolved], evaluators, reports, comparisons, bootstrap, seed,
                         aggregate)
     if json_out is not None:
-        note(f"wrote {result.write_json(json_out)}")
+        note(f"wrote {save_result('--json', json_out, result, lambda: result.write_json(json_out))}")
     return result
+
+
+def _interval(interval: Sequence[float] | None, signed: bool = False) -> str:
+    if not interval:
+        return ""
+    low, high = interval
+    return f" [{low:+.2f}, {high:+.2f}]" if signed else f" [{low:.2f}, {high:.2f}]"
 
 
 def check_prompt_choice(prompts: Prompts, choice: PromptChoice, model: str) -> None:

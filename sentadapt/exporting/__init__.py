@@ -35,6 +35,7 @@ from sentadapt.exporting.request import (
     ExportRequest,
     ExportResult,
 )
+from sentadapt.options import check_writable_place, checked
 from sentadapt.registry import unknown_name_message
 
 __all__ = ["FORMATS", "Check", "ExportRequest", "ExportResult", "check_request", "export", "export_model",
@@ -77,6 +78,7 @@ def _check_output(request: ExportRequest) -> None:
         raise ExportError(f"{output}: exists and is not a folder; choose another output")
     if output.is_dir() and any(output.iterdir()) and not request.overwrite:
         raise ExportError(f"{output}: not empty; pass --overwrite to replace it")
+    check_writable_place(str(output), output)
     source = Path(request.source).expanduser()
     if source.exists():
         source, target = source.resolve(), output.resolve()
@@ -102,6 +104,7 @@ def export_model(request: ExportRequest, note: Note | None = None, sentences: Se
     return run_export(request, note or quiet, sentences)
 
 
+@checked({"source": "SOURCE", "output": "OUTPUT"})
 def export(
     source: str | Path,
     output: str | Path,

@@ -10,6 +10,7 @@ from typing import Any
 
 from sentadapt.errors import ConfigError, NoImprovement
 from sentadapt.lora import lora_flags
+from sentadapt.options import check_at_least, checked
 from sentadapt.rundir import CONFIG_FILE, RunDir
 from sentadapt.tables import TextTable
 from sentadapt.train.lifecycle import (
@@ -27,6 +28,7 @@ from sentadapt.train.lifecycle import (
     resumed_config,
     train_run,
 )
+from sentadapt.train.lock import held_by_another
 
 AUTO = "auto"
 
@@ -73,6 +75,7 @@ def run(request: AdaptRequest, events: Events | None = None) -> AdaptOutcome:
     a kept base with require_improvement)."""
     events = events or Events()
     settings = request.settings
+    check_at_least("--num-proc", settings.run_fields.get("num_proc"), 1)
     output = Path(settings.output)
     mode = resume_auto_mode(output, events.for_process().note) if request.resume == AUTO else request.resume
     if mode == FINISHED:
@@ -84,11 +87,18 @@ def run(request: AdaptRequest, events: Events | None = None) -> AdaptOutcome:
         raise ConfigError("--candidates: only with --recipe auto (or a --config file with recipe: auto)")
     if _is_auto(output, resume, settings):
         return _adapt_auto(request, events, resume, overwrite)
+    restart = mode != RESTART and RunDir(output).never_started()  # stopped before its first checkpoint
     if resume:
         config = resumed_config(output, settings.run_fields.get("num_proc"))
         _note_ignored(request, events, CONFIG_FILE)
     else:
         config = new_config(settings)
+    if restart and not request.dry_run and not held_by_another(output):  # a live run: the lock refuses it below
+        saved = " with its saved config.yaml" if resume else ""
+        events.for_process().note(f"--output {output}: holds a run stopped before its first checkpoint; starting it "
+                                  f"again from the beginning{saved}")
+    if restart:
+        resume, overwrite = False, True
     check_run(config, resume, overwrite, request.dry_run, request.require_improvement)
     if request.dry_run:
         return AdaptOutcome(output, "dry-run", [config])
@@ -155,7 +165,35 @@ class AdaptResult:
     def use_adapted(self) -> bool:
         return self.decision == "use-adapted"
 
+    def __repr__(self) -> str:
+        """What a notebook shows: the outcome with its numbers rounded as the summary prints them (the full record
+        is `metrics`, the settings `configs`, the table `summary`)."""
+        fields = [f"output={str(self.output)!r}", f"status={self.status!r}", f"decision={self.decision!r}"]
+        if self.rule is not None:
+            fields.append(f"rule={self.rule!r}")
+        if self.risk is not None:
+            fields.append(f"risk={self.risk:.3f}")
+        dev = _dev_line(self.metrics)
+        if dev:
+            fields.append(f"dev={dev!r}")
+        fields.append(f"reason={self.reason!r}")
+        return f"AdaptResult({', '.join(fields)})"
 
+
+def _dev_line(metrics: dict[str, Any]) -> str:
+    """"base 76.04, best 76.53 at step 20, Δ +0.49 [+0.01, +1.97]" from metrics.json ("" without a dev set)."""
+    if metrics.get("base_score") is None or metrics.get("best_score") is None:
+        return ""
+    line = f"base {metrics['base_score']:.2f}, best {metrics['best_score']:.2f} at step {metrics.get('best_step')}"
+    if metrics.get("dev_change") is not None:
+        line += f", Δ {metrics['dev_change']:+.2f}"
+        interval = metrics.get("dev_change_ci")
+        if interval:
+            line += f" [{interval[0]:+.2f}, {interval[1]:+.2f}]"
+    return line
+
+
+@checked({"corpus": "CORPUS", "set_options": "--set", "note": "note", "progress": "progress"})
 def adapt(corpus: str | Path | list[str | Path] | tuple[str | Path, ...] = (), *, output: str | Path,
           recipe: str | None = None, base: str | None = None, teacher: str | Path | None = None,
           dev: str | Path | None = None,
@@ -209,7 +247,7 @@ def _result(outcome: AdaptOutcome) -> AdaptResult:
     if outcome.result is not None:
         from sentadapt.train.summary import summary_table
 
-        summary = summary_table(outcome.result, outcome.configs[-1].preset)
+        summary = summary_table(outcome.result, outcome.configs[-1])
     return AdaptResult(outcome.output, outcome.status, decided.decision if decided else None,
                        decided.reason if decided else "", decided.rule if decided else None,
                        decided.risk if decided else None, metrics, tuple(outcome.configs), summary)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from sentadapt import lora
 from sentadapt.config import RunConfig
 from sentadapt.encoder import Encoder
 from sentadapt.evaluation.task_types import resolve_dev_set
@@ -47,6 +48,9 @@ def build_inputs(config: RunConfig, note: Note, device: str | None = None,
     evaluator = make_evaluator() if make_evaluator is not None else None  # bad dev files fail before the model loads
     encoder = Encoder.load(config.base, device=device or "cpu", trust_remote_code=trust_remote_code,
                            allow_pickle=allow_pickle)
+    adapters = lora.settings_of(config.train)
+    if adapters is not None:  # a target that names no layer fails now, not after the corpus and the base score
+        lora.target_modules(encoder.backbone, adapters.targets)
     recipe = recipe_class(config.recipe_args, encoder)
     if stage is not None:
         recipe.use_stage(stage)

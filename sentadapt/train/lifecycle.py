@@ -19,6 +19,7 @@ from sentadapt.errors import ConfigError, StorageError
 from sentadapt.events import Note, Progress, quiet
 from sentadapt.rundir import RunDir
 from sentadapt.train.lock import acquire_lock
+from sentadapt.train.signals import StopAtOnce, stopped_early
 
 RESUME_LAST = "last"  # continue from the last checkpoint (a bare `--resume`)
 RESTART = "restart"  # `--resume auto` on a run that stopped before its first checkpoint: start it again
@@ -32,7 +33,7 @@ class Events:
     note: Note = quiet  # one line: what was read, skipped, resumed, decided
     progress: Progress | None = None  # a progress bar for long preparations (corpus tokenizing, encoding)
     reporter: Callable[[], Any] | None = None  # a train.tracking.Reporter for the training line, made per stage
-    stage_done: Callable[[Any, dict[str, Any] | None], None] | None = None  # (TrainResult, preset) per stage
+    stage_done: Callable[[Any, RunConfig], None] | None = None  # (TrainResult, the stage's RunConfig) per stage
 
     def for_process(self) -> Events:
         """The events of this process: other ranks than 0 stay silent."""
@@ -149,13 +150,14 @@ def ignored_on_resume(settings: Settings, extra: Sequence[str] = ()) -> list[str
 def check_run(config: Any, resume: bool, overwrite: bool, dry_run: bool, require_improvement: bool) -> None:
     """Fail fast, before any weights load: model, corpus files, dev set, decision rule, output directory."""
     from sentadapt.config import check_choice
-    from sentadapt.data.corpus import ENCODING_ERRORS, check_sources
+    from sentadapt.data.corpus import ENCODING_ERRORS, check_has_sentences, check_sources
     from sentadapt.evaluation.decision import decision_rule
     from sentadapt.evaluation.task_types import resolve_dev_set
     from sentadapt.lora import check_run as check_lora
     from sentadapt.prompts import PAIR, read_prompts
     from sentadapt.recipes import RECIPES
-    from sentadapt.resolve import resolve_model
+    from sentadapt.recipes.base import TEXT
+    from sentadapt.resolve import check_has_weights, resolve_model
     from sentadapt.train.teacher import check_teacher
     from sentadapt.train.tracking import resolve_trackers
 
@@ -164,6 +166,7 @@ def check_run(config: Any, resume: bool, overwrite: bool, dry_run: bool, require
     resolve_trackers(config.train.report_to)  # a tracker that is not installed: say which extra, before loading
     if getattr(config, "resolved_model", None) is None:  # preset detection may have resolved it already
         config.resolved_model = resolve_model(config.base)
+    check_has_weights(config.resolved_model)
     # --prompt: a name of the base's prompts (or none); the default resolved to a name, so config.yaml says it
     config.prompt = read_prompts(config.resolved_model).name_for(PAIR, config.prompt, config.resolved_model.name)
     if config.teacher is not None:  # loads, and is not the base itself
@@ -173,7 +176,10 @@ def check_run(config: Any, resume: bool, overwrite: bool, dry_run: bool, require
                           "or a recipe_weight above 0")
     check_lora(config.train, RECIPES.get(config.recipe))  # peft installed; a recipe that trains the encoder
     check_sources(config.corpus)  # a missing file, a directory, a fake .gz, an unreachable Hub dataset
-    RECIPES.get(config.recipe).check_corpus(config.corpus, config.recipe_args)  # e.g. CLSR: pairs, not sentences
+    recipe_class = RECIPES.get(config.recipe)
+    recipe_class.check_corpus(config.corpus, config.recipe_args)  # e.g. CLSR: pairs, not sentences
+    if recipe_class.trains_on == TEXT:  # an empty corpus is found now, not after the model loaded
+        check_has_sentences(config.corpus, config.text_column, config.encoding_errors)
     dev_name, make_dev_evaluator = resolve_dev_set(config.dev, config.data_dir, config.dev_metric)
     if make_dev_evaluator is not None and not dry_run:
         make_dev_evaluator()  # reads and checks the whole dev set (no torch) before anything is written
@@ -194,13 +200,9 @@ def check_run(config: Any, resume: bool, overwrite: bool, dry_run: bool, require
 
 def check_writable(output: Path) -> None:
     """The nearest existing folder on the way to --output must be a writable directory."""
-    parent = output
-    while not parent.exists():
-        parent = parent.parent
-    if not parent.is_dir():
-        raise ConfigError(f"--output {output}: {parent} is a file, not a directory")
-    if not os.access(parent, os.W_OK):
-        raise ConfigError(f"--output {output}: {parent} is not writable")
+    from sentadapt.options import check_writable_place
+
+    check_writable_place(f"--output {output}", output)
 
 
 def _check_free_space(config: Any, output: Path) -> None:
@@ -243,7 +245,9 @@ def train_run(config: Any, resume: bool, overwrite: bool, trust_remote_code: boo
         if not resume:
             save_run_config(config, RunDir(output).config_file)  # the whole run's config, for --resume
     result = None
+    stop = StopAtOnce()
     try:
+        stop.__enter__()  # a signal while loading stops at once (the loop handles its own while it trains)
         stages = stage_outputs(config, RECIPES.get(config.recipe).stages_for(config.recipe_args))
         for number, (stage, stage_config) in enumerate(stages, start=1):
             stage_dir = RunDir(stage_config.output)
@@ -263,8 +267,11 @@ def train_run(config: Any, resume: bool, overwrite: bool, trust_remote_code: boo
             reporter = events.reporter() if events.reporter is not None else NoteReporter(events.note)
             result = _train_stage(Trainer(inputs, reporter), stage_resume, output)
             if main and events.stage_done is not None:
-                events.stage_done(result, config.preset)
+                events.stage_done(result, stage_config)
+    except KeyboardInterrupt:  # outside a training step: while loading, or a second signal while checkpointing
+        raise stopped_early(stop.signum, output, RunDir(output).has_progress()) from None
     finally:
+        stop.__exit__()
         if lock is not None:
             lock.unlink(missing_ok=True)
     return result if main else None
@@ -294,6 +301,6 @@ def _after_write_failure(checkpoints: Path, output: Path) -> str:
     found = list_checkpoints(checkpoints)
     if not found:
         return (f"the run did not finish and wrote no checkpoint; free space in {output} (or fix its permissions), "
-                "then start again with --overwrite")
+                "then run the same command again")
     return (f"the run did not finish; its checkpoints up to {found[0].name} are intact; free space in {output} "
             f"(or fix its permissions), then resume with: sentadapt adapt --resume --output {output}")

@@ -35,6 +35,12 @@ def acquire_lock(output: Path, note: Note = quiet) -> Path:
     raise ConfigError(f"--output {output}: could not take {lock}; another run keeps replacing it")
 
 
+def held_by_another(output: Path) -> bool:
+    """Whether a live process other than this one holds `output`'s lock (claiming it will be refused)."""
+    pid = _lock_pid(RunDir(output).lock_file)
+    return pid is None or (pid not in (0, os.getpid()) and _process_alive(pid))
+
+
 def _lock_pid(lock: Path) -> int | None:
     """The pid in a lock file; 0 when it was just released; None while its writer has not written the pid yet."""
     try:

@@ -97,3 +97,42 @@ def stopped_by(signum: int, step: int, checkpoint: Path, output: Path) -> Traini
         what = f"stopped by {describe(signum)} at step {step} (exit code {exit_code_for(signum)})"
     return TrainingInterrupted(f"{what}; checkpoint saved to {checkpoint}; resume with: sentadapt adapt --resume "
                                f"--output {output}", signum)
+
+
+class StopAtOnce:
+    """Before training starts (models loading, the corpus being prepared, the base scored) there is no step to
+    finish: the stop signals raise KeyboardInterrupt at once, and `signum` says which one came (0: none). The
+    loop's StopRequest takes over while it trains and puts these handlers back after. Main thread only."""
+
+    def __init__(self) -> None:
+        self.signum = 0
+        self._previous: dict[int, Any] = {}
+
+    def __enter__(self) -> StopAtOnce:
+        if threading.current_thread() is threading.main_thread():
+            for signum in STOP_SIGNALS:
+                self._previous[signum] = signal.signal(signum, self._handle)
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        for signum, handler in self._previous.items():
+            signal.signal(signum, handler)
+        self._previous.clear()
+
+    def _handle(self, signum: int, frame: FrameType | None) -> None:
+        self.signum = signum
+        raise KeyboardInterrupt
+
+
+def stopped_early(signum: int, output: Path, resumable: bool) -> TrainingInterrupted:
+    """The error of a run stopped outside a training step (while loading, or by a second signal): one line that
+    says what happened and what to run next."""
+    signum = signum or signal.SIGINT
+    what = "interrupted"
+    if signum != signal.SIGINT:
+        what = f"stopped by {describe(signum)} (exit code {exit_code_for(signum)})"
+    if resumable:
+        return TrainingInterrupted(f"{what}; resume from the last checkpoint with: sentadapt adapt --resume --output "
+                                   f"{output}", signum)
+    return TrainingInterrupted(f"{what} before the first checkpoint (while loading); nothing to resume: run the same "
+                               f"command again (or add --resume auto) to start it over", signum)

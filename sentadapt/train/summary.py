@@ -30,9 +30,10 @@ def preset_lines(config: Any) -> list[str]:
     return lines
 
 
-def summary_table(result: Any, preset: dict[str, Any] | None = None) -> TextTable:
-    """A finished stage (a TrainResult): where it is, how long it ran and on what, the defaults, the dev scores
-    and the decision in plain words."""
+def summary_table(result: Any, config: Any = None) -> TextTable:
+    """A finished stage (a TrainResult) of the run `config` (its RunConfig): where it is, how long it ran and on
+    what, what ran (the settings, LoRA, prompt, teacher, as the user gave them), the dev scores and the decision
+    in plain words."""
     state = result.state
     table = TextTable("sentadapt adapt — summary", show_header=False)
     table.column("")
@@ -42,9 +43,8 @@ def summary_table(result: Any, preset: dict[str, Any] | None = None) -> TextTabl
     table.row("time", _clock(result.seconds))
     for name, value in environment_rows(result.environment):
         table.row(name, value)
-    if preset:  # None for runs saved before presets existed
-        changed = ", ".join(f"{key} {value}" for key, value in preset["values"].items())
-        table.row("defaults", f"{preset['name']} ({preset['reason']})" + (f"; set {changed}" if changed else ""))
+    for name, value in run_rows(config) if config is not None else []:
+        table.row(name, value)
     if result.dev_name is None:
         table.row("model kept", f"last step ({result.published_step}); no dev data, selection was blind")
         table.row("decision", Cell("unknown: nothing measured whether this beats the base model; --dev FILE with "
@@ -84,6 +84,52 @@ def dev_curve(history: list[dict[str, float]], most: int = 8) -> str:
     if len(points) < 2:
         return ""
     return " → ".join(points if len(points) <= most else [points[0], "…", *points[-(most - 1):]])
+
+
+def run_rows(config: Any) -> list[tuple[str, str]]:
+    """What ran, as the user gave it: the base and the recipe, the defaults and every setting that differs from
+    them, the effective learning rate, and LoRA, the prompt and the teacher when used."""
+    from sentadapt.lora import settings_of
+
+    train = config.train
+    rows = [("base model", str(config.base)), ("corpus", ", ".join(map(str, config.corpus))),
+            ("recipe", str(config.recipe))]
+    preset = config.preset
+    if preset:  # None for runs saved before presets existed
+        rows.append(("defaults", f"{preset['name']} ({preset['reason']})"))
+    changed = changed_settings(config)
+    rows.append(("settings", ", ".join(f"{key} {_value(value)}" for key, value in changed.items())
+                 if changed else "the defaults"))
+    rows.append(("lr", f"{train.lr:g} (peak; {train.schedule} decay after {train.warmup_ratio:.0%} warm-up)"))
+    adapters = settings_of(train)
+    if adapters is not None:
+        rows.append(("LoRA", f"r {adapters.r}, alpha {adapters.alpha:g}, dropout {adapters.dropout:g}, targets "
+                             f"{adapters.targets}; the base frozen, the saved model merged"))
+    if config.prompt and config.prompt != "none":
+        rows.append(("prompt", str(config.prompt)))
+    if config.teacher is not None:
+        rows.append(("teacher", str(config.teacher)))
+    return rows
+
+
+def changed_settings(config: Any) -> dict[str, Any]:
+    """Every training and recipe setting whose value differs from the recipe's defaults under the run's preset
+    (what the YAML, the flags and --set changed); the LoRA fields have their own row."""
+    from sentadapt.presets import paper_values
+    from sentadapt.recipes import RECIPES
+
+    defaults = {**paper_values(RECIPES.get(config.recipe)), **((config.preset or {}).get("values") or {})}
+    final = {**dataclasses.asdict(config.train), **dataclasses.asdict(config.recipe_args)}
+    return {key: value for key, value in final.items()
+            if key in defaults and value != defaults[key] and not key.startswith("lora_")}
+
+
+def _value(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:g}"
+    if isinstance(value, (list, tuple)):
+        return "+".join(map(str, value)) or "none"
+    return str(value)
 
 
 def decision_cell(decision: Any) -> Cell:

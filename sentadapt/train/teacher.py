@@ -95,18 +95,24 @@ def dev_encode_seconds(student: Any, teacher: Any, texts: list[str], batch_size:
 
 
 def check_teacher(teacher: str, base_location: str) -> None:
-    """Before any weights load: the teacher must resolve to a model that is not the base model itself, or be a
-    vectors file that exists (its contents are read once the corpus is, in `teacher_table`)."""
+    """Before any weights load: the teacher must resolve to a model that holds weights and is not the base model
+    itself, or be a vectors file that exists (its contents are read once the corpus is, in `teacher_table`)."""
     from sentadapt.data.vectors import is_vectors_path
+    from sentadapt.resolve import check_has_weights
 
     if is_vectors_path(teacher):
         if not Path(teacher).is_file():
             raise DataError(f"--teacher {teacher}: no such file; give a model (folder or Hub id) or a vectors file "
                             "(.jsonl, .parquet, or .npy with a .txt of its sentences beside it)")
         return
-    if resolve_teacher(teacher).location == base_location:
+    resolved = resolve_teacher(teacher)
+    if resolved.location == base_location:
         raise ConfigError(f"--teacher {teacher}: is the base model itself; a teacher must be another, stronger "
                           "model")
+    try:
+        check_has_weights(resolved)
+    except ModelError as error:
+        raise ModelError(f"--teacher {error}") from None
 
 
 def resolve_teacher(teacher: str) -> ResolvedModel:
