@@ -28,10 +28,14 @@ def read_pairs(path: Path) -> tuple[list[str], list[str], np.ndarray]:
     return [r["sentence1"] for r in rows], [r["sentence2"] for r in rows], np.array([r["score"] for r in rows])
 
 
-def dev_score(encoder: Encoder, pairs: tuple[list[str], list[str], np.ndarray]) -> float:
+def dev_score(encoder: Encoder, pairs: tuple[list[str], list[str], np.ndarray],
+              projection: torch.nn.Module | None = None) -> float:
     first, second, gold = pairs
     encoder.eval()
     a, b = encoder.encode(first, max_length=64), encoder.encode(second, max_length=64)
+    if projection is not None:
+        with torch.no_grad():
+            a, b = projection(a), projection(b)
     cosines = torch.nn.functional.cosine_similarity(a, b).numpy()
     return float(spearmanr(cosines, gold).statistic * 100)
 
@@ -155,7 +159,8 @@ def main() -> None:
             loss.backward()
             optimizer.step()
             losses.append(loss.item())
-        print(f"pass {epoch} dev {dev_score(student, dev):.2f} loss {losses[0]:.4g}→{np.mean(losses[-5:]):.4g} "
+        projected = f" (through P: {dev_score(student, dev, projection):.2f})" if projection is not None else ""
+        print(f"pass {epoch} dev {dev_score(student, dev):.2f}{projected} loss {losses[0]:.4g}→{np.mean(losses[-5:]):.4g} "
               f"({len(batches)} steps, {time.perf_counter() - started:.0f} s)", flush=True)
 
 

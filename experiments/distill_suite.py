@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 
 from experiments.decision_runs import pool_file
-from experiments.decision_study import DevSet, Pool, draw, load_pool, load_run, selected_step, test_change
+from experiments.decision_study import DevSet, Pool, Run, draw, load_pool, load_run, selected_step, test_change
 from experiments.doc_sections import current_command
 from experiments.domain_data import DOMAINS
 from experiments.results_suite import machine_summary, sentadapt, short
@@ -47,6 +47,8 @@ L6, L3 = str(SHARED / "models/all-minilm-l6-v2"), str(SHARED / "models/paraphras
 PAIRINGS = {"l6-mpnet": (L6, str(MPNET)), "l3-l6": (L3, L6)}
 WORK = Path("runs/distill")
 SIZES = (100, 200)
+DEV_200 = 200  # the pool's first rows: dev-200.jsonl, where the defaults were chosen
+PATIENCE = 2  # a teacher run's default patience (presets.TEACHER_DEFAULTS)
 
 
 def run_folder(work: Path, pairing: str, domain: str, variant: str) -> Path:
@@ -93,8 +95,21 @@ def teacher_cosines(work: Path, pairing: str, domain: str, pool: Pool) -> np.nda
     return cosines
 
 
+def steps_until_patience(run: Any, dev: DevSet, patience: int) -> list[int]:
+    """The evaluated steps a run with this dev set would have reached: it stops after `patience` evaluations in a
+    row without a new best (0: never), as the loop does."""
+    steps, best, since = [], -np.inf, 0
+    for step in sorted(run.steps):
+        steps.append(step)
+        score = dev.score(run.steps[step])
+        best, since = (score, 0) if score > best else (best, since + 1)
+        if patience and since >= patience:
+            break
+    return steps
+
+
 def cell(run: Any, teacher: np.ndarray, pool: Pool, dev_rows: np.ndarray, test: np.ndarray,
-         resamples: int) -> dict[str, Any]:
+         resamples: int, patience: int) -> dict[str, Any]:
     """What adapt does with one drawn dev set, scored on the drawn test pairs."""
     from sentadapt.evaluation.decision import DecisionRule, decide
     from sentadapt.evaluation.evaluator import dev_evidence
@@ -103,16 +118,17 @@ def cell(run: Any, teacher: np.ndarray, pool: Pool, dev_rows: np.ndarray, test: 
     base = dev.outputs(run.base)
     lead = dev.evaluator.compare_outputs(base, dev.outputs(teacher))
     stopped = lead.interval is not None and lead.interval[1] < 0  # teacher_check=on
-    step = selected_step(run, dev)
-    steps = list(run.steps)
+    steps = steps_until_patience(run, dev, patience)
+    step = selected_step(Run(run.model, run.domain, run.recipe, run.base, {s: run.steps[s] for s in steps}), dev)
     delta = dev.evaluator.compare_outputs(base, dev.outputs(run.steps[step]))
     evidence = dev_evidence(dev.evaluator, base, [dev.outputs(run.steps[s]) for s in steps], steps.index(step))
     decision = decide(delta.value, delta.interval, "dev", evidence, DecisionRule()).decision
-    raw = test_change(pool, test, run.base, run.steps[step])
+    scored = len(test) > 0  # the grid reads no test pair
+    raw = test_change(pool, test, run.base, run.steps[step]) if scored else float("nan")
     used = decision == "use-adapted" and not stopped
     return {"step": step, "dev_change": delta.value, "teacher_dev_lead": lead.value, "stopped": stopped,
             "decision": decision, "raw": raw, "applied": raw if used else 0.0,
-            "teacher_lead": test_change(pool, test, run.base, teacher)}
+            "teacher_lead": test_change(pool, test, run.base, teacher) if scored else float("nan")}
 
 
 def study(work: Path, variant: str, seeds: int, resamples: int) -> dict[str, Any]:
@@ -130,8 +146,11 @@ def study(work: Path, variant: str, seeds: int, resamples: int) -> dict[str, Any
             for size in SIZES:
                 for seed in range(seeds):
                     dev_rows, test = draw(pool, size, seed, domain)
+                    # test pairs only from test.jsonl: the defaults were chosen on dev-200.jsonl (the pool's first
+                    # DEV_200 rows), which may still be drawn as dev
+                    test = test[test >= DEV_200]
                     cells.append({"pairing": pairing, "domain": domain, "size": size, "seed": seed,
-                                  **cell(run, teacher, pool, dev_rows, test, resamples)})
+                                  **cell(run, teacher, pool, dev_rows, test, resamples, PATIENCE)})
             print(f"{pairing} {domain}: {metrics['steps']} steps, {job['seconds']:.0f} s", flush=True)
     result = {"variant": variant, "seeds": seeds, "cells": cells, "runs": run_records(work, variant),
               "command": current_command(), "machine": machine_summary(),
@@ -193,6 +212,30 @@ def table(result: dict[str, Any]) -> list[str]:
     return lines
 
 
+def grid(work: Path, variants: list[str], pairing: str, resamples: int) -> list[str]:
+    """The variants compared on dev alone: per domain, what a run with dev-200.jsonl (the pool's first DEV_200 rows)
+    as its dev set keeps — the dev Δ of the kept step and adapt's decision — and the average with the decision
+    applied (keep-base → 0). No test pair is read."""
+    lines = [f"| variant | {' | '.join(DOMAINS)} | average dev Δ | average, decision applied |",
+             "|---|" + "---:|" * (len(DOMAINS) + 2)]
+    for variant in variants:
+        cells, raw, applied = [], [], []
+        for domain in DOMAINS:
+            run = load_run(run_folder(work, pairing, domain, variant), pairing, domain, variant)
+            if run is None:
+                cells.append("–")
+                continue
+            pool = load_pool(pool_file(work / "data", domain))
+            teacher = teacher_cosines(work, pairing, domain, pool)
+            result = cell(run, teacher, pool, np.arange(DEV_200), np.arange(0), resamples, PATIENCE)
+            used = result["decision"] == "use-adapted" and not result["stopped"]
+            cells.append(f"{result['dev_change']:+.2f} {'use' if used else 'keep'} (s{result['step']})")
+            raw.append(result["dev_change"])
+            applied.append(result["dev_change"] if used else 0.0)
+        lines.append(f"| {variant} | {' | '.join(cells)} | {np.mean(raw):+.2f} | {np.mean(applied):+.2f} |")
+    return lines
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--work", type=Path, default=WORK)
@@ -205,6 +248,7 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=5)
     parser.add_argument("--resamples", type=int, default=1000)
     parser.add_argument("--reuse", action="store_true")
+    parser.add_argument("--grid", help="comma list of variants to compare on dev-200 alone (--pairs: the first)")
     args = parser.parse_args()
     if args.train:
         if not (args.work / "data").is_dir():
@@ -213,6 +257,8 @@ def main() -> None:
         for pairing in args.pairs.split(","):
             for domain in args.domains.split(","):
                 train(args.work, pairing, domain, args.variant, args.extra, args.reuse)
+    if args.grid:
+        print("\n".join(grid(args.work, args.grid.split(","), args.pairs.split(",")[0], args.resamples)))
     if args.study:
         result = study(args.work, args.variant, args.seeds, args.resamples)
         print("\n".join(table(result)))

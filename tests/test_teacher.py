@@ -4,6 +4,7 @@ another vocabulary; the teacher's vectors are computed once, cached, and carried
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -419,3 +420,53 @@ def test_a_teacher_that_trails_on_dev_stops_before_training(tiny_model_dir: Path
                          "worse; stopped before training. Pick a stronger teacher, or --set teacher_check=off to "
                          "distil it anyway")
     assert not (tmp_path / "run" / "checkpoints").exists()
+
+
+# ---------------------------------------------------------------------- a teacher run's length and defaults
+
+@pytest.mark.parametrize(("examples", "passes"), [(2_701, 4.0), (8_297, 20_000 / 8_297), (100_000, 1.0)])
+def test_the_passes_follow_the_corpus_size(tiny_model_dir: Path, corpus: Path, tmp_path: Path, examples: int,
+                                           passes: float) -> None:
+    from sentadapt.train.loop import eval_interval, passes_for, total_steps_for
+
+    config = run_config("consert", tiny_model_dir, corpus, tmp_path, {"batch_size": 64}, ["min_examples=20000",
+                                                                                          "evals_per_pass=1"])
+    assert passes_for(examples, config) == pytest.approx(passes)
+    per_pass = examples // 64
+    assert total_steps_for(examples, config) == math.ceil(passes * per_pass)
+    assert eval_interval(examples, config) == per_pass  # one evaluation per pass
+    plain = run_config("consert", tiny_model_dir, corpus, tmp_path, {"batch_size": 64, "eval_every": 7}, [])
+    assert passes_for(examples, plain) == 1.0 and eval_interval(examples, plain) == 7  # off: epochs, eval_every
+
+
+def test_a_teacher_brings_its_defaults_above_the_preset_and_below_the_flags(tiny_model_dir: Path, teacher_dir: Path,
+                                                                           corpus: Path, tmp_path: Path) -> None:
+    from sentadapt.presets import TEACHER_DEFAULTS
+    from sentadapt.train.lifecycle import Settings, new_config
+
+    def config(**flags: object):
+        return new_config(Settings(corpus=(str(corpus),), output=tmp_path / "run", recipe="consert",
+                                   base=str(tiny_model_dir), flags=flags,
+                                   run_fields={"teacher": str(teacher_dir)}))
+
+    defaults = config()
+    for key, value in TEACHER_DEFAULTS.items():
+        assert getattr(defaults.train, key) == value, key
+    assert defaults.preset["reason"].endswith("; --teacher: the distillation defaults")
+    assert config(lr=3e-4).train.lr == 3e-4  # a flag still wins
+
+
+def test_the_summary_reports_passes_the_term_and_the_dev_curve() -> None:
+    from types import SimpleNamespace
+
+    from sentadapt.train.summary import dev_curve, distillation_rows
+
+    state = SimpleNamespace(distill_first=0.3391, distill_last=0.2139, history=[
+        {"step": 0, "dev": 84.97}, {"step": 42, "dev": 85.46}, {"step": 84, "dev": 86.05}])
+    result = SimpleNamespace(state=state, passes=2.0, examples=2701)
+    assert distillation_rows(result) == [
+        ("distillation", "2.0 passes over 2701 examples; term 0.3391 at the start → 0.2139 at the end"),
+        ("dev curve", "84.97 → 85.46 (s42) → 86.05 (s84)")]
+    long = [{"step": 10 * i, "dev": float(i)} for i in range(12)]
+    assert dev_curve(long, most=4) == "0.00 → … → 9.00 (s90) → 10.00 (s100) → 11.00 (s110)"
+    assert distillation_rows(SimpleNamespace(state=SimpleNamespace(distill_first=None))) == []
