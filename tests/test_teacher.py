@@ -470,3 +470,26 @@ def test_the_summary_reports_passes_the_term_and_the_dev_curve() -> None:
     long = [{"step": 10 * i, "dev": float(i)} for i in range(12)]
     assert dev_curve(long, most=4) == "0.00 → … → 9.00 (s90) → 10.00 (s100) → 11.00 (s110)"
     assert distillation_rows(SimpleNamespace(state=SimpleNamespace(distill_first=None))) == []
+
+
+def test_a_parquet_vector_of_another_width_or_null_is_one_line(tmp_path: Path) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from sentadapt.data.vectors import read_vectors
+    from sentadapt.errors import DataError
+
+    path = tmp_path / "v.parquet"
+    pq.write_table(pa.table({"text": ["a", "b", "c"], "embedding": [[1.0, 2.0], [1.0, 2.0], [1.0]]}), path)
+    with pytest.raises(DataError) as error:
+        read_vectors(path)
+    assert str(error.value) == (f"{path}: row 3: a vector of 1 values, but row 1 has 2; every vector must have the "
+                                "same width")
+    pq.write_table(pa.table({"text": ["a", "b"], "embedding": [[1.0, 2.0], None]}), path)
+    with pytest.raises(DataError) as error:
+        read_vectors(path)
+    assert str(error.value) == (f"{path}: row 2: no vector (null), but row 1 has 2; every vector must have the same "
+                                "width")
+    pq.write_table(pa.table({"text": ["a", "b"], "embedding": [[1.0, 2.0], [0.5, 0.25]]}), path)
+    vectors = read_vectors(path)
+    np.testing.assert_array_equal(vectors.lookup(["b", "a"]), [[0.5, 0.25], [1.0, 2.0]])

@@ -107,12 +107,14 @@ def _read_parquet(path: Path, text_field: str, vector_field: str) -> tuple[list[
     if not pa.types.is_list(column.type) and not pa.types.is_large_list(column.type) \
             and not pa.types.is_fixed_size_list(column.type):
         raise DataError(f"{path}: column {vector_field!r} is {column.type}, not a list of floats")
-    lengths = pc.list_value_length(column).to_numpy(zero_copy_only=False)
-    if len(lengths) and (np.isnan(lengths.astype(float)).any() or (lengths != lengths[0]).any()):
-        row = int(np.flatnonzero(lengths != lengths[0])[0]) if not np.isnan(lengths.astype(float)).any() else \
-            int(np.flatnonzero(np.isnan(lengths.astype(float)))[0])
-        raise DataError(f"{path}: row {row + 1}: a vector of {_width_text(lengths[row])}, but row 1 has "
-                        f"{int(lengths[0])}; every vector must have the same width")
+    # a null vector counts as width -1: never the first row's width, so it is reported like a wrong width
+    lengths = pc.fill_null(pc.list_value_length(column), -1).to_numpy(zero_copy_only=False)
+    wrong = np.flatnonzero(lengths != lengths[0]) if len(lengths) else np.empty(0, dtype=np.int64)
+    if len(wrong) or (len(lengths) and lengths[0] < 1):
+        row = int(wrong[0]) if len(wrong) else 0
+        got = "no vector (null)" if lengths[row] < 0 else f"a vector of {lengths[row]} values"
+        raise DataError(f"{path}: row {row + 1}: {got}, but row 1 has {max(int(lengths[0]), 0)}; every vector must "
+                        "have the same width")
     vectors = pc.list_flatten(column).to_numpy(zero_copy_only=False).astype(np.float32)
     vectors = vectors.reshape(len(column), -1) if len(column) else vectors.reshape(0, 0)
     bad = ~np.isfinite(vectors).all(axis=1)
@@ -124,10 +126,6 @@ def _read_parquet(path: Path, text_field: str, vector_field: str) -> tuple[list[
         row = next(i for i, text in enumerate(texts) if not isinstance(text, str))
         raise DataError(f"{path}: row {row + 1}: {text_field!r} is not a string")
     return texts, vectors
-
-
-def _width_text(length: float) -> str:
-    return "no values (null)" if np.isnan(length) else f"{int(length)} values"
 
 
 def _read_npy(path: Path) -> tuple[list[str], np.ndarray]:
