@@ -420,6 +420,7 @@ def test_a_teacher_that_trails_on_dev_stops_before_training(tiny_model_dir: Path
                          "worse; stopped before training. Pick a stronger teacher, or --set teacher_check=off to "
                          "distil it anyway")
     assert not (tmp_path / "run" / "checkpoints").exists()
+    assert "teacher embeddings" not in result.output  # stopped before the corpus was encoded
 
 
 # ---------------------------------------------------------------------- a teacher run's length and defaults

@@ -9,9 +9,9 @@ them in the batch, train/distill.py), so a 1M × 768 table (3 GB) stays on disk.
 table is example i of the recipe's examples (the sentence, an NLI premise, the first sentence of a pair: what
 `distillation_student` embeds).
 
-Before training the teacher is weighed on the dev set beside the base: its lead with a paired-bootstrap CI, said
-in one line (`teacher_verdict`); a teacher that trails the base significantly stops the run before training
-(`--set teacher_check=off` distils it anyway), since the student would learn to be worse.
+Before its corpus is encoded, the teacher is weighed on the dev set beside the base: its lead with a
+paired-bootstrap CI, said in one line (`teacher_verdict`); a teacher that trails the base significantly stops the
+run there (`--set teacher_check=off` distils it anyway), since the student would learn to be worse.
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from sentadapt.rowfile import RowFile
 
 ENCODING = "encoding with the teacher (once)"  # the progress bar's description
+TIMED_SENTENCES = 1_024  # dev sentences both models encode to compare their speed (best of 2 each): enough to time
 
 
 @dataclass(frozen=True)
@@ -138,21 +139,41 @@ def teacher_table(config: RunConfig, examples: Any, device: str, note: Note,
     if config.train.distill > 0:
         note(f"--teacher: the teacher replaces the base as the distillation target (distill={config.train.distill} "
              f"is not applied; teacher_weight={config.train.teacher_weight})")
+    weigh = Weighing(config, evaluator, base_dev, note)
     if is_vectors_path(config.teacher):
-        table = _file_table(config, examples, note, evaluator)
-    else:
-        table = _model_table(config, examples, device, note, progress, trust_remote_code, allow_pickle, evaluator,
-                             student)
-    if evaluator is None or base_dev is None or table.score is None:
-        return table
-    return weighed(table, evaluator, base_dev, config, note)
+        return _file_table(config, examples, note, weigh)
+    return _model_table(config, examples, device, note, progress, trust_remote_code, allow_pickle, weigh, student)
 
 
-def _model_table(config: RunConfig, examples: Any, device: str, note: Note,
-                 progress: Progress, trust_remote_code: bool, allow_pickle: bool,
-                 evaluator: Any, student: Any) -> TeacherTable:
-    """Load the teacher, take its vectors of every example's text (cached), score it on the dev set and time it
-    against `student` on the dev sentences, and let the teacher go."""
+@dataclass(frozen=True)
+class Weighing:
+    """The teacher's dev score and lead over the base, taken before its corpus vectors are (teacher_table)."""
+
+    config: RunConfig
+    evaluator: Any  # the run's dev evaluator, or None
+    base_dev: tuple[float, dict[str, Any]] | None  # the base's (dev score, per-unit outputs)
+    note: Note
+
+    def __call__(self, name: str, report: Any) -> tuple[float, dict[str, Any], Delta | None]:
+        """(score, per-unit outputs, lead over the base): the lead said in one line; a teacher significantly behind
+        the base stops the run here, before its corpus is encoded (teacher_check=off: distil it anyway)."""
+        outputs = self.evaluator.outputs_of(report)
+        if self.base_dev is None:
+            return report.average, outputs, None
+        lead = self.evaluator.compare_outputs(self.base_dev[1], outputs)
+        verdict = teacher_verdict(name, report.average, self.base_dev[0], lead, self.evaluator.units(),
+                                  self.evaluator.unit_name())
+        if lead.interval is not None and lead.interval[1] < 0 and self.config.train.teacher_check == "on":
+            raise ConfigError(f"{verdict}; stopped before training. Pick a stronger teacher, or --set "
+                              "teacher_check=off to distil it anyway")
+        self.note(verdict)
+        return report.average, outputs, lead
+
+
+def _model_table(config: RunConfig, examples: Any, device: str, note: Note, progress: Progress,
+                 trust_remote_code: bool, allow_pickle: bool, weigh: Weighing, student: Any) -> TeacherTable:
+    """Load the teacher, weigh it on the dev set and time it against `student` on the dev sentences, then take its
+    vectors of every example's text (cached), and let the teacher go."""
     from sentadapt.embedding_cache import cached_table
     from sentadapt.encoder import Encoder
     from sentadapt.recipes.base import token_limit
@@ -163,25 +184,26 @@ def _model_table(config: RunConfig, examples: Any, device: str, note: Note,
     limit = token_limit(teacher, config.train.max_length)
     note(f"teacher: {resolved.name} → {resolved.location} ({teacher.embedding_dim} dims, {teacher.pooling_name} "
          f"pooling, max length {limit})")
+    score, outputs, lead, timing = None, None, None, None
+    evaluator = weigh.evaluator
+    if evaluator is not None:
+        report = evaluator(teacher, batch_size=config.train.eval_batch_size, intervals=False)
+        score, outputs, lead = weigh(resolved.name, report)
+        if student is not None:
+            timing = dev_encode_seconds(student, teacher, list(evaluator.sentences)[:TIMED_SENTENCES],
+                                        config.train.eval_batch_size, limit)
     table = cached_table(teacher, examples.example_texts, len(examples), limit, config.train.eval_batch_size,
                          lambda total: progress(ENCODING, total))
     rows = len(table.vectors)
     note(f"teacher embeddings: cache hit ({rows} sentences)" if table.hit else
          f"teacher embeddings: computed {rows} sentences in {table.seconds:.1f} s")
-    score, timing, outputs = None, None, None
-    if evaluator is not None:
-        report = evaluator(teacher, batch_size=config.train.eval_batch_size, intervals=False)
-        score, outputs = report.average, evaluator.outputs_of(report)
-        if student is not None:
-            timing = dev_encode_seconds(student, teacher, list(evaluator.sentences), config.train.eval_batch_size,
-                                        limit)
     return TeacherTable(table.vectors, resolved.name, resolved.location, table.hit, table.seconds, str(table.path),
-                        score, timing, dev_outputs=outputs)
+                        score, timing, lead, outputs)
 
 
-def _file_table(config: RunConfig, examples: Any, note: Note, evaluator: Any) -> TeacherTable:
-    """The vectors file's rows for every example, in example order, written once to the cache and memory-mapped;
-    scored on the dev set when the file also holds every dev sentence."""
+def _file_table(config: RunConfig, examples: Any, note: Note, weigh: Weighing) -> TeacherTable:
+    """The vectors file's rows for every example, in example order, written once to the cache; weighed on the dev
+    set first when the file also holds every dev sentence."""
     import time
 
     from sentadapt.data.vectors import check_covers, read_vectors
@@ -191,33 +213,20 @@ def _file_table(config: RunConfig, examples: Any, note: Note, evaluator: Any) ->
     started = time.perf_counter()
     vectors = read_vectors(Path(config.teacher), config.train.teacher_text_field, config.train.teacher_vector_field)
     check_covers(vectors, examples.example_texts, len(examples), TEXT_CHUNK)
-    table = file_table(vectors, examples.example_texts, len(examples))
     note(f"teacher: vectors from {config.teacher} ({len(vectors.rows)} sentences, {vectors.dim} dims)")
-    score, outputs = None, None
+    score, outputs, lead = None, None, None
+    evaluator = weigh.evaluator
     if evaluator is not None:
         absent = vectors.missing(list(evaluator.sentences))
         if absent:
             note(f"teacher: {config.teacher} holds no vector for {len(absent)} of the {len(evaluator.sentences)} dev "
                  "sentences, so it cannot be weighed on the dev set; add them to compare it with the base first")
         else:
-            report = evaluator.score_vectors(vectors.lookup, Path(config.teacher).name)
-            score, outputs = report.average, evaluator.outputs_of(report)
+            score, outputs, lead = weigh(config.teacher, evaluator.score_vectors(vectors.lookup,
+                                                                                 Path(config.teacher).name))
+    table = file_table(vectors, examples.example_texts, len(examples))
     return TeacherTable(table.vectors, config.teacher, str(Path(config.teacher).resolve()), table.hit,
-                        time.perf_counter() - started, str(table.path), score, None, dev_outputs=outputs)
-
-
-def weighed(table: TeacherTable, evaluator: Any, base_dev: tuple[float, dict[str, Any]], config: RunConfig,
-            note: Note) -> TeacherTable:
-    """The teacher's dev lead over the base with its paired CI, said in one line; a teacher significantly behind
-    the base stops the run here, before any training (teacher_check=off: distil it anyway)."""
-    assert table.dev_outputs is not None
-    lead = evaluator.compare_outputs(base_dev[1], table.dev_outputs)
-    verdict = teacher_verdict(table.name, table.score, base_dev[0], lead, evaluator.units(), evaluator.unit_name())
-    if lead.interval is not None and lead.interval[1] < 0 and config.train.teacher_check == "on":
-        raise ConfigError(f"{verdict}; stopped before training. Pick a stronger teacher, or --set teacher_check=off "
-                          "to distil it anyway")
-    note(verdict)
-    return dataclasses.replace(table, lead=lead)
+                        time.perf_counter() - started, str(table.path), score, None, lead, outputs)
 
 
 def teacher_verdict(name: str, teacher: float | None, base: float, lead: Delta, units: int, unit_name: str) -> str:
