@@ -1,0 +1,58 @@
+"""The teacher table's file: a float32 .npy written block by block, read a few rows at a time."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from sentadapt.rowfile import RowFile, write_rows
+
+
+def _written(path: Path, matrix: np.ndarray, block: int = 3) -> RowFile:
+    with write_rows(path, len(matrix), matrix.shape[1]) as writer:
+        for start in range(0, len(matrix), block):
+            writer.append(matrix[start:start + block])
+    table = RowFile.open(path, len(matrix))
+    assert table is not None
+    return table
+
+
+def test_rows_come_back_in_any_order_with_repeats_and_numpy_reads_the_file(tmp_path: Path) -> None:
+    matrix = np.random.default_rng(0).standard_normal((10, 4)).astype(np.float32)
+    table = _written(tmp_path / "t.npy", matrix)
+    rows = np.array([7, 2, 3, 4, 2, 9, 0])
+    np.testing.assert_array_equal(table.take(rows), matrix[rows])
+    np.testing.assert_array_equal(table.read(3, 6), matrix[3:6])
+    assert [start for start, _ in table.blocks(4)] == [0, 4, 8]
+    np.testing.assert_array_equal(np.load(tmp_path / "t.npy"), matrix)  # a standard .npy
+    assert table.take(np.array([], dtype=np.int64)).shape == (0, 4)
+    with pytest.raises(IndexError):
+        table.take(np.array([10]))
+
+
+def test_a_truncated_foreign_or_wrong_sized_file_is_not_a_table(tmp_path: Path) -> None:
+    matrix = np.ones((5, 3), dtype=np.float32)
+    path = tmp_path / "t.npy"
+    _written(path, matrix)
+    assert RowFile.open(path, 6) is None  # another row count: compute it again
+    path.write_bytes(path.read_bytes()[:-4])
+    assert RowFile.open(path, 5) is None  # truncated
+    np.save(path, matrix.astype(np.float64))
+    assert RowFile.open(path, 5) is None  # not float32
+    path.write_bytes(b"not numpy")
+    assert RowFile.open(path, 5) is None
+    assert RowFile.open(tmp_path / "absent.npy", 5) is None
+
+
+def test_a_failed_or_short_write_leaves_nothing(tmp_path: Path) -> None:
+    path = tmp_path / "t.npy"
+    with pytest.raises(RuntimeError), write_rows(path, 4, 2) as writer:
+        writer.append(np.ones((2, 2)))
+        raise RuntimeError("encoding failed")
+    with pytest.raises(ValueError, match="2 of 4 rows written"), write_rows(path, 4, 2) as writer:
+        writer.append(np.ones((2, 2)))
+    with pytest.raises(ValueError, match="block of shape"), write_rows(path, 4, 2) as writer:
+        writer.append(np.ones((2, 3)))
+    assert list(tmp_path.iterdir()) == []
