@@ -46,7 +46,29 @@ def describe(signum: int) -> str:
     return "Ctrl-C" if signum == signal.SIGINT else signal.Signals(signum).name
 
 
-class StopRequest:
+class _SignalHandlers:
+    """The stop signals' handlers installed (main thread only: signal.signal refuses elsewhere) while the `with`
+    block runs, the previous ones put back after; `signum` is the signal received (0: none)."""
+
+    def __init__(self) -> None:
+        self.signum = 0
+        self._previous: dict[int, Any] = {}
+
+    def _install(self) -> None:
+        if threading.current_thread() is threading.main_thread():
+            for signum in STOP_SIGNALS:
+                self._previous[signum] = signal.signal(signum, self._handle)
+
+    def __exit__(self, *exc_info: object) -> None:
+        for signum, handler in self._previous.items():
+            signal.signal(signum, handler)
+        self._previous.clear()
+
+    def _handle(self, signum: int, frame: FrameType | None) -> None:
+        raise NotImplementedError
+
+
+class StopRequest(_SignalHandlers):
     """Catch the stop signals for the duration of a `with` block; `signum` is the first one received (0: none).
 
     Handlers can only be installed from the main thread; elsewhere (a run started from a worker thread)
@@ -54,21 +76,13 @@ class StopRequest:
     """
 
     def __init__(self, on_first: Callable[[str], None]) -> None:
-        self.signum = 0
+        super().__init__()
         self._on_first = on_first
-        self._previous: dict[int, Any] = {}
 
     def __enter__(self) -> StopRequest:
         self.signum = 0
-        if threading.current_thread() is threading.main_thread():
-            for signum in STOP_SIGNALS:
-                self._previous[signum] = signal.signal(signum, self._handle)
+        self._install()
         return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        for signum, handler in self._previous.items():
-            signal.signal(signum, handler)
-        self._previous.clear()
 
     def _handle(self, signum: int, frame: FrameType | None) -> None:
         if self.signum:
@@ -99,25 +113,14 @@ def stopped_by(signum: int, step: int, checkpoint: Path, output: Path) -> Traini
                                f"--output {output}", signum)
 
 
-class StopAtOnce:
+class StopAtOnce(_SignalHandlers):
     """Before training starts (models loading, the corpus being prepared, the base scored) there is no step to
     finish: the stop signals raise KeyboardInterrupt at once, and `signum` says which one came (0: none). The
     loop's StopRequest takes over while it trains and puts these handlers back after. Main thread only."""
 
-    def __init__(self) -> None:
-        self.signum = 0
-        self._previous: dict[int, Any] = {}
-
     def __enter__(self) -> StopAtOnce:
-        if threading.current_thread() is threading.main_thread():
-            for signum in STOP_SIGNALS:
-                self._previous[signum] = signal.signal(signum, self._handle)
+        self._install()
         return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        for signum, handler in self._previous.items():
-            signal.signal(signum, handler)
-        self._previous.clear()
 
     def _handle(self, signum: int, frame: FrameType | None) -> None:
         self.signum = signum
