@@ -160,8 +160,8 @@ def main() -> None:
             optimizer.step()
             losses.append(loss.item())
         projected = f" (through P: {dev_score(student, dev, projection):.2f})" if projection is not None else ""
-        print(f"pass {epoch} dev {dev_score(student, dev):.2f}{projected} loss {losses[0]:.4g}→{np.mean(losses[-5:]):.4g} "
-              f"({len(batches)} steps, {time.perf_counter() - started:.0f} s)", flush=True)
+        print(f"pass {epoch} dev {dev_score(student, dev):.2f}{projected} loss {losses[0]:.4g}→"
+              f"{np.mean(losses[-5:]):.4g} ({len(batches)} steps, {time.perf_counter() - started:.0f} s)", flush=True)
 
 
 if __name__ == "__main__":
