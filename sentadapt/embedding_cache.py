@@ -9,6 +9,7 @@ prompt (when there is one) and the exact list of texts. Location: $SENTADAPT_CAC
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -148,6 +149,7 @@ def cached_table(encoder: Encoder, texts: Callable[[int, int], list[str]], rows:
             stop = min(start + ENCODE_CHUNK, rows)
             table.append(encoder.encode(texts(start, stop), batch_size=batch_size, max_length=max_length,
                                         progress=advance, prompt=prompt).numpy())
+            release_freed_memory()
     return CachedTable(_written(path, rows), False, time.perf_counter() - started, path)
 
 
@@ -164,6 +166,19 @@ def file_table(vectors: TextVectors, texts: Callable[[int, int], list[str]], row
         for start in range(0, rows, TEXT_CHUNK):
             table.append(vectors.lookup(texts(start, min(start + TEXT_CHUNK, rows))))
     return CachedTable(_written(path, rows), False, 0.0, path)
+
+
+def release_freed_memory() -> None:
+    """Hand what the last block freed back to the OS (Arrow's pool, then glibc's heap): a table's writer reads and
+    encodes every text once, and the allocators would otherwise keep each block's high-water mark, so the peak
+    would creep up with the corpus. A no-op where the C library has no malloc_trim."""
+    import ctypes
+
+    import pyarrow as pa
+
+    pa.default_memory_pool().release_unused()
+    with contextlib.suppress(OSError, AttributeError):  # not glibc
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
 
 
 def _table_path(digest: Any, texts: Callable[[int, int], list[str]], rows: int) -> Path:
