@@ -16,7 +16,6 @@ run there (`--set teacher_check=off` distils it anyway), since the student would
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -48,7 +47,6 @@ class TeacherTable:
     # seconds to encode the dev sentences, best of 2 each, alternated in this process: (student, teacher)
     dev_encode_seconds: tuple[float, float] | None = None
     lead: Delta | None = None  # teacher − base on dev, with its paired 95 % CI (None: not weighed)
-    dev_outputs: dict[str, Any] | None = dataclasses.field(default=None, repr=False)  # per-unit, for the lead
 
     @property
     def dim(self) -> int:
@@ -154,20 +152,19 @@ class Weighing:
     base_dev: tuple[float, dict[str, Any]] | None  # the base's (dev score, per-unit outputs)
     note: Note
 
-    def __call__(self, name: str, report: Any) -> tuple[float, dict[str, Any], Delta | None]:
-        """(score, per-unit outputs, lead over the base): the lead said in one line; a teacher significantly behind
-        the base stops the run here, before its corpus is encoded (teacher_check=off: distil it anyway)."""
-        outputs = self.evaluator.outputs_of(report)
+    def __call__(self, name: str, report: Any) -> tuple[float, Delta | None]:
+        """(score, lead over the base): the lead said in one line; a teacher significantly behind the base stops
+        the run here, before its corpus is encoded (teacher_check=off: distil it anyway)."""
         if self.base_dev is None:
-            return report.average, outputs, None
-        lead = self.evaluator.compare_outputs(self.base_dev[1], outputs)
+            return report.average, None
+        lead = self.evaluator.compare_outputs(self.base_dev[1], self.evaluator.outputs_of(report))
         verdict = teacher_verdict(name, report.average, self.base_dev[0], lead, self.evaluator.units(),
                                   self.evaluator.unit_name())
         if lead.interval is not None and lead.interval[1] < 0 and self.config.train.teacher_check == "on":
             raise ConfigError(f"{verdict}; stopped before training. Pick a stronger teacher, or --set "
                               "teacher_check=off to distil it anyway")
         self.note(verdict)
-        return report.average, outputs, lead
+        return report.average, lead
 
 
 def _model_table(config: RunConfig, examples: Any, device: str, note: Note, progress: Progress,
@@ -184,11 +181,11 @@ def _model_table(config: RunConfig, examples: Any, device: str, note: Note, prog
     limit = token_limit(teacher, config.train.max_length)
     note(f"teacher: {resolved.name} → {resolved.location} ({teacher.embedding_dim} dims, {teacher.pooling_name} "
          f"pooling, max length {limit})")
-    score, outputs, lead, timing = None, None, None, None
+    score, lead, timing = None, None, None
     evaluator = weigh.evaluator
     if evaluator is not None:
         report = evaluator(teacher, batch_size=config.train.eval_batch_size, intervals=False)
-        score, outputs, lead = weigh(resolved.name, report)
+        score, lead = weigh(resolved.name, report)
         if student is not None:
             timing = dev_encode_seconds(student, teacher, list(evaluator.sentences)[:TIMED_SENTENCES],
                                         config.train.eval_batch_size, limit)
@@ -198,7 +195,7 @@ def _model_table(config: RunConfig, examples: Any, device: str, note: Note, prog
     note(f"teacher embeddings: cache hit ({rows} sentences)" if table.hit else
          f"teacher embeddings: computed {rows} sentences in {table.seconds:.1f} s")
     return TeacherTable(table.vectors, resolved.name, resolved.location, table.hit, table.seconds, str(table.path),
-                        score, timing, lead, outputs)
+                        score, timing, lead)
 
 
 def _file_table(config: RunConfig, examples: Any, note: Note, weigh: Weighing) -> TeacherTable:
@@ -214,7 +211,7 @@ def _file_table(config: RunConfig, examples: Any, note: Note, weigh: Weighing) -
     vectors = read_vectors(Path(config.teacher), config.train.teacher_text_field, config.train.teacher_vector_field)
     check_covers(vectors, examples.example_texts, len(examples), TEXT_CHUNK)
     note(f"teacher: vectors from {config.teacher} ({len(vectors.rows)} sentences, {vectors.dim} dims)")
-    score, outputs, lead = None, None, None
+    score, lead = None, None
     evaluator = weigh.evaluator
     if evaluator is not None:
         absent = vectors.missing(list(evaluator.sentences))
@@ -222,11 +219,10 @@ def _file_table(config: RunConfig, examples: Any, note: Note, weigh: Weighing) -
             note(f"teacher: {config.teacher} holds no vector for {len(absent)} of the {len(evaluator.sentences)} dev "
                  "sentences, so it cannot be weighed on the dev set; add them to compare it with the base first")
         else:
-            score, outputs, lead = weigh(config.teacher, evaluator.score_vectors(vectors.lookup,
-                                                                                 Path(config.teacher).name))
+            score, lead = weigh(config.teacher, evaluator.score_vectors(vectors.lookup, Path(config.teacher).name))
     table = file_table(vectors, examples.example_texts, len(examples))
     return TeacherTable(table.vectors, config.teacher, str(Path(config.teacher).resolve()), table.hit,
-                        time.perf_counter() - started, str(table.path), score, None, lead, outputs)
+                        time.perf_counter() - started, str(table.path), score, None, lead)
 
 
 def teacher_verdict(name: str, teacher: float | None, base: float, lead: Delta, units: int, unit_name: str) -> str:
