@@ -132,25 +132,15 @@ ENCODE_CHUNK = 8_192
 def cached_table(encoder: Encoder, texts: Callable[[int, int], list[str]], rows: int, max_length: int,
                  batch_size: int = 128, progress: Callable[[int], Any] | None = None) -> CachedTable:
     """The whole encoder's vectors of `rows` texts (repeats allowed), read TEXT_CHUNK at a time through
-    `texts(start, stop)` and appended TEXT_CHUNK rows at a time to a .npy file (sentadapt/rowfile.py): the process
+    `texts(start, stop)` to key the cache, then encoded and appended ENCODE_CHUNK rows at a time to a .npy file
+    (sentadapt/rowfile.py): the process
     holds neither the texts nor the matrix (1M sentences × 768 × 4 B = 3 GB stays on disk). Keyed like
     `cached_vectors`: every weight, the pooling, the max length and the texts. `progress(total)`, a context
     manager yielding advance(n), is opened only when the vectors are computed."""
     prompt = encoder.prompts.resolve(None, None, encoder.name)  # the model's default prompt ("" when none)
     digest = _whole_model_digest(encoder, max_length, "fp32", prompt)
-    path = _table_path(digest, texts, rows)
-    vectors = RowFile.open(path, rows)
-    if vectors is not None:
-        return CachedTable(vectors, True, 0.0, path)
-    started = time.perf_counter()
-    bar = progress(rows) if progress else no_progress("", rows)
-    with write_rows(path, rows, encoder.embedding_dim) as table, bar as advance:
-        for start in range(0, rows, ENCODE_CHUNK):
-            stop = min(start + ENCODE_CHUNK, rows)
-            table.append(encoder.encode(texts(start, stop), batch_size=batch_size, max_length=max_length,
-                                        progress=advance, prompt=prompt).numpy())
-            release_freed_memory()
-    return CachedTable(_written(path, rows), False, time.perf_counter() - started, path)
+    return _table(digest, texts, rows, encoder.embedding_dim, ENCODE_CHUNK, lambda block, advance: encoder.encode(
+        block, batch_size=batch_size, max_length=max_length, progress=advance, prompt=prompt).numpy(), progress)
 
 
 def file_table(vectors: TextVectors, texts: Callable[[int, int], list[str]], rows: int) -> CachedTable:
@@ -158,14 +148,26 @@ def file_table(vectors: TextVectors, texts: Callable[[int, int], list[str]], row
     cache table keyed by the file (path, size, modification time) and the texts."""
     stat = vectors.path.stat()
     digest = hashlib.sha256(f"vectors-file {vectors.path.resolve()} {stat.st_size} {stat.st_mtime_ns}".encode())
+    return _table(digest, texts, rows, vectors.dim, TEXT_CHUNK, lambda block, _advance: vectors.lookup(block))
+
+
+def _table(digest: Any, texts: Callable[[int, int], list[str]], rows: int, dim: int, chunk: int,
+           vectors_of: Callable[[list[str], Advance], Any], progress: Callable[[int], Any] | None = None,
+           ) -> CachedTable:
+    """The table of `digest` (its source) and the texts: read back from the cache, or `vectors_of(block,
+    advance)` of each block of `chunk` texts appended to a new file, each block's freed memory handed back before
+    the next; the `progress(rows)` bar is opened only then."""
     path = _table_path(digest, texts, rows)
     found = RowFile.open(path, rows)
     if found is not None:
         return CachedTable(found, True, 0.0, path)
-    with write_rows(path, rows, vectors.dim) as table:
-        for start in range(0, rows, TEXT_CHUNK):
-            table.append(vectors.lookup(texts(start, min(start + TEXT_CHUNK, rows))))
-    return CachedTable(_written(path, rows), False, 0.0, path)
+    started = time.perf_counter()
+    bar = progress(rows) if progress else no_progress("", rows)
+    with write_rows(path, rows, dim) as table, bar as advance:
+        for start in range(0, rows, chunk):
+            table.append(vectors_of(texts(start, min(start + chunk, rows)), advance))
+            release_freed_memory()
+    return CachedTable(_written(path, rows), False, time.perf_counter() - started, path)
 
 
 def release_freed_memory() -> None:
