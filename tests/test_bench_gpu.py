@@ -88,6 +88,8 @@ def test_rows_and_their_selection() -> None:
     assert [row.name for row in rows[:3]] == ["peer-fp32-96", "bare-fp32-96", "consert-fp32-96"]
     chosen = bench.select_rows(rows, "consert-bf16-*, sgopt-fp16-*")
     assert [row.name for row in chosen] == ["consert-bf16-96", "consert-bf16-512", "sgopt-fp16-16"]
+    ordered = bench.select_rows(rows, "sgopt-fp16-16,bare-bf16-96,consert-bf16-*,bare-bf16-96")
+    assert [row.name for row in ordered] == ["sgopt-fp16-16", "bare-bf16-96", "consert-bf16-96", "consert-bf16-512"]
     with pytest.raises(SystemExit) as caught:
         bench.select_rows(rows, "consert-*,ct-*")
     assert str(caught.value) == ("--only: 'ct-*' matches no row; rows are SYSTEM-PRECISION-BATCH, e.g. "
