@@ -15,7 +15,7 @@ C=${CARRY:-bench/out/gpu-carry}
 OUT=${OUT:-bench/out/gpu-session}
 WORK=${WORK:-/tmp/gpu-work}
 BENCH_S=${BENCH_S:-400}
-TESTS_S=${TESTS_S:-150}
+TESTS_S=${TESTS_S:-150}  # 0: no tests (a re-measurement)
 # issue 36's targets: ConSERT bf16 vs the bare loop at 96, TF32 at 96, the peer, batch 512, SG-OPT at 16, then
 # fp32 (mixed precision must beat it) and the bare loop's TF32 for its ratio
 ROWS=${ROWS:-consert-bf16-96,bare-bf16-96,consert-tf32-96,peer-bf16-96,consert-bf16-512,bare-bf16-512,sgopt-fp16-16,consert-fp32-96,bare-tf32-96}
@@ -38,6 +38,7 @@ timeout "$BENCH_S" $PY -m bench.bench_gpu --only "$ROWS" --steps 150 --warmup-st
 echo "bench exit $?"
 tar czf "$OUT/logs.tgz" -C "$WORK" logs 2>/dev/null
 
+[ "$TESTS_S" -gt 0 ] || exit 0
 echo "== GPU-marked tests and the CUDA fault test ($TESTS_S s at most)"
 timeout "$TESTS_S" $PY -m pytest -q -p no:cacheprovider -rs tests/test_gpu_training.py tests/test_eval_dtype.py \
     "tests/test_faults.py::test_preemption_signal_checkpoints_exits_128_plus_n_and_the_same_command_resumes_exactly" \

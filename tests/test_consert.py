@@ -189,3 +189,30 @@ def test_distilbert_takes_every_view() -> None:
     for views in (("shuffle", "token-cutoff"), ("feature-cutoff", "span-cutoff")):
         recipe = ConsertRecipe(ConsertConfig(views=views), encoder)
         assert torch.isfinite(recipe.compute_loss(encoder, recipe.trainable_heads(), batch).total)
+
+
+@pytest.mark.parametrize("views", [("shuffle", "feature-cutoff"), ("token-cutoff", "span-cutoff"),
+                                   ("dropout", "shuffle"), ("none", "encoder-dropout")])
+def test_both_views_go_through_one_forward_pass_and_equal_two_passes(
+    tiny_encoder: Encoder, views: tuple[str, str], monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """One pass of 2B rows (half the kernel launches) gives each view what its own pass gives; a view that
+    runs the model's dropout keeps its own pass (one pass has one dropout mode)."""
+    recipe = ConsertRecipe(ConsertConfig(views=views), tiny_encoder)
+    batch = tiny_encoder.collate(tiny_encoder.tokenize_ids(["the server is down", "a man is playing the guitar",
+                                                            "red car", "dns timeout on the cluster"]))
+    ids, mask = batch.input_ids, batch.attention_mask
+    tiny_encoder.eval()  # the model's dropout off, so the two-pass reference draws nothing the fused pass does not
+    torch.manual_seed(3)
+    made = [recipe._view(name, ids, mask) for name in views]
+    with torch.no_grad():
+        fused = recipe._encode_pair(tiny_encoder, *made)
+        # the transforms drew their masks in the fused pass and reuse them: the same views, one pass each
+        separate = [recipe._encode_view(tiny_encoder, view) for view in made]
+    for ours, theirs in zip(fused, separate):
+        torch.testing.assert_close(ours, theirs, rtol=1e-5, atol=1e-6)
+    calls = []
+    original = type(tiny_encoder).forward
+    monkeypatch.setattr(type(tiny_encoder), "forward", lambda self, *a, **k: calls.append(1) or original(self, *a, **k))
+    recipe.compute_loss(tiny_encoder, recipe.trainable_heads(), {"input_ids": ids, "attention_mask": mask})
+    assert len(calls) == (2 if "encoder-dropout" in views else 1)

@@ -369,7 +369,7 @@ def test_prefetcher_builds_ahead_in_order_and_stops_at_the_end() -> None:
 
 
 @pytest.mark.parametrize(("sets", "passes"), [
-    ((), 2),  # the paper's views (shuffle, feature cutoff): the backbone without its dropout
+    ((), 1),  # the paper's views (shuffle, feature cutoff): both in one pass, the backbone without its dropout
     # one view with the model's dropout, one without, and the clean pass of distillation: three modes in a step
     (("views=encoder-dropout,shuffle", "distill=1"), 3),
 ], ids=["paper-views", "mixed-dropout-and-distill"])
