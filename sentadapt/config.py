@@ -336,10 +336,12 @@ def build_config(
     flag_overrides: dict[str, Any],
     set_options: list[str],
     preset_values: dict[str, Any] | None = None,
+    set_values: dict[str, Any] | None = None,
     **run_fields: Any,
 ) -> RunConfig:
     """Merge defaults < recipe training defaults < preset values < YAML < flags < --set into a validated
-    RunConfig. `preset_values` (a recipe's tuned-base defaults) may name training or recipe fields."""
+    RunConfig. `preset_values` (a recipe's tuned-base defaults) may name training or recipe fields; `set_values`
+    are typed `--set` values (the API's config keywords)."""
     train = TrainConfig()
     apply_overrides(train, recipe_train_defaults, f"recipe {recipe_name} defaults")
     recipe_args = recipe_config_class()
@@ -355,7 +357,7 @@ def build_config(
         apply_overrides(train, data.get("train") or {}, f"{yaml_path}: train")
         apply_overrides(recipe_args, data.get("recipe_args") or {}, f"{yaml_path}: recipe_args")
     apply_overrides(train, {k: v for k, v in flag_overrides.items() if v is not None}, "option")
-    to_recipe, to_train = split_set_options(parse_set_options(set_options), recipe_args)
+    to_recipe, to_train = split_set_options({**parse_set_options(set_options), **(set_values or {})}, recipe_args)
     apply_overrides(recipe_args, to_recipe, "--set")
     apply_overrides(train, to_train, "--set")
     train.validate()
@@ -385,14 +387,10 @@ def load_run_config(path: Path, recipe_configs: dict[str, type]) -> RunConfig:
         raise ConfigError(f"{path}: unknown recipe '{data['recipe']}'")
     recipe_args = recipe_class()
     apply_overrides(recipe_args, data.get("recipe_args") or {}, f"{path}: recipe_args")
-    fields = {k: data.get(k) for k in ("recipe", "base", "corpus", "output", "dev", "dev_metric", "data_dir",
-                                       "text_column", "teacher")}
-    fields["encoding_errors"] = data.get("encoding_errors") or "strict"
-    fields["streaming"] = bool(data.get("streaming", False))
-    fields["num_proc"] = data.get("num_proc")
-    fields["preset"] = data.get("preset")  # None in runs saved before presets existed
-    fields["prompt"] = data.get("prompt", "none")  # runs saved before prompts existed trained without one
-    for key in ("decision", "risk"):  # runs saved before the rules existed get today's default
-        if data.get(key) is not None:
-            fields[key] = data[key]
-    return RunConfig(train=train, recipe_args=recipe_args, **fields)
+    # every saved field as written (not coerced: "none" is a value of dev and prompt, unlike None); a field a run
+    # saved before it existed gets today's default, except the prompt: runs saved before prompts trained without one
+    saved = {f.name: data[f.name] for f in dataclasses.fields(RunConfig)
+             if f.name in data and f.name not in ("train", "recipe_args")
+             and (data[f.name] is not None or f.default is None)}
+    saved.setdefault("prompt", "none")
+    return RunConfig(train=train, recipe_args=recipe_args, **saved)

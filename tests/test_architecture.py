@@ -138,6 +138,7 @@ LAYERS = [
     {"rundir", "rowfile"},
     {"resolve", "pooling", "config"},
     {"st_format", "presets", "data", "prompts", "lora"},
+    {"run_spec"},
     {"encoder"},
     {"embedding_cache"},
     {"evaluation", "recipes"},

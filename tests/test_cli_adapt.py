@@ -299,6 +299,10 @@ def test_resume_names_every_option_it_ignores_lora_prompt_and_dev_included(tmp_p
     from sentadapt.train.lifecycle import Settings, ignored_on_resume
 
     flags = {"lr": 1e-4, "batch_size": None, **lora_flags("r=8,alpha=16")}
-    run_fields = {"dev": "dev.tsv", "prompt": "query", "teacher": None, "risk": 0.2}
+    run_fields = {"dev": "dev.tsv", "prompt": "query", "teacher": None, "risk": 0.2, "decision": "strict",
+                  "num_proc": 4}
     settings = Settings([], tmp_path, None, None, None, [], None, flags, run_fields)
-    assert ignored_on_resume(settings) == ["lr", "--lora", "--dev", "--prompt"]
+    # as the command line spells them; --risk at its default and --num-proc (the machine's, applied) are not named
+    assert ignored_on_resume(settings) == ["--lr", "--lora", "--dev", "--prompt", "--decision"]
+    settings.set_values["temperature"] = 0.05  # an API keyword beyond the options: --set's
+    assert ignored_on_resume(settings)[-1] == "--set"

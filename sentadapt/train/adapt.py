@@ -4,13 +4,14 @@ returns what happened; the caller renders it (the CLI: rich tables; the API: a r
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
 from sentadapt.errors import ConfigError, NoImprovement
 from sentadapt.lora import lora_flags
 from sentadapt.options import check_at_least, checked
+from sentadapt.run_spec import OPTIONS_BY_NAME, route
 from sentadapt.rundir import CONFIG_FILE, RunDir
 from sentadapt.tables import TextTable
 from sentadapt.train.lifecycle import (
@@ -209,31 +210,50 @@ def adapt(corpus: str | Path | list[str | Path] | tuple[str | Path, ...] = (), *
           decision: str = "risk", risk: float = 0.2, prompt: str | None = None,
           resume: str | bool | None = None, overwrite: bool = False,
           dry_run: bool = False, trust_remote_code: bool = False, allow_pickle: bool = False,
-          require_improvement: bool = False, note: Any = None, progress: Any = None) -> AdaptResult:
+          require_improvement: bool = False, note: Any = None, progress: Any = None,
+          **config_keys: Any) -> AdaptResult:
     """Adapt `base` to the corpus with a recipe (`sentadapt adapt`, same options and defaults; `set_options` are
     `--set key=value` strings, `resume` is True/"last" or "auto", `teacher` is `--teacher`; `prompt`: the base's
     prompt name for the training sentences, or "none"; default its default_prompt_name; `lora` is `--lora`'s spec,
-    e.g. "r=16,alpha=32"). Raises the project's
+    e.g. "r=16,alpha=32"). Every other training or recipe setting is a keyword too, typed, with `--set`'s precedence:
+    `adapt("corpus.txt", output="runs/x", distill_kind="mse", temperature=0.05)`. Raises the project's
     typed errors with the CLI's one-line messages (`NoImprovement` for a kept base with `require_improvement`).
     Prints nothing: `note` gets one line per event, `progress(description, total)` may return a progress bar
     context."""
-    paths = [corpus] if isinstance(corpus, (str, Path)) else list(corpus)
-    flags = {"max_steps": max_steps, "epochs": epochs, "batch_size": batch_size, "lr": lr, "max_length": max_length,
-             "grad_accum": grad_accum, "mixed_precision": mixed_precision, "eval_every": eval_every,
-             "checkpoint_every": checkpoint_every, "patience": patience, "seed": seed, "report_to": report_to,
-             "tf32": tf32, "gradient_checkpointing": gradient_checkpointing, **lora_flags(lora)}
-    run_fields = {"dev": None if dev is None else str(dev), "dev_metric": dev_metric,
-                  "data_dir": None if data_dir is None else str(data_dir), "text_column": text_column,
-                  "encoding_errors": encoding_errors, "streaming": streaming, "num_proc": num_proc,
-                  "decision": decision, "risk": risk, "teacher": None if teacher is None else str(teacher),
-                  "prompt": prompt}
-    settings = Settings([str(path) for path in paths], Path(output), recipe, base,
-                        None if config is None else Path(config), list(set_options), preset, flags, run_fields)
-    request = AdaptRequest(settings, list(candidates), RESUME_LAST if resume is True else resume or None,
-                           overwrite, dry_run, trust_remote_code, allow_pickle, require_improvement)
-    events = Events(note=note or (lambda _text: None), progress=progress)
-    outcome = run(request, events)
+    options = {name: value for name, value in locals().items() if name in OPTIONS_BY_NAME}
+    options["corpus"] = [corpus] if isinstance(corpus, (str, Path)) else list(corpus)
+    _check_config_keys(config_keys)
+    request = request_from(options, config_keys)
+    outcome = run(request, Events(note=note or (lambda _text: None), progress=progress))
     return _result(outcome)
+
+
+def request_from(options: dict[str, Any], config_keys: dict[str, Any] | None = None) -> AdaptRequest:
+    """The request `adapt` runs, from its options by name (run_spec.ADAPT_OPTIONS; the CLI and the API both call
+    this): config options routed to the config's fields, the others to the request."""
+    train, run_fields, own = route(options)
+    train.update(lora_flags(own.get("lora")))
+    config_file = own.get("config")
+    resume = own.get("resume")
+    settings = Settings([str(path) for path in own.get("corpus") or ()], Path(own["output"]), own.get("recipe"),
+                        own.get("base"), None if config_file is None else Path(config_file),
+                        list(own.get("set_options") or ()), own.get("preset"), train, run_fields,
+                        dict(config_keys or {}))
+    return AdaptRequest(settings, list(own.get("candidates") or ()), RESUME_LAST if resume is True else resume or None,
+                        bool(own.get("overwrite")), bool(own.get("dry_run")), bool(own.get("trust_remote_code")),
+                        bool(own.get("allow_pickle")), bool(own.get("require_improvement")))
+
+
+def _check_config_keys(config_keys: dict[str, Any]) -> None:
+    """A keyword beyond adapt's options must be a training or recipe setting (what `--set` takes)."""
+    from sentadapt.recipes import RECIPES
+    from sentadapt.registry import unknown_name_message
+    from sentadapt.run_spec import config_keys as train_keys
+
+    known = set(train_keys()) | {f.name for name in RECIPES for f in fields(RECIPES.get(name).Config)}
+    for key in config_keys:
+        if key not in known:
+            raise ConfigError("adapt(): " + unknown_name_message("keyword", key, sorted(known | set(OPTIONS_BY_NAME))))
 
 
 def _result(outcome: AdaptOutcome) -> AdaptResult:

@@ -51,8 +51,11 @@ class Settings:
     config_file: Path | None = None
     set_options: Sequence[str] = ()
     preset: str | None = None
+    # the options that set config fields, routed by the run spec (run_spec.route): never a second list of names
     flags: dict[str, Any] = field(default_factory=dict)  # TrainConfig fields: max_steps, lr, batch_size, …
     run_fields: dict[str, Any] = field(default_factory=dict)  # RunConfig fields: dev, dev_metric, decision, …
+    # any TrainConfig or recipe field as a typed value (the API's keywords beyond its options): --set's precedence
+    set_values: dict[str, Any] = field(default_factory=dict)
 
 
 def is_main_process() -> bool:
@@ -118,7 +121,8 @@ def new_config(settings: Settings) -> RunConfig:
     if settings.run_fields.get("teacher"):
         preset = with_teacher(preset, recipe_class)
     config = build_config(recipe_name, recipe_class.Config, recipe_class.train_defaults, settings.config_file,
-                          settings.flags, list(settings.set_options), preset_values=preset.values,
+                          settings.flags, list(settings.set_options), set_values=settings.set_values,
+                          preset_values=preset.values,
                           preset=preset.to_dict(), base=base_name, corpus=list(settings.corpus),
                           output=str(settings.output), **settings.run_fields)
     if resolved:
@@ -138,13 +142,20 @@ def resumed_config(output: Path, num_proc: int | None = None) -> RunConfig:
 
 
 def ignored_on_resume(settings: Settings, extra: Sequence[str] = ()) -> list[str]:
-    """The options a resumed run does not apply (its saved config is authoritative)."""
-    flags = [k for k, v in settings.flags.items() if v is not None and not k.startswith("lora_")]
-    flags += ["--lora"] if any(k.startswith("lora_") and v is not None for k, v in settings.flags.items()) else []
-    run_options = [f"--{k.replace('_', '-')}" for k in ("dev", "dev_metric", "teacher", "prompt", "text_column")
-                   if settings.run_fields.get(k) is not None]
-    return flags + run_options + (["--set"] if settings.set_options else []) + (
-        ["--preset"] if settings.preset else []) + list(extra)
+    """The options a resumed run does not apply (its saved config is authoritative; only --num-proc, a setting of
+    the machine, applies), as the command line spells them."""
+    from sentadapt.run_spec import OPTIONS_BY_NAME
+
+    ignored: list[str] = []
+    for key, value in settings.flags.items():
+        if value is not None:
+            ignored.append("--lora" if key.startswith("lora_") else OPTIONS_BY_NAME[key].flag)
+    for key, value in settings.run_fields.items():
+        if value is not None and value != OPTIONS_BY_NAME[key].default and key != "num_proc":
+            ignored.append(OPTIONS_BY_NAME[key].flag)
+    ignored += ["--set"] if settings.set_options or settings.set_values else []
+    ignored += ["--preset"] if settings.preset else []
+    return list(dict.fromkeys(ignored + list(extra)))
 
 
 def check_run(config: Any, resume: bool, overwrite: bool, dry_run: bool, require_improvement: bool) -> None:

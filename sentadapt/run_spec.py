@@ -1,0 +1,193 @@
+"""The `adapt` command's options, declared once: what `sentadapt adapt` offers as flags, what `sentadapt.adapt()`
+takes as keywords, and where each value lands in the run's config.
+
+A flag that sets a config field names the field (`target` "train" → `TrainConfig`, "run" → `RunConfig`): its type
+and its default come from that field, so they are written once, in `config.py`; the command line's default is
+None ("the config decides": defaults < the recipe's paper settings < the preset < `--config` < flags < `--set`),
+except for the run fields that the command itself defaults (`--decision risk`). The other options steer the
+request (`--resume`, `--dry-run`, ...) and are declared here with their type and default. From this one table:
+
+- the CLI's `adapt` command is generated (cli/adapt.py: `command_signature`), options in this order;
+- `sentadapt.adapt()`'s keywords are checked against it (tests/test_run_spec.py: names and defaults), and every
+  other `TrainConfig` or recipe field is a keyword too (`adapt(..., distill_kind="mse")` = `--set distill_kind=mse`);
+- `Settings` routes the given values to the config (`settings_from`), so no list of options is written twice.
+
+A new config field is a `--set` key, an API keyword and a config.yaml entry with nothing else to write; a new flag
+for it is one `AdaptOption` here.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import typing
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from sentadapt.config import RunConfig, TrainConfig
+from sentadapt.errors import ConfigError
+
+TRAIN, RUN, REQUEST = "train", "run", "request"  # where an option's value goes
+
+
+def on_off(option: str, value: str | None) -> bool | None:
+    """An on|off flag's value (None: not given, the config decides)."""
+    if value is None:
+        return None
+    if value not in ("on", "off"):
+        raise ConfigError(f"{option}: '{value}' is not one of on, off")
+    return value == "on"
+
+
+@dataclass(frozen=True)
+class AdaptOption:
+    """One option of `adapt`: its Python name (the API keyword), its flag, help, and where its value goes."""
+
+    name: str
+    flag: str  # "--lr"; "" for the corpus argument
+    help: str
+    target: str = REQUEST  # TRAIN | RUN: the config field `name` | REQUEST: the request's own
+    annotation: Any = None  # REQUEST options: the type (config options take their field's)
+    default: Any = None  # REQUEST options, and RUN options whose command-line default is not None
+    short: str = ""  # "-o"
+    metavar: str | None = None
+    envvar: str | None = None
+    # the command line's type when it differs from the value's (`--tf32 on|off` for a bool), and the conversion
+    cli_type: Any = None
+    from_cli: Callable[[str, Any], Any] | None = None
+
+    @property
+    def value_type(self) -> Any:
+        """The option's type: the config field's (None allowed: not given) or the declared one."""
+        if self.target == REQUEST:
+            return self.annotation
+        field_type = typing.get_type_hints(TrainConfig if self.target == TRAIN else RunConfig)[self.name]
+        return field_type if self.target == RUN and self.default is not None else field_type | None
+
+
+def _option(name: str, flag: str, help: str, **settings: Any) -> AdaptOption:
+    return AdaptOption(name, flag, help, **settings)
+
+
+def _train(name: str, flag: str, help: str, **settings: Any) -> AdaptOption:
+    return AdaptOption(name, flag, help, target=TRAIN, **settings)
+
+
+def _run(name: str, flag: str, help: str, **settings: Any) -> AdaptOption:
+    return AdaptOption(name, flag, help, target=RUN, **settings)
+
+
+ADAPT_OPTIONS: tuple[AdaptOption, ...] = (
+    _option("corpus", "", "Text files (one sentence per line; .gz, .jsonl/.csv/.tsv with --text-column) or a Hub "
+            "dataset id. Not needed with --resume.", annotation=list[str], default=()),
+    _option("recipe", "--recipe", "consert (default, or the --config file's recipe) | sg-opt | clsr | auto (train "
+            "every recipe the inputs allow, keep one only if the dev set proves it; needs --dev and --max-steps).",
+            annotation=str | None),
+    _option("candidates", "--candidates", "--recipe auto: the candidates, comma-separated; each a recipe name, "
+            "optionally with settings after colons (e.g. consert, consert:lr=1e-5, sg-opt written without spaces). "
+            "Default: every recipe the inputs allow.", annotation=list[str], default=(), metavar="<spec>"),
+    _option("base", "--base", "Base model: folder or Hub id (default: named above).", annotation=str | None),
+    _run("teacher", "--teacher", "A stronger model (folder or Hub id, any width) whose in-batch similarities the "
+         "student learns (kl, weight --set teacher_weight=W, default 1); it encodes the corpus once before training "
+         "(cached) and replaces the base as distill's target."),
+    _option("output", "--output", "Run directory (becomes a sentence-transformers model).", short="-o",
+            annotation=str | Path, cli_type=Path, default=...),
+    _option("config", "--config", "Recipe YAML, e.g. recipes/consert.yaml.", annotation=Path | None),
+    _option("set_options", "--set", "Override any config key: --set temperature=0.05", annotation=list[str],
+            default=(), metavar="<k=v>"),
+    _option("preset", "--preset", "Which defaults apply: auto (default: tuned-base when --base is a "
+            "sentence-transformers model, else paper) | paper | tuned-base.", annotation=str | None),
+    _run("dev", "--dev", "stsb | sickr | a task FILE (scored or 0/1-labelled pairs, reranking .jsonl) | a BEIR "
+         "retrieval DIR | none. Default: STS-B dev when STS data is available."),
+    _run("dev_metric", "--dev-metric", "Dev metric that selects checkpoints (e.g. f1, mrr@10). Default: the task's "
+         "main metric (spearman, ap, map, ndcg@10)."),
+    _run("data_dir", "--data-dir", "Folder of STS JSON Lines files (for --dev stsb|sickr).",
+         envvar="SENTADAPT_DATA_DIR", cli_type=Path | None),
+    _run("text_column", "--text-column", "Column of .jsonl/.csv/.tsv corpora."),
+    _run("prompt", "--prompt", "The base's prompt (e.g. query) prepended to every training sentence, or none. "
+         "Default: the base's default_prompt_name, else none. Dev scores use the prompts eval uses."),
+    _run("encoding_errors", "--encoding-errors", "Invalid UTF-8 in the corpus: strict (stop, name the line) | "
+         "replace | skip.", default="strict"),
+    _run("num_proc", "--num-proc", "Processes tokenizing the corpus (default: cores)."),
+    _run("streaming", "--streaming", "Stream a Hub dataset corpus (no full download).", default=False),
+    _train("max_steps", "--max-steps", "Optimizer steps (overrides --epochs)."),
+    _train("epochs", "--epochs", "Passes over the corpus (--max-steps wins)."),
+    _train("batch_size", "--batch-size", "Global batch (in-batch negatives + 1)."),
+    _train("lr", "--lr", "Peak learning rate (default: the recipe's or preset's)."),
+    _train("max_length", "--max-length", "Tokens per training sentence."),
+    _train("grad_accum", "--grad-accum", "Micro-batches per optimizer step."),
+    _train("mixed_precision", "--mixed-precision", "no | fp16 | bf16."),
+    _train("tf32", "--tf32", "on (default) | off: fp32 matmuls on TF32 tensor cores (CUDA, Ampere and newer); off is "
+           "strict fp32.", cli_type=str | None, from_cli=on_off),
+    # named like --grad-accum (HF: gradient_checkpointing); a switch: absent means the config decides
+    _train("gradient_checkpointing", "--grad-checkpointing", "Recompute activations in backward: less memory (a "
+           "larger batch, more negatives) for about one more forward pass of time.", cli_type=bool,
+           from_cli=lambda _option, value: value or None),
+    _option("lora", "--lora", "Train LoRA adapters, the base frozen (pip install peft): r=16, alpha=32, dropout=0, "
+            "targets=attention | all-linear | query+value, comma-separated, any subset, or on. The model saved is "
+            "merged; its lora-adapter/ folder holds the adapters alone.", annotation=str | None),
+    _train("eval_every", "--eval-every", "Dev evaluation every N steps."),
+    _train("checkpoint_every", "--checkpoint-every", "Checkpoint every N steps."),
+    _train("patience", "--patience", "Evaluations without gain before stopping."),
+    _train("seed", "--seed", "Seed of data order and augmentations (default 42)."),
+    _train("report_to", "--report-to", "Experiment tracking through Accelerate: none (default) | tensorboard | "
+           "wandb | mlflow | all (every installed one). Events of tensorboard: OUTPUT/tensorboard/."),
+    _option("resume", "--resume", "Continue the run in --output from its last checkpoint. --resume auto: resume "
+            "when --output holds a checkpoint, else start fresh; a finished run exits 0 (rerun the same command "
+            "after preemption).", annotation=str | bool | None, cli_type=str | None, metavar="[auto]"),
+    _option("overwrite", "--overwrite", "Replace an existing non-empty --output.", annotation=bool, default=False),
+    _option("dry_run", "--dry-run", "Resolve and print the config, then exit (no weights).", annotation=bool,
+            default=False),
+    _option("trust_remote_code", "--trust-remote-code", "Allow model code from the Hub.", annotation=bool,
+            default=False),
+    _option("allow_pickle", "--allow-pickle", "Allow pickle (.bin) weights you trust.", annotation=bool,
+            default=False),
+    _run("decision", "--decision", "The use/keep rule: risk (default: use the adapted model when the risk that it "
+         "is no better than the base, the choice of checkpoint paid for, is at most --risk) | strict (the dev Δ's "
+         "paired 95 % CI excludes 0) | positive (any dev Δ > 0).", default="risk"),
+    _run("risk", "--risk", "The risk rule's limit: the largest accepted chance that the adapted model is no better "
+         "than the base (default 0.2).", default=0.2),
+    _option("require_improvement", "--require-improvement", "Exit with code 3 when the decision is keep-base: no "
+            "checkpoint beats the base model on the dev set, or the evidence does not pass the --decision rule. "
+            "For pipelines.", annotation=bool, default=False),
+)
+OPTIONS_BY_NAME = {option.name: option for option in ADAPT_OPTIONS}
+# RunConfig fields that `adapt` fills itself rather than from an option of the same name
+_FILLED_BY_ADAPT = {"recipe", "base", "corpus", "output", "preset", "train", "recipe_args"}
+
+
+def config_keys() -> list[str]:
+    """Every key `--set` accepts outside a recipe's own: the TrainConfig fields."""
+    return [f.name for f in dataclasses.fields(TrainConfig)]
+
+
+def route(values: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+    """The values of ADAPT_OPTIONS split by where they go: (TrainConfig fields, RunConfig fields, the request's)."""
+    train: dict[str, Any] = {}
+    run: dict[str, Any] = {}
+    request: dict[str, Any] = {}
+    for option in ADAPT_OPTIONS:
+        if option.name not in values:
+            continue
+        value = values[option.name]
+        if option.target == TRAIN:
+            train[option.name] = value
+        elif option.target == RUN:
+            run[option.name] = str(value) if isinstance(value, Path) else value
+        else:
+            request[option.name] = value
+    return train, run, request
+
+
+def from_command_line(values: Mapping[str, Any]) -> dict[str, Any]:
+    """The command line's values as the API takes them (`--tf32 on` → True, an absent switch → None)."""
+    return {name: (OPTIONS_BY_NAME[name].from_cli(OPTIONS_BY_NAME[name].flag, value)
+                   if OPTIONS_BY_NAME[name].from_cli is not None else value)
+            for name, value in values.items()}
+
+
+def run_fields_without_option() -> list[str]:
+    """RunConfig fields no option sets (checked by tests/test_run_spec.py: each is filled by adapt itself)."""
+    optioned = {option.name for option in ADAPT_OPTIONS if option.target == RUN}
+    return [f.name for f in dataclasses.fields(RunConfig) if f.name not in optioned | _FILLED_BY_ADAPT]

@@ -1,0 +1,95 @@
+"""The run spec (sentadapt/run_spec.py): the CLI's `adapt` options, the API's keywords and the config agree, and a
+config field with nothing else written is a `--set` key, an API keyword and a config.yaml entry (issue 35)."""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+from pathlib import Path
+
+import pytest
+import typer.main
+import yaml
+
+from sentadapt.cli import app
+from sentadapt.config import RunConfig, TrainConfig, load_run_config, save_run_config
+from sentadapt.errors import ConfigError
+from sentadapt.recipes import RECIPES
+from sentadapt.run_spec import ADAPT_OPTIONS, REQUEST, RUN, TRAIN, run_fields_without_option
+from sentadapt.train.adapt import adapt
+from tests.conftest import run_adapt
+
+API_ONLY = ("note", "progress", "config_keys")  # callbacks and the config keywords: no flag of their own
+
+
+def _cli_params() -> dict[str, object]:
+    command = typer.main.get_command(app).commands["adapt"]  # type: ignore[attr-defined]
+    return {param.name: param for param in command.params}
+
+
+def test_the_cli_offers_exactly_the_spec_options_with_their_flags_and_defaults() -> None:
+    params = _cli_params()
+    assert list(params) == [option.name for option in ADAPT_OPTIONS]
+    for option in ADAPT_OPTIONS:
+        param = params[option.name]
+        if option.flag:
+            assert option.flag in param.opts, option.name  # type: ignore[attr-defined]
+        default = param.default  # type: ignore[attr-defined]
+        if option.target == TRAIN:  # the config decides; a switch is off
+            assert default in (None, False), option.name
+        elif option.default is not ...:  # nothing given: None, [] and () alike
+            assert default == option.default or (_empty(default) and _empty(option.default)), option.name
+
+
+def _empty(value: object) -> bool:
+    return value is None or value == [] or value == ()
+
+
+def test_the_api_keywords_are_the_spec_options_with_the_same_defaults() -> None:
+    parameters = inspect.signature(adapt).parameters
+    assert sorted(name for name in parameters if name not in API_ONLY) == sorted(o.name for o in ADAPT_OPTIONS)
+    for option in ADAPT_OPTIONS:
+        default = parameters[option.name].default
+        expected = inspect.Parameter.empty if option.default is ... else option.default
+        assert default == expected, option.name
+
+
+def test_every_config_option_is_a_field_of_its_config_and_every_run_field_is_filled() -> None:
+    train_fields = {f.name for f in dataclasses.fields(TrainConfig)}
+    run_fields = {f.name for f in dataclasses.fields(RunConfig)}
+    for option in ADAPT_OPTIONS:
+        assert option.target in (TRAIN, RUN, REQUEST)
+        if option.target != REQUEST:
+            assert option.name in (train_fields if option.target == TRAIN else run_fields), option.name
+            assert option.value_type is not None
+    assert run_fields_without_option() == []  # a new RunConfig field needs an option (or adapt fills it)
+
+
+def test_every_field_without_a_flag_is_an_api_keyword(corpus: Path, tiny_model_dir: Path, tmp_path: Path) -> None:
+    """No list names them: a TrainConfig or recipe field is a keyword, typed, with --set's precedence."""
+    result = adapt(corpus, output=tmp_path / "run", base=str(tiny_model_dir), dry_run=True, lr=3e-5,
+                   distill_kind="mse", temperature=0.07, min_examples="500", set_options=["temperature=0.09"])
+    (config,) = result.configs
+    assert (config.train.lr, config.train.distill_kind, config.train.min_examples) == (3e-5, "mse", 500)
+    assert config.recipe_args.temperature == 0.07  # the keyword is applied after --set strings
+    with pytest.raises(ConfigError) as caught:
+        adapt(corpus, output=tmp_path / "run", base=str(tiny_model_dir), dry_run=True, distill_knd="mse")
+    assert str(caught.value).startswith("adapt(): Unknown keyword 'distill_knd'. Did you mean: distill_kind, ")
+
+
+def test_a_field_is_a_set_key_and_a_config_yaml_entry(corpus: Path, tiny_model_dir: Path, tmp_path: Path) -> None:
+    done = run_adapt(str(corpus), "--base", str(tiny_model_dir), "--output", str(tmp_path / "run"), "--dry-run",
+                     "--set", "distill_kind=cosine", "--tf32", "off", "--grad-checkpointing")
+    assert done.exit_code == 0, done.output
+    saved = yaml.safe_load(done.stdout)
+    assert (saved["train"]["distill_kind"], saved["train"]["tf32"], saved["train"]["gradient_checkpointing"]) == (
+        "cosine", False, True)
+
+
+def test_config_yaml_reads_back_every_field_it_wrote(corpus: Path, tiny_model_dir: Path, tmp_path: Path) -> None:
+    (config,) = adapt(corpus, output=tmp_path / "run", base=str(tiny_model_dir), dry_run=True, dev="none",
+                      decision="strict", risk=0.1, streaming=True, num_proc=2, distill_kind="mse").configs
+    path = tmp_path / "config.yaml"
+    save_run_config(config, path)
+    again = load_run_config(path, {name: RECIPES.get(name).Config for name in RECIPES})
+    assert again.to_dict() == config.to_dict()
