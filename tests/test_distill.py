@@ -171,20 +171,20 @@ def test_the_term_is_zero_at_step_0_and_grows_when_weights_move(tiny_encoder: En
 
 
 def test_sgopt_reuses_its_guide_and_consert_copies_once(tiny_encoder: Encoder) -> None:
-    recipe, *_ = _prepared("sg-opt", tiny_encoder)
-    assert recipe._frozen_base.encoder.backbone is recipe.guide
-    consert, module, *_ = _prepared("consert", Encoder.load(tiny_encoder.name, device="cpu"))
-    frozen = consert._frozen_base.encoder
+    recipe, _module, distillation, _batch = _prepared("sg-opt", tiny_encoder)
+    assert distillation.targets.frozen.encoder.backbone is recipe.guide
+    _consert, module, distillation, _batch = _prepared("consert", Encoder.load(tiny_encoder.name, device="cpu"))
+    frozen = distillation.targets.frozen.encoder
     assert frozen.backbone is not module.encoder.backbone and not frozen.training
     assert all(not p.requires_grad for p in frozen.parameters())
 
 
 def test_the_frozen_copy_is_not_part_of_the_trained_module(tiny_encoder: Encoder) -> None:
-    recipe, module, *_ = _prepared("consert", tiny_encoder)
+    recipe, module, distillation, _batch = _prepared("consert", tiny_encoder)
     plain = TrainingModule(module.encoder, module.heads, recipe)
     assert module.state_dict().keys() == plain.state_dict().keys()
     assert sum(p.numel() for p in module.parameters()) == sum(p.numel() for p in plain.parameters())
-    frozen = {id(p) for p in recipe._frozen_base.encoder.parameters()}
+    frozen = {id(p) for p in distillation.targets.frozen.encoder.parameters()}
     assert frozen and not frozen & {id(p) for p in module.parameters()}
 
 
@@ -241,8 +241,9 @@ def test_bad_values_fail_with_one_line(corpus: Path, tiny_model_dir: Path, tmp_p
     assert result.stderr.strip() == message
 
 
-def test_a_recipe_without_views_is_refused_when_it_registers(tiny_encoder: Encoder) -> None:
-    """Distillation views are part of the recipe contract: a recipe without them fails at import, not mid-run."""
+def test_a_recipe_of_the_four_required_methods_gets_distillation(tiny_encoder: Encoder) -> None:
+    """Distillation is outside the recipe contract: a recipe that declares only its data, heads, loss and export
+    registers, and distillation compares its exported vectors with the frozen base's (equal before any step)."""
     from sentadapt.recipes.base import RECIPES, RecipeBase, register_recipe
 
     class Bare(RecipeBase):
@@ -258,9 +259,19 @@ def test_a_recipe_without_views_is_refused_when_it_registers(tiny_encoder: Encod
         def prepare_export(self, encoder, heads):  # type: ignore[override]
             return encoder
 
-    with pytest.raises(TypeError) as error:
+    try:
         register_recipe("bare")(Bare)
-    assert str(error.value) == ("recipe 'bare': Bare does not implement distillation_base, distillation_student, "
-                                "prepare_distillation")
-    assert "bare" not in RECIPES
-    assert build_distillation(TrainConfig(), object(), tiny_encoder) is None  # type: ignore[arg-type]  # off: no hook
+        distillation = build_distillation(TrainConfig(distill=1.0, distill_kind="mse"), Bare(ConsertConfig(),
+                                                                                              tiny_encoder),
+                                          tiny_encoder)
+        assert distillation is not None
+        tokens = tiny_encoder.collate(tiny_encoder.tokenize_ids(list(TINY_SENTENCES[:4])))
+        batch = {"input_ids": tokens.input_ids, "attention_mask": tokens.attention_mask}
+        term = distillation.term(Bare(ConsertConfig(), tiny_encoder), tiny_encoder, torch.nn.ModuleDict(), batch)
+        assert term.item() == pytest.approx(0.0, abs=1e-10)
+        with torch.no_grad():  # a trained weight moves the student away from the frozen copy
+            tiny_encoder.backbone.embeddings.word_embeddings.weight.mul_(1.5)
+        assert distillation.term(Bare(ConsertConfig(), tiny_encoder), tiny_encoder, torch.nn.ModuleDict(),
+                                 batch).item() > 1e-4
+    finally:
+        RECIPES._items.pop("bare", None)  # type: ignore[attr-defined]

@@ -69,9 +69,10 @@ class RecipeBase(abc.ABC):
     """Every registered recipe subclasses this (`@register_recipe(NAME)` checks it).
 
     Required: the class variables `name`, `Config`, `trains_on`, `train_defaults`, `tuned_base_defaults`, and the
-    methods `needs`, `trainable_heads`, `compute_loss`, `prepare_export`, `prepare_distillation`,
-    `distillation_student`, `distillation_base`. Defaulted: `stage_name`/`stages_for` (one stage), `use_stage`
-    (nothing to switch), `check_corpus` (accept), `load_examples` (the tokenized corpus, for `needs == "sentences"`).
+    methods `needs`, `trainable_heads`, `compute_loss`, `prepare_export`: a recipe declares its data, its heads,
+    its loss and how it is exported. Defaulted: `stage_name`/`stages_for` (one stage), `use_stage` (nothing to
+    switch), `check_corpus` (accept), `load_examples` (the tokenized corpus, for `needs == "sentences"`), and the
+    two hooks distillation may use (`frozen_backbone`, `frozen_vectors`; train/distill.py does the rest).
     """
 
     # ------------------------------------------------------------------ required class variables
@@ -144,24 +145,20 @@ class RecipeBase(abc.ABC):
         """The encoder as it will be evaluated and saved (pooling set; training-only heads left out). Called once
         the base model has been scored, before any step, and again when `export` rebuilds a run's layout."""
 
-    # ------------------------------------------------------------------ distillation (required)
-    # `--set distill=W` or `--teacher MODEL` (sentadapt/train/distill.py): the loop adds W × D(student, target) to
-    # every loss. The student side is the recipe's; the target is the frozen base (`distillation_base`, after
-    # `prepare_distillation` ran once, after `prepare_export` and before any step or resumed checkpoint) or the
-    # teacher's cached vectors of the batch's examples (the loop puts them in the batch; the recipe does nothing).
-    @abc.abstractmethod
-    def prepare_distillation(self, encoder: Encoder) -> None:
-        """Keep what the base model's embeddings come from (a FrozenBase, or a frozen part the recipe has)."""
+    # ------------------------------------------------------------------ distillation (defaulted)
+    # `--set distill=W` or `--teacher MODEL`: train/distill.py compares each example's first text as the model is
+    # exported (with the gradient) with the frozen base's or the teacher's vectors of it, for every recipe, from the
+    # batch's tokens. Two hooks for recipes that hold something distillation can reuse:
+    def frozen_backbone(self, encoder: Encoder) -> nn.Module | None:
+        """A frozen copy of the base's backbone the recipe already keeps (SG-OPT's guide; CLSR never trains its
+        backbone), so distillation's base side shares it instead of copying the backbone. Called once, before
+        any step or resumed weights. Default None: distillation copies it."""
+        return None
 
-    @abc.abstractmethod
-    def distillation_student(self, encoder: Encoder, heads: nn.ModuleDict, batch: dict[str, Tensor]) -> Tensor:
-        """The batch's distilled sentences as the model is exported (export pooling and head, no dropout) WITH
-        gradient, shape (N, D): one per local example, in the batch's order (a sentence, an NLI premise, the
-        first sentence of a pair), as the examples' `texts` give them to the teacher."""
-
-    @abc.abstractmethod
-    def distillation_base(self, encoder: Encoder, heads: nn.ModuleDict, batch: dict[str, Tensor]) -> Tensor:
-        """The frozen base's vectors of the same sentences, without gradient, shape (N, D)."""
+    def frozen_vectors(self, batch: dict[str, Tensor]) -> Tensor | None:
+        """When the batch's examples are rows of a table of frozen vectors (CLSR), their first texts' rows: the
+        base's vectors, which the exported head turns into the student's. Default None: token batches."""
+        return None
 
 
 Recipe = RecipeBase  # the name the loop's type hints use

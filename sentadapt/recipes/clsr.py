@@ -161,15 +161,12 @@ class ClsrRecipe(RecipeBase):
         return encoder
 
     # ------------------------------------------------------------------ distillation (--set distill=W)
-    def prepare_distillation(self, encoder: Encoder) -> None:
-        """Nothing to copy: the frozen table IS the base model's output for every training sentence."""
+    def frozen_backbone(self, encoder: Encoder) -> nn.Module:
+        """CLSR never trains the backbone: it is its own frozen copy."""
+        return encoder.backbone
 
-    def distillation_student(self, encoder: Encoder, heads: nn.ModuleDict, batch: dict[str, Tensor]) -> Tensor:
-        """MLP(frozen) as exported, for the first sentence of each pair."""
-        return encoder.apply_head(self.distillation_base(encoder, heads, batch), start=encoder.frozen_head_layers)
-
-    def distillation_base(self, encoder: Encoder, heads: nn.ModuleDict, batch: dict[str, Tensor]) -> Tensor:
-        """The frozen vectors themselves, for the first sentence of each pair."""
+    def frozen_vectors(self, batch: dict[str, Tensor]) -> Tensor:
+        """The frozen table IS the base model's output: the rows of each pair's first sentence."""
         return self._table_on(batch["a_rows"].device)[batch["a_rows"]]
 
     def _table_on(self, device: Any) -> Tensor:

@@ -120,7 +120,6 @@ class ConsertRecipe(RecipeBase):
         self.position_offset = self._position_offset(encoder)
         self._check_model_supports_views(encoder)
         self._heads = nn.ModuleDict()
-        self._frozen_base: Any = None  # a FrozenBase, made by prepare_distillation when distill > 0
         if self.stage_mode in ("joint", "sup"):
             # softmax classifier over [r1, r2, |r1 − r2|] (Sentence-BERT's NLI head), 3 labels
             with torch.random.fork_rng(devices=[]):  # the process's own random state is left as it was
@@ -159,21 +158,6 @@ class ConsertRecipe(RecipeBase):
         name = resolve_export_pooling(self.config.export_pooling, encoder, paper="last2avg")
         encoder.pooling = Pooling.from_name(name, encoder.num_layers)
         return encoder
-
-    # ------------------------------------------------------------------ distillation (--set distill=W)
-    def prepare_distillation(self, encoder: Encoder) -> None:
-        from sentadapt.recipes.frozen_base import FrozenBase
-
-        self._frozen_base = FrozenBase(encoder)
-
-    def distillation_student(self, encoder: Encoder, heads: nn.ModuleDict, batch: dict[str, Tensor]) -> Tensor:
-        """A clean (un-augmented, dropout-off) pass with the export pooling; NLI: the premises."""
-        from sentadapt.recipes.frozen_base import clean_embeddings
-
-        return clean_embeddings(encoder, *_distilled_tokens(batch))
-
-    def distillation_base(self, encoder: Encoder, heads: nn.ModuleDict, batch: dict[str, Tensor]) -> Tensor:
-        return self._frozen_base.embed(encoder, *_distilled_tokens(batch))
 
     # ------------------------------------------------------------------ loss
     def compute_loss(self, encoder: Encoder, heads: nn.ModuleDict, batch: dict[str, Tensor]) -> LossOutput:
@@ -295,9 +279,3 @@ def _stack_padded(first: Tensor, second: Tensor) -> Tensor:
     pad = [0, 0] * (first.dim() - 2)
     return torch.cat([F.pad(first, [*pad, 0, width - first.shape[1]]),
                       F.pad(second, [*pad, 0, width - second.shape[1]])])
-
-
-def _distilled_tokens(batch: dict[str, Tensor]) -> tuple[Tensor, Tensor]:
-    """The sentences distillation compares: the corpus sentences, or the premises of an NLI batch."""
-    prefix = "" if "input_ids" in batch else "a_"
-    return batch[f"{prefix}input_ids"], batch[f"{prefix}attention_mask"]

@@ -131,7 +131,6 @@ class SgOptRecipe(RecipeBase):
         self._guide: list[nn.Module] = [guide]
         self._reference: dict[str, Tensor] = {}
         self._reference_device: Any = None
-        self._frozen_base: Any = None  # a FrozenBase around the guide, made by prepare_distillation (distill > 0)
         self.sentence_pooling = Pooling("cls")  # last layer, first token, no pooler MLP
 
         hidden = encoder.hidden_size
@@ -166,21 +165,9 @@ class SgOptRecipe(RecipeBase):
         return encoder
 
     # ------------------------------------------------------------------ distillation (--set distill=W)
-    def prepare_distillation(self, encoder: Encoder) -> None:
+    def frozen_backbone(self, encoder: Encoder) -> nn.Module:
         """The base's vectors come from the guide (BERT_F is the base model, frozen): no second copy."""
-        from sentadapt.recipes.frozen_base import FrozenBase
-
-        self._frozen_base = FrozenBase(encoder, backbone=self.guide)
-
-    def distillation_student(self, encoder: Encoder, heads: nn.ModuleDict, batch: dict[str, Tensor]) -> Tensor:
-        """The tuned copy as exported (export pooling and head, dropout off)."""
-        from sentadapt.recipes.frozen_base import clean_embeddings
-
-        return clean_embeddings(encoder, batch["input_ids"], batch["attention_mask"])
-
-    def distillation_base(self, encoder: Encoder, heads: nn.ModuleDict, batch: dict[str, Tensor]) -> Tensor:
-        """The guide with the export pooling and head."""
-        return self._frozen_base.embed(encoder, batch["input_ids"], batch["attention_mask"])
+        return self.guide
 
     # ------------------------------------------------------------------ loss
     def compute_loss(self, encoder: Encoder, heads: nn.ModuleDict, batch: dict[str, Tensor]) -> LossOutput:

@@ -1,9 +1,12 @@
 """Distillation for every recipe: toward the frozen base (`--set distill=W`) or a teacher (`--teacher MODEL`).
 
-One mechanism: the recipe supplies the batch's sentences as the model is exported, with the gradient
-(`Recipe.distillation_student`); a target source supplies vectors of the same sentences — the frozen base
-(`BaseTargets`: the recipe's `distillation_base`) or the teacher's vectors cached before training
-(`TeacherTargets`: the batch's rows of the table, which the batch builder copied into the batch). This adds
+One mechanism, the same for every recipe: the student is each example's first text (the sentence, an NLI
+premise, a pair's first sentence) as the model is exported — the encoder's pooling and head, dropout off, with the
+gradient (`student_vectors`); a target source supplies vectors of the same texts — the frozen base (`BaseTargets`:
+a `FrozenBase` copied before any step) or the teacher's vectors cached before training (`TeacherTargets`: the
+batch's rows of the table, which the batch builder copied into the batch). A recipe whose examples are rows of a
+frozen-vector table (CLSR) gives those rows (`frozen_vectors`): they are the base's vectors, and the exported head
+on them the student's. This adds
 W · D(student, target) to the recipe's loss and logs it as the `distill` part. D is `distillation_loss`: kl or
 sim-mse compare the N × N in-batch similarities (any two widths); mse or cosine compare each vector with its
 target, through a training-only projection when a teacher is of another width. A teacher replaces the base as
@@ -22,20 +25,40 @@ from torch import Tensor, nn
 from sentadapt.config import VECTOR_KINDS, TrainConfig
 from sentadapt.errors import ConfigError
 from sentadapt.recipes.base import LossOutput, RecipeBase
+from sentadapt.recipes.frozen_base import FrozenBase, clean_embeddings
 from sentadapt.recipes.losses import distillation_loss, world_size
 from sentadapt.rowfile import RowFile
 
 TEACHER_VECTORS = "teacher_vectors"  # the batch key of the teacher's vectors of the batch's examples
 
 
+def distilled_tokens(batch: dict[str, Tensor]) -> tuple[Tensor, Tensor]:
+    """Token ids and mask of each example's first text: the sentence, or the first of a pair (an NLI premise)."""
+    prefix = "" if "input_ids" in batch else "a_"
+    return batch[f"{prefix}input_ids"], batch[f"{prefix}attention_mask"]
+
+
+def student_vectors(recipe: RecipeBase, encoder: Any, batch: dict[str, Tensor]) -> Tensor:
+    """Each example's first text as the model is exported, with the gradient, shape (N, D), in the batch's order."""
+    rows = recipe.frozen_vectors(batch)
+    if rows is not None:  # the frozen part's output is given: the trained head on it
+        return encoder.apply_head(rows, start=encoder.frozen_head_layers)
+    return clean_embeddings(encoder, *distilled_tokens(batch))
+
+
 class BaseTargets:
-    """The frozen base's vectors, which the recipe computes from the batch (a FrozenBase, CLSR's table)."""
+    """The frozen base's vectors of the batch's first texts: a copy of the base taken before any step (shared with
+    the recipe when it keeps one), or the recipe's frozen rows."""
+
+    def __init__(self, frozen: FrozenBase) -> None:
+        self.frozen = frozen
 
     def batch_fields(self, rows: Sequence[int] | np.ndarray) -> dict[str, Tensor]:
         return {}
 
     def vectors(self, recipe: RecipeBase, encoder: Any, heads: nn.ModuleDict, batch: dict[str, Tensor]) -> Tensor:
-        return recipe.distillation_base(encoder, heads, batch)
+        rows = recipe.frozen_vectors(batch)
+        return rows if rows is not None else self.frozen.embed(encoder, *distilled_tokens(batch))
 
 
 class TeacherTargets:
@@ -64,11 +87,10 @@ class TeacherTargets:
 
 
 class Distillation:
-    def __init__(self, weight: float, kind: str, temperature: float,
-                 targets: BaseTargets | TeacherTargets | None = None, recipe_weight: float = 1.0,
-                 projection: nn.Linear | None = None) -> None:
+    def __init__(self, weight: float, kind: str, temperature: float, targets: BaseTargets | TeacherTargets,
+                 recipe_weight: float = 1.0, projection: nn.Linear | None = None) -> None:
         self.weight, self.kind, self.temperature = weight, kind, temperature
-        self.targets = targets or BaseTargets()
+        self.targets = targets
         self.recipe_weight = recipe_weight  # 0: the distillation term alone
         # student width → teacher width, for mse/cosine against a teacher of another width: trained with the
         # student (TrainingModule registers it, so the optimizer, DDP and checkpoints hold it), never exported
@@ -80,7 +102,7 @@ class Distillation:
 
     def term(self, recipe: RecipeBase, encoder: Any, heads: nn.ModuleDict, batch: dict[str, Tensor]) -> Tensor:
         """D(student, target) on this process's sentences, unweighted."""
-        student = recipe.distillation_student(encoder, heads, batch)
+        student = student_vectors(recipe, encoder, batch)
         if self.projection is not None:
             student = self.projection(student)
         return distillation_loss(self.kind, student, self.targets.vectors(recipe, encoder, heads, batch),
@@ -113,7 +135,7 @@ def build_distillation(config: TrainConfig, recipe: RecipeBase, encoder: Any,
                        teacher: RowFile | Tensor | None = None,
                        student_sample: Callable[[int], Tensor] | None = None) -> Distillation | None:
     """Toward `teacher` (its vectors of every example) when given; else None when distill = 0; else let the
-    recipe keep its frozen base (before any step or resumed weights). `student_sample(n)`: the student's vectors
+    base be copied (before any step or resumed weights load). `student_sample(n)`: the student's vectors
     of the first n examples, which a projection is fitted on before training."""
     if teacher is not None:
         targets = TeacherTargets(teacher)
@@ -128,8 +150,8 @@ def build_distillation(config: TrainConfig, recipe: RecipeBase, encoder: Any,
                             config.recipe_weight, projection)
     if config.distill == 0:
         return None
-    recipe.prepare_distillation(encoder)
-    return Distillation(config.distill, config.distill_kind, config.distill_temperature, None, config.recipe_weight)
+    targets = BaseTargets(FrozenBase(encoder, backbone=recipe.frozen_backbone(encoder)))
+    return Distillation(config.distill, config.distill_kind, config.distill_temperature, targets, config.recipe_weight)
 
 
 def fitted_projection(student_sample: Callable[[int], Tensor], targets: TeacherTargets, width: int) -> nn.Linear:
