@@ -19,7 +19,7 @@ from sentadapt.encoder import Encoder
 from sentadapt.train.distill import TEACHER_VECTORS
 from sentadapt.train.finish import train_stage
 from sentadapt.train.inputs import build_inputs
-from sentadapt.train.lifecycle import resumed_config
+from sentadapt.train.lifecycle import resumed_config, write_config
 from sentadapt.train.loop import Trainer, TrainingInterrupted
 from tests.conftest import ASSETS, FLOAT32_RTOL, TINY_SENTENCES, run_adapt, run_config
 from tests.test_distill import reference_kl
@@ -58,7 +58,8 @@ def _config(student: Path, teacher: Path, corpus: Path, output: Path, sets: tupl
 
 
 def _train(config, reporter=None, resume: bool = False, notes: list[str] | None = None):
-    Path(config.output).mkdir(parents=True, exist_ok=True)
+    if not resume:
+        write_config(config)  # as the lifecycle does before training: what `--resume` reads back
     note = notes.append if notes is not None else (lambda _t: None)
     return train_stage(Trainer(build_inputs(config, note), reporter), resume)
 
