@@ -2,18 +2,18 @@
 
     accelerate launch -m sentadapt adapt corpus.txt --recipe consert ...   # several GPUs / processes
 
-What it owns: seeding, data order, the optimizer (AdamW, or LARS for large-lr heads; no decay on
-biases and LayerNorm), warm-up then linear or cosine decay, gradient accumulation and clipping,
-mixed precision, dev evaluation with the same evaluator as `sentadapt eval`, best-model selection
-against the base model, early stopping, checkpoints (periodic, on Ctrl-C, SIGTERM or SIGUSR1, on a non-finite loss)
-and exact resume. Recipes only turn a batch into a loss.
+What it owns: seeding, the optimizer (AdamW, or LARS for large-lr heads; no decay on biases and LayerNorm),
+warm-up then linear or cosine decay, gradient accumulation, mixed precision, and *when* (and on which process)
+each step, dev evaluation, checkpoint (periodic, on Ctrl-C, SIGTERM or SIGUSR1, on a non-finite loss) and exact
+resume happens. Recipes only turn a batch into a loss.
 
 Batch size is GLOBAL: with P processes each holds batch_size / P sentences, and the recipes gather
 the views of all processes so the contrastive negatives come from the whole batch.
 
-Beside it: signals.py (stop requests: Ctrl-C and schedulers' signals), tracking.py (the Reporter and
-train.log), checkpoint.py (the checkpoint files and atomic writes). This module decides *when* and on
-which process; they do the rest.
+Beside it, one idea each: micro_batches.py (the data order), update.py (clip, check, step or skip on the
+device), guard.py (step records, the on_nan rule), signals.py (stop requests), dev_selection.py (the best model
+on the dev set, patience), tracking.py (the Reporter, train.log, trackers), checkpoint.py (checkpoint files).
+After `Trainer.run` returns, train/finish.py publishes the chosen model, decides and writes metrics.json.
 """
 
 from __future__ import annotations
