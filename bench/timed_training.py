@@ -23,6 +23,7 @@ def timed_run(recipe_name: str, flags: dict[str, Any], *, base: str, corpus: lis
     """Train `recipe_name` with its defaults overridden by `flags`, no dev set; return the two timings."""
     from sentadapt.config import build_config
     from sentadapt.recipes import RECIPES
+    from sentadapt.train.finish import train_stage
     from sentadapt.train.inputs import build_inputs
     from sentadapt.train.loop import SilentReporter, Trainer
 
@@ -41,5 +42,5 @@ def timed_run(recipe_name: str, flags: dict[str, Any], *, base: str, corpus: lis
     inputs = build_inputs(config, lambda _text: None, device=device)
     prepare_seconds = time.perf_counter() - started
     clock = LoopClock()
-    Trainer(inputs, clock).run()
+    train_stage(Trainer(inputs, clock))  # the run folder as `adapt` leaves it: model published, metrics.json
     return TimedRun(prepare_seconds, clock.seconds, inputs)

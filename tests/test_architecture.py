@@ -213,3 +213,76 @@ def test_outside_checker_sees_an_import_inside_a_function(tmp_path: Path) -> Non
     (tmp_path / "bench" / "script.py").write_text("def publish():\n    from experiments.doc_sections import wrap\n")
     assert _forbidden_imports(tmp_path / "bench", {"experiments"}) == [
         "bench/script.py imports experiments.doc_sections"]
+
+
+# ---------------------------------------------------------------- the Trainer only trains (issue 35)
+TRAINER_MAX_LINES, STEP_LOOP_MAX_LINES = 250, 60
+STEP_LOOP = "_train_steps"  # the one method where batches → loss → backward → step → evaluate / checkpoint reads
+
+
+def _trainer_class() -> ast.ClassDef:
+    tree = ast.parse((PACKAGE / "train" / "loop.py").read_text(encoding="utf-8"))
+    return next(node for node in tree.body if isinstance(node, ast.ClassDef) and node.name == "Trainer")
+
+
+def _lines(node: ast.AST) -> int:
+    return node.end_lineno - node.lineno + 1  # type: ignore[attr-defined, operator]
+
+
+def _self_attributes_assigned(function: ast.AST) -> set[str]:
+    names = set()
+    for node in ast.walk(function):
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(
+            node, (ast.AnnAssign, ast.AugAssign)) else []
+        for target in targets:
+            for part in ast.walk(target):
+                if isinstance(part, ast.Attribute) and isinstance(part.value, ast.Name) and part.value.id == "self":
+                    names.add(part.attr)
+    return names
+
+
+def test_the_trainer_is_small_and_its_step_loop_fits_on_a_screen() -> None:
+    trainer = _trainer_class()
+    methods = {node.name: node for node in trainer.body if isinstance(node, ast.FunctionDef)}
+    assert _lines(trainer) <= TRAINER_MAX_LINES, f"Trainer: {_lines(trainer)} lines; move an idea to a collaborator"
+    assert _lines(methods[STEP_LOOP]) <= STEP_LOOP_MAX_LINES, f"{STEP_LOOP} has {_lines(methods[STEP_LOOP])} lines"
+
+
+def test_the_trainer_declares_every_attribute_in_init_and_never_asks_getattr() -> None:
+    trainer = _trainer_class()
+    methods = [node for node in trainer.body if isinstance(node, ast.FunctionDef)]
+    declared = _self_attributes_assigned(next(m for m in methods if m.name == "__init__"))
+    for method in methods:
+        undeclared = _self_attributes_assigned(method) - declared
+        assert not undeclared, f"Trainer.{method.name} creates {sorted(undeclared)}; declare them in __init__"
+    for node in ast.walk(trainer):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("getattr", "hasattr"):
+            first = node.args[0] if node.args else None
+            assert not (isinstance(first, ast.Name) and first.id == "self"), \
+                f"line {node.lineno}: {node.func.id}(self, …); every attribute exists from __init__ on"
+
+
+def _functions_calling(name: str, paths: list[Path], root: Path = PACKAGE.parent) -> list[str]:
+    """`module:function` for every function in `paths` (under `root`) whose body calls `name` (itself excluded)."""
+    found = []
+    for path in paths:
+        module = ".".join(path.relative_to(root).with_suffix("").parts)
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) or node.name == name:
+                continue
+            if any(isinstance(call, ast.Call) and (getattr(call.func, "id", None) == name
+                                                   or getattr(call.func, "attr", None) == name)
+                   for call in ast.walk(node)):
+                found.append(f"{module}:{node.name}")
+    return found
+
+
+def test_config_yaml_has_one_writer() -> None:
+    """save_run_config is called by lifecycle.write_config alone; every run folder's config.yaml goes through it."""
+    assert _functions_calling("save_run_config", SOURCES) == ["sentadapt.train.lifecycle:write_config"]
+
+
+def test_the_writer_finder_sees_a_method_call_inside_a_nested_function(tmp_path: Path) -> None:
+    source = tmp_path / "probe.py"
+    source.write_text("def outer():\n    def inner():\n        config.save_run_config(c, p)\n")
+    assert _functions_calling("save_run_config", [source], tmp_path) == ["probe:outer", "probe:inner"]

@@ -237,26 +237,26 @@ def test_auto_dry_run_prints_each_candidate_config(corpus: Path, pairs_tsv: Path
 def test_an_interrupted_candidate_resumes_and_the_choice_matches_a_straight_run(
         corpus: Path, pairs_tsv: Path, train_pairs: Path, tiny_model_dir: Path, tmp_path: Path,
         monkeypatch: pytest.MonkeyPatch) -> None:
-    import sentadapt.train.loop as loop
+    import sentadapt.train.tracking as tracking
 
     straight = tmp_path / "straight"
     assert _auto(corpus, train_pairs, tiny_model_dir, pairs_tsv, straight).exit_code == 0
 
-    real_log = loop.Trainer._log
+    real_log = tracking.RunRecords.log
 
     def interrupt_second_candidate(self, record):  # Ctrl-C after step 3 of clsr: a checkpoint is written
         real_log(self, record)
-        if "clsr" in str(self.output) and record.get("step") == 3 and "loss" in record:
+        if "clsr" in str(self.train_log.path) and record.get("step") == 3 and "loss" in record:
             raise KeyboardInterrupt
 
-    monkeypatch.setattr(loop.Trainer, "_log", interrupt_second_candidate)
+    monkeypatch.setattr(tracking.RunRecords, "log", interrupt_second_candidate)
     interrupted = tmp_path / "interrupted"
     first = _auto(corpus, train_pairs, tiny_model_dir, pairs_tsv, interrupted)
     assert first.exit_code == 130, first.output
     assert f"resume with: sentadapt adapt --resume --output {interrupted}" in _flat(first.stderr)
     assert (interrupted / "candidates" / "consert-batch_size=8" / "metrics.json").is_file()
     assert not (interrupted / "metrics.json").exists()
-    monkeypatch.setattr(loop.Trainer, "_log", real_log)
+    monkeypatch.setattr(tracking.RunRecords, "log", real_log)
 
     resumed = run_adapt("--resume", "--output", str(interrupted))
     assert resumed.exit_code == 0, resumed.output

@@ -40,7 +40,7 @@ DRIVER = r'''
 import sys, time
 from pathlib import Path
 import sentadapt.train.checkpoint as checkpoint
-import sentadapt.train.loop as loop
+import sentadapt.train.tracking as tracking
 
 mode, step, marker = sys.argv[1], int(sys.argv[2]), Path(sys.argv[3])
 
@@ -51,7 +51,7 @@ def pause():
         time.sleep(0.01)
 
 
-real_save_file, real_log = checkpoint.save_file, loop.Trainer._log
+real_save_file, real_log = checkpoint.save_file, tracking.RunRecords.log
 
 
 def save_file(state, filename, *args, **kwargs):  # inside checkpoint STEP's write: weights written, no manifest
@@ -71,7 +71,7 @@ def log(self, record):  # after step STEP is logged, before its interrupt check 
             resource.setrlimit(resource.RLIMIT_FSIZE, (20_000, resource.RLIM_INFINITY))
 
 
-checkpoint.save_file, loop.Trainer._log = save_file, log
+checkpoint.save_file, tracking.RunRecords.log = save_file, log
 from sentadapt.cli import main
 sys.argv = ["sentadapt", "adapt", *sys.argv[4:]]
 main()

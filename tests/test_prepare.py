@@ -146,10 +146,10 @@ def test_same_sentences_token_ids_batches_and_losses_as_the_in_memory_path(tiny_
     old_inputs = build_inputs(old_config, lambda _t: None)
     old_inputs.examples = old
     Path(old_config.output).mkdir(parents=True)
-    import sentadapt.train.loop as loop
+    import sentadapt.train.micro_batches as micro_batches
 
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(loop, "plan_epoch", in_memory_plan_epoch)
+        patch.setattr(micro_batches, "plan_epoch", in_memory_plan_epoch)
         Trainer(old_inputs).run()
     new_losses, old_losses = (
         [json.loads(line)["loss"] for line in (tmp_path / run / "train.log").read_text().splitlines()]

@@ -19,7 +19,9 @@ from sentadapt.errors import ConfigError
 from sentadapt.recipes import RECIPES
 from sentadapt.recipes.losses import nt_xent, opt1_loss, opt2_loss, opt3_loss, squared_distance
 from sentadapt.recipes.sgopt import SgOptConfig, SgOptRecipe
+from sentadapt.train.finish import train_stage
 from sentadapt.train.inputs import build_inputs
+from sentadapt.train.lifecycle import write_config
 from sentadapt.train.loop import Trainer, TrainingInterrupted, TrainingModule
 from tests.conftest import adapt_option_error_imports_torch, cpu_state, run_checked, run_config
 from tests.conftest import run_adapt as _adapt
@@ -276,9 +278,10 @@ def sg_config(model: Path, corpus: Path, output: Path, dev: str | None = "none",
 
 
 def run(config, reporter=None, resume: bool = False):
-    Path(config.output).mkdir(parents=True, exist_ok=True)
+    if not resume:
+        write_config(config)  # as the lifecycle does before training: what `--resume` reads back
     inputs = build_inputs(config, lambda _t: None)
-    Trainer(inputs, reporter).run(resume=resume)
+    train_stage(Trainer(inputs, reporter), resume)
     return inputs
 
 

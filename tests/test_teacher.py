@@ -17,8 +17,9 @@ from safetensors.torch import load_file
 from sentadapt.data.batching import plan_epoch
 from sentadapt.encoder import Encoder
 from sentadapt.train.distill import TEACHER_VECTORS
+from sentadapt.train.finish import train_stage
 from sentadapt.train.inputs import build_inputs
-from sentadapt.train.lifecycle import resumed_config
+from sentadapt.train.lifecycle import resumed_config, write_config
 from sentadapt.train.loop import Trainer, TrainingInterrupted
 from tests.conftest import ASSETS, FLOAT32_RTOL, TINY_SENTENCES, run_adapt, run_config
 from tests.test_distill import reference_kl
@@ -57,9 +58,10 @@ def _config(student: Path, teacher: Path, corpus: Path, output: Path, sets: tupl
 
 
 def _train(config, reporter=None, resume: bool = False, notes: list[str] | None = None):
-    Path(config.output).mkdir(parents=True, exist_ok=True)
+    if not resume:
+        write_config(config)  # as the lifecycle does before training: what `--resume` reads back
     note = notes.append if notes is not None else (lambda _t: None)
-    return Trainer(build_inputs(config, note), reporter).run(resume=resume)
+    return train_stage(Trainer(build_inputs(config, note), reporter), resume)
 
 
 def test_the_teacher_tokenizes_for_itself(tiny_model_dir: Path, teacher_dir: Path) -> None:
@@ -76,8 +78,9 @@ def test_the_loss_is_the_kl_of_student_and_cached_teacher_similarities(tiny_mode
     config = _config(tiny_model_dir, teacher_dir, corpus, tmp_path / "run", ("teacher_weight=2", "recipe_weight=0"))
     trainer = Trainer(build_inputs(config, lambda _t: None))
     trainer._build(resume=False)
-    batch = trainer._micro_batch(0, {}, 0, 1)
-    rows = plan_epoch(trainer.lengths, 8, config.train.seed, 0, config.train.length_grouping)[0]
+    assert trainer.micro_batches is not None
+    batch = trainer.micro_batches(0)
+    rows = plan_epoch(trainer.micro_batches.lengths, 8, config.train.seed, 0, config.train.length_grouping)[0]
     lines = corpus.read_text().splitlines()
     texts = [lines[row] for row in rows]  # a 40-line corpus of distinct lines: example i is line i
 

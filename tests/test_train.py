@@ -15,7 +15,9 @@ import torch
 
 from sentadapt.config import TrainConfig
 from sentadapt.rundir import list_checkpoints
+from sentadapt.train.finish import train_stage
 from sentadapt.train.inputs import build_inputs
+from sentadapt.train.lifecycle import write_config
 from sentadapt.train.loop import SilentReporter, Trainer, TrainingDiverged, TrainingInterrupted
 from tests.conftest import FLOAT32_RTOL, count_tensor_calls, poison, run_checked, run_config
 
@@ -58,8 +60,9 @@ class Recorder(SilentReporter):
 
 
 def train(config, reporter=None, resume: bool = False):
-    Path(config.output).mkdir(parents=True, exist_ok=True)
-    return Trainer(build_inputs(config, lambda _t: None), reporter).run(resume=resume)
+    if not resume:
+        write_config(config)  # as the lifecycle does before training: what `--resume` reads back
+    return train_stage(Trainer(build_inputs(config, lambda _t: None), reporter), resume)
 
 
 def test_a_few_steps_lower_the_loss(tiny_model_dir: Path, toy_corpus: Path, tmp_path: Path) -> None:

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sentadapt.config import RunConfig, load_run_config, save_run_config
+from sentadapt.config import RunConfig, load_run_config
 from sentadapt.durable import publish_model, write_folder_atomically, write_text_atomically
 from sentadapt.errors import ConfigError
 from sentadapt.evaluation.decision import KEEP_BASE, decision_rule
@@ -26,6 +26,7 @@ from sentadapt.evaluation.selection import Choice, choose, weigh_candidates
 from sentadapt.recipes import RECIPES
 from sentadapt.rundir import OUTCOME_FILE, RunDir, candidate_folder
 from sentadapt.train.candidates import AUTO, Candidate, parse_candidates
+from sentadapt.train.lifecycle import write_config
 
 NEW, RESUME, FINISHED = "new", "resume", "finished"
 
@@ -56,8 +57,7 @@ def write_plan(output: Path, runs: Sequence[CandidateRun], shared: dict[str, Any
     import yaml
 
     for run in runs:
-        run.folder.mkdir(parents=True, exist_ok=True)
-        save_run_config(run.config, run.run_dir.config_file)
+        write_config(run.config)
     plan = {"recipe": AUTO, "candidates": [run.candidate.spec for run in runs], **shared}
     write_text_atomically(RunDir(output).auto_plan, yaml.safe_dump(plan, sort_keys=False))
 

@@ -21,7 +21,10 @@ later steps' updates were skipped on the device, so they changed nothing.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -67,10 +70,6 @@ class StepGuard:
         self.halted = torch.maximum(self.halted, stops)
         return torch.maximum(bad, self.halted)
 
-    def allows_skip(self, skips_so_far: int) -> bool:
-        """The host's replay of the same rule: may one more bad step be skipped (True) or must the run stop?"""
-        return self.on_nan == "skip" and skips_so_far < self.max_nan_skips
-
 
 class StepRecords:
     """Per-step device vectors [loss, gradient norm, bad, *parts] since the last read-back."""
@@ -102,3 +101,29 @@ class StepRecords:
                 for step, row in zip(self._steps, rows)]
         self._steps, self._rows = [], []
         return read
+
+
+class NanRule:
+    """The host's half of `on_nan`, replayed on the steps read back: a bad step within `max_nan_skips` is counted
+    and reported (its update was already skipped on the device); any other bad step stops the run."""
+
+    def __init__(self, on_nan: str, max_nan_skips: int, report: Callable[[str], None]) -> None:
+        self.on_nan, self.max_nan_skips, self.report = on_nan, max_nan_skips, report
+
+    def carries_on(self, read: ReadStep, state: Any) -> bool:
+        """False: the run must stop at `read.step`. A skipped step is counted in `state.nan_skips` (TrainState)."""
+        if not read.bad:
+            return True
+        if not (self.on_nan == "skip" and state.nan_skips < self.max_nan_skips):
+            return False
+        state.nan_skips += 1
+        what, value = read.failure()
+        self.report(f"step {read.step}: {what} is {value}; step skipped ({state.nan_skips}/{self.max_nan_skips})")
+        return True
+
+    def stop_message(self, read: ReadStep, checkpoint: Path) -> str:
+        what, value = read.failure()
+        skipped = f"{self.max_nan_skips} skipped step" + ("" if self.max_nan_skips == 1 else "s")
+        limit = f" after {skipped} (max_nan_skips)" if self.on_nan == "skip" else ""
+        return (f"{what} is {value} at step {read.step}; stopped{limit}. The last good weights are in {checkpoint}. "
+                "Try a lower --lr, a higher temperature, or --mixed-precision no")

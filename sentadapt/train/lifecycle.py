@@ -241,7 +241,6 @@ def train_run(config: Any, resume: bool, overwrite: bool, trust_remote_code: boo
               events: Events | None = None, base_dev: tuple[float, dict[str, Any]] | None = None) -> Any:
     """Train every stage of the recipe under the output folder's lock; returns the last stage's TrainResult (None
     on ranks other than 0). `base_dev`: the base model's dev score and outputs when already known (auto)."""
-    from sentadapt.config import save_run_config
     from sentadapt.recipes import RECIPES
     from sentadapt.train.inputs import build_inputs, stage_outputs
     from sentadapt.train.loop import Trainer
@@ -254,7 +253,7 @@ def train_run(config: Any, resume: bool, overwrite: bool, trust_remote_code: boo
     if main:
         lock = claim_output(output, overwrite and not resume, events.note)
         if not resume:
-            save_run_config(config, RunDir(output).config_file)  # the whole run's config, for --resume
+            write_config(config)  # the whole run's config, for --resume
     result = None
     stop = StopAtOnce()
     try:
@@ -271,6 +270,8 @@ def train_run(config: Any, resume: bool, overwrite: bool, trust_remote_code: boo
             stage_resume = resume and stage_dir.checkpoints.is_dir()
             if resume and not stage_resume and number == len(stages) == 1:
                 raise ConfigError(f"--resume: no checkpoint in {stage_dir.checkpoints}; start without --resume")
+            if main and not stage_resume and not stage_dir.has_config():
+                write_config(stage_config)  # an earlier stage's folder: what `--resume` of that stage reads back
             # later stages start from the previous stage's model, not the base: scored anew
             inputs = build_inputs(stage_config, events.note, device=device(), trust_remote_code=trust_remote_code,
                                   allow_pickle=allow_pickle, stage=stage, progress=events.progress,
@@ -288,13 +289,24 @@ def train_run(config: Any, resume: bool, overwrite: bool, trust_remote_code: boo
     return result if main else None
 
 
+def write_config(config: RunConfig) -> None:
+    """config.yaml in the run folder `config.output`: the one writer of that file. Written before training, so
+    `--resume` (and `--recipe auto`'s plan) read back exactly the settings the run trains with."""
+    from sentadapt.config import save_run_config
+
+    run_dir = RunDir(Path(config.output))
+    run_dir.path.mkdir(parents=True, exist_ok=True)
+    save_run_config(config, run_dir.config_file)
+
+
 def _train_stage(trainer: Any, resume: bool, output: Path) -> Any:
-    """Run the trainer; a write that fails (disk full, file too large, no permission) becomes one line that
-    says what is intact and how to continue."""
+    """Train, then publish and decide (train/finish.py); a write that fails (disk full, file too large, no
+    permission) becomes one line that says what is intact and how to continue."""
     from sentadapt.durable import describe_write_failure
+    from sentadapt.train.finish import train_stage
 
     try:
-        return trainer.run(resume=resume)
+        return train_stage(trainer, resume)
     except StorageError as error:
         raise StorageError(f"{error}; {_after_write_failure(trainer.checkpoints, output)}") from None
     except Exception as error:

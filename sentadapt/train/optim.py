@@ -95,3 +95,13 @@ def lr_multiplier(schedule: str, total_steps: int, warmup_ratio: float) -> Calla
         return max(0.0, 1.0 - progress)
 
     return multiplier
+
+
+def rewind_schedule(scheduler: Any, optimizer: torch.optim.Optimizer, multiplier: Callable[[int], float],
+                    step: int) -> None:
+    """The schedule and learning rate of `step` (a run that stops at a bad step goes back to its last good one;
+    the weights and the optimizer's moments and step counts already are there: the later updates were skipped)."""
+    scheduler.last_epoch = step
+    for group, base_lr in zip(optimizer.param_groups, scheduler.base_lrs):
+        group["lr"] = base_lr * multiplier(step)
+    scheduler._last_lr = [group["lr"] for group in optimizer.param_groups]  # what get_last_lr reads

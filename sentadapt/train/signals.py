@@ -102,6 +102,32 @@ class StopRequest(_SignalHandlers):
         return combine_max(self.signum)
 
 
+class StopPoll:
+    """At a step boundary: did any process get a stop signal? All processes get the same answer.
+
+    One process reads its own flag every step (no device involved). Several agree over a collective
+    (`combine_max`), which waits for the device: only every `check_every` steps and at step 1, where the step
+    records are read back anyway."""
+
+    def __init__(self, request: StopRequest, processes: int, combine_max: Callable[[int], int],
+                 check_every: int) -> None:
+        self.request, self.processes = request, processes
+        self.combine_max, self.check_every = combine_max, check_every
+        self.agreed_signal = 0  # what every process acts on (0: carry on)
+
+    def requested(self, step: int) -> bool:
+        if self.processes == 1:
+            self.agreed_signal = self.request.signum
+        elif step % self.check_every == 0 or step == 1:
+            self.agreed_signal = self.request.agreed(self.combine_max)
+        return self.agreed_signal != 0
+
+    @property
+    def signum(self) -> int:
+        """The signal to name when the run stops: the agreed one, else this process's own (0: none)."""
+        return self.agreed_signal or self.request.signum
+
+
 def stopped_by(signum: int, step: int, checkpoint: Path, output: Path) -> TrainingInterrupted:
     """The error a stopped run ends with: what stopped it, where the checkpoint is, how to go on."""
     signum = signum or signal.SIGINT  # a KeyboardInterrupt raised outside the handler

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
@@ -167,6 +168,49 @@ class Trackers:
         for tracker in self.accelerator.trackers:
             tracker.finish()
         self.accelerator.trackers = []
+
+
+class RunRecords:
+    """Where a run's numbers go, on the main process: train.log lines, also sent to the --report-to trackers;
+    each step read back from the device also goes to the Reporter (every process: other ranks' are silent)."""
+
+    def __init__(self, train_log: TrainLog, trackers: Trackers, reporter: Reporter, log_every: int,
+                 is_main: bool) -> None:
+        self.train_log, self.trackers, self.reporter = train_log, trackers, reporter
+        self.log_every, self.is_main = log_every, is_main
+
+    def log(self, record: dict[str, Any]) -> None:
+        """A train.log line, also sent to the trackers."""
+        if self.is_main:
+            self.train_log.append(record)
+            self.trackers.log(tracker_values(record), int(record["step"]))
+
+    def step(self, read: Any, state: Any, lr: float, examples_per_s: float) -> None:
+        """One step read back (guard.ReadStep): its losses reported, the distillation term kept for the summary
+        (TrainState), and a train.log line every `log_every` steps and at step 1."""
+        self.reporter.losses(read.step, read.loss, read.parts)
+        if "distill" in read.parts:
+            if state.distill_first is None:
+                state.distill_first = read.parts["distill"]
+            state.distill_last = read.parts["distill"]
+        if read.step % self.log_every == 0 or read.step == 1:
+            self.log({"step": read.step, "loss": read.loss, **read.parts, "lr": lr, "examples_per_s": examples_per_s})
+
+
+class Throughput:
+    """Examples per second since the last read-back (the host's clock: it never waits for the device)."""
+
+    def __init__(self) -> None:
+        self.started, self.examples = time.perf_counter(), 0
+
+    def add(self, examples: int) -> None:
+        self.examples += examples
+
+    def rate(self) -> float:
+        return self.examples / max(time.perf_counter() - self.started, 1e-9)
+
+    def restart(self) -> None:
+        self.started, self.examples = time.perf_counter(), 0
 
 
 def describe_run(accelerator: Any, train_config: Any) -> dict[str, Any]:

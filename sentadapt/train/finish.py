@@ -1,0 +1,109 @@
+"""After the trainer: publish the chosen model, weigh the dev evidence, decide, and write metrics.json (last: its
+presence marks a finished run). `train_stage` is one stage of `adapt`: the Trainer, then this."""
+
+from __future__ import annotations
+
+import shutil
+import time
+from collections.abc import Callable
+from typing import Any
+
+from sentadapt.durable import publish_model, verify_folder
+from sentadapt.errors import CheckpointError
+from sentadapt.evaluation.decision import Decision, decide, decision_rule, evidence_record, small_dev_note
+from sentadapt.evaluation.evaluator import dev_change_record, dev_evidence
+from sentadapt.evaluation.evidence import Evidence
+from sentadapt.rundir import RunDir
+from sentadapt.train.loop import Trainer, TrainingInputs
+from sentadapt.train.state import Training, TrainResult, TrainState
+from sentadapt.train.tracking import final_values, hyperparameters
+
+
+def train_stage(trainer: Trainer, resume: bool = False) -> TrainResult:
+    """Train, then publish and decide (main process; the others wait for the published model, which a next stage
+    loads on every process). The trackers are open for both: the final values go to them too."""
+    trainer.trackers.start(hyperparameters(trainer.config.to_dict()))
+    try:
+        training = trainer.run(resume=resume)
+        return finish(training, trainer.inputs, trainer.is_main, trainer.trackers.log,
+                      trainer.accelerator.wait_for_everyone)
+    finally:
+        trainer.trackers.finish()
+
+
+def finish(training: Training, inputs: TrainingInputs, is_main: bool,
+           log_to_trackers: Callable[[dict[str, Any], int], None], wait_for_everyone: Callable[[], None],
+           ) -> TrainResult:
+    state = training.state
+    # decided on the main process when metrics.json is written; the other processes report no decision
+    decision, note, published = Decision(None, "decided on the main process"), None, state.best_step or state.step
+    if is_main:
+        published = publish(RunDir(training.output), state, blind=inputs.evaluator is None)
+        metrics, decision, note = decide_and_record(training, inputs, published)
+        log_to_trackers(final_values(metrics), state.step)
+    wait_for_everyone()
+    return TrainResult(training.output, state, training.stopped, time.perf_counter() - training.started,
+                       inputs.dev_name, published, training.environment, decision, note, inputs.teacher,
+                       len(inputs.examples))
+
+
+def publish(run_dir: RunDir, state: TrainState, blind: bool) -> int:
+    """Move the chosen model from best/ to the top of the run directory; returns the step it is from."""
+    best = run_dir.best
+    if not best.is_dir():
+        raise CheckpointError(f"{best}: missing; the best model (step {state.best_step}) was lost, "
+                              "so nothing is published rather than a worse model")
+    step = state.step if blind else int(verify_folder(best).get("step", state.best_step or 0))
+    publish_model(best, run_dir.path)
+    shutil.rmtree(best)
+    return step
+
+
+def evidence_of(inputs: TrainingInputs, state: TrainState) -> Evidence | None:
+    """The dev set's evidence for the best checkpoint, paying for its choice among every evaluation (a run
+    resumed from a checkpoint written before evaluations were kept has only the best one to weigh)."""
+    outputs = state.dev_outputs
+    evaluations = state.dev_evaluations
+    best = str(state.best_step)
+    if best not in evaluations:
+        evaluations = {best: outputs["best"]} if "best" in outputs else {}
+    steps = list(evaluations)
+    chosen = steps.index(best) if best in steps else 0
+    return dev_evidence(inputs.evaluator, outputs.get("base"), [evaluations[s] for s in steps], chosen)
+
+
+def decide_and_record(training: Training, inputs: TrainingInputs, published_step: int,
+                      ) -> tuple[dict[str, Any], Decision, str | None]:
+    """The decision on the dev evidence, and metrics.json (with dev_outputs.json, what it weighed)."""
+    state, config, run_dir = training.state, inputs.config, RunDir(training.output)
+    change = dev_change_record(inputs.evaluator, state.dev_outputs)  # the Δ's paired CI
+    state.dev_change_ci = change["dev_change_ci"]
+    evidence = evidence_of(inputs, state)
+    rule = decision_rule(config)
+    decision = decide(state.dev_change, state.dev_change_ci, inputs.dev_name, evidence, rule)
+    note = small_dev_note(evidence, rule)
+    teacher = inputs.teacher
+    metrics = {
+        "recipe": config.recipe, "base_model": config.base, "dev": inputs.dev_name,
+        "base_score": state.base_score, "best_score": state.best_score,
+        "best_step": state.best_step, "dev_change": state.dev_change, "improved": state.improved,
+        **change, **decision.to_dict(), "decision_settings": rule.to_dict(),
+        "dev_evidence": evidence_record(evidence, rule), "dev_note": note,
+        "preset": config.preset,
+        "published_step": published_step, "steps": state.step,
+        "total_steps": state.total_steps, "history": state.history,
+        "pooling": inputs.encoder.pooling_name, "environment": training.environment,
+        "teacher": teacher.record() if teacher is not None else None,
+        "teacher_score": teacher.score if teacher is not None else None,
+        "teacher_gap_closed": None if teacher is None else teacher.gap_closed(state.base_score, state.best_score),
+        "examples": len(inputs.examples),
+        "distill_loss": None if state.distill_first is None else {
+            "first": state.distill_first, "last": state.distill_last},
+    }
+    if inputs.evaluator is not None and "base" in state.dev_outputs:
+        # the per-unit dev outputs of the base and of every evaluated step: what the decision weighed, so it
+        # can be recomputed (or weighed with --recipe auto's other candidates) without the models
+        run_dir.write_dev_outputs({"dev": inputs.dev_name, "base": state.dev_outputs["base"],
+                                   "evaluations": state.dev_evaluations})
+    run_dir.write_metrics(metrics)  # last: its presence marks a finished run
+    return metrics, decision, note

@@ -1,0 +1,59 @@
+"""The run's micro-batches on the host: number i of the whole run is a pure function of i (the seed, the epoch and
+this process's shard), so a resumed run sees exactly the batches it would have seen."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import torch
+
+from sentadapt.data.batching import (
+    RowPairs,
+    TokenizedExamples,
+    plan_epoch,
+    plan_neighbour_epoch,
+    shard,
+    teacher_neighbours,
+)
+from sentadapt.train.distill import Distillation
+
+
+class MicroBatches:
+    """`micro_batches(index)`: the collated micro-batch number `index` for process `rank` of `world`. Called from the
+    prefetch thread only: the epoch plan it caches is that thread's."""
+
+    def __init__(self, examples: TokenizedExamples | RowPairs, train_config: Any, pad_id: int,
+                 neighbours: np.ndarray | None, distillation: Distillation | None, rank: int, world: int) -> None:
+        self.examples, self.train_config, self.pad_id = examples, train_config, pad_id
+        self.neighbours, self.distillation = neighbours, distillation
+        self.rank, self.world = rank, world
+        self.lengths = examples.lengths()
+        self.plans: dict[int, np.ndarray] = {}  # the current epoch's batch plan only
+
+    def __call__(self, index: int) -> dict[str, torch.Tensor]:
+        cfg = self.train_config
+        epoch, position = divmod(index, len(self.examples) // cfg.batch_size)
+        if epoch not in self.plans:
+            self.plans.clear()
+            self.plans[epoch] = plan_epoch(self.lengths, cfg.batch_size, cfg.seed, epoch, cfg.length_grouping) \
+                if self.neighbours is None else plan_neighbour_epoch(self.neighbours, cfg.batch_size, cfg.seed, epoch)
+        indices = shard(self.plans[epoch][position], self.rank, self.world)
+        batch = self.examples.collate(indices, self.pad_id)
+        if self.distillation is not None:  # a teacher's rows of these examples travel with the batch
+            batch.update(self.distillation.batch_fields(indices))
+        return batch
+
+
+def neighbour_batches(teacher_vectors: Any | None, train_config: Any, report: Callable[[str], None],
+                      ) -> np.ndarray | None:
+    """Each example's nearest examples under the teacher, when the teacher composes the batches (else None)."""
+    if teacher_vectors is None or train_config.distill_batches != "neighbours":
+        return None
+    started = time.perf_counter()
+    neighbours = teacher_neighbours(teacher_vectors, train_config.distill_neighbours, train_config.seed)
+    report(f"neighbour batches: each example's {neighbours.shape[1]} nearest under the teacher, "
+           f"found in {time.perf_counter() - started:.1f} s")
+    return neighbours
