@@ -172,7 +172,8 @@ def check_run(config: RunConfig, resume: bool, overwrite: bool, dry_run: bool, r
     check_choice("--encoding-errors", config.encoding_errors, ENCODING_ERRORS)
     decision_rule(config)  # --decision / --risk
     resolve_trackers(config.train.report_to)  # a tracker that is not installed: say which extra, before loading
-    base = base if base is not None else resolve_model(config.base)
+    if base is None or base.name != config.base:  # not resolved yet (or for another name than the config's)
+        base = resolve_model(config.base)
     check_has_weights(base)
     # --prompt: a name of the base's prompts (or none); the default resolved to a name, so config.yaml says it
     config.prompt = read_prompts(base).name_for(PAIR, config.prompt, base.name)
