@@ -84,20 +84,20 @@ def _print_dry_runs(outcome: Any) -> None:
     """Each resolved config as a YAML document (stdout), with its preset notes (stderr); one per auto candidate."""
     import sys
 
-    for index, config in enumerate(outcome.configs):
+    for index, run in enumerate(outcome.resolved):
+        config = run.config
         if outcome.candidates:
             if index:
                 sys.stdout.write("---\n")
             note(f"candidate {index + 1}/{len(outcome.configs)}: {outcome.candidates[index]} → {config.output}")
-        _print_dry_run(config)
+        _print_dry_run(config, run.base)
 
 
-def _print_dry_run(config: Any) -> None:
+def _print_dry_run(config: Any, resolved: Any) -> None:
     import sys
 
     import yaml
 
-    resolved = config.resolved_model
     # Plain writes, not rich: the output is a config file (`--dry-run > run.yaml`), so no line may be wrapped at
     # the terminal width and no text rewritten (rich turns `:rocket:` in a path into an emoji).
     sys.stdout.write(yaml.safe_dump(config.to_dict(), sort_keys=False))

@@ -23,13 +23,14 @@ from sentadapt.train.lifecycle import (
     check_run,
     ignored_on_resume,
     is_main_process,
-    new_config,
+    new_config_and_base,
     recipe_of,
     resume_auto_mode,
     resumed_config,
     train_run,
 )
 from sentadapt.train.lock import held_by_another
+from sentadapt.train.resolved import ResolvedRun
 
 AUTO = "auto"
 
@@ -57,6 +58,7 @@ class AdaptOutcome:
     result: Any = None  # the single run's TrainResult (main process)
     auto: Any = None  # --recipe auto's AutoOutcome (main process)
     candidates: list[str] = field(default_factory=list)  # --recipe auto: each candidate's spec, in config order
+    resolved: list[ResolvedRun] = field(default_factory=list)  # each config's run as check_run resolved it
 
     @property
     def decision(self) -> Any:
@@ -89,25 +91,26 @@ def run(request: AdaptRequest, events: Events | None = None) -> AdaptOutcome:
     if _is_auto(output, resume, settings):
         return _adapt_auto(request, events, resume, overwrite)
     restart = mode != RESTART and RunDir(output).never_started()  # stopped before its first checkpoint
+    base = None  # the base model, when making the config resolved it (preset detection)
     if resume:
         config = resumed_config(output, settings.run_fields.get("num_proc"))
         _note_ignored(request, events, CONFIG_FILE)
     else:
-        config = new_config(settings)
+        config, base = new_config_and_base(settings)
     if restart and not request.dry_run and not held_by_another(output):  # a live run: the lock refuses it below
         saved = " with its saved config.yaml" if resume else ""
         events.for_process().note(f"--output {output}: holds a run stopped before its first checkpoint; starting it "
                                   f"again from the beginning{saved}")
     if restart:
         resume, overwrite = False, True
-    check_run(config, resume, overwrite, request.dry_run, request.require_improvement)
+    resolved = check_run(config, resume, overwrite, request.dry_run, request.require_improvement, base)
     if request.dry_run:
-        return AdaptOutcome(output, "dry-run", [config])
-    result = train_run(config, resume, overwrite, request.trust_remote_code, request.allow_pickle, events)
+        return AdaptOutcome(output, "dry-run", [config], resolved=[resolved])
+    result = train_run(resolved, resume, overwrite, request.trust_remote_code, request.allow_pickle, events)
     if request.require_improvement and result is not None and result.decision.keep_base:
         raise NoImprovement(f"--require-improvement: keep the base model: {result.decision.reason}; "
                             f"{result.output} holds what the run trained")
-    return AdaptOutcome(output, "trained", [config], result=result)
+    return AdaptOutcome(output, "trained", [config], result=result, resolved=[resolved])
 
 
 def _is_auto(output: Path, resume: bool, settings: Settings) -> bool:
@@ -127,6 +130,7 @@ def _adapt_auto(request: AdaptRequest, events: Events, resume: bool, overwrite: 
     from sentadapt.train.auto_run import check_auto, plan_auto, run_auto
 
     output = Path(request.settings.output)
+    base = None  # the base model, when planning resolved it (preset detection)
     if resume:
         if RunDir(output).is_finished():
             raise ConfigError(f"--resume: {output} is a finished run (metrics.json is written); nothing to resume — "
@@ -134,17 +138,18 @@ def _adapt_auto(request: AdaptRequest, events: Events, resume: bool, overwrite: 
         runs = read_plan(output)
         _note_ignored(request, events, "plan and configs", ("--candidates",) if request.candidates else ())
     else:
-        runs = plan_auto(request.settings, request.candidates)
-    check_auto(runs, output, resume, overwrite, request.dry_run, request.require_improvement)
+        runs, base = plan_auto(request.settings, request.candidates)
+    resolved = check_auto(runs, output, resume, overwrite, request.dry_run, request.require_improvement, base)
     configs = [run.config for run in runs]
     specs = [run.candidate.spec for run in runs]
     if request.dry_run:
-        return AdaptOutcome(output, "dry-run", configs, candidates=specs)
-    outcome = run_auto(runs, output, not resume, overwrite, request.trust_remote_code, request.allow_pickle, events)
+        return AdaptOutcome(output, "dry-run", configs, candidates=specs, resolved=resolved)
+    outcome = run_auto(runs, resolved, output, not resume, overwrite, request.trust_remote_code,
+                       request.allow_pickle, events)
     if request.require_improvement and outcome is not None and outcome.choice.chosen is None:
         raise NoImprovement(f"--require-improvement: keep the base model: {outcome.choice.reason}; "
                             f"{RunDir(output).candidates} holds what each candidate trained")
-    return AdaptOutcome(output, "trained", configs, auto=outcome, candidates=specs)
+    return AdaptOutcome(output, "trained", configs, auto=outcome, candidates=specs, resolved=resolved)
 
 
 @dataclass(frozen=True)

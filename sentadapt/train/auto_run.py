@@ -14,6 +14,7 @@ from typing import Any
 
 from sentadapt.errors import ConfigError
 from sentadapt.events import Note
+from sentadapt.resolve import ResolvedModel
 from sentadapt.train import auto
 from sentadapt.train.lifecycle import (
     Events,
@@ -25,6 +26,7 @@ from sentadapt.train.lifecycle import (
     is_main_process,
     train_run,
 )
+from sentadapt.train.resolved import DevSet, ResolvedRun, same_dev
 
 
 @dataclass
@@ -33,9 +35,9 @@ class AutoOutcome:
     record: dict[str, Any]  # OUTPUT/metrics.json
 
 
-def plan_auto(settings: Settings, candidates_option: list[str]) -> list[auto.CandidateRun]:
-    """The candidate runs of a new auto run (configs built and checked as `adapt --recipe NAME` would), with the
-    base model resolved once for all of them."""
+def plan_auto(settings: Settings, candidates_option: list[str]) -> tuple[list[auto.CandidateRun], ResolvedModel]:
+    """The candidate runs of a new auto run (configs built and checked as `adapt --recipe NAME` would), and the
+    base model, resolved once for all of them."""
     from sentadapt.presets import choose_preset
     from sentadapt.resolve import DEFAULT_BASE_MODEL, resolve_model
     from sentadapt.train.candidates import (
@@ -61,39 +63,39 @@ def plan_auto(settings: Settings, candidates_option: list[str]) -> list[auto.Can
         set_options=list(settings.set_options),
         preset_for=lambda recipe_class: choose_preset(settings.preset, lambda: resolved, recipe_class),
         base=base_name, **settings.run_fields)) for candidate in candidates]
-    for run in runs:
-        run.config.resolved_model = resolved
     check_budget([run.config for run in runs])
-    return runs
+    return runs, resolved
 
 
 def check_auto(runs: list[auto.CandidateRun], output: Path, resume: bool, overwrite: bool, dry_run: bool,
-               require_improvement: bool) -> None:
-    """What a single run checks, for every candidate; and a dev set, without which nothing can be chosen."""
+               require_improvement: bool, base: ResolvedModel | None = None) -> list[ResolvedRun]:
+    """What a single run checks, for every candidate; and a dev set, without which nothing can be chosen. Returns
+    each candidate's run resolved; the candidates share one resolved base and one dev set (read once) where their
+    configs name the same. `base`: already resolved (plan_auto)."""
     first = runs[0].config
-    if first.dev in (None, "none") and not _has_default_dev(first):
+    if first.dev in (None, "none") and DevSet.of(first).name is None:
         raise ConfigError("--recipe auto: needs a labelled dev set to choose among the candidates; pass --dev FILE "
                           "(e.g. 100 labelled pairs from your domain) or --dev stsb --data-dir DIR")
+    resolved: list[ResolvedRun] = []
     for run in runs:
-        check_run(run.config, resume, True, dry_run, require_improvement)
+        shared = resolved[0] if resolved else None
+        known_base = base if shared is None else shared.base if run.config.base == shared.config.base else None
+        known_dev = shared.dev if shared is not None and same_dev(run.config, shared.config) else None
+        resolved.append(check_run(run.config, resume, True, dry_run, require_improvement, known_base, known_dev))
     if dry_run:
-        return
+        return resolved
     if not resume and output.is_dir() and any(output.iterdir()) and not overwrite:
         raise ConfigError(f"--output {output}: exists and is not empty; pass --resume to continue that run "
                           "or --overwrite to replace it")
     check_writable(output)
+    return resolved
 
 
-def _has_default_dev(config: Any) -> bool:
-    from sentadapt.evaluation.task_types import resolve_dev_set
-
-    return resolve_dev_set(config.dev, config.data_dir, config.dev_metric)[0] is not None
-
-
-def run_auto(runs: list[auto.CandidateRun], output: Path, fresh: bool, overwrite: bool, trust_remote_code: bool,
-             allow_pickle: bool, events: Events | None = None) -> AutoOutcome | None:
+def run_auto(runs: list[auto.CandidateRun], resolved: list[ResolvedRun], output: Path, fresh: bool, overwrite: bool,
+             trust_remote_code: bool, allow_pickle: bool, events: Events | None = None) -> AutoOutcome | None:
     """Train the candidates in order (finished ones skipped, an interrupted one resumed), then choose and publish.
-    Returns the outcome on the main process, None on the others."""
+    `resolved`: each candidate's run as check_auto resolved it. Returns the outcome on the main process, None on the
+    others."""
     from sentadapt.train.signals import TrainingInterrupted
 
     events = (events or Events()).for_process()
@@ -106,14 +108,14 @@ def run_auto(runs: list[auto.CandidateRun], output: Path, fresh: bool, overwrite
             auto.write_plan(output, runs, {"base": first.base, "dev": first.dev, "max_steps": first.train.max_steps,
                                            "seed": first.train.seed})
     try:
-        evaluator, dev_name = _dev_evaluator(runs[0].config)
-        base = _base_dev(output, runs[0].config, evaluator, trust_remote_code, allow_pickle, events.note) \
-            if main else None
+        dev = resolved[0].dev  # check_auto made sure there is one
+        evaluator, dev_name = dev.evaluator, dev.name
+        base = _base_dev(output, resolved[0], trust_remote_code, allow_pickle, events.note) if main else None
         # each candidate trains through the single-run path; its own summary is left to the auto record
         quiet = Events(events.note, events.progress, events.reporter)
-        for index, run in enumerate(runs, start=1):
+        for index, (run, candidate_run) in enumerate(zip(runs, resolved, strict=True), start=1):
             try:
-                _train_candidate(run, index, len(runs), base, trust_remote_code, allow_pickle, quiet)
+                _train_candidate(run, candidate_run, index, len(runs), base, trust_remote_code, allow_pickle, quiet)
             except TrainingInterrupted as error:  # resuming continues the whole auto run, not this candidate alone
                 message = str(error).replace(f"--resume --output {run.folder}", f"--resume --output {output}")
                 raise TrainingInterrupted(f"candidate {run.candidate.spec}: {message}", error.signum) from None
@@ -129,34 +131,27 @@ def run_auto(runs: list[auto.CandidateRun], output: Path, fresh: bool, overwrite
             lock.unlink(missing_ok=True)
 
 
-def _dev_evaluator(config: Any) -> tuple[Any, str | None]:
-    from sentadapt.evaluation.task_types import resolve_dev_set
-
-    dev_name, make_evaluator = resolve_dev_set(config.dev, config.data_dir, config.dev_metric)
-    return make_evaluator(), dev_name
-
-
-def _base_dev(output: Path, config: Any, evaluator: Any, trust_remote_code: bool, allow_pickle: bool,
+def _base_dev(output: Path, run: ResolvedRun, trust_remote_code: bool, allow_pickle: bool,
               say: Note) -> tuple[float, dict[str, Any]]:
     """The base model's dev score and outputs: scored once (as the user has it: its own pooling) and shared by
     every candidate, so all Δs are against the same numbers; kept in OUTPUT/base_dev.json for --resume."""
     from sentadapt.encoder import Encoder
+    from sentadapt.train.inputs import base_dev_outputs
 
     saved = auto.load_base_dev(output)
     if saved is not None:
         return saved
-    encoder = Encoder.load(config.base, device=device(), trust_remote_code=trust_remote_code,
-                           allow_pickle=allow_pickle)
-    report = evaluator(encoder, batch_size=config.train.eval_batch_size, intervals=False)
-    base = (report.average, evaluator.outputs_of(report))
+    evaluator = run.dev.evaluator
+    encoder = Encoder.load(run.base, device=device(), trust_remote_code=trust_remote_code, allow_pickle=allow_pickle)
+    base = base_dev_outputs(evaluator, encoder, run.config)  # as the loop scores the base
     auto.save_base_dev(output, *base)
-    say(f"base model on {report.title if len(evaluator.tasks) > 1 else evaluator.tasks[0].name}: {base[0]:.2f} "
+    say(f"base model on {evaluator.title if len(evaluator.tasks) > 1 else evaluator.tasks[0].name}: {base[0]:.2f} "
         "(shared by every candidate)")
     return base
 
 
-def _train_candidate(run: auto.CandidateRun, index: int, total: int, base: Any, trust_remote_code: bool,
-                     allow_pickle: bool, events: Events) -> None:
+def _train_candidate(run: auto.CandidateRun, resolved: ResolvedRun, index: int, total: int, base: Any,
+                     trust_remote_code: bool, allow_pickle: bool, events: Events) -> None:
     from sentadapt.train.loop import TrainingDiverged
 
     say = events.note
@@ -170,12 +165,12 @@ def _train_candidate(run: auto.CandidateRun, index: int, total: int, base: Any, 
         return
     if status == auto.FINISHED:  # stopped between its metrics.json and its outcome: score its published model
         say(f"{where}: finished earlier in {run.folder}; scoring its model on the dev set again")
-        _rescore(run, trust_remote_code, allow_pickle)
+        _rescore(run, resolved.dev.evaluator, trust_remote_code, allow_pickle)
         return
     say(f"{where} → {run.folder}" + (" (resuming from its last checkpoint)" if status == auto.RESUME else ""))
     started = time.perf_counter()
     try:
-        result = train_run(run.config, status == auto.RESUME, status == auto.NEW, trust_remote_code, allow_pickle,
+        result = train_run(resolved, status == auto.RESUME, status == auto.NEW, trust_remote_code, allow_pickle,
                            events, base_dev=base)
     except TrainingDiverged as error:  # every rank agrees on a non-finite step, so every rank lands here
         if is_main_process():
@@ -190,10 +185,9 @@ def _train_candidate(run: auto.CandidateRun, index: int, total: int, base: Any, 
         f"Δ {state.dev_change:+.2f}); {duration(time.perf_counter() - started)}")
 
 
-def _rescore(run: auto.CandidateRun, trust_remote_code: bool, allow_pickle: bool) -> None:
+def _rescore(run: auto.CandidateRun, evaluator: Any, trust_remote_code: bool, allow_pickle: bool) -> None:
     from sentadapt.encoder import Encoder
 
-    evaluator, _ = _dev_evaluator(run.config)
     encoder = Encoder.load(str(run.folder), device=device(), trust_remote_code=trust_remote_code,
                            allow_pickle=allow_pickle)
     report = evaluator(encoder, batch_size=run.config.train.eval_batch_size, intervals=False)

@@ -7,13 +7,12 @@ from typing import Any
 from sentadapt import lora
 from sentadapt.config import RunConfig
 from sentadapt.encoder import Encoder
-from sentadapt.evaluation.task_types import resolve_dev_set
 from sentadapt.events import Note, Progress, no_progress
 from sentadapt.prompts import PAIR
-from sentadapt.recipes import RECIPES
 from sentadapt.recipes.base import TrainingData
 from sentadapt.rundir import RunDir
 from sentadapt.train.loop import TrainingInputs
+from sentadapt.train.resolved import ResolvedRun, resolve_run
 from sentadapt.train.teacher import teacher_table
 
 
@@ -25,10 +24,11 @@ def training_data(config: RunConfig, prompt: str = "") -> TrainingData:
                         encode_batch_size=config.train.eval_batch_size, prompt=prompt)
 
 
-def training_prompt(config: RunConfig, encoder: Encoder, note: Note) -> str:
-    """The text `--prompt` names ("" for none); the encoder learns its length, which forward() leaves out of
-    pooling when the base's Pooling says include_prompt: false (as sentence-transformers trains and encodes)."""
-    name = encoder.prompts.name_for(PAIR, config.prompt, encoder.name)
+def training_prompt(config: RunConfig, encoder: Encoder, note: Note, choice: str | None = None) -> str:
+    """The text `--prompt` names ("" for none; `choice`: the name check_run resolved, else config.prompt); the
+    encoder learns its length, which forward() leaves out of pooling when the base's Pooling says
+    include_prompt: false (as sentence-transformers trains and encodes)."""
+    name = encoder.prompts.name_for(PAIR, choice if choice is not None else config.prompt, encoder.name)
     prompt = encoder.prompts.for_side(PAIR, name, encoder.name)
     encoder.train_prompt_length = encoder.prompt_length(prompt, config.train.max_length)
     if prompt:
@@ -37,32 +37,35 @@ def training_prompt(config: RunConfig, encoder: Encoder, note: Note) -> str:
     return prompt
 
 
-def build_inputs(config: RunConfig, note: Note, device: str | None = None,
+def build_inputs(run: ResolvedRun | RunConfig, note: Note, device: str | None = None,
                  trust_remote_code: bool = False, allow_pickle: bool = False, stage: str | None = None,
                  progress: Progress | None = None,
                  base_dev: tuple[float, dict[str, Any]] | None = None) -> TrainingInputs:
-    """`base_dev`: the base model's (dev score, per-unit outputs) when already known (--recipe auto shares them);
-    with a teacher the base is scored here when it is not, once, to weigh the teacher against before training."""
-    recipe_class = RECIPES.get(config.recipe)
-    dev_name, make_evaluator = resolve_dev_set(config.dev, config.data_dir, config.dev_metric)
-    evaluator = make_evaluator() if make_evaluator is not None else None  # bad dev files fail before the model loads
-    encoder = Encoder.load(config.base, device=device or "cpu", trust_remote_code=trust_remote_code,
+    """`run`: the stage's run as check_run resolved it (a bare RunConfig, as tests and bench build, is resolved
+    here). `base_dev`: the base model's (dev score, per-unit outputs) when already known (--recipe auto shares
+    them); with a teacher the base is scored here when it is not, once, to weigh the teacher against before
+    training."""
+    run = run if isinstance(run, ResolvedRun) else resolve_run(run)
+    config = run.config
+    evaluator = run.dev.evaluator  # read once per run (check_run read it already); bad files fail before loading
+    encoder = Encoder.load(run.base, device=device or "cpu", trust_remote_code=trust_remote_code,
                            allow_pickle=allow_pickle)
     adapters = lora.settings_of(config.train)
     if adapters is not None:  # a target that names no layer fails now, not after the corpus and the base score
         lora.target_modules(encoder.backbone, adapters.targets)
-    recipe = recipe_class(config.recipe_args, encoder)
+    recipe = run.recipe_class(config.recipe_args, encoder)
     if stage is not None:
         recipe.use_stage(stage)
-    data = training_data(config, training_prompt(config, encoder, note))
+    data = training_data(config, training_prompt(config, encoder, note, run.prompt))
     examples = recipe.load_examples(data, encoder, note, progress or no_progress)
     teacher = None
     if config.teacher is not None:  # its vectors of these examples, once, before training
         if base_dev is None and evaluator is not None:  # the loop reuses it
             base_dev = base_dev_outputs(evaluator, encoder, config)
         teacher = teacher_table(config, examples, device or "cpu", note, progress or no_progress, trust_remote_code,
-                                allow_pickle, evaluator, student=encoder, base_dev=base_dev)
-    return TrainingInputs(config, encoder, recipe, examples, evaluator, dev_name, base_dev=base_dev, teacher=teacher)
+                                allow_pickle, evaluator, student=encoder, base_dev=base_dev, source=run.teacher)
+    return TrainingInputs(config, encoder, recipe, examples, evaluator, run.dev.name, base_dev=base_dev,
+                          teacher=teacher)
 
 
 def base_dev_outputs(evaluator: Any, encoder: Encoder, config: RunConfig) -> tuple[float, dict[str, Any]]:

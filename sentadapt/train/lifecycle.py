@@ -17,8 +17,10 @@ from typing import Any
 from sentadapt.config import RunConfig
 from sentadapt.errors import ConfigError, StorageError
 from sentadapt.events import Note, Progress, quiet
+from sentadapt.resolve import ResolvedModel
 from sentadapt.rundir import RunDir
 from sentadapt.train.lock import acquire_lock
+from sentadapt.train.resolved import DevSet, ResolvedRun
 from sentadapt.train.signals import StopAtOnce, stopped_early
 
 RESUME_LAST = "last"  # continue from the last checkpoint (a bare `--resume`)
@@ -100,7 +102,13 @@ def recipe_of(config_file: Path | None) -> str | None:
 
 def new_config(settings: Settings) -> RunConfig:
     """The config of a new run: defaults < the recipe's paper settings < the preset for the base < the --config
-    file < flags < --set; the base model resolved once (preset detection and the checks share it)."""
+    file < flags < --set."""
+    return new_config_and_base(settings)[0]
+
+
+def new_config_and_base(settings: Settings) -> tuple[RunConfig, ResolvedModel | None]:
+    """`new_config`, and the base model when preset detection resolved it (None when it did not need it): given to
+    `check_run` so that the base is resolved once."""
     from sentadapt.config import build_config
     from sentadapt.presets import choose_preset, with_teacher
     from sentadapt.recipes import RECIPES
@@ -111,9 +119,9 @@ def new_config(settings: Settings) -> RunConfig:
     recipe_name = settings.recipe or recipe_of(settings.config_file) or "consert"
     recipe_class = RECIPES.get(recipe_name)
     base_name = settings.base or DEFAULT_BASE_MODEL
-    resolved: list[Any] = []
+    resolved: list[ResolvedModel] = []
 
-    def resolve_base() -> Any:
+    def resolve_base() -> ResolvedModel:
         resolved.append(resolve_model(base_name))
         return resolved[0]
 
@@ -125,9 +133,7 @@ def new_config(settings: Settings) -> RunConfig:
                           preset_values=preset.values,
                           preset=preset.to_dict(), base=base_name, corpus=list(settings.corpus),
                           output=str(settings.output), **settings.run_fields)
-    if resolved:
-        config.resolved_model = resolved[0]
-    return config
+    return config, resolved[0] if resolved else None
 
 
 def resumed_config(output: Path, num_proc: int | None = None) -> RunConfig:
@@ -158,12 +164,14 @@ def ignored_on_resume(settings: Settings, extra: Sequence[str] = ()) -> list[str
     return list(dict.fromkeys(ignored + list(extra)))
 
 
-def check_run(config: Any, resume: bool, overwrite: bool, dry_run: bool, require_improvement: bool) -> None:
-    """Fail fast, before any weights load: model, corpus files, dev set, decision rule, output directory."""
+def check_run(config: RunConfig, resume: bool, overwrite: bool, dry_run: bool, require_improvement: bool,
+              base: ResolvedModel | None = None, dev: DevSet | None = None) -> ResolvedRun:
+    """Fail fast, before any weights load: model, corpus files, dev set, decision rule, output directory. Returns
+    the run resolved, for `train_run`: what was resolved and read here is not resolved or read again. `base`,
+    `dev`: already resolved (preset detection; --recipe auto's candidates share them)."""
     from sentadapt.config import check_choice
     from sentadapt.data.corpus import ENCODING_ERRORS, check_has_sentences, check_sources
     from sentadapt.evaluation.decision import decision_rule
-    from sentadapt.evaluation.task_types import resolve_dev_set
     from sentadapt.lora import check_run as check_lora
     from sentadapt.prompts import PAIR, read_prompts
     from sentadapt.recipes import RECIPES
@@ -175,38 +183,44 @@ def check_run(config: Any, resume: bool, overwrite: bool, dry_run: bool, require
     check_choice("--encoding-errors", config.encoding_errors, ENCODING_ERRORS)
     decision_rule(config)  # --decision / --risk
     resolve_trackers(config.train.report_to)  # a tracker that is not installed: say which extra, before loading
-    if getattr(config, "resolved_model", None) is None:  # preset detection may have resolved it already
-        config.resolved_model = resolve_model(config.base)
-    check_has_weights(config.resolved_model)
+    if base is None or base.name != config.base:  # not resolved yet (or for another name than the config's)
+        base = resolve_model(config.base)
+    check_has_weights(base)
     # --prompt: a name of the base's prompts (or none); the default resolved to a name, so config.yaml says it
-    config.prompt = read_prompts(config.resolved_model).name_for(PAIR, config.prompt, config.resolved_model.name)
+    config.prompt = read_prompts(base).name_for(PAIR, config.prompt, base.name)
+    teacher = None
     if config.teacher is not None:  # loads, and is not the base itself
-        check_teacher(config.teacher, config.resolved_model.location)
+        teacher = check_teacher(config.teacher, base.location)
     elif config.train.recipe_weight == 0 and config.train.distill == 0:
         raise ConfigError("recipe_weight: 0 leaves nothing to train; give --teacher MODEL or --set distill=W, "
                           "or a recipe_weight above 0")
-    check_lora(config.train, RECIPES.get(config.recipe))  # peft installed; a recipe that trains the encoder
-    check_sources(config.corpus)  # a missing file, a directory, a fake .gz, an unreachable Hub dataset
     recipe_class = RECIPES.get(config.recipe)
+    check_lora(config.train, recipe_class)  # peft installed; a recipe that trains the encoder
+    check_sources(config.corpus)  # a missing file, a directory, a fake .gz, an unreachable Hub dataset
     recipe_class.check_corpus(config.corpus, config.recipe_args)  # e.g. CLSR: pairs, not sentences
     if recipe_class.trains_on == TEXT:  # an empty corpus is found now, not after the model loaded
         check_has_sentences(config.corpus, config.text_column, config.encoding_errors)
-    dev_name, make_dev_evaluator = resolve_dev_set(config.dev, config.data_dir, config.dev_metric)
-    if make_dev_evaluator is not None and not dry_run:
-        make_dev_evaluator()  # reads and checks the whole dev set (no torch) before anything is written
-    if require_improvement and dev_name is None:
+    dev = dev if dev is not None else DevSet.of(config)
+    if not dry_run:
+        _ = dev.evaluator  # reads and checks the whole dev set (no torch) before anything is written; kept
+    if require_improvement and dev.name is None:
         raise ConfigError("--require-improvement: needs a labelled dev set to compare with the base model; "
                           "pass --dev FILE (e.g. 100 labelled pairs from your domain) or --dev stsb --data-dir DIR")
+    run = ResolvedRun(config, base, recipe_class, dev, teacher, config.prompt)
+    if not dry_run and is_main_process():  # other ranks would see the directory rank 0 just made
+        _check_output(config, base, resume, overwrite)
+    return run
+
+
+def _check_output(config: RunConfig, base: ResolvedModel, resume: bool, overwrite: bool) -> None:
     output = Path(config.output)
-    if dry_run or not is_main_process():  # other ranks would see the directory rank 0 just made
-        return
     if output.exists() and not output.is_dir():
         raise ConfigError(f"--output {output}: exists and is not a directory")
     if not resume and output.is_dir() and any(output.iterdir()) and not overwrite:
         raise ConfigError(f"--output {output}: exists and is not empty; pass --resume to continue that run "
                           "or --overwrite to replace it")
     check_writable(output)
-    _check_free_space(config, output)
+    _check_free_space(config, base, output)
 
 
 def check_writable(output: Path) -> None:
@@ -216,11 +230,10 @@ def check_writable(output: Path) -> None:
     check_writable_place(f"--output {output}", output)
 
 
-def _check_free_space(config: Any, output: Path) -> None:
+def _check_free_space(config: RunConfig, resolved: ResolvedModel, output: Path) -> None:
     """Refuse before training when checkpoints and the model would not fit (known for local base models only)."""
     from sentadapt.train.storage import check_free_space, weights_bytes
 
-    resolved = config.resolved_model
     weights = weights_bytes(Path(resolved.location)) if resolved.is_local else None
     if weights is not None:
         check_free_space(output, weights, config.train.keep_checkpoints)
@@ -237,16 +250,17 @@ def claim_output(output: Path, replace: bool, note: Callable[[str], None]) -> Pa
     return acquire_lock(output, note)
 
 
-def train_run(config: Any, resume: bool, overwrite: bool, trust_remote_code: bool, allow_pickle: bool,
+def train_run(run: ResolvedRun, resume: bool, overwrite: bool, trust_remote_code: bool, allow_pickle: bool,
               events: Events | None = None, base_dev: tuple[float, dict[str, Any]] | None = None) -> Any:
     """Train every stage of the recipe under the output folder's lock; returns the last stage's TrainResult (None
-    on ranks other than 0). `base_dev`: the base model's dev score and outputs when already known (auto)."""
-    from sentadapt.recipes import RECIPES
+    on ranks other than 0). `run`: what check_run resolved. `base_dev`: the base model's dev score and outputs
+    when already known (auto)."""
     from sentadapt.train.inputs import build_inputs, stage_outputs
     from sentadapt.train.loop import Trainer
     from sentadapt.train.tracking import NoteReporter
 
     events = (events or Events()).for_process()
+    config = run.config
     output = Path(config.output)
     main = is_main_process()
     lock = None
@@ -258,7 +272,7 @@ def train_run(config: Any, resume: bool, overwrite: bool, trust_remote_code: boo
     stop = StopAtOnce()
     try:
         stop.__enter__()  # a signal while loading stops at once (the loop handles its own while it trains)
-        stages = stage_outputs(config, RECIPES.get(config.recipe).stages_for(config.recipe_args))
+        stages = stage_outputs(config, run.recipe_class.stages_for(config.recipe_args))
         for number, (stage, stage_config) in enumerate(stages, start=1):
             stage_dir = RunDir(stage_config.output)
             # only a resumed run skips finished stages (with --overwrite, rank 0 may not have deleted them yet)
@@ -273,9 +287,9 @@ def train_run(config: Any, resume: bool, overwrite: bool, trust_remote_code: boo
             if main and not stage_resume and not stage_dir.has_config():
                 write_config(stage_config)  # an earlier stage's folder: what `--resume` of that stage reads back
             # later stages start from the previous stage's model, not the base: scored anew
-            inputs = build_inputs(stage_config, events.note, device=device(), trust_remote_code=trust_remote_code,
-                                  allow_pickle=allow_pickle, stage=stage, progress=events.progress,
-                                  base_dev=base_dev if number == 1 else None)
+            inputs = build_inputs(run.for_stage(stage_config), events.note, device=device(),
+                                  trust_remote_code=trust_remote_code, allow_pickle=allow_pickle, stage=stage,
+                                  progress=events.progress, base_dev=base_dev if number == 1 else None)
             reporter = events.reporter() if events.reporter is not None else NoteReporter(events.note)
             result = _train_stage(Trainer(inputs, reporter), stage_resume, output)
             if main and events.stage_done is not None:

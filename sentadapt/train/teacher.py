@@ -93,18 +93,25 @@ def dev_encode_seconds(student: Any, teacher: Any, texts: list[str], batch_size:
     return best[0], best[1]
 
 
-def check_teacher(teacher: str, base_location: str) -> None:
-    """Before any weights load: the teacher must resolve to a model that holds weights and is not the base model
-    itself, or be a vectors file that exists (its contents are read once the corpus is, in `teacher_table`)."""
+def teacher_source(teacher: str) -> ResolvedModel | Path:
+    """--teacher as a vectors file (its path) or a model (resolved)."""
     from sentadapt.data.vectors import is_vectors_path
+
+    return Path(teacher) if is_vectors_path(teacher) else resolve_teacher(teacher)
+
+
+def check_teacher(teacher: str, base_location: str) -> ResolvedModel | Path:
+    """Before any weights load: the teacher must resolve to a model that holds weights and is not the base model
+    itself, or be a vectors file that exists (its contents are read once the corpus is, in `teacher_table`).
+    Returns the teacher resolved (`teacher_source`), for the run to load without resolving it again."""
     from sentadapt.resolve import check_has_weights
 
-    if is_vectors_path(teacher):
-        if not Path(teacher).is_file():
+    resolved = teacher_source(teacher)
+    if isinstance(resolved, Path):
+        if not resolved.is_file():
             raise DataError(f"--teacher {teacher}: no such file; give a model (folder or Hub id) or a vectors file "
                             "(.jsonl, .parquet, or .npy with a .txt of its sentences beside it)")
-        return
-    resolved = resolve_teacher(teacher)
+        return resolved
     if resolved.location == base_location:
         raise ConfigError(f"--teacher {teacher}: is the base model itself; a teacher must be another, stronger "
                           "model")
@@ -112,6 +119,7 @@ def check_teacher(teacher: str, base_location: str) -> None:
         check_has_weights(resolved)
     except ModelError as error:
         raise ModelError(f"--teacher {error}") from None
+    return resolved
 
 
 def resolve_teacher(teacher: str) -> ResolvedModel:
@@ -127,20 +135,22 @@ def resolve_teacher(teacher: str) -> ResolvedModel:
 def teacher_table(config: RunConfig, examples: Any, device: str, note: Note,
                   progress: Progress, trust_remote_code: bool = False,
                   allow_pickle: bool = False, evaluator: Any = None, student: Any = None,
-                  base_dev: tuple[float, dict[str, Any]] | None = None) -> TeacherTable:
+                  base_dev: tuple[float, dict[str, Any]] | None = None,
+                  source: ResolvedModel | Path | None = None) -> TeacherTable:
     """The teacher's vectors of every example (from its model, or looked up in its vectors file), its dev score
     weighed against the base's `base_dev` (score, per-unit outputs) when there is a dev set, and — for a model —
-    its speed against `student` on the dev sentences."""
-    from sentadapt.data.vectors import is_vectors_path
-
+    its speed against `student` on the dev sentences. `source`: the teacher as check_run resolved it (None:
+    resolved here)."""
     assert config.teacher is not None
     if config.train.distill > 0:
         note(f"--teacher: the teacher replaces the base as the distillation target (distill={config.train.distill} "
              f"is not applied; teacher_weight={config.train.teacher_weight})")
     weigh = Weighing(config, evaluator, base_dev, note)
-    if is_vectors_path(config.teacher):
+    source = source if source is not None else teacher_source(config.teacher)
+    if isinstance(source, Path):
         return _file_table(config, examples, note, weigh)
-    return _model_table(config, examples, device, note, progress, trust_remote_code, allow_pickle, weigh, student)
+    return _model_table(config, source, examples, device, note, progress, trust_remote_code, allow_pickle, weigh,
+                        student)
 
 
 @dataclass(frozen=True)
@@ -167,16 +177,15 @@ class Weighing:
         return report.average, lead
 
 
-def _model_table(config: RunConfig, examples: Any, device: str, note: Note, progress: Progress,
-                 trust_remote_code: bool, allow_pickle: bool, weigh: Weighing, student: Any) -> TeacherTable:
+def _model_table(config: RunConfig, resolved: ResolvedModel, examples: Any, device: str, note: Note,
+                 progress: Progress, trust_remote_code: bool, allow_pickle: bool, weigh: Weighing,
+                 student: Any) -> TeacherTable:
     """Load the teacher, weigh it on the dev set and time it against `student` on the dev sentences, then take its
     vectors of every example's text (cached), and let the teacher go."""
     from sentadapt.embedding_cache import cached_table
     from sentadapt.encoder import Encoder
     from sentadapt.recipes.base import token_limit
 
-    assert config.teacher is not None
-    resolved = resolve_teacher(config.teacher)  # check_run has compared it with the base
     teacher = Encoder.load(resolved, device=device, trust_remote_code=trust_remote_code, allow_pickle=allow_pickle)
     limit = token_limit(teacher, config.train.max_length)
     note(f"teacher: {resolved.name} → {resolved.location} ({teacher.embedding_dim} dims, {teacher.pooling_name} "
