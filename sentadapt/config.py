@@ -15,11 +15,12 @@ import types
 import typing
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from sentadapt.errors import ConfigError
 from sentadapt.registry import one_line, unknown_name_message
 
+T = TypeVar("T")
 MIXED_PRECISION = ("no", "fp16", "bf16")
 ON_NAN = ("stop", "skip")
 REPORT_TO = ("none", "tensorboard", "wandb", "mlflow", "all")  # --report-to (train/tracking.py)
@@ -39,9 +40,10 @@ class RecipeConfig:
         """Raise ConfigError naming the setting that is out of range (a recipe with ranges overrides this)."""
 
 
-@dataclass
+@dataclass(frozen=True)
 class TrainConfig:
-    """What the one training loop needs, whatever the recipe."""
+    """What the one training loop needs, whatever the recipe. Frozen, like RunConfig: built once (`build_config`),
+    then only read; a changed copy is `dataclasses.replace(config, ...)`."""
 
     max_steps: int = 0  # optimizer steps; 0 = derived from `epochs`
     epochs: float = 1.0
@@ -152,9 +154,10 @@ class TrainConfig:
         check_range("lora_dropout", self.lora_dropout, 0, 1, high_open=True)
 
 
-@dataclass
+@dataclass(frozen=True)
 class RunConfig:
-    """Everything a run needs; saved as `config.yaml` in the output directory."""
+    """Everything a run needs; saved as `config.yaml` in the output directory. Frozen: every option lands in it once,
+    in `build_config`, and nothing after that changes it in place (a stage's or a resumed run's config is a copy)."""
 
     recipe: str
     base: str
@@ -265,14 +268,16 @@ def coerce(name: str, value: Any, annotation: Any) -> Any:
     return value
 
 
-def apply_overrides(target: Any, overrides: dict[str, Any], where: str) -> None:
-    """Set dataclass fields from a mapping, coercing types; unknown keys are errors."""
+def with_overrides(target: T, overrides: dict[str, Any], where: str) -> T:
+    """A copy of the dataclass `target` with fields from a mapping, types coerced; unknown keys are errors."""
     hints = typing.get_type_hints(type(target))
     names = [f.name for f in dataclasses.fields(target)]
+    changes = {}
     for key, value in overrides.items():
         if key not in names:
             raise ConfigError(f"{where}: " + unknown_name_message("key", key, names))
-        setattr(target, key, coerce(f"{where}: {key}", value, hints[key]))
+        changes[key] = coerce(f"{where}: {key}", value, hints[key])
+    return dataclasses.replace(target, **changes)
 
 
 def parse_set_options(items: list[str]) -> dict[str, str]:
@@ -343,23 +348,23 @@ def build_config(
     RunConfig. `preset_values` (a recipe's tuned-base defaults) may name training or recipe fields; `set_values`
     are typed `--set` values (the API's config keywords)."""
     train = TrainConfig()
-    apply_overrides(train, recipe_train_defaults, f"recipe {recipe_name} defaults")
+    train = with_overrides(train, recipe_train_defaults, f"recipe {recipe_name} defaults")
     recipe_args = recipe_config_class()
     preset_recipe, preset_train = split_set_options(preset_values or {}, recipe_args)
-    apply_overrides(recipe_args, preset_recipe, f"recipe {recipe_name} tuned_base_defaults")
-    apply_overrides(train, preset_train, f"recipe {recipe_name} tuned_base_defaults")
+    recipe_args = with_overrides(recipe_args, preset_recipe, f"recipe {recipe_name} tuned_base_defaults")
+    train = with_overrides(train, preset_train, f"recipe {recipe_name} tuned_base_defaults")
     if yaml_path is not None:
         data = load_yaml(yaml_path)
         if data.get("recipe", recipe_name) != recipe_name:
             raise ConfigError(
                 f"{yaml_path}: is a config for recipe '{data['recipe']}', but --recipe is '{recipe_name}'"
             )
-        apply_overrides(train, data.get("train") or {}, f"{yaml_path}: train")
-        apply_overrides(recipe_args, data.get("recipe_args") or {}, f"{yaml_path}: recipe_args")
-    apply_overrides(train, {k: v for k, v in flag_overrides.items() if v is not None}, "option")
+        train = with_overrides(train, data.get("train") or {}, f"{yaml_path}: train")
+        recipe_args = with_overrides(recipe_args, data.get("recipe_args") or {}, f"{yaml_path}: recipe_args")
+    train = with_overrides(train, {k: v for k, v in flag_overrides.items() if v is not None}, "option")
     to_recipe, to_train = split_set_options({**parse_set_options(set_options), **(set_values or {})}, recipe_args)
-    apply_overrides(recipe_args, to_recipe, "--set")
-    apply_overrides(train, to_train, "--set")
+    recipe_args = with_overrides(recipe_args, to_recipe, "--set")
+    train = with_overrides(train, to_train, "--set")
     train.validate()
     recipe_args.validate()
     return RunConfig(recipe=recipe_name, train=train, recipe_args=recipe_args, **run_fields)
@@ -381,12 +386,12 @@ def load_run_config(path: Path, recipe_configs: dict[str, type]) -> RunConfig:
         raise ConfigError(f"--resume: {path} not found; is this a sentadapt run directory?")
     data = yaml.safe_load(path.read_text(encoding="utf-8"))
     train = TrainConfig()
-    apply_overrides(train, data.get("train") or {}, f"{path}: train")
+    train = with_overrides(train, data.get("train") or {}, f"{path}: train")
     recipe_class = recipe_configs.get(data["recipe"])
     if recipe_class is None:
         raise ConfigError(f"{path}: unknown recipe '{data['recipe']}'")
     recipe_args = recipe_class()
-    apply_overrides(recipe_args, data.get("recipe_args") or {}, f"{path}: recipe_args")
+    recipe_args = with_overrides(recipe_args, data.get("recipe_args") or {}, f"{path}: recipe_args")
     # every saved field as written (not coerced: "none" is a value of dev and prompt, unlike None); a field a run
     # saved before it existed gets today's default, except the prompt: runs saved before prompts trained without one
     saved = {f.name: data[f.name] for f in dataclasses.fields(RunConfig)

@@ -3,6 +3,7 @@ another vocabulary; the teacher's vectors are computed once, cached, and carried
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from collections.abc import Callable, Iterator
@@ -53,7 +54,7 @@ def teacher_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def _config(student: Path, teacher: Path, corpus: Path, output: Path, sets: tuple[str, ...] = (), **flags: object):
     config = run_config("consert", student, corpus, output, {**FLAGS, **flags}, list(sets))
-    config.teacher = str(teacher)
+    config = dataclasses.replace(config, teacher=str(teacher))
     return config
 
 
@@ -103,7 +104,7 @@ def test_the_loss_is_the_kl_of_student_and_cached_teacher_similarities(tiny_mode
 def test_the_teacher_is_scored_with_the_runs_dev_evaluator(tiny_model_dir: Path, teacher_dir: Path, corpus: Path,
                                                             pairs_tsv: Path, tmp_path: Path) -> None:
     config = run_config("consert", tiny_model_dir, corpus, tmp_path / "run", FLAGS, [], dev=str(pairs_tsv))
-    config.teacher = str(teacher_dir)
+    config = dataclasses.replace(config, teacher=str(teacher_dir))
     inputs = build_inputs(config, lambda _t: None)
     expected = inputs.evaluator(Encoder.load(teacher_dir, device="cpu"), intervals=False).average
     assert inputs.teacher.score == pytest.approx(expected, rel=FLOAT32_RTOL)
@@ -377,7 +378,7 @@ def test_the_teacher_is_weighed_against_the_base_before_training(tiny_model_dir:
                                                                  tmp_path: Path) -> None:
     """One line with both dev scores, the lead and its paired CI; the base is scored once (the loop reuses it)."""
     config = run_config("consert", tiny_model_dir, corpus, tmp_path / "run", FLAGS, [], dev=str(pairs_tsv))
-    config.teacher = str(teacher_dir)
+    config = dataclasses.replace(config, teacher=str(teacher_dir))
     notes: list[str] = []
     inputs = build_inputs(config, notes.append)
     base = inputs.evaluator(Encoder.load(tiny_model_dir, device="cpu"), intervals=False).average

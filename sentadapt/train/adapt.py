@@ -4,6 +4,7 @@ returns what happened; the caller renders it (the CLI: rich tables; the API: a r
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -104,6 +105,7 @@ def run(request: AdaptRequest, events: Events | None = None) -> AdaptOutcome:
     if restart:
         resume, overwrite = False, True
     resolved = check_run(config, resume, overwrite, request.dry_run, request.require_improvement, base)
+    config = resolved.config  # as checked: the prompt resolved to a name
     if request.dry_run:
         return AdaptOutcome(output, "dry-run", [config], resolved=[resolved])
     result = train_run(resolved, resume, overwrite, request.trust_remote_code, request.allow_pickle, events)
@@ -140,6 +142,8 @@ def _adapt_auto(request: AdaptRequest, events: Events, resume: bool, overwrite: 
     else:
         runs, base = plan_auto(request.settings, request.candidates)
     resolved = check_auto(runs, output, resume, overwrite, request.dry_run, request.require_improvement, base)
+    # each candidate's config as checked (its prompt resolved to a name): what its config.yaml says
+    runs = [dataclasses.replace(run, config=checked.config) for run, checked in zip(runs, resolved, strict=True)]
     configs = [run.config for run in runs]
     specs = [run.candidate.spec for run in runs]
     if request.dry_run:

@@ -12,6 +12,7 @@ candidate's model published at the top of OUTPUT, and OUTPUT/metrics.json. No pr
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -70,7 +71,7 @@ def read_plan(output: Path) -> list[CandidateRun]:
     for candidate in parse_candidates(plan.get("candidates") or [], where=str(run_dir.auto_plan)):
         config_file = run_dir.candidate(candidate.name).config_file
         config = load_run_config(config_file, {name: RECIPES.get(name).Config for name in RECIPES})
-        config.output = str(config_file.parent)  # the directory may have moved since
+        config = dataclasses.replace(config, output=str(config_file.parent))  # the directory may have moved since
         runs.append(CandidateRun(candidate, config))
     if not runs:
         raise ConfigError(f"{run_dir.auto_plan}: lists no candidates")

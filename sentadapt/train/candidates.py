@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sentadapt.config import RunConfig, TrainConfig, apply_overrides, build_config, load_yaml
+from sentadapt.config import RunConfig, TrainConfig, build_config, load_yaml, with_overrides
 from sentadapt.errors import ConfigError
 from sentadapt.recipes import RECIPES
 from sentadapt.recipes.base import PAIRS, TEXT
@@ -148,7 +148,7 @@ def auto_yaml_settings(path: str | Path | None) -> tuple[dict[str, Any], list[st
         raise ConfigError(f"{path}: recipe_args apply to one recipe, not to recipe: auto; give each candidate its "
                           "settings in candidates: (e.g. - consert:temperature=0.05)")
     train = data.get("train") or {}
-    apply_overrides(TrainConfig(), train, f"{path}: train")
+    with_overrides(TrainConfig(), train, f"{path}: train")  # checked here, so an error names the file
     listed = data.get("candidates") or []
     if not isinstance(listed, list):
         raise ConfigError(f"{path}: candidates: expected a list such as [consert, 'sg-opt:lr=1e-5']")

@@ -7,6 +7,7 @@ happens goes to the `Events` callbacks (the CLI renders them with rich; the API'
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 from collections.abc import Callable, Sequence
@@ -142,8 +143,8 @@ def resumed_config(output: Path, num_proc: int | None = None) -> RunConfig:
     from sentadapt.recipes import RECIPES
 
     config = load_run_config(RunDir(output).config_file, {name: RECIPES.get(name).Config for name in RECIPES})
-    config.output = str(output)  # the directory may have been moved since it was written
-    config.num_proc = num_proc or config.num_proc
+    # the directory may have been moved since it was written; num_proc is the machine's, not the run's
+    config = dataclasses.replace(config, output=str(output), num_proc=num_proc or config.num_proc)
     return config
 
 
@@ -187,7 +188,7 @@ def check_run(config: RunConfig, resume: bool, overwrite: bool, dry_run: bool, r
         base = resolve_model(config.base)
     check_has_weights(base)
     # --prompt: a name of the base's prompts (or none); the default resolved to a name, so config.yaml says it
-    config.prompt = read_prompts(base).name_for(PAIR, config.prompt, base.name)
+    config = dataclasses.replace(config, prompt=read_prompts(base).name_for(PAIR, config.prompt, base.name))
     teacher = None
     if config.teacher is not None:  # loads, and is not the base itself
         teacher = check_teacher(config.teacher, base.location)
