@@ -24,11 +24,10 @@ def training_data(config: RunConfig, prompt: str = "") -> TrainingData:
                         encode_batch_size=config.train.eval_batch_size, prompt=prompt)
 
 
-def training_prompt(config: RunConfig, encoder: Encoder, note: Note, choice: str | None = None) -> str:
-    """The text `--prompt` names ("" for none; `choice`: the name check_run resolved, else config.prompt); the
-    encoder learns its length, which forward() leaves out of pooling when the base's Pooling says
-    include_prompt: false (as sentence-transformers trains and encodes)."""
-    name = encoder.prompts.name_for(PAIR, choice if choice is not None else config.prompt, encoder.name)
+def training_prompt(config: RunConfig, encoder: Encoder, note: Note) -> str:
+    """The text `--prompt` names ("" for none); the encoder learns its length, which forward() leaves out of
+    pooling when the base's Pooling says include_prompt: false (as sentence-transformers trains and encodes)."""
+    name = encoder.prompts.name_for(PAIR, config.prompt, encoder.name)
     prompt = encoder.prompts.for_side(PAIR, name, encoder.name)
     encoder.train_prompt_length = encoder.prompt_length(prompt, config.train.max_length)
     if prompt:
@@ -56,7 +55,7 @@ def build_inputs(run: ResolvedRun | RunConfig, note: Note, device: str | None = 
     recipe = run.recipe_class(config.recipe_args, encoder)
     if stage is not None:
         recipe.use_stage(stage)
-    data = training_data(config, training_prompt(config, encoder, note, run.prompt))
+    data = training_data(config, training_prompt(config, encoder, note))
     examples = recipe.load_examples(data, encoder, note, progress or no_progress)
     teacher = None
     if config.teacher is not None:  # its vectors of these examples, once, before training

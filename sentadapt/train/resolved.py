@@ -1,6 +1,6 @@
 """A run worked out once: what `check_run` resolved and read before any weights load (the base model, the teacher,
-the dev set, the recipe class, the prompt), handed to `train_run` and `build_inputs` so that nothing is parsed or
-resolved a second time."""
+the dev set, the recipe class; the prompt is resolved into its config), handed to `train_run` and `build_inputs`
+so that nothing is parsed or resolved a second time."""
 
 from __future__ import annotations
 
@@ -54,7 +54,6 @@ class ResolvedRun:
     recipe_class: Any  # the recipe's class (a sentadapt.recipes.base.Recipe subclass)
     dev: DevSet
     teacher: ResolvedModel | Path | None = None  # --teacher: a model resolved, or a vectors file; None: no teacher
-    prompt: str | None = None  # the --prompt name resolved against the base's prompts (None: the encoder decides)
 
     def for_stage(self, stage_config: RunConfig) -> ResolvedRun:
         """The run of one stage: a later stage starts from the previous stage's model, a folder that exists only
@@ -69,5 +68,4 @@ def resolve_run(config: RunConfig) -> ResolvedRun:
     from sentadapt.train.teacher import teacher_source
 
     teacher = None if config.teacher is None else teacher_source(config.teacher)
-    return ResolvedRun(config, resolve_model(config.base), RECIPES.get(config.recipe), DevSet.of(config), teacher,
-                       config.prompt)
+    return ResolvedRun(config, resolve_model(config.base), RECIPES.get(config.recipe), DevSet.of(config), teacher)
