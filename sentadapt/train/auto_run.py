@@ -73,14 +73,15 @@ def check_auto(runs: list[auto.CandidateRun], output: Path, resume: bool, overwr
     each candidate's run resolved; the candidates share one resolved base and one dev set (read once) where their
     configs name the same. `base`: already resolved (plan_auto)."""
     first = runs[0].config
-    if first.dev in (None, "none") and DevSet.of(first).name is None:
+    first_dev = DevSet.of(first)  # the first candidate's, and every candidate's that names the same
+    if first.dev in (None, "none") and first_dev.name is None:
         raise ConfigError("--recipe auto: needs a labelled dev set to choose among the candidates; pass --dev FILE "
                           "(e.g. 100 labelled pairs from your domain) or --dev stsb --data-dir DIR")
     resolved: list[ResolvedRun] = []
     for run in runs:
         shared = resolved[0] if resolved else None
         known_base = base if shared is None else shared.base if run.config.base == shared.config.base else None
-        known_dev = shared.dev if shared is not None and same_dev(run.config, shared.config) else None
+        known_dev = first_dev if shared is None else shared.dev if same_dev(run.config, shared.config) else None
         resolved.append(check_run(run.config, resume, True, dry_run, require_improvement, known_base, known_dev))
     if dry_run:
         return resolved

@@ -38,11 +38,11 @@ def distilled_tokens(batch: dict[str, Tensor]) -> tuple[Tensor, Tensor]:
     return batch[f"{prefix}input_ids"], batch[f"{prefix}attention_mask"]
 
 
-def student_vectors(recipe: RecipeBase, encoder: Any, batch: dict[str, Tensor]) -> Tensor:
-    """Each example's first text as the model is exported, with the gradient, shape (N, D), in the batch's order."""
-    rows = recipe.frozen_vectors(batch)
-    if rows is not None:  # the frozen part's output is given: the trained head on it
-        return encoder.apply_head(rows, start=encoder.frozen_head_layers)
+def student_vectors(encoder: Any, batch: dict[str, Tensor], frozen_rows: Tensor | None) -> Tensor:
+    """Each example's first text as the model is exported, with the gradient, shape (N, D), in the batch's order.
+    `frozen_rows`: the recipe's frozen vectors of those texts (Recipe.frozen_vectors), when its examples are rows."""
+    if frozen_rows is not None:  # the frozen part's output is given: the trained head on it
+        return encoder.apply_head(frozen_rows, start=encoder.frozen_head_layers)
     return clean_embeddings(encoder, *distilled_tokens(batch))
 
 
@@ -56,9 +56,8 @@ class BaseTargets:
     def batch_fields(self, rows: Sequence[int] | np.ndarray) -> dict[str, Tensor]:
         return {}
 
-    def vectors(self, recipe: RecipeBase, encoder: Any, heads: nn.ModuleDict, batch: dict[str, Tensor]) -> Tensor:
-        rows = recipe.frozen_vectors(batch)
-        return rows if rows is not None else self.frozen.embed(encoder, *distilled_tokens(batch))
+    def vectors(self, encoder: Any, batch: dict[str, Tensor], frozen_rows: Tensor | None) -> Tensor:
+        return frozen_rows if frozen_rows is not None else self.frozen.embed(encoder, *distilled_tokens(batch))
 
 
 class TeacherTargets:
@@ -82,7 +81,7 @@ class TeacherTargets:
     def batch_fields(self, rows: Sequence[int] | np.ndarray) -> dict[str, Tensor]:
         return {TEACHER_VECTORS: self.rows(rows)}
 
-    def vectors(self, recipe: RecipeBase, encoder: Any, heads: nn.ModuleDict, batch: dict[str, Tensor]) -> Tensor:
+    def vectors(self, encoder: Any, batch: dict[str, Tensor], frozen_rows: Tensor | None) -> Tensor:
         return batch[TEACHER_VECTORS]
 
 
@@ -102,10 +101,11 @@ class Distillation:
 
     def term(self, recipe: RecipeBase, encoder: Any, heads: nn.ModuleDict, batch: dict[str, Tensor]) -> Tensor:
         """D(student, target) on this process's sentences, unweighted."""
-        student = student_vectors(recipe, encoder, batch)
+        frozen_rows = recipe.frozen_vectors(batch)  # once: the student's input and the base's vectors alike
+        student = student_vectors(encoder, batch, frozen_rows)
         if self.projection is not None:
             student = self.projection(student)
-        return distillation_loss(self.kind, student, self.targets.vectors(recipe, encoder, heads, batch),
+        return distillation_loss(self.kind, student, self.targets.vectors(encoder, batch, frozen_rows),
                                  self.temperature)
 
     def needs_recipe_loss(self, heads: nn.ModuleDict) -> bool:
