@@ -7,10 +7,12 @@ None ("the config decides": defaults < the recipe's paper settings < the preset 
 except for the run fields that the command itself defaults (`--decision risk`). The other options steer the
 request (`--resume`, `--dry-run`, ...) and are declared here with their type and default. From this one table:
 
-- the CLI's `adapt` command is generated (cli/adapt.py: `command_signature`), options in this order;
+- the CLI's `adapt` command is generated (cli/adapt.py: its signature is built from this table), options in this
+  order;
 - `sentadapt.adapt()`'s keywords are checked against it (tests/test_run_spec.py: names and defaults), and every
   other `TrainConfig` or recipe field is a keyword too (`adapt(..., distill_kind="mse")` = `--set distill_kind=mse`);
-- `Settings` routes the given values to the config (`settings_from`), so no list of options is written twice.
+- the given values are routed to the config (`route`, called by train/adapt.py's `request_from` for the CLI and
+  the API alike), so no list of options is written twice.
 
 A new config field is a `--set` key, an API keyword and a config.yaml entry with nothing else to write; a new flag
 for it is one `AdaptOption` here.

@@ -7,7 +7,7 @@ tokenizes for itself, so the vocabularies may differ); a vectors file (data/vect
 or `--resume`, reads it back, and the process reads only each batch's rows (sentadapt/rowfile.py; the loop puts
 them in the batch, train/distill.py), so a 1M × 768 table (3 GB) stays on disk. Row i of the
 table is example i of the recipe's examples (the sentence, an NLI premise, the first sentence of a pair: what
-what distillation's student side embeds, train/distill.py).
+distillation's student side embeds, train/distill.py).
 
 Before its corpus is encoded, the teacher is weighed on the dev set beside the base: its lead with a
 paired-bootstrap CI, said in one line (`teacher_verdict`); a teacher that trails the base significantly stops the
