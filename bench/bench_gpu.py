@@ -287,6 +287,7 @@ class Context:
     token_stats: dict[int, Any] = field(default_factory=dict)  # max length → TokenStats
     shape: Any = None  # EncoderShape
     timeouts: dict[str, float] = field(default_factory=dict)  # row name → seconds its process may run (--quick)
+    settings: list[str] = field(default_factory=list)  # --set KEY=VALUE for every sentadapt row (an A/B)
 
 
 def row_command(row: Row, ctx: Context, run_dir: Path) -> list[str]:
@@ -302,6 +303,8 @@ def row_command(row: Row, ctx: Context, run_dir: Path) -> list[str]:
             command += ["--tf32", "off" if row.precision == "fp32" else "on"]
         if row.system == "consert_compiled":
             command += ["--compile"]
+        for setting in ctx.settings:
+            command += ["--set", setting]
         if ctx.smoke:
             command += ["--set", "log_every=1"]  # a few steps: every one logged, so a rate can be read
         return command
@@ -499,7 +502,8 @@ def render(results: dict[str, Any]) -> str:
         lines += [(f"Run {run['run_id']}: " if several else "") +
                   f"**{run['card']}** ({run['started']}; {run['versions']}): {run['steps']} steps per row, "
                   f"timed after {run['warmup_steps']}; measured matmul peak TFLOP/s: {peaks}. "
-                  f"sentadapt flags present: {', '.join(run['sentadapt_flags']) or 'neither --tf32 nor --compile'}.",
+                  f"sentadapt flags present: {', '.join(run['sentadapt_flags']) or 'neither --tf32 nor --compile'}." +
+                  "".join(f" Every sentadapt row: `--set {setting}`." for setting in run.get("settings", [])),
                   ""]
     run_column = ("run | ", "---|") if several else ("", "")
     lines += [f"| {run_column[0]}row | system | precision | batch | examples/s | vs bare loop | vs peer | vs own fp32 "
@@ -1031,6 +1035,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--warmup-steps", type=int, help="steps before the clock starts (default 20; --smoke 1)")
     parser.add_argument("--only", help="comma-separated patterns over row names, e.g. 'consert-bf16-*,bare-*'")
     parser.add_argument("--compile", action="store_true", help="also the torch.compile rows (sentadapt --compile)")
+    parser.add_argument("--set", dest="settings", action="append", default=[], metavar="KEY=VALUE",
+                        help="passed to every sentadapt row as `--set KEY=VALUE` (repeatable), e.g. pad_multiple=1 "
+                        "for an A/B of one setting; recorded in the results")
     parser.add_argument("--matmul-size", type=int, default=8192)
     parser.add_argument("--smoke", action="store_true", help="every row end to end with a tiny random BERT, a "
                         "few steps and small batches; on the CPU too (fp32 and bf16 there)")
@@ -1146,11 +1153,12 @@ def set_up(args: argparse.Namespace, cuda: bool, chosen: list[Row] | None = None
     with torch.device("meta"):  # the shape only: no weights allocated
         shape = EncoderShape.of_bert(AutoModel.from_config(AutoConfig.from_pretrained(model)))
     gpu = smi_gpu_id(str(getattr(torch.cuda.get_device_properties(0), "uuid", ""))) if cuda else None
-    ctx = Context(args.smoke, model, corpus, work, cuda, gpu, flags, steps, warmup, peaks, shape=shape)
+    ctx = Context(args.smoke, model, corpus, work, cuda, gpu, flags, steps, warmup, peaks, shape=shape,
+                  settings=args.settings)
     run = {"run_id": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),  # sorts by start: --render keeps the later
            "card": card, "started": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "versions": versions(),
            "steps": steps, "warmup_steps": warmup, "peak_tflops": {p: v / 1e12 for p, v in peaks.items()},
-           "sentadapt_flags": sorted(flags), "model": str(model), "corpus": str(corpus),
+           "sentadapt_flags": sorted(flags), "settings": args.settings, "model": str(model), "corpus": str(corpus),
            "encoder_parameters": shape.parameters}
     return ctx, rows, skipped, run
 

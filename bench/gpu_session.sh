@@ -16,6 +16,8 @@ OUT=${OUT:-bench/out/gpu-session}
 WORK=${WORK:-/tmp/gpu-work}
 BENCH_S=${BENCH_S:-400}
 TESTS_S=${TESTS_S:-150}  # 0: no tests (a re-measurement)
+STEPS=${STEPS:-150}
+SETS=${SETS:-}  # e.g. "pad_multiple=1": --set for every sentadapt row (an A/B of one setting)
 # issue 36's targets: ConSERT bf16 vs the bare loop at 96, TF32 at 96, the peer, batch 512, SG-OPT at 16, then
 # fp32 (mixed precision must beat it) and the bare loop's TF32 for its ratio
 ROWS=${ROWS:-consert-bf16-96,bare-bf16-96,consert-tf32-96,peer-bf16-96,consert-bf16-512,bare-bf16-512,sgopt-fp16-16,consert-fp32-96,bare-tf32-96}
@@ -33,10 +35,15 @@ $PY -c "import torch, transformers, accelerate, datasets; print('torch', torch._
 torch.cuda.is_available(), 'transformers', transformers.__version__, 'accelerate', accelerate.__version__)"
 
 echo "== bench ($BENCH_S s at most): $ROWS"
-timeout "$BENCH_S" $PY -m bench.bench_gpu --only "$ROWS" --steps 150 --warmup-steps 20 \
+SET_ARGS=()
+for setting in $SETS; do SET_ARGS+=(--set "$setting"); done
+timeout "$BENCH_S" $PY -m bench.bench_gpu --only "$ROWS" --steps "$STEPS" --warmup-steps 20 "${SET_ARGS[@]}" \
     --tokenizer "$C/tokenizer" --corpus "$C/corpus.txt" --out "$OUT/gpu.json" --work "$WORK" ${SMOKE:+--smoke}
 echo "bench exit $?"
 tar czf "$OUT/logs.tgz" -C "$WORK" logs 2>/dev/null
+for run in "$WORK"/runs/*/; do  # each sentadapt row's own step log: its rate over the steps (the warm-up read)
+    [ -f "$run/train.log" ] && cp "$run/train.log" "$OUT/$(basename "$run").train.log"
+done
 
 [ "$TESTS_S" -gt 0 ] || exit 0
 echo "== GPU-marked tests and the CUDA fault test ($TESTS_S s at most)"

@@ -74,6 +74,10 @@ class TrainConfig:
     optimizer: str = "adamw"  # adamw | lars (SimCLR-style, for large learning rates on small heads)
     schedule: str = "linear"  # decay after warm-up: linear | cosine
     length_grouping: bool = True  # random batches, less padding by grouping similar lengths (docs/results.md)
+    # A training batch's padded length is rounded up to a multiple of this. 0 = 8 on a GPU (tensor-core tiles, and
+    # with max_length 64 at most 8 padded lengths for its kernels to warm up to instead of 64), 1 on the CPU
+    # (there every padded position is paid for, and nothing warms up per shape)
+    pad_multiple: int = 0
     # Keep only each transformer layer's input in the forward pass and recompute the layer in backward: activation
     # memory ~1/L of the layers' (L layers), for about one more forward pass of time (docs/internals.md). In
     # contrastive training the batch is the number of negatives, so the memory saved buys a larger batch.
@@ -124,6 +128,7 @@ class TrainConfig:
         check_range("grad_accum", self.grad_accum, 1, None)
         check_range("max_grad_norm", self.max_grad_norm, 0, None)
         check_range("max_length", self.max_length, 4, None)
+        check_range("pad_multiple", self.pad_multiple, 0, None)
         check_choice("mixed_precision", self.mixed_precision, MIXED_PRECISION)
         check_range("eval_every", self.eval_every, 0, None)
         check_range("evals_per_pass", self.evals_per_pass, 0, None)

@@ -399,6 +399,26 @@ def test_from_lists_round_trip() -> None:
     assert batch["attention_mask"].tolist() == [[1, 1, 0], [1, 1, 1]]
 
 
+def test_padding_to_a_multiple_rounds_the_longest_up_and_masks_the_extra_positions() -> None:
+    examples = TokenizedExamples.from_lists([[[1, 2, 3], [4], [5] * 9]], labels=None)
+    batch = examples.collate(np.array([1, 0]), pad_id=0, multiple=8)
+    assert batch["input_ids"].tolist() == [[4] + [0] * 7, [1, 2, 3] + [0] * 5]
+    assert batch["attention_mask"].sum(dim=1).tolist() == [1, 3]
+    assert examples.collate(np.array([2, 1]), pad_id=0, multiple=8)["input_ids"].shape == (2, 16)  # 9 → 16
+    pairs = TokenizedExamples.from_lists([[[1, 2], [3]], [[4, 5, 6, 7, 8], [9]]])
+    both = pairs.collate(np.array([0, 1]), pad_id=0, multiple=4)
+    assert (both["a_input_ids"].shape, both["b_input_ids"].shape) == ((2, 4), (2, 8))  # each side its own width
+
+
+def test_pad_multiple_auto_is_8_on_a_gpu_and_1_on_the_cpu() -> None:
+    from sentadapt.config import TrainConfig
+    from sentadapt.train.micro_batches import pad_multiple
+
+    assert pad_multiple(TrainConfig(), torch.device("cpu")) == 1
+    assert pad_multiple(TrainConfig(), torch.device("cuda", 0)) == 8
+    assert pad_multiple(TrainConfig(pad_multiple=16), torch.device("cpu")) == 16
+
+
 def test_a_batch_across_chunks_keeps_its_order() -> None:
     import pyarrow as pa
 

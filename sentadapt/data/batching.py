@@ -59,8 +59,8 @@ class TokenizedExamples:
         lengths = [pc.list_value_length(column).to_numpy().astype(np.int32) for column in self.columns]
         return np.maximum.reduce(lengths) if len(lengths) > 1 else lengths[0]
 
-    def collate(self, indices: Sequence[int], pad_id: int) -> dict[str, torch.Tensor]:
-        return collate(self, indices, pad_id)
+    def collate(self, indices: Sequence[int], pad_id: int, multiple: int = 1) -> dict[str, torch.Tensor]:
+        return collate(self, indices, pad_id, multiple)
 
 
 @dataclass
@@ -102,7 +102,7 @@ class RowPairs:
     def lengths(self) -> list[int]:
         return [1] * len(self)  # nothing to pad
 
-    def collate(self, indices: list[int], pad_id: int) -> dict[str, torch.Tensor]:
+    def collate(self, indices: list[int], pad_id: int, multiple: int = 1) -> dict[str, torch.Tensor]:
         return {"a_rows": torch.tensor([self.a_rows[i] for i in indices], dtype=torch.long),
                 "b_rows": torch.tensor([self.b_rows[i] for i in indices], dtype=torch.long)}
 
@@ -141,16 +141,18 @@ def shard(batch: Sequence[int] | np.ndarray, rank: int, world_size: int) -> Sequ
     return batch[rank * size:(rank + 1) * size]
 
 
-def collate(examples: TokenizedExamples, indices: Sequence[int], pad_id: int) -> dict[str, torch.Tensor]:
-    """Dynamic padding per column: sentences → input_ids/attention_mask; pairs → a_* and b_* (+ labels)."""
+def collate(examples: TokenizedExamples, indices: Sequence[int], pad_id: int, multiple: int = 1,
+            ) -> dict[str, torch.Tensor]:
+    """Dynamic padding per column: sentences → input_ids/attention_mask; pairs → a_* and b_* (+ labels). Each
+    column is padded to its longest row rounded up to a multiple of `multiple`."""
     rows = np.asarray(indices, dtype=np.int64)
     taken = [_take(column, starts, rows) for column, starts in zip(examples.columns, examples.chunk_starts)]
     if len(examples.columns) == 1:
-        input_ids, attention_mask = _padded(taken[0], pad_id)
+        input_ids, attention_mask = _padded(taken[0], pad_id, multiple)
         return {"input_ids": input_ids, "attention_mask": attention_mask}
     batch: dict[str, torch.Tensor] = {}
     for side, rows_of_side in zip("ab", taken):
-        batch[f"{side}_input_ids"], batch[f"{side}_attention_mask"] = _padded(rows_of_side, pad_id)
+        batch[f"{side}_input_ids"], batch[f"{side}_attention_mask"] = _padded(rows_of_side, pad_id, multiple)
     if examples.labels is not None:
         batch["labels"] = torch.from_numpy(examples.labels[np.asarray(indices, dtype=np.int64)])
     return batch
@@ -171,11 +173,13 @@ def _take(column: pa.ChunkedArray, starts: np.ndarray, rows: np.ndarray) -> pa.A
     return pa.concat_arrays(parts).take(pa.array(position))
 
 
-def _padded(rows: pa.Array, pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """Right-pad the rows' token ids to the longest (dynamic padding), without a Python loop over rows."""
+def _padded(rows: pa.Array, pad_id: int, multiple: int = 1) -> tuple[torch.Tensor, torch.Tensor]:
+    """Right-pad the rows' token ids to the longest rounded up to `multiple` (dynamic padding), without a Python
+    loop over rows."""
     lengths = pc.list_value_length(rows).to_numpy()
     values = pc.list_flatten(rows).to_numpy().astype(np.int64)
-    mask = np.arange(int(lengths.max())) < lengths[:, None]  # row-major, like the flattened values
+    width = -(-int(lengths.max()) // multiple) * multiple
+    mask = np.arange(width) < lengths[:, None]  # row-major, like the flattened values
     input_ids = np.full(mask.shape, pad_id, dtype=np.int64)
     input_ids[mask] = values
     return torch.from_numpy(input_ids), torch.from_numpy(mask.astype(np.int64))

@@ -45,7 +45,7 @@ from sentadapt.train.checkpoint import (
 from sentadapt.train.dev_selection import DevSelection
 from sentadapt.train.distill import Distillation, build_distillation
 from sentadapt.train.guard import NanRule, ReadStep, StepGuard, StepRecords
-from sentadapt.train.micro_batches import MicroBatches, neighbour_batches
+from sentadapt.train.micro_batches import MicroBatches, neighbour_batches, pad_multiple
 from sentadapt.train.optim import build_optimizer, lr_multiplier, rewind_schedule
 from sentadapt.train.prefetch import BatchPrefetcher
 from sentadapt.train.signals import StopPoll, StopRequest, TrainingInterrupted, stopped_by
@@ -233,6 +233,7 @@ class Trainer:
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, self.lr_at)
         self.model, self.optimizer = self.accelerator.prepare(self.module, optimizer)
         self.micro_batches = MicroBatches(inputs.examples, cfg, inputs.encoder.tokenizer.pad_token_id,
+                                          pad_multiple(cfg, self.accelerator.device),
                                           neighbour_batches(teacher, cfg, self.reporter.message), distillation,
                                           self.accelerator.process_index, self.accelerator.num_processes)
 

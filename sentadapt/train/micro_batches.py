@@ -25,9 +25,9 @@ class MicroBatches:
     """`micro_batches(index)`: the collated micro-batch number `index` for process `rank` of `world`. Called from the
     prefetch thread only: the epoch plan it caches is that thread's."""
 
-    def __init__(self, examples: TokenizedExamples | RowPairs, train_config: Any, pad_id: int,
+    def __init__(self, examples: TokenizedExamples | RowPairs, train_config: Any, pad_id: int, pad_multiple: int,
                  neighbours: np.ndarray | None, distillation: Distillation | None, rank: int, world: int) -> None:
-        self.examples, self.train_config, self.pad_id = examples, train_config, pad_id
+        self.examples, self.train_config, self.pad_id, self.pad_multiple = examples, train_config, pad_id, pad_multiple
         self.neighbours, self.distillation = neighbours, distillation
         self.rank, self.world = rank, world
         self.lengths = examples.lengths()
@@ -41,10 +41,15 @@ class MicroBatches:
             self.plans[epoch] = plan_epoch(self.lengths, cfg.batch_size, cfg.seed, epoch, cfg.length_grouping) \
                 if self.neighbours is None else plan_neighbour_epoch(self.neighbours, cfg.batch_size, cfg.seed, epoch)
         indices = shard(self.plans[epoch][position], self.rank, self.world)
-        batch = self.examples.collate(indices, self.pad_id)
+        batch = self.examples.collate(indices, self.pad_id, self.pad_multiple)
         if self.distillation is not None:  # a teacher's rows of these examples travel with the batch
             batch.update(self.distillation.batch_fields(indices))
         return batch
+
+
+def pad_multiple(train_config: Any, device: torch.device) -> int:
+    """`pad_multiple`, its 0 resolved for the device: 8 on a GPU, 1 on the CPU (TrainConfig says why)."""
+    return train_config.pad_multiple or (8 if device.type == "cuda" else 1)
 
 
 def neighbour_batches(teacher_vectors: Any | None, train_config: Any, report: Callable[[str], None],
