@@ -40,10 +40,7 @@ for setting in $SETS; do SET_ARGS+=(--set "$setting"); done
 timeout "$BENCH_S" $PY -m bench.bench_gpu --only "$ROWS" --steps "$STEPS" --warmup-steps 20 "${SET_ARGS[@]}" \
     --tokenizer "$C/tokenizer" --corpus "$C/corpus.txt" --out "$OUT/gpu.json" --work "$WORK" ${SMOKE:+--smoke}
 echo "bench exit $?"
-tar czf "$OUT/logs.tgz" -C "$WORK" logs 2>/dev/null
-for run in "$WORK"/runs/*/; do  # each sentadapt row's own step log: its rate over the steps (the warm-up read)
-    [ -f "$run/train.log" ] && cp "$run/train.log" "$OUT/$(basename "$run").train.log"
-done
+tar czf "$OUT/logs.tgz" -C "$WORK" logs 2>/dev/null  # each row's output and its train.log (rate per 10 steps)
 
 [ "$TESTS_S" -gt 0 ] || exit 0
 echo "== GPU-marked tests and the CUDA fault test ($TESTS_S s at most)"
