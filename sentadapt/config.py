@@ -108,6 +108,10 @@ class TrainConfig:
     # `distill_neighbours` nearest examples under the teacher (pairs it ranks close, not only unrelated ones)
     distill_batches: str = "random"
     distill_neighbours: int = 8
+    # with neighbour batches: an anchor and its neighbour (and two copies of one sentence) are not each other's
+    # in-batch negatives in the recipe's contrastive loss, which would otherwise push apart what the teacher
+    # ranks close (a recipe that honours it: `RecipeBase.masks_related_negatives`)
+    mask_neighbours: bool = False
     # on: a teacher that trails the base on the dev set (the CI of its lead below 0) stops the run before training
     teacher_check: str = "on"
     # the fields of a --teacher vectors file (.jsonl keys, .parquet columns): what embeddings APIs return

@@ -14,8 +14,10 @@ from sentadapt.recipes.losses import gather_across_processes, nt_xent
 from tests.conftest import FLOAT32_RTOL
 
 
-def reference_nt_xent(view1: torch.Tensor, view2: torch.Tensor, temperature: float) -> float:
-    """ConSERT eq. (1), term by term: r_1..r_N = view1, r_{N+1}..r_{2N} = view2, mean over the 2N anchors."""
+def reference_nt_xent(view1: torch.Tensor, view2: torch.Tensor, temperature: float,
+                      related: set[tuple[int, int]] = frozenset()) -> float:
+    """ConSERT eq. (1), term by term: r_1..r_N = view1, r_{N+1}..r_{2N} = view2, mean over the 2N anchors. `related`:
+    sentence pairs (i, j) whose views leave each other's denominators."""
     r = [v.double() for v in view1] + [v.double() for v in view2]
     n = len(view1)
 
@@ -26,7 +28,8 @@ def reference_nt_xent(view1: torch.Tensor, view2: torch.Tensor, temperature: flo
     for i in range(2 * n):
         j = (i + n) % (2 * n)
         numerator = math.exp(sim(r[i], r[j]) / temperature)
-        denominator = sum(math.exp(sim(r[i], r[k]) / temperature) for k in range(2 * n) if k != i)
+        denominator = sum(math.exp(sim(r[i], r[k]) / temperature) for k in range(2 * n)
+                          if k != i and (k == j or (i % n, k % n) not in related))
         total += -math.log(numerator / denominator)
     return total / (2 * n)
 
@@ -51,6 +54,19 @@ def test_nt_xent_known_value() -> None:
     assert nt_xent(e, e, 1.0).item() == pytest.approx(math.log(1 + 2 / math.e), rel=FLOAT32_RTOL)
     # a single sentence has no negatives: the positive is the whole denominator
     assert nt_xent(torch.ones(1, 3), torch.randn(1, 3), 0.1).item() == pytest.approx(0.0, abs=1e-7)
+
+
+def test_related_pairs_leave_the_denominators_and_the_positive_stays() -> None:
+    a, b = views(6, 8, seed=3, dtype=torch.float64)
+    pairs = {(0, 1), (1, 0), (4, 5), (5, 4), (2, 2)}  # (2, 2): a sentence and itself, i.e. its own positive
+    related = torch.zeros(6, 6, dtype=torch.bool)
+    for i, j in pairs:
+        related[i, j] = True
+    expected = reference_nt_xent(a, b, 0.1, pairs - {(2, 2)})
+    assert nt_xent(a, b, 0.1, related).item() == pytest.approx(expected, abs=1e-6)
+    assert expected < reference_nt_xent(a, b, 0.1) - 1e-3  # fewer negatives: a lower loss, so the mask did act
+    assert nt_xent(a, b, 0.1, torch.zeros(6, 6, dtype=torch.bool)).item() == pytest.approx(
+        reference_nt_xent(a, b, 0.1), abs=1e-6)
 
 
 def test_nt_xent_is_symmetric_in_the_views() -> None:

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from sentadapt.data import batching
-from sentadapt.data.batching import plan_epoch, plan_neighbour_epoch, teacher_neighbours
+from sentadapt.data.batching import plan_epoch, plan_neighbour_epoch, related_rows, teacher_neighbours
 from sentadapt.errors import DataError
 from sentadapt.rowfile import RowFile, write_rows
 
@@ -57,3 +57,9 @@ def test_a_neighbour_epoch_pairs_each_anchor_with_one_of_its_neighbours() -> Non
     assert not np.array_equal(plan, plan_neighbour_epoch(neighbours, 8, seed=5, epoch=2))
     with pytest.raises(DataError, match="batch_size: 7 is odd"):
         plan_neighbour_epoch(neighbours, 7, seed=5, epoch=1)
+
+
+def test_related_rows_are_the_anchor_neighbour_pairs_and_repeated_examples() -> None:
+    related = related_rows(np.array([10, 11, 12, 10, 13, 14]))  # example 10: an anchor, and again at position 3
+    expected = {(0, 1), (1, 0), (2, 3), (3, 2), (4, 5), (5, 4), (0, 3), (3, 0)}
+    assert {(int(i), int(j)) for i, j in zip(*np.nonzero(related))} == expected

@@ -185,6 +185,17 @@ def _padded(rows: pa.Array, pad_id: int, multiple: int = 1) -> tuple[torch.Tenso
     return torch.from_numpy(input_ids), torch.from_numpy(mask.astype(np.int64))
 
 
+def related_rows(rows: np.ndarray) -> np.ndarray:
+    """(N, N) bool for a neighbour batch's global rows (anchor, neighbour, anchor, neighbour…): True where row j is
+    not a negative of row i: the anchor–neighbour pairs (2k, 2k+1), which the teacher ranks close, and any two
+    positions holding the same example (an anchor drawn again as another's neighbour). The diagonal is False."""
+    rows = np.asarray(rows)
+    position = np.arange(len(rows))
+    related = (rows[:, None] == rows[None, :]) | (position[:, None] == (position ^ 1)[None, :])
+    related[position, position] = False
+    return related
+
+
 def plan_neighbour_epoch(neighbours: np.ndarray, global_batch: int, seed: int, epoch: int) -> np.ndarray:
     """The epoch's global batches when the teacher composes them: half of each batch random anchors, each followed
     by one of its `k` nearest neighbours under the teacher (row i of `neighbours`, drawn at random), so a batch holds

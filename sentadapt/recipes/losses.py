@@ -9,7 +9,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 
-def nt_xent(view1: Tensor, view2: Tensor, temperature: float) -> Tensor:
+def nt_xent(view1: Tensor, view2: Tensor, temperature: float, related: Tensor | None = None) -> Tensor:
     """NT-Xent over 2N views (ConSERT eq. (1), SimCLR): a scalar, the mean over all 2N anchors.
 
     `view1[i]` and `view2[i]` are two views of sentence i, shape (N, D). Vectors are L2-normalised
@@ -21,6 +21,10 @@ def nt_xent(view1: Tensor, view2: Tensor, temperature: float) -> Tensor:
     The official ConSERT code returns the SUM of the two directions (view1→view2 plus view2→view1,
     each a batch mean), i.e. 2× this value — a pure scale of the loss and its gradients. We follow
     the paper's mean over the 2N anchors.
+
+    `related` (N, N) bool, optional: True where sentence j is not a negative of sentence i (the batch paired them
+    as neighbours under a teacher, or holds one sentence twice). Both views of j leave the denominators of both
+    views of i; each view's positive stays. Without it (or all False) this is the plain NT-Xent.
     """
     if view1.dim() != 2 or view1.shape != view2.shape:
         raise ValueError(f"nt_xent: expected two (N, D) tensors of equal shape, got {tuple(view1.shape)} "
@@ -33,12 +37,14 @@ def nt_xent(view1: Tensor, view2: Tensor, temperature: float) -> Tensor:
     with torch.autocast(device_type=view1.device.type, enabled=False):
         views = F.normalize(torch.cat([view1, view2]).to(dtype), dim=-1)
         logits = views @ views.T / temperature
-        self_pairs = torch.eye(2 * n, dtype=torch.bool, device=logits.device)
-        logits = logits.masked_fill(self_pairs, float("-inf"))
+        left_out = torch.eye(2 * n, dtype=torch.bool, device=logits.device)
+        if related is not None:  # sentence-level → view-level: both views of i against both views of j
+            left_out = left_out | related.to(device=logits.device, dtype=torch.bool).repeat(2, 2)
         # row i (a view1 anchor) has its positive at column i + N; row i + N (view2) at column i
         index = torch.arange(n, device=logits.device)
         targets = torch.cat([index + n, index])
-        return F.cross_entropy(logits, targets)
+        left_out[torch.arange(2 * n, device=logits.device), targets] = False  # a positive is never left out
+        return F.cross_entropy(logits.masked_fill(left_out, float("-inf")), targets)
 
 
 def opt1_loss(sentences: Tensor, views: Tensor, temperature: float) -> Tensor:

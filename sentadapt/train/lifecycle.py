@@ -197,6 +197,9 @@ def check_run(config: RunConfig, resume: bool, overwrite: bool, dry_run: bool, r
                           "or a recipe_weight above 0")
     recipe_class = RECIPES.get(config.recipe)
     check_lora(config.train, recipe_class)  # peft installed; a recipe that trains the encoder
+    if config.train.mask_neighbours and not recipe_class.masks_related_negatives:
+        raise ConfigError(f"mask_neighbours: the {recipe_class.name} recipe's loss has no in-batch negatives it "
+                          "leaves out; drop --set mask_neighbours=on, or use --recipe consert")
     check_sources(config.corpus)  # a missing file, a directory, a fake .gz, an unreachable Hub dataset
     recipe_class.check_corpus(config.corpus, config.recipe_args)  # e.g. CLSR: pairs, not sentences
     if recipe_class.trains_on == TEXT:  # an empty corpus is found now, not after the model loaded

@@ -15,9 +15,11 @@ from sentadapt.data.batching import (
     TokenizedExamples,
     plan_epoch,
     plan_neighbour_epoch,
+    related_rows,
     shard,
     teacher_neighbours,
 )
+from sentadapt.recipes.base import RELATED
 from sentadapt.train.distill import Distillation
 
 
@@ -40,8 +42,11 @@ class MicroBatches:
             self.plans.clear()
             self.plans[epoch] = plan_epoch(self.lengths, cfg.batch_size, cfg.seed, epoch, cfg.length_grouping) \
                 if self.neighbours is None else plan_neighbour_epoch(self.neighbours, cfg.batch_size, cfg.seed, epoch)
-        indices = shard(self.plans[epoch][position], self.rank, self.world)
+        rows = self.plans[epoch][position]  # the global batch: what the recipe's gathered views hold, in order
+        indices = shard(rows, self.rank, self.world)
         batch = self.examples.collate(indices, self.pad_id, self.pad_multiple)
+        if self.neighbours is not None and cfg.mask_neighbours:
+            batch[RELATED] = torch.from_numpy(related_rows(rows))
         if self.distillation is not None:  # a teacher's rows of these examples travel with the batch
             batch.update(self.distillation.batch_fields(indices))
         return batch
