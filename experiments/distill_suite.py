@@ -232,7 +232,8 @@ def grid(work: Path, variants: list[str], pairing: str, resamples: int) -> list[
             cells.append(f"{result['dev_change']:+.2f} {'use' if used else 'keep'} (s{result['step']})")
             raw.append(result["dev_change"])
             applied.append(result["dev_change"] if used else 0.0)
-        lines.append(f"| {variant} | {' | '.join(cells)} | {np.mean(raw):+.2f} | {np.mean(applied):+.2f} |")
+        if raw:  # a variant not run for this pairing has no row
+            lines.append(f"| {variant} | {' | '.join(cells)} | {np.mean(raw):+.2f} | {np.mean(applied):+.2f} |")
     return lines
 
 
