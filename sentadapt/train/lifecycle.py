@@ -66,6 +66,16 @@ def is_main_process() -> bool:
     return int(os.environ.get("RANK", "0")) == 0
 
 
+def release_processes() -> None:
+    """Destroy the process group that torchrun / accelerate launch set up, when the process is about to end: a
+    gloo or NCCL group left to the interpreter's exit can abort the process there ("terminate called without an
+    active exception"), after the work is done. Not inside a run: --recipe auto and later stages reuse the group."""
+    import torch.distributed as dist
+
+    if dist.is_available() and dist.is_initialized():
+        dist.destroy_process_group()
+
+
 def device() -> str:
     import torch
 
