@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import shutil
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -69,7 +70,10 @@ def is_main_process() -> bool:
 def release_processes() -> None:
     """Destroy the process group that torchrun / accelerate launch set up, when the process is about to end: a
     gloo or NCCL group left to the interpreter's exit can abort the process there ("terminate called without an
-    active exception"), after the work is done. Not inside a run: --recipe auto and later stages reuse the group."""
+    active exception"), after the work is done. Not inside a run: --recipe auto and later stages reuse the group.
+    A command that failed before torch was imported (a bad option) does not import it here."""
+    if "torch.distributed" not in sys.modules:
+        return
     import torch.distributed as dist
 
     if dist.is_available() and dist.is_initialized():
