@@ -157,7 +157,7 @@ def test_the_term_is_zero_at_step_0_and_grows_when_weights_move(tiny_encoder: En
     # exactly 0: both sides run the same kernels on the same weights (the frozen side under no_grad)
     for kind in ("kl", "sim-mse", "mse", "cosine"):
         distillation.kind = kind
-        assert distillation.term(recipe, module.encoder, module.heads, batch).item() == 0.0, kind
+        assert distillation.term(recipe, module.encoder, batch).item() == 0.0, kind
     output = module(batch)
     assert output.parts["distill"].item() == 0.0
     # the adapted side carries the gradient; moving the trained weights moves the term
@@ -167,7 +167,7 @@ def test_the_term_is_zero_at_step_0_and_grows_when_weights_move(tiny_encoder: En
             parameter.add_(0.3 * torch.randn_like(parameter))
     for kind in ("kl", "sim-mse", "mse", "cosine"):
         distillation.kind = kind
-        assert distillation.term(recipe, module.encoder, module.heads, batch).item() > 1e-4, kind
+        assert distillation.term(recipe, module.encoder, batch).item() > 1e-4, kind
 
 
 def test_sgopt_reuses_its_guide_and_consert_copies_once(tiny_encoder: Encoder) -> None:
@@ -267,11 +267,10 @@ def test_a_recipe_of_the_four_required_methods_gets_distillation(tiny_encoder: E
         assert distillation is not None
         tokens = tiny_encoder.collate(tiny_encoder.tokenize_ids(list(TINY_SENTENCES[:4])))
         batch = {"input_ids": tokens.input_ids, "attention_mask": tokens.attention_mask}
-        term = distillation.term(Bare(ConsertConfig(), tiny_encoder), tiny_encoder, torch.nn.ModuleDict(), batch)
+        term = distillation.term(Bare(ConsertConfig(), tiny_encoder), tiny_encoder, batch)
         assert term.item() == pytest.approx(0.0, abs=1e-10)
         with torch.no_grad():  # a trained weight moves the student away from the frozen copy
             tiny_encoder.backbone.embeddings.word_embeddings.weight.mul_(1.5)
-        assert distillation.term(Bare(ConsertConfig(), tiny_encoder), tiny_encoder, torch.nn.ModuleDict(),
-                                 batch).item() > 1e-4
+        assert distillation.term(Bare(ConsertConfig(), tiny_encoder), tiny_encoder, batch).item() > 1e-4
     finally:
         RECIPES._items.pop("bare", None)  # type: ignore[attr-defined]

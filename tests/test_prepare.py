@@ -76,7 +76,8 @@ class InMemoryExamples:
     def lengths(self) -> list[int]:
         return [max(len(column[i]) for column in self.columns) for i in range(len(self))]
 
-    def collate(self, indices: list[int], pad_id: int) -> dict[str, torch.Tensor]:
+    def collate(self, indices: list[int], pad_id: int, multiple: int = 1) -> dict[str, torch.Tensor]:
+        assert multiple == 1, "the in-memory reference pads to the longest only (the CPU's pad_multiple)"
         indices = [int(i) for i in indices]
         if len(self.columns) == 1:
             padded = pad_batch([self.columns[0][i] for i in indices], pad_id)

@@ -522,3 +522,14 @@ def test_masking_neighbours_needs_a_recipe_that_honours_it(tiny_model_dir: Path,
     assert result.exit_code == 2, result.output
     assert result.stderr.strip() == ("Error: mask_neighbours: the sg-opt recipe's loss has no in-batch negatives it "
                                      "leaves out; drop --set mask_neighbours=on, or use --recipe consert")
+
+
+def test_masking_neighbours_without_neighbour_batches_is_refused(tiny_model_dir: Path, teacher_dir: Path,
+                                                                 corpus: Path, tmp_path: Path) -> None:
+    expected = ("Error: mask_neighbours: masks the neighbours a teacher puts in each batch; give --teacher MODEL "
+                "(with distill_batches=neighbours, its default), or drop --set mask_neighbours=on")
+    for extra in ([], ["--teacher", str(teacher_dir), "--set", "distill_batches=random"]):
+        result = run_adapt(str(corpus), "--recipe", "consert", "--base", str(tiny_model_dir), "--output",
+                           str(tmp_path / "run"), "--dev", "none", "--set", "mask_neighbours=on", *extra)
+        assert result.exit_code == 2, result.output
+        assert result.stderr.strip() == expected

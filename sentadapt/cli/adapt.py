@@ -52,8 +52,12 @@ def adapt(**options: Any) -> None:
     The default base model is sentence-transformers/all-MiniLM-L6-v2 (offline copy: sentadapt\\[offline-model]).
     """
     from sentadapt.train.adapt import request_from, run
+    from sentadapt.train.lifecycle import release_processes
 
-    outcome = run(request_from(from_command_line(options)), cli_events())
+    try:
+        outcome = run(request_from(from_command_line(options)), cli_events())
+    finally:  # the command's process ends here, whatever happened
+        release_processes()
     if outcome.status == "dry-run":
         _print_dry_runs(outcome)
     elif outcome.auto is not None:

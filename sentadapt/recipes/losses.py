@@ -37,13 +37,13 @@ def nt_xent(view1: Tensor, view2: Tensor, temperature: float, related: Tensor | 
     with torch.autocast(device_type=view1.device.type, enabled=False):
         views = F.normalize(torch.cat([view1, view2]).to(dtype), dim=-1)
         logits = views @ views.T / temperature
-        left_out = torch.eye(2 * n, dtype=torch.bool, device=logits.device)
-        if related is not None:  # sentence-level → view-level: both views of i against both views of j
-            left_out = left_out | related.to(device=logits.device, dtype=torch.bool).repeat(2, 2)
         # row i (a view1 anchor) has its positive at column i + N; row i + N (view2) at column i
         index = torch.arange(n, device=logits.device)
         targets = torch.cat([index + n, index])
-        left_out[torch.arange(2 * n, device=logits.device), targets] = False  # a positive is never left out
+        left_out = torch.eye(2 * n, dtype=torch.bool, device=logits.device)
+        if related is not None:  # sentence-level → view-level: both views of i against both views of j
+            left_out = left_out | related.to(device=logits.device, dtype=torch.bool).repeat(2, 2)
+            left_out[torch.arange(2 * n, device=logits.device), targets] = False  # a positive is never left out
         return F.cross_entropy(logits.masked_fill(left_out, float("-inf")), targets)
 
 

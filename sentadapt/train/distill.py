@@ -99,7 +99,7 @@ class Distillation:
         """What the batch of examples `rows` must carry for the target side (the teacher's rows; nothing else)."""
         return self.targets.batch_fields(rows)
 
-    def term(self, recipe: RecipeBase, encoder: Any, heads: nn.ModuleDict, batch: dict[str, Tensor]) -> Tensor:
+    def term(self, recipe: RecipeBase, encoder: Any, batch: dict[str, Tensor]) -> Tensor:
         """D(student, target) on this process's sentences, unweighted."""
         frozen_rows = recipe.frozen_vectors(batch)  # once: the student's input and the base's vectors alike
         student = student_vectors(encoder, batch, frozen_rows)
@@ -116,7 +116,7 @@ class Distillation:
     def add_to(self, output: LossOutput | None, recipe: RecipeBase, encoder: Any, heads: nn.ModuleDict,
                batch: dict[str, Tensor]) -> LossOutput:
         """The recipe's `output` (None: skipped, recipe_weight 0) plus W · D on this process's sentences."""
-        weighted = self.weight * self.term(recipe, encoder, heads, batch)
+        weighted = self.weight * self.term(recipe, encoder, batch)
         # A mean over this process's sentences only (no gather). The loop multiplies the loss by the process
         # count P before backward (right for gathered contrastive terms) and DDP averages gradients, so the
         # local term is divided by P, as SG-OPT does with its regulariser: the gradient is then that of the

@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import shutil
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -64,6 +65,19 @@ class Settings:
 def is_main_process() -> bool:
     # accelerate launch / torchrun set RANK; only rank 0 writes the run directory and talks to the user
     return int(os.environ.get("RANK", "0")) == 0
+
+
+def release_processes() -> None:
+    """Destroy the process group that torchrun / accelerate launch set up, when the process is about to end: a
+    gloo or NCCL group left to the interpreter's exit can abort the process there ("terminate called without an
+    active exception"), after the work is done. Not inside a run: --recipe auto and later stages reuse the group.
+    A command that failed before torch was imported (a bad option) does not import it here."""
+    if "torch.distributed" not in sys.modules:
+        return
+    import torch.distributed as dist
+
+    if dist.is_available() and dist.is_initialized():
+        dist.destroy_process_group()
 
 
 def device() -> str:
@@ -197,9 +211,7 @@ def check_run(config: RunConfig, resume: bool, overwrite: bool, dry_run: bool, r
                           "or a recipe_weight above 0")
     recipe_class = RECIPES.get(config.recipe)
     check_lora(config.train, recipe_class)  # peft installed; a recipe that trains the encoder
-    if config.train.mask_neighbours and not recipe_class.masks_related_negatives:
-        raise ConfigError(f"mask_neighbours: the {recipe_class.name} recipe's loss has no in-batch negatives it "
-                          "leaves out; drop --set mask_neighbours=on, or use --recipe consert")
+    _check_mask_neighbours(config, recipe_class)
     check_sources(config.corpus)  # a missing file, a directory, a fake .gz, an unreachable Hub dataset
     recipe_class.check_corpus(config.corpus, config.recipe_args)  # e.g. CLSR: pairs, not sentences
     if recipe_class.trains_on == TEXT:  # an empty corpus is found now, not after the model loaded
@@ -214,6 +226,18 @@ def check_run(config: RunConfig, resume: bool, overwrite: bool, dry_run: bool, r
     if not dry_run and is_main_process():  # other ranks would see the directory rank 0 just made
         _check_output(config, base, resume, overwrite)
     return run
+
+
+def _check_mask_neighbours(config: RunConfig, recipe_class: Any) -> None:
+    """mask_neighbours acts on neighbour batches, which a teacher composes, and on a recipe whose loss honours it."""
+    if not config.train.mask_neighbours:
+        return
+    if config.teacher is None or config.train.distill_batches != "neighbours":
+        raise ConfigError("mask_neighbours: masks the neighbours a teacher puts in each batch; give --teacher MODEL "
+                          "(with distill_batches=neighbours, its default), or drop --set mask_neighbours=on")
+    if not recipe_class.masks_related_negatives:
+        raise ConfigError(f"mask_neighbours: the {recipe_class.name} recipe's loss has no in-batch negatives it "
+                          "leaves out; drop --set mask_neighbours=on, or use --recipe consert")
 
 
 def _check_output(config: RunConfig, base: ResolvedModel, resume: bool, overwrite: bool) -> None:
