@@ -245,7 +245,9 @@ VARIANTS = {"k1": "random batches (the default before 2026-11-26)",
                   "NT-Xent",
             "k5": "k3 + `teacher_weight=4`: the KL term weighed 4× (in neighbour batches it starts lower than in "
                   "random ones, 0.17 vs 0.72 on captions and 0.44 vs 0.69 on news, and on captions it rose "
-                  "while training); run for l6-mpnet alone, where it already lost"}
+                  "while training); run for l6-mpnet alone, where it already lost",
+            "k6": "k3 + `distill_temperature=0.1`: the teacher's row spread beyond the neighbour (at 0.05 nearly all "
+                  "its mass is on it); l6-mpnet alone"}
 
 
 def render(work: Path, variant: str, grid_lines: list[str], doc: Path) -> None:
