@@ -236,16 +236,8 @@ def nt_xent_without_duplicates(first: Tensor, second: Tensor, first_ids: Tensor,
     denominator, since pushing a sentence away from itself is a false negative.
     """
     import torch
-    import torch.nn.functional as F
 
-    n = first.shape[0]
-    with torch.autocast(device_type=first.device.type, enabled=False):
-        views = F.normalize(torch.cat([first, second]).float(), dim=-1)
-        logits = views @ views.T / temperature
-        ids = torch.cat([first_ids, second_ids])
-        index = torch.arange(n, device=logits.device)
-        targets = torch.cat([index + n, index])
-        same = ids.unsqueeze(0) == ids.unsqueeze(1)
-        same[torch.arange(2 * n, device=logits.device), targets] = False  # the positive always stays
-        same |= torch.eye(2 * n, dtype=torch.bool, device=logits.device)  # and self-similarity never counts
-        return F.cross_entropy(logits.masked_fill(same, float("-inf")), targets)
+    from sentadapt.recipes.losses import nt_xent
+
+    ids = torch.cat([first_ids, second_ids])
+    return nt_xent(first, second, temperature, ids.unsqueeze(0) == ids.unsqueeze(1))

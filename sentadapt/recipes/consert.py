@@ -175,8 +175,9 @@ class ConsertRecipe(RecipeBase):
 
         first, second = self._encode_pair(encoder, *(self._view(name, input_ids, attention_mask)
                                                      for name in self.config.views))
+        # a related pair of sentences: both views of one against both views of the other
         loss = nt_xent(gather_across_processes(first), gather_across_processes(second), self.config.temperature,
-                       related)
+                       None if related is None else related.repeat(2, 2))
         return LossOutput(loss, {"contrastive": loss.detach()})
 
     def _supervised_loss(self, encoder: Encoder, heads: nn.ModuleDict, batch: dict[str, Tensor]) -> LossOutput:

@@ -9,7 +9,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 
-def nt_xent(view1: Tensor, view2: Tensor, temperature: float, related: Tensor | None = None) -> Tensor:
+def nt_xent(view1: Tensor, view2: Tensor, temperature: float, not_negatives: Tensor | None = None) -> Tensor:
     """NT-Xent over 2N views (ConSERT eq. (1), SimCLR): a scalar, the mean over all 2N anchors.
 
     `view1[i]` and `view2[i]` are two views of sentence i, shape (N, D). Vectors are L2-normalised
@@ -22,9 +22,9 @@ def nt_xent(view1: Tensor, view2: Tensor, temperature: float, related: Tensor | 
     each a batch mean), i.e. 2× this value — a pure scale of the loss and its gradients. We follow
     the paper's mean over the 2N anchors.
 
-    `related` (N, N) bool, optional: True where sentence j is not a negative of sentence i (the batch paired them
-    as neighbours under a teacher, or holds one sentence twice). Both views of j leave the denominators of both
-    views of i; each view's positive stays. Without it (or all False) this is the plain NT-Xent.
+    `not_negatives` (2N, 2N) bool over the views [view1; view2], optional: True where view k is not a negative of
+    view i and leaves its denominator (one sentence twice in a batch; a neighbour a teacher paired it with). Each
+    view's positive stays whatever it says. Without it (or all False) this is the plain NT-Xent.
     """
     if view1.dim() != 2 or view1.shape != view2.shape:
         raise ValueError(f"nt_xent: expected two (N, D) tensors of equal shape, got {tuple(view1.shape)} "
@@ -41,8 +41,8 @@ def nt_xent(view1: Tensor, view2: Tensor, temperature: float, related: Tensor | 
         index = torch.arange(n, device=logits.device)
         targets = torch.cat([index + n, index])
         left_out = torch.eye(2 * n, dtype=torch.bool, device=logits.device)
-        if related is not None:  # sentence-level → view-level: both views of i against both views of j
-            left_out = left_out | related.to(device=logits.device, dtype=torch.bool).repeat(2, 2)
+        if not_negatives is not None:
+            left_out = left_out | not_negatives.to(device=logits.device, dtype=torch.bool)
             left_out[torch.arange(2 * n, device=logits.device), targets] = False  # a positive is never left out
         return F.cross_entropy(logits.masked_fill(left_out, float("-inf")), targets)
 
