@@ -31,7 +31,7 @@ from sentadapt.data.prepare import (
     tokenizer_fingerprint,
 )
 from sentadapt.encoder import Encoder, pad_batch
-from sentadapt.errors import DataError
+from sentadapt.errors import ConfigError, DataError
 from tests.conftest import ASSETS, run_adapt, run_config
 
 REPO = Path(__file__).resolve().parents[1]
@@ -418,6 +418,8 @@ def test_pad_multiple_auto_is_8_on_a_gpu_and_1_on_the_cpu() -> None:
     assert pad_multiple(TrainConfig(), torch.device("cpu")) == 1
     assert pad_multiple(TrainConfig(), torch.device("cuda", 0)) == 8
     assert pad_multiple(TrainConfig(pad_multiple=16), torch.device("cpu")) == 16
+    with pytest.raises(ConfigError, match=r"^pad_multiple: -1 is out of range; valid: \[0, inf\]$"):
+        TrainConfig(pad_multiple=-1).validate()
 
 
 def test_a_batch_across_chunks_keeps_its_order() -> None:
