@@ -78,6 +78,155 @@ def test_ctrl_c_while_loading_prints_one_line_and_the_same_command_starts_again(
     assert (run / "metrics.json").is_file()
 
 
+SENTADAPT = [sys.executable, "-m", "sentadapt"]  # what the console script runs: sentadapt/__main__.py
+
+
+def stop_after(seconds: float, command: list[str], signum: int = signal.SIGINT) -> tuple[int | None, str]:
+    """Start `command`, send `signum` after `seconds`; (exit code, stderr), or (None, "") when it finished first."""
+    process = subprocess.Popen(command, env={**os.environ, "OMP_NUM_THREADS": "1"}, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
+    time.sleep(seconds)
+    if process.poll() is not None:
+        process.communicate()
+        return None, ""
+    process.send_signal(signum)
+    _, stderr = process.communicate(timeout=120)
+    return process.returncode, stderr
+
+
+@pytest.mark.parametrize("seconds", [0.5, 1.0, 2.0, 3.0])
+def test_ctrl_c_at_any_moment_of_adapt_is_one_line_and_exit_130_and_the_same_command_continues(
+    seconds: float, tiny_model_dir: Path, corpus: Path, tmp_path: Path
+) -> None:
+    """0.5–2 s: Python is importing typer, rich, torch or transformers (a half-imported torch once turned the
+    `finally:` of cli/adapt.py into a 300-line traceback); later, loading or training."""
+    run = tmp_path / "run"
+    command = [*SENTADAPT, "adapt", str(corpus), "--base", str(tiny_model_dir), "--output", str(run),
+               "--batch-size", "8", "--max-length", "16", "--max-steps", "400", "--dev", "none",
+               "--set", "checkpoint_every=50"]
+    code, stderr = stop_after(seconds, command)
+    assert code is not None, "adapt finished before the signal"
+    lines = stderr.strip().splitlines()
+    assert code == 130, stderr
+    assert "Traceback" not in stderr and lines[-1].startswith("Error: interrupted"), stderr
+    # the stop is one line; the run's own notes (the corpus read, the training line's acknowledgement) come before
+    assert [line for line in lines if line.startswith("Error")] == lines[-1:], stderr
+    assert all(not line.startswith(" ") for line in lines) and len(lines) <= 6, stderr
+    again = run_adapt(*command[4:-2], "--max-steps", "2", "--resume", "auto")
+    assert again.exit_code == 0, again.output
+
+
+@pytest.mark.parametrize(("seconds", "signum"), [(0.5, signal.SIGTERM), (1.0, signal.SIGINT), (1.5, signal.SIGTERM)])
+def test_a_stop_signal_at_any_moment_of_eval_is_one_line(seconds: float, signum: int, tiny_model_dir: Path,
+                                                         pairs_tsv: Path) -> None:
+    code, stderr = stop_after(seconds, [*SENTADAPT, "eval", str(tiny_model_dir), "--pairs", str(pairs_tsv)], signum)
+    if code is None:
+        pytest.skip("eval finished before the signal on this machine")
+    assert code == 128 + signum, stderr
+    name = "interrupted (Ctrl-C)" if signum == signal.SIGINT else f"stopped by SIGTERM (exit code {128 + signum})"
+    assert stderr.strip() == f"Error: {name} before the command finished; run it again"
+
+
+def files_of(folder: Path) -> dict[str, bytes]:
+    """Every file under `folder` by its relative path, with its bytes: a run compared before and after."""
+    return {str(path.relative_to(folder)): path.read_bytes() for path in sorted(folder.rglob("*")) if path.is_file()}
+
+
+@pytest.fixture
+def finished_run(tiny_model_dir: Path, corpus: Path, tmp_path: Path) -> Path:
+    """A finished run (its model, metrics.json, a checkpoint) that an `--overwrite` run is about to replace."""
+    run = tmp_path / "run"
+    done = run_adapt(str(corpus), "--base", str(tiny_model_dir), "--output", str(run), *QUICK,
+                     "--set", "checkpoint_every=1")
+    assert done.exit_code == 0, done.output
+    assert (run / "metrics.json").is_file() and (run / "checkpoints").is_dir()
+    return run
+
+
+PUT_BACK = "the new run stopped before its first checkpoint; the run it was to replace is back as it was"
+
+
+def test_an_overwrite_whose_teacher_trails_leaves_the_finished_run_byte_identical(
+    finished_run: Path, tiny_model_dir: Path, corpus: Path, pairs_tsv: Path, tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from sentadapt.evaluation.evaluator import Delta, Evaluator
+    from tests.test_teacher import build_tiny_teacher
+
+    teacher = build_tiny_teacher(tmp_path / "teacher")
+    before = files_of(finished_run)
+    monkeypatch.setattr(Evaluator, "compare_outputs", lambda self, a, b: Delta(-3.0, (-5.0, -1.0)))
+    failed = run_adapt(str(corpus), "--base", str(tiny_model_dir), "--teacher", str(teacher), "--output",
+                       str(finished_run), "--dev", str(pairs_tsv), "--batch-size", "8", "--max-length", "16",
+                       "--max-steps", "1", "--overwrite")
+    assert failed.exit_code == 2, failed.output
+    assert "it trails; the student would learn to be worse" in last_line(failed.stderr)
+    assert f"--output {finished_run}: {PUT_BACK}" in failed.stderr
+    assert files_of(finished_run) == before
+    assert not list(finished_run.parent.glob(".run.*"))  # nothing left beside it
+
+
+def test_an_overwrite_with_a_bad_corpus_line_leaves_the_finished_run_byte_identical(
+    finished_run: Path, tiny_model_dir: Path, tmp_path: Path
+) -> None:
+    before = files_of(finished_run)
+    bad = tmp_path / "bad.txt"  # the bad bytes are past the first batch check_has_sentences reads
+    bad.write_bytes(b"".join(f"the disk {i} is full\n".encode() for i in range(3000)) + b"caf\xe9 ouvert\n")
+    failed = run_adapt(str(bad), "--base", str(tiny_model_dir), "--output", str(finished_run), *QUICK, "--overwrite")
+    assert failed.exit_code == 1, failed.output  # a DataError
+    assert last_line(failed.stderr).startswith(f"Error: {bad}:3001: not valid UTF-8")
+    assert files_of(finished_run) == before
+
+
+def test_ctrl_c_before_the_first_checkpoint_of_an_overwrite_leaves_the_finished_run_byte_identical(
+    finished_run: Path, tiny_model_dir: Path, corpus: Path, tmp_path: Path
+) -> None:
+    before = files_of(finished_run)
+    command = [str(corpus), "--base", str(tiny_model_dir), "--output", str(finished_run), *QUICK, "--overwrite"]
+    marker = tmp_path / "loading.marker"
+    process = subprocess.Popen([sys.executable, "-c", LOADING_DRIVER, str(marker), *command],
+                               env={**os.environ, "OMP_NUM_THREADS": "1"}, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
+    while not marker.exists():
+        if process.poll() is not None:
+            pytest.fail(f"adapt ended (rc {process.returncode}) before loading:\n{process.stderr.read()}")
+        time.sleep(0.02)
+    assert not (finished_run / "metrics.json").exists()  # the new run is in the folder, the old one aside
+    process.send_signal(signal.SIGINT)
+    _, stderr = process.communicate()
+    assert process.returncode == 130, stderr
+    assert f"--output {finished_run}: {PUT_BACK}" in stderr
+    assert files_of(finished_run) == before
+
+
+def test_a_killed_overwrite_is_undone_by_the_next_command(finished_run: Path, tiny_model_dir: Path, corpus: Path,
+                                                          tmp_path: Path) -> None:
+    """SIGKILL leaves the earlier run set aside: the next `adapt` into the folder puts it back first."""
+    from sentadapt.train.replacement import Replacement
+
+    before = files_of(finished_run)
+    Replacement.set_aside(finished_run)  # as a killed --overwrite run leaves it: set aside, never settled
+    finished_run.mkdir()
+    (finished_run / "config.yaml").write_text("recipe: consert\n")
+    again = run_adapt(str(corpus), "--base", str(tiny_model_dir), "--output", str(finished_run), *QUICK,
+                      "--resume", "auto")
+    assert again.exit_code == 0, again.output
+    assert (f"--output {finished_run}: put back the run that an interrupted --overwrite run had set aside in "
+            f"{tmp_path / '.run.replaced'}") in again.stderr
+    assert f"--resume auto: {finished_run} is a finished run" in again.stderr
+    assert files_of(finished_run) == before
+
+
+def test_an_overwrite_replaces_the_run_once_it_has_a_checkpoint(finished_run: Path, tiny_model_dir: Path,
+                                                                corpus: Path) -> None:
+    old_metrics = (finished_run / "metrics.json").read_bytes()
+    replaced = run_adapt(str(corpus), "--base", str(tiny_model_dir), "--output", str(finished_run), *QUICK,
+                         "--set", "seed=7", "--overwrite")
+    assert replaced.exit_code == 0, replaced.output
+    assert (finished_run / "metrics.json").read_bytes() != old_metrics
+    assert not list(finished_run.parent.glob(".run.*"))
+
+
 def test_resume_auto_and_resume_restart_a_run_stopped_before_its_first_checkpoint(
     tiny_model_dir: Path, corpus: Path, tmp_path: Path
 ) -> None:

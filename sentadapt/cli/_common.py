@@ -14,6 +14,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from sentadapt.errors import ResultNotWritten, SentadaptError
+from sentadapt.stopping import interrupted_line, received_signal
 from sentadapt.tables import TextTable, fit, min_width
 
 TONES = {"good": "green", "bad": "red", "dim": "dim", "strong": "bold", "best": "bold green", "warn": "yellow"}
@@ -23,8 +24,6 @@ err_console = Console(stderr=True)  # progress, notes and errors (stderr), so st
 
 F = TypeVar("F", bound=Callable[..., Any])
 R = TypeVar("R")
-INTERRUPTED = "interrupted (Ctrl-C) before the command finished; run it again"
-INTERRUPTED_EXIT_CODE = 130  # 128 + SIGINT, the shell's convention
 
 
 def friendly_errors(command: F) -> F:
@@ -38,9 +37,9 @@ def friendly_errors(command: F) -> F:
             # escaped: messages quote user text and names like [CLS] or 'sentadapt[plot]', which are not markup
             err_console.print(f"[bold red]Error:[/] {escape(str(error))}", highlight=False, soft_wrap=True)
             raise typer.Exit(code=error.exit_code) from None
-        except KeyboardInterrupt:  # Ctrl-C outside what the library handles itself: one line, not click's "Aborted!"
-            err_console.print(f"[bold red]Error:[/] {INTERRUPTED}", highlight=False, soft_wrap=True)
-            raise typer.Exit(code=INTERRUPTED_EXIT_CODE) from None
+        except KeyboardInterrupt:  # a stop signal outside what the library handles itself: one line, not "Aborted!"
+            err_console.print(f"[bold red]Error:[/] {escape(interrupted_line())}", highlight=False, soft_wrap=True)
+            raise typer.Exit(code=128 + received_signal()) from None
 
     return wrapper  # type: ignore[return-value]
 

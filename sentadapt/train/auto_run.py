@@ -101,9 +101,9 @@ def run_auto(runs: list[auto.CandidateRun], resolved: list[ResolvedRun], output:
 
     events = (events or Events()).for_process()
     main = is_main_process()
-    lock = None
+    lock, replacement = None, None
     if main:
-        lock = claim_output(output, fresh and overwrite, events.note)
+        lock, replacement = claim_output(output, fresh and overwrite, events.note)
         if fresh:
             first = runs[0].config
             auto.write_plan(output, runs, {"base": first.base, "dev": first.dev, "max_steps": first.train.max_steps,
@@ -113,7 +113,8 @@ def run_auto(runs: list[auto.CandidateRun], resolved: list[ResolvedRun], output:
         evaluator, dev_name = dev.evaluator, dev.name
         base = _base_dev(output, resolved[0], trust_remote_code, allow_pickle, events.note) if main else None
         # each candidate trains through the single-run path; its own summary is left to the auto record
-        quiet = Events(events.note, events.progress, events.reporter)
+        quiet = Events(events.note, events.progress, events.reporter,
+                       checkpoint_written=replacement.commit if replacement is not None else None)
         for index, (run, candidate_run) in enumerate(zip(runs, resolved, strict=True), start=1):
             try:
                 _train_candidate(run, candidate_run, index, len(runs), base, trust_remote_code, allow_pickle, quiet)
@@ -128,6 +129,8 @@ def run_auto(runs: list[auto.CandidateRun], resolved: list[ResolvedRun], output:
         record = auto.write_auto_metrics(output, runs, choice, base[0], evaluator, dev_name, published)
         return AutoOutcome(choice, record)
     finally:
+        if replacement is not None:
+            replacement.settle()  # the run it replaces comes back unless a candidate got a checkpoint
         if lock is not None:
             lock.unlink(missing_ok=True)
 

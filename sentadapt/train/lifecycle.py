@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import shutil
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -22,6 +21,7 @@ from sentadapt.events import Note, Progress, quiet
 from sentadapt.resolve import ResolvedModel
 from sentadapt.rundir import RunDir
 from sentadapt.train.lock import acquire_lock
+from sentadapt.train.replacement import Replacement
 from sentadapt.train.resolved import DevSet, ResolvedRun
 from sentadapt.train.signals import StopAtOnce, stopped_early
 
@@ -38,6 +38,7 @@ class Events:
     progress: Progress | None = None  # a progress bar for long preparations (corpus tokenizing, encoding)
     reporter: Callable[[], Any] | None = None  # a train.tracking.Reporter for the training line, made per stage
     stage_done: Callable[[Any, RunConfig], None] | None = None  # (TrainResult, the stage's RunConfig) per stage
+    checkpoint_written: Callable[[Path], None] | None = None  # each checkpoint's folder, once it is complete
 
     def for_process(self) -> Events:
         """The events of this process: other ranks than 0 stay silent."""
@@ -71,13 +72,15 @@ def release_processes() -> None:
     """Destroy the process group that torchrun / accelerate launch set up, when the process is about to end: a
     gloo or NCCL group left to the interpreter's exit can abort the process there ("terminate called without an
     active exception"), after the work is done. Not inside a run: --recipe auto and later stages reuse the group.
-    A command that failed before torch was imported (a bad option) does not import it here."""
-    if "torch.distributed" not in sys.modules:
+    Imports nothing: a command that failed before torch was imported (a bad option) does not import it here, and
+    one stopped by Ctrl-C while torch was being imported does not import it again from a half-made module."""
+    dist = sys.modules.get("torch.distributed")
+    is_available = getattr(dist, "is_available", None)
+    is_initialized = getattr(dist, "is_initialized", None)
+    if is_available is None or is_initialized is None:  # not imported, or its import was cut short
         return
-    import torch.distributed as dist
-
-    if dist.is_available() and dist.is_initialized():
-        dist.destroy_process_group()
+    if is_available() and is_initialized():
+        dist.destroy_process_group()  # type: ignore[union-attr]
 
 
 def device() -> str:
@@ -267,15 +270,15 @@ def _check_free_space(config: RunConfig, resolved: ResolvedModel, output: Path) 
         check_free_space(output, weights, config.train.keep_checkpoints)
 
 
-def claim_output(output: Path, replace: bool, note: Callable[[str], None]) -> Path:
-    """Lock the output folder (made if missing; emptied first when `replace`) for this process; returns the lock.
-    The lock is taken before anything is deleted, so --overwrite never removes what a live run is writing."""
+def claim_output(output: Path, replace: bool, note: Callable[[str], None]) -> tuple[Path, Replacement]:
+    """Lock the output folder (made if missing) for this process; with `replace`, the run it holds is set aside until
+    the new one has a checkpoint (train/replacement.py). Returns the lock and the replacement to settle at the end.
+    The lock is taken before anything moves, so --overwrite never touches what a live run is writing."""
     if output.is_dir():
         acquire_lock(output, note)
-    if replace and output.is_dir():
-        shutil.rmtree(output)  # the lock goes with it; taken again below
+    replacement = Replacement.set_aside(output, note) if replace else Replacement(output)
     output.mkdir(parents=True, exist_ok=True)
-    return acquire_lock(output, note)
+    return acquire_lock(output, note), replacement
 
 
 def train_run(run: ResolvedRun, resume: bool, overwrite: bool, trust_remote_code: bool, allow_pickle: bool,
@@ -291,9 +294,9 @@ def train_run(run: ResolvedRun, resume: bool, overwrite: bool, trust_remote_code
     config = run.config
     output = Path(config.output)
     main = is_main_process()
-    lock = None
+    lock, replacement = None, None
     if main:
-        lock = claim_output(output, overwrite and not resume, events.note)
+        lock, replacement = claim_output(output, overwrite and not resume, events.note)
         if not resume:
             write_config(config)  # the whole run's config, for --resume
     result = None
@@ -319,16 +322,30 @@ def train_run(run: ResolvedRun, resume: bool, overwrite: bool, trust_remote_code
                                   trust_remote_code=trust_remote_code, allow_pickle=allow_pickle, stage=stage,
                                   progress=events.progress, base_dev=base_dev if number == 1 else None)
             reporter = events.reporter() if events.reporter is not None else NoteReporter(events.note)
-            result = _train_stage(Trainer(inputs, reporter), stage_resume, output)
+            trainer = Trainer(inputs, reporter, on_checkpoint=_checkpoint_hook(replacement, events))
+            result = _train_stage(trainer, stage_resume, output)
             if main and events.stage_done is not None:
                 events.stage_done(result, stage_config)
     except KeyboardInterrupt:  # outside a training step: while loading, or a second signal while checkpointing
         raise stopped_early(stop.signum, output, RunDir(output).has_progress()) from None
     finally:
         stop.__exit__()
+        if replacement is not None:
+            replacement.settle()  # the run it replaces comes back unless this one got a checkpoint
         if lock is not None:
             lock.unlink(missing_ok=True)
     return result if main else None
+
+
+def _checkpoint_hook(replacement: Replacement | None, events: Events) -> Callable[[Path], None]:
+    """What a written checkpoint triggers: the run set aside by --overwrite goes, and the caller hears of it."""
+    def written(folder: Path) -> None:
+        if replacement is not None:
+            replacement.commit()
+        if events.checkpoint_written is not None:
+            events.checkpoint_written(folder)
+
+    return written
 
 
 def write_config(config: RunConfig) -> None:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -157,7 +158,8 @@ class Trainer:
     DevSelection (dev scores, the best model, patience), GuardedUpdate and NanRule (the non-finite guard on the
     device and on the host), StopPoll (stop signals), RunRecords (train.log and trackers), MicroBatches (data)."""
 
-    def __init__(self, inputs: TrainingInputs, reporter: Reporter | None = None) -> None:
+    def __init__(self, inputs: TrainingInputs, reporter: Reporter | None = None,
+                 on_checkpoint: Callable[[Path], None] | None = None) -> None:
         from accelerate import Accelerator
         from accelerate.utils import ProjectConfiguration, set_seed
 
@@ -165,6 +167,7 @@ class Trainer:
         self.config = inputs.config
         self.train_config = cfg = inputs.config.train
         self.reporter: Reporter = reporter or SilentReporter()
+        self.on_checkpoint = on_checkpoint  # the main process's hook once a checkpoint is complete (--overwrite)
         self.output = Path(inputs.config.output)
         self.run_dir = RunDir(self.output)
         self.checkpoints = self.run_dir.checkpoints
@@ -363,6 +366,8 @@ class Trainer:
             path = write_training_checkpoint(
                 self.checkpoints, self.state.step, self.accelerator.unwrap_model(self.model), self.optimizer,
                 self.scheduler, self.accelerator.scaler, dict(self.state.__dict__), self.train_config.keep_checkpoints)
+            if self.on_checkpoint is not None:
+                self.on_checkpoint(path)
         else:
             path = self.run_dir.checkpoint(self.state.step)
         self.accelerator.wait_for_everyone()

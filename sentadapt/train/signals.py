@@ -21,9 +21,10 @@ from types import FrameType
 from typing import Any
 
 from sentadapt.errors import SentadaptError
+from sentadapt.stopping import STOP_SIGNALS
 
-# The signals that ask for a clean stop, in the order a combined request is named by (highest number wins).
-STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGUSR1)
+# The signals that ask for a clean stop (sentadapt.stopping: the same ones outside a run), in the order a combined
+# request is named by (highest number wins).
 
 
 def exit_code_for(signum: int) -> int:
