@@ -187,6 +187,8 @@ class RunConfig:
     # the base's prompt (a name, or "none") prepended to every training sentence; None: the base's
     # default_prompt_name, resolved into a name before the run is saved (sentadapt/prompts.py)
     prompt: str | None = None
+    # each corpus file's sha256 when the run started (None: a Hub dataset): a resumed run refuses a changed corpus
+    corpus_sha256: list[str | None] | None = None
     train: TrainConfig = field(default_factory=TrainConfig)
     recipe_args: Any = None  # the recipe's own Config dataclass
 

@@ -97,9 +97,12 @@ def _mode(config_path: Path | None) -> str:
         return ""
 
 
-def choose_preset(option: str | None, resolve: Callable[[], ResolvedModel], recipe_class: Any) -> Preset:
-    """`--preset auto|paper|tuned-base` (None: auto) → the Preset, with the recipe's tuned-base values.
-    `resolve` gives the base model; it is called only when the preset is detected."""
+def choose_preset(option: str | None, resolve: Callable[[], ResolvedModel], recipe_class: Any,
+                  teacher: bool = False) -> Preset:
+    """`--preset auto|paper|tuned-base` (None: auto) → the Preset, with the recipe's tuned-base values and, for a run
+    with a teacher, TEACHER_DEFAULTS on top. The one place a run's preset is made: a single run and every
+    `--recipe auto` candidate get the same. `resolve` gives the base model; it is called only when the preset is
+    detected."""
     option = option or "auto"
     check_choice("--preset", option, PRESET_CHOICES)
     if option == "auto":
@@ -107,7 +110,8 @@ def choose_preset(option: str | None, resolve: Callable[[], ResolvedModel], reci
     else:
         name, reason = option, f"chosen with --preset {option}"
     values = dict(recipe_class.tuned_base_defaults) if name == TUNED_BASE else {}
-    return Preset(name, reason, values)
+    preset = Preset(name, reason, values)
+    return with_teacher(preset, recipe_class) if teacher else preset
 
 
 def with_teacher(preset: Preset, recipe_class: Any) -> Preset:

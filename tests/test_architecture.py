@@ -134,7 +134,7 @@ def test_export_imports_nothing_from_train() -> None:
 LAYERS = [
     {"errors"},
     # sentadapt: its __init__
-    {"events", "options", "registry", "durable", "tables", "st_modules", "sentadapt"},
+    {"events", "options", "registry", "durable", "tables", "st_modules", "stopping", "sentadapt"},
     {"rundir", "rowfile"},
     {"resolve", "pooling", "config"},
     {"st_format", "presets", "data", "prompts", "lora"},

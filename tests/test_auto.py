@@ -389,3 +389,24 @@ def test_a_single_candidate_is_decided_exactly_as_a_single_run(tmp_path: Path) -
     delta = evaluator.compare_outputs(base, steps[best])
     run = decide(delta.value, delta.interval, "dev.tsv", single, DecisionRule())
     assert choose(scores, "dev.tsv", DecisionRule(), evidence).decision == run.decision
+
+
+def test_an_auto_candidate_with_a_teacher_is_configured_exactly_as_recipe_name_with_a_teacher(
+    corpus: Path, pairs_tsv: Path, tiny_model_dir: Path, tmp_path: Path
+) -> None:
+    """The teacher-run defaults (neighbour batches, patience 2, the length rule) and API keywords reach every
+    candidate: what `--recipe auto` trains is what `--recipe consert` would."""
+    import dataclasses
+
+    import sentadapt
+    from tests.test_teacher import build_tiny_teacher
+
+    teacher = build_tiny_teacher(tmp_path / "teacher")
+    common = dict(base=str(tiny_model_dir), teacher=str(teacher), dev=str(pairs_tsv), max_steps=4, dry_run=True,
+                  temperature=0.07)
+    single = sentadapt.adapt(corpus, recipe="consert", output=tmp_path / "single", **common).configs[0]
+    auto = sentadapt.adapt(corpus, recipe="auto", candidates=["consert"], output=tmp_path / "auto",
+                           **common).configs[0]
+    assert single.train.distill_batches == "neighbours" and single.train.patience == 2  # the teacher defaults
+    assert single.recipe_args.temperature == 0.07
+    assert dataclasses.replace(auto, output=single.output) == single

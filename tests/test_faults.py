@@ -464,3 +464,49 @@ def test_recovery_puts_back_a_folder_caught_between_its_two_renames(tmp_path: Pa
     verify_folder(tmp_path / "best")
     assert (tmp_path / "best" / "weights").read_text() == "good"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["best"]
+
+
+def test_resume_from_another_working_directory_continues_exactly(
+    tiny_model_dir: Path, fault_corpus: Path, straight: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A requeued job starts elsewhere: config.yaml names the corpus and the base absolutely, not as typed."""
+    work = tmp_path / "job"
+    work.mkdir()
+    (work / "corpus.txt").write_bytes(fault_corpus.read_bytes())
+    marker = work / "run.marker"
+    process = subprocess.Popen(
+        [sys.executable, "-c", DRIVER, "pause-after-log", "6", str(marker), "corpus.txt", "--base",
+         os.path.relpath(tiny_model_dir, work), "--output", "run", *COMMON],
+        cwd=work, env={**os.environ, "OMP_NUM_THREADS": "1"}, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True)
+    wait_for_pause(process, marker)
+    process.send_signal(signal.SIGINT)
+    marker.with_suffix(".go").write_text("go")
+    _, stderr = process.communicate()
+    assert process.returncode == 130, stderr
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    resumed = run_adapt("--resume", "--output", str(work / "run"), "--base", "other-model")
+    assert resumed.exit_code == 0, resumed.output
+    assert "--resume uses the run's saved config.yaml; ignoring --base" in resumed.stderr
+    assert_same_as_straight(work / "run", straight)
+
+
+def test_resume_refuses_a_corpus_that_changed_since_the_run_started(
+    tiny_model_dir: Path, fault_corpus: Path, tmp_path: Path
+) -> None:
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_bytes(fault_corpus.read_bytes())
+    run = tmp_path / "run"
+    process, marker = start("pause-after-log", 2, run, tiny_model_dir, corpus)
+    wait_for_pause(process, marker)
+    process.send_signal(signal.SIGINT)
+    marker.with_suffix(".go").write_text("go")
+    assert process.wait() == 130
+    corpus.write_text(corpus.read_text().replace("server 3 ", "server three "))
+    resumed = run_adapt("--resume", "--output", str(run))
+    assert resumed.exit_code == 2, resumed.output
+    assert resumed.stderr.strip().splitlines()[-1] == (
+        f"Error: --resume: {corpus} changed since the run started (its sha256 is not the one in {run / 'config.yaml'});"
+        " put the original file back, or start a new run (--overwrite) on the new one")

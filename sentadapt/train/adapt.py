@@ -31,7 +31,7 @@ from sentadapt.train.lifecycle import (
     train_run,
 )
 from sentadapt.train.lock import held_by_another
-from sentadapt.train.replacement import recover
+from sentadapt.train.replacement import aside_path, recover
 from sentadapt.train.resolved import ResolvedRun
 
 AUTO = "auto"
@@ -82,7 +82,7 @@ def run(request: AdaptRequest, events: Events | None = None) -> AdaptOutcome:
     settings = request.settings
     check_at_least("--num-proc", settings.run_fields.get("num_proc"), 1)
     output = Path(settings.output)
-    if not request.dry_run and is_main_process() and not held_by_another(output):
+    if not request.dry_run and is_main_process() and aside_path(output).is_dir() and not held_by_another(output):
         recover(output, events.note)  # a run an earlier, killed --overwrite set aside: back before anything reads
     mode = resume_auto_mode(output, events.for_process().note) if request.resume == AUTO else request.resume
     if mode == FINISHED:

@@ -60,8 +60,9 @@ def plan_auto(settings: Settings, candidates_option: list[str]) -> tuple[list[au
     resolved = resolve_model(base_name)
     runs = [auto.CandidateRun(candidate, candidate_config(
         candidate, inputs, settings.output, yaml_train=yaml_train, flags=settings.flags,
-        set_options=list(settings.set_options),
-        preset_for=lambda recipe_class: choose_preset(settings.preset, lambda: resolved, recipe_class),
+        set_options=list(settings.set_options), set_values=settings.set_values,
+        preset_for=lambda recipe_class: choose_preset(settings.preset, lambda: resolved, recipe_class,
+                                                      bool(settings.run_fields.get("teacher"))),
         base=base_name, **settings.run_fields)) for candidate in candidates]
     check_budget([run.config for run in runs])
     return runs, resolved

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sentadapt.config import RunConfig, TrainConfig, build_config, load_yaml, with_overrides
+from sentadapt.config import RunConfig, TrainConfig, build_config, load_yaml, parse_set_options, with_overrides
 from sentadapt.errors import ConfigError
 from sentadapt.recipes import RECIPES
 from sentadapt.recipes.base import PAIRS, TEXT
@@ -157,7 +157,7 @@ def auto_yaml_settings(path: str | Path | None) -> tuple[dict[str, Any], list[st
 
 def candidate_config(candidate: Candidate, inputs: Inputs, output: Path, *, yaml_train: dict[str, Any],
                      flags: dict[str, Any], set_options: list[str], preset_for: Callable[[type], Any],
-                     **run_fields: Any) -> RunConfig:
+                     set_values: dict[str, Any] | None = None, **run_fields: Any) -> RunConfig:
     """The candidate's RunConfig, as `adapt --recipe RECIPE` with the same flags would build it (module docstring).
     `preset_for(recipe_class)` gives the Preset that applies to the base for that recipe."""
     recipe_class = RECIPES.get(candidate.recipe)
@@ -166,7 +166,10 @@ def candidate_config(candidate: Candidate, inputs: Inputs, output: Path, *, yaml
     try:
         return build_config(
             candidate.recipe, recipe_class.Config, recipe_class.train_defaults, None, {**yaml_train, **given},
-            [*set_options, *candidate.set_options()], preset_values=preset.values, preset=preset.to_dict(),
+            # the candidate's own settings (consert:temperature=0.05) last: above --set and the API's keywords
+            list(set_options), set_values={**(set_values or {}), **parse_set_options(candidate.set_options())},
+            preset_values=preset.values,
+            preset=preset.to_dict(),
             corpus=inputs.for_recipe(candidate.recipe), output=str(RunDir(output).candidate(candidate.name).path),
             **run_fields)
     except ConfigError as error:

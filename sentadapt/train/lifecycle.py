@@ -128,7 +128,7 @@ def new_config_and_base(settings: Settings) -> tuple[RunConfig, ResolvedModel | 
     """`new_config`, and the base model when preset detection resolved it (None when it did not need it): given to
     `check_run` so that the base is resolved once."""
     from sentadapt.config import build_config
-    from sentadapt.presets import choose_preset, with_teacher
+    from sentadapt.presets import choose_preset
     from sentadapt.recipes import RECIPES
     from sentadapt.resolve import DEFAULT_BASE_MODEL, resolve_model
 
@@ -143,9 +143,7 @@ def new_config_and_base(settings: Settings) -> tuple[RunConfig, ResolvedModel | 
         resolved.append(resolve_model(base_name))
         return resolved[0]
 
-    preset = choose_preset(settings.preset, resolve_base, recipe_class)
-    if settings.run_fields.get("teacher"):
-        preset = with_teacher(preset, recipe_class)
+    preset = choose_preset(settings.preset, resolve_base, recipe_class, bool(settings.run_fields.get("teacher")))
     config = build_config(recipe_name, recipe_class.Config, recipe_class.train_defaults, settings.config_file,
                           settings.flags, list(settings.set_options), set_values=settings.set_values,
                           preset_values=preset.values,
@@ -161,7 +159,7 @@ def resumed_config(output: Path, num_proc: int | None = None) -> RunConfig:
 
     config = load_run_config(RunDir(output).config_file, {name: RECIPES.get(name).Config for name in RECIPES})
     # the directory may have been moved since it was written; num_proc is the machine's, not the run's
-    config = dataclasses.replace(config, output=str(output), num_proc=num_proc or config.num_proc)
+    config = dataclasses.replace(config, output=os.path.abspath(output), num_proc=num_proc or config.num_proc)
     return config
 
 
@@ -177,6 +175,9 @@ def ignored_on_resume(settings: Settings, extra: Sequence[str] = ()) -> list[str
     for key, value in settings.run_fields.items():
         if value is not None and value != OPTIONS_BY_NAME[key].default and key != "num_proc":
             ignored.append(OPTIONS_BY_NAME[key].flag)
+    ignored += ["--base"] if settings.base is not None else []
+    ignored += ["--recipe"] if settings.recipe is not None else []
+    ignored += ["--config"] if settings.config_file is not None else []
     ignored += ["--set"] if settings.set_options or settings.set_values else []
     ignored += ["--preset"] if settings.preset else []
     return list(dict.fromkeys(ignored + list(extra)))
@@ -216,6 +217,8 @@ def check_run(config: RunConfig, resume: bool, overwrite: bool, dry_run: bool, r
     check_lora(config.train, recipe_class)  # peft installed; a recipe that trains the encoder
     _check_mask_neighbours(config, recipe_class)
     check_sources(config.corpus)  # a missing file, a directory, a fake .gz, an unreachable Hub dataset
+    config = with_absolute_paths(config)  # config.yaml names them so: --resume works from any directory
+    config = _with_corpus_fingerprints(config, resume)
     recipe_class.check_corpus(config.corpus, config.recipe_args)  # e.g. CLSR: pairs, not sentences
     if recipe_class.trains_on == TEXT:  # an empty corpus is found now, not after the model loaded
         check_has_sentences(config.corpus, config.text_column, config.encoding_errors)
@@ -229,6 +232,32 @@ def check_run(config: RunConfig, resume: bool, overwrite: bool, dry_run: bool, r
     if not dry_run and is_main_process():  # other ranks would see the directory rank 0 just made
         _check_output(config, base, resume, overwrite)
     return run
+
+
+def with_absolute_paths(config: RunConfig) -> RunConfig:
+    """Every local path of the run absolute (Hub ids and names such as `stsb` as given)."""
+    from sentadapt.data.fingerprint import absolute
+
+    return dataclasses.replace(
+        config, base=absolute(config.base) or config.base, corpus=[absolute(c) or c for c in config.corpus],
+        output=os.path.abspath(Path(config.output).expanduser()), dev=absolute(config.dev),
+        teacher=absolute(config.teacher), data_dir=absolute(config.data_dir))
+
+
+def _with_corpus_fingerprints(config: RunConfig, resume: bool) -> RunConfig:
+    """A new run records each corpus file's sha256; a resumed one must find the same bytes (a run that saved none,
+    from before this check, is not checked)."""
+    from sentadapt.data.fingerprint import fingerprints
+
+    now = fingerprints(config.corpus)
+    if not resume or config.corpus_sha256 is None:
+        return dataclasses.replace(config, corpus_sha256=now)
+    for source, saved, current in zip(config.corpus, config.corpus_sha256, now, strict=False):
+        if saved is not None and current != saved:
+            raise ConfigError(f"--resume: {source} changed since the run started (its sha256 is not the one in "
+                              f"{RunDir(config.output).config_file}); put the original file back, or start a new "
+                              "run (--overwrite) on the new one")
+    return config
 
 
 def _check_mask_neighbours(config: RunConfig, recipe_class: Any) -> None:

@@ -4,6 +4,7 @@ saying which defaults the preset chose. The CLI draws them; `AdaptResult.summary
 from __future__ import annotations
 
 import dataclasses
+import os
 import time
 from typing import Any
 
@@ -92,7 +93,7 @@ def run_rows(config: Any) -> list[tuple[str, str]]:
     from sentadapt.lora import settings_of
 
     train = config.train
-    rows = [("base model", str(config.base)), ("corpus", ", ".join(map(str, config.corpus))),
+    rows = [("base model", shown_path(config.base)), ("corpus", ", ".join(map(shown_path, config.corpus))),
             ("recipe", str(config.recipe))]
     preset = config.preset
     if preset:  # None for runs saved before presets existed
@@ -108,7 +109,7 @@ def run_rows(config: Any) -> list[tuple[str, str]]:
     if config.prompt and config.prompt != "none":
         rows.append(("prompt", str(config.prompt)))
     if config.teacher is not None:
-        rows.append(("teacher", str(config.teacher)))
+        rows.append(("teacher", shown_path(config.teacher)))
     return rows
 
 
@@ -218,3 +219,12 @@ def _clock(seconds: float | None) -> str:
 
 def _interval(values: list[float] | None) -> str:
     return "–" if not values else f"[{values[0]:+.2f}, {values[1]:+.2f}]"
+
+
+def shown_path(value: str) -> str:
+    """A path of the run as the user likely typed it: config.yaml keeps paths absolute; the summary shows the
+    shorter of that and the path relative to the working directory (Hub ids as they are)."""
+    if not os.path.isabs(value):
+        return value
+    relative = os.path.relpath(value)
+    return relative if len(relative) < len(value) else value
