@@ -658,3 +658,41 @@ def test_diagnose_compare_prints_every_number_whole_at_80_columns(
     table = result.stdout.split("\n  ")[0]  # the summary, before the verdicts
     assert all(len(line) <= 80 for line in table.splitlines())
     assert re.findall(r"[-+]\d\.\d{3}", table)  # the Δ column's values, whole
+
+
+def _auto_record(rule: str) -> dict:
+    """An auto run's metrics.json (train/auto.py's record) with two long-named candidates, as the rule decided."""
+    rows = [{"name": "consert-temperature=0.05-batch_size=64", "dev_score": 80.12, "dev_change": 1.5,
+             "dev_change_ci": [0.4, 2.61], "dev_change_adjusted_ci": [0.1, 2.9], "risk": 0.031, "steps": 500,
+             "best_step": 400, "seconds": 3723.0, "failed": None},
+            {"name": "sg-opt-lr=1e-05", "dev_score": 78.0, "dev_change": -0.62, "dev_change_ci": [-1.8, 0.55],
+             "dev_change_adjusted_ci": [-2.1, 0.8], "risk": None, "steps": 500, "best_step": 100, "seconds": 61.0,
+             "failed": None}]
+    confidence = 0.975 if rule == "strict" else 0.969
+    return {"candidates": rows, "chosen": rows[0]["name"], "dev": "my-domain-dev-pairs.tsv", "base_score": 78.62,
+            "decision_rule": rule, "risk_limit": 0.2, "adjustment": {"confidence": confidence}}
+
+
+@pytest.mark.parametrize(("rule", "column", "cells"), [
+    ("risk", "risk", ["0.031", "–"]),
+    ("strict", "97.50 % CI", ["[+0.10, +2.90]", "[-2.10, +0.80]"]),
+])
+def test_the_auto_summary_names_its_columns_after_the_rule_and_keeps_every_number_at_80_columns(
+    rule: str, column: str, cells: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from rich.console import Console
+
+    from sentadapt.cli._common import draw
+    from sentadapt.train.summary import auto_table
+
+    table = auto_table(_auto_record(rule))
+    assert [c.header for c in table.columns] == ["candidate", "dev", "Δ, 95 % CI", column, "step", "time"]
+    assert [row.cells[3].text for row in table.rows] == cells
+    assert ("Bonferroni" in table.title) == (rule == "strict")
+    assert ("fixed sequence" in table.title and "risk ≤ 0.2" in table.title) == (rule == "risk")
+    console = Console(width=80, record=True, file=open(os.devnull, "w"))  # noqa: SIM115
+    console.print(draw(table, width=80))
+    text = console.export_text()
+    assert max(len(line) for line in text.splitlines()) <= 80
+    for value in ["80.12", "+1.50", "[+0.40, +2.61]", *cells, "01:02:03", "400"]:
+        assert value in text, value

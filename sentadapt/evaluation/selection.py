@@ -38,6 +38,7 @@ from sentadapt.evaluation.evidence import Evidence
 
 FAMILY_ERROR = round(1 - bootstrap.CONFIDENCE, 12)  # 0.05: the chance, over the whole choice, of shipping a noise win
 METHOD = "bonferroni"
+FIXED_SEQUENCE = "fixed sequence, max-T within each candidate"
 
 Outputs = dict[str, dict[str, list[float]]]  # task → per-unit output name → values (Evaluator.outputs_of)
 
@@ -76,15 +77,19 @@ class Choice:
     scores: tuple[CandidateScore, ...]
     rule: str = STRICT
     risk: float | None = None  # the risk rule's estimate for the best candidate
+    # the risk rule: each candidate's risk (max-T over its own checkpoints), None where it was not tested
+    risks: tuple[float | None, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         adjustment = ({"method": METHOD, "candidates": len(self.scores), "family_error": FAMILY_ERROR,
                        "confidence": self.confidence} if self.rule == STRICT else
-                      {"method": "fixed sequence, max-T within each candidate" if self.rule != POSITIVE else "none",
+                      {"method": FIXED_SEQUENCE if self.rule != POSITIVE else "none",
                        "candidates": len(self.scores), "confidence": self.confidence})
+        risks = self.risks or (None,) * len(self.scores)
         return {"chosen": self.chosen, "decision": self.decision, "decision_reason": self.reason,
                 "decision_rule": self.rule, "decision_risk": self.risk, "adjustment": adjustment,
-                "candidates": [score.to_dict() for score in self.scores]}
+                "candidates": [{**score.to_dict(), "risk": risk} for score, risk in zip(self.scores, risks,
+                                                                                      strict=True)]}
 
 
 def adjusted_confidence(candidates: int) -> float:
@@ -163,10 +168,12 @@ def _choose_by_evidence(scores: Sequence[CandidateScore], dev_name: str | None, 
     on = f" on {dev_name}" if dev_name else ""
     best = max(scores, key=lambda score: score.change)  # max keeps the first listed of equal Δs
 
+    risks: list[float | None] = [None] * k  # filled for the candidates the walk tests
+
     def made(chosen: CandidateScore | None, reason: str, weighed: Evidence | None) -> Choice:
         return Choice(chosen.name if chosen else None, USE_ADAPTED if chosen else KEEP_BASE, reason,
                       weighed.confidence if weighed else None, tuple(scores), rule.name,
-                      weighed.risk if weighed else None)
+                      weighed.risk if weighed else None, tuple(risks) if rule.name != POSITIVE else ())
 
     if best.change <= 0:
         return made(None, f"no candidate beat the base model{on} (best: {_plain(best)})", None)
@@ -177,7 +184,8 @@ def _choose_by_evidence(scores: Sequence[CandidateScore], dev_name: str | None, 
                           f"off), so the choice among {k} candidates is not protected against a noise win", None)
     passed: list[tuple[CandidateScore, Evidence]] = []
     stopped: tuple[CandidateScore, Evidence | None] | None = None
-    for score, weighed in zip(scores, evidence):  # fixed sequence: each is tested only if all before it passed
+    for index, (score, weighed) in enumerate(zip(scores, evidence)):  # each tested only if all before it passed
+        risks[index] = weighed.risk if weighed is not None and score.change > 0 else None
         if score.change <= 0 or weighed is None or weighed.risk > rule.risk:
             stopped = (score, weighed)
             break

@@ -146,6 +146,7 @@ def write_auto_metrics(output: Path, runs: Sequence[CandidateRun], choice: Choic
     """OUTPUT/metrics.json: what `decision_of` reads (decision, decision_reason) plus one row per candidate."""
     rows = []
     scores = {score.name: score for score in choice.scores}
+    risks = {row["name"]: row["risk"] for row in choice.to_dict()["candidates"]}  # what the risk rule weighed
     for run in runs:
         metrics = run.run_dir.read_metrics() or {}
         outcome = load_outcome(run) or {}
@@ -155,14 +156,15 @@ def write_auto_metrics(output: Path, runs: Sequence[CandidateRun], choice: Choic
             "output": candidate_folder(run.candidate.name), "preset": (run.config.preset or {}).get("name"),
             **(score.to_dict() if score else {"dev_score": None, "dev_change": None, "dev_change_ci": None,
                                               "dev_change_adjusted_ci": None, "eligible": False}),
-            "failed": outcome.get("failed"), "best_step": metrics.get("best_step"),
+            "risk": risks.get(run.candidate.name), "failed": outcome.get("failed"),
+            "best_step": metrics.get("best_step"),
             "steps": metrics.get("steps"), "seconds": outcome.get("seconds"),
             "run_decision": metrics.get("decision"),  # the candidate alone, as `adapt --recipe NAME` would decide
         })
     first = runs[0].config
     record = {
         "recipe": AUTO, "base_model": first.base, "dev": dev_name, "dev_metric": evaluator.describe_metric(),
-        "base_score": base_score, **choice.to_dict(), "candidates": rows,
+        "base_score": base_score, **choice.to_dict(), "risk_limit": first.risk, "candidates": rows,
         "chosen_output": candidate_folder(choice.chosen) if choice.chosen else None,
         "published_step": published_step, "max_steps": first.train.max_steps, "seed": first.train.seed,
         "bootstrap": {"resamples": evaluator.resamples, "seed": evaluator.seed, "paired": True},

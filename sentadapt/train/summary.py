@@ -177,28 +177,44 @@ def _score(value: float | None) -> str:
 
 
 def auto_table(record: dict[str, Any]) -> TextTable:
-    """`--recipe auto` (auto_outcome.json's record): one row per candidate — dev score, Δ, its plain and adjusted
-    CI, best step, time — the chosen one marked."""
-    adjustment = record["adjustment"]
-    confidence = adjustment["confidence"]
-    adjusted = "adjusted CI" if confidence is None else f"{100 * confidence:.2f} % CI".replace(".00 %", " %")
+    """`--recipe auto` (auto_outcome.json's record): one row per candidate — dev score, Δ, its plain CI, what the
+    decision rule weighed (strict: the Bonferroni-adjusted CI; risk: the candidate's max-T risk, for those the
+    fixed sequence tested), best step, time — the chosen one marked. Columns are named after the rule used."""
+    rule = record.get("decision_rule") or "strict"
+    confidence = record["adjustment"]["confidence"]
     steps = {row["steps"] for row in record["candidates"] if row["steps"] is not None} or {0}
+    if rule == "strict":
+        weighed = "adjusted CI" if confidence is None else f"{100 * confidence:.2f} % CI".replace(".00 %", " %")
+        how = f"decision rule: strict, {weighed} = Bonferroni over the candidates"
+    elif rule == "risk":
+        weighed = "risk"
+        how = (f"decision rule: risk ≤ {record.get('risk_limit', 0.2):g}, candidates tested in order (fixed "
+               "sequence), each one's risk max-T over its own checkpoints")
+    else:
+        weighed, how = None, "decision rule: positive (any dev Δ > 0)"
     table = TextTable(f"sentadapt adapt --recipe auto — {len(record['candidates'])} candidates, "
                       f"{'/'.join(map(str, sorted(steps)))} steps each, on {record['dev']} (base model "
-                      f"{record['base_score']:.2f}); {adjusted}: Bonferroni over the candidates; decision rule: "
-                      f"{record.get('decision_rule') or 'strict'}")
-    table.column("candidate", whole=True)  # the name is the folder under candidates/: never wrapped or cut
-    for header in ("dev", "Δ", "95 % CI", adjusted, "best step", "time"):
-        interval = header in ("95 % CI", adjusted)  # the cells that may wrap on a narrow terminal
+                      f"{record['base_score']:.2f}); {how}")
+    # the name is the folder under candidates/: folded onto a second line when the terminal is narrow, never cut
+    table.column("candidate", fold=True)
+    headers = ["dev", "Δ, 95 % CI", *([weighed] if weighed else []), "step", "time"]  # step: the one chosen
+    for header in headers:
+        interval = header.endswith("CI")  # the cells that may wrap on a narrow terminal (the interval below)
         table.column(header, right=True, fold=interval, whole=not interval)
     for row in record["candidates"]:
         if row.get("failed"):
-            table.row(row["name"], Cell("failed", BAD), "–", "–", "–", "–", _clock(row["seconds"]))
+            table.row(row["name"], Cell("failed", BAD), *["–"] * (len(headers) - 2), _clock(row["seconds"]))
             continue
         chosen = row["name"] == record["chosen"]
+        if rule == "strict":
+            weighed_cells = [_interval(row["dev_change_adjusted_ci"])]
+        elif rule == "risk":
+            weighed_cells = ["–" if row.get("risk") is None else f"{row['risk']:.3f}"]
+        else:
+            weighed_cells = []
+        change = f"{row['dev_change']:+.2f}" + (f" {_interval(row['dev_change_ci'])}" if row["dev_change_ci"] else "")
         table.row(Cell(("→ " if chosen else "") + row["name"], GOOD if chosen else ""), f"{row['dev_score']:.2f}",
-                  f"{row['dev_change']:+.2f}", _interval(row["dev_change_ci"]),
-                  _interval(row["dev_change_adjusted_ci"]), str(row["best_step"]), _clock(row["seconds"]))
+                  change, *weighed_cells, str(row["best_step"]), _clock(row["seconds"]))
     return table
 
 
