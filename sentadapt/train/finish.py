@@ -16,7 +16,7 @@ from sentadapt.evaluation.evidence import Evidence
 from sentadapt.rundir import RunDir
 from sentadapt.train.loop import Trainer, TrainingInputs
 from sentadapt.train.state import Training, TrainResult, TrainState
-from sentadapt.train.tracking import final_values, hyperparameters
+from sentadapt.train.tracking import TrainLog, final_values, hyperparameters
 
 
 def train_stage(trainer: Trainer, resume: bool = False) -> TrainResult:
@@ -83,6 +83,9 @@ def decide_and_record(training: Training, inputs: TrainingInputs, published_step
     decision = decide(state.dev_change, state.dev_change_ci, inputs.dev_name, evidence, rule)
     note = small_dev_note(evidence, rule)
     teacher = inputs.teacher
+    ends = TrainLog(run_dir.train_log).ends("distill")  # over the first and last 10 % of steps, not one batch each
+    if ends is not None:
+        state.distill_first, state.distill_last = ends
     metrics = {
         "recipe": config.recipe, "base_model": config.base, "dev": inputs.dev_name,
         "base_score": state.base_score, "best_score": state.best_score,

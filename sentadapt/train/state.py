@@ -30,7 +30,8 @@ class TrainState:
     # decision pays for that choice (evaluation/evidence.py) and needs them all; ~8 bytes per unit and evaluation
     dev_evaluations: dict[str, Any] = field(default_factory=dict)
     dev_change_ci: list[float] | None = None  # 95 % paired-bootstrap interval of dev_change
-    # the distillation term (W · D) at the first and the last step read back: what the summary reports
+    # the distillation term (W · D) at the first and the last step read back; at the end of the run, its mean over
+    # the first and the last 10 % of the logged steps (TrainLog.ends): what metrics.json and the summary report
     distill_first: float | None = None
     distill_last: float | None = None
 

@@ -65,13 +65,15 @@ def summary_table(result: Any, config: Any = None) -> TextTable:
 
 
 def distillation_rows(result: Any) -> list[tuple[str, str]]:
-    """A distilling run's length in passes, its distillation term at the first and last step, and the dev curve."""
+    """A distilling run's length in passes, its distillation term averaged over the first and the last 10 % of the
+    steps (train.log's lines), and the dev curve."""
     state = result.state
     if state.distill_first is None:
         return []
     passes = result.passes
     rows = [("distillation", f"{'' if passes is None else f'{passes:.1f} passes over {result.examples} examples; '}"
-                             f"term {state.distill_first:.4g} at the start → {state.distill_last:.4g} at the end")]
+                             f"term {state.distill_first:.4g} over the first 10 % of steps → "
+                             f"{state.distill_last:.4g} over the last 10 %")]
     curve = dev_curve(state.history)
     if curve:
         rows.append(("dev curve", curve))

@@ -53,6 +53,9 @@ class NoteReporter(SilentReporter):
         self.note(f"step {step}: dev {score:.2f} (best {best:.2f})" + (" — saved" if improved else ""))
 
 
+END_SHARE = 0.1  # the share of the steps at each end that a term's start and end are averaged over
+
+
 class TrainLog:
     """`train.log`: one JSON object per line (loss and its parts, lr, dev scores), each with its step."""
 
@@ -62,6 +65,24 @@ class TrainLog:
     def append(self, record: dict[str, Any]) -> None:
         with self.path.open("a", encoding="utf-8") as handle:
             handle.write(json.dumps(record) + "\n")
+
+    def records(self) -> list[dict[str, Any]]:
+        if not self.path.is_file():
+            return []
+        return [json.loads(line) for line in self.path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+    def ends(self, key: str, share: float = END_SHARE) -> tuple[float, float] | None:
+        """The mean of `key` over the logged steps in the first and in the last `share` of the steps trained: a
+        term's start and end that one noisy batch does not decide (with 10 %, 300 steps logged every 10 give 3
+        values at each end). None when no step logged it."""
+        logged = [(int(r["step"]), float(r[key])) for r in self.records() if key in r and "loss" in r]
+        if not logged:
+            return None
+        last_step = logged[-1][0]
+        window = max(1, math.ceil(share * last_step))
+        first = [value for step, value in logged if step <= window] or [logged[0][1]]
+        last = [value for step, value in logged if step > last_step - window] or [logged[-1][1]]
+        return sum(first) / len(first), sum(last) / len(last)
 
     def trim_after(self, step: int) -> None:
         """Drop lines for steps after `step` (a resumed run trains, and logs, them again); atomic rewrite."""
