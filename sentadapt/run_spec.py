@@ -92,7 +92,8 @@ ADAPT_OPTIONS: tuple[AdaptOption, ...] = (
     _option("base", "--base", "Base model: folder or Hub id (default: named above).", annotation=str | None),
     _run("teacher", "--teacher", "A stronger model (folder or Hub id, any width) whose in-batch similarities the "
          "student learns (kl, weight --set teacher_weight=W, default 1); it encodes the corpus once before training "
-         "(cached) and replaces the base as distill's target."),
+         "(cached) and replaces the base as distill's target. Or a file of vectors you already have: .jsonl/.json "
+         "({text, embedding} objects, also .gz), .parquet, or .npy with a .txt of its sentences."),
     _option("output", "--output", "Run directory (becomes a sentence-transformers model).", short="-o",
             annotation=str | Path, cli_type=Path, default=...),
     _option("config", "--config", "Recipe YAML, e.g. recipes/consert.yaml.", annotation=Path | None),

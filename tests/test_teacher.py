@@ -202,8 +202,9 @@ def test_the_api_and_the_cli_train_record_cache_resume_and_export(tiny_model_dir
     ("{base}/", (), "Error: --teacher {base}/: is the base model itself; a teacher must be another, stronger model"),
     ("{teacher}", ("teacher_weight=0",), "Error: teacher_weight: 0.0 is out of range; valid: (0, inf]"),
     ("{tmp}/vectors.jsonl", (), "Error: --teacher {tmp}/vectors.jsonl: no such file; give a model (folder or Hub "
-                                "id) or a vectors file (.jsonl, .parquet, or .npy with a .txt of its sentences "
-                                "beside it)"),
+                                "id) or a vectors file: .jsonl or .json (JSON Lines, or one JSON array, of "
+                                '{{"text", "embedding"}} objects; gzipped as .jsonl.gz / .json.gz), .parquet (the '
+                                "same two columns), or .npy with a .txt of its sentences beside it"),
     ("{teacher}", ("teacher_check=maybe",), "Error: teacher_check: 'maybe' is not one of on, off"),
 ])
 def test_bad_input_fails_with_one_line(tiny_model_dir: Path, teacher_dir: Path, corpus: Path, tmp_path: Path,
@@ -547,3 +548,64 @@ def test_the_distillation_term_is_averaged_over_the_first_and_last_tenth_of_the_
     log.append({"step": 100, "dev": 80.0})  # an evaluation line: not a step's losses
     assert log.ends("distill") == pytest.approx(((0.9 + 0.05 + 0.10) / 3, (0.95 + 1.0) / 2))
     assert TrainLog(tmp_path / "none.log").ends("distill") is None
+
+
+def test_vectors_texts_match_after_the_corpus_readers_normalisation(tmp_path: Path) -> None:
+    """A .txt saved on Windows (CRLF) or texts with a trailing newline or spaces match the corpus's sentences."""
+    from sentadapt.data.vectors import read_vectors
+
+    np.save(tmp_path / "v.npy", np.array([[1.0, 0.0], [0.0, 1.0]], dtype=np.float32))
+    (tmp_path / "v.txt").write_bytes(b"the server is down\r\nreboot it \r\n")
+    vectors = read_vectors(tmp_path / "v.npy")
+    assert vectors.missing(["the server is down", "reboot it"]) == []
+    np.testing.assert_array_equal(vectors.lookup(["reboot it", " the server is down"]), [[0.0, 1.0], [1.0, 0.0]])
+    path = tmp_path / "v.jsonl"
+    path.write_text('{"text": "reboot it\\n", "embedding": [0.5, 0.5]}\n')
+    assert read_vectors(path).missing(["reboot it"]) == []
+
+
+@pytest.mark.parametrize("name", ["v.json", "v.jsonl.gz", "v.json.gz", "v-array.json"])
+def test_vectors_in_json_gzipped_json_lines_or_one_json_array_are_read(name: str, tmp_path: Path) -> None:
+    import gzip
+
+    from sentadapt.data.vectors import read_vectors
+
+    records = [{"text": "a", "embedding": [1.0, 2.0]}, {"text": "b", "embedding": [3.0, 4.0]}]
+    text = json.dumps(records) if "array" in name else "".join(json.dumps(r) + "\n" for r in records)
+    path = tmp_path / name
+    path.write_bytes(gzip.compress(text.encode()) if name.endswith(".gz") else text.encode())
+    np.testing.assert_array_equal(read_vectors(path).lookup(["b", "a"]), [[3.0, 4.0], [1.0, 2.0]])
+
+
+@pytest.mark.parametrize(("lines", "message"), [
+    (['{"text": "a", "embedding": [1, 2]}', '{"text": "a ", "embedding": [2, 1]}'],
+     "{path}: line 2 gives 'a' another vector than line 1; keep one vector per sentence (texts are compared "
+     "without surrounding whitespace)"),
+    (['{"text": "a", "embedding": [1, 2]}', '{"text": "b", "embedding": [0, 0]}'],
+     "{path}: line 2: an all-zero vector has no direction (its cosine with anything is undefined); recompute it or "
+     "leave that sentence out of the corpus"),
+])
+def test_conflicting_duplicates_and_zero_vectors_are_one_line(lines: list[str], message: str,
+                                                              tmp_path: Path) -> None:
+    from sentadapt.data.vectors import read_vectors
+    from sentadapt.errors import DataError
+
+    path = tmp_path / "v.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(DataError) as error:
+        read_vectors(path)
+    assert str(error.value) == message.format(path=path)
+
+
+def test_a_teacher_file_of_an_unknown_format_names_the_accepted_ones(tiny_model_dir: Path, corpus: Path,
+                                                                     tmp_path: Path) -> None:
+    vectors = tmp_path / "vectors.csv"
+    vectors.write_text("text,embedding\n")
+    result = run_adapt(str(corpus), "--base", str(tiny_model_dir), "--teacher", str(vectors), "--output",
+                       str(tmp_path / "run"), "--max-steps", "1")
+    assert result.exit_code == 1, result.output
+    assert result.stderr.strip() == (
+        f"Error: --teacher {vectors}: a file, but not one sentadapt reads as vectors; accepted: .jsonl or .json "
+        '(JSON Lines, or one JSON array, of {"text", "embedding"} objects; gzipped as .jsonl.gz / .json.gz), '
+        ".parquet (the same two columns), or .npy with a .txt of its sentences beside it")
+    assert not (tmp_path / "run").exists()

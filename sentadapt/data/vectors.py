@@ -1,38 +1,60 @@
 """`--teacher FILE`: sentence vectors the user already has (an embeddings API, another toolkit), read as a text →
 vector lookup.
 
-Three layouts:
+The layouts, told apart by the file name's ending (VECTOR_FORMATS):
   FILE.jsonl    one object per line, {"text": ..., "embedding": [...]} (the fields embeddings APIs return;
-                other names with --set teacher_text_field=… / teacher_vector_field=…)
+                other names with --set teacher_text_field=… / teacher_vector_field=…); also FILE.jsonl.gz
+  FILE.json     the same objects as JSON Lines, or as one JSON array of them; also FILE.json.gz
   FILE.parquet  the same two columns, the vector a list of floats
   FILE.npy      a float matrix (no pickle), row i the vector of line i of FILE.txt beside it (same stem)
 
-Every vector must have the first one's width and only finite values; each refusal is one line naming the file,
-the line or row, and what to do. A text given twice keeps its first vector.
+Texts are matched as the corpus reader reads sentences (`text_key`): surrounding whitespace — spaces, tabs, a
+CRLF's "\r", a trailing "\n" — is removed on both sides, nothing else changes (case, inner spaces, Unicode form).
+Every vector must have the first one's width, only finite values and a non-zero length; a text given twice must
+have the same vector both times (the first is kept). Each refusal is one line naming the file, the line or row,
+and what to do.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from sentadapt.data.textfile import json_objects, printable, text_lines
+from sentadapt.data.textfile import json_objects, open_binary, printable, text_lines
 from sentadapt.errors import DataError
 
-VECTOR_SUFFIXES = (".jsonl", ".parquet", ".npy")
+VECTOR_SUFFIXES = (".jsonl", ".jsonl.gz", ".json", ".json.gz", ".parquet", ".npy")
+VECTOR_FORMATS = (".jsonl or .json (JSON Lines, or one JSON array, of {\"text\", \"embedding\"} objects; gzipped as "
+                  ".jsonl.gz / .json.gz), .parquet (the same two columns), or .npy with a .txt of its sentences "
+                  "beside it")
+SAME_VECTOR_RTOL, SAME_VECTOR_ATOL = 1e-4, 1e-6  # two copies of a text from a non-deterministic API still agree
+
+
+def text_key(text: str) -> str:
+    """A text as the corpus reader keeps it (data/corpus.py strips every record): the key vectors are matched by."""
+    return text.strip()
+
+
+def vectors_suffix(path: Path) -> str | None:
+    """The layout a file name announces (longest ending first: .jsonl.gz before .gz), or None."""
+    name = path.name.lower()
+    return next((suffix for suffix in sorted(VECTOR_SUFFIXES, key=len, reverse=True) if name.endswith(suffix)), None)
 
 
 def is_vectors_path(name: str) -> bool:
-    """Does `--teacher NAME` name a vectors file (by its suffix) rather than a model?"""
-    return Path(name).suffix.lower() in VECTOR_SUFFIXES
+    """Does `--teacher NAME` name a vectors file rather than a model? A file (a model is a folder or a Hub id), or
+    a name with a vectors ending (so a missing file is reported as one)."""
+    path = Path(name).expanduser()
+    return path.is_file() or vectors_suffix(path) is not None
 
 
 @dataclass(frozen=True)
 class TextVectors:
-    """Vectors looked up by text: row `rows[text]` of `vectors` (float32, (unique texts, width))."""
+    """Vectors looked up by text: row `rows[text_key(text)]` of `vectors` (float32, (rows in the file, width))."""
 
     path: Path
     rows: dict[str, int]
@@ -43,50 +65,116 @@ class TextVectors:
         return int(self.vectors.shape[1])
 
     def missing(self, texts: Sequence[str]) -> list[str]:
-        return [text for text in texts if text not in self.rows]
+        return [text for text in texts if text_key(text) not in self.rows]
 
     def lookup(self, texts: Sequence[str]) -> np.ndarray:
         """The vectors of `texts` (every one must be present: check `missing` first)."""
-        return self.vectors[np.fromiter((self.rows[text] for text in texts), dtype=np.int64, count=len(texts))]
+        rows = (self.rows[text_key(text)] for text in texts)
+        return self.vectors[np.fromiter(rows, dtype=np.int64, count=len(texts))]
 
 
 def read_vectors(path: Path, text_field: str = "text", vector_field: str = "embedding") -> TextVectors:
     if not path.is_file():
-        raise DataError(f"--teacher {path}: no such file; give a model (folder or Hub id) or a vectors file "
-                        f"({', '.join(VECTOR_SUFFIXES)})")
-    suffix = path.suffix.lower()
+        raise DataError(f"--teacher {path}: no such file; give a model (folder or Hub id) or a vectors file: "
+                        f"{VECTOR_FORMATS}")
+    suffix = vectors_suffix(path)
+    if suffix is None:
+        raise DataError(f"--teacher {path}: a file, but not one sentadapt reads as vectors; accepted: "
+                        f"{VECTOR_FORMATS}")
     if suffix == ".npy":
         texts, vectors = _read_npy(path)
+        places = [f"row {row} ({path.with_suffix('.txt').name} line {row})" for row in range(1, len(texts) + 1)]
     elif suffix == ".parquet":
         texts, vectors = _read_parquet(path, text_field, vector_field)
+        places = [f"row {row}" for row in range(1, len(texts) + 1)]
     else:
-        texts, vectors = _read_jsonl(path, text_field, vector_field)
+        texts, vectors, lines = _read_json(path, text_field, vector_field)
+        places = [f"line {line}" for line in lines]
     if not texts:
         raise DataError(f"{path}: no vectors; the file must hold one vector per sentence of the corpus")
+    _check_not_zero(path, vectors, places)
+    return TextVectors(path, _rows_by_text(path, texts, vectors, places), vectors)
+
+
+def _rows_by_text(path: Path, texts: list[str], vectors: np.ndarray, places: list[str]) -> dict[str, int]:
+    """text_key → the row of its first vector; a later copy must carry the same vector (else which one would the
+    student learn?)."""
     rows: dict[str, int] = {}
     for row, text in enumerate(texts):
-        rows.setdefault(text, row)
-    return TextVectors(path, rows, vectors)
+        key = text_key(text)
+        first = rows.setdefault(key, row)
+        if first != row and not np.allclose(vectors[first], vectors[row], rtol=SAME_VECTOR_RTOL,
+                                            atol=SAME_VECTOR_ATOL):
+            raise DataError(f"{path}: {places[row]} gives {printable(key)!r} another vector than {places[first]}; "
+                            "keep one vector per sentence (texts are compared without surrounding whitespace)")
+    return rows
 
 
-def _read_jsonl(path: Path, text_field: str, vector_field: str) -> tuple[list[str], np.ndarray]:
-    expectation = f'"{text_field}" (a string) and "{vector_field}" (a list of numbers)'
+def _check_not_zero(path: Path, vectors: np.ndarray, places: list[str]) -> None:
+    zero = ~np.any(vectors != 0, axis=1)
+    if zero.any():
+        row = int(np.flatnonzero(zero)[0])
+        raise DataError(f"{path}: {places[row]}: an all-zero vector has no direction (its cosine with anything is "
+                        "undefined); recompute it or leave that sentence out of the corpus")
+
+
+def _read_json(path: Path, text_field: str, vector_field: str) -> tuple[list[str], np.ndarray, list[int]]:
+    """JSON Lines, or — a .json whose first character is "[" — one array of objects (its items numbered as
+    lines)."""
+    if path.name.lower().endswith((".json", ".json.gz")) and _first_character(path) == "[":
+        return _read_json_array(path, text_field, vector_field)
+    return _read_jsonl(path, text_field, vector_field)
+
+
+def _first_character(path: Path) -> str:
+    with open_binary(path) as handle:
+        head = handle.read(4096).decode("utf-8", errors="replace").lstrip("\ufeff \t\r\n")
+    return head[:1]
+
+
+def _read_json_array(path: Path, text_field: str, vector_field: str) -> tuple[list[str], np.ndarray, list[int]]:
+    try:
+        with open_binary(path) as handle:
+            items = json.load(handle)
+    except (ValueError, RecursionError) as error:
+        raise DataError(f"{path}: not valid JSON ({error}); give one array of objects or JSON Lines") from None
     texts: list[str] = []
     vectors: list[np.ndarray] = []
     width: int | None = None
+    for number, record in enumerate(items, start=1):
+        text, array = _record_vector(record if isinstance(record, dict) else {}, text_field, vector_field,
+                                     f"{path}: item {number}")
+        width = _check_vector(array, width, f"{path}: item {number}")
+        texts.append(text)
+        vectors.append(array)
+    return texts, np.stack(vectors) if vectors else np.empty((0, 0), dtype=np.float32), list(range(1, len(texts) + 1))
+
+
+def _record_vector(record: dict, text_field: str, vector_field: str, where: str) -> tuple[str, np.ndarray]:
+    expectation = f'"{text_field}" (a string) and "{vector_field}" (a list of numbers)'
+    text, vector = record.get(text_field), record.get(vector_field)
+    if not isinstance(text, str) or not isinstance(vector, list):
+        raise DataError(f"{where}: expected a JSON object with {expectation}; name other fields with "
+                        f"--set teacher_text_field=NAME --set teacher_vector_field=NAME")
+    try:
+        return text, np.asarray(vector, dtype=np.float32)
+    except (TypeError, ValueError):
+        raise DataError(f"{where}: \"{vector_field}\" must be a list of numbers") from None
+
+
+def _read_jsonl(path: Path, text_field: str, vector_field: str) -> tuple[list[str], np.ndarray, list[int]]:
+    expectation = f'"{text_field}" (a string) and "{vector_field}" (a list of numbers)'
+    texts: list[str] = []
+    vectors: list[np.ndarray] = []
+    lines: list[int] = []
+    width: int | None = None
     for number, record in json_objects(path, expectation):
-        text, vector = record.get(text_field), record.get(vector_field)
-        if not isinstance(text, str) or not isinstance(vector, list):
-            raise DataError(f"{path}:{number}: expected a JSON object with {expectation}; name other fields with "
-                            f"--set teacher_text_field=NAME --set teacher_vector_field=NAME")
-        try:
-            array = np.asarray(vector, dtype=np.float32)
-        except (TypeError, ValueError):
-            raise DataError(f"{path}:{number}: \"{vector_field}\" must be a list of numbers") from None
+        text, array = _record_vector(record, text_field, vector_field, f"{path}:{number}")
         width = _check_vector(array, width, f"{path}:{number}")
         texts.append(text)
         vectors.append(array)
-    return texts, np.stack(vectors) if vectors else np.empty((0, 0), dtype=np.float32)
+        lines.append(number)
+    return texts, np.stack(vectors) if vectors else np.empty((0, 0), dtype=np.float32), lines
 
 
 def _read_parquet(path: Path, text_field: str, vector_field: str) -> tuple[list[str], np.ndarray]:

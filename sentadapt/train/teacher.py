@@ -108,9 +108,14 @@ def check_teacher(teacher: str, base_location: str) -> ResolvedModel | Path:
 
     resolved = teacher_source(teacher)
     if isinstance(resolved, Path):
+        from sentadapt.data.vectors import VECTOR_FORMATS, vectors_suffix
+
         if not resolved.is_file():
-            raise DataError(f"--teacher {teacher}: no such file; give a model (folder or Hub id) or a vectors file "
-                            "(.jsonl, .parquet, or .npy with a .txt of its sentences beside it)")
+            raise DataError(f"--teacher {teacher}: no such file; give a model (folder or Hub id) or a vectors file: "
+                            f"{VECTOR_FORMATS}")
+        if vectors_suffix(resolved) is None:
+            raise DataError(f"--teacher {teacher}: a file, but not one sentadapt reads as vectors; accepted: "
+                            f"{VECTOR_FORMATS}")
         return resolved
     if resolved.location == base_location:
         raise ConfigError(f"--teacher {teacher}: is the base model itself; a teacher must be another, stronger "
