@@ -431,6 +431,23 @@ def test_a_label_column_is_0_1_or_graded_by_one_rule(labels: list[str], kind: st
     assert detect_task_type(labelled(tmp_path / "pairs.tsv", labels)) == kind
 
 
+@pytest.mark.parametrize("command", ["eval", "adapt"])
+def test_a_0_1_label_file_with_one_typo_is_an_error_naming_its_row_not_a_scored_file(
+    command: str, tiny_model_dir: Path, corpus: Path, tmp_path: Path
+) -> None:
+    path = labelled(tmp_path / "dev.tsv", ["0", "1"] * 10 + ["11"] + ["1", "0"] * 5)  # '11' is on line 22
+    if command == "eval":
+        result = run_cli("eval", str(tiny_model_dir), "--pairs", str(path))
+    else:
+        result = run_adapt(str(corpus), "--base", str(tiny_model_dir), "--output", str(tmp_path / "run"),
+                           *QUICK[:-2], "--dev", str(path))
+    assert result.exit_code == 1, result.output
+    assert result.stderr.strip() == (f"Error: {path}:22: label '11' is not 0 or 1, but 30 of the 31 labels are; fix "
+                                     "it (1 = same meaning, 0 = different), or give every pair a similarity score "
+                                     "(such as 0-5)")
+    assert not (tmp_path / "run").exists()
+
+
 def test_the_pairs_file_header_states_the_same_rule() -> None:
     from sentadapt.data.pairs import LABEL_RULE
 

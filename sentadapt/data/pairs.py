@@ -151,28 +151,51 @@ def sniff_columns(path: str | Path) -> set[str]:
 
 def labels_are_graded(path: str | Path, column: str = "label") -> bool:
     """Whether a pairs file's `column` holds graded scores rather than 0/1 labels: every filled-in value is a
-    finite number and at least one is neither 0 nor 1.
+    finite number and more than a few are neither 0 nor 1 (`odd_labels_allowed`).
 
     Decides the task type of a file whose column is named 'label' (`sentadapt pairs` writes that name, and the
     user may fill it with 0/1 or with a score). Non-numeric values keep the file a pair-classification file, so
-    its reader names the bad value; an unreadable file is not graded either, for the same reason.
+    its reader names the bad value; an unreadable file is not graded either, for the same reason. A column of 0/1
+    but for a few values (a typo such as `11`) is an error naming the first of them: read as scores, the dev set
+    would select on Spearman of binary labels.
     """
     path = Path(path)
-    graded = False
+    zero_one, odd, first_odd = 0, 0, None
     records = pair_records(path, ("sentence1", "sentence2", column))
     while True:
         try:
             line, record = next(records)
         except StopIteration:
-            return graded
+            break
         except DataError:
             return False  # a header or format error: the file's reader names it
         value = record.get(column)
         if _is_blank(value):
             continue  # unlabelled: the reader reports it with its pair, whatever the type
-        if _finite_number(value) is None:  # neither 0/1 nor a score, whatever the other rows hold: this row
+        number = _finite_number(value)
+        if number is None:  # neither 0/1 nor a score, whatever the other rows hold: this row
             raise DataError(f"{path}:{line}: {column} '{value}' is not a number; label each pair {LABEL_RULE}")
-        graded = graded or _finite_number(value) not in (0.0, 1.0)
+        if number in (0.0, 1.0):
+            zero_one += 1
+        else:
+            odd, first_odd = odd + 1, first_odd or (line, value)
+    if first_odd is not None and odd <= odd_labels_allowed(zero_one + odd):
+        line, value = first_odd
+        raise DataError(f"{path}:{line}: {column} '{value}' is not 0 or 1, but {zero_one} of the {zero_one + odd} "
+                        f"labels are; fix {'it' if odd == 1 else f'the {odd} such rows'} (1 = same meaning, 0 = "
+                        "different), or give every pair a similarity score (such as 0-5)")
+    return odd > 0
+
+
+ODD_SHARE = 0.05  # see odd_labels_allowed
+
+
+def odd_labels_allowed(labelled: int) -> int:
+    """How many values other than 0 and 1 a column of `labelled` values may hold and still be 0/1 labels with
+    typos (an error) rather than scores: one, or 5 % of a large file, and always under a quarter of the column (4
+    labels with one 3 are scores). A column of graded scores has far more: 88 % of STS-B dev's scores are neither
+    0 nor 1, 64 % of STS16's (the lowest in ../shared/data/sts)."""
+    return min(max(1, int(ODD_SHARE * labelled)), (labelled - 1) // 4)
 
 
 def score_column_of(path: str | Path) -> str:
