@@ -713,3 +713,27 @@ def test_the_auto_summary_names_its_columns_after_the_rule_and_keeps_every_numbe
     assert max(len(line) for line in text.splitlines()) <= 80
     for value in ["80.12", "+1.50", "[+0.40, +2.61]", *cells, "01:02:03", "400"]:
         assert value in text, value
+
+
+def test_a_teacher_run_logged_to_a_file_says_something_at_least_every_interval(
+    tiny_model_dir: Path, corpus: Path, tmp_path: Path
+) -> None:
+    """stderr is a file: no progress bar is drawn, so the heartbeat (every SENTADAPT_HEARTBEAT_S, 20 s by default)
+    prints the training line or the count of the work under way. Lines are timed as they arrive."""
+    from tests.test_teacher import build_tiny_teacher
+
+    teacher = build_tiny_teacher(tmp_path / "teacher")
+    command = [*SENTADAPT, "adapt", str(corpus), "--base", str(tiny_model_dir), "--teacher", str(teacher),
+               "--output", str(tmp_path / "run"), "--batch-size", "8", "--max-length", "16", "--max-steps", "60",
+               "--dev", "none"]
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "SENTADAPT_HEARTBEAT_S": "0.25"}
+    process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    assert process.stderr is not None
+    arrivals, lines = [time.monotonic()], []
+    for line in process.stderr:
+        arrivals.append(time.monotonic())
+        lines.append(line.rstrip("\n"))
+    assert process.wait() == 0, "\n".join(lines)
+    gaps = [later - earlier for earlier, later in zip(arrivals, arrivals[1:])]
+    assert max(gaps) < 3.0, (max(gaps), lines)  # 0.25 s beats; slack for a loaded machine's import time
+    assert any(re.fullmatch(r"step \d+/60  loss \d\.\d{4}.*ETA \d:\d\d:\d\d", line) for line in lines), lines

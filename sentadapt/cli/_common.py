@@ -13,6 +13,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
 
+from sentadapt.cli.heartbeat import activity, heartbeat
 from sentadapt.errors import ResultNotWritten, SentadaptError
 from sentadapt.stopping import interrupted_line, received_signal
 from sentadapt.tables import TextTable, fit, min_width
@@ -32,7 +33,8 @@ def friendly_errors(command: F) -> F:
     @functools.wraps(command)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
-            return command(*args, **kwargs)
+            with heartbeat(err_console):  # without a terminal: a plain line every 20 s of long work
+                return command(*args, **kwargs)
         except SentadaptError as error:
             # escaped: messages quote user text and names like [CLS] or 'sentadapt[plot]', which are not markup
             err_console.print(f"[bold red]Error:[/] {escape(str(error))}", highlight=False, soft_wrap=True)
@@ -59,8 +61,14 @@ def render_even_if_unsaved(call: Callable[[], R], render: Callable[[R], None]) -
 def progress_bar(description: str, total: int) -> Iterator[Callable[[int], None]]:
     """A transient progress bar on stderr; yields `advance(n)`. Not drawn when stderr is not a terminal (logs,
     pipes), where rich would leave an empty line behind."""
-    if not err_console.is_terminal:
-        yield lambda _n: None
+    if not err_console.is_terminal:  # the heartbeat says how far it got, every 20 s
+        done = [0]
+
+        def advance(n: int) -> None:
+            done[0] += n
+
+        with activity(lambda: f"{description}: {done[0]:,}/{total:,} ({100 * done[0] / max(total, 1):.0f} %)"):
+            yield advance
         return
     with Progress(
         TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),

@@ -20,6 +20,7 @@ from rich.live import Live
 from rich.text import Text
 
 from sentadapt.cli._common import err_console
+from sentadapt.cli.heartbeat import start_activity
 
 BAR_MIN, BAR_MAX = 10, 40  # a bar narrower than 10 cells says nothing; wider than 40 only takes room
 SEPARATOR = "  "
@@ -133,14 +134,19 @@ class RichReporter:
         self.started = self.last_step_at = 0.0
         self.start_step = 0
         self.seconds_per_step: float | None = None
+        self._finish_activity: Callable[[], None] | None = None
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        self._tick()
+        yield from self.status.__rich_console__(console, options)
+
+    def _tick(self) -> None:
+        """The clocks up to date: elapsed, and the ETA counted down since the last step."""
         now = self.clock()
         self.status.elapsed = now - self.started
         if self.seconds_per_step is not None:
             left = (self.status.total - self.status.step) * self.seconds_per_step
             self.status.remaining = max(0.0, left - (now - self.last_step_at))
-        yield from self.status.__rich_console__(console, options)
 
     def message(self, text: str) -> None:
         self.console.print(text, highlight=False, soft_wrap=True)  # rich keeps the live line below it
@@ -151,6 +157,13 @@ class RichReporter:
         self.start_step, self.seconds_per_step = start_step, None
         self.live = Live(self, console=self.console, refresh_per_second=4, transient=False)
         self.live.start()
+        if not self.console.is_terminal:  # Live draws nothing in a log: the heartbeat prints the line instead
+            self._finish_activity = start_activity(self.plain_line)
+
+    def plain_line(self) -> str:
+        """The training line's fields as plain text, clocks up to date (what the heartbeat prints in a log)."""
+        self._tick()
+        return SEPARATOR.join(self.status.fields().values())
 
     def advance(self, step: int, lr: float, examples_per_s: float) -> None:
         """Every step: plain assignments; rich's Live thread redraws the line 4 times a second at most."""
@@ -169,6 +182,9 @@ class RichReporter:
         self.message(f"step {step}: dev {score:.2f} (best {best:.2f})" + (" — saved" if improved else ""))
 
     def finish(self) -> None:
+        if self._finish_activity is not None:
+            self._finish_activity()
+            self._finish_activity = None
         if self.live is not None:
             self.live.stop()
             self.live = None

@@ -87,6 +87,7 @@ def _load_run(folder: Path, request: ExportRequest, note: Note) -> LoadedSource:
     checkpoint = None if request.checkpoint == "best" else _checkpoint_folder(folder, request.checkpoint)
     note(f"loading {folder}" + (f" ({checkpoint.name})" if checkpoint else ""))
     base = str(config.get("base", "unknown"))
+    _note_keep_base(folder, metrics, base, note)
     if checkpoint is None:
         assert layout is not None  # _explain_unfinished stops a run with neither
         encoder = _load_encoder(layout, request)
@@ -107,6 +108,18 @@ def _load_run(folder: Path, request: ExportRequest, note: Note) -> LoadedSource:
     if adapters is not None:
         lora.merge(encoder)
     return LoadedSource(encoder, f"run {folder} (checkpoint {checkpoint.name})", base, run, step)
+
+
+def _note_keep_base(folder: Path, metrics: dict[str, Any] | None, base: str, note: Note) -> None:
+    """A run that decided keep-base is exported when asked, but not without saying so (the card says it too)."""
+    from sentadapt.evaluation.decision import decision_of
+
+    if metrics is None:  # an unfinished run has not decided
+        return
+    decision = decision_of(metrics)
+    if decision.keep_base:
+        note(f"{folder}: this run decided keep-base ({decision.reason}); exporting what it trained anyway — by its "
+             f"dev set, the base model {base} is at least as good")
 
 
 def _explain_unfinished(run: Path, best: Path | None, note: Note) -> None:
