@@ -7,22 +7,37 @@ from __future__ import annotations
 
 import sys
 
-from sentadapt.stopping import exit_as_stopped, interrupted_line, received_signal, stop_signals_raise
+from sentadapt.stopping import (
+    exit_as_stopped,
+    interrupted_line,
+    received_signal,
+    stop_signals_raise,
+    stopped_by_signal,
+    was_told,
+)
 
 
 def main() -> None:
     stop_signals_raise()
     try:
         from sentadapt.cli import main as command_line
-    except KeyboardInterrupt:  # while the command line's modules load: nothing has started yet
-        sys.stderr.write(f"Error: {interrupted_line()}\n")
-        exit_as_stopped(128 + received_signal())
-    try:
+
         command_line()
+    except KeyboardInterrupt:  # while the modules load, or while typer builds the command: nothing has started
+        stopped(None)
     except SystemExit as done:
-        if isinstance(done.code, int):
-            exit_as_stopped(done.code)  # returns unless the command was stopped by a signal
+        if isinstance(done.code, int) and stopped_by_signal(done.code):
+            stopped(done.code)  # typer also turns a KeyboardInterrupt outside the command into a silent exit 130
         raise
+
+
+def stopped(code: int | None) -> None:
+    """End with the one line and 128 + the signal; a command that said its line chose its code (a training run
+    stopped by SIGTERM exits 143 through its own handler)."""
+    if was_told() and code is not None:
+        exit_as_stopped(code)
+    sys.stderr.write(f"Error: {interrupted_line()}\n")
+    exit_as_stopped(128 + received_signal())
 
 
 if __name__ == "__main__":

@@ -14,6 +14,7 @@ from types import FrameType
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGUSR1)
 _received: list[int] = []  # the last stop signal raised as KeyboardInterrupt
+_told: list[bool] = []  # the command printed its error line (cli/_common.friendly_errors)
 
 
 def _raise(signum: int, frame: FrameType | None) -> None:
@@ -45,6 +46,20 @@ def interrupted_line() -> str:
             "run it again")
 
 
+def told() -> None:
+    """The command has printed its one error line: nothing more is to be said on the way out."""
+    _told.append(True)
+
+
+def was_told() -> bool:
+    return bool(_told)
+
+
+def stopped_by_signal(code: int) -> bool:
+    """An exit code that says a stop signal ended the command (128 + one of STOP_SIGNALS)."""
+    return code in {128 + signum for signum in STOP_SIGNALS}
+
+
 def exit_as_stopped(code: int) -> None:
     """End a command stopped by a signal with exit `code` (128 + the signal), at once; returns for any other code.
 
@@ -53,7 +68,7 @@ def exit_as_stopped(code: int) -> None:
     for good, and at exit kills its own process with SIGINT whatever exit code was asked for: a job script would
     see -2 (or 130 for a SIGTERM) instead of 143. The command's own cleanup (locks, the run set aside by
     --overwrite) ran before this point; only the interpreter's shutdown is skipped."""
-    if code not in {128 + signum for signum in STOP_SIGNALS}:
+    if not stopped_by_signal(code):
         return
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(OSError, ValueError):  # a closed pipe: nothing more can be said there

@@ -370,3 +370,22 @@ def test_sentences_file_is_read_like_every_text_file(tmp_path: Path) -> None:
     (tmp_path / "blank.txt").write_text("\n \n")
     with pytest.raises(DataError, match="no sentences"):
         read_sentences(tmp_path / "blank.txt")
+
+
+def test_exporting_a_keep_base_run_says_so(runs: dict[str, Path], tmp_path: Path) -> None:
+    """The model card said it; the command's own output now does too."""
+    import yaml
+
+    run = tmp_path / "run"
+    shutil.copytree(runs["consert"], run)
+    metrics = json.loads((run / "metrics.json").read_text())
+    metrics.update(decision="keep-base", decision_reason="within noise on pairs.tsv (Δ +0.10 [-0.50, +0.70])")
+    (run / "metrics.json").write_text(json.dumps(metrics))
+    result = _export(run, tmp_path / "out")
+    assert result.exit_code == 0, result.output
+    base = yaml.safe_load((run / "config.yaml").read_text())["base"]
+    assert (f"{run}: this run decided keep-base (within noise on pairs.tsv (Δ +0.10 [-0.50, +0.70])); exporting "
+            f"what it trained anyway — by its dev set, the base model {base} is at least as good") in result.stderr
+    kept = json.loads((runs["consert"] / "metrics.json").read_text())["decision"]
+    plain = _export(runs["consert"], tmp_path / "plain")
+    assert ("this run decided keep-base" in plain.stderr) == (kept == "keep-base")

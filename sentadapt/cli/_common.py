@@ -15,7 +15,7 @@ from rich.table import Table
 
 from sentadapt.cli.heartbeat import activity, heartbeat
 from sentadapt.errors import ResultNotWritten, SentadaptError
-from sentadapt.stopping import interrupted_line, received_signal
+from sentadapt.stopping import interrupted_line, received_signal, told
 from sentadapt.tables import TextTable, fit, min_width
 
 TONES = {"good": "green", "bad": "red", "dim": "dim", "strong": "bold", "best": "bold green", "warn": "yellow"}
@@ -38,9 +38,11 @@ def friendly_errors(command: F) -> F:
         except SentadaptError as error:
             # escaped: messages quote user text and names like [CLS] or 'sentadapt[plot]', which are not markup
             err_console.print(f"[bold red]Error:[/] {escape(str(error))}", highlight=False, soft_wrap=True)
+            told()
             raise typer.Exit(code=error.exit_code) from None
         except KeyboardInterrupt:  # a stop signal outside what the library handles itself: one line, not "Aborted!"
             err_console.print(f"[bold red]Error:[/] {escape(interrupted_line())}", highlight=False, soft_wrap=True)
+            told()
             raise typer.Exit(code=128 + received_signal()) from None
 
     return wrapper  # type: ignore[return-value]

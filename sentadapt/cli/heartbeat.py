@@ -20,11 +20,8 @@ Describe = Callable[[], str]
 
 
 def interval() -> float:
-    value = os.environ.get("SENTADAPT_HEARTBEAT_S")
-    try:
-        return float(value) if value else HEARTBEAT_S
-    except ValueError:
-        return HEARTBEAT_S
+    value = os.environ.get("SENTADAPT_HEARTBEAT_S", "")
+    return float(value) if value.replace(".", "", 1).isdigit() else HEARTBEAT_S
 
 
 class Heartbeat:
@@ -90,10 +87,3 @@ def activity(describe: Describe) -> Iterator[None]:
     finally:
         if describe in beat.activities:
             beat.activities.remove(describe)
-
-
-def start_activity(describe: Describe) -> Callable[[], None]:
-    """`activity` for code that starts and finishes in two calls (the training reporter); returns the finisher."""
-    manager = activity(describe)
-    manager.__enter__()
-    return lambda: manager.__exit__(None, None, None)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 
 from rich.cells import cell_len
@@ -20,7 +21,7 @@ from rich.live import Live
 from rich.text import Text
 
 from sentadapt.cli._common import err_console
-from sentadapt.cli.heartbeat import start_activity
+from sentadapt.cli.heartbeat import activity
 
 BAR_MIN, BAR_MAX = 10, 40  # a bar narrower than 10 cells says nothing; wider than 40 only takes room
 SEPARATOR = "  "
@@ -134,7 +135,7 @@ class RichReporter:
         self.started = self.last_step_at = 0.0
         self.start_step = 0
         self.seconds_per_step: float | None = None
-        self._finish_activity: Callable[[], None] | None = None
+        self._activity = ExitStack()  # the heartbeat's activity while training, without a terminal
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         self._tick()
@@ -158,7 +159,7 @@ class RichReporter:
         self.live = Live(self, console=self.console, refresh_per_second=4, transient=False)
         self.live.start()
         if not self.console.is_terminal:  # Live draws nothing in a log: the heartbeat prints the line instead
-            self._finish_activity = start_activity(self.plain_line)
+            self._activity.enter_context(activity(self.plain_line))
 
     def plain_line(self) -> str:
         """The training line's fields as plain text, clocks up to date (what the heartbeat prints in a log)."""
@@ -182,9 +183,7 @@ class RichReporter:
         self.message(f"step {step}: dev {score:.2f} (best {best:.2f})" + (" — saved" if improved else ""))
 
     def finish(self) -> None:
-        if self._finish_activity is not None:
-            self._finish_activity()
-            self._finish_activity = None
+        self._activity.close()
         if self.live is not None:
             self.live.stop()
             self.live = None
