@@ -114,6 +114,12 @@ class TrainConfig:
     mask_neighbours: bool = False
     # on: a teacher that trails the base on the dev set (the CI of its lead below 0) stops the run before training
     teacher_check: str = "on"
+    # on: the teacher's evidence informs the decision (evaluation/agreement.py): `agreement_holdout` corpus
+    # sentences (at most 10 %) are held out of training, and a student the dev set cannot tell from the base is
+    # used when the teacher leads on dev and the student agrees with it significantly better than the base does on
+    # pairs of those sentences (docs/decision.md)
+    teacher_evidence: str = "off"
+    agreement_holdout: int = 1000
     # the fields of a --teacher vectors file (.jsonl keys, .parquet columns): what embeddings APIs return
     teacher_text_field: str = "text"
     teacher_vector_field: str = "embedding"
@@ -155,6 +161,8 @@ class TrainConfig:
         check_range("distill_temperature", self.distill_temperature, 0, None, low_open=True)
         check_range("teacher_weight", self.teacher_weight, 0, None, low_open=True)
         check_choice("teacher_check", self.teacher_check, ("on", "off"))
+        check_choice("teacher_evidence", self.teacher_evidence, ("on", "off"))
+        check_range("agreement_holdout", self.agreement_holdout, 0, None)
         check_choice("distill_batches", self.distill_batches, ("random", "neighbours"))
         check_range("distill_neighbours", self.distill_neighbours, 1, None)
         check_range("recipe_weight", self.recipe_weight, 0, None)

@@ -241,6 +241,20 @@ def teacher_neighbours(table: object, k: int, seed: int = 0) -> np.ndarray:
     return neighbours
 
 
+class RowSubset:
+    """Rows `rows` of a table (a RowFile or a matrix) seen as a table of their own: row i is the table's rows[i]
+    (the training rows of a run that holds some examples out)."""
+
+    def __init__(self, table: object, rows: np.ndarray) -> None:
+        self.table, self.rows = table, np.asarray(rows, dtype=np.int64)
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def take(self, rows: np.ndarray) -> np.ndarray:
+        return _read(self.table, self.rows[np.asarray(rows, dtype=np.int64)])
+
+
 def _read(table: object, rows: np.ndarray) -> np.ndarray:
     """Rows of a matrix in memory (a test's) or of a RowFile (read from disk)."""
     if isinstance(table, np.ndarray | torch.Tensor):

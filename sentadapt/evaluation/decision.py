@@ -105,6 +105,21 @@ def decide(dev_change: float | None, interval: Sequence[float] | None, dev_name:
     return _by_risk(evidence, rule, f"{on} ({shown}", risk)
 
 
+def with_teacher_evidence(decision: Decision, interval: Sequence[float] | None, lead: Any, agreement: Any,
+                          rule: DecisionRule) -> Decision:
+    """The teacher's evidence (docs/decision.md, "The teacher's evidence"): a keep-base decision becomes use-adapted
+    when the teacher leads the base on dev (its paired CI above 0), the student agrees with the teacher
+    significantly better than the base on held-out corpus pairs (evaluation/agreement.py), and the student's dev Δ
+    is not significantly below 0 (its CI's upper end above 0). Any other decision stands."""
+    if decision.decision != KEEP_BASE or lead is None or lead.interval is None or lead.interval[0] <= 0:
+        return decision
+    if agreement is None or not agreement.better or (interval is not None and interval[1] <= 0):
+        return decision
+    return Decision(USE_ADAPTED, f"{decision.reason}, but the teacher leads the base on dev ({lead.value:+.2f} "
+                                 f"[{lead.interval[0]:+.2f}, {lead.interval[1]:+.2f}]) and the student's "
+                                 f"{agreement.describe()}: it carries part of that lead", rule.name, decision.risk)
+
+
 def describe_risk(evidence: Evidence, rule: DecisionRule) -> str:
     """'risk 0.12 that it is no better (best of 4 evaluations), limit 0.20': what a reason quotes of the evidence."""
     chosen = f"best of {evidence.options} evaluations" if evidence.options > 1 else "one evaluation"

@@ -10,7 +10,15 @@ from typing import Any
 
 from sentadapt.durable import publish_model, verify_folder
 from sentadapt.errors import CheckpointError
-from sentadapt.evaluation.decision import Decision, decide, decision_rule, evidence_record, small_dev_note
+from sentadapt.evaluation.agreement import Agreement, agreement
+from sentadapt.evaluation.decision import (
+    Decision,
+    decide,
+    decision_rule,
+    evidence_record,
+    small_dev_note,
+    with_teacher_evidence,
+)
 from sentadapt.evaluation.evaluator import dev_change_record, dev_evidence
 from sentadapt.evaluation.evidence import Evidence
 from sentadapt.rundir import RunDir
@@ -72,6 +80,14 @@ def evidence_of(inputs: TrainingInputs, state: TrainState) -> Evidence | None:
     return dev_evidence(inputs.evaluator, outputs.get("base"), [evaluations[s] for s in steps], chosen)
 
 
+def agreement_of(inputs: TrainingInputs, state: TrainState) -> Agreement | None:
+    """The kept step's agreement with the teacher against the base's (--set teacher_evidence=on), or None."""
+    kept = str(state.best_step)
+    if inputs.agreement is None or "base" not in state.agreement or kept not in state.agreement:
+        return None
+    return agreement(inputs.agreement.teacher, state.agreement["base"], state.agreement[kept])
+
+
 def decide_and_record(training: Training, inputs: TrainingInputs, published_step: int,
                       ) -> tuple[dict[str, Any], Decision, str | None]:
     """The decision on the dev evidence, and metrics.json (with dev_outputs.json, what it weighed)."""
@@ -83,6 +99,9 @@ def decide_and_record(training: Training, inputs: TrainingInputs, published_step
     decision = decide(state.dev_change, state.dev_change_ci, inputs.dev_name, evidence, rule)
     note = small_dev_note(evidence, rule)
     teacher = inputs.teacher
+    agreement = agreement_of(inputs, state)
+    if agreement is not None and teacher is not None:
+        decision = with_teacher_evidence(decision, state.dev_change_ci, teacher.lead, agreement, rule)
     ends = TrainLog(run_dir.train_log).ends("distill")  # over the first and last 10 % of steps, not one batch each
     if ends is not None:
         state.distill_first, state.distill_last = ends
@@ -102,11 +121,14 @@ def decide_and_record(training: Training, inputs: TrainingInputs, published_step
         "examples": len(inputs.examples),
         "distill_loss": None if state.distill_first is None else {
             "first": state.distill_first, "last": state.distill_last},
+        "teacher_evidence": None if agreement is None else agreement.to_dict(),
     }
     if inputs.evaluator is not None and "base" in state.dev_outputs:
         # the per-unit dev outputs of the base and of every evaluated step: what the decision weighed, so it
         # can be recomputed (or weighed with --recipe auto's other candidates) without the models
         run_dir.write_dev_outputs({"dev": inputs.dev_name, "base": state.dev_outputs["base"],
-                                   "evaluations": state.dev_evaluations})
+                                   "evaluations": state.dev_evaluations,
+                                   "agreement": None if inputs.agreement is None else {
+                                       **inputs.agreement.record(), "evaluations": state.agreement}})
     run_dir.write_metrics(metrics)  # last: its presence marks a finished run
     return metrics, decision, note

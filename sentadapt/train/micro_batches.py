@@ -28,21 +28,25 @@ class MicroBatches:
     prefetch thread only: the epoch plan it caches is that thread's."""
 
     def __init__(self, examples: TokenizedExamples | RowPairs, train_config: Any, pad_id: int, pad_multiple: int,
-                 neighbours: np.ndarray | None, distillation: Distillation | None, rank: int, world: int) -> None:
+                 neighbours: np.ndarray | None, distillation: Distillation | None, rank: int, world: int,
+                 rows: np.ndarray | None = None) -> None:
         self.examples, self.train_config, self.pad_id, self.pad_multiple = examples, train_config, pad_id, pad_multiple
-        self.neighbours, self.distillation = neighbours, distillation
+        self.neighbours, self.distillation = neighbours, distillation  # neighbours: positions in `rows`
         self.rank, self.world = rank, world
-        self.lengths = examples.lengths()
+        self.rows = rows  # the examples trained on (None: all); the plans hold positions in it
+        self.lengths = examples.lengths() if rows is None else examples.lengths()[rows]
         self.plans: dict[int, np.ndarray] = {}  # the current epoch's batch plan only
 
     def __call__(self, index: int) -> dict[str, torch.Tensor]:
         cfg = self.train_config
-        epoch, position = divmod(index, len(self.examples) // cfg.batch_size)
+        epoch, position = divmod(index, len(self.lengths) // cfg.batch_size)
         if epoch not in self.plans:
             self.plans.clear()
             self.plans[epoch] = plan_epoch(self.lengths, cfg.batch_size, cfg.seed, epoch, cfg.length_grouping) \
                 if self.neighbours is None else plan_neighbour_epoch(self.neighbours, cfg.batch_size, cfg.seed, epoch)
         rows = self.plans[epoch][position]  # the global batch: what the recipe's gathered views hold, in order
+        if self.rows is not None:
+            rows = self.rows[rows]
         indices = shard(rows, self.rank, self.world)
         batch = self.examples.collate(indices, self.pad_id, self.pad_multiple)
         if self.neighbours is not None and cfg.mask_neighbours:
