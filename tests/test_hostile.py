@@ -7,6 +7,7 @@ folders without weights, the Python API's argument checks, honest summaries, hel
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 import signal
@@ -734,6 +735,6 @@ def test_a_teacher_run_logged_to_a_file_says_something_at_least_every_interval(
         arrivals.append(time.monotonic())
         lines.append(line.rstrip("\n"))
     assert process.wait() == 0, "\n".join(lines)
-    gaps = [later - earlier for earlier, later in zip(arrivals, arrivals[1:])]
+    gaps = [later - earlier for earlier, later in itertools.pairwise(arrivals)]
     assert max(gaps) < 3.0, (max(gaps), lines)  # 0.25 s beats; slack for a loaded machine's import time
     assert any(re.fullmatch(r"step \d+/60  loss \d\.\d{4}.*ETA \d:\d\d:\d\d", line) for line in lines), lines
