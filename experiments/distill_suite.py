@@ -108,9 +108,11 @@ def steps_until_patience(run: Any, dev: DevSet, patience: int) -> list[int]:
 
 
 def cell(run: Any, teacher: np.ndarray, pool: Pool, dev_rows: np.ndarray, test: np.ndarray,
-         resamples: int, patience: int) -> dict[str, Any]:
-    """What adapt does with one drawn dev set, scored on the drawn test pairs."""
-    from sentadapt.evaluation.decision import DecisionRule, decide
+         resamples: int, patience: int, agreed: dict[str, Any] | None = None) -> dict[str, Any]:
+    """What adapt does with one drawn dev set, scored on the drawn test pairs; with `agreed` (the run's held-out
+    agreement record, --set teacher_evidence=on) also what the decision with the teacher's evidence does."""
+    from sentadapt.evaluation.agreement import agreement
+    from sentadapt.evaluation.decision import DecisionRule, decide, with_teacher_evidence
     from sentadapt.evaluation.evaluator import dev_evidence
 
     dev = DevSet(pool, dev_rows, resamples)
@@ -121,13 +123,22 @@ def cell(run: Any, teacher: np.ndarray, pool: Pool, dev_rows: np.ndarray, test: 
     step = selected_step(Run(run.model, run.domain, run.recipe, run.base, {s: run.steps[s] for s in steps}), dev)
     delta = dev.evaluator.compare_outputs(base, dev.outputs(run.steps[step]))
     evidence = dev_evidence(dev.evaluator, base, [dev.outputs(run.steps[s]) for s in steps], steps.index(step))
-    decision = decide(delta.value, delta.interval, "dev", evidence, DecisionRule()).decision
+    decided = decide(delta.value, delta.interval, "dev", evidence, DecisionRule())
+    decision = decided.decision
     scored = len(test) > 0  # the grid reads no test pair
     raw = test_change(pool, test, run.base, run.steps[step]) if scored else float("nan")
     used = decision == "use-adapted" and not stopped
-    return {"step": step, "dev_change": delta.value, "teacher_dev_lead": lead.value, "stopped": stopped,
-            "decision": decision, "raw": raw, "applied": raw if used else 0.0,
-            "teacher_lead": test_change(pool, test, run.base, teacher) if scored else float("nan")}
+    result = {"step": step, "dev_change": delta.value, "teacher_dev_lead": lead.value, "stopped": stopped,
+              "decision": decision, "raw": raw, "applied": raw if used else 0.0,
+              "teacher_lead": test_change(pool, test, run.base, teacher) if scored else float("nan")}
+    if agreed is not None:  # the kept step's agreement with the teacher on the held-out corpus pairs
+        found = agreement(agreed["teacher"], agreed["evaluations"]["base"], agreed["evaluations"][str(step)],
+                          resamples)
+        with_evidence = with_teacher_evidence(decided, delta.interval, lead, found, DecisionRule()).decision
+        used_with = with_evidence == "use-adapted" and not stopped
+        result.update({"agreement": found.to_dict(), "decision_evidence": with_evidence,
+                       "applied_evidence": raw if used_with else 0.0, "used_evidence": used_with, "used": used})
+    return result
 
 
 def study(work: Path, variant: str, seeds: int, resamples: int) -> dict[str, Any]:
@@ -142,6 +153,7 @@ def study(work: Path, variant: str, seeds: int, resamples: int) -> dict[str, Any
             teacher = teacher_cosines(work, pairing, domain, pool)
             metrics = json.loads((folder / "metrics.json").read_text())
             job = json.loads((folder / "job.json").read_text())
+            agreed = json.loads((folder / "dev_outputs.json").read_text()).get("agreement")
             for size in SIZES:
                 for seed in range(seeds):
                     dev_rows, test = draw(pool, size, seed, domain)
@@ -149,14 +161,33 @@ def study(work: Path, variant: str, seeds: int, resamples: int) -> dict[str, Any
                     # DEV_200 rows), which may still be drawn as dev
                     test = test[test >= DEV_200]
                     cells.append({"pairing": pairing, "domain": domain, "size": size, "seed": seed,
-                                  **cell(run, teacher, pool, dev_rows, test, resamples, PATIENCE)})
+                                  **cell(run, teacher, pool, dev_rows, test, resamples, PATIENCE, agreed)})
             print(f"{pairing} {domain}: {metrics['steps']} steps, {job['seconds']:.0f} s", flush=True)
     result = {"variant": variant, "seeds": seeds, "cells": cells, "runs": run_records(work, variant),
+              "teacher_evidence": evidence_verdict(cells),
               "command": "python -m experiments.distill_suite " + " ".join(sys.argv[1:]),
               "machine": machine_summary(),
               "finished": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
     (work / f"study-{variant}.json").write_text(json.dumps(result, indent=1))
     return result
+
+
+def evidence_verdict(cells: list[dict[str, Any]]) -> dict[str, Any]:
+    """The pre-registered rule of docs/decision.md ("The teacher's evidence"), applied in code to the study's cells:
+    teacher_evidence becomes the default iff false use ≤ 5 % and the mean applied Δ does not fall."""
+    weighed = [c for c in cells if "used_evidence" in c]
+    losing = [c for c in weighed if c["raw"] < 0]
+    gaining = [c for c in weighed if c["raw"] >= 1.0]
+    false_use = sum(c["used_evidence"] for c in losing) / len(losing) if losing else 0.0
+    without = float(np.mean([c["applied"] for c in weighed])) if weighed else float("nan")
+    with_ = float(np.mean([c["applied_evidence"] for c in weighed])) if weighed else float("nan")
+    return {"cells": len(weighed), "losing_cells": len(losing), "false_use": false_use,
+            "false_use_without": sum(c["used"] for c in losing) / len(losing) if losing else 0.0,
+            "gaining_cells": len(gaining),
+            "power": sum(c["used_evidence"] for c in gaining) / len(gaining) if gaining else float("nan"),
+            "power_without": sum(c["used"] for c in gaining) / len(gaining) if gaining else float("nan"),
+            "applied_without": without, "applied_with": with_,
+            "default_on": bool(weighed) and false_use <= 0.05 and with_ >= without}
 
 
 def run_records(work: Path, variant: str) -> dict[str, Any]:
@@ -328,6 +359,7 @@ def main() -> None:
     if args.study:
         result = study(args.work, args.variant, args.seeds, args.resamples)
         print("\n".join(table(result)))
+        print(json.dumps(result["teacher_evidence"], indent=1))
 
 
 if __name__ == "__main__":

@@ -15,10 +15,11 @@ import json
 import os
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import torch
 from safetensors.torch import load_file, save_file
 
@@ -129,8 +130,19 @@ TEXT_CHUNK = 65_536  # texts read and hashed at a time: ~6.5 MB of strings at ~1
 ENCODE_CHUNK = 8_192
 
 
+@dataclass(frozen=True)
+class Processes:
+    """The processes that build one table together (torchrun, accelerate launch): this one's rank, how many they
+    are, and a barrier every one of them must reach. One process: nothing to share."""
+
+    rank: int = 0
+    world: int = 1
+    barrier: Callable[[], None] = field(default=lambda: None)
+
+
 def cached_table(encoder: Encoder, texts: Callable[[int, int], list[str]], rows: int, max_length: int,
-                 batch_size: int = 128, progress: Callable[[int], Any] | None = None) -> CachedTable:
+                 batch_size: int = 128, progress: Callable[[int], Any] | None = None,
+                 processes: Processes | None = None) -> CachedTable:
     """The whole encoder's vectors of `rows` texts (repeats allowed), read TEXT_CHUNK at a time through
     `texts(start, stop)` to key the cache, then encoded and appended ENCODE_CHUNK rows at a time to a .npy file
     (sentadapt/rowfile.py): the process
@@ -140,7 +152,8 @@ def cached_table(encoder: Encoder, texts: Callable[[int, int], list[str]], rows:
     prompt = encoder.prompts.resolve(None, None, encoder.name)  # the model's default prompt ("" when none)
     digest = _whole_model_digest(encoder, max_length, "fp32", prompt)
     return _table(digest, texts, rows, encoder.embedding_dim, ENCODE_CHUNK, lambda block, advance: encoder.encode(
-        block, batch_size=batch_size, max_length=max_length, progress=advance, prompt=prompt).numpy(), progress)
+        block, batch_size=batch_size, max_length=max_length, progress=advance, prompt=prompt).numpy(), progress,
+        processes or Processes())
 
 
 def file_table(vectors: TextVectors, texts: Callable[[int, int], list[str]], rows: int) -> CachedTable:
@@ -153,21 +166,62 @@ def file_table(vectors: TextVectors, texts: Callable[[int, int], list[str]], row
 
 def _table(digest: Any, texts: Callable[[int, int], list[str]], rows: int, dim: int, chunk: int,
            vectors_of: Callable[[list[str], Advance], Any], progress: Callable[[int], Any] | None = None,
-           ) -> CachedTable:
+           processes: Processes | None = None) -> CachedTable:
     """The table of `digest` (its source) and the texts: read back from the cache, or `vectors_of(block,
     advance)` of each block of `chunk` texts appended to a new file, each block's freed memory handed back before
-    the next; the `progress(rows)` bar is opened only then."""
+    the next; the `progress(rows)` bar is opened only then. Several processes share the work (`_table_together`)."""
+    processes = processes or Processes()
     path = _table_path(digest, texts, rows)
     found = RowFile.open(path, rows)
+    processes.barrier()  # every process saw the same answer before rank 0 may write the file
     if found is not None:
         return CachedTable(found, True, 0.0, path)
     started = time.perf_counter()
+    if processes.world > 1:
+        _table_together(path, texts, rows, dim, chunk, vectors_of, processes, progress)
+        return CachedTable(_written(path, rows), False, time.perf_counter() - started, path)
     bar = progress(rows) if progress else no_progress("", rows)
     with write_rows(path, rows, dim) as table, bar as advance:
         for start in range(0, rows, chunk):
             table.append(vectors_of(texts(start, min(start + chunk, rows)), advance))
             release_freed_memory()
     return CachedTable(_written(path, rows), False, time.perf_counter() - started, path)
+
+
+def _table_together(path: Path, texts: Callable[[int, int], list[str]], rows: int, dim: int, chunk: int,
+                    vectors_of: Callable[[list[str], Advance], Any], processes: Processes,
+                    progress: Callable[[int], Any] | None = None) -> None:
+    """Each process encodes every `world`-th block of `chunk` texts (block b: process b mod world) into a part file
+    of its own; rank 0 then joins the parts in block order into the table, atomically, and removes them; the others
+    wait and read it. The blocks are the one-process run's, encoded alike, so the table is byte for byte the same
+    (each block's texts sorted and batched as they would be alone)."""
+    starts = list(range(0, rows, chunk))
+    mine = starts[processes.rank::processes.world]
+    part = _part_path(path, processes.rank, processes.world)
+    share = sum(min(chunk, rows - start) for start in mine)
+    bar = progress(share) if progress and processes.rank == 0 else no_progress("", share)  # rank 0's share shown
+    with write_rows(part, share, dim) as table, bar as advance:
+        for start in mine:
+            table.append(vectors_of(texts(start, min(start + chunk, rows)), advance))
+            release_freed_memory()
+    processes.barrier()  # every part written
+    if processes.rank == 0:
+        parts = [_written(_part_path(path, rank, processes.world), sum(
+            min(chunk, rows - start) for start in starts[rank::processes.world])) for rank in range(processes.world)]
+        read = [0] * processes.world
+        with write_rows(path, rows, dim) as table:
+            for number, start in enumerate(starts):
+                rank, size = number % processes.world, min(chunk, rows - start)
+                table.append(parts[rank].take(np.arange(read[rank], read[rank] + size)))
+                read[rank] += size
+        for rank in range(processes.world):
+            _part_path(path, rank, processes.world).unlink(missing_ok=True)
+    processes.barrier()  # the table is in place
+
+
+def _part_path(path: Path, rank: int, world: int) -> Path:
+    return path.with_name(f"{path.stem}.part-{rank}-of-{world}.npy")
+
 
 
 def release_freed_memory() -> None:

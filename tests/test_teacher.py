@@ -6,6 +6,8 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import os
+import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -609,3 +611,74 @@ def test_a_teacher_file_of_an_unknown_format_names_the_accepted_ones(tiny_model_
         '(JSON Lines, or one JSON array, of {"text", "embedding"} objects; gzipped as .jsonl.gz / .json.gz), '
         ".parquet (the same two columns), or .npy with a .txt of its sentences beside it")
     assert not (tmp_path / "run").exists()
+
+
+def test_processes_build_one_table_together_each_encoding_its_share(tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two processes (threads here, a barrier between them): each encodes every other block, rank 0 joins the parts
+    in block order; the table is byte for byte the one-process table and no part file is left."""
+    import threading
+
+    import sentadapt.embedding_cache as cache
+    from sentadapt.embedding_cache import Processes
+
+    monkeypatch.setenv("SENTADAPT_CACHE", str(tmp_path / "cache"))
+    texts = [f"sentence {i}" for i in range(1000)]
+    encoded: dict[int, int] = {0: 0, 1: 0}
+
+    def vectors_of(rank: int):
+        def encode(block: list[str], _advance) -> np.ndarray:
+            encoded[rank] += len(block)
+            return np.array([[float(t.split()[1]), len(t)] for t in block], dtype=np.float32)
+        return encode
+
+    def digest():
+        import hashlib
+        return hashlib.sha256(b"test-table")
+
+    single = cache._table(digest(), lambda a, b: texts[a:b], len(texts), 2, 64, vectors_of(0))
+    expected = single.path.read_bytes()
+    single.path.unlink()
+    encoded[0] = 0
+    barrier = threading.Barrier(2)
+    results: dict[int, object] = {}
+
+    def build(rank: int) -> None:
+        results[rank] = cache._table(digest(), lambda a, b: texts[a:b], len(texts), 2, 64, vectors_of(rank),
+                                     processes=Processes(rank, 2, barrier.wait))
+
+    threads = [threading.Thread(target=build, args=(rank,)) for rank in (0, 1)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    assert encoded == {0: 512, 1: 488}  # 16 blocks of 64 (the last 40): 8 each
+    assert single.path.read_bytes() == expected
+    assert [p.name for p in single.path.parent.iterdir() if ".part-" in p.name or p.name.startswith(".tmp")] == []
+    assert all(not result.hit for result in results.values())
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="torchrun with gloo")
+def test_two_processes_build_the_teacher_table_once_and_train_as_one(tiny_model_dir: Path, teacher_dir: Path,
+                                                                     corpus: Path, tmp_path: Path) -> None:
+    """torchrun with 2 CPU processes: one table, byte for byte the one-process run's, no part left behind, and
+    the same losses (deterministic views, so only the gather could differ)."""
+    from tests.conftest import FLOAT32_RTOL, run_checked
+
+    common = [str(corpus), "--base", str(tiny_model_dir), "--teacher", str(teacher_dir), "--batch-size", "8",
+              "--max-steps", "3", "--max-length", "16", "--lr", "1e-3", "--dev", "none", "--set", "views=none,none",
+              "--set", "log_every=1", "--set", "distill_batches=random", "--checkpoint-every", "0"]
+    runs = {}
+    for name, launcher in (("single", [sys.executable, "-m", "sentadapt"]),
+                           ("double", [str(Path(sys.executable).parent / "torchrun"), "--standalone",
+                                       "--local-addr", "127.0.0.1", "--nproc_per_node", "2", "-m", "sentadapt"])):
+        env = {**os.environ, "CUDA_VISIBLE_DEVICES": "", "OMP_NUM_THREADS": "1",
+               "SENTADAPT_CACHE": str(tmp_path / f"cache-{name}")}
+        run_checked([*launcher, "adapt", *common, "--output", str(tmp_path / name)], env)
+        metrics = json.loads((tmp_path / name / "metrics.json").read_text())
+        records = [json.loads(line) for line in (tmp_path / name / "train.log").read_text().splitlines()]
+        runs[name] = (Path(metrics["teacher"]["cache_file"]), [r["loss"] for r in records if "loss" in r])
+    (single_table, single_losses), (double_table, double_losses) = runs["single"], runs["double"]
+    assert double_table.read_bytes() == single_table.read_bytes()
+    assert [p.name for p in double_table.parent.iterdir() if ".part-" in p.name] == []
+    assert len(single_losses) == 3 and double_losses == pytest.approx(single_losses, rel=FLOAT32_RTOL)

@@ -26,7 +26,7 @@ from sentadapt.config import VECTOR_KINDS, TrainConfig
 from sentadapt.errors import ConfigError
 from sentadapt.recipes.base import LossOutput, RecipeBase
 from sentadapt.recipes.frozen_base import FrozenBase, clean_embeddings
-from sentadapt.recipes.losses import distillation_loss, world_size
+from sentadapt.recipes.losses import distillation_loss, gather_across_processes
 from sentadapt.rowfile import RowFile
 
 TEACHER_VECTORS = "teacher_vectors"  # the batch key of the teacher's vectors of the batch's examples
@@ -100,13 +100,16 @@ class Distillation:
         return self.targets.batch_fields(rows)
 
     def term(self, recipe: RecipeBase, encoder: Any, batch: dict[str, Tensor]) -> Tensor:
-        """D(student, target) on this process's sentences, unweighted."""
+        """D(student, target) over the global batch, unweighted: both sides gathered from every process (this
+        rank's student rows keep their gradient), so the in-batch similarity structure a kl or sim-mse term
+        compares is the whole batch's, as in one process."""
         frozen_rows = recipe.frozen_vectors(batch)  # once: the student's input and the base's vectors alike
         student = student_vectors(encoder, batch, frozen_rows)
         if self.projection is not None:
             student = self.projection(student)
-        return distillation_loss(self.kind, student, self.targets.vectors(encoder, batch, frozen_rows),
-                                 self.temperature)
+        target = self.targets.vectors(encoder, batch, frozen_rows)
+        return distillation_loss(self.kind, gather_across_processes(student),
+                                 gather_across_processes(target), self.temperature)
 
     def needs_recipe_loss(self, heads: nn.ModuleDict) -> bool:
         """recipe_weight 0 skips the recipe's views (two encoder passes for ConSERT) unless the recipe trains heads
@@ -117,15 +120,13 @@ class Distillation:
                batch: dict[str, Tensor]) -> LossOutput:
         """The recipe's `output` (None: skipped, recipe_weight 0) plus W · D on this process's sentences."""
         weighted = self.weight * self.term(recipe, encoder, batch)
-        # A mean over this process's sentences only (no gather). The loop multiplies the loss by the process
-        # count P before backward (right for gathered contrastive terms) and DDP averages gradients, so the
-        # local term is divided by P, as SG-OPT does with its regulariser: the gradient is then that of the
-        # mean of the P local terms. The logged total shows it / P; the `distill` part is this rank's W · D.
-        local = weighted / world_size()
+        # The term is the global batch's, gathered like the recipe's contrastive terms: the loop multiplies the
+        # loss by the process count P before backward and DDP averages the gradients, which gives each rank's
+        # rows their share of the global term's gradient. Every rank logs the same, one process's, value.
         if output is None:
-            return LossOutput(local, {"distill": weighted.detach()})
+            return LossOutput(weighted, {"distill": weighted.detach()})
         total = output.total if self.recipe_weight == 1 else self.recipe_weight * output.total
-        return LossOutput(total + local, {**output.parts, "distill": weighted.detach()})
+        return LossOutput(total + weighted, {**output.parts, "distill": weighted.detach()})
 
 
 PROJECTION_SAMPLE = 4096  # examples the projection's starting point is fitted on: 4096 × 384 floats, one encode

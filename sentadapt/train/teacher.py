@@ -204,12 +204,29 @@ def _model_table(config: RunConfig, resolved: ResolvedModel, examples: Any, devi
             timing = dev_encode_seconds(student, teacher, list(evaluator.sentences)[:TIMED_SENTENCES],
                                         config.train.eval_batch_size, limit)
     table = cached_table(teacher, examples.example_texts, len(examples), limit, config.train.eval_batch_size,
-                         lambda total: progress(ENCODING, total))
+                         lambda total: progress(ENCODING, total), training_processes())
     rows = len(table.vectors)
     note(f"teacher embeddings: cache hit ({rows} sentences)" if table.hit else
          f"teacher embeddings: computed {rows} sentences in {table.seconds:.1f} s")
     return TeacherTable(table.vectors, resolved.name, resolved.location, table.hit, table.seconds, str(table.path),
                         score, timing, lead)
+
+
+def training_processes() -> Any:
+    """The processes of this run (torchrun / accelerate launch set WORLD_SIZE), which build the teacher's table
+    together: each encodes its share, once (embedding_cache._table_together). accelerate's process state is made
+    here, before the Trainer's Accelerator, which reuses it."""
+    import os
+
+    from sentadapt.embedding_cache import Processes
+
+    if int(os.environ.get("WORLD_SIZE", "1")) <= 1:
+        return Processes()
+    import torch
+    from accelerate import PartialState
+
+    state = PartialState(cpu=not torch.cuda.is_available())
+    return Processes(state.process_index, state.num_processes, state.wait_for_everyone)
 
 
 def _file_table(config: RunConfig, examples: Any, note: Note, weigh: Weighing) -> TeacherTable:
