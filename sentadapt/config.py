@@ -120,6 +120,9 @@ class TrainConfig:
     # pairs of those sentences (docs/decision.md)
     teacher_evidence: str = "off"
     agreement_holdout: int = 1000
+    # the distillation target's similarities: α · the teacher's cosines + (1 − α) · the base's (docs/teacher.md,
+    # "Blend targets"); "1" the teacher alone, a number in [0, 1], or "auto": α weighed on the dev set by its rule
+    teacher_blend: str = "1"
     # the fields of a --teacher vectors file (.jsonl keys, .parquet columns): what embeddings APIs return
     teacher_text_field: str = "text"
     teacher_vector_field: str = "embedding"
@@ -163,6 +166,11 @@ class TrainConfig:
         check_choice("teacher_check", self.teacher_check, ("on", "off"))
         check_choice("teacher_evidence", self.teacher_evidence, ("on", "off"))
         check_range("agreement_holdout", self.agreement_holdout, 0, None)
+        check_blend(self.teacher_blend)
+        if str(self.teacher_blend) not in ("1", "1.0") and self.distill_kind in VECTOR_KINDS:
+            raise ConfigError(f"teacher_blend: blends the teacher's and the base's similarities, which distill_kind "
+                              f"{self.distill_kind} does not compare; use distill_kind=kl or sim-mse, or drop "
+                              "teacher_blend")
         check_choice("distill_batches", self.distill_batches, ("random", "neighbours"))
         check_range("distill_neighbours", self.distill_neighbours, 1, None)
         check_range("recipe_weight", self.recipe_weight, 0, None)
@@ -231,6 +239,18 @@ def check_range(name: str, value: float, low: float | None, high: float | None, 
         right = ")" if high_open else "]"
         span = f"{left}{low if low is not None else '-inf'}, {high if high is not None else 'inf'}{right}"
         raise ConfigError(f"{name}: {value} is out of range; valid: {span}" + (f" ({hint})" if hint else ""))
+
+
+def check_blend(value: str) -> None:
+    """teacher_blend: auto, or the teacher's weight α in [0, 1]."""
+    if str(value) == "auto":
+        return
+    try:
+        alpha = float(value)
+    except ValueError:
+        raise ConfigError(f"teacher_blend: {value!r} is not auto or a number in [0, 1] (the teacher's weight in the "
+                          "target's similarities)") from None
+    check_range("teacher_blend", alpha, 0, 1)
 
 
 def check_choice(name: str, value: str, choices: tuple[str, ...]) -> None:

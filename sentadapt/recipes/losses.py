@@ -130,7 +130,7 @@ def squared_distance(parameters: list[Tensor], reference: list[Tensor]) -> Tenso
         return torch.stack(torch._foreach_norm(differences)).pow(2).sum()
 
 
-def distillation_kl(adapted: Tensor, base: Tensor, temperature: float) -> Tensor:
+def distillation_kl(adapted: Tensor, base: Tensor, temperature: float, similarities: Tensor | None = None) -> Tensor:
     """Row-wise KL(P_base ‖ P_adapted) of in-batch similarity distributions, the mean over the N rows.
 
     S = cos(e_i, e_j) / T over the batch (N, D) → (N, N); row i, softmax-ed, is how sentence i spreads
@@ -140,6 +140,7 @@ def distillation_kl(adapted: Tensor, base: Tensor, temperature: float) -> Tensor
     equals `base`; `base` carries no gradient. With two sentences each row has one entry, so the term is
     always 0 (with one there is no row): kl needs at least 3 sentences per process; mse has no such limit.
     Only the N × N similarities are compared, so the two widths may differ (a teacher of another size).
+    `similarities`: the target's (N, N) cosines when given (a blend of two models'), instead of `base`'s.
     """
     _check_pairs("distillation_kl", adapted, base, temperature, same_width=False)
     n = adapted.shape[0]
@@ -147,9 +148,9 @@ def distillation_kl(adapted: Tensor, base: Tensor, temperature: float) -> Tensor
         if n < 2:
             return _unit(adapted).sum() * 0.0
         others = ~torch.eye(n, dtype=torch.bool, device=adapted.device)
-        a, b = _unit(adapted), _unit(base.detach())
+        a = _unit(adapted)
         log_q = F.log_softmax((a @ a.T)[others].reshape(n, n - 1) / temperature, dim=-1)
-        log_p = F.log_softmax((b @ b.T)[others].reshape(n, n - 1) / temperature, dim=-1)
+        log_p = F.log_softmax(_target_cosines(base, similarities)[others].reshape(n, n - 1) / temperature, dim=-1)
         return F.kl_div(log_q, log_p, log_target=True, reduction="batchmean")  # Σ_ij p (log p − log q) / N
 
 
@@ -173,7 +174,22 @@ def distillation_cosine(adapted: Tensor, target: Tensor) -> Tensor:
         return 0.5 * (_unit(adapted) - _unit(target.detach())).pow(2).sum(dim=-1).mean()
 
 
-def distillation_sim_mse(adapted: Tensor, target: Tensor) -> Tensor:
+def _target_cosines(target: Tensor, similarities: Tensor | None) -> Tensor:
+    """The target's (N, N) cosine matrix: given (a blend), or of its vectors; never carries a gradient."""
+    if similarities is not None:
+        return similarities.detach().float()
+    b = _unit(target.detach())
+    return b @ b.T
+
+
+def blended_cosines(teacher: Tensor, base: Tensor, alpha: float) -> Tensor:
+    """α · cos(teacher) + (1 − α) · cos(base) over the batch: the similarity structure of the blend target
+    (docs/teacher.md, "Blend targets"), whose cosine ranking of pairs beat both models' on 3 of 4 suite domains."""
+    with torch.autocast(device_type=teacher.device.type, enabled=False):
+        return alpha * _target_cosines(teacher, None) + (1 - alpha) * _target_cosines(base, None)
+
+
+def distillation_sim_mse(adapted: Tensor, target: Tensor, similarities: Tensor | None = None) -> Tensor:
     """Mean over the N(N − 1) ordered pairs i ≠ j of (cos_adapted(i, j) − cos_target(i, j))²: the in-batch
     cosine matrices compared entry by entry, so the student learns the target's similarity VALUES (what STS
     scores rank), not only their softmax-ed order as kl does. The diagonal (1 on both sides) is left out.
@@ -183,18 +199,19 @@ def distillation_sim_mse(adapted: Tensor, target: Tensor) -> Tensor:
     with torch.autocast(device_type=adapted.device.type, enabled=False):
         if n < 2:
             return _unit(adapted).sum() * 0.0
-        a, b = _unit(adapted), _unit(target.detach())
+        a = _unit(adapted)
         others = ~torch.eye(n, dtype=torch.bool, device=adapted.device)
-        return (a @ a.T - b @ b.T)[others].pow(2).mean()
+        return (a @ a.T - _target_cosines(target, similarities))[others].pow(2).mean()
 
 
-def distillation_loss(kind: str, adapted: Tensor, target: Tensor, temperature: float) -> Tensor:
+def distillation_loss(kind: str, adapted: Tensor, target: Tensor, temperature: float,
+                      similarities: Tensor | None = None) -> Tensor:
     """`kind` is TrainConfig.distill_kind: kl, sim-mse (in-batch similarity structure), mse or cosine (each
-    vector against its target)."""
+    vector against its target). `similarities`: the structure kinds' target cosines, when not `target`'s own."""
     if kind == "kl":
-        return distillation_kl(adapted, target, temperature)
+        return distillation_kl(adapted, target, temperature, similarities)
     if kind == "sim-mse":
-        return distillation_sim_mse(adapted, target)
+        return distillation_sim_mse(adapted, target, similarities)
     if kind == "mse":
         return distillation_mse(adapted, target)
     if kind == "cosine":

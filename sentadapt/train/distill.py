@@ -26,10 +26,11 @@ from sentadapt.config import VECTOR_KINDS, TrainConfig
 from sentadapt.errors import ConfigError
 from sentadapt.recipes.base import LossOutput, RecipeBase
 from sentadapt.recipes.frozen_base import FrozenBase, clean_embeddings
-from sentadapt.recipes.losses import distillation_loss, gather_across_processes
+from sentadapt.recipes.losses import blended_cosines, distillation_loss, gather_across_processes
 from sentadapt.rowfile import RowFile
 
 TEACHER_VECTORS = "teacher_vectors"  # the batch key of the teacher's vectors of the batch's examples
+BASE_VECTORS = "base_vectors"  # with a blend target: the base's vectors of the batch's examples
 
 
 def distilled_tokens(batch: dict[str, Tensor]) -> tuple[Tensor, Tensor]:
@@ -65,24 +66,33 @@ class TeacherTargets:
     thread, on the host) reads the batch's rows from the table's file into the batch (sentadapt/rowfile.py), so
     the table stays on disk and the step reads no value back to find them. A Tensor table (tests) is indexed."""
 
-    def __init__(self, table: RowFile | Tensor) -> None:
+    def __init__(self, table: RowFile | Tensor, base: RowFile | Tensor | None = None, alpha: float = 1.0) -> None:
         self.table = table
+        # a blend target (teacher_blend α < 1): the base's vectors of every example, whose cosines weigh 1 − α
+        self.base, self.alpha = base, alpha
 
     @property
     def dim(self) -> int:
         return int(self.table.shape[1])
 
     def rows(self, rows: Sequence[int] | np.ndarray) -> Tensor:
-        index = np.asarray(rows, dtype=np.int64)
-        if isinstance(self.table, Tensor):
-            return self.table[torch.from_numpy(index)]
-        return torch.from_numpy(self.table.take(index))
+        return _rows(self.table, rows)
 
     def batch_fields(self, rows: Sequence[int] | np.ndarray) -> dict[str, Tensor]:
-        return {TEACHER_VECTORS: self.rows(rows)}
+        fields = {TEACHER_VECTORS: self.rows(rows)}
+        if self.base is not None:
+            fields[BASE_VECTORS] = _rows(self.base, rows)
+        return fields
 
     def vectors(self, encoder: Any, batch: dict[str, Tensor], frozen_rows: Tensor | None) -> Tensor:
         return batch[TEACHER_VECTORS]
+
+
+def _rows(table: RowFile | Tensor, rows: Sequence[int] | np.ndarray) -> Tensor:
+    index = np.asarray(rows, dtype=np.int64)
+    if isinstance(table, Tensor):
+        return table[torch.from_numpy(index)]
+    return torch.from_numpy(table.take(index))
 
 
 class Distillation:
@@ -107,9 +117,12 @@ class Distillation:
         student = student_vectors(encoder, batch, frozen_rows)
         if self.projection is not None:
             student = self.projection(student)
-        target = self.targets.vectors(encoder, batch, frozen_rows)
-        return distillation_loss(self.kind, gather_across_processes(student),
-                                 gather_across_processes(target), self.temperature)
+        target = gather_across_processes(self.targets.vectors(encoder, batch, frozen_rows))
+        similarities = None
+        if BASE_VECTORS in batch:  # a blend target: α · the teacher's cosines + (1 − α) · the base's
+            alpha = self.targets.alpha  # type: ignore[union-attr]
+            similarities = blended_cosines(target, gather_across_processes(batch[BASE_VECTORS]), alpha)
+        return distillation_loss(self.kind, gather_across_processes(student), target, self.temperature, similarities)
 
     def needs_recipe_loss(self, heads: nn.ModuleDict) -> bool:
         """recipe_weight 0 skips the recipe's views (two encoder passes for ConSERT) unless the recipe trains heads
@@ -134,12 +147,13 @@ PROJECTION_SAMPLE = 4096  # examples the projection's starting point is fitted o
 
 def build_distillation(config: TrainConfig, recipe: RecipeBase, encoder: Any,
                        teacher: RowFile | Tensor | None = None,
-                       student_sample: Callable[[int], Tensor] | None = None) -> Distillation | None:
+                       student_sample: Callable[[int], Tensor] | None = None,
+                       blend: tuple[RowFile | Tensor, float] | None = None) -> Distillation | None:
     """Toward `teacher` (its vectors of every example) when given; else None when distill = 0; else let the
     base be copied (before any step or resumed weights load). `student_sample(n)`: the student's vectors
     of the first n examples, which a projection is fitted on before training."""
     if teacher is not None:
-        targets = TeacherTargets(teacher)
+        targets = TeacherTargets(teacher) if blend is None else TeacherTargets(teacher, *blend)
         projection = None
         if config.distill_kind in VECTOR_KINDS and targets.dim != encoder.embedding_dim:
             if student_sample is None:

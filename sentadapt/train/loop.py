@@ -237,8 +237,11 @@ class Trainer:
             self.selection.score_base(self.state, self.is_main)  # the base model as the user has it (its pooling)
         inputs.recipe.prepare_export(inputs.encoder, heads)  # checkpoints are scored with the pooling they keep
         teacher = inputs.teacher.vectors if inputs.teacher is not None else None
+        blend = None  # teacher_blend α < 1: the base's table and α
+        if inputs.teacher is not None and inputs.teacher.base_vectors is not None:
+            blend = (inputs.teacher.base_vectors, inputs.teacher.blend)
         # before resumed weights load (the frozen base is the base)
-        distillation = build_distillation(cfg, inputs.recipe, inputs.encoder, teacher, self._student_sample)
+        distillation = build_distillation(cfg, inputs.recipe, inputs.encoder, teacher, self._student_sample, blend)
         adapters = lora.settings_of(cfg)  # peft and the recipe were checked before loading
         if adapters is not None:  # after the frozen base is copied: it stays a plain model
             lora.attach(inputs.encoder, adapters)

@@ -16,7 +16,8 @@ run there (`--set teacher_check=off` distils it anyway), since the student would
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import dataclasses
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -47,6 +48,9 @@ class TeacherTable:
     # seconds to encode the dev sentences, best of 2 each, alternated in this process: (student, teacher)
     dev_encode_seconds: tuple[float, float] | None = None
     lead: Delta | None = None  # teacher − base on dev, with its paired 95 % CI (None: not weighed)
+    blend: float = 1.0  # α: the teacher's weight in the target's similarities (teacher_blend)
+    base_vectors: RowFile | None = None  # with α < 1: the base's vectors of every example (cached like the teacher's)
+    blend_scores: dict[str, float] | None = None  # teacher_blend=auto: the dev score of each α weighed
 
     @property
     def dim(self) -> int:
@@ -68,7 +72,8 @@ class TeacherTable:
                                                is None else [round(bound, 4) for bound in self.lead.interval]}
         return {"model": self.name, "location": self.location, "dim": self.dim, "sentences": len(self.vectors),
                 "cached": self.cached, "encode_seconds": round(self.seconds, 3), "cache_file": self.path,
-                "dev_encode_seconds": timing, "dev_lead": lead}
+                "dev_encode_seconds": timing, "dev_lead": lead, "blend": self.blend,
+                "blend_scores": self.blend_scores}
 
     def gap_closed(self, base: float | None, student: float | None) -> float | None:
         """The share of the teacher's dev lead over the base that the student won: (student − base) / (teacher −
@@ -153,9 +158,62 @@ def teacher_table(config: RunConfig, examples: Any, device: str, note: Note,
     weigh = Weighing(config, evaluator, base_dev, note)
     source = source if source is not None else teacher_source(config.teacher)
     if isinstance(source, Path):
-        return _file_table(config, examples, note, weigh)
-    return _model_table(config, source, examples, device, note, progress, trust_remote_code, allow_pickle, weigh,
-                        student)
+        table = _file_table(config, examples, note, weigh)
+    else:
+        table = _model_table(config, source, examples, device, note, progress, trust_remote_code, allow_pickle,
+                             weigh, student)
+    return _with_blend(table, config, weigh, examples, student, progress, note)
+
+
+BLENDS = (0.25, 0.5, 0.75, 1.0)  # the α teacher_blend=auto weighs (0 would be the base itself: nothing to learn)
+BLEND_TIE = 0.05  # dev points within which the larger α (nearer the teacher alone) is kept
+
+
+def choose_blend(evaluator: Any, base: dict[str, Any], teacher: dict[str, Any]) -> tuple[float, dict[str, float]]:
+    """teacher_blend=auto's rule (docs/teacher.md, "Blend targets"), written before its study: each α of BLENDS
+    scored on the dev set by the blended cosines α · teacher + (1 − α) · base of every dev pair; the highest score
+    wins, and a larger α within BLEND_TIE of it wins over a smaller one. Dev sets whose tasks are not pair cosines
+    (reranking, retrieval) cannot be blended pair by pair: α = 1."""
+    if any(set(outputs) != {"cosine"} for outputs in base.values()):
+        return 1.0, {}
+    scores = {}
+    for alpha in BLENDS:
+        blended = {task: {"cosine": [alpha * t + (1 - alpha) * b for t, b in zip(
+            teacher[task]["cosine"], base[task]["cosine"], strict=True)]} for task in base}
+        scores[f"{alpha:g}"] = evaluator.from_outputs(blended).average
+    best = max(scores.values())
+    chosen = max(alpha for alpha in BLENDS if scores[f"{alpha:g}"] >= best - BLEND_TIE)
+    return chosen, scores
+
+
+def _with_blend(table: TeacherTable, config: RunConfig, weigh: Weighing, examples: Any, student: Any,
+                progress: Progress, note: Note) -> TeacherTable:
+    """teacher_blend: the α of the run (fixed, or chosen on dev), and for α < 1 the base's table of every example."""
+    setting = config.train.teacher_blend
+    scores = None
+    if setting == "auto":
+        if weigh.base_dev is None or not weigh.teacher_outputs:
+            note("teacher_blend auto: no dev set to weigh the blends on; the teacher alone is the target (α 1)")
+            alpha = 1.0
+        else:
+            alpha, scores = choose_blend(weigh.evaluator, weigh.base_dev[1], weigh.teacher_outputs)
+            shown = ", ".join(f"α {key} {value:.2f}" for key, value in scores.items())
+            note(f"teacher blend: α {alpha:g} (the target's similarities {alpha:g} · teacher + {1 - alpha:g} · base) "
+                 f"by the dev score of the blended cosines: {shown}; base {weigh.base_dev[0]:.2f}" if scores else
+                 "teacher_blend auto: the dev set's tasks are not pair cosines; the teacher alone is the target")
+    else:
+        alpha = float(setting)
+    if alpha >= 1 or student is None:
+        return dataclasses.replace(table, blend_scores=scores)
+    from sentadapt.embedding_cache import cached_table
+    from sentadapt.recipes.base import token_limit
+
+    base = cached_table(student, examples.example_texts, len(examples), token_limit(student, config.train.max_length),
+                        config.train.eval_batch_size, lambda total: progress("encoding with the base (once)", total),
+                        training_processes())
+    note(f"blend target: α {alpha:g}; the base's vectors of {len(base.vectors)} sentences "
+         + ("from the cache" if base.hit else f"computed in {base.seconds:.1f} s"))
+    return dataclasses.replace(table, blend=alpha, base_vectors=base.vectors, blend_scores=scores)
 
 
 @dataclass(frozen=True)
@@ -166,6 +224,7 @@ class Weighing:
     evaluator: Any  # the run's dev evaluator, or None
     base_dev: tuple[float, dict[str, Any]] | None  # the base's (dev score, per-unit outputs)
     note: Note
+    teacher_outputs: dict[str, Any] = field(default_factory=dict)  # the teacher's per-unit dev outputs, once weighed
 
     def __call__(self, name: str, report: Any) -> tuple[float, Delta | None]:
         """(score, lead over the base): the lead said in one line; a teacher significantly behind the base stops
@@ -179,6 +238,7 @@ class Weighing:
             raise ConfigError(f"{verdict}; stopped before training. Pick a stronger teacher, or --set "
                               "teacher_check=off to distil it anyway")
         self.note(verdict)
+        self.teacher_outputs.update(self.evaluator.outputs_of(report))
         return report.average, lead
 
 
