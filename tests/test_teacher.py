@@ -682,3 +682,71 @@ def test_two_processes_build_the_teacher_table_once_and_train_as_one(tiny_model_
     assert double_table.read_bytes() == single_table.read_bytes()
     assert [p.name for p in double_table.parent.iterdir() if ".part-" in p.name] == []
     assert len(single_losses) == 3 and double_losses == pytest.approx(single_losses, rel=FLOAT32_RTOL)
+
+
+def test_a_blend_target_is_the_weighted_sum_of_the_two_similarity_structures() -> None:
+    from sentadapt.recipes.losses import blended_cosines, distillation_kl, distillation_sim_mse
+
+    generator = torch.Generator().manual_seed(0)
+    student, teacher, base = (torch.randn(6, width, generator=generator) for width in (4, 8, 4))
+    unit = torch.nn.functional.normalize
+    cos = {name: unit(v, dim=1) @ unit(v, dim=1).T for name, v in (("teacher", teacher), ("base", base))}
+    blend = blended_cosines(teacher, base, 0.25)
+    torch.testing.assert_close(blend, 0.25 * cos["teacher"] + 0.75 * cos["base"])
+    alone = distillation_kl(student, teacher, 0.05)
+    assert distillation_kl(student, teacher, 0.05, blended_cosines(teacher, base, 1.0)) == pytest.approx(
+        alone.item(), rel=1e-6)
+    assert distillation_kl(base, teacher, 0.05, blended_cosines(teacher, base, 0.0)).item() == pytest.approx(
+        0.0, abs=1e-6)  # the blend at α 0 is the base's own structure
+    assert distillation_sim_mse(student, teacher, blend).item() == pytest.approx(
+        ((unit(student, dim=1) @ unit(student, dim=1).T - blend)[~torch.eye(6, dtype=torch.bool)] ** 2).mean().item(),
+        rel=1e-6)
+
+
+def test_auto_picks_the_best_blend_on_dev_and_the_larger_alpha_within_the_tie_margin(tmp_path: Path) -> None:
+    from sentadapt.train.teacher import choose_blend
+    from tests.conftest import sts_dev_evaluator
+
+    rng = np.random.default_rng(0)
+    gold = rng.uniform(0, 5, 300)
+    evaluator = sts_dev_evaluator(tmp_path, gold)
+    task = evaluator.tasks[0].name
+    # two models that each see half of the signal: their blend ranks the pairs better than either
+    noise_t, noise_b = rng.normal(size=300), rng.normal(size=300)
+    teacher = {task: {"cosine": (gold + 3 * noise_t).tolist()}}
+    base = {task: {"cosine": (gold + 3 * noise_b).tolist()}}
+    alpha, scores = choose_blend(evaluator, base, teacher)
+    assert list(scores) == ["0.25", "0.5", "0.75", "1"]
+    best = max(scores.values())
+    assert alpha == max(a for a in (0.25, 0.5, 0.75, 1.0) if scores[f"{a:g}"] >= best - 0.05)
+    assert alpha < 1 and scores[f"{alpha:g}"] > scores["1"]
+    assert choose_blend(evaluator, {task: {"score": [1.0]}}, teacher) == (1.0, {})  # not pair cosines
+
+
+@pytest.mark.parametrize(("sets", "message"), [
+    (("teacher_blend=half",), "teacher_blend: 'half' is not auto or a number in [0, 1] (the teacher's weight in the "
+                              "target's similarities)"),
+    (("teacher_blend=1.5",), "teacher_blend: 1.5 is out of range; valid: [0, 1]"),
+    (("teacher_blend=0.5", "distill_kind=mse"), "teacher_blend: blends the teacher's and the base's similarities, "
+                                                "which distill_kind mse does not compare; use distill_kind=kl or "
+                                                "sim-mse, or drop teacher_blend"),
+])
+def test_a_bad_blend_is_one_line(sets: tuple[str, ...], message: str, tiny_model_dir: Path, corpus: Path,
+                                 tmp_path: Path) -> None:
+    options = [item for key in sets for item in ("--set", key)]
+    result = run_adapt(str(corpus), "--base", str(tiny_model_dir), "--output", str(tmp_path / "run"), *options)
+    assert result.exit_code == 2, result.output
+    assert result.stderr.strip() == f"Error: {message}"
+
+
+def test_a_blend_run_learns_another_target_and_records_it(tiny_model_dir: Path, teacher_dir: Path, corpus: Path,
+                                                         tmp_path: Path) -> None:
+    losses = {}
+    for alpha in ("1", "0.5"):
+        output = tmp_path / f"blend-{alpha}"
+        config = _config(tiny_model_dir, teacher_dir, corpus, output, ("distill_batches=random",
+                                                                        f"teacher_blend={alpha}"), max_steps=1)
+        _train(config)
+        losses[alpha] = json.loads((output / "train.log").read_text().splitlines()[0])["distill"]
+        assert json.loads((output / "metrics.json").read_text())["teacher"]["blend"] == float(alpha)
+    assert losses["0.5"] != pytest.approx(losses["1"], rel=1e-3)
