@@ -94,6 +94,51 @@ def teacher_cosines(work: Path, pairing: str, domain: str, pool: Pool) -> np.nda
     return cosines
 
 
+def base_cosines(work: Path, pairing: str, domain: str, pool: Pool) -> np.ndarray:
+    """The student base's cosine of every pool pair (cached in WORK/base-cosines/), as the teacher's are."""
+    path = work / "base-cosines" / f"{pairing}-{domain}.npy"
+    if path.is_file():
+        return np.load(path)
+    import torch
+
+    from sentadapt.encoder import Encoder
+
+    base = Encoder.load(PAIRINGS[pairing][0], device="cpu")
+    first, second = base.encode(pool.first, max_length=128), base.encode(pool.second, max_length=128)
+    cosines = torch.nn.functional.cosine_similarity(first, second).double().numpy()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    np.save(path, cosines)
+    return cosines
+
+
+def dev_blend(work: Path, pairing: str, domain: str, resamples: int) -> tuple[float, dict[str, float]]:
+    """teacher_blend=auto's α (train/teacher.choose_blend: the rule of docs/teacher.md, in code) on dev-200.jsonl
+    alone, the pool's first DEV_200 rows: no test pair is read."""
+    from sentadapt.train.teacher import choose_blend
+
+    pool = load_pool(pool_file(work / "data", domain))
+    dev = DevSet(pool, np.arange(DEV_200), resamples)
+    return choose_blend(dev.evaluator, dev.outputs(base_cosines(work, pairing, domain, pool)),
+                        dev.outputs(teacher_cosines(work, pairing, domain, pool)))
+
+
+def train_blend(work: Path, pairing: str, domain: str, variant: str, alone: str, extra: list[str], reuse: bool,
+                resamples: int) -> None:
+    """The blend variant of a domain: trained with the α dev-200 picks; an α of 1 is the teacher-alone run
+    `alone`, copied (its target is the same)."""
+    import shutil
+
+    alpha, scores = dev_blend(work, pairing, domain, resamples)
+    print(f"{variant} {pairing} {domain}: α {alpha:g} on dev-200 ({scores})", flush=True)
+    folder = run_folder(work, pairing, domain, variant)
+    if alpha == 1.0:
+        if not (reuse and (folder / "metrics.json").is_file()):
+            shutil.rmtree(folder, ignore_errors=True)
+            shutil.copytree(run_folder(work, pairing, domain, alone), folder)
+        return
+    train(work, pairing, domain, variant, [*extra, "--set", f"teacher_blend={alpha:g}"], reuse)
+
+
 def steps_until_patience(run: Any, dev: DevSet, patience: int) -> list[int]:
     """The evaluated steps a run with this dev set would have reached: it stops after `patience` evaluations in a
     row without a new best (0: never), as the loop does."""
@@ -341,6 +386,8 @@ def main() -> None:
     parser.add_argument("--reuse", action="store_true")
     parser.add_argument("--grid", help="comma list of variants to compare on dev-200 alone, per pairing of --pairs")
     parser.add_argument("--render", type=Path, help="write the section into this document (with --grid)")
+    parser.add_argument("--blend-of", help="train --variant with the teacher_blend α that dev-200 picks per domain; "
+                                           "a domain whose α is 1 copies this teacher-alone variant's run")
     args = parser.parse_args()
     if args.train:
         if not (args.work / "data").is_dir():
@@ -348,7 +395,11 @@ def main() -> None:
                                    str(args.work / "data"), "--seed", "0"])
         for pairing in args.pairs.split(","):
             for domain in args.domains.split(","):
-                train(args.work, pairing, domain, args.variant, args.extra, args.reuse)
+                if args.blend_of:
+                    train_blend(args.work, pairing, domain, args.variant, args.blend_of, args.extra, args.reuse,
+                                args.resamples)
+                else:
+                    train(args.work, pairing, domain, args.variant, args.extra, args.reuse)
     if args.grid:
         lines = []
         for pairing in args.pairs.split(","):
