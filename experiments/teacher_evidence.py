@@ -1,0 +1,192 @@
+"""Issue 41's first two levers on the distillation suite, each judged by a rule written before its runs: the teacher's
+evidence in the decision (docs/decision.md, "The teacher's evidence") and blend targets (docs/teacher.md, "Blend
+targets").
+
+    python -m experiments.distill_suite --train --variant k3e ...                 # teacher alone + evidence
+    python -m experiments.distill_suite --train --variant k3eb --blend-of k3e ... # the α dev-200 picks
+    python -m experiments.teacher_evidence --store            # per-pair outputs → results/distill (tracked)
+    python -m experiments.teacher_evidence --render           # studies from results/distill → docs/results.md
+
+`--store` keeps, per run, what the studies read: dev_outputs.json (each evaluated step's cosines of the pool's
+pairs and of the held-out agreement pairs, rounded to 6 decimals), metrics.json and job.json; and the pool files
+and the teacher's and base's pool cosines. `--render` needs nothing else: no model, no training, no ../shared.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from experiments.distill_suite import PAIRINGS, SIZES, run_folder, study
+from experiments.domain_data import DOMAINS
+from experiments.results_suite import short
+
+WORK = Path("runs/distill")
+RESULTS = Path("results/distill")
+VARIANTS = {"k3e": "the teacher alone (teacher-run defaults + teacher_evidence=on)",
+            "k3eb": "the blend α dev-200 picks (k3e + teacher_blend=α)"}
+SECTION = "teacher-evidence"
+DECIMALS = 6
+
+
+def rounded(value: Any) -> Any:
+    if isinstance(value, float):
+        return round(value, DECIMALS)
+    if isinstance(value, list):
+        return [rounded(item) for item in value]
+    if isinstance(value, dict):
+        return {key: rounded(item) for key, item in value.items()}
+    return value
+
+
+def store(work: Path, results: Path) -> None:
+    for domain in DOMAINS:
+        target = results / "data" / domain
+        target.mkdir(parents=True, exist_ok=True)
+        shutil.copy(work / "data" / domain / "pool.jsonl", target / "pool.jsonl")
+    for kind in ("teacher-cosines", "base-cosines"):
+        if (work / kind).is_dir():
+            shutil.copytree(work / kind, results / kind, dirs_exist_ok=True)
+    for variant in VARIANTS:
+        for pairing in PAIRINGS:
+            for domain in DOMAINS:
+                source = run_folder(work, pairing, domain, variant)
+                if not (source / "metrics.json").is_file():
+                    continue
+                target = run_folder(results, pairing, domain, variant)
+                target.mkdir(parents=True, exist_ok=True)
+                outputs = json.loads((source / "dev_outputs.json").read_text())
+                (target / "dev_outputs.json").write_text(json.dumps(rounded(outputs)))
+                for name in ("metrics.json", "job.json"):
+                    shutil.copy(source / name, target / name)
+    print(f"stored in {results}")
+
+
+def _mean(cells: list[dict[str, Any]], key: str) -> float:
+    return float(np.mean([c[key] for c in cells])) if cells else float("nan")
+
+
+def evidence_table(result: dict[str, Any]) -> list[str]:
+    lines = []
+    for pairing in PAIRINGS:
+        rows = [c for c in result["cells"] if c["pairing"] == pairing and "used_evidence" in c]
+        if not rows:
+            continue
+        student, teacher = (short(m) for m in PAIRINGS[pairing])
+        lines += ["", f"**{student} ← {teacher}** (means over {result['seeds']} split seeds)", "",
+                  "| domain | teacher's lead | Δ raw | applied @100 | with evidence @100 | applied @200 | "
+                  "with evidence @200 | used @100 → with | used @200 → with | agreement Δ [CI] |",
+                  "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
+        for domain in DOMAINS:
+            cells = [c for c in rows if c["domain"] == domain]
+            if not cells:
+                continue
+            at = {size: [c for c in cells if c["size"] == size] for size in SIZES}
+            agreement = cells[0]["agreement"]
+            ci = agreement["ci"] or [float("nan")] * 2
+            used = {size: f"{sum(c['used'] for c in at[size])} → {sum(c['used_evidence'] for c in at[size])}"
+                    for size in SIZES}
+            lines.append(f"| {domain} | {_mean(at[200], 'teacher_lead'):+.2f} | {_mean(at[200], 'raw'):+.2f} | "
+                         f"{_mean(at[100], 'applied'):+.2f} | {_mean(at[100], 'applied_evidence'):+.2f} | "
+                         f"{_mean(at[200], 'applied'):+.2f} | {_mean(at[200], 'applied_evidence'):+.2f} | "
+                         f"{used[100]} | {used[200]} | {agreement['change']:+.2f} [{ci[0]:+.2f}, {ci[1]:+.2f}] |")
+    return lines
+
+
+def verdict_lines(verdict: dict[str, Any]) -> list[str]:
+    rule = "met: teacher_evidence is on by default" if verdict["default_on"] else "not met: it stays opt-in"
+    return [f"Over the {verdict['cells']} cells: the student was used in {100 * verdict['false_use']:.0f} % of the "
+            f"{verdict['losing_cells']} cells whose raw test Δ is below 0 with the evidence "
+            f"({100 * verdict['false_use_without']:.0f} % without), and in {100 * verdict['power']:.0f} % of the "
+            f"{verdict['gaining_cells']} cells whose raw test gain is ≥ +1.0 ({100 * verdict['power_without']:.0f} % "
+            f"without). Mean applied Δ: {verdict['applied_with']:+.2f} with the evidence, "
+            f"{verdict['applied_without']:+.2f} without. The rule written before the runs (false use ≤ 5 %, no "
+            f"cost): **{rule}**."]
+
+
+def blend_lines(alone: dict[str, Any], blend: dict[str, Any], results: Path) -> list[str]:
+    lines = ["| pairing | domain | α (dev-200) | Δ raw alone | Δ raw blend | applied @100 alone → blend | "
+             "applied @200 alone → blend |", "|---|---|---:|---:|---:|---|---|"]
+    raw_alone, raw_blend, worst = [], [], 0.0
+    for pairing in PAIRINGS:
+        for domain in DOMAINS:
+            a = [c for c in alone["cells"] if c["pairing"] == pairing and c["domain"] == domain]
+            b = [c for c in blend["cells"] if c["pairing"] == pairing and c["domain"] == domain]
+            if not a or not b:
+                continue
+            argv = json.loads((run_folder(results, pairing, domain, "k3eb") / "job.json").read_text())["argv"]
+            alpha = next((item.split("=", 1)[1] for item in argv if item.startswith("teacher_blend=")), "1")
+            applied = {size: (_mean([c for c in a if c["size"] == size], "applied_evidence"),
+                              _mean([c for c in b if c["size"] == size], "applied_evidence")) for size in SIZES}
+            worst = min(worst, *(after - before for before, after in applied.values()))
+            raw_alone.append(_mean(a, "raw"))
+            raw_blend.append(_mean(b, "raw"))
+            lines.append(f"| {pairing} | {domain} | {alpha} | {raw_alone[-1]:+.2f} | {raw_blend[-1]:+.2f} | "
+                         + " | ".join(f"{before:+.2f} → {after:+.2f}" for before, after in applied.values()) + " |")
+    gain = float(np.mean(raw_blend) - np.mean(raw_alone)) if raw_alone else float("nan")
+    met = gain >= 0.1 and worst >= -0.1
+    outcome = "met: teacher_blend=auto is the default" if met else "not met: it stays opt-in"
+    lines += ["", f"Mean raw test Δ: {np.mean(raw_alone):+.2f} alone, {np.mean(raw_blend):+.2f} with the blend "
+                  f"({gain:+.2f}); the largest drop of a domain's applied Δ (with the evidence): {worst:+.2f}. "
+                  "The rule written before the runs (mean raw Δ ≥ alone + 0.1, no domain's applied Δ below alone's by "
+                  f"more than 0.1): **{outcome}**."]
+    return lines
+
+
+def render(results: Path, doc: Path, seeds: int, resamples: int) -> None:
+    from tools.doc_sections import write_section
+
+    alone = study(results, "k3e", seeds, resamples)
+    blend = study(results, "k3eb", seeds, resamples) if any(
+        (run_folder(results, p, d, "k3eb") / "metrics.json").is_file() for p in PAIRINGS for d in DOMAINS) else None
+    body = [
+        "## The teacher's evidence and blend targets (issue 41)",
+        "",
+        f"Generated by `python -m experiments.teacher_evidence --render` from the per-pair outputs in `{results}/` "
+        f"(tracked: each run's cosines of the pool's pairs and of its held-out agreement pairs at every evaluated "
+        f"step), {alone['machine']}. Runs as in the distillation section (the teacher-run defaults, the pool as "
+        "`--dev`, trained once per pairing × domain), with `teacher_evidence=on`: 10 % of each corpus (at most 1,000 "
+        "sentences) held out of training, paired, and scored against the teacher at every evaluation. Per split seed "
+        f"({seeds}) and dev size, dev pairs are drawn from the pool and test pairs from test.jsonl, and the default "
+        "decision is applied without and with the teacher's evidence (docs/decision.md). Δ in Spearman × 100 on the "
+        "drawn test pairs; applied: keep-base → 0; used: cells (of 5) where the student is used.",
+        *evidence_table(alone),
+        "",
+        *verdict_lines(alone["teacher_evidence"]),
+    ]
+    if blend is not None:
+        body += ["", "**Blend targets** (`teacher_blend`, docs/teacher.md): each domain trained with the α that "
+                 "dev-200.jsonl picks by the rule (no test pair read; α 1 reuses the teacher-alone run), both with the "
+                 "teacher's evidence; applied Δ with the evidence.", "", *blend_lines(alone, blend, results)]
+    body += ["", "```", "python -m experiments.distill_suite --train --variant k3e --extra=--set "
+             "--extra=teacher_evidence=on ...   # as the distillation section, plus this flag",
+             "python -m experiments.distill_suite --train --variant k3eb --blend-of k3e ...",
+             "python -m experiments.teacher_evidence --store && python -m experiments.teacher_evidence --render",
+             "```"]
+    write_section(doc, SECTION, "\n".join(body))
+    print("\n".join(body))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--work", type=Path, default=WORK)
+    parser.add_argument("--results", type=Path, default=RESULTS)
+    parser.add_argument("--store", action="store_true")
+    parser.add_argument("--render", action="store_true")
+    parser.add_argument("--doc", type=Path, default=Path("docs/results.md"))
+    parser.add_argument("--seeds", type=int, default=5)
+    parser.add_argument("--resamples", type=int, default=1000)
+    args = parser.parse_args()
+    if args.store:
+        store(args.work, args.results)
+    if args.render:
+        render(args.results, args.doc, args.seeds, args.resamples)
+
+
+if __name__ == "__main__":
+    main()
