@@ -145,3 +145,22 @@ def test_config_yaml_keeps_the_preset_and_old_files_still_load(tiny_st_dir: Path
     (tmp_path / "config.yaml").write_text(yaml.safe_dump(saved))
     old = load_run_config(tmp_path / "config.yaml", recipes)
     assert old.preset is None and old.train.lr == 5e-5
+
+
+@pytest.mark.parametrize("path", sorted(Path(__file__).parent.parent.joinpath("recipes").glob("*.yaml")),
+                         ids=lambda path: path.name)
+def test_a_recipe_yaml_repeats_its_recipes_defaults_exactly(path: Path) -> None:
+    """recipes/*.yaml are documentation one can pass to --config: every value they set is the recipe's own default
+    (TrainConfig < the recipe's train_defaults; its Config), so passing the file changes nothing, and a default
+    changed in the code without the file fails here."""
+    import yaml
+
+    from sentadapt.presets import paper_values
+    from sentadapt.recipes import RECIPES
+
+    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    values = paper_values(RECIPES.get(data["recipe"]))
+    written = {**(data.get("train") or {}), **(data.get("recipe_args") or {})}
+    assert written, path
+    code = {key: list(values[key]) if isinstance(values[key], tuple) else values[key] for key in written}
+    assert written == code

@@ -35,7 +35,8 @@ classes); do not edit by hand: tests/test_options_doc.py fails when this file is
 Every command's arguments and options, then every key `sentadapt adapt --set key=value` accepts (also the
 `train:` and `recipe_args:` sections of a `--config` YAML file, and `set_options=[...]` in `sentadapt.adapt`).
 A default of `—` means the option has none of its own: for `adapt`, the run's config decides, in the order
-defaults < the recipe's paper settings < the preset < `--config` < flags < `--set`
+defaults < the recipe's paper settings < the preset (its tuned-base values, then a teacher run's defaults) <
+`--config` < flags < `--set`
 ([recipes.md](recipes.md#which-defaults-apply)).
 """
 
