@@ -226,13 +226,15 @@ def evidence_verdict(cells: list[dict[str, Any]]) -> dict[str, Any]:
     false_use = sum(c["used_evidence"] for c in losing) / len(losing) if losing else 0.0
     without = float(np.mean([c["applied"] for c in weighed])) if weighed else float("nan")
     with_ = float(np.mean([c["applied_evidence"] for c in weighed])) if weighed else float("nan")
-    return {"cells": len(weighed), "losing_cells": len(losing), "false_use": false_use,
+    changed = sum(c["used_evidence"] != c["used"] for c in weighed)
+    return {"cells": len(weighed), "losing_cells": len(losing), "false_use": false_use, "changed": changed,
             "false_use_without": sum(c["used"] for c in losing) / len(losing) if losing else 0.0,
             "gaining_cells": len(gaining),
             "power": sum(c["used_evidence"] for c in gaining) / len(gaining) if gaining else float("nan"),
             "power_without": sum(c["used"] for c in gaining) / len(gaining) if gaining else float("nan"),
             "applied_without": without, "applied_with": with_,
-            "default_on": bool(weighed) and false_use <= 0.05 and with_ >= without}
+            # the amendment of docs/decision.md: a rule met only by changing no decision keeps the default off
+            "default_on": bool(weighed) and changed > 0 and false_use <= 0.05 and with_ >= without}
 
 
 def run_records(work: Path, variant: str) -> dict[str, Any]:

@@ -100,6 +100,8 @@ def evidence_table(result: dict[str, Any]) -> list[str]:
 
 def verdict_lines(verdict: dict[str, Any]) -> list[str]:
     rule = "met: teacher_evidence is on by default" if verdict["default_on"] else "not met: it stays opt-in"
+    if not verdict["changed"]:
+        rule += " (the evidence changed no decision)"
     return [f"Over the {verdict['cells']} cells: the student was used in {100 * verdict['false_use']:.0f} % of the "
             f"{verdict['losing_cells']} cells whose raw test Δ is below 0 with the evidence "
             f"({100 * verdict['false_use_without']:.0f} % without), and in {100 * verdict['power']:.0f} % of the "
