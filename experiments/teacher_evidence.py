@@ -111,7 +111,8 @@ def verdict_lines(verdict: dict[str, Any]) -> list[str]:
             f"cost): **{rule}**."]
 
 
-def blend_lines(alone: dict[str, Any], blend: dict[str, Any], results: Path) -> list[str]:
+def blend_lines(alone: dict[str, Any], blend: dict[str, Any], results: Path) -> tuple[list[str], bool]:
+    """The blend table and the verdict of docs/teacher.md's rule (True: teacher_blend=auto is the default)."""
     lines = ["| pairing | domain | α (dev-200) | Δ raw alone | Δ raw blend | applied @100 alone → blend | "
              "applied @200 alone → blend |", "|---|---|---:|---:|---:|---|---|"]
     raw_alone, raw_blend, worst = [], [], 0.0
@@ -137,7 +138,7 @@ def blend_lines(alone: dict[str, Any], blend: dict[str, Any], results: Path) -> 
                   f"({gain:+.2f}); the largest drop of a domain's applied Δ (with the evidence): {worst:+.2f}. "
                   "The rule written before the runs (mean raw Δ ≥ alone + 0.1, no domain's applied Δ below alone's by "
                   f"more than 0.1): **{outcome}**."]
-    return lines
+    return lines, met
 
 
 def render(results: Path, doc: Path, seeds: int, resamples: int) -> None:
@@ -164,7 +165,7 @@ def render(results: Path, doc: Path, seeds: int, resamples: int) -> None:
     if blend is not None:
         body += ["", "**Blend targets** (`teacher_blend`, docs/teacher.md): each domain trained with the α that "
                  "dev-200.jsonl picks by the rule (no test pair read; α 1 reuses the teacher-alone run), both with the "
-                 "teacher's evidence; applied Δ with the evidence.", "", *blend_lines(alone, blend, results)]
+                 "teacher's evidence; applied Δ with the evidence.", "", *blend_lines(alone, blend, results)[0]]
     body += ["", "```", "python -m experiments.distill_suite --train --variant k3e --extra=--set "
              "--extra=teacher_evidence=on ...   # as the distillation section, plus this flag",
              "python -m experiments.distill_suite --train --variant k3eb --blend-of k3e ...",
