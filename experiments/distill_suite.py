@@ -79,32 +79,25 @@ def train(work: Path, pairing: str, domain: str, variant: str, extra: list[str],
 
 def teacher_cosines(work: Path, pairing: str, domain: str, pool: Pool) -> np.ndarray:
     """The teacher's cosine of every pool pair (cached in WORK/teacher-cosines/)."""
-    path = work / "teacher-cosines" / f"{pairing}-{domain}.npy"
-    if path.is_file():
-        return np.load(path)
-    import torch
-
-    from sentadapt.encoder import Encoder
-
-    teacher = Encoder.load(PAIRINGS[pairing][1], device="cpu")
-    first, second = teacher.encode(pool.first, max_length=128), teacher.encode(pool.second, max_length=128)
-    cosines = torch.nn.functional.cosine_similarity(first, second).double().numpy()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    np.save(path, cosines)
-    return cosines
+    return pool_cosines(work / "teacher-cosines", PAIRINGS[pairing][1], f"{pairing}-{domain}", pool)
 
 
 def base_cosines(work: Path, pairing: str, domain: str, pool: Pool) -> np.ndarray:
     """The student base's cosine of every pool pair (cached in WORK/base-cosines/), as the teacher's are."""
-    path = work / "base-cosines" / f"{pairing}-{domain}.npy"
+    return pool_cosines(work / "base-cosines", PAIRINGS[pairing][0], f"{pairing}-{domain}", pool)
+
+
+def pool_cosines(folder: Path, model: str, name: str, pool: Pool) -> np.ndarray:
+    """`model`'s cosine of every pool pair, computed once into FOLDER/NAME.npy."""
+    path = folder / f"{name}.npy"
     if path.is_file():
         return np.load(path)
     import torch
 
     from sentadapt.encoder import Encoder
 
-    base = Encoder.load(PAIRINGS[pairing][0], device="cpu")
-    first, second = base.encode(pool.first, max_length=128), base.encode(pool.second, max_length=128)
+    encoder = Encoder.load(model, device="cpu")
+    first, second = encoder.encode(pool.first, max_length=128), encoder.encode(pool.second, max_length=128)
     cosines = torch.nn.functional.cosine_similarity(first, second).double().numpy()
     path.parent.mkdir(parents=True, exist_ok=True)
     np.save(path, cosines)

@@ -52,12 +52,8 @@ main()
 '''
 
 
-def test_ctrl_c_while_loading_prints_one_line_and_the_same_command_starts_again(
-    tiny_model_dir: Path, corpus: Path, tmp_path: Path
-) -> None:
-    run = tmp_path / "run"
-    command = [str(corpus), "--base", str(tiny_model_dir), "--output", str(run), *QUICK]
-    marker = tmp_path / "loading.marker"
+def paused_while_loading(command: list[str], marker: Path) -> subprocess.Popen[str]:
+    """`sentadapt adapt COMMAND` in a subprocess, returned once it is inside build_inputs (LOADING_DRIVER)."""
     process = subprocess.Popen([sys.executable, "-c", LOADING_DRIVER, str(marker), *command],
                                env={**os.environ, "OMP_NUM_THREADS": "1"}, stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, text=True)
@@ -65,6 +61,15 @@ def test_ctrl_c_while_loading_prints_one_line_and_the_same_command_starts_again(
         if process.poll() is not None:
             pytest.fail(f"adapt ended (rc {process.returncode}) before loading:\n{process.stderr.read()}")
         time.sleep(0.02)
+    return process
+
+
+def test_ctrl_c_while_loading_prints_one_line_and_the_same_command_starts_again(
+    tiny_model_dir: Path, corpus: Path, tmp_path: Path
+) -> None:
+    run = tmp_path / "run"
+    command = [str(corpus), "--base", str(tiny_model_dir), "--output", str(run), *QUICK]
+    process = paused_while_loading(command, tmp_path / "loading.marker")
     process.send_signal(signal.SIGINT)
     _, stderr = process.communicate()
     assert process.returncode == 130, stderr
@@ -184,14 +189,7 @@ def test_ctrl_c_before_the_first_checkpoint_of_an_overwrite_leaves_the_finished_
 ) -> None:
     before = files_of(finished_run)
     command = [str(corpus), "--base", str(tiny_model_dir), "--output", str(finished_run), *QUICK, "--overwrite"]
-    marker = tmp_path / "loading.marker"
-    process = subprocess.Popen([sys.executable, "-c", LOADING_DRIVER, str(marker), *command],
-                               env={**os.environ, "OMP_NUM_THREADS": "1"}, stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, text=True)
-    while not marker.exists():
-        if process.poll() is not None:
-            pytest.fail(f"adapt ended (rc {process.returncode}) before loading:\n{process.stderr.read()}")
-        time.sleep(0.02)
+    process = paused_while_loading(command, tmp_path / "loading.marker")
     assert not (finished_run / "metrics.json").exists()  # the new run is in the folder, the old one aside
     process.send_signal(signal.SIGINT)
     _, stderr = process.communicate()
