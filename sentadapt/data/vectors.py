@@ -73,30 +73,40 @@ class TextVectors:
         return self.vectors[np.fromiter(rows, dtype=np.int64, count=len(texts))]
 
 
-def read_vectors(path: Path, text_field: str = "text", vector_field: str = "embedding") -> TextVectors:
+def check_vectors_file(path: Path, name: str | None = None) -> str:
+    """`--teacher NAME` as a vectors file: it exists and its name announces a layout sentadapt reads; its suffix.
+    Called before anything loads (check_teacher) and again when the file is read."""
+    name = name or str(path)
     if not path.is_file():
-        raise DataError(f"--teacher {path}: no such file; give a model (folder or Hub id) or a vectors file: "
+        raise DataError(f"--teacher {name}: no such file; give a model (folder or Hub id) or a vectors file: "
                         f"{VECTOR_FORMATS}")
     suffix = vectors_suffix(path)
     if suffix is None:
-        raise DataError(f"--teacher {path}: a file, but not one sentadapt reads as vectors; accepted: "
+        raise DataError(f"--teacher {name}: a file, but not one sentadapt reads as vectors; accepted: "
                         f"{VECTOR_FORMATS}")
+    return suffix
+
+
+def read_vectors(path: Path, text_field: str = "text", vector_field: str = "embedding") -> TextVectors:
+    suffix = check_vectors_file(path)
+    # where row i sits in the file, named only for an error message (not built for every row of a large file)
+    place: Callable[[int], str]
     if suffix == ".npy":
         texts, vectors = _read_npy(path)
-        places = [f"row {row} ({path.with_suffix('.txt').name} line {row})" for row in range(1, len(texts) + 1)]
+        place = lambda row: f"row {row + 1} ({path.with_suffix('.txt').name} line {row + 1})"  # noqa: E731
     elif suffix == ".parquet":
         texts, vectors = _read_parquet(path, text_field, vector_field)
-        places = [f"row {row}" for row in range(1, len(texts) + 1)]
+        place = lambda row: f"row {row + 1}"  # noqa: E731
     else:
         texts, vectors, lines = _read_json(path, text_field, vector_field)
-        places = [f"line {line}" for line in lines]
+        place = lambda row: f"line {lines[row]}"  # noqa: E731
     if not texts:
         raise DataError(f"{path}: no vectors; the file must hold one vector per sentence of the corpus")
-    _check_not_zero(path, vectors, places)
-    return TextVectors(path, _rows_by_text(path, texts, vectors, places), vectors)
+    _check_not_zero(path, vectors, place)
+    return TextVectors(path, _rows_by_text(path, texts, vectors, place), vectors)
 
 
-def _rows_by_text(path: Path, texts: list[str], vectors: np.ndarray, places: list[str]) -> dict[str, int]:
+def _rows_by_text(path: Path, texts: list[str], vectors: np.ndarray, place: Callable[[int], str]) -> dict[str, int]:
     """text_key → the row of its first vector; a later copy must carry the same vector (else which one would the
     student learn?)."""
     rows: dict[str, int] = {}
@@ -105,16 +115,16 @@ def _rows_by_text(path: Path, texts: list[str], vectors: np.ndarray, places: lis
         first = rows.setdefault(key, row)
         if first != row and not np.allclose(vectors[first], vectors[row], rtol=SAME_VECTOR_RTOL,
                                             atol=SAME_VECTOR_ATOL):
-            raise DataError(f"{path}: {places[row]} gives {printable(key)!r} another vector than {places[first]}; "
+            raise DataError(f"{path}: {place(row)} gives {printable(key)!r} another vector than {place(first)}; "
                             "keep one vector per sentence (texts are compared without surrounding whitespace)")
     return rows
 
 
-def _check_not_zero(path: Path, vectors: np.ndarray, places: list[str]) -> None:
+def _check_not_zero(path: Path, vectors: np.ndarray, place: Callable[[int], str]) -> None:
     zero = ~np.any(vectors != 0, axis=1)
     if zero.any():
         row = int(np.flatnonzero(zero)[0])
-        raise DataError(f"{path}: {places[row]}: an all-zero vector has no direction (its cosine with anything is "
+        raise DataError(f"{path}: {place(row)}: an all-zero vector has no direction (its cosine with anything is "
                         "undefined); recompute it or leave that sentence out of the corpus")
 
 

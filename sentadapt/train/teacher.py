@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sentadapt.errors import ConfigError, DataError, ModelError
+from sentadapt.errors import ConfigError, ModelError
 from sentadapt.events import Note, Progress
 
 if TYPE_CHECKING:
@@ -113,14 +113,9 @@ def check_teacher(teacher: str, base_location: str) -> ResolvedModel | Path:
 
     resolved = teacher_source(teacher)
     if isinstance(resolved, Path):
-        from sentadapt.data.vectors import VECTOR_FORMATS, vectors_suffix
+        from sentadapt.data.vectors import check_vectors_file
 
-        if not resolved.is_file():
-            raise DataError(f"--teacher {teacher}: no such file; give a model (folder or Hub id) or a vectors file: "
-                            f"{VECTOR_FORMATS}")
-        if vectors_suffix(resolved) is None:
-            raise DataError(f"--teacher {teacher}: a file, but not one sentadapt reads as vectors; accepted: "
-                            f"{VECTOR_FORMATS}")
+        check_vectors_file(resolved, teacher)
         return resolved
     if resolved.location == base_location:
         raise ConfigError(f"--teacher {teacher}: is the base model itself; a teacher must be another, stronger "
