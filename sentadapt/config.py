@@ -10,6 +10,7 @@ type and valid range before any weights load. The resolved config is saved with 
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import math
 import types
 import typing
@@ -129,6 +130,11 @@ class TrainConfig:
     # The weight of the recipe's own loss: 0 = the distillation term alone (the recipe's views are then not
     # computed at all, unless the recipe trains heads of its own: they keep a gradient of 0 for DDP)
     recipe_weight: float = 1.0
+    # Matryoshka (`--matryoshka 384,192,96`): every loss term, the recipe's and distillation's, summed over these
+    # prefix widths of the exported vectors, largest first (sentence-transformers' MatryoshkaLoss), so each prefix
+    # is an embedding of its own; () = off. matryoshka_weights: one per width, () = 1 each.
+    matryoshka: tuple[int, ...] = ()
+    matryoshka_weights: tuple[float, ...] = ()
 
     def validate(self) -> None:
         check_range("max_steps", self.max_steps, 0, None)
@@ -174,6 +180,7 @@ class TrainConfig:
         check_choice("distill_batches", self.distill_batches, ("random", "neighbours"))
         check_range("distill_neighbours", self.distill_neighbours, 1, None)
         check_range("recipe_weight", self.recipe_weight, 0, None)
+        check_matryoshka(self.matryoshka, self.matryoshka_weights, self.distill_kind)
         check_range("lora_r", self.lora_r, 0, None, hint="0 = off; the rank of the adapters")
         check_range("lora_alpha", self.lora_alpha, 0, None, hint="0 = 2 × lora_r")
         check_range("lora_dropout", self.lora_dropout, 0, 1, high_open=True)
@@ -251,6 +258,29 @@ def check_blend(value: str) -> None:
         raise ConfigError(f"teacher_blend: {value!r} is not auto or a number in [0, 1] (the teacher's weight in the "
                           "target's similarities)") from None
     check_range("teacher_blend", alpha, 0, 1)
+
+
+def check_matryoshka(sizes: tuple[int, ...], weights: tuple[float, ...], distill_kind: str) -> None:
+    """--matryoshka: positive widths, largest first, each once; as many positive weights (or none)."""
+    if not sizes:
+        if weights:
+            raise ConfigError("matryoshka_weights: given without --matryoshka; list the sizes they weigh, e.g. "
+                              "--matryoshka 384,192,96")
+        return
+    listed = ",".join(str(size) for size in sizes)
+    if min(sizes) < 1:
+        raise ConfigError(f"--matryoshka: {listed} has a size below 1; list widths such as 384,192,96")
+    if any(later >= earlier for earlier, later in itertools.pairwise(sizes)):
+        fixed = ",".join(str(size) for size in sorted(set(sizes), reverse=True))
+        raise ConfigError(f"--matryoshka: {listed} is not decreasing; list each size once, largest first: {fixed}")
+    if weights and len(weights) != len(sizes):
+        raise ConfigError(f"matryoshka_weights: {len(weights)} weights for {len(sizes)} sizes ({listed}); give one "
+                          "per size")
+    if any(not weight > 0 for weight in weights):
+        raise ConfigError(f"matryoshka_weights: {','.join(map(str, weights))} has a weight that is not > 0")
+    if distill_kind in VECTOR_KINDS:
+        raise ConfigError(f"--matryoshka: distill_kind {distill_kind} compares every coordinate of a vector with its "
+                          "target's, which a prefix cannot match; use distill_kind=kl or sim-mse")
 
 
 def check_choice(name: str, value: str, choices: tuple[str, ...]) -> None:

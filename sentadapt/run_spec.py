@@ -42,6 +42,13 @@ def on_off(option: str, value: str | None) -> bool | None:
     return value == "on"
 
 
+def sizes(option: str, value: str | None) -> tuple[int, ...] | None:
+    """A comma list of widths (`--matryoshka 384,192,96`); None: not given."""
+    from sentadapt.config import coerce
+
+    return None if value is None else coerce(option, value, tuple[int, ...])
+
+
 @dataclass(frozen=True)
 class AdaptOption:
     """One option of `adapt`: its Python name (the API keyword), its flag, help, and where its value goes."""
@@ -130,6 +137,9 @@ ADAPT_OPTIONS: tuple[AdaptOption, ...] = (
     _option("lora", "--lora", "Train LoRA adapters, the base frozen (pip install peft): r=16, alpha=32, dropout=0, "
             "targets=attention | all-linear | query+value, comma-separated, any subset, or on. The model saved is "
             "merged; its lora-adapter/ folder holds the adapters alone.", annotation=str | None),
+    _train("matryoshka", "--matryoshka", "Train prefixes of the vectors as embeddings too (MatryoshkaLoss): every loss "
+           "term summed over these sizes, largest first, e.g. 384,192,96 (weights: --set matryoshka_weights=1,1,1). "
+           "Then eval --dims 192 scores a prefix.", cli_type=str | None, from_cli=sizes, metavar="<sizes>"),
     _train("eval_every", "--eval-every", "Dev evaluation every N steps."),
     _train("checkpoint_every", "--checkpoint-every", "Checkpoint every N steps."),
     _train("patience", "--patience", "Evaluations without gain before stopping."),

@@ -71,6 +71,15 @@ def eval_models(
                                 "type (pooling in fp32; faster on GPUs). fp16 needs CUDA; on the CPU use bf16."
     ),
     device: str | None = typer.Option(None, "--device", help="cpu, cuda, cuda:1 ... Default: cuda if available."),
+    dims: str | None = typer.Option(
+        None, "--dims", help="Also score each model at these sizes (the vectors' prefix, as truncate_dim), e.g. "
+                             "384,192,96: a row per size with its Δ against the first model's whole vectors."),
+    quantize: str | None = typer.Option(
+        None, "--quantize", help="Also score at these precisions: none | int8 | binary, comma-separated "
+                                 "(sentence-transformers' quantize_embeddings; binary by Hamming distance)."),
+    calibration: Path | None = typer.Option(
+        None, "--calibration", help="int8's per-dimension ranges from these sentences (one per line, e.g. a "
+                                    "sample of your corpus). Default: from the evaluated sentences."),
     json_out: Path | None = typer.Option(None, "--json", help="Also write the results (with CIs) as JSON here."),
     show_subsets: bool = typer.Option(False, "--subsets", help="Also print per-subset STS scores."),
     trust_remote_code: bool = typer.Option(False, "--trust-remote-code", help="Allow model code from the Hub."),
@@ -85,7 +94,8 @@ def eval_models(
                         split=split, aggregate=aggregate, bootstrap=bootstrap, seed=seed,
                         cache_embeddings=cache_embeddings, pooling=pooling, prompt=prompt,
                         query_prompt=query_prompt, document_prompt=document_prompt, batch_size=batch_size,
-                        max_length=max_length, dtype=dtype, device=device, json_out=json_out,
+                        max_length=max_length, dtype=dtype, device=device, dims=dims, quantize=quantize,
+                        calibration=calibration, json_out=json_out,
                         trust_remote_code=trust_remote_code, allow_pickle=allow_pickle, progress=progress_bar,
                         note=note)
 

@@ -30,10 +30,15 @@ Outputs = dict[str, np.ndarray]  # per-unit arrays, all of length `units`
 
 
 def cosine_scores(left: torch.Tensor, right: torch.Tensor) -> np.ndarray:
-    """Row-wise cosine in float64 of two (n, d) tensors → (n,) numpy."""
+    """Row-wise cosine in float64 of two (n, d) tensors → (n,) numpy: the dot product over the two norms (each at
+    least 1e-8, as torch's cosine_similarity), so two pairs of equal dot products and norms get the same bits. Binary
+    vectors (±1, evaluation/forms.py) rely on it: their dot products and norms are exact, and a cosine computed from
+    normalised vectors would split their ties by one ulp, which a rank correlation then counts."""
     import torch
 
-    return torch.nn.functional.cosine_similarity(left.double(), right.double(), dim=-1).numpy()
+    left, right = left.double(), right.double()
+    norms = left.norm(dim=-1).clamp_min(1e-8) * right.norm(dim=-1).clamp_min(1e-8)
+    return ((left * right).sum(dim=-1) / norms).numpy()
 
 
 class EmbeddingTable:
@@ -45,6 +50,12 @@ class EmbeddingTable:
         self.row_of = {text: row for row, text in enumerate(texts)}
         self.vectors = vectors
         self.side_rows = side_rows or {}
+
+    def with_vectors(self, vectors: torch.Tensor) -> EmbeddingTable:
+        """The same texts and rows with other vectors of them (a size or precision of these: evaluation/forms.py)."""
+        table = EmbeddingTable([], vectors, self.side_rows)
+        table.row_of = self.row_of
+        return table
 
     def rows(self, texts: list[str], side: str = PAIR) -> np.ndarray:
         row_of = self.side_rows.get(side, self.row_of)

@@ -20,6 +20,7 @@ from sentadapt.errors import ConfigError
 from sentadapt.evaluation import bootstrap
 from sentadapt.evaluation.base import EmbeddingTable, EvalTask, TaskResult
 from sentadapt.evaluation.evidence import Evidence, weigh
+from sentadapt.evaluation.forms import VectorForm
 from sentadapt.events import Note, quiet
 from sentadapt.prompts import PromptChoice
 
@@ -153,20 +154,51 @@ class Evaluator:
         """Embed every unique (prompt, text) once, score each task; `intervals=False` skips the bootstrap
         (training's periodic dev checks only need `.average`; their per-unit outputs are kept for the final paired
         Δ). `prompts`: which prompt each side gets (None: the model's defaults, as training's dev checks use)."""
-        from sentadapt.encoder import Encoder
-
-        assert isinstance(encoder, Encoder)
         started = time.perf_counter()
-        side_prompts, groups = self.prompt_groups(encoder, prompts)
-        blocks = {prompt: self._vectors(encoder, texts, prompt, batch_size, max_length, dtype, pooling, progress,
-                                        note) for prompt, texts in groups.items()}
-        table = _table(side_prompts, groups, blocks)
+        side_prompts, table = self._encoded(encoder, batch_size, max_length, dtype, pooling, progress, note, prompts)
         results = [task.score(table) for task in self.tasks]
-        del table, blocks
+        del table
         pooling_name = pooling.name(encoder.num_layers) if pooling is not None else encoder.pooling_name  # type: ignore[attr-defined]
         report = self.report(results, encoder.name, pooling_name, time.perf_counter() - started, intervals)
         report.prompts = {side: prompt for side, prompt in side_prompts.items() if prompt}
         return report
+
+    def score_forms(self, encoder: Any, forms: Sequence[VectorForm], calibration: np.ndarray | None = None,
+                    batch_size: int = 128, max_length: int | None = None, dtype: str = "fp32",
+                    progress: Callable[[int], None] | None = None, note: Note = quiet,
+                    prompts: PromptChoice | None = None) -> list[EvalReport]:
+        """One report per form (evaluation/forms.py: a size and precision), from one encoding of every text.
+        int8 ranges: from `calibration` (vectors of a calibration set) when given, else from the evaluated texts'
+        vectors, as sentence-transformers' quantize_embeddings does without calibration embeddings."""
+        from sentadapt.evaluation.forms import INT8, int8_ranges, scoring_vectors
+
+        started = time.perf_counter()
+        side_prompts, table = self._encoded(encoder, batch_size, max_length, dtype, None, progress, note, prompts)
+        vectors = table.vectors.float().numpy()
+        ranges = None
+        if any(form.precision == INT8 for form in forms):
+            ranges = int8_ranges(calibration if calibration is not None else vectors)
+        seconds = time.perf_counter() - started
+        reports = []
+        for form in forms:
+            formed = table.with_vectors(torch_tensor(scoring_vectors(form, vectors, ranges)))
+            report = self.report([task.score(formed) for task in self.tasks], encoder.name, encoder.pooling_name,
+                                 seconds)
+            report.prompts = {side: prompt for side, prompt in side_prompts.items() if prompt}
+            reports.append(report)
+        return reports
+
+    def _encoded(self, encoder: Any, batch_size: int, max_length: int | None, dtype: str, pooling: object | None,
+                 progress: Callable[[int], None] | None, note: Note, prompts: PromptChoice | None,
+                 ) -> tuple[dict[str, str], EmbeddingTable]:
+        """Every unique (prompt, text) encoded once: (side → its prompt, the table of their vectors)."""
+        from sentadapt.encoder import Encoder
+
+        assert isinstance(encoder, Encoder)
+        side_prompts, groups = self.prompt_groups(encoder, prompts)
+        blocks = {prompt: self._vectors(encoder, texts, prompt, batch_size, max_length, dtype, pooling, progress,
+                                        note) for prompt, texts in groups.items()}
+        return side_prompts, _table(side_prompts, groups, blocks)
 
     def score_vectors(self, lookup: Callable[[list[str]], Any], name: str) -> EvalReport:
         """Score vectors that already exist (a --teacher vectors file): `lookup(texts)` gives each text's vector,
@@ -268,6 +300,12 @@ class Evaluator:
         names = sorted({task.unit_name for task in self.tasks})
         return names[0] if len(names) == 1 else "units"
 
+
+
+def torch_tensor(array: np.ndarray) -> Any:
+    import torch
+
+    return torch.from_numpy(array)
 
 
 def _table(side_prompts: dict[str, str], groups: dict[str, list[str]], blocks: dict[str, Any]) -> EmbeddingTable:

@@ -15,6 +15,8 @@ from typing import Any
 from sentadapt.durable import write_json_file
 from sentadapt.errors import ConfigError
 from sentadapt.evaluation.evaluator import Comparison, EvalReport, Evaluator
+from sentadapt.evaluation.forms import forms_of, parse_dims, parse_precisions
+from sentadapt.evaluation.forms import resolved as resolved_forms
 from sentadapt.events import Note, Progress, progress_step, quiet
 from sentadapt.options import check_at_least, check_output_file, checked, save_result
 from sentadapt.prompts import SIDES, PromptChoice, Prompts, read_prompts
@@ -38,12 +40,19 @@ class EvalResult:
     bootstrap: int  # resamples behind every interval (0: none)
     seed: int
     aggregate: str
+    # with --dims/--quantize: each row's form ({dim, precision, bytes_per_vector}; `models` then names model and
+    # form, one row per pair, the whole float32 vector of each model first) and where int8's ranges came from
+    forms: list[dict[str, Any]] | None = None
+    calibration: str | None = None
 
     def to_json(self) -> list[dict[str, Any]]:
         """What `sentadapt eval --json` writes: one entry per model with its reports and its Δ against the first."""
-        return [{"model": model, "reports": [report.to_dict() for report in reports],
-                 "delta_vs_first": None if row[0] is None else [c.to_dict() for c in row]}  # type: ignore[union-attr]
-                for model, reports, row in zip(self.models, self.reports, self.comparisons)]
+        entries = [{"model": model, "reports": [report.to_dict() for report in reports],
+                    "delta_vs_first": None if row[0] is None else [c.to_dict() for c in row]}  # type: ignore[union-attr]
+                   for model, reports, row in zip(self.models, self.reports, self.comparisons)]
+        for entry, form in zip(entries, self.forms or []):
+            entry["form"] = {**form, **({"int8_ranges": self.calibration} if form["precision"] == "int8" else {})}
+        return entries
 
     def write_json(self, path: str | Path) -> Path:
         return write_json_file(path, self.to_json())
@@ -65,8 +74,11 @@ class EvalResult:
     def tables(self, subsets: bool = False) -> list[TextTable]:
         """One table per evaluator, as `sentadapt eval` prints it (`print(table)` gives plain text); `subsets`:
         per-subset STS rows too."""
-        from sentadapt.evaluation.tables import result_table
+        from sentadapt.evaluation.tables import forms_table, result_table
 
+        if self.forms:
+            return [forms_table(evaluator, self.models, self.forms, [reports[e] for reports in self.reports],
+                                [row[e] for row in self.comparisons]) for e, evaluator in enumerate(self.evaluators)]
         return [result_table(evaluator, [reports[e] for reports in self.reports],
                              [row[e] for row in self.comparisons], subsets)
                 for e, evaluator in enumerate(self.evaluators)]
@@ -75,7 +87,16 @@ class EvalResult:
         """Per evaluator, the line printed under its table: the data and how it was scored."""
         from sentadapt.evaluation.tables import protocol
 
-        return [protocol(evaluator, self.aggregate) for evaluator in self.evaluators]
+        lines = [protocol(evaluator, self.aggregate) for evaluator in self.evaluators]
+        if self.forms:
+            how = "; sizes: each vector's prefix"
+            precisions = {form["precision"] for form in self.forms}
+            if "int8" in precisions:
+                how += f"; int8: {self.calibration}"
+            if "binary" in precisions:
+                how += "; binary: 1 − 2·Hamming/d (the cosine of the ±1 bits)"
+            lines = [line + how for line in lines]
+        return lines
 
 
 @checked({"models": "MODELS", "json_out": "--json"})
@@ -101,6 +122,9 @@ def evaluate(
     max_length: int | None = None,
     dtype: str = "fp32",
     device: str | None = None,
+    dims: str | Sequence[int] | None = None,
+    quantize: str | Sequence[str] | None = None,
+    calibration: str | Path | None = None,
     json_out: str | Path | None = None,
     trust_remote_code: bool = False,
     allow_pickle: bool = False,
@@ -114,6 +138,10 @@ def evaluate(
     Prompts (a model's prompt names, or "none"): `prompt` for both sentences of pairs (default: the model's
     default_prompt_name), `query_prompt` / `document_prompt` for the queries and documents of reranking and
     retrieval (default: its "query" prompt, and its first of "document", "passage", "corpus").
+    `dims` / `quantize` (`--dims 384,192,96 --quantize none,int8,binary`): every model also scored at each size
+    (the vectors' prefix) and precision, from one encoding (evaluation/forms.py), each a row with its Δ against the
+    first model's whole float32 vectors; int8's ranges come from `calibration` (a text file, one sentence per line,
+    its first 10,000) or else from the evaluated sentences.
 
     Bad options and data raise `ConfigError` / `DataError` / `ModelError` before any model loads. `progress`
     (description, total) → context manager yielding advance(n), and `note` (one line) report as the CLI does."""
@@ -128,6 +156,8 @@ def evaluate(
         raise ConfigError(f"--split: '{split}' is not one of {', '.join(SPLITS)}")
     check_dtype(dtype, (device or default_device().type).split(":")[0])
     check_output_file("--json", json_out, "eval.json")
+    if calibration is not None and not quantize:
+        raise ConfigError("--calibration: sets int8's ranges; use it with --quantize int8")
     if task is not None and task not in PAIR_TASK_TYPES:
         raise ConfigError(f"--task: '{task}' is not one of {', '.join(PAIR_TASK_TYPES)} (--rerank and --retrieval "
                           "name their type themselves)")
@@ -136,21 +166,43 @@ def evaluate(
     choice = PromptChoice(prompt, query_prompt, document_prompt)
     for model in resolved:  # an unknown prompt name fails before any weights load
         check_prompt_choice(read_prompts(model), choice, model.name)
+    forms = forms_of(parse_dims("--dims", dims), parse_precisions("--quantize", quantize))
+    calibration_texts = read_calibration(calibration) if calibration is not None else None
     evaluators = build_evaluators(sts, data_dir, pairs, rerank, retrieval, task, split, aggregate,
                                   {"resamples": bootstrap, "seed": seed, "cache_embeddings": cache_embeddings})
 
     reports: list[list[EvalReport]] = []
+    rows: list[str] = []
+    row_forms: list[dict[str, Any]] = []
     for model in resolved:
         encoder = Encoder.load(model, pooling=pooling, max_length=max_length, device=device,
                                trust_remote_code=trust_remote_code, allow_pickle=allow_pickle)
-        model_reports = []
+        model_forms = resolved_forms(forms, encoder.embedding_dim, model.name) if forms else []
+        per_evaluator = []
         with encoder.keep_cast_copy():  # bf16/fp16: the weights are cast once for all evaluators, then released
+            calibrated = None
+            if calibration_texts is not None and any(form.precision == "int8" for form in model_forms):
+                calibrated = encoder.encode(calibration_texts, batch_size=batch_size, dtype=dtype,
+                                            prompt=encoder.prompts.for_side("pair", choice.of("pair"),
+                                                                            encoder.name)).float().numpy()
             for evaluator in evaluators:
                 total = evaluator.encodings(encoder, choice)
                 with progress_step(progress, f"encoding {model.name}", total) as advance:
-                    model_reports.append(evaluator(encoder, batch_size=batch_size, dtype=dtype, progress=advance,
-                                                   note=note, prompts=choice))
-        reports.append(model_reports)
+                    if model_forms:
+                        per_evaluator.append(evaluator.score_forms(encoder, model_forms, calibrated, batch_size,
+                                                                   dtype=dtype, progress=advance, note=note,
+                                                                   prompts=choice))
+                    else:
+                        per_evaluator.append([evaluator(encoder, batch_size=batch_size, dtype=dtype,
+                                                        progress=advance, note=note, prompts=choice)])
+        for f in range(len(per_evaluator[0])):
+            reports.append([form_reports[f] for form_reports in per_evaluator])
+        if model_forms:
+            rows += [f"{model.name} @ {form.label(encoder.embedding_dim)}" for form in model_forms]
+            row_forms += [form.to_dict(encoder.embedding_dim) for form in model_forms]
+        else:
+            rows.append(model.name)
+        model_reports = [form_reports[0] for form_reports in per_evaluator]
         note(f"{model.name}: pooling {encoder.pooling_name} (from {encoder.pooling_source}), "
              f"max_length {encoder.max_length}, {dtype}, {sum(r.seconds for r in model_reports):.1f}s"
              + _prompts_line(model_reports))
@@ -160,11 +212,39 @@ def evaluate(
     for model_reports in reports[1:]:
         comparisons.append([evaluator.compare(first, other)
                             for evaluator, first, other in zip(evaluators, reports[0], model_reports)])
-    result = EvalResult([model.name for model in resolved], evaluators, reports, comparisons, bootstrap, seed,
-                        aggregate)
+    calibrated_by = None
+    if any(form["precision"] == "int8" for form in row_forms):
+        calibrated_by = (f"ranges from {len(calibration_texts)} sentences of {calibration}"
+                         if calibration_texts is not None else "ranges from the evaluated sentences")
+    result = EvalResult(rows, evaluators, reports, comparisons, bootstrap, seed, aggregate,
+                        row_forms or None, calibrated_by)
     if json_out is not None:
         note(f"wrote {save_result('--json', json_out, result, lambda: result.write_json(json_out))}")
     return result
+
+
+CALIBRATION_LIMIT = 10_000  # sentences of a --calibration file read: min/max per dimension settle long before
+
+
+def read_calibration(path: str | Path) -> list[str]:
+    """--calibration: a text file, one sentence per line; its first CALIBRATION_LIMIT distinct non-empty lines."""
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f"--calibration {path}: no such file; give a text file of sentences, one per line")
+    try:
+        with path.open(encoding="utf-8") as handle:
+            texts: dict[str, None] = {}
+            for line in handle:
+                if line.strip():
+                    texts[line.strip()] = None
+                if len(texts) >= CALIBRATION_LIMIT:
+                    break
+    except UnicodeDecodeError as error:
+        raise ConfigError(f"--calibration {path}: not UTF-8 text ({error.reason} at byte {error.start})") from None
+    if len(texts) < 2:
+        raise ConfigError(f"--calibration {path}: {len(texts)} sentences; int8 ranges need at least 2 (a sample of "
+                          "the texts you will index)")
+    return list(texts)
 
 
 def _interval(interval: Sequence[float] | None, signed: bool = False) -> str:

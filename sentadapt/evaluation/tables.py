@@ -28,6 +28,31 @@ def result_table(evaluator: Evaluator, reports: Sequence[EvalReport], comparison
     return table
 
 
+def forms_table(evaluator: Evaluator, rows: Sequence[str], forms: Sequence[dict[str, object]],
+                reports: Sequence[EvalReport], comparisons: Sequence[Comparison | None]) -> TextTable:
+    """`eval --dims/--quantize`: a row per model and form (size, precision, bytes per vector) with its averaged
+    score and its paired Δ against the first row (the first model's whole float32 vectors)."""
+    first = reports[0]
+    table = TextTable(first.title)
+    for header, right in (("model", False), ("dims", True), ("precision", False), ("bytes", True),
+                          (first.metric or _main_metrics(first), True), ("Δ vs first", True)):
+        table.column(header, right=right)
+    model_of = [name.rsplit(" @ ", 1)[0] for name in rows]
+    for i, (report, form, comparison) in enumerate(zip(reports, forms, comparisons)):
+        bytes_per_vector = float(form["bytes_per_vector"])  # type: ignore[arg-type]
+        table.row(model_of[i] if i == 0 or model_of[i] != model_of[i - 1] else "", str(form["dim"]),
+                  str(form["precision"]), f"{bytes_per_vector:g}",
+                  Cell(_value(report.average, report.average_interval), STRONG if i == 0 else ""),
+                  "" if comparison is None or comparison.average is None else delta_cell(comparison.average),
+                  section_end=i + 1 < len(rows) and model_of[i + 1] != model_of[i])
+    return table
+
+
+def _main_metrics(report: EvalReport) -> str:
+    names = sorted({result.main_metric for result in report.tasks})
+    return names[0] if len(names) == 1 else "avg"
+
+
 def protocol(evaluator: Evaluator, aggregate: str) -> str:
     """The line under a table: where the data came from and how it was scored."""
     sources = sorted({t.source for t in evaluator.tasks})

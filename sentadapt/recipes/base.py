@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from sentadapt.config import RecipeConfig
-from sentadapt.errors import DataError
+from sentadapt.errors import ConfigError, DataError
 from sentadapt.events import Progress
 from sentadapt.registry import Registry
 
@@ -67,6 +67,57 @@ class TrainingData:
 
 RELATED = "related"  # a batch's (N, N) bool over its global rows: True where j is not a negative of i
 
+Cut = Callable[["Tensor"], "Tensor"]  # what a Matryoshka term applies to every vector of the space it trains
+
+
+@dataclass(frozen=True)
+class Matryoshka:
+    """`--matryoshka 384,192,96`: a loss term summed over prefixes of the vectors, Σ_k w_k · L(v[:, :d_k]), as
+    sentence-transformers' MatryoshkaLoss sums its wrapped loss over `matryoshka_dims` (weights 1 by default), so
+    each prefix is itself an embedding. Empty `dims`: the term on the whole vectors, exactly as without it.
+    Every recipe's loss and the distillation term go through `total`."""
+
+    dims: tuple[int, ...] = ()
+    weights: tuple[float, ...] = ()
+
+    @classmethod
+    def of(cls, dims: Sequence[int], weights: Sequence[float]) -> Matryoshka:
+        """TrainConfig's `matryoshka` and `matryoshka_weights` (validated there; no weights: 1 each)."""
+        return cls(tuple(dims), tuple(weights) or (1.0,) * len(dims))
+
+    def total(self, term: Callable[[Cut], Tensor]) -> Tensor:
+        """`term(cut)`: the loss with `cut` applied to the vectors it compares (the identity when off)."""
+        if not self.dims:
+            return term(_whole)
+        from functools import partial
+
+        from sentadapt.recipes.losses import keep_prefix
+
+        total: Tensor | None = None
+        for dim, weight in zip(self.dims, self.weights, strict=True):
+            value = term(partial(keep_prefix, dim=dim))
+            value = value if weight == 1 else weight * value
+            total = value if total is None else total + value
+        assert total is not None
+        return total
+
+    def check_width(self, width: int) -> None:
+        """Each listed size must fit the exported vectors (a one-line ConfigError otherwise)."""
+        if self.dims and self.dims[0] > width:
+            raise ConfigError(f"--matryoshka: {self.dims[0]} is above this model's embedding width {width}; list "
+                              f"sizes up to {width}, e.g. {_example_sizes(width)}")
+
+
+def _whole(vectors: Tensor) -> Tensor:
+    return vectors
+
+
+def _example_sizes(width: int) -> str:
+    return ",".join(str(size) for size in (width, width // 2, width // 4) if size >= 1)
+
+
+WHOLE = Matryoshka()  # off
+
 
 class RecipeBase(abc.ABC):
     """Every registered recipe subclasses this (`@register_recipe(NAME)` checks it).
@@ -96,10 +147,17 @@ class RecipeBase(abc.ABC):
 
     config: Any  # the recipe's settings (an instance of Config; subclasses narrow the type)
 
-    def __init__(self, config: Any, encoder: Encoder) -> None:
+    def __init__(self, config: Any, encoder: Encoder, matryoshka: Matryoshka = WHOLE) -> None:
         """`config`: an instance of `Config`, validated. A recipe builds its heads (and any frozen copies it keeps
-        outside the trained module) here; the loop moves the encoder to its device later."""
+        outside the trained module) here; the loop moves the encoder to its device later. `matryoshka`: the
+        prefix sizes its loss is summed over (`--matryoshka`; off by default)."""
         self.config = config
+        self.matryoshka = matryoshka
+
+    def exported_width(self, encoder: Encoder) -> int:
+        """The width of the vectors the model will export (what `--matryoshka` sizes are prefixes of). Default: the
+        encoder's; a recipe that adds an output layer (CLSR's MLP) gives that layer's."""
+        return encoder.embedding_dim
 
     # ------------------------------------------------------------------ stages (defaulted: one stage)
     @classmethod

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from sentadapt.config import RecipeConfig, check_choice, check_range
 from sentadapt.events import Progress
 from sentadapt.pooling import POOLING_NAMES, Pooling
-from sentadapt.recipes.base import PAIRS, LossOutput, RecipeBase, TrainingData, register_recipe
+from sentadapt.recipes.base import PAIRS, WHOLE, Cut, LossOutput, Matryoshka, RecipeBase, TrainingData, register_recipe
 
 if TYPE_CHECKING:
     from torch import Tensor, nn
@@ -80,13 +80,13 @@ class ClsrRecipe(RecipeBase):
     stage_name: ClassVar[str] = "pairs"  # its one stage
     config: ClsrConfig
 
-    def __init__(self, config: ClsrConfig, encoder: Encoder) -> None:
+    def __init__(self, config: ClsrConfig, encoder: Encoder, matryoshka: Matryoshka = WHOLE) -> None:
         import torch
         from torch import nn
 
         from sentadapt.st_format import DenseLayer
 
-        super().__init__(config, encoder)
+        super().__init__(config, encoder, matryoshka)
         encoder.backbone.requires_grad_(False)  # the encoder is frozen: only the MLP and projection train
         for layer in encoder.head:
             layer.requires_grad_(False)
@@ -179,15 +179,20 @@ class ClsrRecipe(RecipeBase):
         from sentadapt.recipes.losses import gather_across_processes
 
         self._table_on(batch["a_rows"].device)
-        views = []
-        for side in ("a_rows", "b_rows"):
-            frozen = self.table[batch[side]]
-            views.append(heads["projection"](encoder.apply_head(frozen, start=encoder.frozen_head_layers,
-                                                                normalize=False)))
+        outputs = [encoder.apply_head(self.table[batch[side]], start=encoder.frozen_head_layers, normalize=False)
+                   for side in ("a_rows", "b_rows")]  # the exported vectors (the MLP's output)
         ids = [gather_across_processes(batch[side]) for side in ("a_rows", "b_rows")]
-        loss = nt_xent_without_duplicates(gather_across_processes(views[0]), gather_across_processes(views[1]),
-                                          ids[0], ids[1], self.config.temperature)
+        project = heads["projection"]
+
+        def contrastive(cut: Cut) -> Tensor:  # a --matryoshka prefix of the exported vectors, then the projection
+            first, second = (gather_across_processes(project(cut(vectors))) for vectors in outputs)
+            return nt_xent_without_duplicates(first, second, ids[0], ids[1], self.config.temperature)
+
+        loss = self.matryoshka.total(contrastive)
         return LossOutput(loss, {"contrastive": loss.detach()})
+
+    def exported_width(self, encoder: Encoder) -> int:
+        return int(self.mlp[-1].linear.out_features)
 
 
 def check_identity_dims(config: ClsrConfig, base_dim: int) -> None:

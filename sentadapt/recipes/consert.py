@@ -29,7 +29,10 @@ from sentadapt.recipes.augment import AUGMENTATIONS, ViewInputs, make_view, stac
 from sentadapt.recipes.base import (
     RELATED,
     TEXT,
+    WHOLE,
+    Cut,
     LossOutput,
+    Matryoshka,
     RecipeBase,
     TrainingData,
     read_nli,
@@ -114,11 +117,11 @@ class ConsertRecipe(RecipeBase):
     tuned_base_defaults: ClassVar[dict[str, Any]] = {"lr": 5e-5, "distill": 1.0}
     config: ConsertConfig
 
-    def __init__(self, config: ConsertConfig, encoder: Encoder) -> None:
+    def __init__(self, config: ConsertConfig, encoder: Encoder, matryoshka: Matryoshka = WHOLE) -> None:
         import torch
         from torch import nn
 
-        super().__init__(config, encoder)
+        super().__init__(config, encoder, matryoshka)
         self.stage_mode = "unsup" if config.mode == "unsup" else config.mode.split("-")[0]
         self.train_pooling = Pooling.from_name(config.train_pooling, encoder.num_layers)
         self.position_offset = self._position_offset(encoder)
@@ -175,9 +178,11 @@ class ConsertRecipe(RecipeBase):
 
         first, second = self._encode_pair(encoder, *(self._view(name, input_ids, attention_mask)
                                                      for name in self.config.views))
+        first, second = gather_across_processes(first), gather_across_processes(second)
         # a related pair of sentences: both views of one against both views of the other
-        loss = nt_xent(gather_across_processes(first), gather_across_processes(second), self.config.temperature,
-                       None if related is None else related.repeat(2, 2))
+        not_negatives = None if related is None else related.repeat(2, 2)
+        loss = self.matryoshka.total(lambda cut: nt_xent(cut(first), cut(second), self.config.temperature,
+                                                         not_negatives))
         return LossOutput(loss, {"contrastive": loss.detach()})
 
     def _supervised_loss(self, encoder: Encoder, heads: nn.ModuleDict, batch: dict[str, Tensor]) -> LossOutput:
@@ -195,8 +200,13 @@ class ConsertRecipe(RecipeBase):
         wants_adversarial = "adversarial" in self.config.views
         left = self._encode_view(encoder, self._plain_view(batch, "a"), record if wants_adversarial else None)
         right = self._encode_view(encoder, self._plain_view(batch, "b"), record if wants_adversarial else None)
-        logits = heads["classifier"](torch.cat([left, right, (left - right).abs()], dim=-1))
-        classification = F.cross_entropy(logits.float(), batch["labels"])
+
+        def classify(cut: Cut) -> Tensor:  # Sentence-BERT's head on (a --matryoshka prefix of) both sentences
+            u, v = cut(left), cut(right)
+            logits = heads["classifier"](torch.cat([u, v, (u - v).abs()], dim=-1))
+            return F.cross_entropy(logits.float(), batch["labels"])
+
+        classification = self.matryoshka.total(classify)
         parts = {"classification": classification.detach()}
         # The loop scales every loss by the process count (right for gathered views); a mean over this
         # process's shard alone must be divided back, or its gradient would be P× too large.
@@ -217,9 +227,8 @@ class ConsertRecipe(RecipeBase):
                 inputs.append(ViewInputs(ids, mask, None, lambda e, p=perturbation: e + p.to(e.dtype), False))
             else:
                 inputs.append(self._view(name, ids, mask))
-        views = self._encode_pair(encoder, *inputs)
-        contrastive = nt_xent(gather_across_processes(views[0]), gather_across_processes(views[1]),
-                              self.config.temperature)
+        first, second = (gather_across_processes(view) for view in self._encode_pair(encoder, *inputs))
+        contrastive = self.matryoshka.total(lambda cut: nt_xent(cut(first), cut(second), self.config.temperature))
         parts["contrastive"] = contrastive.detach()
         return LossOutput(classification + self.config.alpha * contrastive, parts)
 

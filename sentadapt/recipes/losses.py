@@ -1,5 +1,6 @@
 """Contrastive losses shared by the recipes (NT-Xent; SG-OPT's L_opt1–3 and regulariser), the distillation
-terms toward the frozen base (kl, mse), and the cross-process gather that enlarges their negatives."""
+terms toward the frozen base (kl, mse), the prefix a Matryoshka term trains (`keep_prefix`), and the cross-process
+gather that enlarges their negatives."""
 
 from __future__ import annotations
 
@@ -259,3 +260,13 @@ def world_size() -> int:
     if dist.is_available() and dist.is_initialized():
         return dist.get_world_size()
     return 1
+
+
+def keep_prefix(vectors: Tensor, dim: int) -> Tensor:
+    """Each vector's first `dim` coordinates, the others set to 0. Under a cosine (every loss here compares
+    cosines) this is the `dim`-wide prefix itself — a zero adds nothing to a dot product or a norm — and it keeps
+    the full width, so a head that reads the vector (SG-OPT's and CLSR's projections) still takes it."""
+    width = vectors.shape[-1]
+    if dim >= width:
+        return vectors
+    return F.pad(vectors[..., :dim], (0, width - dim))

@@ -45,7 +45,16 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from sentadapt.config import RecipeConfig, check_choice, check_range
 from sentadapt.errors import ConfigError
 from sentadapt.pooling import POOLING_NAMES, Pooling
-from sentadapt.recipes.base import TEXT, LossOutput, RecipeBase, register_recipe, resolve_export_pooling
+from sentadapt.recipes.base import (
+    TEXT,
+    WHOLE,
+    Cut,
+    LossOutput,
+    Matryoshka,
+    RecipeBase,
+    register_recipe,
+    resolve_export_pooling,
+)
 
 if TYPE_CHECKING:
     from torch import Tensor, nn
@@ -107,13 +116,13 @@ class SgOptRecipe(RecipeBase):
     stage_name: ClassVar[str] = "unsup"  # its one stage
     config: SgOptConfig
 
-    def __init__(self, config: SgOptConfig, encoder: Encoder) -> None:
+    def __init__(self, config: SgOptConfig, encoder: Encoder, matryoshka: Matryoshka = WHOLE) -> None:
         import copy
 
         import torch
         from torch import nn
 
-        super().__init__(config, encoder)
+        super().__init__(config, encoder, matryoshka)
         self.layers = self._layer_range(config, encoder.num_layers)
         backbone = encoder.backbone
         if config.freeze_embeddings:
@@ -185,18 +194,22 @@ class SgOptRecipe(RecipeBase):
         input_ids, attention_mask = batch["input_ids"], batch["attention_mask"]
         views = self.guide_views(input_ids, attention_mask, encoder.device)  # (B, K, H), no gradient
         project = heads["projection"]
-        sentences = gather_across_processes(project(self.sentence_vectors(encoder, input_ids, attention_mask)))
+        vectors = self.sentence_vectors(encoder, input_ids, attention_mask)  # c_i, before the projection f
         objective = self.config.objective
         if objective == "sg-opt":
             targets = gather_across_processes(project(views))  # (N, K, P): every layer is a positive
-            contrastive = opt3_loss(sentences, targets, self.config.temperature)
+            loss = opt3_loss
         else:
             # the paper's uniform sampler σ: one layer per sentence (the official code's torch.randint)
             picked = torch.randint(len(self.layers), (views.shape[0],), device=views.device)
             targets = gather_across_processes(project(views[torch.arange(views.shape[0], device=views.device),
                                                             picked]))
             loss = {"sg": nt_xent, "opt1": opt1_loss, "opt2": opt2_loss}[objective]
-            contrastive = loss(sentences, targets, self.config.temperature)
+
+        def pulled(cut: Cut) -> Tensor:  # (a --matryoshka prefix of) c_i pulled toward the guide's whole views
+            return loss(gather_across_processes(project(cut(vectors))), targets, self.config.temperature)
+
+        contrastive = self.matryoshka.total(pulled)
         parts = {"contrastive": contrastive.detach()}
         if self.config.regularizer == 0:  # λ = 0: skip the pass over every parameter
             return LossOutput(contrastive, {**parts, "regularizer": torch.zeros((), device=contrastive.device)})

@@ -215,7 +215,8 @@ def adapt(corpus: str | Path | list[str | Path] | tuple[str | Path, ...] = (), *
           candidates: list[str] | tuple[str, ...] = (), max_steps: int | None = None, epochs: float | None = None,
           batch_size: int | None = None, lr: float | None = None, max_length: int | None = None,
           grad_accum: int | None = None, mixed_precision: str | None = None, tf32: bool | None = None,
-          gradient_checkpointing: bool | None = None, lora: str | None = None, eval_every: int | None = None,
+          gradient_checkpointing: bool | None = None, lora: str | None = None,
+          matryoshka: tuple[int, ...] | list[int] | str | None = None, eval_every: int | None = None,
           checkpoint_every: int | None = None, patience: int | None = None,
           seed: int | None = None, report_to: str | None = None, text_column: str | None = None,
           encoding_errors: str = "strict", num_proc: int | None = None, streaming: bool = False,
@@ -227,7 +228,8 @@ def adapt(corpus: str | Path | list[str | Path] | tuple[str | Path, ...] = (), *
     """Adapt `base` to the corpus with a recipe (`sentadapt adapt`, same options and defaults; `set_options` are
     `--set key=value` strings, `resume` is True/"last" or "auto", `teacher` is `--teacher`; `prompt`: the base's
     prompt name for the training sentences, or "none"; default its default_prompt_name; `lora` is `--lora`'s spec,
-    e.g. "r=16,alpha=32"). Every other training or recipe setting is a keyword too, typed, with `--set`'s precedence:
+    e.g. "r=16,alpha=32"; `matryoshka` is `--matryoshka`'s sizes, e.g. (384, 192, 96)).
+    Every other training or recipe setting is a keyword too, typed, with `--set`'s precedence:
     `adapt("corpus.txt", output="runs/x", distill_kind="mse", temperature=0.05)`. Raises the project's
     typed errors with the CLI's one-line messages (`NoImprovement` for a kept base with `require_improvement`).
     Prints nothing: `note` gets one line per event, `progress(description, total)` may return a progress bar

@@ -24,7 +24,7 @@ from torch import Tensor, nn
 
 from sentadapt.config import VECTOR_KINDS, TrainConfig
 from sentadapt.errors import ConfigError
-from sentadapt.recipes.base import LossOutput, RecipeBase
+from sentadapt.recipes.base import WHOLE, LossOutput, Matryoshka, RecipeBase
 from sentadapt.recipes.frozen_base import FrozenBase, clean_embeddings
 from sentadapt.recipes.losses import blended_cosines, distillation_loss, gather_across_processes
 from sentadapt.rowfile import RowFile
@@ -97,8 +97,12 @@ def _rows(table: RowFile | Tensor, rows: Sequence[int] | np.ndarray) -> Tensor:
 
 class Distillation:
     def __init__(self, weight: float, kind: str, temperature: float, targets: BaseTargets | TeacherTargets,
-                 recipe_weight: float = 1.0, projection: nn.Linear | None = None) -> None:
+                 recipe_weight: float = 1.0, projection: nn.Linear | None = None,
+                 matryoshka: Matryoshka = WHOLE) -> None:
         self.weight, self.kind, self.temperature = weight, kind, temperature
+        # --matryoshka: the term summed over prefixes of the student's vectors, each against the whole target
+        # (structure kinds only: a prefix's in-batch similarities can match the target's, its coordinates cannot)
+        self.matryoshka = matryoshka
         self.targets = targets
         self.recipe_weight = recipe_weight  # 0: the distillation term alone
         # student width → teacher width, for mse/cosine against a teacher of another width: trained with the
@@ -122,7 +126,9 @@ class Distillation:
         if BASE_VECTORS in batch:  # a blend target: α · the teacher's cosines + (1 − α) · the base's
             alpha = self.targets.alpha  # type: ignore[union-attr]
             similarities = blended_cosines(target, gather_across_processes(batch[BASE_VECTORS]), alpha)
-        return distillation_loss(self.kind, gather_across_processes(student), target, self.temperature, similarities)
+        student = gather_across_processes(student)
+        return self.matryoshka.total(lambda cut: distillation_loss(self.kind, cut(student), target, self.temperature,
+                                                                   similarities))
 
     def needs_recipe_loss(self, heads: nn.ModuleDict) -> bool:
         """recipe_weight 0 skips the recipe's views (two encoder passes for ConSERT) unless the recipe trains heads
@@ -162,11 +168,12 @@ def build_distillation(config: TrainConfig, recipe: RecipeBase, encoder: Any,
                                   "vectors to fit a projection on; use distill_kind=kl or sim-mse")
             projection = fitted_projection(student_sample, targets, encoder.embedding_dim)
         return Distillation(config.teacher_weight, config.distill_kind, config.distill_temperature, targets,
-                            config.recipe_weight, projection)
+                            config.recipe_weight, projection, recipe.matryoshka)
     if config.distill == 0:
         return None
     targets = BaseTargets(FrozenBase(encoder, backbone=recipe.frozen_backbone(encoder)))
-    return Distillation(config.distill, config.distill_kind, config.distill_temperature, targets, config.recipe_weight)
+    return Distillation(config.distill, config.distill_kind, config.distill_temperature, targets, config.recipe_weight,
+                        matryoshka=recipe.matryoshka)
 
 
 def fitted_projection(student_sample: Callable[[int], Tensor], targets: TeacherTargets, width: int) -> nn.Linear:

@@ -9,7 +9,7 @@ from sentadapt.config import RunConfig
 from sentadapt.encoder import Encoder
 from sentadapt.events import Note, Progress, no_progress
 from sentadapt.prompts import PAIR
-from sentadapt.recipes.base import TrainingData
+from sentadapt.recipes.base import Matryoshka, TrainingData
 from sentadapt.rundir import RunDir
 from sentadapt.train.loop import TrainingInputs
 from sentadapt.train.resolved import ResolvedRun, resolve_run
@@ -52,7 +52,9 @@ def build_inputs(run: ResolvedRun | RunConfig, note: Note, device: str | None = 
     adapters = lora.settings_of(config.train)
     if adapters is not None:  # a target that names no layer fails now, not after the corpus and the base score
         lora.target_modules(encoder.backbone, adapters.targets)
-    recipe = run.recipe_class(config.recipe_args, encoder)
+    recipe = run.recipe_class(config.recipe_args, encoder,
+                              Matryoshka.of(config.train.matryoshka, config.train.matryoshka_weights))
+    recipe.matryoshka.check_width(recipe.exported_width(encoder))
     if stage is not None:
         recipe.use_stage(stage)
     data = training_data(config, training_prompt(config, encoder, note))

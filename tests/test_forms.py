@@ -1,0 +1,133 @@
+"""eval --dims/--quantize: sizes and precisions equal sentence-transformers' truncate_dim and quantize_embeddings on
+the same vectors, scores follow from them, and bad requests are one-line errors (issue 45)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from scipy.stats import spearmanr
+from typer.testing import CliRunner
+
+from sentadapt.encoder import Encoder
+from sentadapt.evaluation.forms import BINARY, INT8, VectorForm, int8_ranges, scoring_vectors, to_binary, to_int8
+from tests.conftest import needs_shared
+
+st = pytest.importorskip("sentence_transformers")
+quantize_embeddings = st.quantize_embeddings
+
+SHARED = Path(__file__).resolve().parents[2] / "shared"
+MINILM = SHARED / "models" / "all-minilm-l6-v2"
+
+
+def _vectors(rows: int, dim: int, seed: int) -> np.ndarray:
+    return np.random.default_rng(seed).standard_normal((rows, dim)).astype(np.float32)
+
+
+def test_int8_is_sentence_transformers_int8_with_and_without_calibration() -> None:
+    vectors, calibration = _vectors(50, 24, 0), _vectors(300, 24, 1)
+    assert np.array_equal(to_int8(vectors, int8_ranges(calibration)),
+                          quantize_embeddings(vectors, "int8", calibration_embeddings=calibration))
+    assert np.array_equal(to_int8(vectors, int8_ranges(vectors)), quantize_embeddings(vectors, "int8"))
+    # a value outside the calibration's range lands in the end bucket (clipped), never wraps around
+    outside = to_int8(calibration[:2] * 10, int8_ranges(calibration))
+    assert outside.min() == -128 and outside.max() == 127
+
+
+def test_binary_is_sentence_transformers_binary_and_scores_by_hamming_distance() -> None:
+    vectors = _vectors(40, 32, 2)
+    packed = quantize_embeddings(vectors, "binary")
+    assert np.array_equal(to_binary(vectors), packed)
+    bits = np.unpackbits((packed.astype(np.int16) + 128).astype(np.uint8), axis=-1)
+    hamming = (bits[:20] != bits[20:]).sum(axis=1)
+    signs = torch.from_numpy(scoring_vectors(VectorForm(None, BINARY), vectors, None))
+    cosines = torch.nn.functional.cosine_similarity(signs[:20].double(), signs[20:].double()).numpy()
+    np.testing.assert_allclose(cosines, 1 - 2 * hamming / 32, atol=1e-6)
+
+
+def test_a_size_keeps_the_prefix_and_int8_uses_the_prefix_ranges() -> None:
+    vectors = _vectors(30, 16, 3)
+    ranges = int8_ranges(vectors)
+    assert np.array_equal(scoring_vectors(VectorForm(8), vectors, None), vectors[:, :8])
+    assert np.array_equal(scoring_vectors(VectorForm(8, INT8), vectors, ranges),
+                          quantize_embeddings(vectors[:, :8], "int8", calibration_embeddings=vectors[:, :8]))
+
+
+@needs_shared()
+def test_eval_sizes_and_precisions_score_as_sentence_transformers_vectors(tmp_path: Path) -> None:
+    from sentadapt.api import evaluate
+
+    pairs = SHARED / "data" / "sts" / "stsb.test.jsonl"
+    rows = [json.loads(line) for line in pairs.read_text().splitlines()[:120]]
+    small = tmp_path / "pairs.jsonl"
+    small.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    result = evaluate(str(MINILM), pairs=[small], dims="384,192,96", quantize="none,int8,binary", bootstrap=0,
+                      json_out=tmp_path / "eval.json")
+    gold = [row["score"] for row in rows]
+    first, second = [row["sentence1"] for row in rows], [row["sentence2"] for row in rows]
+    texts = list(dict.fromkeys(first + second))
+    ours = Encoder.load(MINILM, device="cpu").encode(texts).numpy()
+    row = {text: i for i, text in enumerate(texts)}
+    a, b = [np.array([row[t] for t in side]) for side in (first, second)]
+    expected = {}
+    for dim in (384, 192, 96):
+        # truncate_dim: sentence-transformers' own encoding gives the prefix of ours
+        peer = st.SentenceTransformer(str(MINILM), device="cpu", truncate_dim=dim).encode(texts)
+        np.testing.assert_allclose(peer, ours[:, :dim], atol=2e-5)
+        # the scores: quantize_embeddings on the same vectors eval scored
+        vectors = ours[:, :dim]
+        bits = np.unpackbits((quantize_embeddings(vectors, "binary").astype(np.int16) + 128).astype(np.uint8),
+                             axis=-1)
+        for precision, formed in (("fp32", vectors), ("int8", quantize_embeddings(vectors, "int8")),
+                                  ("binary", None)):
+            if formed is None:
+                scores = 1 - 2 * (bits[a] != bits[b]).sum(axis=1) / dim
+            else:
+                left, right = formed[a].astype(np.float64), formed[b].astype(np.float64)
+                scores = (left * right).sum(1) / np.linalg.norm(left, axis=1) / np.linalg.norm(right, axis=1)
+            expected[f"{dim} {precision}"] = 100 * spearmanr(gold, scores).statistic
+    saved = json.loads((tmp_path / "eval.json").read_text())
+    assert [entry["form"]["dim"] for entry in saved] == [384, 384, 384, 192, 192, 192, 96, 96, 96]
+    assert saved[1]["form"] == {"dim": 384, "precision": "int8", "bytes_per_vector": 384.0,
+                                "int8_ranges": "ranges from the evaluated sentences"}
+    for name, reports in zip(result.models, result.reports):
+        assert reports[0].average == pytest.approx(expected[name.rsplit(" @ ", 1)[1]], abs=1e-6), name
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--dims", "64"], "--dims: 64 is above {model}'s embedding width 32; list sizes up to 32"),
+    (["--dims", "16,x"], "--dims: 'x' is not a positive whole number of dimensions (e.g. 384,192,96)"),
+    (["--dims", "16,16"], "--dims: 16,16 lists a size twice; list each once"),
+    (["--dims", "12", "--quantize", "binary"],
+     "--quantize binary: 12 dimensions do not pack into whole bytes (8 bits each); use sizes divisible by 8 (e.g. 8)"),
+    (["--quantize", "int4"], "--quantize: 'int4' is not one of none, int8, binary"),
+    (["--calibration", "x.txt"], "--calibration: sets int8's ranges; use it with --quantize int8"),
+    (["--quantize", "int8", "--calibration", "missing.txt"],
+     "--calibration missing.txt: no such file; give a text file of sentences, one per line"),
+])
+def test_bad_sizes_and_precisions_are_one_line_errors(tiny_model_dir: Path, pairs_tsv: Path, args: list[str],
+                                                      message: str) -> None:
+    from sentadapt.cli import app
+
+    result = CliRunner().invoke(app, ["eval", str(tiny_model_dir), "--pairs", str(pairs_tsv), "--bootstrap", "0",
+                                      *args])
+    assert result.exit_code == 2, result.output
+    assert result.output.strip().splitlines() == [f"Error: {message.format(model=tiny_model_dir)}"]
+
+
+def test_the_whole_row_equals_plain_eval_and_calibration_is_named(tiny_model_dir: Path, pairs_tsv: Path,
+                                                                  tmp_path: Path) -> None:
+    from sentadapt.api import evaluate
+
+    calibration = tmp_path / "sample.txt"
+    calibration.write_text("the server is down\nthe dog runs\n\na red car\n")
+    plain = evaluate(str(tiny_model_dir), pairs=[pairs_tsv], bootstrap=50)
+    formed = evaluate(str(tiny_model_dir), pairs=[pairs_tsv], bootstrap=50, dims="16", quantize="int8",
+                      calibration=calibration)
+    assert [form["dim"] for form in formed.forms] == [32, 16]  # the whole vector first, as the reference
+    assert formed.reports[0][0].average == plain.reports[0][0].average
+    assert formed.calibration == f"ranges from 3 sentences of {calibration}"
+    assert formed.comparisons[1][0].average.interval is not None
