@@ -135,6 +135,8 @@ class TrainConfig:
     # is an embedding of its own; () = off. matryoshka_weights: one per width, () = 1 each.
     matryoshka: tuple[int, ...] = ()
     matryoshka_weights: tuple[float, ...] = ()
+    # --sizes: the sizes the finished run's dev table weighs (evaluation/sizes.py); () = matryoshka's, if any
+    sizes: tuple[int, ...] = ()
 
     def validate(self) -> None:
         check_range("max_steps", self.max_steps, 0, None)
@@ -181,6 +183,9 @@ class TrainConfig:
         check_range("distill_neighbours", self.distill_neighbours, 1, None)
         check_range("recipe_weight", self.recipe_weight, 0, None)
         check_matryoshka(self.matryoshka, self.matryoshka_weights, self.distill_kind)
+        if any(size < 1 for size in self.sizes) or len(set(self.sizes)) != len(self.sizes):
+            raise ConfigError(f"--sizes: {','.join(map(str, self.sizes))} must list positive sizes, each once "
+                              "(e.g. 384,192,96)")
         check_range("lora_r", self.lora_r, 0, None, hint="0 = off; the rank of the adapters")
         check_range("lora_alpha", self.lora_alpha, 0, None, hint="0 = 2 × lora_r")
         check_range("lora_dropout", self.lora_dropout, 0, 1, high_open=True)

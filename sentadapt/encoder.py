@@ -326,6 +326,25 @@ class Encoder(nn.Module):
         finally:
             handle.remove()
 
+    def keep_prefix(self, dim: int) -> None:
+        """From now on output each vector's first `dim` coordinates (`export --dim`): a Dense layer of weight
+        [I_dim | 0], no bias, no activation, appended to the head. Its products are x · 1 and its sums add exact
+        zeros, so the output is the prefix bit for bit, before the normalisation (when the model has one), and every
+        format that holds Dense modules (sentence-transformers, ONNX) carries it without code of its own."""
+        from sentadapt.st_format import DenseLayer
+
+        width = self.embedding_dim
+        if not 1 <= dim <= width:
+            raise ConfigError(f"--dim: {dim} is not a size of this model's {width}-dimensional vectors; give 1 to "
+                              f"{width}")
+        if dim == width:
+            return
+        layer = DenseLayer(width, dim, bias=False)
+        with torch.no_grad():
+            layer.linear.weight.copy_(torch.eye(dim, width))
+        layer.requires_grad_(False)
+        self.head = nn.ModuleList([*self.head, layer.to(self.device)])
+
     def apply_head(self, pooled: torch.Tensor, start: int = 0, stop: int | None = None,
                    normalize: bool = True) -> torch.Tensor:
         for layer in list(self.head)[start:stop]:

@@ -140,6 +140,9 @@ ADAPT_OPTIONS: tuple[AdaptOption, ...] = (
     _train("matryoshka", "--matryoshka", "Train prefixes of the vectors as embeddings too (MatryoshkaLoss): every loss "
            "term summed over these sizes, largest first, e.g. 384,192,96 (weights: --set matryoshka_weights=1,1,1). "
            "Then eval --dims 192 scores a prefix.", cli_type=str | None, from_cli=sizes, metavar="<sizes>"),
+    _train("sizes", "--sizes", "After training, score the kept model on the dev set at these sizes (fp32, int8, "
+         "binary) against the base's whole vectors and name the smallest that keeps the gain at --risk. Default: the "
+         "--matryoshka sizes.", cli_type=str | None, from_cli=sizes, metavar="<sizes>"),
     _train("eval_every", "--eval-every", "Dev evaluation every N steps."),
     _train("checkpoint_every", "--checkpoint-every", "Checkpoint every N steps."),
     _train("patience", "--patience", "Evaluations without gain before stopping."),

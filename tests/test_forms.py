@@ -131,3 +131,86 @@ def test_the_whole_row_equals_plain_eval_and_calibration_is_named(tiny_model_dir
     assert formed.reports[0][0].average == plain.reports[0][0].average
     assert formed.calibration == f"ranges from 3 sentences of {calibration}"
     assert formed.comparisons[1][0].average.interval is not None
+
+
+# ---------------------------------------------------------------------- the sizes decision (evaluation/sizes.py)
+
+
+def test_the_smallest_size_is_the_fewest_bytes_that_keeps_the_base_score_at_the_risk(tmp_path: Path) -> None:
+    from sentadapt.evaluation.sizes import decision_forms, size_table
+    from tests.conftest import noisy_outputs, sts_dev_evaluator
+
+    gold = np.random.default_rng(0).uniform(0, 5, 300)
+    evaluator = sts_dev_evaluator(tmp_path, gold)
+    forms = decision_forms((32, 16, 8), 32)
+    assert [form.label(32) for form in forms] == ["32 fp32", "32 int8", "16 fp32", "16 int8", "8 fp32", "8 int8",
+                                                  "32 binary", "16 binary", "8 binary"]
+    base = noisy_outputs(evaluator, gold, 0.5, seed=1)
+    # less noise than the base: better; more: worse. 16 int8 (16 bytes) is the smallest that is clearly better
+    noise = {"32 fp32": 0.2, "32 int8": 0.2, "16 fp32": 0.25, "16 int8": 0.25, "8 fp32": 0.9, "8 int8": 0.9,
+             "32 binary": 0.7, "16 binary": 0.9, "8 binary": 2.0}
+    outputs = [noisy_outputs(evaluator, gold, noise[form.label(32)], seed=2) for form in forms]
+    table = size_table(evaluator, base, outputs, forms, 32, risk_limit=0.2)
+    record = table.to_dict()
+    assert record["smallest"] == {"dim": 16, "precision": "int8", "bytes_per_vector": 16.0}
+    by_label = {f"{row['dim']} {row['precision']}": row for row in record["rows"]}
+    assert by_label["8 fp32"]["keeps_gain"] is False and by_label["8 fp32"]["risk"] > 0.5
+    assert by_label["16 int8"]["risk"] <= 0.2 and by_label["16 int8"]["delta_vs_base_full"] > 0
+    assert by_label["32 binary"]["keeps_gain"] is False  # 4 bytes, but noisier than the base
+    # with every row worse than the base nothing is named
+    worse = [noisy_outputs(evaluator, gold, 3.0, seed=3) for _ in forms]
+    assert size_table(evaluator, base, worse, forms, 32, 0.2).to_dict()["smallest"] is None
+
+
+def test_a_matryoshka_run_records_its_sizes_and_the_outputs_that_recompute_them(tiny_model_dir: Path,
+                                                                                 pairs_tsv: Path,
+                                                                                 tmp_path: Path) -> None:
+    from sentadapt.evaluation.sizes import decision_forms, size_table
+    from sentadapt.evaluation.task_types import resolve_dev_set
+    from tests.conftest import run_adapt
+
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("".join(f"the server {i} is down\n" for i in range(40)))
+    output = tmp_path / "run"
+    result = run_adapt(str(corpus), "--base", str(tiny_model_dir), "--output", str(output), "--dev", str(pairs_tsv),
+                       "--max-steps", "2", "--batch-size", "8", "--matryoshka", "32,16,8")
+    assert result.exit_code == 0, result.output
+    assert "smallest size" in result.output
+    metrics = json.loads((output / "metrics.json").read_text())
+    saved = json.loads((output / "dev_outputs.json").read_text())
+    forms = decision_forms((32, 16, 8), 32)
+    assert list(saved["sizes"]) == [form.label(32) for form in forms]
+    _, make = resolve_dev_set(str(pairs_tsv), None)
+    recomputed = size_table(make(), saved["base"], list(saved["sizes"].values()), forms, 32, 0.2).to_dict()
+    assert recomputed == metrics["sizes"]
+
+
+def test_export_dim_loads_in_sentence_transformers_with_eval_s_truncated_vectors(tiny_model_dir: Path,
+                                                                                  tmp_path: Path) -> None:
+    from sentadapt.api import export
+    from tests.conftest import TINY_SENTENCES
+
+    result = export(str(tiny_model_dir), tmp_path / "out", dim=16)
+    assert result.dimension == 16
+    loaded = st.SentenceTransformer(str(tmp_path / "out"), device="cpu")
+    theirs = loaded.encode(TINY_SENTENCES, convert_to_numpy=True)
+    prefix = Encoder.load(tiny_model_dir, device="cpu").encode(TINY_SENTENCES).numpy()[:, :16]
+    np.testing.assert_allclose(theirs, prefix, rtol=0, atol=1e-6)  # no Normalize: the prefix itself
+    assert Encoder.load(tmp_path / "out", device="cpu").embedding_dim == 16
+
+
+@pytest.mark.parametrize(("options", "message"), [
+    ({"dim": 0}, "--dim: 0 is not a size; give a positive number of dimensions"),
+    ({"dim": 16, "format": "hf"}, "--dim: the hf format and --adapters-only hold no pooling to truncate after; use "
+                                  "--format sentence-transformers or onnx"),
+    ({"dim": 64}, "--dim: 64 is not a size of this model's 32-dimensional vectors; give 1 to 32"),
+])
+def test_bad_export_dims_are_one_line_errors(tiny_model_dir: Path, tmp_path: Path, options: dict,
+                                             message: str) -> None:
+    from sentadapt.api import export
+    from sentadapt.errors import ConfigError
+
+    with pytest.raises(ConfigError) as error:
+        export(str(tiny_model_dir), tmp_path / "out", **options)
+    assert str(error.value) == message
+    assert not (tmp_path / "out").exists()

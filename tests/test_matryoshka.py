@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from sentadapt.config import ConfigError, TrainConfig
+from sentadapt.config import TrainConfig
 from sentadapt.encoder import Encoder
 from sentadapt.recipes.base import WHOLE, Matryoshka
 from sentadapt.recipes.clsr import ClsrConfig, ClsrRecipe

@@ -32,6 +32,8 @@ def export(
     allow_pickle: bool = typer.Option(False, "--allow-pickle", help="Allow pickle (.bin) weights you trust."),
     adapters_only: bool = typer.Option(False, "--adapters-only", help="A --lora run's adapters alone (peft), "
                                                                       "to load onto its base; default: merged."),
+    dim: int | None = typer.Option(None, "--dim", help="Ship the vectors' first N dimensions (e.g. the size a "
+                                                        "--matryoshka run or eval --dims chose)."),
 ) -> None:
     """Export a model, then prove the export gives the same vectors as sentadapt's encoder."""
     from sentadapt.api import export as run_export
@@ -39,7 +41,7 @@ def export(
     render(run_export(source, output, format=export_format, dtype=dtype, pooling=pooling, normalize=normalize,
                       quantize=quantize, checkpoint=checkpoint, sentences=sentences, overwrite=overwrite,
                       trust_remote_code=trust_remote_code, allow_pickle=allow_pickle, adapters_only=adapters_only,
-                      note=note))
+                      dim=dim, note=note))
 
 
 def render(result: ExportResult) -> None:

@@ -34,7 +34,6 @@ def cosine_scores(left: torch.Tensor, right: torch.Tensor) -> np.ndarray:
     least 1e-8, as torch's cosine_similarity), so two pairs of equal dot products and norms get the same bits. Binary
     vectors (±1, evaluation/forms.py) rely on it: their dot products and norms are exact, and a cosine computed from
     normalised vectors would split their ties by one ulp, which a rank correlation then counts."""
-    import torch
 
     left, right = left.double(), right.double()
     norms = left.norm(dim=-1).clamp_min(1e-8) * right.norm(dim=-1).clamp_min(1e-8)

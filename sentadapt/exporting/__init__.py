@@ -67,6 +67,12 @@ def check_request(request: ExportRequest) -> None:
                                   or request.normalize or request.checkpoint != "best"):
         raise ConfigError("--adapters-only: writes the published LoRA adapters as trained, which load onto the base "
                           "with its own pooling; drop --format onnx, --dtype, --pooling, --normalize and --checkpoint")
+    if request.dim is not None:
+        if request.dim < 1:
+            raise ConfigError(f"--dim: {request.dim} is not a size; give a positive number of dimensions")
+        if request.format == "hf" or request.adapters_only:
+            raise ConfigError("--dim: the hf format and --adapters-only hold no pooling to truncate after; use "
+                              "--format sentence-transformers or onnx")
     if request.checkpoint not in ("best", "last") and not request.checkpoint.isdigit():
         raise ConfigError(f"--checkpoint: '{request.checkpoint}' is not {CHECKPOINT_CHOICES}")
     _check_output(request)
@@ -120,14 +126,17 @@ def export(
     trust_remote_code: bool = False,
     allow_pickle: bool = False,
     adapters_only: bool = False,
+    dim: int | None = None,
     note: Note | None = None,
 ) -> ExportResult:
     """Export a run directory or model (what `sentadapt export` does; the keywords are its options) into `output`
     as sentence-transformers, hf or onnx, verified against sentadapt's encoder on `sentences` (a file with one per
     line, a list, or None: a built-in sample). `adapters_only`: a LoRA run's adapters alone, in peft's layout.
+    `dim`: the model outputs its vectors' first `dim` coordinates (a size `eval --dims` or a --matryoshka run's
+    table chose), normalised after the cut when the model normalises.
     Bad options raise `ConfigError` / `ExportError` before torch loads."""
     request = ExportRequest(str(source), Path(output), format, dtype, pooling, normalize, quantize, str(checkpoint),
-                            overwrite, trust_remote_code, allow_pickle, adapters_only)
+                            overwrite, trust_remote_code, allow_pickle, adapters_only, dim)
     check_request(request)  # before torch is imported: a typo fails at once
     texts = read_sentences(sentences) if isinstance(sentences, (str, Path)) else sentences
     return export_model(request, note=note, sentences=texts)

@@ -45,6 +45,10 @@ def run_export(request: ExportRequest, note: Note, sentences: Sequence[str] | No
 
     source = load_source(request, note)
     encoder = source.encoder
+    if request.dim is not None:
+        encoder.keep_prefix(request.dim)
+        note(f"--dim {request.dim}: the model outputs the first {request.dim} of its vectors' coordinates"
+             + (", then normalises them" if encoder.normalize else ""))
     texts = list(sentences if sentences is not None else SAMPLE_SENTENCES)
     # fp32, the vectors every format must reproduce; without a prompt, as the hf and onnx formats hold none
     reference = encoder.encode(texts, prompt="")

@@ -24,6 +24,7 @@ class ExportRequest:
     trust_remote_code: bool = False
     allow_pickle: bool = False
     adapters_only: bool = False  # a LoRA run's adapters alone (peft's layout), for loading onto the base
+    dim: int | None = None  # --dim: the model outputs its vectors' first `dim` coordinates (Encoder.keep_prefix)
 
 
 @dataclass(frozen=True)

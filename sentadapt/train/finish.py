@@ -21,6 +21,7 @@ from sentadapt.evaluation.decision import (
 )
 from sentadapt.evaluation.evaluator import dev_change_record, dev_evidence
 from sentadapt.evaluation.evidence import Evidence
+from sentadapt.evaluation.sizes import SizeTable
 from sentadapt.rundir import RunDir
 from sentadapt.train.loop import Trainer, TrainingInputs
 from sentadapt.train.state import Training, TrainResult, TrainState
@@ -45,14 +46,16 @@ def finish(training: Training, inputs: TrainingInputs, is_main: bool,
     state = training.state
     # decided on the main process when metrics.json is written; the other processes report no decision
     decision, note, published = Decision(None, "decided on the main process"), None, state.best_step or state.step
+    sizes = None
     if is_main:
         published = publish(RunDir(training.output), state, blind=inputs.evaluator is None)
         metrics, decision, note = decide_and_record(training, inputs, published)
+        sizes = metrics["sizes"]
         log_to_trackers(final_values(metrics), state.step)
     wait_for_everyone()
     return TrainResult(training.output, state, training.stopped, time.perf_counter() - training.started,
                        inputs.dev_name, published, training.environment, decision, note, inputs.teacher,
-                       len(inputs.examples))
+                       len(inputs.examples), sizes)
 
 
 def publish(run_dir: RunDir, state: TrainState, blind: bool) -> int:
@@ -105,6 +108,7 @@ def decide_and_record(training: Training, inputs: TrainingInputs, published_step
     ends = TrainLog(run_dir.train_log).ends("distill")  # over the first and last 10 % of steps, not one batch each
     if ends is not None:
         state.distill_first, state.distill_last = ends
+    sizes = weigh_sizes(run_dir, inputs, state.dev_outputs, rule.risk)
     metrics = {
         "recipe": config.recipe, "base_model": config.base, "dev": inputs.dev_name,
         "base_score": state.base_score, "best_score": state.best_score,
@@ -122,6 +126,7 @@ def decide_and_record(training: Training, inputs: TrainingInputs, published_step
         "distill_loss": None if state.distill_first is None else {
             "first": state.distill_first, "last": state.distill_last},
         "teacher_evidence": None if agreement is None else agreement.to_dict(),
+        "sizes": None if sizes is None else sizes[0].to_dict(),
     }
     if inputs.evaluator is not None and "base" in state.dev_outputs:
         # the per-unit dev outputs of the base and of every evaluated step: what the decision weighed, so it
@@ -129,6 +134,27 @@ def decide_and_record(training: Training, inputs: TrainingInputs, published_step
         run_dir.write_dev_outputs({"dev": inputs.dev_name, "base": state.dev_outputs["base"],
                                    "evaluations": state.dev_evaluations,
                                    "agreement": None if inputs.agreement is None else {
-                                       **inputs.agreement.record(), "evaluations": state.agreement}})
+                                       **inputs.agreement.record(), "evaluations": state.agreement},
+                                   "sizes": None if sizes is None else sizes[1]})
     run_dir.write_metrics(metrics)  # last: its presence marks a finished run
     return metrics, decision, note
+
+
+def weigh_sizes(run_dir: RunDir, inputs: TrainingInputs, dev_outputs: dict[str, Any], risk: float,
+                ) -> tuple[SizeTable, dict[str, Any]] | None:
+    """--matryoshka or --sizes: the published model scored on the dev set at each size and precision, weighed
+    against the base's whole vectors (evaluation/sizes.py), with the per-unit outputs behind each row; None when no
+    size was asked or there is no dev set."""
+    from sentadapt.encoder import Encoder
+    from sentadapt.evaluation.sizes import decision_forms, size_table
+
+    train = inputs.config.train
+    sizes = train.sizes or train.matryoshka
+    if not sizes or inputs.evaluator is None or "base" not in dev_outputs:
+        return None
+    encoder = Encoder.load(run_dir.path, device=inputs.encoder.device)
+    forms = decision_forms(sizes, encoder.embedding_dim)
+    reports = inputs.evaluator.score_forms(encoder, forms, batch_size=train.eval_batch_size)
+    outputs = [inputs.evaluator.outputs_of(report) for report in reports]
+    table = size_table(inputs.evaluator, dev_outputs["base"], outputs, forms, encoder.embedding_dim, risk)
+    return table, {form.label(encoder.embedding_dim): output for form, output in zip(forms, outputs)}

@@ -82,6 +82,7 @@ class TrainResult:
     decision_note: str | None = None  # the dev set is too small for the gains at stake (decision.small_dev_note)
     teacher: TeacherTable | None = None  # --teacher: its dev score and speed, beside the student's
     examples: int = 0  # training examples: steps × global batch / examples = passes over the data
+    sizes: dict[str, Any] | None = None  # --matryoshka/--sizes: metrics.json's "sizes" (evaluation/sizes.py)
 
     @property
     def passes(self) -> float | None:

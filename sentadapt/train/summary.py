@@ -59,9 +59,27 @@ def summary_table(result: Any, config: Any = None) -> TextTable:
     for name, value in distillation_rows(result):
         table.row(name, value)
     table.row("decision", decision_cell(result.decision))
+    if result.sizes is not None:
+        table.row("smallest size", sizes_text(result.sizes))
     if result.decision_note:
         table.row("dev set size", Cell(result.decision_note, WARN))
     return table
+
+
+def sizes_text(sizes: dict[str, Any]) -> str:
+    """The sizes decision in one line: the smallest size and precision that keeps the gain, or that none does."""
+    rows = sizes["rows"]
+    whole = rows[0]
+    reference = f"the base's {whole['dim']} fp32 ({sizes['base_full_score']:.2f})"
+    kept = sizes["smallest"]
+    if kept is None:
+        return f"none keeps the dev score of {reference} at its risk limit; metrics.json has every size"
+    row = next(row for row in rows if row["dim"] == kept["dim"] and row["precision"] == kept["precision"])
+    risk = "" if row["risk"] is None else f", risk {row['risk']:.2f}"
+    saving = whole["bytes_per_vector"] / row["bytes_per_vector"]
+    return (f"{row['dim']} {row['precision']}: {row['bytes_per_vector']:g} bytes a vector ({saving:g}× smaller), "
+            f"dev {row['score']:.2f}, Δ {row['delta_vs_base_full']:+.2f} {_interval(row['ci'])} vs {reference}{risk}; "
+            f"`sentadapt export RUN OUT --dim {row['dim']}` ships it")
 
 
 def distillation_rows(result: Any) -> list[tuple[str, str]]:
