@@ -1,0 +1,297 @@
+"""The sizes users ship (issue 45): all-MiniLM-L6-v2 adapted on the four suite domains with and without
+`--matryoshka 384,192,96`, with the teacher default (all-mpnet-base-v2) and without, scored at 384/192/96 dims ×
+fp32/int8/binary on re-drawn test splits.
+
+    python -m experiments.sizes_suite --train          # the two runs without a teacher (plain, plain-m) per domain
+    python -m experiments.sizes_suite --encode         # per-pair cosines of every run and the base, every form
+    python -m experiments.sizes_suite --study --render docs/results.md
+
+Runs. With the teacher: distill_suite's k3e (the teacher default k3 with teacher_evidence=on) and k3em (the same
+flags and `--matryoshka 384,192,96`), `python -m experiments.distill_suite --train --pairs l6-mpnet --variant k3em
+--extra=... --extra=--matryoshka --extra=384,192,96`. Without: `sentadapt adapt CORPUS --base L6 --dev POOL
+--set patience=0 [--matryoshka 384,192,96]` (the tuned-base defaults). Every run gets its domain's pool
+(dev-200.jsonl + test.jsonl) as `--dev`, as distill_suite's do, and its published model is what is scored: the
+best of its evaluated steps on the whole pool, the same rule for every variant (the pool holds the test pairs, so
+this choice among ≤ 4 steps has seen them; it is the same for the runs with and without --matryoshka compared).
+
+Forms (sentadapt/evaluation/forms.py, the code `eval --dims/--quantize` runs): the prefix of each vector; int8 with
+ranges from 2,000 corpus sentences (a seeded sample of corpus.txt: what a user calibrating on the texts they index
+does); binary scored by Hamming distance. Per-pair cosines are written to results/sizes/cosines/ (tracked): every
+figure regenerates from them with `--study`.
+
+Study: per domain and split seed (5), decision_study.draw's 200 dev pairs and the test pairs sharing no sentence
+with them; per variant and form, Spearman × 100 on test and its Δ against the base's 384 fp32 on the same pairs.
+The sizes decision (evaluation/sizes.py, its rule written before these runs) is applied on each drawn dev set, and
+the test Δ of the form it names is reported (the base's 384 fp32 when it names none: Δ 0).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from scipy.stats import spearmanr
+
+from experiments.decision_runs import pool_file
+from experiments.decision_study import DevSet, Pool, draw, load_pool
+from experiments.domain_data import DOMAINS
+from experiments.results_suite import machine_summary, sentadapt
+
+SHARED = Path("../shared")
+L6 = str(SHARED / "models/all-minilm-l6-v2")
+WORK = Path("runs/distill")
+RESULTS = Path("results/sizes")
+SIZES = (384, 192, 96)
+MATRYOSHKA = ("--matryoshka", ",".join(map(str, SIZES)))
+# variant → (what it is, where its runs are under WORK/runs)
+VARIANTS = {
+    "plain": ("no teacher, no --matryoshka (the tuned-base defaults)", "plain/l6"),
+    "plain-m": ("no teacher, --matryoshka 384,192,96", "plain-m/l6"),
+    "teacher": ("--teacher all-mpnet-base-v2 (the teacher default; distill_suite's k3e)", "k3e/l6-mpnet"),
+    "teacher-m": ("--teacher all-mpnet-base-v2 and --matryoshka 384,192,96 (distill_suite's k3em)", "k3em/l6-mpnet"),
+}
+CALIBRATION = 2000  # corpus sentences int8's ranges come from
+DEV = 200
+SECTION = "sizes"
+
+
+def run_folder(work: Path, variant: str, domain: str) -> Path:
+    return work / "runs" / VARIANTS[variant][1] / domain
+
+
+def train(work: Path, variant: str, domain: str, reuse: bool) -> None:
+    folder = run_folder(work, variant, domain)
+    if reuse and (folder / "metrics.json").is_file():
+        print(f"{variant} {domain}: done earlier", flush=True)
+        return
+    data = work / "data"
+    argv = sentadapt("adapt", str(data / domain / "corpus.txt"), "--base", L6, "--dev", str(pool_file(data, domain)),
+                     "--output", str(folder), "--overwrite", "--set", "patience=0",
+                     *(MATRYOSHKA if variant.endswith("-m") else ()))
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    started = time.perf_counter()
+    with (folder.parent / f"{domain}.log").open("w") as log:
+        code = subprocess.call(argv, stdout=log, stderr=subprocess.STDOUT,
+                               env={**os.environ, "SENTADAPT_CACHE": str(work / "cache"), "HF_HUB_OFFLINE": "1"})
+    if code:
+        sys.exit(f"{variant} {domain}: adapt exited {code}; see {folder.parent / f'{domain}.log'}")
+    seconds = time.perf_counter() - started
+    (folder / "job.json").write_text(json.dumps({"argv": argv[1:], "seconds": seconds}))
+    print(f"{variant} {domain}: {seconds:.0f} s", flush=True)
+
+
+def forms() -> list[Any]:
+    from sentadapt.evaluation.forms import forms_of, resolved
+
+    return resolved(forms_of(SIZES, ("none", "int8", "binary")), SIZES[0], "all-MiniLM-L6-v2")
+
+
+def calibration_sentences(work: Path, domain: str) -> list[str]:
+    lines = list(dict.fromkeys(line.strip() for line in (work / "data" / domain / "corpus.txt").read_text(
+        encoding="utf-8").splitlines() if line.strip()))
+    rows = np.random.default_rng(0).permutation(len(lines))[:CALIBRATION]
+    return [lines[row] for row in sorted(rows)]
+
+
+def encode(model: str, pool: Pool, calibration: list[str], path: Path) -> None:
+    """`model`'s cosine of every pool pair in every form, into PATH (.npz, one float32 array per form label)."""
+    from sentadapt.encoder import Encoder
+    from sentadapt.evaluation.base import cosine_scores
+    from sentadapt.evaluation.forms import int8_ranges, scoring_vectors
+
+    encoder = Encoder.load(model, device="cpu")
+    texts = list(dict.fromkeys(pool.first + pool.second))
+    vectors = encoder.encode(texts, max_length=128).float().numpy()
+    ranges = int8_ranges(encoder.encode(calibration, max_length=128).float().numpy())
+    row = {text: i for i, text in enumerate(texts)}
+    first = np.array([row[text] for text in pool.first])
+    second = np.array([row[text] for text in pool.second])
+    import torch
+
+    arrays = {}
+    for form in forms():
+        formed = torch.from_numpy(scoring_vectors(form, vectors, ranges))
+        arrays[form.label(SIZES[0])] = cosine_scores(formed[first], formed[second]).astype(np.float32)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    np.savez_compressed(path, **arrays)
+
+
+def encode_all(work: Path, results: Path, domains: list[str]) -> None:
+    for domain in domains:
+        pool = load_pool(pool_file(work / "data", domain))
+        calibration = calibration_sentences(work, domain)
+        models = {"base": L6, **{variant: str(run_folder(work, variant, domain)) for variant in VARIANTS}}
+        for name, model in models.items():
+            path = results / "cosines" / f"{name}-{domain}.npz"
+            if path.is_file():
+                continue
+            if name != "base" and not (Path(model) / "metrics.json").is_file():
+                print(f"{name} {domain}: no finished run in {model}; skipped", flush=True)
+                continue
+            started = time.perf_counter()
+            encode(model, pool, calibration, path)
+            print(f"{name} {domain}: encoded in {time.perf_counter() - started:.0f} s", flush=True)
+
+
+def spearman(gold: np.ndarray, cosines: np.ndarray) -> float:
+    return float(100 * spearmanr(gold, cosines).statistic)
+
+
+def study(work: Path, results: Path, seeds: int, resamples: int) -> dict[str, Any]:
+    from sentadapt.evaluation.sizes import size_table
+
+    labels = [form.label(SIZES[0]) for form in forms()]
+    cells: list[dict[str, Any]] = []
+    for domain in DOMAINS:
+        if not (results / "cosines" / f"base-{domain}.npz").is_file():
+            continue
+        pool = load_pool(pool_file(work / "data", domain))
+        base = np.load(results / "cosines" / f"base-{domain}.npz")
+        for variant in VARIANTS:
+            path = results / "cosines" / f"{variant}-{domain}.npz"
+            if not path.is_file():
+                continue
+            cosines = np.load(path)
+            for seed in range(seeds):
+                dev_rows, test = draw(pool, DEV, seed, domain)
+                gold = pool.gold[test]
+                reference = spearman(gold, base[labels[0]][test])
+                test_delta = {label: spearman(gold, cosines[label][test]) - reference for label in labels}
+                dev = DevSet(pool, dev_rows, resamples)
+                table = size_table(dev.evaluator, dev.outputs(base[labels[0]].astype(np.float64)),
+                                   [dev.outputs(cosines[label].astype(np.float64)) for label in labels], forms(),
+                                   SIZES[0], 0.2)
+                named = labels[table.smallest] if table.smallest is not None else None
+                cells.append({"domain": domain, "variant": variant, "seed": seed, "base_test": reference,
+                              "test_delta": test_delta, "named": named,
+                              "named_test_delta": 0.0 if named is None else test_delta[named]})
+    return {"command": "python -m experiments.sizes_suite --study", "seeds": seeds, "dev": DEV,
+            "finished": time.strftime("%Y-%m-%d"), "machine": machine_summary(), "cells": cells}
+
+
+def _mean(cells: list[dict[str, Any]], value: Any) -> float:
+    return float(np.mean([value(cell) for cell in cells]))
+
+
+def tables(result: dict[str, Any]) -> list[str]:
+    cells = result["cells"]
+    labels = [form.label(SIZES[0]) for form in forms()]
+    lines = ["| variant | domain | base 384 fp32 | " + " | ".join(labels) + " |",
+             "|---|---|---:|" + "---:|" * len(labels),
+             "| bytes / vector | | 1536 | " + " | ".join(
+                 f"{form.bytes_per_vector(SIZES[0]):g}" for form in forms()) + " |"]
+    for variant in VARIANTS:
+        for domain in [*DOMAINS, "mean"]:
+            chosen = [c for c in cells if c["variant"] == variant and (domain == "mean" or c["domain"] == domain)]
+            if not chosen:
+                continue
+            name = f"**{domain}**" if domain == "mean" else domain
+            lines.append(f"| {variant} | {name} | {_mean(chosen, lambda c: c['base_test']):.2f} | " + " | ".join(
+                f"{_mean(chosen, lambda c, label=label: c['test_delta'][label]):+.2f}" for label in labels) + " |")
+    return lines
+
+
+def acceptance(result: dict[str, Any]) -> list[str]:
+    """The issue's two targets on the teacher pairing, per domain (means over split seeds)."""
+    cells = result["cells"]
+    lines = []
+    for domain in DOMAINS:
+        def delta(variant: str, label: str, domain: str = domain) -> float | None:
+            chosen = [c for c in cells if c["variant"] == variant and c["domain"] == domain]
+            return _mean(chosen, lambda c: c["test_delta"][label]) if chosen else None
+
+        full, half = delta("teacher-m", "384 fp32"), delta("teacher-m", "192 fp32")
+        alone = delta("teacher", "384 fp32")
+        if full is None or half is None or alone is None:
+            continue
+        gains = full >= 0
+        kept = "—" if not gains else ("yes" if half >= 0 else "**no**")
+        lines.append(f"| {domain} | {full:+.2f} | {half:+.2f} | {kept} | {alone:+.2f} | {full - alone:+.2f} "
+                     f"| {'yes' if full - alone >= -0.2 else '**no**'} |")
+    return ["| domain | teacher-m 384 | teacher-m 192 | 192 ≥ base where 384 is | teacher 384 | m − no m | "
+            "≤ 0.2 lost |", "|---|---:|---:|---|---:|---:|---|", *lines]
+
+
+def decisions(result: dict[str, Any]) -> list[str]:
+    cells = result["cells"]
+    lines = ["| variant | forms named (count over domains × seeds) | mean test Δ of the named form |", "|---|---|---:|"]
+    for variant in VARIANTS:
+        chosen = [c for c in cells if c["variant"] == variant]
+        if not chosen:
+            continue
+        counts: dict[str, int] = {}
+        for cell in chosen:
+            counts[cell["named"] or "none"] = counts.get(cell["named"] or "none", 0) + 1
+        named = ", ".join(f"{label} ×{count}" for label, count in sorted(counts.items(), key=lambda kv: -kv[1]))
+        lines.append(f"| {variant} | {named} | {_mean(chosen, lambda c: c['named_test_delta']):+.2f} |")
+    return lines
+
+
+def render(result: dict[str, Any], doc: Path) -> None:
+    from tools.doc_sections import write_section
+
+    body = [
+        "## Sizes: Matryoshka training, truncation and quantization",
+        "",
+        f"Generated by `{result['command']}`, finished {result['finished']} ({result['machine']}), from the per-pair "
+        "cosines in results/sizes/cosines/ (experiments/sizes_suite.py says how the runs were made). "
+        f"all-MiniLM-L6-v2 on the four suite domains; per split seed ({result['seeds']} seeds) {result['dev']} dev "
+        "pairs drawn from the pool and the test pairs sharing no sentence with them. Each cell: Spearman × 100 on "
+        "test minus the base's at 384 fp32 on the same pairs (mean over seeds); int8 ranges from 2,000 corpus "
+        "sentences; binary by Hamming distance. The base column is the base's own 384 fp32 score.",
+        "",
+        *tables(result),
+        "",
+        "The issue's targets (teacher pairing; Δ against the base at 384 fp32, means over seeds):",
+        "",
+        *acceptance(result),
+        "",
+        "The sizes decision (evaluation/sizes.py: the fewest bytes whose dev Δ ≥ 0 at risk ≤ 0.20) on each drawn dev "
+        "set, and the test Δ of what it named (none → the base's 384 fp32, Δ 0):",
+        "",
+        *decisions(result),
+        "",
+        "```",
+        "python -m experiments.sizes_suite --train --encode --study --render docs/results.md",
+        "```",
+    ]
+    write_section(doc, SECTION, "\n".join(body))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--work", type=Path, default=WORK)
+    parser.add_argument("--results", type=Path, default=RESULTS)
+    parser.add_argument("--domains", default=",".join(DOMAINS))
+    parser.add_argument("--train", action="store_true")
+    parser.add_argument("--encode", action="store_true")
+    parser.add_argument("--study", action="store_true")
+    parser.add_argument("--seeds", type=int, default=5)
+    parser.add_argument("--resamples", type=int, default=1000)
+    parser.add_argument("--reuse", action="store_true")
+    parser.add_argument("--render", type=Path, help="write the section into this document (with --study)")
+    args = parser.parse_args()
+    domains = args.domains.split(",")
+    if args.train:
+        for variant in ("plain", "plain-m"):
+            for domain in domains:
+                train(args.work, variant, domain, args.reuse)
+    if args.encode:
+        encode_all(args.work, args.results, domains)
+    if args.study:
+        result = study(args.work, args.results, args.seeds, args.resamples)
+        (args.results / "study.json").write_text(json.dumps(result, indent=1))
+        print("\n".join([*tables(result), "", *acceptance(result), "", *decisions(result)]))
+        if args.render:
+            render(result, args.render)
+
+
+if __name__ == "__main__":
+    main()
