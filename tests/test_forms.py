@@ -214,3 +214,24 @@ def test_bad_export_dims_are_one_line_errors(tiny_model_dir: Path, tmp_path: Pat
         export(str(tiny_model_dir), tmp_path / "out", **options)
     assert str(error.value) == message
     assert not (tmp_path / "out").exists()
+
+
+def test_dims_on_a_model_whose_pooling_concatenates_modes_is_one_line(tiny_model_dir: Path, pairs_tsv: Path,
+                                                                      tmp_path: Path) -> None:
+    # cls + mean concatenated: a prefix would be the cls half, not a smaller embedding; sentadapt refuses the model
+    import shutil
+
+    from sentadapt.cli import app
+
+    model = tmp_path / "concat"
+    shutil.copytree(tiny_model_dir, model)
+    (model / "1_Pooling").mkdir()
+    (model / "1_Pooling" / "config.json").write_text(json.dumps({
+        "word_embedding_dimension": 32, "pooling_mode_cls_token": True, "pooling_mode_mean_tokens": True}))
+    (model / "modules.json").write_text(json.dumps([
+        {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
+        {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"}]))
+    result = CliRunner().invoke(app, ["eval", str(model), "--pairs", str(pairs_tsv), "--dims", "16"])
+    assert result.exit_code != 0
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1 and "pooling cls, mean is not supported" in lines[0], result.output

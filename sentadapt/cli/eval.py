@@ -37,14 +37,11 @@ def eval_models(
         [], "--retrieval", help="BEIR folder (corpus.jsonl, queries.jsonl, qrels/SPLIT.tsv): nDCG@10, MRR@10, "
                                 "Recall@10/@100, MAP@100. Repeatable."
     ),
-    task: str | None = typer.Option(
-        None, "--task", help="Force the task type of the --pairs files: sts | pair-classification."
-    ),
+    task: str | None = typer.Option(None, "--task", help="Force the --pairs files' type: sts | pair-classification."),
     split: str = typer.Option("test", "--split", help="test | dev (STS: STS-B and SICK-R only; retrieval: "
                                                       "qrels/SPLIT.tsv)."),
-    aggregate: str = typer.Option(
-        "all", "--aggregate", help="STS: all (one correlation per task) | mean | wmean of subsets."
-    ),
+    aggregate: str = typer.Option("all", "--aggregate", help="STS: all (one correlation per task) | mean | wmean "
+                                                             "of subsets."),
     bootstrap: int = typer.Option(
         1000, "--bootstrap", min=0, help="Resamples for the 95 % percentile CIs (paired for Δ). 0 = off."
     ),
@@ -71,15 +68,12 @@ def eval_models(
                                 "type (pooling in fp32; faster on GPUs). fp16 needs CUDA; on the CPU use bf16."
     ),
     device: str | None = typer.Option(None, "--device", help="cpu, cuda, cuda:1 ... Default: cuda if available."),
-    dims: str | None = typer.Option(
-        None, "--dims", help="Also score each model at these sizes (the vectors' prefix, as truncate_dim), e.g. "
-                             "384,192,96: a row per size with its Δ against the first model's whole vectors."),
-    quantize: str | None = typer.Option(
-        None, "--quantize", help="Also score at these precisions: none | int8 | binary, comma-separated "
-                                 "(sentence-transformers' quantize_embeddings; binary by Hamming distance)."),
-    calibration: Path | None = typer.Option(
-        None, "--calibration", help="int8's per-dimension ranges from these sentences (one per line, e.g. a "
-                                    "sample of your corpus). Default: from the evaluated sentences."),
+    dims: str | None = typer.Option(None, "--dims", help="Also score at these sizes (each vector's prefix, as "
+                                    "truncate_dim), e.g. 384,192,96: a row each, Δ against the first model's whole."),
+    quantize: str | None = typer.Option(None, "--quantize", help="Also at these precisions: none,int8,binary "
+                                        "(quantize_embeddings; binary by Hamming distance)."),
+    calibration: Path | None = typer.Option(None, "--calibration", help="int8 ranges from these sentences (one per "
+                                            "line, a sample of your corpus). Default: the evaluated sentences."),
     json_out: Path | None = typer.Option(None, "--json", help="Also write the results (with CIs) as JSON here."),
     show_subsets: bool = typer.Option(False, "--subsets", help="Also print per-subset STS scores."),
     trust_remote_code: bool = typer.Option(False, "--trust-remote-code", help="Allow model code from the Hub."),
@@ -95,9 +89,8 @@ def eval_models(
                         cache_embeddings=cache_embeddings, pooling=pooling, prompt=prompt,
                         query_prompt=query_prompt, document_prompt=document_prompt, batch_size=batch_size,
                         max_length=max_length, dtype=dtype, device=device, dims=dims, quantize=quantize,
-                        calibration=calibration, json_out=json_out,
-                        trust_remote_code=trust_remote_code, allow_pickle=allow_pickle, progress=progress_bar,
-                        note=note)
+                        calibration=calibration, json_out=json_out, trust_remote_code=trust_remote_code,
+                        allow_pickle=allow_pickle, progress=progress_bar, note=note)
 
     render_even_if_unsaved(call, lambda result: render(result, show_subsets))
 

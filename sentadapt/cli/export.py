@@ -32,8 +32,7 @@ def export(
     allow_pickle: bool = typer.Option(False, "--allow-pickle", help="Allow pickle (.bin) weights you trust."),
     adapters_only: bool = typer.Option(False, "--adapters-only", help="A --lora run's adapters alone (peft), "
                                                                       "to load onto its base; default: merged."),
-    dim: int | None = typer.Option(None, "--dim", help="Ship the vectors' first N dimensions (e.g. the size a "
-                                                        "--matryoshka run or eval --dims chose)."),
+    dim: int | None = typer.Option(None, "--dim", help="Ship the vectors' first N dimensions (eval --dims)."),
 ) -> None:
     """Export a model, then prove the export gives the same vectors as sentadapt's encoder."""
     from sentadapt.api import export as run_export
