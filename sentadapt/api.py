@@ -21,7 +21,7 @@ from sentadapt.diagnostics.run import DiagnoseResult, diagnose
 from sentadapt.evaluation.devset import ProposedPairs, propose_pairs
 from sentadapt.evaluation.run import EvalResult, evaluate
 from sentadapt.exporting import ExportResult, export
-from sentadapt.train.adapt import AdaptResult, adapt
+from sentadapt.run.adapt import AdaptResult, adapt
 
 if TYPE_CHECKING:
     from sentadapt.encoder import Encoder

@@ -326,6 +326,46 @@ class Encoder(nn.Module):
         finally:
             handle.remove()
 
+    # ------------------------------------------------------------------ changed through its own methods
+    # Other modules never assign the encoder's attributes (tests/test_architecture.py): these say what changes.
+    def use_pooling(self, pooling: Pooling) -> None:
+        """Pool with `pooling` from now on (a recipe's export pooling, `export --pooling`)."""
+        self.pooling = pooling
+
+    def use_normalize(self, normalize: bool) -> None:
+        """L2-normalise the output (or not) from now on (CLSR's MLP reads the un-normalised output)."""
+        self.normalize = normalize
+
+    def use_max_length(self, max_length: int) -> None:
+        """Truncate every text to `max_length` tokens (capped by the position table) from now on."""
+        self.max_length = min(max_length, self.position_limit or max_length)
+
+    def use_train_prompt(self, length: int) -> None:
+        """The training prompt's token count, left out of pooling when the base's Pooling says include_prompt:
+        false (as sentence-transformers trains and encodes)."""
+        self.train_prompt_length = length
+
+    def use_lora(self, settings: Any) -> None:
+        """The LoRA settings of the adapters in the backbone (sentadapt/lora.py), or None once they are merged."""
+        self.lora = settings
+
+    def freeze_head(self) -> None:
+        """The head as it is now is the frozen part (CLSR): its outputs may be memoised, and layers added later
+        (`extend_head`) are the trained ones."""
+        self.frozen_memo = {}
+        self.frozen_head_layers = len(self.head)
+
+    def extend_head(self, layers: Sequence[nn.Module]) -> None:
+        """Append trained layers (CLSR's MLP) to the frozen head, once (a second call with the same count is a
+        no-op: `prepare_export` runs again at export)."""
+        if len(self.head) == self.frozen_head_layers:
+            self.head = nn.ModuleList([*self.head, *layers]).to(self.device)
+
+    def follow(self, encoder: Encoder) -> None:
+        """Pool, normalise and leave out the prompt as `encoder` does (a frozen copy of the base kept in step)."""
+        self.pooling, self.normalize = encoder.pooling, encoder.normalize
+        self.train_prompt_length = encoder.train_prompt_length
+
     def keep_prefix(self, dim: int) -> None:
         """From now on output each vector's first `dim` coordinates (`export --dim`): a Dense layer of weight
         [I_dim | 0], no bias, no activation, appended to the head. Its products are x · 1 and its sums add exact

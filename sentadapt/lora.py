@@ -146,7 +146,7 @@ def attach(encoder: Any, settings: LoraSettings) -> None:
     peft.inject_adapter_in_model(config, backbone, adapter_name=ADAPTER_NAME)
     for name, parameter in encoder.named_parameters():
         parameter.requires_grad_(".lora_" in name)
-    encoder.lora = settings
+    encoder.use_lora(settings)
 
 
 def lora_layers(backbone: nn.Module) -> list[tuple[str, Any]]:
@@ -186,7 +186,7 @@ def merge(encoder: Any) -> None:
             plain.weight += module.get_delta_weight(ADAPTER_NAME)
             parent_name, _, child = name.rpartition(".")
             setattr(backbone.get_submodule(parent_name) if parent_name else backbone, child, plain)
-    encoder.lora = None
+    encoder.use_lora(None)
 
 
 def save_adapter(encoder: Any, folder: Path, base_model: str) -> None:

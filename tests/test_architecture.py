@@ -143,6 +143,7 @@ LAYERS = [
     {"embedding_cache"},
     {"evaluation", "recipes"},
     {"diagnostics", "train", "exporting"},
+    {"run"},  # orchestration of `adapt` (settings, config, checks, resume, stages, finish): drives train/
     {"api"},
     {"cli"},
     {"__main__"},
@@ -278,11 +279,66 @@ def _functions_calling(name: str, paths: list[Path], root: Path = PACKAGE.parent
 
 
 def test_config_yaml_has_one_writer() -> None:
-    """save_run_config is called by lifecycle.write_config alone; every run folder's config.yaml goes through it."""
-    assert _functions_calling("save_run_config", SOURCES) == ["sentadapt.train.lifecycle:write_config"]
+    """save_run_config is called by run.stages.write_config alone; every run folder's config.yaml goes through it."""
+    assert _functions_calling("save_run_config", SOURCES) == ["sentadapt.run.stages:write_config"]
 
 
 def test_the_writer_finder_sees_a_method_call_inside_a_nested_function(tmp_path: Path) -> None:
     source = tmp_path / "probe.py"
     source.write_text("def outer():\n    def inner():\n        config.save_run_config(c, p)\n")
     assert _functions_calling("save_run_config", [source], tmp_path) == ["probe:outer", "probe:inner"]
+
+
+def test_train_never_imports_the_orchestration_in_run() -> None:
+    """train/ is the loop and its collaborators; run/ drives it (issue 43): the imports point one way."""
+    for path in sorted((PACKAGE / "train").rglob("*.py")):
+        assert not {n for n in _package_imports(path) if n.split(".")[:2] == ["sentadapt", "run"]}, path.name
+
+
+def test_every_run_config_comes_from_the_one_assembler() -> None:
+    """build_config is called by run.configs.assemble alone; a single run and every --recipe auto candidate call
+    assemble (issue 43: before, two assemblers drifted apart and auto candidates lost the teacher-run defaults)."""
+    assert _functions_calling("build_config", SOURCES) == ["sentadapt.run.configs:assemble"]
+    assert _functions_calling("assemble", SOURCES) == ["sentadapt.run.candidates:candidate_config",
+                                                      "sentadapt.run.configs:new_config_and_base"]
+
+
+def _encoder_attributes() -> set[str]:
+    """Every attribute the Encoder assigns to itself (`self.X = ...` in encoder.py's Encoder class)."""
+    tree = ast.parse((PACKAGE / "encoder.py").read_text(encoding="utf-8"))
+    (encoder,) = [node for node in tree.body if isinstance(node, ast.ClassDef) and node.name == "Encoder"]
+    return {target.attr for node in ast.walk(encoder) if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign))
+            for target in (node.targets if isinstance(node, ast.Assign) else [node.target])
+            if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self"}
+
+
+# variables bound to other types whose fields share a name with an Encoder attribute (an EvalReport's prompts, a
+# st_format.FolderLayout's pooling, head, normalize, max_length)
+OTHER_TYPES = {"report", "layout"}
+
+
+def _outside_assignments(path: Path, names: set[str]) -> list[str]:
+    """`line N: obj.X` for each assignment to an attribute X in `names` of anything but `self` (or OTHER_TYPES)."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+            for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
+                for leaf in ast.walk(target):
+                    if (isinstance(leaf, ast.Attribute) and leaf.attr in names and isinstance(leaf.ctx, ast.Store)
+                            and not (isinstance(leaf.value, ast.Name) and leaf.value.id in {"self", *OTHER_TYPES})):
+                        found.append(f"line {leaf.lineno}: {ast.unparse(leaf)}")
+    return found
+
+
+@pytest.mark.parametrize("path", [p for p in SOURCES if p.name != "encoder.py"],
+                         ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_only_the_encoder_assigns_its_attributes(path: Path) -> None:
+    """The Encoder owns its state (issue 43): other modules change it through its methods (use_pooling, ...)."""
+    assert not _outside_assignments(path, _encoder_attributes()), path.relative_to(PACKAGE)
+
+
+def test_the_attribute_finder_sees_a_tuple_target_and_skips_self(tmp_path: Path) -> None:
+    sample = tmp_path / "sample.py"
+    sample.write_text("encoder.pooling = 1\na.normalize, b.head = 2, 3\nself.pooling = 4\n")
+    assert _outside_assignments(sample, {"pooling", "normalize", "head"}) == [
+        "line 1: encoder.pooling", "line 2: a.normalize", "line 2: b.head"]

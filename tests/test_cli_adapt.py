@@ -113,7 +113,7 @@ def test_a_running_lock_is_respected(corpus: Path, tiny_model_dir: Path, tmp_pat
     import os
 
     from sentadapt.errors import ConfigError
-    from sentadapt.train.lock import acquire_lock as _acquire_lock
+    from sentadapt.run.lock import acquire_lock as _acquire_lock
 
     (tmp_path / ".lock").write_text(str(os.getppid()))  # a live process that is not us
     with pytest.raises(ConfigError, match=f"another sentadapt run \\(pid {os.getppid()}\\) is writing here"):
@@ -296,7 +296,8 @@ def yaml_value(path: Path, key: str) -> object:
 
 def test_resume_names_every_option_it_ignores_lora_prompt_and_dev_included(tmp_path: Path) -> None:
     from sentadapt.lora import lora_flags
-    from sentadapt.train.lifecycle import Settings, ignored_on_resume
+    from sentadapt.run.resume import ignored_on_resume
+    from sentadapt.run.settings import Settings
 
     flags = {"lr": 1e-4, "batch_size": None, **lora_flags("r=8,alpha=16")}
     run_fields = {"dev": "dev.tsv", "prompt": "query", "teacher": None, "risk": 0.2, "decision": "strict",

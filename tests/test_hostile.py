@@ -34,7 +34,7 @@ def last_line(stderr: str) -> str:
 LOADING_DRIVER = r'''
 import sys, time
 from pathlib import Path
-import sentadapt.train.inputs as inputs
+import sentadapt.run.inputs as inputs
 
 marker = Path(sys.argv[1])
 
@@ -201,7 +201,7 @@ def test_ctrl_c_before_the_first_checkpoint_of_an_overwrite_leaves_the_finished_
 def test_a_killed_overwrite_is_undone_by_the_next_command(finished_run: Path, tiny_model_dir: Path, corpus: Path,
                                                           tmp_path: Path) -> None:
     """SIGKILL leaves the earlier run set aside: the next `adapt` into the folder puts it back first."""
-    from sentadapt.train.replacement import Replacement
+    from sentadapt.run.replacement import Replacement
 
     before = files_of(finished_run)
     Replacement.set_aside(finished_run)  # as a killed --overwrite run leaves it: set aside, never settled
@@ -262,7 +262,7 @@ def test_an_empty_corpus_is_refused_before_anything_is_written(tiny_model_dir: P
 def test_a_lora_target_that_matches_nothing_fails_before_the_corpus_and_the_base_score(
     tiny_model_dir: Path, corpus: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import sentadapt.train.inputs as inputs
+    import sentadapt.run.inputs as inputs
 
     read: list[str] = []
     real_training_data = inputs.training_data
@@ -579,7 +579,7 @@ def test_the_summary_reports_the_effective_lr_every_changed_setting_lora_prompt_
 
 def test_result_objects_print_their_intervals_rounded(tiny_model_dir: Path, pairs_tsv: Path) -> None:
     import sentadapt
-    from sentadapt.train.adapt import AdaptResult
+    from sentadapt.run.adapt import AdaptResult
 
     evaluated = sentadapt.evaluate([tiny_model_dir, tiny_model_dir], pairs=[pairs_tsv], bootstrap=50)
     text = repr(evaluated)
@@ -677,7 +677,7 @@ def test_diagnose_compare_prints_every_number_whole_at_80_columns(
 
 
 def _auto_record(rule: str) -> dict:
-    """An auto run's metrics.json (train/auto.py's record) with two long-named candidates, as the rule decided."""
+    """An auto run's metrics.json (run/auto.py's record) with two long-named candidates, as the rule decided."""
     rows = [{"name": "consert-temperature=0.05-batch_size=64", "dev_score": 80.12, "dev_change": 1.5,
              "dev_change_ci": [0.4, 2.61], "dev_change_adjusted_ci": [0.1, 2.9], "risk": 0.031, "steps": 500,
              "best_step": 400, "seconds": 3723.0, "failed": None},
@@ -699,7 +699,7 @@ def test_the_auto_summary_names_its_columns_after_the_rule_and_keeps_every_numbe
     from rich.console import Console
 
     from sentadapt.cli._common import draw
-    from sentadapt.train.summary import auto_table
+    from sentadapt.run.summary import auto_table
 
     table = auto_table(_auto_record(rule))
     assert [c.header for c in table.columns] == ["candidate", "dev", "Δ, 95 % CI", column, "step", "time"]

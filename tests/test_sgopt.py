@@ -19,9 +19,9 @@ from sentadapt.errors import ConfigError
 from sentadapt.recipes import RECIPES
 from sentadapt.recipes.losses import nt_xent, opt1_loss, opt2_loss, opt3_loss, squared_distance
 from sentadapt.recipes.sgopt import SgOptConfig, SgOptRecipe
-from sentadapt.train.finish import train_stage
-from sentadapt.train.inputs import build_inputs
-from sentadapt.train.lifecycle import write_config
+from sentadapt.run.finish import train_stage
+from sentadapt.run.inputs import build_inputs
+from sentadapt.run.stages import write_config
 from sentadapt.train.loop import Trainer, TrainingInterrupted, TrainingModule
 from tests.conftest import adapt_option_error_imports_torch, cpu_state, run_checked, run_config
 from tests.conftest import run_adapt as _adapt

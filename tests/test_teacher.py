@@ -19,10 +19,11 @@ from safetensors.torch import load_file
 
 from sentadapt.data.batching import plan_epoch
 from sentadapt.encoder import Encoder
+from sentadapt.run.finish import train_stage
+from sentadapt.run.inputs import build_inputs
+from sentadapt.run.resume import resumed_config
+from sentadapt.run.stages import write_config
 from sentadapt.train.distill import TEACHER_VECTORS
-from sentadapt.train.finish import train_stage
-from sentadapt.train.inputs import build_inputs
-from sentadapt.train.lifecycle import resumed_config, write_config
 from sentadapt.train.loop import Trainer, TrainingInterrupted
 from tests.conftest import ASSETS, FLOAT32_RTOL, TINY_SENTENCES, run_adapt, run_config
 from tests.test_distill import reference_kl
@@ -117,7 +118,7 @@ def test_the_teacher_is_scored_with_the_runs_dev_evaluator(tiny_model_dir: Path,
 
 
 def test_the_share_of_the_teachers_lead_and_the_summary_line() -> None:
-    from sentadapt.train.summary import teacher_text
+    from sentadapt.run.summary import teacher_text
     from sentadapt.train.teacher import TeacherTable
 
     ahead = TeacherTable(torch.zeros(1, 4), "big-model", "/m", False, 1.0, "t.safetensors", 84.0, (1.0, 2.5))
@@ -450,7 +451,8 @@ def test_the_passes_follow_the_corpus_size(tiny_model_dir: Path, corpus: Path, t
 def test_a_teacher_brings_its_defaults_above_the_preset_and_below_the_flags(tiny_model_dir: Path, teacher_dir: Path,
                                                                            corpus: Path, tmp_path: Path) -> None:
     from sentadapt.presets import TEACHER_DEFAULTS
-    from sentadapt.train.lifecycle import Settings, new_config
+    from sentadapt.run.configs import new_config
+    from sentadapt.run.settings import Settings
 
     def config(**flags: object):
         return new_config(Settings(corpus=(str(corpus),), output=tmp_path / "run", recipe="consert",
@@ -467,7 +469,7 @@ def test_a_teacher_brings_its_defaults_above_the_preset_and_below_the_flags(tiny
 def test_the_summary_reports_passes_the_term_and_the_dev_curve() -> None:
     from types import SimpleNamespace
 
-    from sentadapt.train.summary import dev_curve, distillation_rows
+    from sentadapt.run.summary import dev_curve, distillation_rows
 
     state = SimpleNamespace(distill_first=0.3391, distill_last=0.2139, history=[
         {"step": 0, "dev": 84.97}, {"step": 42, "dev": 85.46}, {"step": 84, "dev": 86.05}])

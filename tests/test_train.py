@@ -14,10 +14,10 @@ import pytest
 import torch
 
 from sentadapt.config import TrainConfig
+from sentadapt.run.finish import train_stage
+from sentadapt.run.inputs import build_inputs
+from sentadapt.run.stages import write_config
 from sentadapt.rundir import list_checkpoints
-from sentadapt.train.finish import train_stage
-from sentadapt.train.inputs import build_inputs
-from sentadapt.train.lifecycle import write_config
 from sentadapt.train.loop import SilentReporter, Trainer, TrainingDiverged, TrainingInterrupted
 from tests.conftest import FLOAT32_RTOL, count_tensor_calls, poison, run_checked, run_config
 

@@ -51,8 +51,8 @@ def adapt(**options: Any) -> None:
 
     The default base model is sentence-transformers/all-MiniLM-L6-v2 (offline copy: sentadapt\\[offline-model]).
     """
-    from sentadapt.train.adapt import request_from, run
-    from sentadapt.train.lifecycle import release_processes
+    from sentadapt.run.adapt import request_from, run
+    from sentadapt.run.processes import release_processes
 
     try:
         outcome = run(request_from(from_command_line(options)), cli_events())
@@ -70,14 +70,14 @@ adapt.__signature__ = inspect.Signature([_parameter(option) for option in ADAPT_
 
 def cli_events() -> Any:
     """The library's events rendered here: notes and progress bars on stderr, the training line, the summary."""
-    from sentadapt.train.lifecycle import Events
+    from sentadapt.run.settings import Events
 
     return Events(note=note, progress=progress_bar, reporter=RichReporter,
                   stage_done=lambda result, config: _print_summary(result, config))
 
 
 def _print_auto_summary(output: Path, record: dict[str, Any]) -> None:
-    from sentadapt.train.summary import auto_table, auto_verdict
+    from sentadapt.run.summary import auto_table, auto_verdict
 
     console.print(draw(auto_table(record)))
     verdict = auto_verdict(record, output)
@@ -113,13 +113,13 @@ def _print_dry_run(config: Any, resolved: Any) -> None:
 def _print_preset(config: Any) -> None:
     from rich.markup import escape
 
-    from sentadapt.train.summary import preset_lines
+    from sentadapt.run.summary import preset_lines
 
     for line in preset_lines(config):
         note(escape(line))
 
 
 def _print_summary(result: Any, config: Any = None) -> None:
-    from sentadapt.train.summary import summary_table
+    from sentadapt.run.summary import summary_table
 
     console.print(draw(summary_table(result, config)))

@@ -38,7 +38,8 @@ def write_hf(encoder: Encoder, folder: Path, request: ExportRequest, texts: list
     encoder.tokenizer.save_pretrained(folder)
     note(f"verifying on {len(texts)} sentences: AutoModel(OUT) + the card's pooling against the source")
     reread = Encoder.load(folder, device="cpu")  # AutoModel/AutoTokenizer under the hood
-    reread.pooling, reread.normalize = encoder.pooling, encoder.normalize
+    reread.use_pooling(encoder.pooling)
+    reread.use_normalize(encoder.normalize)
     reread.float()
     limit = COSINE_LIMIT if request.dtype == "fp32" else FP16_COSINE_LIMIT
     return [compare("AutoModel(OUT) + pooling from the card", reference, reread.encode(texts), min_cosine=limit)]

@@ -63,7 +63,7 @@ class ClsrConfig(RecipeConfig):
 class ClsrRecipe(RecipeBase):
     name: ClassVar[str] = "clsr"
     Config: ClassVar[type] = ClsrConfig
-    trains_on: ClassVar[str] = PAIRS  # what --recipe auto gives it of the inputs (train/candidates.py)
+    trains_on: ClassVar[str] = PAIRS  # what --recipe auto gives it of the inputs (run/candidates.py)
     trains_encoder: ClassVar[bool] = False  # an MLP on frozen embeddings
     # Paper: batch 512, temperature 0.1, LARS at lr 0.5 with weight decay 1e-4, linear warm-up then cosine
     # decay, 2000 epochs. LARS measured better than AdamW here (docs/findings.md); fewer epochs fit a CPU.
@@ -90,9 +90,8 @@ class ClsrRecipe(RecipeBase):
         encoder.backbone.requires_grad_(False)  # the encoder is frozen: only the MLP and projection train
         for layer in encoder.head:
             layer.requires_grad_(False)
-        encoder.pooling = Pooling.from_name(config.pooling, encoder.num_layers)
-        encoder.frozen_memo = {}
-        encoder.frozen_head_layers = len(encoder.head)
+        encoder.use_pooling(Pooling.from_name(config.pooling, encoder.num_layers))
+        encoder.freeze_head()
         base_dim = encoder.embedding_dim
         identity = config.init == "identity"
         if identity:
@@ -139,7 +138,7 @@ class ClsrRecipe(RecipeBase):
         pairs = read_positive_pairs(data.sources, self.config.min_score)
         for line in pairs.notes:
             note(line)
-        encoder.max_length = data.max_length  # one max length for cache, dev scores and export
+        encoder.use_max_length(data.max_length)  # one max length for cache, dev scores and export
         row_of: dict[str, int] = {}
         a_rows = [row_of.setdefault(text, len(row_of)) for text in pairs.first]
         b_rows = [row_of.setdefault(text, len(row_of)) for text in pairs.second]
@@ -152,12 +151,10 @@ class ClsrRecipe(RecipeBase):
 
     def prepare_export(self, encoder: Encoder, heads: nn.ModuleDict) -> Encoder:
         """Attach the MLP (after the base model has been scored without it); it is trained and exported."""
-        from torch import nn
 
-        if len(encoder.head) == encoder.frozen_head_layers:
-            encoder.head = nn.ModuleList([*encoder.head, *self.mlp]).to(encoder.device)
+        encoder.extend_head(self.mlp)
         # the MLP's input is the un-normalised frozen output, in training and in the saved pipeline alike
-        encoder.normalize = False
+        encoder.use_normalize(False)
         return encoder
 
     # ------------------------------------------------------------------ distillation (--set distill=W)

@@ -100,7 +100,7 @@ class ConsertConfig(RecipeConfig):
 class ConsertRecipe(RecipeBase):
     name: ClassVar[str] = "consert"
     Config: ClassVar[type] = ConsertConfig
-    trains_on: ClassVar[str] = TEXT  # what --recipe auto gives it of the inputs (train/candidates.py)
+    trains_on: ClassVar[str] = TEXT  # what --recipe auto gives it of the inputs (run/candidates.py)
     # the unsupervised NT-Xent does (the NLI stages' contrastive term, over premises and hypotheses stacked, keeps
     # every negative: neighbour batches are built over sentences)
     masks_related_negatives: ClassVar[bool] = True
@@ -163,7 +163,7 @@ class ConsertRecipe(RecipeBase):
 
     def prepare_export(self, encoder: Encoder, heads: nn.ModuleDict) -> Encoder:
         name = resolve_export_pooling(self.config.export_pooling, encoder, paper="last2avg")
-        encoder.pooling = Pooling.from_name(name, encoder.num_layers)
+        encoder.use_pooling(Pooling.from_name(name, encoder.num_layers))
         return encoder
 
     # ------------------------------------------------------------------ loss

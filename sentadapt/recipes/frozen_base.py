@@ -41,8 +41,7 @@ class FrozenBase:
         frozen = self._frozen[0]
         if frozen.device != input_ids.device:
             frozen.to(input_ids.device)
-        frozen.pooling, frozen.normalize = encoder.pooling, encoder.normalize
-        frozen.train_prompt_length = encoder.train_prompt_length  # the same prompt tokens left out of pooling
+        frozen.follow(encoder)  # the same pooling, normalisation and prompt tokens left out of pooling
         with torch.no_grad():
             return frozen(input_ids, attention_mask)
 

@@ -13,7 +13,7 @@ the views of all processes so the contrastive negatives come from the whole batc
 Beside it, one idea each: micro_batches.py (the data order), update.py (clip, check, step or skip on the
 device), guard.py (step records, the on_nan rule), signals.py (stop requests), dev_selection.py (the best model
 on the dev set, patience), tracking.py (the Reporter, train.log, trackers), checkpoint.py (checkpoint files).
-After `Trainer.run` returns, train/finish.py publishes the chosen model, decides and writes metrics.json.
+After `Trainer.run` returns, run/finish.py publishes the chosen model, decides and writes metrics.json.
 """
 
 from __future__ import annotations
@@ -167,7 +167,7 @@ def eval_interval(examples: int, config: RunConfig) -> int:
 
 class Trainer:
     """One stage's training: `Trainer(inputs, reporter).run(resume=...)` trains, leaves the chosen model in the
-    run's best/ folder and returns a Training; train/finish.py then publishes it, decides and writes metrics.json.
+    run's best/ folder and returns a Training; run/finish.py then publishes it, decides and writes metrics.json.
 
     It decides *when* (each step, evaluation, checkpoint) and on which process; its collaborators do the rest:
     DevSelection (dev scores, the best model, patience), GuardedUpdate and NanRule (the non-finite guard on the

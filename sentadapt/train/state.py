@@ -1,5 +1,5 @@
 """What a run knows while it trains (TrainState, saved in every checkpoint), what the trainer hands back
-(Training) and what a finished stage reports (TrainResult, made by train/finish.py)."""
+(Training) and what a finished stage reports (TrainResult, made by run/finish.py)."""
 
 from __future__ import annotations
 

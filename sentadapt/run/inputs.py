@@ -10,9 +10,9 @@ from sentadapt.encoder import Encoder
 from sentadapt.events import Note, Progress, no_progress
 from sentadapt.prompts import PAIR
 from sentadapt.recipes.base import Matryoshka, TrainingData
+from sentadapt.run.resolved import ResolvedRun, resolve_run
 from sentadapt.rundir import RunDir
 from sentadapt.train.loop import TrainingInputs
-from sentadapt.train.resolved import ResolvedRun, resolve_run
 from sentadapt.train.teacher import teacher_table
 
 
@@ -29,7 +29,7 @@ def training_prompt(config: RunConfig, encoder: Encoder, note: Note) -> str:
     pooling when the base's Pooling says include_prompt: false (as sentence-transformers trains and encodes)."""
     name = encoder.prompts.name_for(PAIR, config.prompt, encoder.name)
     prompt = encoder.prompts.for_side(PAIR, name, encoder.name)
-    encoder.train_prompt_length = encoder.prompt_length(prompt, config.train.max_length)
+    encoder.use_train_prompt(encoder.prompt_length(prompt, config.train.max_length))
     if prompt:
         pooled = "pooled" if encoder.prompts.include_prompt else "not pooled (include_prompt: false)"
         note(f"prompt: every training sentence starts with {name} {prompt!r}, {pooled}")

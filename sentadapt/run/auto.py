@@ -25,9 +25,9 @@ from sentadapt.errors import ConfigError
 from sentadapt.evaluation.decision import KEEP_BASE, decision_rule
 from sentadapt.evaluation.selection import Choice, choose, weigh_candidates
 from sentadapt.recipes import RECIPES
+from sentadapt.run.candidates import AUTO, Candidate, parse_candidates
+from sentadapt.run.stages import write_config
 from sentadapt.rundir import OUTCOME_FILE, RunDir, candidate_folder
-from sentadapt.train.candidates import AUTO, Candidate, parse_candidates
-from sentadapt.train.lifecycle import write_config
 
 NEW, RESUME, FINISHED = "new", "resume", "finished"
 

@@ -8,7 +8,7 @@ corpus line, Ctrl-C while loading or before the first checkpoint — puts the ea
 byte. A process killed outright (SIGKILL, a lost node) cannot put it back itself: the next `adapt` into NAME does,
 before anything else (`recover`), unless the killed run had reached a checkpoint.
 
-Only the main process touches the folders; the lock (train/lock.py) is held throughout.
+Only the main process touches the folders; the lock (run/lock.py) is held throughout.
 """
 
 from __future__ import annotations

@@ -12,27 +12,18 @@ from typing import Any
 from sentadapt.errors import ConfigError, NoImprovement
 from sentadapt.lora import lora_flags
 from sentadapt.options import check_at_least, checked
+from sentadapt.run.checks import check_run
+from sentadapt.run.configs import new_config_and_base, recipe_of
+from sentadapt.run.lock import held_by_another
+from sentadapt.run.processes import is_main_process
+from sentadapt.run.replacement import aside_path, recover
+from sentadapt.run.resolved import ResolvedRun
+from sentadapt.run.resume import FINISHED, RESTART, RESUME_LAST, ignored_on_resume, resume_auto_mode, resumed_config
+from sentadapt.run.settings import Events, Settings
+from sentadapt.run.stages import train_run
 from sentadapt.run_spec import OPTIONS_BY_NAME, route
 from sentadapt.rundir import CONFIG_FILE, RunDir
 from sentadapt.tables import TextTable
-from sentadapt.train.lifecycle import (
-    FINISHED,
-    RESTART,
-    RESUME_LAST,
-    Events,
-    Settings,
-    check_run,
-    ignored_on_resume,
-    is_main_process,
-    new_config_and_base,
-    recipe_of,
-    resume_auto_mode,
-    resumed_config,
-    train_run,
-)
-from sentadapt.train.lock import held_by_another
-from sentadapt.train.replacement import aside_path, recover
-from sentadapt.train.resolved import ResolvedRun
 
 AUTO = "auto"
 
@@ -131,8 +122,8 @@ def _note_ignored(request: AdaptRequest, events: Events, saved: str, extra: tupl
 
 
 def _adapt_auto(request: AdaptRequest, events: Events, resume: bool, overwrite: bool) -> AdaptOutcome:
-    from sentadapt.train.auto import read_plan
-    from sentadapt.train.auto_run import check_auto, plan_auto, run_auto
+    from sentadapt.run.auto import read_plan
+    from sentadapt.run.auto_run import check_auto, plan_auto, run_auto
 
     output = Path(request.settings.output)
     base = None  # the base model, when planning resolved it (preset detection)
@@ -280,7 +271,7 @@ def _result(outcome: AdaptOutcome) -> AdaptResult:
         decided = decision_of(metrics)
     summary = None
     if outcome.result is not None:
-        from sentadapt.train.summary import summary_table
+        from sentadapt.run.summary import summary_table
 
         summary = summary_table(outcome.result, outcome.configs[-1])
     return AdaptResult(outcome.output, outcome.status, decided.decision if decided else None,

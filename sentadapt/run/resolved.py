@@ -46,7 +46,7 @@ def same_dev(config: RunConfig, other: RunConfig) -> bool:
 
 @dataclass(frozen=True)
 class ResolvedRun:
-    """A RunConfig with what it names resolved: made by `lifecycle.check_run` (every check passed) or, for a config
+    """A RunConfig with what it names resolved: made by `run.checks.check_run` (every check passed) or, for a config
     built by hand (tests, bench), by `resolve_run` (no checks)."""
 
     config: RunConfig

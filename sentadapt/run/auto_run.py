@@ -1,6 +1,6 @@
-"""`adapt --recipe auto` from start to end, for the API and the CLI alike: plan the candidates (train/candidates.py),
+"""`adapt --recipe auto` from start to end, for the API and the CLI alike: plan the candidates (run/candidates.py),
 check them as single runs are checked, train each in order through the single-run lifecycle (finished ones
-skipped, an interrupted one resumed), then choose (evaluation/selection.py) and publish (train/auto.py). Prints
+skipped, an interrupted one resumed), then choose (evaluation/selection.py) and publish (run/auto.py). Prints
 nothing: notes go to the `Events`; the caller renders the record.
 """
 
@@ -15,18 +15,12 @@ from typing import Any
 from sentadapt.errors import ConfigError
 from sentadapt.events import Note
 from sentadapt.resolve import ResolvedModel
-from sentadapt.train import auto
-from sentadapt.train.lifecycle import (
-    Events,
-    Settings,
-    check_run,
-    check_writable,
-    claim_output,
-    device,
-    is_main_process,
-    train_run,
-)
-from sentadapt.train.resolved import DevSet, ResolvedRun, same_dev
+from sentadapt.run import auto
+from sentadapt.run.checks import check_run, check_writable
+from sentadapt.run.processes import device, is_main_process
+from sentadapt.run.resolved import DevSet, ResolvedRun, same_dev
+from sentadapt.run.settings import Events, Settings
+from sentadapt.run.stages import claim_output, train_run
 
 
 @dataclass
@@ -38,9 +32,8 @@ class AutoOutcome:
 def plan_auto(settings: Settings, candidates_option: list[str]) -> tuple[list[auto.CandidateRun], ResolvedModel]:
     """The candidate runs of a new auto run (configs built and checked as `adapt --recipe NAME` would), and the
     base model, resolved once for all of them."""
-    from sentadapt.presets import choose_preset
     from sentadapt.resolve import DEFAULT_BASE_MODEL, resolve_model
-    from sentadapt.train.candidates import (
+    from sentadapt.run.candidates import (
         auto_yaml_settings,
         candidate_config,
         check_budget,
@@ -56,14 +49,10 @@ def plan_auto(settings: Settings, candidates_option: list[str]) -> tuple[list[au
         yaml_candidates, where=f"{settings.config_file}: candidates")
     inputs = split_inputs(list(settings.corpus))
     candidates = plan_candidates(requested, inputs)
-    base_name = settings.base or DEFAULT_BASE_MODEL
-    resolved = resolve_model(base_name)
-    runs = [auto.CandidateRun(candidate, candidate_config(
-        candidate, inputs, settings.output, yaml_train=yaml_train, flags=settings.flags,
-        set_options=list(settings.set_options), set_values=settings.set_values,
-        preset_for=lambda recipe_class: choose_preset(settings.preset, lambda: resolved, recipe_class,
-                                                      bool(settings.run_fields.get("teacher"))),
-        base=base_name, **settings.run_fields)) for candidate in candidates]
+    resolved = resolve_model(settings.base or DEFAULT_BASE_MODEL)
+    runs = [auto.CandidateRun(candidate, candidate_config(candidate, inputs, settings.output, settings,
+                                                          lambda: resolved, yaml_train))
+            for candidate in candidates]
     check_budget([run.config for run in runs])
     return runs, resolved
 
@@ -141,7 +130,7 @@ def _base_dev(output: Path, run: ResolvedRun, trust_remote_code: bool, allow_pic
     """The base model's dev score and outputs: scored once (as the user has it: its own pooling) and shared by
     every candidate, so all Δs are against the same numbers; kept in OUTPUT/base_dev.json for --resume."""
     from sentadapt.encoder import Encoder
-    from sentadapt.train.inputs import base_dev_outputs
+    from sentadapt.run.inputs import base_dev_outputs
 
     saved = auto.load_base_dev(output)
     if saved is not None:

@@ -10,7 +10,7 @@ the same flags. Every candidate trains the same number of optimizer steps with t
 
 The run directory: OUTPUT/auto.yaml (the plan), OUTPUT/candidates/NAME/ (one full run each, resumable),
 OUTPUT/base_dev.json (the base model's dev outputs, scored once), and, when a candidate is chosen, its model
-at the top of OUTPUT with the choice in OUTPUT/metrics.json (train/auto.py).
+at the top of OUTPUT with the choice in OUTPUT/metrics.json (run/auto.py).
 """
 
 from __future__ import annotations
@@ -21,11 +21,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sentadapt.config import RunConfig, TrainConfig, build_config, load_yaml, parse_set_options, with_overrides
+from sentadapt.config import RunConfig, TrainConfig, load_yaml, parse_set_options, with_overrides
 from sentadapt.errors import ConfigError
 from sentadapt.recipes import RECIPES
 from sentadapt.recipes.base import PAIRS, TEXT
 from sentadapt.registry import one_line
+from sentadapt.run.settings import Settings
 from sentadapt.rundir import RunDir
 
 AUTO = "auto"
@@ -155,23 +156,16 @@ def auto_yaml_settings(path: str | Path | None) -> tuple[dict[str, Any], list[st
     return dict(train), [str(item) for item in listed]
 
 
-def candidate_config(candidate: Candidate, inputs: Inputs, output: Path, *, yaml_train: dict[str, Any],
-                     flags: dict[str, Any], set_options: list[str], preset_for: Callable[[type], Any],
-                     set_values: dict[str, Any] | None = None, **run_fields: Any) -> RunConfig:
-    """The candidate's RunConfig, as `adapt --recipe RECIPE` with the same flags would build it (module docstring).
-    `preset_for(recipe_class)` gives the Preset that applies to the base for that recipe."""
-    recipe_class = RECIPES.get(candidate.recipe)
-    preset = preset_for(recipe_class)
-    given = {key: value for key, value in flags.items() if value is not None}
+def candidate_config(candidate: Candidate, inputs: Inputs, output: Path, settings: Settings,
+                     resolve_base: Callable[[], Any], yaml_train: dict[str, Any]) -> RunConfig:
+    """The candidate's RunConfig from the one assembler (run/configs.py), as `adapt --recipe RECIPE` with the same
+    flags builds it, its own settings on top; an error names the candidate."""
+    from sentadapt.run.configs import assemble
+
     try:
-        return build_config(
-            candidate.recipe, recipe_class.Config, recipe_class.train_defaults, None, {**yaml_train, **given},
-            # the candidate's own settings (consert:temperature=0.05) last: above --set and the API's keywords
-            list(set_options), set_values={**(set_values or {}), **parse_set_options(candidate.set_options())},
-            preset_values=preset.values,
-            preset=preset.to_dict(),
-            corpus=inputs.for_recipe(candidate.recipe), output=str(RunDir(output).candidate(candidate.name).path),
-            **run_fields)
+        return assemble(candidate.recipe, settings, resolve_base, corpus=inputs.for_recipe(candidate.recipe),
+                        output=str(RunDir(output).candidate(candidate.name).path), yaml_train=yaml_train,
+                        candidate_values=parse_set_options(candidate.set_options()))
     except ConfigError as error:
         raise ConfigError(f"candidate {candidate.spec}: {error}") from None
 

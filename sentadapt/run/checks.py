@@ -1,0 +1,132 @@
+"""The checks before anything loads (`check_run`): model, corpus files, dev set, decision rule, teacher, output
+directory; what they resolve is kept for the run (train/resolved ... run/resolved.py), not resolved again."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from pathlib import Path
+from typing import Any
+
+from sentadapt.config import RunConfig
+from sentadapt.errors import ConfigError
+from sentadapt.resolve import ResolvedModel
+from sentadapt.run.processes import is_main_process
+from sentadapt.run.resolved import DevSet, ResolvedRun
+from sentadapt.rundir import RunDir
+
+
+def check_run(config: RunConfig, resume: bool, overwrite: bool, dry_run: bool, require_improvement: bool,
+              base: ResolvedModel | None = None, dev: DevSet | None = None) -> ResolvedRun:
+    """Fail fast, before any weights load: model, corpus files, dev set, decision rule, output directory. Returns
+    the run resolved, for `train_run`: what was resolved and read here is not resolved or read again. `base`,
+    `dev`: already resolved (preset detection; --recipe auto's candidates share them)."""
+    from sentadapt.config import check_choice
+    from sentadapt.data.corpus import ENCODING_ERRORS, check_has_sentences, check_sources
+    from sentadapt.evaluation.decision import decision_rule
+    from sentadapt.lora import check_run as check_lora
+    from sentadapt.prompts import PAIR, read_prompts
+    from sentadapt.recipes import RECIPES
+    from sentadapt.recipes.base import TEXT
+    from sentadapt.resolve import check_has_weights, resolve_model
+    from sentadapt.train.teacher import check_teacher
+    from sentadapt.train.tracking import resolve_trackers
+
+    check_choice("--encoding-errors", config.encoding_errors, ENCODING_ERRORS)
+    decision_rule(config)  # --decision / --risk
+    resolve_trackers(config.train.report_to)  # a tracker that is not installed: say which extra, before loading
+    if base is None or base.name != config.base:  # not resolved yet (or for another name than the config's)
+        base = resolve_model(config.base)
+    check_has_weights(base)
+    # --prompt: a name of the base's prompts (or none); the default resolved to a name, so config.yaml says it
+    config = dataclasses.replace(config, prompt=read_prompts(base).name_for(PAIR, config.prompt, base.name))
+    teacher = None
+    if config.teacher is not None:  # loads, and is not the base itself
+        teacher = check_teacher(config.teacher, base.location)
+    elif config.train.recipe_weight == 0 and config.train.distill == 0:
+        raise ConfigError("recipe_weight: 0 leaves nothing to train; give --teacher MODEL or --set distill=W, "
+                          "or a recipe_weight above 0")
+    recipe_class = RECIPES.get(config.recipe)
+    check_lora(config.train, recipe_class)  # peft installed; a recipe that trains the encoder
+    _check_mask_neighbours(config, recipe_class)
+    check_sources(config.corpus)  # a missing file, a directory, a fake .gz, an unreachable Hub dataset
+    config = with_absolute_paths(config)  # config.yaml names them so: --resume works from any directory
+    config = _with_corpus_fingerprints(config, resume)
+    recipe_class.check_corpus(config.corpus, config.recipe_args)  # e.g. CLSR: pairs, not sentences
+    if recipe_class.trains_on == TEXT:  # an empty corpus is found now, not after the model loaded
+        check_has_sentences(config.corpus, config.text_column, config.encoding_errors)
+    dev = dev if dev is not None else DevSet.of(config)
+    if not dry_run:
+        _ = dev.evaluator  # reads and checks the whole dev set (no torch) before anything is written; kept
+    if require_improvement and dev.name is None:
+        raise ConfigError("--require-improvement: needs a labelled dev set to compare with the base model; "
+                          "pass --dev FILE (e.g. 100 labelled pairs from your domain) or --dev stsb --data-dir DIR")
+    run = ResolvedRun(config, base, recipe_class, dev, teacher)
+    if not dry_run and is_main_process():  # other ranks would see the directory rank 0 just made
+        _check_output(config, base, resume, overwrite)
+    return run
+
+
+def with_absolute_paths(config: RunConfig) -> RunConfig:
+    """Every local path of the run absolute (Hub ids and names such as `stsb` as given)."""
+    from sentadapt.data.fingerprint import absolute
+
+    return dataclasses.replace(
+        config, base=absolute(config.base) or config.base, corpus=[absolute(c) or c for c in config.corpus],
+        output=os.path.abspath(Path(config.output).expanduser()), dev=absolute(config.dev),
+        teacher=absolute(config.teacher), data_dir=absolute(config.data_dir))
+
+
+def _with_corpus_fingerprints(config: RunConfig, resume: bool) -> RunConfig:
+    """A new run records each corpus file's sha256; a resumed one must find the same bytes (a run that saved none,
+    from before this check, is not checked)."""
+    from sentadapt.data.fingerprint import fingerprints
+
+    now = fingerprints(config.corpus)
+    if not resume or config.corpus_sha256 is None:
+        return dataclasses.replace(config, corpus_sha256=now)
+    for source, saved, current in zip(config.corpus, config.corpus_sha256, now, strict=False):
+        if saved is not None and current != saved:
+            raise ConfigError(f"--resume: {source} changed since the run started (its sha256 is not the one in "
+                              f"{RunDir(config.output).config_file}); put the original file back, or start a new "
+                              "run (--overwrite) on the new one")
+    return config
+
+
+def _check_mask_neighbours(config: RunConfig, recipe_class: Any) -> None:
+    """mask_neighbours acts on neighbour batches, which a teacher composes, and on a recipe whose loss honours it."""
+    if not config.train.mask_neighbours:
+        return
+    if config.teacher is None or config.train.distill_batches != "neighbours":
+        raise ConfigError("mask_neighbours: masks the neighbours a teacher puts in each batch; give --teacher MODEL "
+                          "(with distill_batches=neighbours, its default), or drop --set mask_neighbours=on")
+    if not recipe_class.masks_related_negatives:
+        raise ConfigError(f"mask_neighbours: the {recipe_class.name} recipe's loss has no in-batch negatives it "
+                          "leaves out; drop --set mask_neighbours=on, or use --recipe consert")
+
+
+def _check_output(config: RunConfig, base: ResolvedModel, resume: bool, overwrite: bool) -> None:
+    output = Path(config.output)
+    if output.exists() and not output.is_dir():
+        raise ConfigError(f"--output {output}: exists and is not a directory")
+    if not resume and output.is_dir() and any(output.iterdir()) and not overwrite:
+        raise ConfigError(f"--output {output}: exists and is not empty; pass --resume to continue that run "
+                          "or --overwrite to replace it")
+    check_writable(output)
+    _check_free_space(config, base, output)
+
+
+def check_writable(output: Path) -> None:
+    """The nearest existing folder on the way to --output must be a writable directory."""
+    from sentadapt.options import check_writable_place
+
+    check_writable_place(f"--output {output}", output)
+
+
+def _check_free_space(config: RunConfig, resolved: ResolvedModel, output: Path) -> None:
+    """Refuse before training when checkpoints and the model would not fit (known for local base models only)."""
+    from sentadapt.train.storage import check_free_space, weights_bytes
+
+    weights = weights_bytes(Path(resolved.location)) if resolved.is_local else None
+    if weights is not None:
+        check_free_space(output, weights, config.train.keep_checkpoints)

@@ -1,0 +1,71 @@
+"""A new run's config, assembled in one place: every run (plain, staged, each `--recipe auto` candidate) gets its
+RunConfig from `assemble`, which layers, lowest first: the dataclass defaults < the recipe's paper settings < the
+preset for the base (the tuned-base defaults, and the teacher-run defaults with --teacher) < the `--config` file
+< flags < `--set` and the API's config keywords < a candidate's own settings (`consert:lr=1e-5`)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from sentadapt.config import RunConfig
+from sentadapt.errors import ConfigError
+from sentadapt.resolve import ResolvedModel
+from sentadapt.run.settings import Settings
+
+
+def recipe_of(config_file: Path | None) -> str | None:
+    if config_file is None:
+        return None
+    from sentadapt.config import load_yaml
+
+    return load_yaml(config_file).get("recipe")
+
+
+def new_config(settings: Settings) -> RunConfig:
+    """The config of a new run (`assemble`'s layers)."""
+    return new_config_and_base(settings)[0]
+
+
+def new_config_and_base(settings: Settings) -> tuple[RunConfig, ResolvedModel | None]:
+    """`new_config`, and the base model when preset detection resolved it (None when it did not need it): given to
+    `check_run` so that the base is resolved once."""
+    from sentadapt.resolve import DEFAULT_BASE_MODEL, resolve_model
+
+    if not settings.corpus:
+        raise ConfigError("CORPUS: give at least one corpus file (or --resume to continue a run)")
+    recipe_name = settings.recipe or recipe_of(settings.config_file) or "consert"
+    base_name = settings.base or DEFAULT_BASE_MODEL
+    resolved: list[ResolvedModel] = []
+
+    def resolve_base() -> ResolvedModel:
+        resolved.append(resolve_model(base_name))
+        return resolved[0]
+
+    config = assemble(recipe_name, settings, resolve_base, corpus=list(settings.corpus), output=str(settings.output),
+                      yaml_path=settings.config_file)
+    return config, resolved[0] if resolved else None
+
+
+def assemble(recipe_name: str, settings: Settings, resolve_base: Callable[[], ResolvedModel], *, corpus: list[str],
+             output: str, yaml_path: Path | None = None, yaml_train: dict[str, Any] | None = None,
+             candidate_values: dict[str, Any] | None = None) -> RunConfig:
+    """Every run's RunConfig, in the layers of the module docstring, lowest first. `resolve_base()` gives the base
+    model when the preset needs to look at it (called at most once). A single run reads its `--config` file
+    (`yaml_path`: its train and recipe_args); `--recipe auto` gives the file's `train:` values (`yaml_train`, read
+    once for every candidate) and each candidate's own settings (`candidate_values`, above everything)."""
+    from sentadapt.config import build_config
+    from sentadapt.presets import choose_preset
+    from sentadapt.recipes import RECIPES
+    from sentadapt.resolve import DEFAULT_BASE_MODEL
+
+    recipe_class = RECIPES.get(recipe_name)
+    # the preset: the tuned-base defaults when the base is sentence-tuned, and the teacher-run defaults on top
+    preset = choose_preset(settings.preset, resolve_base, recipe_class, bool(settings.run_fields.get("teacher")))
+    flags = {**(yaml_train or {}), **{key: value for key, value in settings.flags.items() if value is not None}}
+    return build_config(recipe_name, recipe_class.Config, recipe_class.train_defaults, yaml_path, flags,
+                        list(settings.set_options), set_values={**settings.set_values, **(candidate_values or {})},
+                        preset_values=preset.values, preset=preset.to_dict(),
+                        base=settings.base or DEFAULT_BASE_MODEL, corpus=corpus, output=output,
+                        **settings.run_fields)
