@@ -9,6 +9,7 @@ type and valid range before any weights load. The resolved config is saved with 
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import itertools
 import math
@@ -368,11 +369,13 @@ def parse_set_options(items: list[str]) -> dict[str, str]:
 def load_yaml(path: str | Path) -> dict[str, Any]:
     import yaml
 
+    from sentadapt.st_modules import same_file_once
+
     path = Path(path)
     if not path.is_file():
         raise ConfigError(f"--config: {path}: no such file")
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    try:  # parsed once per process while unchanged (the recipe's name, auto's candidates and the config read it)
+        data = copy.deepcopy(same_file_once(path, lambda p: yaml.safe_load(p.read_text(encoding="utf-8")))) or {}
     except yaml.YAMLError as error:
         mark = getattr(error, "problem_mark", None)
         where = f":{mark.line + 1}" if mark is not None else ""

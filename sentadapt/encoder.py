@@ -22,6 +22,7 @@ import torch
 from torch import nn
 
 from sentadapt.errors import ConfigError, ModelError
+from sentadapt.options import ALLOW_PICKLE, TRUST_REMOTE_CODE
 from sentadapt.pooling import POOLING_NAMES, Pooling
 from sentadapt.prompts import Prompts, read_prompts
 from sentadapt.resolve import ResolvedModel, check_has_weights, resolve_model
@@ -195,7 +196,7 @@ class Encoder(nn.Module):
             from sentadapt.registry import unknown_name_message
 
             raise ConfigError(unknown_name_message("pooling", pooling, list(POOLING_NAMES)))
-        check_has_weights(resolved)  # a folder of config.json alone: say so, not "pass --allow-pickle"
+        check_has_weights(resolved)  # a folder of config.json alone: say so, not "allow pickle weights"
         layout = read_layout(Path(resolved.location)) if resolved.is_local else FolderLayout()
         backbone, tokenizer = _load_backbone(resolved, layout.transformer_path, trust_remote_code, allow_pickle)
         num_layers = int(backbone.config.num_hidden_layers)
@@ -628,12 +629,12 @@ def _load_backbone(
         if not trust_remote_code and "contains custom code" in message:
             raise ModelError(
                 f"{resolved.name}: the model ships its own Python code (auto_map in config.json), which would run "
-                "when loaded; read it, then pass --trust-remote-code if you trust it"
+                f"when loaded; read it, then pass {TRUST_REMOTE_CODE} if you trust it"
             ) from None
         if not allow_pickle and ("safetensors" in message.lower() or "model.safetensors" in message):
             raise ModelError(
                 f"{resolved.name}: no safetensors weights; pickle checkpoints (.bin) can run code when "
-                "loaded — convert the model to safetensors, or pass --allow-pickle if you trust it"
+                f"loaded — convert the model to safetensors, or pass {ALLOW_PICKLE} if you trust it"
             ) from None
         raise ModelError(f"{resolved.name}: cannot load model: {message}") from None
     if tokenizer.pad_token_id is None:

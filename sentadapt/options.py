@@ -16,6 +16,11 @@ from typing import Any, TypeVar
 from sentadapt.errors import ConfigError, ResultNotWritten
 
 T = TypeVar("T")
+
+# The safety flags of every command that loads a model, spelled once (the CLI's options, adapt's run spec and the
+# errors that name them all use these)
+TRUST_REMOTE_CODE, TRUST_REMOTE_CODE_HELP = "--trust-remote-code", "Allow model code from the Hub."
+ALLOW_PICKLE, ALLOW_PICKLE_HELP = "--allow-pickle", "Allow pickle (.bin) weights you trust."
 F = TypeVar("F", bound=Callable[..., Any])
 
 

@@ -124,7 +124,7 @@ def _auto_run_without_model(text: str, path: Path) -> str:
 
 def check_has_weights(resolved: ResolvedModel) -> None:
     """A local model folder must hold weight files (in it or one folder down, as a sentence-transformers folder's
-    0_Transformer/): a folder with only config.json has nothing to load, whatever --allow-pickle says."""
+    0_Transformer/): a folder with only config.json has nothing to load, whatever the pickle setting says."""
     if not resolved.is_local:
         return
     folder = Path(resolved.location)

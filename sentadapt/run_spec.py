@@ -29,6 +29,7 @@ from typing import Any
 
 from sentadapt.config import RunConfig, TrainConfig
 from sentadapt.errors import ConfigError
+from sentadapt.options import ALLOW_PICKLE, ALLOW_PICKLE_HELP, TRUST_REMOTE_CODE, TRUST_REMOTE_CODE_HELP
 
 TRAIN, RUN, REQUEST = "train", "run", "request"  # where an option's value goes
 
@@ -155,9 +156,9 @@ ADAPT_OPTIONS: tuple[AdaptOption, ...] = (
     _option("overwrite", "--overwrite", "Replace an existing non-empty --output.", annotation=bool, default=False),
     _option("dry_run", "--dry-run", "Resolve and print the config, then exit (no weights).", annotation=bool,
             default=False),
-    _option("trust_remote_code", "--trust-remote-code", "Allow model code from the Hub.", annotation=bool,
+    _option("trust_remote_code", TRUST_REMOTE_CODE, TRUST_REMOTE_CODE_HELP, annotation=bool,
             default=False),
-    _option("allow_pickle", "--allow-pickle", "Allow pickle (.bin) weights you trust.", annotation=bool,
+    _option("allow_pickle", ALLOW_PICKLE, ALLOW_PICKLE_HELP, annotation=bool,
             default=False),
     _run("decision", "--decision", "The use/keep rule: risk (default: use the adapted model when the risk that it "
          "is no better than the base, the choice of checkpoint paid for, is at most --risk) | strict (the dev Δ's "

@@ -7,7 +7,9 @@ torch is imported.
 
 from __future__ import annotations
 
+import copy
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -26,12 +28,34 @@ UNSUPPORTED_POOLING_FLAGS = (
 
 
 def read_json(path: Path) -> Any:
+    """A model folder's JSON file, parsed once per process while the file is unchanged: presets, prompts and the
+    encoder each ask for modules.json and the Pooling config during one run (4 readers), which then costs one
+    read (`same_file_once`). A copy each time, so no caller sees another's changes."""
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        return copy.deepcopy(same_file_once(path, _parse_json))
     except FileNotFoundError:
         raise ModelError(f"{path}: missing (listed in modules.json)") from None
     except json.JSONDecodeError as error:
         raise ModelError(f"{path}: line {error.lineno}: invalid JSON ({error.msg})") from None
+
+
+def _parse_json(path: Path) -> Any:
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+_PARSED: dict[tuple[str, int, int], Any] = {}
+
+
+def same_file_once(path: Path, parse: Callable[[Path], Any]) -> Any:
+    """`parse(path)`, remembered under the file's absolute path, modification time (ns) and size: a file read
+    again while unchanged is not parsed again; a changed one is."""
+    stat = path.stat()  # FileNotFoundError for a missing file, as reading it would raise
+    key = (str(path.resolve()), stat.st_mtime_ns, stat.st_size)
+    if key not in _PARSED:
+        if len(_PARSED) > 256:  # a long-lived process (a notebook) reading many folders
+            _PARSED.clear()
+        _PARSED[key] = parse(path)
+    return _PARSED[key]
 
 
 def read_modules(modules_file: Path) -> list[dict[str, Any]]:

@@ -342,3 +342,13 @@ def test_the_attribute_finder_sees_a_tuple_target_and_skips_self(tmp_path: Path)
     sample.write_text("encoder.pooling = 1\na.normalize, b.head = 2, 3\nself.pooling = 4\n")
     assert _outside_assignments(sample, {"pooling", "normalize", "head"}) == [
         "line 1: encoder.pooling", "line 2: a.normalize", "line 2: b.head"]
+
+
+def test_the_safety_flags_are_spelled_once() -> None:
+    """--trust-remote-code and --allow-pickle: one spelling under sentadapt/ (options.py), used by every command's
+    option, adapt's run spec and the errors that name them (issue 43: it was declared 5 times)."""
+    for flag in ("--trust-remote-code", "--allow-pickle"):
+        places = [f"{path.relative_to(PACKAGE)}:{number}" for path in SOURCES
+                  for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1)
+                  if flag in line]
+        assert places == ["options.py:22" if flag == "--trust-remote-code" else "options.py:23"], places

@@ -129,3 +129,36 @@ def test_an_auto_run_resolves_the_base_once_and_parses_the_dev_file_once(
     assert result.exit_code == 0, result.output
     assert resolved_models[str(tiny_model_dir)] == 1  # for every candidate and the base's shared dev score
     assert parsed_dev_files == {str(pairs_tsv): 1}
+
+
+def test_a_run_parses_the_model_folder_files_and_the_config_yaml_once(tiny_model_dir: Path, corpus: Path,
+                                                                        tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 43: presets, prompts and the encoder each read modules.json and the Pooling config, and the recipe's
+    name, the config and --recipe auto's check each read --config: every one of those files is parsed once."""
+    import json
+
+    import yaml
+
+    import sentadapt.st_modules as st_modules
+
+    model = tmp_path / "st-model"
+    shutil.copytree(tiny_model_dir, model)
+    (model / "1_Pooling").mkdir()
+    (model / "1_Pooling" / "config.json").write_text(json.dumps({"word_embedding_dimension": 32,
+                                                                 "pooling_mode_mean_tokens": True}))
+    (model / "modules.json").write_text(json.dumps([
+        {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
+        {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"}]))
+    config = tmp_path / "consert.yaml"
+    config.write_text("recipe: consert\ntrain:\n  lr: 3.0e-5\n")
+    parsed: Counter[str] = Counter()
+    parse_json, safe_load = st_modules._parse_json, yaml.safe_load
+    monkeypatch.setattr(st_modules, "_parse_json", lambda path: parsed.update([path.name]) or parse_json(path))
+    monkeypatch.setattr(yaml, "safe_load", lambda text: parsed.update(["yaml"]) or safe_load(text))
+    result = run_adapt(str(corpus), "--base", str(model), "--output", str(tmp_path / "run"), "--dev", "none",
+                       "--config", str(config), *QUICK)
+    assert result.exit_code == 0, result.output
+    assert parsed["modules.json"] == 1 and parsed["config.json"] == 1, parsed  # (the folder's and the Pooling's:
+    # config.json of the backbone is read by transformers, not here)
+    assert parsed["yaml"] == 1, parsed

@@ -9,6 +9,7 @@ import typer
 from rich.markup import escape
 
 from sentadapt.cli._common import console, draw, friendly_errors, note, progress_bar, render_even_if_unsaved
+from sentadapt.options import ALLOW_PICKLE, ALLOW_PICKLE_HELP, TRUST_REMOTE_CODE, TRUST_REMOTE_CODE_HELP
 from sentadapt.resolve import DEFAULT_BASE_MODEL
 
 if TYPE_CHECKING:
@@ -41,8 +42,8 @@ def diagnose(
     batch_size: int = typer.Option(32, "--batch-size", min=1, help="Sentences encoded at once."),
     max_length: int | None = typer.Option(None, "--max-length", min=8, help="Default: the model's max_seq_length."),
     device: str | None = typer.Option(None, "--device", help="cpu, cuda, cuda:1 ... Default: cuda if available."),
-    trust_remote_code: bool = typer.Option(False, "--trust-remote-code", help="Allow model code from the Hub."),
-    allow_pickle: bool = typer.Option(False, "--allow-pickle", help="Allow pickle (.bin) weights you trust."),
+    trust_remote_code: bool = typer.Option(False, TRUST_REMOTE_CODE, help=TRUST_REMOTE_CODE_HELP),
+    allow_pickle: bool = typer.Option(False, ALLOW_PICKLE, help=ALLOW_PICKLE_HELP),
 ) -> None:
     """Anisotropy, isotropy, spectrum, alignment/uniformity, frequency bias, top-k token removal, layer sweep.
 

@@ -9,6 +9,7 @@ import typer
 from rich.markup import escape
 
 from sentadapt.cli._common import console, draw, friendly_errors, note, progress_bar, render_even_if_unsaved
+from sentadapt.options import ALLOW_PICKLE, ALLOW_PICKLE_HELP, TRUST_REMOTE_CODE, TRUST_REMOTE_CODE_HELP
 
 if TYPE_CHECKING:
     from sentadapt.evaluation.run import EvalResult
@@ -17,10 +18,8 @@ if TYPE_CHECKING:
 @friendly_errors
 def eval_models(
     models: list[str] = typer.Argument(..., help="Model folders, run directories or Hub ids (several → compared)."),
-    sts: str | None = typer.Option(
-        None, "--sts", help="'all' or a comma list of tasks (sts12, sts13, sts14, sts15, sts16, stsb, sickr). "
-                            "Default: all (unless a task file is given)."
-    ),
+    sts: str | None = typer.Option(None, "--sts", help="'all' or a comma list of tasks (sts12, sts13, sts14, sts15, "
+                                   "sts16, stsb, sickr). Default: all (unless a task file is given)."),
     data_dir: Path | None = typer.Option(
         None, "--data-dir", envvar="SENTADAPT_DATA_DIR",
         help="Folder of STS JSON Lines files (stsb.test.jsonl, ...). Default: MTEB datasets on the Hub (online).",
@@ -42,9 +41,8 @@ def eval_models(
                                                       "qrels/SPLIT.tsv)."),
     aggregate: str = typer.Option("all", "--aggregate", help="STS: all (one correlation per task) | mean | wmean "
                                                              "of subsets."),
-    bootstrap: int = typer.Option(
-        1000, "--bootstrap", min=0, help="Resamples for the 95 % percentile CIs (paired for Δ). 0 = off."
-    ),
+    bootstrap: int = typer.Option(1000, "--bootstrap", min=0, help="Resamples for the 95 % percentile CIs (paired "
+                                                                  "for Δ). 0 = off."),
     seed: int = typer.Option(0, "--seed", help="Seed of the bootstrap resamples."),
     cache_embeddings: bool = typer.Option(
         False, "--cache-embeddings", help="Keep each model's vectors on disk ($SENTADAPT_CACHE), keyed by its "
@@ -76,8 +74,8 @@ def eval_models(
                                             "line, a sample of your corpus). Default: the evaluated sentences."),
     json_out: Path | None = typer.Option(None, "--json", help="Also write the results (with CIs) as JSON here."),
     show_subsets: bool = typer.Option(False, "--subsets", help="Also print per-subset STS scores."),
-    trust_remote_code: bool = typer.Option(False, "--trust-remote-code", help="Allow model code from the Hub."),
-    allow_pickle: bool = typer.Option(False, "--allow-pickle", help="Allow pickle (.bin) weights you trust."),
+    trust_remote_code: bool = typer.Option(False, TRUST_REMOTE_CODE, help=TRUST_REMOTE_CODE_HELP),
+    allow_pickle: bool = typer.Option(False, ALLOW_PICKLE, help=ALLOW_PICKLE_HELP),
 ) -> None:
     """Score models side by side: a column per model with its 95 % CI, Δ against the first model with the
     paired-bootstrap CI (* when it excludes 0)."""
