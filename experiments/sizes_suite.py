@@ -48,6 +48,7 @@ SHARED = Path("../shared")
 L6 = str(SHARED / "models/all-minilm-l6-v2")
 WORK = Path("runs/distill")
 RESULTS = Path("results/sizes")
+POOLS = Path("results/distill/data")  # each domain's pool.jsonl, tracked: the study needs nothing untracked
 SIZES = (384, 192, 96)
 MATRYOSHKA = ("--matryoshka", ",".join(map(str, SIZES)))
 # variant → (what it is, where its runs are under WORK/runs)
@@ -144,7 +145,7 @@ def spearman(gold: np.ndarray, cosines: np.ndarray) -> float:
     return float(100 * spearmanr(gold, cosines).statistic)
 
 
-def study(work: Path, results: Path, seeds: int, resamples: int) -> dict[str, Any]:
+def study(results: Path, seeds: int, resamples: int) -> dict[str, Any]:
     from sentadapt.evaluation.sizes import size_table
 
     labels = [form.label(SIZES[0]) for form in forms()]
@@ -152,7 +153,7 @@ def study(work: Path, results: Path, seeds: int, resamples: int) -> dict[str, An
     for domain in DOMAINS:
         if not (results / "cosines" / f"base-{domain}.npz").is_file():
             continue
-        pool = load_pool(pool_file(work / "data", domain))
+        pool = load_pool(POOLS / domain / "pool.jsonl")
         base = np.load(results / "cosines" / f"base-{domain}.npz")
         for variant in VARIANTS:
             path = results / "cosines" / f"{variant}-{domain}.npz"
@@ -237,6 +238,11 @@ def decisions(result: dict[str, Any]) -> list[str]:
 def render(result: dict[str, Any], doc: Path) -> None:
     from tools.doc_sections import write_section
 
+    write_section(doc, SECTION, section(result))
+
+
+def section(result: dict[str, Any]) -> str:
+    """The `sizes` section of docs/results.md, from the study's record (results/sizes/study.json)."""
     body = [
         "## Sizes: Matryoshka training, truncation and quantization",
         "",
@@ -262,7 +268,7 @@ def render(result: dict[str, Any], doc: Path) -> None:
         "python -m experiments.sizes_suite --train --encode --study --render docs/results.md",
         "```",
     ]
-    write_section(doc, SECTION, "\n".join(body))
+    return "\n".join(body)
 
 
 def main() -> None:
@@ -286,7 +292,7 @@ def main() -> None:
     if args.encode:
         encode_all(args.work, args.results, domains)
     if args.study:
-        result = study(args.work, args.results, args.seeds, args.resamples)
+        result = study(args.results, args.seeds, args.resamples)
         (args.results / "study.json").write_text(json.dumps(result, indent=1))
         print("\n".join([*tables(result), "", *acceptance(result), "", *decisions(result)]))
         if args.render:

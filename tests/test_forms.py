@@ -235,3 +235,20 @@ def test_dims_on_a_model_whose_pooling_concatenates_modes_is_one_line(tiny_model
     assert result.exit_code != 0
     lines = result.output.strip().splitlines()
     assert len(lines) == 1 and "pooling cls, mean is not supported" in lines[0], result.output
+
+
+def test_the_summary_line_names_the_smallest_size_or_that_none_keeps_the_gain() -> None:
+    from sentadapt.run.summary import sizes_text
+
+    rows = [{"dim": 384, "precision": "fp32", "bytes_per_vector": 1536.0, "score": 80.0, "delta_vs_base_full": 0.5,
+             "ci": [-0.1, 1.1], "risk": 0.1, "keeps_gain": True},
+            {"dim": 192, "precision": "int8", "bytes_per_vector": 192.0, "score": 79.8, "delta_vs_base_full": 0.3,
+             "ci": [-0.4, 1.0], "risk": 0.18, "keeps_gain": True}]
+    record = {"rows": rows, "base_full_score": 79.5, "smallest": {"dim": 192, "precision": "int8",
+                                                                  "bytes_per_vector": 192.0}}
+    assert sizes_text(record) == (
+        "192 int8: 192 bytes a vector (8× smaller), dev 79.80, Δ +0.30 [-0.40, +1.00] vs the base's 384 fp32 (79.50), "
+        "risk 0.18; `sentadapt export RUN OUT --dim 192` ships it, stored as int8 codes (quantize_embeddings)")
+    assert sizes_text(record, kept_base=True).startswith("the adapted model's 192 int8")
+    assert sizes_text({**record, "smallest": None}) == (
+        "none keeps the dev score of the base's 384 fp32 (79.50) at its risk limit; metrics.json has every size")

@@ -60,14 +60,16 @@ def summary_table(result: Any, config: Any = None) -> TextTable:
         table.row(name, value)
     table.row("decision", decision_cell(result.decision))
     if result.sizes is not None:
-        table.row("smallest size", sizes_text(result.sizes))
+        table.row("smallest size", sizes_text(result.sizes, kept_base=result.decision.decision == "keep-base"))
     if result.decision_note:
         table.row("dev set size", Cell(result.decision_note, WARN))
     return table
 
 
-def sizes_text(sizes: dict[str, Any]) -> str:
-    """The sizes decision in one line: the smallest size and precision that keeps the gain, or that none does."""
+def sizes_text(sizes: dict[str, Any], kept_base: bool = False) -> str:
+    """The sizes decision in one line: the smallest size and precision that keeps the gain, or that none does.
+    `kept_base`: the decision kept the base, so a named size is the adapted model's that scores as the base's
+    whole vectors on dev, at less storage (evaluation/sizes.py)."""
     rows = sizes["rows"]
     whole = rows[0]
     reference = f"the base's {whole['dim']} fp32 ({sizes['base_full_score']:.2f})"
@@ -77,9 +79,11 @@ def sizes_text(sizes: dict[str, Any]) -> str:
     row = next(row for row in rows if row["dim"] == kept["dim"] and row["precision"] == kept["precision"])
     risk = "" if row["risk"] is None else f", risk {row['risk']:.2f}"
     saving = whole["bytes_per_vector"] / row["bytes_per_vector"]
-    return (f"{row['dim']} {row['precision']}: {row['bytes_per_vector']:g} bytes a vector ({saving:g}× smaller), "
+    return (("the adapted model's " if kept_base else "")
+            + f"{row['dim']} {row['precision']}: {row['bytes_per_vector']:g} bytes a vector ({saving:g}× smaller), "
             f"dev {row['score']:.2f}, Δ {row['delta_vs_base_full']:+.2f} {_interval(row['ci'])} vs {reference}{risk}; "
-            f"`sentadapt export RUN OUT --dim {row['dim']}` ships it")
+            f"`sentadapt export RUN OUT --dim {row['dim']}` ships it"
+            + ("" if row["precision"] == "fp32" else f", stored as {row['precision']} codes (quantize_embeddings)"))
 
 
 def distillation_rows(result: Any) -> list[tuple[str, str]]:
