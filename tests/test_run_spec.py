@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import inspect
 from pathlib import Path
+from typing import Any
 
 import pytest
 import typer.main
@@ -93,3 +94,23 @@ def test_config_yaml_reads_back_every_field_it_wrote(corpus: Path, tiny_model_di
     save_run_config(config, path)
     again = load_run_config(path, {name: RECIPES.get(name).Config for name in RECIPES})
     assert again.to_dict() == config.to_dict()
+
+
+@pytest.mark.parametrize(("command", "call", "cli_only", "renamed"), [
+    ("sentadapt.cli.eval:eval_models", "sentadapt.api:evaluate", {"show_subsets"}, {}),
+    ("sentadapt.cli.diagnose:diagnose", "sentadapt.api:diagnose", set(), {}),
+    ("sentadapt.cli.export:export", "sentadapt.api:export", set(), {"export_format": "format"}),
+])
+def test_a_command_passes_its_options_to_its_call_by_name(command: str, call: str, cli_only: set[str],
+                                                          renamed: dict[str, str]) -> None:
+    """eval, diagnose and export hand their parameters to the library call as they are (issue 43: each option
+    spelled in the command's signature and the call's, not a third time in between): the names must be the same."""
+    import importlib
+
+    def function(spec: str) -> Any:
+        module, name = spec.split(":")
+        return getattr(importlib.import_module(module), name)
+
+    cli = {renamed.get(name, name) for name in inspect.signature(function(command)).parameters} - cli_only
+    api = set(inspect.signature(function(call)).parameters) - {"progress", "note"}
+    assert cli == api

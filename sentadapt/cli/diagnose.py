@@ -51,14 +51,11 @@ def diagnose(
 
     With no --corpus, --pairs or STS data, a small sample shipped with sentadapt (IT-support text) is used.
     """
+    options = dict(locals())  # the parameters: diagnose()'s keywords, one spelling
     from sentadapt.api import diagnose as run_diagnose
 
     def call() -> DiagnoseResult:
-        return run_diagnose(model, compare=compare, corpus=corpus, pairs=pairs, sample=sample, data_dir=data_dir,
-                            sts=sts, report=report, max_k=max_k, json_out=json_out, plot=plot, seed=seed,
-                            batch_size=batch_size, max_length=max_length, device=device,
-                            trust_remote_code=trust_remote_code, allow_pickle=allow_pickle, progress=progress_bar,
-                            note=note)
+        return run_diagnose(**options, progress=progress_bar, note=note)
 
     render_even_if_unsaved(call, render)
 

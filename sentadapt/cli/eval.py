@@ -79,16 +79,11 @@ def eval_models(
 ) -> None:
     """Score models side by side: a column per model with its 95 % CI, Δ against the first model with the
     paired-bootstrap CI (* when it excludes 0)."""
+    options = {name: value for name, value in locals().items() if name != "show_subsets"}  # = evaluate's keywords
     from sentadapt.api import evaluate
 
     def call() -> EvalResult:
-        return evaluate(models, sts=sts, data_dir=data_dir, pairs=pairs, rerank=rerank, retrieval=retrieval, task=task,
-                        split=split, aggregate=aggregate, bootstrap=bootstrap, seed=seed,
-                        cache_embeddings=cache_embeddings, pooling=pooling, prompt=prompt,
-                        query_prompt=query_prompt, document_prompt=document_prompt, batch_size=batch_size,
-                        max_length=max_length, dtype=dtype, device=device, dims=dims, quantize=quantize,
-                        calibration=calibration, json_out=json_out, trust_remote_code=trust_remote_code,
-                        allow_pickle=allow_pickle, progress=progress_bar, note=note)
+        return evaluate(**options, progress=progress_bar, note=note)
 
     render_even_if_unsaved(call, lambda result: render(result, show_subsets))
 

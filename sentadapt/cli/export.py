@@ -36,12 +36,11 @@ def export(
     dim: int | None = typer.Option(None, "--dim", help="Ship the vectors' first N dimensions (eval --dims)."),
 ) -> None:
     """Export a model, then prove the export gives the same vectors as sentadapt's encoder."""
+    options = dict(locals())  # the parameters: export()'s keywords, one spelling (`format` is a builtin here)
     from sentadapt.api import export as run_export
 
-    render(run_export(source, output, format=export_format, dtype=dtype, pooling=pooling, normalize=normalize,
-                      quantize=quantize, checkpoint=checkpoint, sentences=sentences, overwrite=overwrite,
-                      trust_remote_code=trust_remote_code, allow_pickle=allow_pickle, adapters_only=adapters_only,
-                      dim=dim, note=note))
+    render(run_export(**{"format" if name == "export_format" else name: value for name, value in options.items()},
+                      note=note))
 
 
 def render(result: ExportResult) -> None:
