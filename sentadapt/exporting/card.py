@@ -120,7 +120,9 @@ def _model_section(request: ExportRequest, encoder: Encoder) -> str:
         ("Dense head", " → ".join(f"{layer.linear.in_features}→{layer.linear.out_features} "
                                   f"{layer.activation_name.rsplit('.', 1)[-1]}" for layer in encoder.head) or "none"),
         ("Normalised (unit length)", "yes" if encoder.normalize else "no"),
-        ("Dimension", str(encoder.embedding_dim)),
+        ("Dimension", str(encoder.embedding_dim) + ("" if request.dim is None else
+                                                     f" (`export --dim {request.dim}`: the first {request.dim} "
+                                                     "dimensions of the model's vectors, the last Dense layer)")),
         ("Max sequence length", str(encoder.max_length)),
         ("Similarity", "cosine"),
         ("Weights", request.dtype),
