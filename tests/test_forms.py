@@ -197,7 +197,8 @@ def test_export_dim_loads_in_sentence_transformers_with_eval_s_truncated_vectors
     prefix = Encoder.load(tiny_model_dir, device="cpu").encode(TINY_SENTENCES).numpy()[:, :16]
     np.testing.assert_allclose(theirs, prefix, rtol=0, atol=1e-6)  # no Normalize: the prefix itself
     assert Encoder.load(tmp_path / "out", device="cpu").embedding_dim == 16
-    assert "| Dimension | 16 (`export --dim 16`: the first 16 dimensions" in (tmp_path / "out" / "README.md").read_text()
+    card = (tmp_path / "out" / "README.md").read_text()
+    assert "| Dimension | 16 (`export --dim 16`: the first 16 dimensions" in card
 
 
 @pytest.mark.parametrize(("options", "message"), [

@@ -143,3 +143,20 @@ def test_a_matryoshka_run_trains_saves_its_sizes_and_logs_a_larger_loss(tiny_mod
     assert saved["matryoshka"] == [32, 16, 8]
     # three terms instead of one: step 1 (the same weights and views) is larger than the plain run's
     assert logs["sizes"][0] > logs["plain"][0] * 1.5
+
+
+@pytest.mark.parametrize(("flags", "message"), [
+    (["--sizes", "16", "--dev", "none"], "Error: --sizes: weighs each size on the dev set against the base's whole "
+                                         "vectors; pass --dev FILE (e.g. 100 labelled pairs from your domain) or "
+                                         "--dev stsb --data-dir DIR"),
+    (["--sizes", "64,16", "--dev", "PAIRS"], "Error: --sizes: 64 is above this model's embedding width 32; list sizes "
+                                             "up to 32"),
+])
+def test_sizes_without_a_dev_set_or_above_the_width_are_one_line(tiny_model_dir: Path, corpus: Path,
+                                                                 pairs_tsv: Path, tmp_path: Path, flags: list[str],
+                                                                 message: str) -> None:
+    flags = [str(pairs_tsv) if flag == "PAIRS" else flag for flag in flags]
+    result = run_adapt(str(corpus), "--base", str(tiny_model_dir), "--output", str(tmp_path / "run"),
+                       "--max-steps", "1", "--batch-size", "8", *flags)
+    assert result.exit_code == 2
+    assert result.output.strip().splitlines()[-1] == message

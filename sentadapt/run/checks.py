@@ -61,6 +61,9 @@ def check_run(config: RunConfig, resume: bool, overwrite: bool, dry_run: bool, r
     if require_improvement and dev.name is None:
         raise ConfigError("--require-improvement: needs a labelled dev set to compare with the base model; "
                           "pass --dev FILE (e.g. 100 labelled pairs from your domain) or --dev stsb --data-dir DIR")
+    if config.train.sizes and dev.name is None:
+        raise ConfigError("--sizes: weighs each size on the dev set against the base's whole vectors; pass --dev "
+                          "FILE (e.g. 100 labelled pairs from your domain) or --dev stsb --data-dir DIR")
     run = ResolvedRun(config, base, recipe_class, dev, teacher)
     if not dry_run and is_main_process():  # other ranks would see the directory rank 0 just made
         _check_output(config, base, resume, overwrite)

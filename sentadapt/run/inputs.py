@@ -7,6 +7,7 @@ from typing import Any
 from sentadapt import lora
 from sentadapt.config import RunConfig
 from sentadapt.encoder import Encoder
+from sentadapt.errors import ConfigError
 from sentadapt.events import Note, Progress, no_progress
 from sentadapt.prompts import PAIR
 from sentadapt.recipes.base import Matryoshka, TrainingData
@@ -54,7 +55,11 @@ def build_inputs(run: ResolvedRun | RunConfig, note: Note, device: str | None = 
         lora.target_modules(encoder.backbone, adapters.targets)
     recipe = run.recipe_class(config.recipe_args, encoder,
                               Matryoshka.of(config.train.matryoshka, config.train.matryoshka_weights))
-    recipe.matryoshka.check_width(recipe.exported_width(encoder))
+    width = recipe.exported_width(encoder)
+    recipe.matryoshka.check_width(width)
+    if config.train.sizes and max(config.train.sizes) > width:
+        raise ConfigError(f"--sizes: {max(config.train.sizes)} is above this model's embedding width {width}; list "
+                          f"sizes up to {width}")
     if stage is not None:
         recipe.use_stage(stage)
     data = training_data(config, training_prompt(config, encoder, note))
