@@ -145,7 +145,7 @@ def spearman(gold: np.ndarray, cosines: np.ndarray) -> float:
     return float(100 * spearmanr(gold, cosines).statistic)
 
 
-def study(results: Path, seeds: int, resamples: int) -> dict[str, Any]:
+def study(results: Path, seeds: int, resamples: int, pools: Path = POOLS) -> dict[str, Any]:
     from sentadapt.evaluation.sizes import size_table
 
     labels = [form.label(SIZES[0]) for form in forms()]
@@ -153,7 +153,7 @@ def study(results: Path, seeds: int, resamples: int) -> dict[str, Any]:
     for domain in DOMAINS:
         if not (results / "cosines" / f"base-{domain}.npz").is_file():
             continue
-        pool = load_pool(POOLS / domain / "pool.jsonl")
+        pool = load_pool(pools / domain / "pool.jsonl")
         base = np.load(results / "cosines" / f"base-{domain}.npz")
         for variant in VARIANTS:
             path = results / "cosines" / f"{variant}-{domain}.npz"
@@ -222,7 +222,8 @@ def acceptance(result: dict[str, Any]) -> list[str]:
 
 def decisions(result: dict[str, Any]) -> list[str]:
     cells = result["cells"]
-    lines = ["| variant | forms named (count over domains × seeds) | mean test Δ of the named form |", "|---|---|---:|"]
+    lines = ["| variant | forms named (count over domains × seeds) | mean test Δ of the named form "
+             "| named, test Δ < 0 |", "|---|---|---:|---:|"]
     for variant in VARIANTS:
         chosen = [c for c in cells if c["variant"] == variant]
         if not chosen:
@@ -231,7 +232,9 @@ def decisions(result: dict[str, Any]) -> list[str]:
         for cell in chosen:
             counts[cell["named"] or "none"] = counts.get(cell["named"] or "none", 0) + 1
         named = ", ".join(f"{label} ×{count}" for label, count in sorted(counts.items(), key=lambda kv: -kv[1]))
-        lines.append(f"| {variant} | {named} | {_mean(chosen, lambda c: c['named_test_delta']):+.2f} |")
+        below = sum(1 for cell in chosen if cell["named"] is not None and cell["named_test_delta"] < 0)
+        lines.append(f"| {variant} | {named} | {_mean(chosen, lambda c: c['named_test_delta']):+.2f} | "
+                     f"{below} of {sum(1 for cell in chosen if cell['named'] is not None)} |")
     return lines
 
 
