@@ -17,7 +17,8 @@ this choice among ≤ 4 steps has seen them; it is the same for the runs with an
 Forms (sentadapt/evaluation/forms.py, the code `eval --dims/--quantize` runs): the prefix of each vector; int8 with
 ranges from 2,000 corpus sentences (a seeded sample of corpus.txt: what a user calibrating on the texts they index
 does); binary scored by Hamming distance. Per-pair cosines are written to results/sizes/cosines/ (tracked): every
-figure regenerates from them with `--study`.
+figure regenerates from them with `--study`. results/sizes/runs/VARIANT-DOMAIN/ keeps each run's config.yaml and
+metrics.json (its settings, dev curve and sizes table).
 
 Study: per domain and split seed (5), decision_study.draw's 200 dev pairs and the test pairs sharing no sentence
 with them; per variant and form, Spearman × 100 on test and its Δ against the base's 384 fp32 on the same pairs.
