@@ -43,3 +43,18 @@ def test_the_figures_quoted_in_docs_sizes_md_are_the_stored_study_s(stored: dict
         means = [sum(c["test_delta"][label] for c in cells) / len(cells) for label in labels]
         row = f"| {name} | " + " | ".join(f"{mean:+.2f}".replace("-", "−") for mean in means) + " |"
         assert row in text, row
+
+
+def test_the_teacher_evidence_section_is_what_its_stored_outputs_render(tmp_path: Path) -> None:
+    """Issue 41 item 6: docs/results.md's "teacher-evidence" section regenerates from results/distill/ (tracked
+    per-pair outputs) without training; rendered into a copy of the document, nothing changes (~40 s)."""
+    import os
+    import subprocess
+    import sys
+
+    copy = tmp_path / "results.md"
+    original = (REPO / "docs" / "results.md").read_text(encoding="utf-8")
+    copy.write_text(original, encoding="utf-8")
+    subprocess.run([sys.executable, "-m", "experiments.teacher_evidence", "--render", "--doc", str(copy)], cwd=REPO,
+                   check=True, capture_output=True, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    assert copy.read_text(encoding="utf-8") == original
