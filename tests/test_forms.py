@@ -146,13 +146,15 @@ def test_the_smallest_size_is_the_fewest_bytes_that_keeps_the_base_score_at_the_
     assert [form.label(32) for form in forms] == ["32 fp32", "32 int8", "16 fp32", "16 int8", "8 fp32", "8 int8",
                                                   "32 binary", "16 binary", "8 binary"]
     base = noisy_outputs(evaluator, gold, 0.5, seed=1)
-    # less noise than the base: better; more: worse. 16 int8 (16 bytes) is the smallest that is clearly better
+    # less noise than the base: better; more: worse. Walked from the most bytes down: 32 fp32 (128 bytes), 16 fp32
+    # (64), 32 int8 (32) keep; 8 fp32 (32 bytes, after 32 int8) does not, so the walk stops: 32 int8 is named,
+    # though 16 int8 (16 bytes) keeps the gain on its own
     noise = {"32 fp32": 0.2, "32 int8": 0.2, "16 fp32": 0.25, "16 int8": 0.25, "8 fp32": 0.9, "8 int8": 0.9,
              "32 binary": 0.7, "16 binary": 0.9, "8 binary": 2.0}
     outputs = [noisy_outputs(evaluator, gold, noise[form.label(32)], seed=2) for form in forms]
     table = size_table(evaluator, base, outputs, forms, 32, risk_limit=0.2)
     record = table.to_dict()
-    assert record["smallest"] == {"dim": 16, "precision": "int8", "bytes_per_vector": 16.0}
+    assert record["smallest"] == {"dim": 32, "precision": "int8", "bytes_per_vector": 32.0}
     by_label = {f"{row['dim']} {row['precision']}": row for row in record["rows"]}
     assert by_label["8 fp32"]["keeps_gain"] is False and by_label["8 fp32"]["risk"] > 0.5
     assert by_label["16 int8"]["risk"] <= 0.2 and by_label["16 int8"]["delta_vs_base_full"] > 0
@@ -254,3 +256,20 @@ def test_the_summary_line_names_the_smallest_size_or_that_none_keeps_the_gain() 
     assert sizes_text(record, kept_base=True).startswith("the adapted model's 192 int8")
     assert sizes_text({**record, "smallest": None}) == (
         "none keeps the dev score of the base's 384 fp32 (79.50) at its risk limit; metrics.json has every size")
+
+
+def test_the_walk_stops_at_the_first_size_that_does_not_keep_the_gain() -> None:
+    from sentadapt.evaluation.sizes import SizeRow, named_in_sequence
+
+    def row(dim: int, precision: str, bytes_per_vector: float, keeps: bool) -> SizeRow:
+        return SizeRow({"dim": dim, "precision": precision, "bytes_per_vector": bytes_per_vector}, 80.0, 0.1, None,
+                       0.1, keeps)
+
+    # given out of order: the walk sorts by bytes, then size (384 int8 before 96 fp32, both 384 bytes)
+    rows = [row(96, "fp32", 384, True), row(384, "fp32", 1536, True), row(384, "int8", 384, True),
+            row(192, "fp32", 768, True), row(192, "int8", 192, False), row(96, "int8", 96, True)]
+    assert named_in_sequence(rows) == 0  # 96 fp32: 96 int8 keeps too, but 192 int8 stopped the walk before it
+    rows[4] = row(192, "int8", 192, True)
+    assert named_in_sequence(rows) == 5
+    rows[1] = row(384, "fp32", 1536, False)  # the whole vector does not keep the gain: nothing is named
+    assert named_in_sequence(rows) is None
