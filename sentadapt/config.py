@@ -133,8 +133,9 @@ class TrainConfig:
     recipe_weight: float = 1.0
     # Matryoshka (`--matryoshka 384,192,96`): every loss term, the recipe's and distillation's, summed over these
     # prefix widths of the exported vectors, largest first (sentence-transformers' MatryoshkaLoss), so each prefix
-    # is an embedding of its own; () = off. matryoshka_weights: one per width, () = 1 each.
+    # is an embedding of its own; () = off
     matryoshka: tuple[int, ...] = ()
+    # the weight of each --matryoshka width's term, in its order; () = 1 each
     matryoshka_weights: tuple[float, ...] = ()
     # --sizes: the sizes the finished run's dev table weighs (evaluation/sizes.py); () = matryoshka's, if any
     sizes: tuple[int, ...] = ()

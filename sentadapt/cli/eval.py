@@ -36,7 +36,9 @@ def eval_models(
         [], "--retrieval", help="BEIR folder (corpus.jsonl, queries.jsonl, qrels/SPLIT.tsv): nDCG@10, MRR@10, "
                                 "Recall@10/@100, MAP@100. Repeatable."
     ),
-    task: str | None = typer.Option(None, "--task", help="Force the --pairs files' type: sts | pair-classification."),
+    task: str | None = typer.Option(
+        None, "--task", help="Force the task type of the --pairs files: sts | pair-classification."
+    ),
     split: str = typer.Option("test", "--split", help="test | dev (STS: STS-B and SICK-R only; retrieval: "
                                                       "qrels/SPLIT.tsv)."),
     aggregate: str = typer.Option("all", "--aggregate", help="STS: all (one correlation per task) | mean | wmean "
