@@ -179,6 +179,34 @@ def config_keys() -> list[str]:
     return [f.name for f in dataclasses.fields(TrainConfig)]
 
 
+LORA_FIELDS = ("lora_r", "lora_alpha", "lora_dropout", "lora_targets")  # what `--lora SPEC` sets (lora.lora_flags)
+
+
+def _flags_class(name: str, target: str, doc: str, extra: tuple[str, ...] = ()) -> type:
+    """A frozen dataclass with one typed field per option of `target` (its config field's type; default None: not
+    given, or the option's own default), generated from ADAPT_OPTIONS, so a new option is still one entry."""
+    hints = typing.get_type_hints(TrainConfig if target == TRAIN else RunConfig)
+    fields = [(option.name, option.value_type,
+               dataclasses.field(default=option.default if option.target == RUN else None))
+              for option in ADAPT_OPTIONS if option.target == target]
+    fields += [(key, hints[key] | None, dataclasses.field(default=None)) for key in extra]
+    made = dataclasses.make_dataclass(name, fields, frozen=True, namespace={"__doc__": doc})
+    made.__module__ = __name__
+    return made
+
+
+# adapt's options that set config fields, as typed requests (not dicts of Any): what Settings carries
+TrainFlags = _flags_class("TrainFlags", TRAIN, "adapt's options that set TrainConfig fields (None: not given).",
+                          LORA_FIELDS)
+RunFlags = _flags_class("RunFlags", RUN, "adapt's options that set RunConfig fields (their defaults as the CLI's).")
+
+
+def given(flags: Any) -> dict[str, Any]:
+    """The fields of a TrainFlags or RunFlags that were given (not None), by name: what the config layers take."""
+    return {field.name: getattr(flags, field.name) for field in dataclasses.fields(flags)
+            if getattr(flags, field.name) is not None}
+
+
 def route(values: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
     """The values of ADAPT_OPTIONS split by where they go: (TrainConfig fields, RunConfig fields, the request's)."""
     train: dict[str, Any] = {}

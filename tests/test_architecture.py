@@ -352,3 +352,21 @@ def test_the_safety_flags_are_spelled_once() -> None:
                   for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1)
                   if flag in line]
         assert places == ["options.py:22" if flag == "--trust-remote-code" else "options.py:23"], places
+
+
+def test_no_request_type_carries_a_dict_of_any() -> None:
+    """Issue 43: a request is typed (adapt's flags are TrainFlags and RunFlags, generated from the run spec), not a
+    dict[str, Any] filled with own.get(...)."""
+    import dataclasses as dc
+    import typing
+
+    from sentadapt.exporting.request import ExportRequest
+    from sentadapt.run.adapt import AdaptRequest
+    from sentadapt.run.settings import Settings
+    from sentadapt.run_spec import RunFlags, TrainFlags
+
+    for request in (AdaptRequest, Settings, TrainFlags, RunFlags, ExportRequest):
+        hints = typing.get_type_hints(request)
+        loose = [f.name for f in dc.fields(request) if hints[f.name] in (dict[str, typing.Any], typing.Any)
+                 or typing.get_args(hints[f.name])[-1:] == (typing.Any,)]
+        assert not loose, f"{request.__name__}: {loose}"

@@ -298,10 +298,10 @@ def test_resume_names_every_option_it_ignores_lora_prompt_and_dev_included(tmp_p
     from sentadapt.lora import lora_flags
     from sentadapt.run.resume import ignored_on_resume
     from sentadapt.run.settings import Settings
+    from sentadapt.run_spec import RunFlags, TrainFlags
 
-    flags = {"lr": 1e-4, "batch_size": None, **lora_flags("r=8,alpha=16")}
-    run_fields = {"dev": "dev.tsv", "prompt": "query", "teacher": None, "risk": 0.2, "decision": "strict",
-                  "num_proc": 4}
+    flags = TrainFlags(lr=1e-4, batch_size=None, **lora_flags("r=8,alpha=16"))
+    run_fields = RunFlags(dev="dev.tsv", prompt="query", teacher=None, risk=0.2, decision="strict", num_proc=4)
     settings = Settings([], tmp_path, None, None, None, [], None, flags, run_fields)
     # as the command line spells them; --risk at its default and --num-proc (the machine's, applied) are not named
     assert ignored_on_resume(settings) == ["--lr", "--lora", "--dev", "--prompt", "--decision"]

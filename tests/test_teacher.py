@@ -453,11 +453,12 @@ def test_a_teacher_brings_its_defaults_above_the_preset_and_below_the_flags(tiny
     from sentadapt.presets import TEACHER_DEFAULTS
     from sentadapt.run.configs import new_config
     from sentadapt.run.settings import Settings
+    from sentadapt.run_spec import RunFlags, TrainFlags
 
     def config(**flags: object):
         return new_config(Settings(corpus=(str(corpus),), output=tmp_path / "run", recipe="consert",
-                                   base=str(tiny_model_dir), flags=flags,
-                                   run_fields={"teacher": str(teacher_dir)}))
+                                   base=str(tiny_model_dir), flags=TrainFlags(**flags),
+                                   run_fields=RunFlags(teacher=str(teacher_dir))))
 
     defaults = config()
     for key, value in TEACHER_DEFAULTS.items():

@@ -21,7 +21,7 @@ from sentadapt.run.resolved import ResolvedRun
 from sentadapt.run.resume import FINISHED, RESTART, RESUME_LAST, ignored_on_resume, resume_auto_mode, resumed_config
 from sentadapt.run.settings import Events, Settings
 from sentadapt.run.stages import train_run
-from sentadapt.run_spec import OPTIONS_BY_NAME, route
+from sentadapt.run_spec import OPTIONS_BY_NAME, RunFlags, TrainFlags, route
 from sentadapt.rundir import CONFIG_FILE, RunDir
 from sentadapt.tables import TextTable
 
@@ -71,7 +71,7 @@ def run(request: AdaptRequest, events: Events | None = None) -> AdaptOutcome:
     a kept base with require_improvement)."""
     events = events or Events()
     settings = request.settings
-    check_at_least("--num-proc", settings.run_fields.get("num_proc"), 1)
+    check_at_least("--num-proc", settings.run_fields.num_proc, 1)
     output = Path(settings.output)
     if not request.dry_run and is_main_process() and aside_path(output).is_dir() and not held_by_another(output):
         recover(output, events.note)  # a run an earlier, killed --overwrite set aside: back before anything reads
@@ -88,7 +88,7 @@ def run(request: AdaptRequest, events: Events | None = None) -> AdaptOutcome:
     restart = mode != RESTART and RunDir(output).never_started()  # stopped before its first checkpoint
     base = None  # the base model, when making the config resolved it (preset detection)
     if resume:
-        config = resumed_config(output, settings.run_fields.get("num_proc"))
+        config = resumed_config(output, settings.run_fields.num_proc)
         _note_ignored(request, events, CONFIG_FILE)
     else:
         config, base = new_config_and_base(settings)
@@ -243,7 +243,8 @@ def request_from(options: dict[str, Any], config_keys: dict[str, Any] | None = N
     resume = own.get("resume")
     settings = Settings([str(path) for path in own.get("corpus") or ()], Path(own["output"]), own.get("recipe"),
                         own.get("base"), None if config_file is None else Path(config_file),
-                        list(own.get("set_options") or ()), own.get("preset"), train, run_fields,
+                        list(own.get("set_options") or ()), own.get("preset"), TrainFlags(**train),
+                        RunFlags(**{key: value for key, value in run_fields.items() if value is not None}),
                         dict(config_keys or {}))
     return AdaptRequest(settings, list(own.get("candidates") or ()), RESUME_LAST if resume is True else resume or None,
                         bool(own.get("overwrite")), bool(own.get("dry_run")), bool(own.get("trust_remote_code")),

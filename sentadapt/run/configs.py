@@ -59,13 +59,14 @@ def assemble(recipe_name: str, settings: Settings, resolve_base: Callable[[], Re
     from sentadapt.presets import choose_preset
     from sentadapt.recipes import RECIPES
     from sentadapt.resolve import DEFAULT_BASE_MODEL
+    from sentadapt.run_spec import given
 
     recipe_class = RECIPES.get(recipe_name)
     # the preset: the tuned-base defaults when the base is sentence-tuned, and the teacher-run defaults on top
-    preset = choose_preset(settings.preset, resolve_base, recipe_class, bool(settings.run_fields.get("teacher")))
-    flags = {**(yaml_train or {}), **{key: value for key, value in settings.flags.items() if value is not None}}
+    preset = choose_preset(settings.preset, resolve_base, recipe_class, settings.run_fields.teacher is not None)
+    flags = {**(yaml_train or {}), **given(settings.flags)}
     return build_config(recipe_name, recipe_class.Config, recipe_class.train_defaults, yaml_path, flags,
                         list(settings.set_options), set_values={**settings.set_values, **(candidate_values or {})},
                         preset_values=preset.values, preset=preset.to_dict(),
                         base=settings.base or DEFAULT_BASE_MODEL, corpus=corpus, output=output,
-                        **settings.run_fields)
+                        **given(settings.run_fields))

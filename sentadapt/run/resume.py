@@ -51,14 +51,13 @@ def resumed_config(output: Path, num_proc: int | None = None) -> RunConfig:
 def ignored_on_resume(settings: Settings, extra: Sequence[str] = ()) -> list[str]:
     """The options a resumed run does not apply (its saved config is authoritative; only --num-proc, a setting of
     the machine, applies), as the command line spells them."""
-    from sentadapt.run_spec import OPTIONS_BY_NAME
+    from sentadapt.run_spec import OPTIONS_BY_NAME, given
 
     ignored: list[str] = []
-    for key, value in settings.flags.items():
-        if value is not None:
-            ignored.append("--lora" if key.startswith("lora_") else OPTIONS_BY_NAME[key].flag)
-    for key, value in settings.run_fields.items():
-        if value is not None and value != OPTIONS_BY_NAME[key].default and key != "num_proc":
+    for key in given(settings.flags):
+        ignored.append("--lora" if key.startswith("lora_") else OPTIONS_BY_NAME[key].flag)
+    for key, value in given(settings.run_fields).items():
+        if value != OPTIONS_BY_NAME[key].default and key != "num_proc":
             ignored.append(OPTIONS_BY_NAME[key].flag)
     ignored += ["--base"] if settings.base is not None else []
     ignored += ["--recipe"] if settings.recipe is not None else []

@@ -11,6 +11,10 @@ from typing import Any
 from sentadapt.config import RunConfig
 from sentadapt.events import Note, Progress, quiet
 from sentadapt.run.processes import is_main_process
+from sentadapt.run_spec import RunFlags, TrainFlags
+
+# a config value given by name: what a TrainConfig or recipe field holds
+ConfigValue = bool | int | float | str | tuple[int, ...] | tuple[float, ...] | tuple[str, ...] | None
 
 
 @dataclass
@@ -39,8 +43,8 @@ class Settings:
     config_file: Path | None = None
     set_options: Sequence[str] = ()
     preset: str | None = None
-    # the options that set config fields, routed by the run spec (run_spec.route): never a second list of names
-    flags: dict[str, Any] = field(default_factory=dict)  # TrainConfig fields: max_steps, lr, batch_size, …
-    run_fields: dict[str, Any] = field(default_factory=dict)  # RunConfig fields: dev, dev_metric, decision, …
+    # the options that set config fields, typed dataclasses generated from the run spec (never a second list)
+    flags: TrainFlags = field(default_factory=TrainFlags)  # TrainConfig fields: max_steps, lr, batch_size, …
+    run_fields: RunFlags = field(default_factory=RunFlags)  # RunConfig fields: dev, dev_metric, decision, …
     # any TrainConfig or recipe field as a typed value (the API's keywords beyond its options): --set's precedence
-    set_values: dict[str, Any] = field(default_factory=dict)
+    set_values: dict[str, ConfigValue] = field(default_factory=dict)
