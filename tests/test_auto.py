@@ -391,22 +391,25 @@ def test_a_single_candidate_is_decided_exactly_as_a_single_run(tmp_path: Path) -
     assert choose(scores, "dev.tsv", DecisionRule(), evidence).decision == run.decision
 
 
+@pytest.mark.parametrize("recipe", ["consert", "sg-opt", "clsr"])
 def test_an_auto_candidate_with_a_teacher_is_configured_exactly_as_recipe_name_with_a_teacher(
-    corpus: Path, pairs_tsv: Path, tiny_model_dir: Path, tmp_path: Path
+    corpus: Path, pairs_tsv: Path, train_pairs: Path, tiny_model_dir: Path, tmp_path: Path, recipe: str
 ) -> None:
     """The teacher-run defaults (neighbour batches, patience 2, the length rule) and API keywords reach every
-    candidate: what `--recipe auto` trains is what `--recipe consert` would."""
+    candidate: what `--recipe auto` trains as candidate R is what `--recipe R` would, for every recipe."""
     import dataclasses
 
     import sentadapt
     from tests.test_teacher import build_tiny_teacher
 
     teacher = build_tiny_teacher(tmp_path / "teacher")
+    inputs = train_pairs if recipe == "clsr" else corpus
     common = dict(base=str(tiny_model_dir), teacher=str(teacher), dev=str(pairs_tsv), max_steps=4, dry_run=True,
-                  temperature=0.07)
-    single = sentadapt.adapt(corpus, recipe="consert", output=tmp_path / "single", **common).configs[0]
-    auto = sentadapt.adapt(corpus, recipe="auto", candidates=["consert"], output=tmp_path / "auto",
+                  temperature=0.07, matryoshka=(32, 16))
+    single = sentadapt.adapt(inputs, recipe=recipe, output=tmp_path / "single", **common).configs[0]
+    auto = sentadapt.adapt(inputs, recipe="auto", candidates=[recipe], output=tmp_path / "auto",
                            **common).configs[0]
-    assert single.train.distill_batches == "neighbours" and single.train.patience == 2  # the teacher defaults
-    assert single.recipe_args.temperature == 0.07
+    if recipe != "clsr":  # the teacher-run defaults (CLSR, which trains no encoder, keeps its own)
+        assert single.train.distill_batches == "neighbours" and single.train.patience == 2
+    assert single.recipe_args.temperature == 0.07 and single.train.matryoshka == (32, 16)
     assert dataclasses.replace(auto, output=single.output) == single
