@@ -64,17 +64,23 @@ def train(work: Path, pairing: str, domain: str, variant: str, extra: list[str],
     argv = sentadapt("adapt", str(data / domain / "corpus.txt"), "--base", student, "--teacher", teacher,
                      "--dev", str(pool_file(data, domain)), "--output", str(folder), "--overwrite",
                      "--set", "teacher_check=off", "--set", "patience=0", *extra)
+    run_job(argv, folder, work, f"{variant} {pairing} {domain}")
+
+
+def run_job(argv: list[str], folder: Path, work: Path, label: str) -> None:
+    """One `sentadapt adapt` run into `folder`, its output in FOLDER/../DOMAIN.log, offline, with WORK's cache;
+    a failure stops the suite naming the log; a success writes FOLDER/job.json (its argv and seconds)."""
     folder.parent.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
-    log = folder.parent / f"{domain}.log"
+    log = folder.parent / f"{folder.name}.log"
     with log.open("w") as handle:
         code = subprocess.call(argv, stdout=handle, stderr=subprocess.STDOUT,
                                env={**os.environ, "SENTADAPT_CACHE": str(work / "cache"), "HF_HUB_OFFLINE": "1"})
     seconds = time.perf_counter() - started
     if code:
-        sys.exit(f"{variant} {pairing} {domain}: adapt exited {code}; see {log}")
+        sys.exit(f"{label}: adapt exited {code}; see {log}")
     (folder / "job.json").write_text(json.dumps({"argv": argv[1:], "seconds": seconds}))
-    print(f"{variant} {pairing} {domain}: {seconds:.0f} s", flush=True)
+    print(f"{label}: {seconds:.0f} s", flush=True)
 
 
 def teacher_cosines(work: Path, pairing: str, domain: str, pool: Pool) -> np.ndarray:

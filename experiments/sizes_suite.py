@@ -30,9 +30,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -42,6 +39,7 @@ from scipy.stats import spearmanr
 
 from experiments.decision_runs import pool_file
 from experiments.decision_study import DevSet, Pool, draw, load_pool
+from experiments.distill_suite import run_job
 from experiments.domain_data import DOMAINS
 from experiments.results_suite import machine_summary, sentadapt
 
@@ -77,16 +75,7 @@ def train(work: Path, variant: str, domain: str, reuse: bool) -> None:
     argv = sentadapt("adapt", str(data / domain / "corpus.txt"), "--base", L6, "--dev", str(pool_file(data, domain)),
                      "--output", str(folder), "--overwrite", "--set", "patience=0",
                      *(MATRYOSHKA if variant.endswith("-m") else ()))
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    started = time.perf_counter()
-    with (folder.parent / f"{domain}.log").open("w") as log:
-        code = subprocess.call(argv, stdout=log, stderr=subprocess.STDOUT,
-                               env={**os.environ, "SENTADAPT_CACHE": str(work / "cache"), "HF_HUB_OFFLINE": "1"})
-    if code:
-        sys.exit(f"{variant} {domain}: adapt exited {code}; see {folder.parent / f'{domain}.log'}")
-    seconds = time.perf_counter() - started
-    (folder / "job.json").write_text(json.dumps({"argv": argv[1:], "seconds": seconds}))
-    print(f"{variant} {domain}: {seconds:.0f} s", flush=True)
+    run_job(argv, folder, work, f"{variant} {domain}")
 
 
 def forms() -> list[Any]:

@@ -138,7 +138,7 @@ class Encoder(nn.Module):
         self.head = nn.ModuleList(head)
         self.normalize = normalize
         self.position_limit = usable_positions(backbone)
-        self.max_length = min(max_length, self.position_limit or max_length)
+        self.use_max_length(max_length)
         self.name = name or getattr(backbone.config, "_name_or_path", "model")
         # The model's prompts (sentadapt/prompts.py): applied by encode(), saved back by save().
         self.prompts = prompts or Prompts()
