@@ -47,14 +47,20 @@ def test_the_figures_quoted_in_docs_sizes_md_are_the_stored_study_s(stored: dict
 
 def test_the_teacher_evidence_section_is_what_its_stored_outputs_render(tmp_path: Path) -> None:
     """Issue 41 item 6: docs/results.md's "teacher-evidence" section regenerates from results/distill/ (tracked
-    per-pair outputs) without training; rendered into a copy of the document, nothing changes (~40 s)."""
+    per-pair outputs) without training; rendered into a copy of the document, nothing changes (~40 s). It runs in
+    a copy of results/distill/ (the study rewrites its study-*.json), so the repository is left as it was."""
     import os
+    import shutil
     import subprocess
     import sys
 
+    shutil.copytree(REPO / "results" / "distill", tmp_path / "results" / "distill")
     copy = tmp_path / "results.md"
     original = (REPO / "docs" / "results.md").read_text(encoding="utf-8")
     copy.write_text(original, encoding="utf-8")
-    subprocess.run([sys.executable, "-m", "experiments.teacher_evidence", "--render", "--doc", str(copy)], cwd=REPO,
-                   check=True, capture_output=True, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    tracked = {path: path.read_bytes() for path in (REPO / "results" / "distill").glob("study-*.json")}
+    subprocess.run([sys.executable, "-m", "experiments.teacher_evidence", "--render", "--doc", str(copy)],
+                   cwd=tmp_path, check=True, capture_output=True,
+                   env={**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(REPO)})
     assert copy.read_text(encoding="utf-8") == original
+    assert {path: path.read_bytes() for path in tracked} == tracked
