@@ -37,7 +37,7 @@ import numpy as np
 
 from experiments.decision_runs import pool_file
 from experiments.decision_study import DevSet, Pool, Run, draw, load_pool, load_run, selected_step, test_change
-from experiments.domain_data import DOMAINS
+from experiments.domain_data import ALL_DOMAINS, DOMAINS
 from experiments.results_suite import machine_summary, sentadapt, short
 
 SHARED = Path("../shared")
@@ -185,10 +185,17 @@ def cell(run: Any, teacher: np.ndarray, pool: Pool, dev_rows: np.ndarray, test: 
     return result
 
 
-def study(work: Path, variant: str, seeds: int, resamples: int) -> dict[str, Any]:
+def study_path(work: Path, variant: str, domains: tuple[str, ...] = tuple(DOMAINS)) -> Path:
+    """WORK/study-VARIANT.json for the four earlier domains; WORK/study-VARIANT-D1-D2.json for others (`social`)."""
+    suffix = "" if tuple(domains) == tuple(DOMAINS) else "-" + "-".join(domains)
+    return work / f"study-{variant}{suffix}.json"
+
+
+def study(work: Path, variant: str, seeds: int, resamples: int,
+          domains: tuple[str, ...] = tuple(DOMAINS)) -> dict[str, Any]:
     cells = []
     for pairing in PAIRINGS:
-        for domain in DOMAINS:
+        for domain in domains:
             folder = run_folder(work, pairing, domain, variant)
             run = load_run(folder, pairing, domain, variant)
             if run is None:
@@ -207,12 +214,12 @@ def study(work: Path, variant: str, seeds: int, resamples: int) -> dict[str, Any
                     cells.append({"pairing": pairing, "domain": domain, "size": size, "seed": seed,
                                   **cell(run, teacher, pool, dev_rows, test, resamples, PATIENCE, agreed)})
             print(f"{pairing} {domain}: {metrics['steps']} steps, {job['seconds']:.0f} s", flush=True)
-    result = {"variant": variant, "seeds": seeds, "cells": cells, "runs": run_records(work, variant),
+    result = {"variant": variant, "seeds": seeds, "cells": cells, "runs": run_records(work, variant, domains),
               "teacher_evidence": evidence_verdict(cells),
               "command": "python -m experiments.distill_suite " + " ".join(sys.argv[1:]),
               "machine": machine_summary(),
               "finished": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
-    (work / f"study-{variant}.json").write_text(json.dumps(result, indent=1))
+    study_path(work, variant, domains).write_text(json.dumps(result, indent=1))
     return result
 
 
@@ -236,10 +243,10 @@ def evidence_verdict(cells: list[dict[str, Any]]) -> dict[str, Any]:
             "default_on": bool(weighed) and changed > 0 and false_use <= 0.05 and with_ >= without}
 
 
-def run_records(work: Path, variant: str) -> dict[str, Any]:
+def run_records(work: Path, variant: str, domains: tuple[str, ...] = tuple(DOMAINS)) -> dict[str, Any]:
     records = {}
     for pairing in PAIRINGS:
-        for domain in DOMAINS:
+        for domain in domains:
             folder = run_folder(work, pairing, domain, variant)
             if not (folder / "metrics.json").is_file():
                 continue
@@ -266,7 +273,7 @@ def table(result: dict[str, Any]) -> list[str]:
                   "used @200 | worst applied | passes | train time |",
                   "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
         means: dict[str, list[float]] = {"lead": [], "raw": [], "a100": [], "a200": []}
-        for domain in DOMAINS:
+        for domain in ALL_DOMAINS:
             cells = [c for c in rows if c["domain"] == domain]
             if not cells:
                 continue
@@ -379,7 +386,8 @@ def main() -> None:
     parser.add_argument("--train", action="store_true")
     parser.add_argument("--study", action="store_true")
     parser.add_argument("--pairs", default=",".join(PAIRINGS))
-    parser.add_argument("--domains", default=",".join(DOMAINS))
+    parser.add_argument("--domains", default=",".join(DOMAINS),
+                        help=f"comma list of {','.join(ALL_DOMAINS)} (default: the four earlier ones)")
     parser.add_argument("--variant", default="default", help="a name for the runs of these --extra flags")
     parser.add_argument("--extra", action="append", default=[], help="an adapt argument added to every run")
     parser.add_argument("--seeds", type=int, default=5)
@@ -390,12 +398,14 @@ def main() -> None:
     parser.add_argument("--blend-of", help="train --variant with the teacher_blend α that dev-200 picks per domain; "
                                            "a domain whose α is 1 copies this teacher-alone variant's run")
     args = parser.parse_args()
+    domains = tuple(args.domains.split(","))
     if args.train:
-        if not (args.work / "data").is_dir():
+        missing = [domain for domain in domains if not (args.work / "data" / domain).is_dir()]
+        if missing:
             subprocess.check_call([sys.executable, "-m", "experiments.domain_data", "--shared", str(SHARED), "--out",
-                                   str(args.work / "data"), "--seed", "0"])
+                                   str(args.work / "data"), "--seed", "0", "--domains", ",".join(missing)])
         for pairing in args.pairs.split(","):
-            for domain in args.domains.split(","):
+            for domain in domains:
                 if args.blend_of:
                     train_blend(args.work, pairing, domain, args.variant, args.blend_of, args.extra, args.reuse,
                                 args.resamples)
@@ -409,7 +419,7 @@ def main() -> None:
         if args.render:
             render(args.work, args.variant, lines, args.render)
     if args.study:
-        result = study(args.work, args.variant, args.seeds, args.resamples)
+        result = study(args.work, args.variant, args.seeds, args.resamples, domains)
         print("\n".join(table(result)))
         print(json.dumps(result["teacher_evidence"], indent=1))
 
