@@ -108,3 +108,26 @@ def test_captions_corpus_gets_snli_premises_and_the_build_is_deterministic(built
         assert (tmp_path / "forums" / name).read_bytes() == (out / "forums" / name).read_bytes()
     domain_data.build(SHARED, tmp_path / "seed1", seed=1, domains=["forums"])
     assert (tmp_path / "seed1" / "forums" / "test.jsonl").read_bytes() != (out / "forums" / "test.jsonl").read_bytes()
+
+
+@pytest.mark.shared
+@needs_shared()
+def test_social_is_built_on_demand_beside_the_four_and_keeps_their_manifest(built: tuple[Path, dict],
+                                                                             tmp_path: Path) -> None:
+    out, manifest = built
+    assert "social" not in manifest["domains"]  # the default build is the four earlier domains
+    domain_data.build(SHARED, tmp_path, seed=0, domains=["news"])
+    both = domain_data.build(SHARED, tmp_path, seed=0, domains=["social"])
+    assert set(both["domains"]) == {"news", "social"}  # news' entry kept from the first build
+    assert json.loads((tmp_path / "manifest.json").read_text())["domains"]["news"] == manifest["domains"]["news"]
+    social = both["domains"]["social"]
+    assert (social["pairs"], social["test"], social["dev_pool"], social["corpus"]) == (750, 300, 200, 340)
+    folder = tmp_path / "social"
+    test, dev = _jsonl(folder / "test.jsonl"), _jsonl(folder / "dev-200.jsonl")
+    assert {r["subset"] for r in test + dev} == {"tweet-news"}
+    corpus = {domain_data.key(text) for text in (folder / "corpus.txt").read_text(encoding="utf-8").splitlines()}
+    scored = {domain_data.key(r[s]) for r in test + dev for s in ("sentence1", "sentence2")}
+    assert not corpus & scored
+    with pytest.raises(SystemExit, match=r"--domains: unknown domain\(s\) tweets; choose from news, captions, "
+                                         r"forums, glosses, social"):
+        domain_data.build(SHARED, tmp_path, seed=0, domains=["tweets"])
