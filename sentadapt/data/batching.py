@@ -217,6 +217,7 @@ def plan_neighbour_epoch(neighbours: np.ndarray, global_batch: int, seed: int, e
 EXACT_NEIGHBOURS = 65_536  # rows up to which every row is compared with every other (65k × 768 × 4 B = 200 MB)
 NEIGHBOUR_BLOCK = 2_048  # query rows compared at a time: a block × rows matrix of cosines (2048 × 65k × 4 B = 512 MB)
 WINDOW = 4_096  # above EXACT_NEIGHBOURS: rows compared within windows of this many along the hash order
+HASH_BLOCK = 8_192  # rows hashed at a time (8192 × 768 × 4 B = 25 MB: the memory the hashing pass adds)
 
 
 def teacher_neighbours(table: object, k: int, seed: int = 0) -> np.ndarray:
@@ -283,8 +284,8 @@ def _hash_order(table: object, rows: int, seed: int, bits: int = 16) -> np.ndarr
     planes = None
     codes = np.empty(rows, dtype=np.int64)
     weights = 1 << np.arange(bits - 1, -1, -1, dtype=np.int64)
-    for start in range(0, rows, EXACT_NEIGHBOURS):
-        block = _read(table, np.arange(start, min(start + EXACT_NEIGHBOURS, rows)))
+    for start in range(0, rows, HASH_BLOCK):
+        block = _read(table, np.arange(start, min(start + HASH_BLOCK, rows)))
         if planes is None:
             generator = np.random.default_rng(seed)
             planes = generator.standard_normal((block.shape[1], bits)).astype(np.float32)
