@@ -91,7 +91,7 @@ def test_eval_sizes_and_precisions_score_as_sentence_transformers_vectors(tmp_pa
             expected[f"{dim} {precision}"] = 100 * spearmanr(gold, scores).statistic
     saved = json.loads((tmp_path / "eval.json").read_text())
     assert [entry["form"]["dim"] for entry in saved] == [384, 384, 384, 192, 192, 192, 96, 96, 96]
-    assert saved[1]["form"] == {"dim": 384, "precision": "int8", "bytes_per_vector": 384.0,
+    assert saved[1]["form"] == {"model": str(MINILM), "dim": 384, "precision": "int8", "bytes_per_vector": 384.0,
                                 "int8_ranges": "ranges from the evaluated sentences"}
     for name, reports in zip(result.models, result.reports):
         assert reports[0].average == pytest.approx(expected[name.rsplit(" @ ", 1)[1]], abs=1e-6), name
@@ -131,6 +131,21 @@ def test_the_whole_row_equals_plain_eval_and_calibration_is_named(tiny_model_dir
     assert formed.reports[0][0].average == plain.reports[0][0].average
     assert formed.calibration == f"ranges from 3 sentences of {calibration}"
     assert formed.comparisons[1][0].average.interval is not None
+
+
+def test_a_model_named_with_an_at_sign_keeps_its_name_in_the_sizes_table(tiny_model_dir: Path, pairs_tsv: Path,
+                                                                         tmp_path: Path) -> None:
+    """Each row of the sizes table carries its model's name (eval --json writes it in "form"); a name may hold " @ "."""
+    import shutil
+
+    from sentadapt.api import evaluate
+
+    model = tmp_path / "tuned @ v2"
+    shutil.copytree(tiny_model_dir, model)
+    formed = evaluate([str(tiny_model_dir), str(model)], pairs=[pairs_tsv], bootstrap=0, dims="16")
+    assert [form["model"] for form in formed.forms] == [str(tiny_model_dir)] * 2 + [str(model)] * 2
+    text = "\n".join(str(table) for table in formed.tables())
+    assert str(model) in text
 
 
 # ---------------------------------------------------------------------- the sizes decision (evaluation/sizes.py)

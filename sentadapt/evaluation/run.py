@@ -199,7 +199,7 @@ def evaluate(
             reports.append([form_reports[f] for form_reports in per_evaluator])
         if model_forms:
             rows += [f"{model.name} @ {form.label(encoder.embedding_dim)}" for form in model_forms]
-            row_forms += [form.to_dict(encoder.embedding_dim) for form in model_forms]
+            row_forms += [{"model": model.name, **form.to_dict(encoder.embedding_dim)} for form in model_forms]
         else:
             rows.append(model.name)
         model_reports = [form_reports[0] for form_reports in per_evaluator]

@@ -31,13 +31,14 @@ def result_table(evaluator: Evaluator, reports: Sequence[EvalReport], comparison
 def forms_table(evaluator: Evaluator, rows: Sequence[str], forms: Sequence[dict[str, object]],
                 reports: Sequence[EvalReport], comparisons: Sequence[Comparison | None]) -> TextTable:
     """`eval --dims/--quantize`: a row per model and form (size, precision, bytes per vector) with its averaged
-    score and its paired Δ against the first row (the first model's whole float32 vectors)."""
+    score and its paired Δ against the first row (the first model's whole float32 vectors). Each form carries its
+    model's name."""
     first = reports[0]
     table = TextTable(first.title)
     for header, right in (("model", False), ("dims", True), ("precision", False), ("bytes", True),
                           (first.metric or _main_metrics(first), True), ("Δ vs first", True)):
         table.column(header, right=right)
-    model_of = [name.rsplit(" @ ", 1)[0] for name in rows]
+    model_of = [str(form["model"]) for form in forms]  # each row's model as eval named it (a name may hold " @ ")
     for i, (report, form, comparison) in enumerate(zip(reports, forms, comparisons)):
         bytes_per_vector = float(form["bytes_per_vector"])  # type: ignore[arg-type]
         table.row(model_of[i] if i == 0 or model_of[i] != model_of[i - 1] else "", str(form["dim"]),
