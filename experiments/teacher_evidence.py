@@ -22,13 +22,16 @@ from typing import Any
 
 import numpy as np
 
-from experiments.distill_suite import PAIRINGS, SIZES, run_folder, study, table
+from experiments.distill_suite import PAIRINGS, SIZES, run_folder, section, study, table
+from experiments.distill_suite import SECTION as DISTILLATION_SECTION
 from experiments.domain_data import ALL_DOMAINS, DOMAINS, SOCIAL
 from experiments.results_suite import short
 
 WORK = Path("runs/distill")
 RESULTS = Path("results/distill")
-VARIANTS = {"k3e": "the teacher alone (teacher-run defaults + teacher_evidence=on)",
+DEFAULT = "k3"  # the teacher-run defaults as they ship: the runs behind the `distillation` section
+VARIANTS = {DEFAULT: "the teacher-run defaults (recipe_weight 1, kl, lr 5e-5, neighbour batches)",
+            "k3e": "the teacher alone (teacher-run defaults + teacher_evidence=on)",
             "k3eb": "the blend α dev-200 picks (k3e + teacher_blend=α)",
             "k1": "random batches (distill_batches=random, the teacher-run default before 2026-11-26)"}
 SECTION = "teacher-evidence"
@@ -148,6 +151,10 @@ def blend_lines(alone: dict[str, Any], blend: dict[str, Any], results: Path) -> 
 def render(results: Path, doc: Path, seeds: int, resamples: int) -> None:
     from tools.doc_sections import write_section
 
+    if any((run_folder(results, p, d, DEFAULT) / "metrics.json").is_file() for p in PAIRINGS for d in DOMAINS):
+        distilled = section(study(results, DEFAULT, seeds, resamples), results)
+        write_section(doc, DISTILLATION_SECTION, distilled)
+        print(distilled)
     alone = study(results, "k3e", seeds, resamples)
     blend = study(results, "k3eb", seeds, resamples) if any(
         (run_folder(results, p, d, "k3eb") / "metrics.json").is_file() for p in PAIRINGS for d in DOMAINS) else None

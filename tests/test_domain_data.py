@@ -114,7 +114,7 @@ def test_captions_corpus_gets_snli_premises_and_the_build_is_deterministic(built
 @needs_shared()
 def test_social_is_built_on_demand_beside_the_four_and_keeps_their_manifest(built: tuple[Path, dict],
                                                                              tmp_path: Path) -> None:
-    out, manifest = built
+    _, manifest = built
     assert "social" not in manifest["domains"]  # the default build is the four earlier domains
     domain_data.build(SHARED, tmp_path, seed=0, domains=["news"])
     both = domain_data.build(SHARED, tmp_path, seed=0, domains=["social"])
