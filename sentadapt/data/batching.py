@@ -215,13 +215,14 @@ def plan_neighbour_epoch(neighbours: np.ndarray, global_batch: int, seed: int, e
 
 
 EXACT_NEIGHBOURS = 65_536  # rows up to which every row is compared with every other (65k × 768 × 4 B = 200 MB)
-NEIGHBOUR_BLOCK = 2_048  # query rows compared at a time: a block × rows matrix of cosines (2048 × 65k × 4 B = 512 MB)
+NEIGHBOUR_BLOCK = 512  # query rows compared at a time: a block × rows matrix of cosines (512 × 65k × 4 B = 128 MB)
 WINDOW = 4_096  # above EXACT_NEIGHBOURS: rows compared within windows of this many along the hash order
 HASH_BLOCK = 8_192  # rows hashed at a time (8192 × 768 × 4 B = 25 MB: the memory the hashing pass adds)
 
 
 def teacher_neighbours(table: object, k: int, seed: int = 0) -> np.ndarray:
-    """(rows, k) int64: each row's k most similar other rows (cosine) of the table (a RowFile or a float matrix).
+    """(rows, k) int32: each row's k most similar other rows (cosine) of the table (a RowFile or a float matrix);
+    int32 because the array lives as long as the run (1M rows × 8: 32 MB, not 64).
 
     Up to EXACT_NEIGHBOURS rows: exact, a block of rows against all at a time. Above: approximate and linear in
     the rows: rows are ordered by a 16-bit random-hyperplane hash (SimHash: rows with similar directions tend to
@@ -234,7 +235,7 @@ def teacher_neighbours(table: object, k: int, seed: int = 0) -> np.ndarray:
     if rows <= EXACT_NEIGHBOURS:
         return _nearest(_unit_rows(_read(table, np.arange(rows))), np.arange(rows), k)
     order = _hash_order(table, rows, seed)
-    neighbours = np.empty((rows, k), dtype=np.int64)
+    neighbours = np.empty((rows, k), dtype=np.int32)
     for start in range(0, rows, WINDOW):
         window = order[start:start + WINDOW] if rows - start >= 2 * k + 1 else order[-WINDOW:]
         found = _nearest(_unit_rows(_read(table, window)), window, k)
@@ -264,13 +265,18 @@ def _read(table: object, rows: np.ndarray) -> np.ndarray:
 
 
 def _unit_rows(vectors: np.ndarray) -> torch.Tensor:
-    return torch.nn.functional.normalize(torch.from_numpy(np.asarray(vectors, dtype=np.float32)), dim=1)
+    """The rows at unit length, normalised in place when `vectors` is a float32 array of our own (a table read):
+    no second copy of a 65k-row block."""
+    unit = np.array(vectors, dtype=np.float32, copy=not isinstance(vectors, np.ndarray) or vectors.dtype != np.float32
+                    or not vectors.flags.writeable)
+    unit /= np.maximum(np.linalg.norm(unit, axis=1, keepdims=True), 1e-12)  # normalize()'s epsilon
+    return torch.from_numpy(unit)
 
 
 def _nearest(unit: torch.Tensor, ids: np.ndarray, k: int) -> np.ndarray:
     """For each row of `unit`, the ids of its k most similar other rows among them."""
     k = min(k, len(unit) - 1)
-    found = np.empty((len(unit), k), dtype=np.int64)
+    found = np.empty((len(unit), k), dtype=np.int32)
     for start in range(0, len(unit), NEIGHBOUR_BLOCK):
         cosines = unit[start:start + NEIGHBOUR_BLOCK] @ unit.T
         own = torch.arange(start, start + len(cosines))
@@ -280,14 +286,15 @@ def _nearest(unit: torch.Tensor, ids: np.ndarray, k: int) -> np.ndarray:
 
 
 def _hash_order(table: object, rows: int, seed: int, bits: int = 16) -> np.ndarray:
-    """Rows sorted by the signs of `bits` random projections, read a block at a time."""
+    """Rows sorted by the signs of `bits` random projections, read a block at a time. The projection runs in torch,
+    as training does: numpy's own BLAS would allocate its work buffers (tens of MB) for this one product."""
     planes = None
     codes = np.empty(rows, dtype=np.int64)
-    weights = 1 << np.arange(bits - 1, -1, -1, dtype=np.int64)
+    weights = torch.from_numpy(1 << np.arange(bits - 1, -1, -1, dtype=np.int64))
     for start in range(0, rows, HASH_BLOCK):
-        block = _read(table, np.arange(start, min(start + HASH_BLOCK, rows)))
+        block = torch.from_numpy(_read(table, np.arange(start, min(start + HASH_BLOCK, rows))))
         if planes is None:
             generator = np.random.default_rng(seed)
-            planes = generator.standard_normal((block.shape[1], bits)).astype(np.float32)
-        codes[start:start + len(block)] = ((block @ planes) > 0).astype(np.int64) @ weights
+            planes = torch.from_numpy(generator.standard_normal((block.shape[1], bits)).astype(np.float32))
+        codes[start:start + len(block)] = ((block @ planes) > 0).long() @ weights
     return np.argsort(codes, kind="stable")
