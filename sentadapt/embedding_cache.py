@@ -172,6 +172,7 @@ def _table(digest: Any, texts: Callable[[int, int], list[str]], rows: int, dim: 
     the next; the `progress(rows)` bar is opened only then. Several processes share the work (`_table_together`)."""
     processes = processes or Processes()
     path = _table_path(digest, texts, rows)
+    release_freed_memory()  # keying read every text once (64 MB of Arrow and heap at 1M): not kept for training
     found = RowFile.open(path, rows)
     processes.barrier()  # every process saw the same answer before rank 0 may write the file
     if found is not None:

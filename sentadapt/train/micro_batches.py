@@ -19,6 +19,7 @@ from sentadapt.data.batching import (
     shard,
     teacher_neighbours,
 )
+from sentadapt.embedding_cache import release_freed_memory
 from sentadapt.recipes.base import RELATED
 from sentadapt.train.distill import Distillation
 
@@ -68,6 +69,7 @@ def neighbour_batches(teacher_vectors: Any | None, train_config: Any, report: Ca
         return None
     started = time.perf_counter()
     neighbours = teacher_neighbours(teacher_vectors, train_config.distill_neighbours, train_config.seed)
+    release_freed_memory()  # the search's blocks of table rows and cosines, freed: not kept for training
     report(f"neighbour batches: each example's {neighbours.shape[1]} nearest under the teacher, "
            f"found in {time.perf_counter() - started:.1f} s")
     return neighbours
