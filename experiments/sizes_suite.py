@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import time
 from pathlib import Path
 from typing import Any
@@ -137,6 +138,11 @@ def encode_all(work: Path, results: Path, domains: list[str]) -> None:
             started = time.perf_counter()
             encode(model, pool, calibration, path)
             print(f"{name} {domain}: encoded in {time.perf_counter() - started:.0f} s", flush=True)
+            if name != "base":  # the run's settings and dev curve beside its cosines (tracked, kilobytes)
+                record = results / "runs" / f"{name}-{domain}"
+                record.mkdir(parents=True, exist_ok=True)
+                for kept in ("config.yaml", "metrics.json"):
+                    shutil.copy(Path(model) / kept, record / kept)
 
 
 def spearman(gold: np.ndarray, cosines: np.ndarray) -> float:

@@ -64,3 +64,47 @@ def test_the_teacher_evidence_section_is_what_its_stored_outputs_render(tmp_path
                    env={**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(REPO)})
     assert copy.read_text(encoding="utf-8") == original
     assert {path: path.read_bytes() for path in tracked} == tracked
+
+
+def test_the_teacher_figures_quoted_in_readme_and_teacher_md_are_the_stored_study_s() -> None:
+    """README.md's results table and docs/teacher.md's "Which teacher" table quote the default's distillation study
+    (results/distill/study-k3.json, which the staleness test above re-derives); a hand-kept copy must not drift (the
+    README's L3 ← L6 row once quoted a study two defaults old)."""
+    from experiments.distill_suite import headline
+
+    result = json.loads((REPO / "results" / "distill" / "study-k3.json").read_text(encoding="utf-8"))
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    teacher = (REPO / "docs" / "teacher.md").read_text(encoding="utf-8")
+
+    def minus(text: str) -> str:  # README writes a minus sign, not a hyphen
+        return text.replace("-", "−")
+
+    big, small = headline(result, "l6-mpnet"), headline(result, "l3-l6")
+    share = round(100 * big["news_raw"] / big["news_lead"])
+    assert minus(f"| {big['raw']:+.2f} (news {big['news_raw']:+.2f}: {share} % of the teacher's "
+                 f"{big['news_lead']:+.2f}) | {big['applied_100']:+.2f} / {big['applied_200']:+.2f} |") in readme
+    assert minus(f"| paraphrase-MiniLM-L3-v2 | {small['raw']:+.2f} | {small['applied_100']:+.2f} / "
+                 f"{small['applied_200']:+.2f} |") in readme
+    assert (f"| all-MiniLM-L6-v2 ← all-mpnet-base-v2 | {big['lead']:+.2f} | {big['raw']:+.2f} | "
+            f"{big['applied_100']:+.2f} / {big['applied_200']:+.2f} | news: lead {big['news_lead']:+.2f}, "
+            f"Δ {big['news_raw']:+.2f} ({share} %), used in {big['news_used']} of {big['news_cells']} draws |"
+            ) in teacher
+    assert (f"| paraphrase-MiniLM-L3-v2 ← all-MiniLM-L6-v2 | {small['lead']:+.2f} | {small['raw']:+.2f} | "
+            f"{small['applied_100']:+.2f} / {small['applied_200']:+.2f} | news: lead {small['news_lead']:+.2f}, "
+            f"Δ {small['news_raw']:+.2f} |") in teacher
+
+
+def test_the_social_figures_quoted_in_teacher_md_are_the_stored_study_s() -> None:
+    result = json.loads((REPO / "results" / "distill" / "study-k3e-social.json").read_text(encoding="utf-8"))
+    cells = [c for c in result["cells"] if c["pairing"] == "l6-mpnet" and c["size"] == 200]
+
+    def mean(key: str) -> float:
+        return sum(c[key] for c in cells) / len(cells)
+
+    share = round(100 * mean("raw") / mean("teacher_lead"))
+    used = sum(c["applied"] != 0 for c in cells)
+    text = " ".join((REPO / "docs" / "teacher.md").read_text(encoding="utf-8").split())
+    assert (f"leads all-MiniLM-L6-v2 by {mean('teacher_lead'):+.2f} on the test pairs and the student gains "
+            f"{mean('raw'):+.2f} ({share} %)") in text
+    assert (f"confirmed the gain in {used} of {len(cells)} draws at 200 dev pairs ({mean('applied'):+.2f} "
+            "applied)") in text
