@@ -103,6 +103,10 @@ def test_the_social_figures_quoted_in_teacher_md_are_the_stored_study_s() -> Non
 
     share = round(100 * mean("raw") / mean("teacher_lead"))
     used = sum(c["applied"] != 0 for c in cells)
+    at_100 = [c for c in result["cells"] if c["pairing"] == "l6-mpnet" and c["size"] == 100]
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    assert (f"| all-MiniLM-L6-v2 | {mean('raw'):+.2f} | {sum(c['applied'] for c in at_100) / len(at_100):+.2f} / "
+            f"{mean('applied'):+.2f} | [results](docs/results.md#distillation-on-short-social-posts") in readme
     text = " ".join((REPO / "docs" / "teacher.md").read_text(encoding="utf-8").split())
     assert (f"leads all-MiniLM-L6-v2 by {mean('teacher_lead'):+.2f} on the test pairs and the student gains "
             f"{mean('raw'):+.2f} ({share} %)") in text
