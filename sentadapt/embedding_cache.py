@@ -124,9 +124,9 @@ class CachedTable:
 
 
 TEXT_CHUNK = 65_536  # texts read and hashed at a time: ~6.5 MB of strings at ~100 B each
-# texts encoded at a time: the encoder holds their token ids, their vectors and a reordered copy (8192 × 768 × 4 B
-# = 25 MB each), so a table's writer stays small whatever the corpus size; sorting by length within a block keeps
-# padding low as well as a larger block would
+# texts encoded at a time: the encoder holds their token ids and one matrix of their vectors (8192 × 768 × 4 B =
+# 25 MB), so a table's writer stays small whatever the corpus size; sorting by length within a block keeps padding
+# low as well as a larger block would
 ENCODE_CHUNK = 8_192
 
 
