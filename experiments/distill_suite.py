@@ -367,7 +367,8 @@ def section(result: dict[str, Any], results: Path) -> str:
         "weighed (a CI below 0 stops the run: Δ 0), patience 2, the best evaluated pass kept, the default decision "
         "(risk ≤ 0.20, the choice among the passes paid). Δ raw: the kept pass against the base on test, decision "
         "ignored; Δ applied: keep-base → 0. The teacher's lead: teacher − base on the same test pairs; share raw: "
-        "Δ raw / lead (domains where the teacher leads).",
+        "Δ raw / lead (domains where the teacher leads); train time: the run's wall time as stored (job.json), on a "
+        "machine that was not quiet.",
         *table(result),
         "",
         *[f"Speed, {line}." for line in speed],
