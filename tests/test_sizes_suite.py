@@ -76,15 +76,15 @@ def test_the_teacher_figures_quoted_in_readme_and_teacher_md_are_the_stored_stud
     readme = (REPO / "README.md").read_text(encoding="utf-8")
     teacher = (REPO / "docs" / "teacher.md").read_text(encoding="utf-8")
 
-    def minus(text: str) -> str:  # README writes a minus sign, not a hyphen
-        return text.replace("-", "−")
+    def sign(value: float) -> str:  # README writes a minus sign, not a hyphen
+        return f"{value:+.2f}".replace("-", "−")
 
     big, small = headline(result, "l6-mpnet"), headline(result, "l3-l6")
     share = round(100 * big["news_raw"] / big["news_lead"])
-    assert minus(f"| {big['raw']:+.2f} (news {big['news_raw']:+.2f}: {share} % of the teacher's "
-                 f"{big['news_lead']:+.2f}) | {big['applied_100']:+.2f} / {big['applied_200']:+.2f} |") in readme
-    assert minus(f"| paraphrase-MiniLM-L3-v2 | {small['raw']:+.2f} | {small['applied_100']:+.2f} / "
-                 f"{small['applied_200']:+.2f} |") in readme
+    assert (f"| {sign(big['raw'])} (news {sign(big['news_raw'])}: {share} % of the teacher's "
+            f"{sign(big['news_lead'])}) | {sign(big['applied_100'])} / {sign(big['applied_200'])} |") in readme
+    assert (f"| paraphrase-MiniLM-L3-v2 | {sign(small['raw'])} | {sign(small['applied_100'])} / "
+            f"{sign(small['applied_200'])} |") in readme
     assert (f"| all-MiniLM-L6-v2 ← all-mpnet-base-v2 | {big['lead']:+.2f} | {big['raw']:+.2f} | "
             f"{big['applied_100']:+.2f} / {big['applied_200']:+.2f} | news: lead {big['news_lead']:+.2f}, "
             f"Δ {big['news_raw']:+.2f} ({share} %), used in {big['news_used']} of {big['news_cells']} draws |"
