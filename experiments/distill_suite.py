@@ -2,8 +2,9 @@
 re-drawn dev/test splits with adapt's default decision applied.
 
     python -m experiments.distill_suite --train                  # both pairings × 4 domains (--pairs, --domains)
-    python -m experiments.distill_suite --study [--seeds 5]      # re-draw splits, decide, score; writes WORK/study.json
-    python -m experiments.distill_suite --render                 # the `distillation` section of docs/results.md
+    python -m experiments.distill_suite --study [--seeds 5]      # re-draw splits, decide, score: WORK/study-VARIANT.json
+    python -m experiments.distill_suite --grid k1,k3             # variants compared on dev-200 alone
+    python -m experiments.teacher_evidence --store --render      # per-pair outputs → results/distill → docs/results.md
 
 Pairings: all-MiniLM-L6-v2 ← all-mpnet-base-v2 (`../shared/tools/get-all-mpnet-base-v2.sh` installs it) and
 paraphrase-MiniLM-L3-v2 ← all-MiniLM-L6-v2. Data: experiments/domain_data.py --seed 0 (WORK/data). As
