@@ -2,7 +2,7 @@
 re-drawn dev/test splits with adapt's default decision applied.
 
     python -m experiments.distill_suite --train                  # both pairings × 4 domains (--pairs, --domains)
-    python -m experiments.distill_suite --study [--seeds 5]      # re-draw splits, decide, score: WORK/study-VARIANT.json
+    python -m experiments.distill_suite --study [--seeds 5]      # re-draw splits, decide, score: WORK/study-V.json
     python -m experiments.distill_suite --grid k1,k3             # variants compared on dev-200 alone
     python -m experiments.teacher_evidence --store --render      # per-pair outputs → results/distill → docs/results.md
 
