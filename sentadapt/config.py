@@ -370,7 +370,7 @@ def parse_set_options(items: list[str]) -> dict[str, str]:
 def load_yaml(path: str | Path) -> dict[str, Any]:
     import yaml
 
-    from sentadapt.st_modules import same_file_once
+    from sentadapt.file_memo import same_file_once
 
     path = Path(path)
     if not path.is_file():

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import copy
 import json
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from sentadapt.errors import ModelError
+from sentadapt.file_memo import same_file_once
 
 POOLING_FLAGS = {
     "pooling_mode_cls_token": "cls",
@@ -41,21 +41,6 @@ def read_json(path: Path) -> Any:
 
 def _parse_json(path: Path) -> Any:
     return json.loads(path.read_text(encoding="utf-8"))
-
-
-_PARSED: dict[tuple[str, int, int], Any] = {}
-
-
-def same_file_once(path: Path, parse: Callable[[Path], Any]) -> Any:
-    """`parse(path)`, remembered under the file's absolute path, modification time (ns) and size: a file read
-    again while unchanged is not parsed again; a changed one is."""
-    stat = path.stat()  # FileNotFoundError for a missing file, as reading it would raise
-    key = (str(path.resolve()), stat.st_mtime_ns, stat.st_size)
-    if key not in _PARSED:
-        if len(_PARSED) > 256:  # a long-lived process (a notebook) reading many folders
-            _PARSED.clear()
-        _PARSED[key] = parse(path)
-    return _PARSED[key]
 
 
 def read_modules(modules_file: Path) -> list[dict[str, Any]]:
