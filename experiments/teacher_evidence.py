@@ -110,13 +110,11 @@ def agreement_subsets(results: Path, result: dict[str, Any]) -> list[str]:
     step's agreement Δ (split seed 0, 200 dev pairs) on all held-out pairs, on the half the teacher ranks closest, and
     on pairs drawn to match the teacher-cosine spread of dev-200 (10 bins at its deciles, drawn with seed 0), beside
     the raw test Δ (mean over split seeds at 200). Exploratory: no rule reads it."""
-    from scipy.stats import spearmanr
+    from sentadapt.evaluation.agreement import agreement
 
     def change(mask: np.ndarray, agreed: dict[str, Any], step: str) -> float:
-        teacher = np.asarray(agreed["teacher"])[mask]
-        student = np.asarray(agreed["evaluations"][step])[mask]
-        base = np.asarray(agreed["evaluations"]["base"])[mask]
-        return float(100 * (spearmanr(student, teacher).statistic - spearmanr(base, teacher).statistic))
+        return agreement(*(np.asarray(values)[mask] for values in (agreed["teacher"], agreed["evaluations"]["base"],
+                                                                  agreed["evaluations"][step])), resamples=0).change
 
     lines = ["| pairing | domain | Δ raw (test) | agreement Δ, all pairs | the teacher's closer half | matched to "
              "dev-200's spread |", "|---|---|---:|---:|---:|---:|"]
@@ -186,16 +184,20 @@ def blend_lines(alone: dict[str, Any], blend: dict[str, Any], results: Path) -> 
     return lines, met
 
 
+def has_runs(results: Path, variant: str, domains: Any) -> bool:
+    """Whether any pairing of `variant` has a finished run stored in one of `domains`."""
+    return any((run_folder(results, p, d, variant) / "metrics.json").is_file() for p in PAIRINGS for d in domains)
+
+
 def render(results: Path, doc: Path, seeds: int, resamples: int) -> None:
     from tools.doc_sections import write_section
 
-    if any((run_folder(results, p, d, DEFAULT) / "metrics.json").is_file() for p in PAIRINGS for d in DOMAINS):
+    if has_runs(results, DEFAULT, DOMAINS):
         distilled = section(study(results, DEFAULT, seeds, resamples), results)
         write_section(doc, DISTILLATION_SECTION, distilled)
         print(distilled)
     alone = study(results, "k3e", seeds, resamples)
-    blend = study(results, "k3eb", seeds, resamples) if any(
-        (run_folder(results, p, d, "k3eb") / "metrics.json").is_file() for p in PAIRINGS for d in DOMAINS) else None
+    blend = study(results, "k3eb", seeds, resamples) if has_runs(results, "k3eb", DOMAINS) else None
     body = [
         "## The teacher's evidence and blend targets (issue 41)",
         "",
@@ -239,8 +241,7 @@ def social_lines(results: Path, seeds: int, resamples: int) -> list[str]:
     """The `distillation-social` section: the fifth domain (short social posts, issue 41 item 8), today's teacher-run
     default (k3e: its corpus of 340 sentences is too small to hold any out, so the evidence is off and k3e is the
     default) against random batches (k1), both studied as the distillation section's runs are."""
-    variants = [v for v in ("k3e", "k1")
-                if any((run_folder(results, p, SOCIAL, v) / "metrics.json").is_file() for p in PAIRINGS)]
+    variants = [v for v in ("k3e", "k1") if has_runs(results, v, (SOCIAL,))]
     if "k3e" not in variants:
         return []
     studies = {variant: study(results, variant, seeds, resamples, (SOCIAL,)) for variant in variants}

@@ -82,7 +82,7 @@ class RowFile:
         breaks = np.flatnonzero(np.diff(ordered) != 1) + 1  # runs of consecutive rows
         for run in np.split(np.arange(len(rows)), breaks):
             first, count, places = int(ordered[run[0]]), len(run), order[run]
-            if places[-1] - places[0] == count - 1 and (count == 1 or bool(np.all(np.diff(places) == 1))):
+            if bool(np.all(np.diff(places) == 1)):  # their places in `out` are consecutive too
                 self._read_into(first, out[places[0]:places[0] + count])
             else:
                 out[places] = self.read(first, first + count)

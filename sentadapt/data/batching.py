@@ -265,10 +265,9 @@ def _read(table: object, rows: np.ndarray) -> np.ndarray:
 
 
 def _unit_rows(vectors: np.ndarray) -> torch.Tensor:
-    """The rows at unit length, normalised in place when `vectors` is a float32 array of our own (a table read):
-    no second copy of a 65k-row block."""
-    unit = np.array(vectors, dtype=np.float32, copy=not isinstance(vectors, np.ndarray) or vectors.dtype != np.float32
-                    or not vectors.flags.writeable)
+    """`_read`'s rows (a new array of its own) at unit length, normalised in place: no second copy of a 65k-row
+    block (converted first if they are not float32)."""
+    unit = np.asarray(vectors, dtype=np.float32)
     unit /= np.maximum(np.linalg.norm(unit, axis=1, keepdims=True), 1e-12)  # normalize()'s epsilon
     return torch.from_numpy(unit)
 
