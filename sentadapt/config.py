@@ -31,6 +31,7 @@ REPORT_TO = ("none", "tensorboard", "wandb", "mlflow", "all")  # --report-to (tr
 STRUCTURE_KINDS = ("kl", "sim-mse")
 VECTOR_KINDS = ("mse", "cosine")
 DISTILL_KINDS = STRUCTURE_KINDS + VECTOR_KINDS
+MIX_EXAMPLE = "kl:1,sim-mse:10"  # a weighted sum of kinds, as the errors show it
 
 
 @dataclass
@@ -100,7 +101,8 @@ class TrainConfig:
     # gains distill × D(adapted, base) on each batch's sentences. 0 = off (no frozen copy, no extra pass).
     distill: float = 0.0
     # kl: in-batch similarity distributions | sim-mse: in-batch cosine values | mse: the vectors' squared distance
-    # (not normalised) | cosine: 1 − cos of each vector with its target
+    # (not normalised) | cosine: 1 − cos of each vector with its target; or a weighted sum of them,
+    # "kl:1,sim-mse:10,cosine:1" (a weight 0 = that term off): `distill_terms`
     distill_kind: str = "kl"
     distill_temperature: float = 0.05  # softmax temperature of the kl kind
     # With --teacher (RunConfig.teacher) the distillation target is the teacher's cached vectors instead of the
@@ -170,21 +172,22 @@ class TrainConfig:
         check_range("log_every", self.log_every, 1, None)
         check_choice("report_to", self.report_to, REPORT_TO)
         check_range("distill", self.distill, 0, None, hint="0 = off")
-        check_choice("distill_kind", self.distill_kind, DISTILL_KINDS)
+        terms = distill_terms(self.distill_kind)
         check_range("distill_temperature", self.distill_temperature, 0, None, low_open=True)
         check_range("teacher_weight", self.teacher_weight, 0, None, low_open=True)
         check_choice("teacher_check", self.teacher_check, ("on", "off"))
         check_choice("teacher_evidence", self.teacher_evidence, ("on", "off"))
         check_range("agreement_holdout", self.agreement_holdout, 0, None)
         check_blend(self.teacher_blend)
-        if str(self.teacher_blend) not in ("1", "1.0") and self.distill_kind in VECTOR_KINDS:
+        vector_kind = next((kind for kind, _ in terms if kind in VECTOR_KINDS), None)
+        if str(self.teacher_blend) not in ("1", "1.0") and vector_kind is not None:
             raise ConfigError(f"teacher_blend: blends the teacher's and the base's similarities, which distill_kind "
-                              f"{self.distill_kind} does not compare; use distill_kind=kl or sim-mse, or drop "
+                              f"{vector_kind} does not compare; use distill_kind=kl or sim-mse, or drop "
                               "teacher_blend")
         check_choice("distill_batches", self.distill_batches, ("random", "neighbours"))
         check_range("distill_neighbours", self.distill_neighbours, 1, None)
         check_range("recipe_weight", self.recipe_weight, 0, None)
-        check_matryoshka(self.matryoshka, self.matryoshka_weights, self.distill_kind)
+        check_matryoshka(self.matryoshka, self.matryoshka_weights, vector_kind)
         if any(size < 1 for size in self.sizes) or len(set(self.sizes)) != len(self.sizes):
             raise ConfigError(f"--sizes: {','.join(map(str, self.sizes))} must list positive sizes, each once "
                               "(e.g. 384,192,96)")
@@ -267,8 +270,38 @@ def check_blend(value: str) -> None:
     check_range("teacher_blend", alpha, 0, 1)
 
 
-def check_matryoshka(sizes: tuple[int, ...], weights: tuple[float, ...], distill_kind: str) -> None:
-    """--matryoshka: positive widths, largest first, each once; as many positive weights (or none)."""
+def distill_terms(value: str) -> tuple[tuple[str, float], ...]:
+    """distill_kind as (kind, weight) terms with a weight above 0: "kl" is (("kl", 1.0),); "kl:1,sim-mse:10,cosine:0"
+    is (("kl", 1.0), ("sim-mse", 10.0)), the distillation term their weighted sum. One-line errors name the part."""
+    text = one_line(str(value))
+    if ":" not in text and "," not in text:
+        check_choice("distill_kind", text, DISTILL_KINDS)
+        return ((text, 1.0),)
+    terms: dict[str, float] = {}
+    for part in text.split(","):
+        kind, _, weight = part.strip().partition(":")
+        if kind not in DISTILL_KINDS:
+            raise ConfigError(f"distill_kind: '{kind}' in '{text}' is not one of {', '.join(DISTILL_KINDS)}; give "
+                              f"one kind or a weighted sum such as {MIX_EXAMPLE}")
+        if kind in terms:
+            raise ConfigError(f"distill_kind: '{text}' names {kind} twice; give each kind once, e.g. {MIX_EXAMPLE}")
+        try:
+            terms[kind] = float(weight) if weight else 1.0
+        except ValueError:
+            raise ConfigError(f"distill_kind: '{part.strip()}' has a weight that is not a number; write kind:weight, "
+                              f"e.g. {MIX_EXAMPLE}") from None
+        if not terms[kind] >= 0 or terms[kind] == float("inf"):
+            raise ConfigError(f"distill_kind: '{part.strip()}' has a weight that is not ≥ 0 and finite (0 = off)")
+    kept = tuple((kind, weight) for kind, weight in terms.items() if weight > 0)
+    if not kept:
+        raise ConfigError(f"distill_kind: '{text}' weighs every kind 0; give one a weight above 0, or turn "
+                          "distillation off with distill=0")
+    return kept
+
+
+def check_matryoshka(sizes: tuple[int, ...], weights: tuple[float, ...], vector_kind: str | None) -> None:
+    """--matryoshka: positive widths, largest first, each once; as many positive weights (or none); no distillation
+    kind that compares coordinates (`vector_kind`: the first such kind distill_kind weighs, or None)."""
     if not sizes:
         if weights:
             raise ConfigError("matryoshka_weights: given without --matryoshka; list the sizes they weigh, e.g. "
@@ -285,8 +318,8 @@ def check_matryoshka(sizes: tuple[int, ...], weights: tuple[float, ...], distill
                           "per size")
     if any(not weight > 0 for weight in weights):
         raise ConfigError(f"matryoshka_weights: {','.join(map(str, weights))} has a weight that is not > 0")
-    if distill_kind in VECTOR_KINDS:
-        raise ConfigError(f"--matryoshka: distill_kind {distill_kind} compares every coordinate of a vector with its "
+    if vector_kind is not None:
+        raise ConfigError(f"--matryoshka: distill_kind {vector_kind} compares every coordinate of a vector with its "
                           "target's, which a prefix cannot match; use distill_kind=kl or sim-mse")
 
 

@@ -9,7 +9,8 @@ frozen-vector table (CLSR) gives those rows (`frozen_vectors`): they are the bas
 on them the student's. This adds
 W · D(student, target) to the recipe's loss and logs it as the `distill` part. D is `distillation_loss`: kl or
 sim-mse compare the N × N in-batch similarities (any two widths); mse or cosine compare each vector with its
-target, through a training-only projection when a teacher is of another width. A teacher replaces the base as
+target, through a training-only projection when a teacher is of another width; distill_kind may weigh several
+kinds, and D is then their weighted sum (each kind on the same batch's vectors). A teacher replaces the base as
 the target (W = teacher_weight). `recipe_weight` scales the recipe's own loss (0: the term alone, and the
 recipe's views are not computed). Off (no teacher and W = 0): nothing is built and no pass runs."""
 
@@ -22,7 +23,7 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
-from sentadapt.config import VECTOR_KINDS, TrainConfig
+from sentadapt.config import VECTOR_KINDS, TrainConfig, distill_terms
 from sentadapt.errors import ConfigError
 from sentadapt.recipes.base import WHOLE, LossOutput, Matryoshka, RecipeBase
 from sentadapt.recipes.frozen_base import FrozenBase, clean_embeddings
@@ -99,7 +100,8 @@ class Distillation:
     def __init__(self, weight: float, kind: str, temperature: float, targets: BaseTargets | TeacherTargets,
                  recipe_weight: float = 1.0, projection: nn.Linear | None = None,
                  matryoshka: Matryoshka = WHOLE) -> None:
-        self.weight, self.kind, self.temperature = weight, kind, temperature
+        self.weight, self.temperature = weight, temperature
+        self.terms = distill_terms(kind)  # (kind, weight) pairs: D is their weighted sum
         # --matryoshka: the term summed over prefixes of the student's vectors, each against the whole target
         # (structure kinds only: a prefix's in-batch similarities can match the target's, its coordinates cannot)
         self.matryoshka = matryoshka
@@ -118,17 +120,32 @@ class Distillation:
         rank's student rows keep their gradient), so the in-batch similarity structure a kl or sim-mse term
         compares is the whole batch's, as in one process."""
         frozen_rows = recipe.frozen_vectors(batch)  # once: the student's input and the base's vectors alike
-        student = student_vectors(encoder, batch, frozen_rows)
-        if self.projection is not None:
-            student = self.projection(student)
+        local = student_vectors(encoder, batch, frozen_rows)
         target = gather_across_processes(self.targets.vectors(encoder, batch, frozen_rows))
         similarities = None
         if BASE_VECTORS in batch:  # a blend target: α · the teacher's cosines + (1 − α) · the base's
             alpha = self.targets.alpha  # type: ignore[union-attr]
             similarities = blended_cosines(target, gather_across_processes(batch[BASE_VECTORS]), alpha)
-        student = gather_across_processes(student)
-        return self.matryoshka.total(lambda cut: distillation_loss(self.kind, cut(student), target, self.temperature,
-                                                                   similarities))
+        kinds = {kind for kind, _ in self.terms}
+        student = gather_across_processes(local) if kinds - set(VECTOR_KINDS) else local
+        projected = student
+        if self.projection is not None and kinds & set(VECTOR_KINDS):
+            # projected before the gather: the projection's gradient then comes from this rank's rows alone, as the
+            # student's does, which DDP's averaging expects
+            projected = gather_across_processes(self.projection(local))
+        elif not kinds - set(VECTOR_KINDS):
+            projected = gather_across_processes(local)
+        total: Tensor | None = None
+        for kind, weight in self.terms:
+            if kind in VECTOR_KINDS:  # each coordinate against the target's: whole vectors (no --matryoshka)
+                value = distillation_loss(kind, projected, target, self.temperature)
+            else:
+                value = self.matryoshka.total(lambda cut, kind=kind: distillation_loss(
+                    kind, cut(student), target, self.temperature, similarities))
+            value = value if weight == 1 else weight * value
+            total = value if total is None else total + value
+        assert total is not None  # distill_terms keeps at least one term
+        return total
 
     def needs_recipe_loss(self, heads: nn.ModuleDict) -> bool:
         """recipe_weight 0 skips the recipe's views (two encoder passes for ConSERT) unless the recipe trains heads
@@ -161,9 +178,10 @@ def build_distillation(config: TrainConfig, recipe: RecipeBase, encoder: Any,
     if teacher is not None:
         targets = TeacherTargets(teacher) if blend is None else TeacherTargets(teacher, *blend)
         projection = None
-        if config.distill_kind in VECTOR_KINDS and targets.dim != encoder.embedding_dim:
+        vector_kind = next((kind for kind, _ in distill_terms(config.distill_kind) if kind in VECTOR_KINDS), None)
+        if vector_kind is not None and targets.dim != encoder.embedding_dim:
             if student_sample is None:
-                raise ConfigError(f"distill_kind: {config.distill_kind} against a teacher of another width "
+                raise ConfigError(f"distill_kind: {vector_kind} against a teacher of another width "
                                   f"(student {encoder.embedding_dim}, teacher {targets.dim}) needs the student's "
                                   "vectors to fit a projection on; use distill_kind=kl or sim-mse")
             projection = fitted_projection(student_sample, targets, encoder.embedding_dim)
