@@ -4,6 +4,8 @@ re-drawn dev/test splits with adapt's default decision applied.
     python -m experiments.distill_suite --train                  # both pairings × 4 domains (--pairs, --domains)
     python -m experiments.distill_suite --study [--seeds 5]      # re-draw splits, decide, score: WORK/study-V.json
     python -m experiments.distill_suite --grid k1,k3             # variants compared on dev-200 alone
+    python -m experiments.distill_suite --select k3,k3x,k3xn --pairs l6-mpnet --work results/distill
+                                                                 # the default, by the rule written first
     python -m experiments.teacher_evidence --store --render      # per-pair outputs → results/distill → docs/results.md
 
 Pairings: all-MiniLM-L6-v2 ← all-mpnet-base-v2 (`../shared/tools/get-all-mpnet-base-v2.sh` installs it) and
@@ -316,29 +318,69 @@ def headline(result: dict[str, Any], pairing: str) -> dict[str, float]:
             "news_cells": len(news)}
 
 
+def dev_200(work: Path, variant: str, pairing: str, resamples: int) -> list[dict[str, Any] | None]:
+    """Per domain, what a run with dev-200.jsonl (the pool's first DEV_200 rows) as its dev set keeps and decides —
+    `cell` with no test pair; None where the variant has no finished run."""
+    results: list[dict[str, Any] | None] = []
+    for domain in DOMAINS:
+        run = load_run(run_folder(work, pairing, domain, variant), pairing, domain, variant)
+        if run is None:
+            results.append(None)
+            continue
+        pool = load_pool(pool_file(work / "data", domain))
+        teacher = teacher_cosines(work, pairing, domain, pool)
+        result = cell(run, teacher, pool, np.arange(DEV_200), np.arange(0), resamples, PATIENCE)
+        result["used"] = result["decision"] == "use-adapted" and not result["stopped"]
+        results.append(result)
+    return results
+
+
 def grid(work: Path, variants: list[str], pairing: str, resamples: int) -> list[str]:
-    """The variants compared on dev alone: per domain, what a run with dev-200.jsonl (the pool's first DEV_200 rows)
-    as its dev set keeps — the dev Δ of the kept step and adapt's decision — and the average with the decision
-    applied (keep-base → 0). No test pair is read."""
+    """The variants compared on dev alone: per domain, the dev Δ of the kept step and adapt's decision, and the
+    average with the decision applied (keep-base → 0). No test pair is read."""
     lines = [f"| variant | {' | '.join(DOMAINS)} | average dev Δ | average, decision applied |",
              "|---|" + "---:|" * (len(DOMAINS) + 2)]
     for variant in variants:
-        cells, raw, applied = [], [], []
-        for domain in DOMAINS:
-            run = load_run(run_folder(work, pairing, domain, variant), pairing, domain, variant)
-            if run is None:
-                cells.append("–")
-                continue
-            pool = load_pool(pool_file(work / "data", domain))
-            teacher = teacher_cosines(work, pairing, domain, pool)
-            result = cell(run, teacher, pool, np.arange(DEV_200), np.arange(0), resamples, PATIENCE)
-            used = result["decision"] == "use-adapted" and not result["stopped"]
-            cells.append(f"{result['dev_change']:+.2f} {'use' if used else 'keep'} (s{result['step']})")
-            raw.append(result["dev_change"])
-            applied.append(result["dev_change"] if used else 0.0)
-        if raw:  # a variant not run for this pairing has no row
-            lines.append(f"| {variant} | {' | '.join(cells)} | {np.mean(raw):+.2f} | {np.mean(applied):+.2f} |")
+        results = dev_200(work, variant, pairing, resamples)
+        done = [r for r in results if r is not None]
+        if not done:  # a variant not run for this pairing has no row
+            continue
+        cells = ["–" if r is None else f"{r['dev_change']:+.2f} {'use' if r['used'] else 'keep'} (s{r['step']})"
+                 for r in results]
+        raw = np.mean([r["dev_change"] for r in done])
+        applied = np.mean([r["dev_change"] if r["used"] else 0.0 for r in done])
+        lines.append(f"| {variant} | {' | '.join(cells)} | {raw:+.2f} | {applied:+.2f} |")
     return lines
+
+
+# docs/findings.md, "Objectives together" (the rule committed before the runs): the variants it chooses among, each
+# with the distill_kind it trains; the incumbent stays unless a challenger's dev-200 average with the decision
+# applied beats it by more than SELECTION_MARGIN
+SELECTION = {"k3": "kl", "k3x": "kl:1,sim-mse:100,cosine:5", "k3xn": "kl:0.38,sim-mse:38,cosine:1.9"}
+INCUMBENT = "k3"
+SELECTION_MARGIN = 0.05
+SELECTION_PAIRING = "l6-mpnet"
+
+
+def select(work: Path, variants: list[str], pairing: str, resamples: int) -> tuple[str, dict[str, float]]:
+    """(the default the rule names, each finished variant's dev-200 average with the decision applied). A variant
+    is in the choice only with a finished run in every domain."""
+    scores = {}
+    for variant in variants:
+        results = dev_200(work, variant, pairing, resamples)
+        if all(r is not None for r in results):
+            scores[variant] = float(np.mean([r["dev_change"] if r["used"] else 0.0 for r in results]))  # type: ignore[index]
+    if INCUMBENT not in scores:
+        raise SystemExit(f"select: the incumbent {INCUMBENT} has no finished runs in {work}")
+    return chosen_variant(scores), scores
+
+
+def chosen_variant(scores: dict[str, float]) -> str:
+    """The rule on the scores: the best challenger if it beats the incumbent by more than SELECTION_MARGIN (the
+    first listed among equal challengers), else the incumbent."""
+    challengers = {v: score for v, score in scores.items() if v != INCUMBENT}
+    best = max(challengers, key=lambda v: challengers[v], default=None)
+    return best if best is not None and challengers[best] > scores[INCUMBENT] + SELECTION_MARGIN else INCUMBENT
 
 
 SECTION = "distillation"
@@ -398,6 +440,8 @@ def main() -> None:
     parser.add_argument("--resamples", type=int, default=1000)
     parser.add_argument("--reuse", action="store_true")
     parser.add_argument("--grid", help="comma list of variants to compare on dev-200 alone, per pairing of --pairs")
+    parser.add_argument("--select", help="comma list of variants: the rule of docs/findings.md (\"Objectives "
+                                         "together\") applied to their dev-200 outputs; prints the default")
     parser.add_argument("--blend-of", help="train --variant with the teacher_blend α that dev-200 picks per domain; "
                                            "a domain whose α is 1 copies this teacher-alone variant's run")
     args = parser.parse_args()
@@ -419,6 +463,11 @@ def main() -> None:
         for pairing in args.pairs.split(","):
             lines += ["", f"**{pairing}**", "", *grid(args.work, args.grid.split(","), pairing, args.resamples)]
         print("\n".join(lines))
+    if args.select:
+        chosen, scores = select(args.work, args.select.split(","), args.pairs.split(",")[0], args.resamples)
+        for variant, score in scores.items():
+            print(f"{variant}: dev-200 average, decision applied {score:+.2f}")
+        print(f"default: {chosen} (distill_kind={SELECTION.get(chosen, '?')})")
     if args.study:
         result = study(args.work, args.variant, args.seeds, args.resamples, domains)
         print("\n".join(table(result)))

@@ -1,0 +1,31 @@
+"""Issue 41 item 5: the teacher-run default is what the selection rule's code prints from the stored dev grid
+(docs/findings.md, "Objectives together": the rule was committed before the runs it judges)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from experiments.distill_suite import INCUMBENT, SELECTION, SELECTION_PAIRING, chosen_variant, select
+from sentadapt.config import TrainConfig
+from sentadapt.presets import TEACHER_DEFAULTS
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.mark.parametrize(("scores", "chosen"), [
+    ({"k3": 1.10, "k3x": 1.15, "k3xn": 1.0}, "k3"),  # +0.05 is within the margin: the simpler stays
+    ({"k3": 1.10, "k3x": 1.16, "k3xn": 1.0}, "k3x"),
+    ({"k3": 1.10, "k3x": 1.30, "k3xn": 1.31}, "k3xn"),
+    ({"k3": 1.10}, "k3"),  # no challenger finished
+])
+def test_a_challenger_must_beat_the_incumbent_by_more_than_the_margin(scores: dict[str, float], chosen: str) -> None:
+    assert chosen_variant(scores) == chosen
+
+
+def test_the_teacher_default_is_what_the_rule_prints_from_the_stored_grid() -> None:
+    chosen, scores = select(REPO / "results/distill", list(SELECTION), SELECTION_PAIRING, resamples=1000)
+    assert INCUMBENT in scores
+    shipped = TEACHER_DEFAULTS.get("distill_kind", TrainConfig().distill_kind)
+    assert shipped == SELECTION[chosen], (chosen, scores)
