@@ -57,6 +57,8 @@ VARIANTS = {
     "plain-m": ("no teacher, --matryoshka 384,192,96", "plain-m/l6"),
     "teacher": ("--teacher all-mpnet-base-v2 (the teacher default; distill_suite's k3e)", "k3e/l6-mpnet"),
     "teacher-m": ("--teacher all-mpnet-base-v2 and --matryoshka 384,192,96 (distill_suite's k3em)", "k3em/l6-mpnet"),
+    # docs/findings.md, "Weighting the full size" (the rule committed before these runs)
+    "teacher-mw": ("teacher-m with --set matryoshka_weights=2,1,1 (distill_suite's k3emw)", "k3emw/l6-mpnet"),
 }
 # a second training seed (adapt --seed 1) of the teacher variants, planned in docs/findings.md ("Sizes") before its
 # runs: news, forums and glosses. Not in the main tables; the targets read each domain's mean over its seeds.
@@ -234,6 +236,42 @@ def acceptance(result: dict[str, Any]) -> list[str]:
             "m − no m | ≤ 0.2 lost |", "|---|---:|---:|---:|---|---:|---:|---|", *lines]
 
 
+WEIGHTED_SMALL_SIZES = ("192 fp32", "96 fp32")  # the forms whose mean Δ the weighting may cost at most:
+WEIGHTED_SMALL_COST = 0.10
+
+
+def weighting(result: dict[str, Any]) -> tuple[list[str], bool | None]:
+    """The full-size weighting's rule (docs/findings.md, "Weighting the full size"): teacher-mw against the teacher
+    run of the same training seed, per domain, and whether `--matryoshka` without weights should weigh the full width
+    2 (None: teacher-mw has not run in all four domains)."""
+    cells = result["cells"]
+    lines, met = [], True
+    for domain in DOMAINS:
+        full, half = seed_delta(cells, "teacher-mw", "384 fp32", domain), seed_delta(cells, "teacher-mw", "192 fp32",
+                                                                                      domain)
+        alone = seed_delta(cells, "teacher", "384 fp32", domain)
+        if full is None or half is None or alone is None:
+            return [], None
+        kept = "—" if full < 0 else ("yes" if half >= 0 else "**no**")
+        cost_met = full - alone >= -0.2
+        met = met and cost_met and kept != "**no**"
+        lines.append(f"| {domain} | {full:+.2f} | {half:+.2f} | {kept} | {alone:+.2f} | {full - alone:+.2f} | "
+                     f"{'yes' if cost_met else '**no**'} |")
+    small = []
+    for label in WEIGHTED_SMALL_SIZES:
+        weighted = float(np.mean([seed_delta(cells, "teacher-mw", label, d) for d in DOMAINS]))
+        plain = float(np.mean([seed_delta(cells, "teacher-m", label, d) for d in DOMAINS]))
+        kept_small = weighted >= plain - WEIGHTED_SMALL_COST
+        met = met and kept_small
+        small.append(f"{label}: {weighted:+.2f} against teacher-m's {plain:+.2f} ({'kept' if kept_small else 'lost'})")
+    verdict = ("met: `--matryoshka` without weights weighs the full width 2 and each prefix 1" if met else
+               "not met: `--matryoshka` without weights stays 1 each")
+    return ["| domain | teacher-mw 384 | teacher-mw 192 | 192 ≥ base where 384 is | teacher 384 | mw − no m | "
+            "≤ 0.2 lost |", "|---|---:|---:|---|---:|---:|---|", *lines, "",
+            f"Mean over the four domains, {'; '.join(small)} (at most {WEIGHTED_SMALL_COST:.2f} below). The rule "
+            f"written before the runs: **{verdict}**."], met
+
+
 def replication(result: dict[str, Any]) -> list[str]:
     """Each training seed's full-size figures where a second seed was run (docs/findings.md, "Sizes")."""
     cells = result["cells"]
@@ -295,6 +333,9 @@ def section(result: dict[str, Any]) -> str:
         "",
         *acceptance(result),
         "",
+        *(["The full size weighted twice (`teacher-mw`: teacher-m with `--set matryoshka_weights=2,1,1`, one "
+           "training seed), against the teacher run of the same seed:", "", *weighted, ""]
+          if (weighted := weighting(result)[0]) else []),
         *(["A second training seed (`adapt --seed 1`; planned in docs/findings.md before its runs) of both teacher "
            "variants, at 384 fp32:", "", *replicated, ""] if (replicated := replication(result)) else []),
         "The sizes decision (evaluation/sizes.py: the fewest bytes whose dev Δ ≥ 0 at risk ≤ 0.20) on each drawn dev "
@@ -332,7 +373,8 @@ def main() -> None:
     if args.study:
         result = study(args.results, args.seeds, args.resamples)
         (args.results / "study.json").write_text(json.dumps(result, indent=1))
-        print("\n".join([*tables(result), "", *acceptance(result), "", *decisions(result)]))
+        print("\n".join([*tables(result), "", *acceptance(result), "", *weighting(result)[0], "",
+                         *decisions(result)]))
         if args.render:
             render(result, args.render)
 
