@@ -9,7 +9,6 @@ prompt (when there is one) and the exact list of texts. Location: $SENTADAPT_CAC
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import os
@@ -25,6 +24,7 @@ from safetensors.torch import load_file, save_file
 
 from sentadapt.durable import replace_durably
 from sentadapt.events import Advance, Note, no_progress, quiet
+from sentadapt.memory import release_freed_memory
 from sentadapt.rowfile import RowFile, write_rows
 
 if TYPE_CHECKING:
@@ -222,20 +222,6 @@ def _table_together(path: Path, texts: Callable[[int, int], list[str]], rows: in
 
 def _part_path(path: Path, rank: int, world: int) -> Path:
     return path.with_name(f"{path.stem}.part-{rank}-of-{world}.npy")
-
-
-
-def release_freed_memory() -> None:
-    """Hand what the last block freed back to the OS (Arrow's pool, then glibc's heap): a table's writer reads and
-    encodes every text once, and the allocators would otherwise keep each block's high-water mark, so the peak
-    would creep up with the corpus. A no-op where the C library has no malloc_trim."""
-    import ctypes
-
-    import pyarrow as pa
-
-    pa.default_memory_pool().release_unused()
-    with contextlib.suppress(OSError, AttributeError):  # not glibc
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
 
 
 def _table_path(digest: Any, texts: Callable[[int, int], list[str]], rows: int) -> Path:

@@ -19,7 +19,7 @@ from sentadapt.data.batching import (
     shard,
     teacher_neighbours,
 )
-from sentadapt.embedding_cache import release_freed_memory
+from sentadapt.memory import release_freed_memory
 from sentadapt.recipes.base import RELATED
 from sentadapt.train.distill import Distillation
 
