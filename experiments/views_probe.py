@@ -1,0 +1,87 @@
+"""Issue 41 item 3, a probe before any feature: does a teacher run learn more when each corpus sentence comes with
+edited copies of itself, which the teacher labels like any other sentence (more signal per sentence)?
+
+    python -m experiments.views_probe --build                 # WORK/data/DOMAIN: corpus.txt + views, the same pool
+    python -m experiments.distill_suite --train --work runs/distill-views --pairs l6-mpnet --domains news \\
+        --variant k3v                                         # the teacher-run defaults on it
+
+Views, drawn with seed 0, per corpus sentence of at least MIN_WORDS words: a crop (a contiguous run of 60–80 % of
+its words) and a word deletion (each word dropped with probability 0.15, at least one dropped, never all). Views
+equal to a corpus sentence or to each other are dropped. The dev/test pool is the suite's own: no pool sentence is
+in the corpus or its views (the pool pairs' sentences were never corpus lines). docs/findings.md, "Views of each
+sentence", says what was planned before the run and what it read.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+from pathlib import Path
+
+import numpy as np
+
+SOURCE = Path("runs/distill/data")
+WORK = Path("runs/distill-views")
+MIN_WORDS = 4
+CROP = (0.6, 0.8)
+DELETE = 0.15
+
+
+def crop(words: list[str], generator: np.random.Generator) -> list[str]:
+    keep = max(1, min(len(words) - 1, round(generator.uniform(*CROP) * len(words))))
+    start = int(generator.integers(0, len(words) - keep + 1))
+    return words[start:start + keep]
+
+
+def delete(words: list[str], generator: np.random.Generator) -> list[str]:
+    dropped = generator.random(len(words)) < DELETE
+    if not dropped.any():
+        dropped[generator.integers(0, len(words))] = True
+    if dropped.all():
+        dropped[generator.integers(0, len(words))] = False
+    return [word for word, gone in zip(words, dropped, strict=True) if not gone]
+
+
+def with_views(lines: list[str], seed: int = 0) -> list[str]:
+    """The corpus lines, then each line's views (those of MIN_WORDS words or more), each text once."""
+    generator = np.random.default_rng(seed)
+    seen = set(lines)
+    views = []
+    for line in lines:
+        words = line.split()
+        if len(words) < MIN_WORDS:
+            continue
+        for edit in (crop, delete):
+            view = " ".join(edit(words, generator))
+            if view not in seen:
+                seen.add(view)
+                views.append(view)
+    return [*lines, *views]
+
+
+def build(source: Path, work: Path, domains: list[str]) -> None:
+    for domain in domains:
+        target = work / "data" / domain
+        target.mkdir(parents=True, exist_ok=True)
+        lines = [line.strip() for line in (source / domain / "corpus.txt").read_text(encoding="utf-8").splitlines()
+                 if line.strip()]
+        corpus = with_views(lines)
+        (target / "corpus.txt").write_text("\n".join(corpus) + "\n", encoding="utf-8")
+        for name in ("pool.jsonl", "dev-200.jsonl", "test.jsonl"):
+            shutil.copy(source / domain / name, target / name)
+        print(f"{domain}: {len(lines)} sentences + {len(corpus) - len(lines)} views → {target / 'corpus.txt'}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--source", type=Path, default=SOURCE)
+    parser.add_argument("--work", type=Path, default=WORK)
+    parser.add_argument("--domains", default="news")
+    parser.add_argument("--build", action="store_true")
+    args = parser.parse_args()
+    if args.build:
+        build(args.source, args.work, args.domains.split(","))
+
+
+if __name__ == "__main__":
+    main()
