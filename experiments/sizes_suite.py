@@ -58,7 +58,8 @@ VARIANTS = {
     "teacher": ("--teacher all-mpnet-base-v2 (the teacher default; distill_suite's k3e)", "k3e/l6-mpnet"),
     "teacher-m": ("--teacher all-mpnet-base-v2 and --matryoshka 384,192,96 (distill_suite's k3em)", "k3em/l6-mpnet"),
     # docs/findings.md, "Weighting the full size" (the rule committed before these runs)
-    "teacher-mw": ("teacher-m with --set matryoshka_weights=2,1,1 (distill_suite's k3emw)", "k3emw/l6-mpnet"),
+    "teacher-mw": ("teacher-m with --set matryoshka_weights=2,1,1 (distill_suite's k3emw; the default weights since "
+                   "2026-11-27)", "k3emw/l6-mpnet"),
 }
 # a second training seed (adapt --seed 1) of the teacher variants, planned in docs/findings.md ("Sizes") before its
 # runs: news, forums and glosses. Not in the main tables; the targets read each domain's mean over its seeds.
@@ -328,13 +329,15 @@ def section(result: dict[str, Any]) -> str:
         "",
         *tables(result),
         "",
-        "The issue's targets (teacher pairing; Δ against the base at 384 fp32, means over split seeds and over the "
-        "training seeds a domain has):",
+        "The issue's targets with equal weights (teacher-m, `matryoshka_weights=1,1,1`: the default until "
+        "2026-11-27; teacher pairing; Δ against the base at 384 fp32, means over split seeds and over the training "
+        "seeds a domain has):",
         "",
         *acceptance(result),
         "",
         *(["The full size weighted twice (`teacher-mw`: teacher-m with `--set matryoshka_weights=2,1,1`, one "
-           "training seed), against the teacher run of the same seed:", "", *weighted, ""]
+           "training seed; its rule in docs/findings.md, \"Weighting the full size\", decides `--matryoshka`'s "
+           "default weights), against the teacher run of the same seed:", "", *weighted, ""]
           if (weighted := weighting(result)[0]) else []),
         *(["A second training seed (`adapt --seed 1`; planned in docs/findings.md before its runs) of both teacher "
            "variants, at 384 fp32:", "", *replicated, ""] if (replicated := replication(result)) else []),

@@ -137,7 +137,7 @@ class TrainConfig:
     # prefix widths of the exported vectors, largest first (sentence-transformers' MatryoshkaLoss), so each prefix
     # is an embedding of its own; () = off
     matryoshka: tuple[int, ...] = ()
-    # the weight of each --matryoshka width's term, in its order; () = 1 each
+    # the weight of each --matryoshka width's term, in its order; () = 2 for the first (largest), 1 for each other
     matryoshka_weights: tuple[float, ...] = ()
     # --sizes: the sizes the finished run's dev table weighs (evaluation/sizes.py); () = matryoshka's, if any
     sizes: tuple[int, ...] = ()

@@ -40,7 +40,10 @@ def test_the_total_is_the_weighted_sum_over_the_prefixes() -> None:
     sizes = Matryoshka.of((16, 8, 4), (1.0, 0.5, 2.0))
     expected = vectors.pow(2).sum() + 0.5 * vectors[:, :8].pow(2).sum() + 2.0 * vectors[:, :4].pow(2).sum()
     assert sizes.total(term).item() == pytest.approx(expected.item(), rel=1e-6)
-    assert Matryoshka.of((16, 8), ()).weights == (1.0, 1.0)
+    # no weights given: the largest size 2, each other 1 (docs/findings.md, "Weighting the full size"); one size
+    # alone is the plain loss
+    assert Matryoshka.of((16, 8, 4), ()).weights == (2.0, 1.0, 1.0)
+    assert Matryoshka.of((16,), ()).weights == (1.0,)
     assert WHOLE.total(term).item() == vectors.pow(2).sum().item()
 
 
@@ -141,8 +144,9 @@ def test_a_matryoshka_run_trains_saves_its_sizes_and_logs_a_larger_loss(tiny_mod
                       if '"loss"' in line]
     saved = yaml.safe_load((tmp_path / "sizes" / "config.yaml").read_text())["train"]
     assert saved["matryoshka"] == [32, 16, 8]
-    # three terms instead of one: step 1 (the same weights and views) is larger than the plain run's
-    assert logs["sizes"][0] > logs["plain"][0] * 1.5
+    # four weights' worth of terms (2 + 1 + 1) instead of one: step 1 (the same weights and views) is larger than the
+    # plain run's
+    assert logs["sizes"][0] > logs["plain"][0] * 2.5
 
 
 @pytest.mark.parametrize(("flags", "message"), [

@@ -38,7 +38,9 @@ def test_the_figures_quoted_in_docs_sizes_md_are_the_stored_study_s(stored: dict
     """docs/sizes.md quotes the teacher pairing's means; they must be the study's (no hand-kept copy drifts)."""
     labels = ["384 fp32", "384 int8", "384 binary", "192 fp32", "192 int8", "96 fp32", "96 int8"]
     text = (REPO / "docs" / "sizes.md").read_text(encoding="utf-8")
-    for variant, name in (("teacher", "without `--matryoshka`"), ("teacher-m", "`--matryoshka 384,192,96`")):
+    for variant, name in (("teacher", "without `--matryoshka`"),
+                          ("teacher-mw", "`--matryoshka 384,192,96` (weights 2,1,1, the default)"),
+                          ("teacher-m", "`--matryoshka 384,192,96`, `matryoshka_weights=1,1,1`")):
         cells = [c for c in stored["cells"] if c["variant"] == variant]
         means = [sum(c["test_delta"][label] for c in cells) / len(cells) for label in labels]
         row = f"| {name} | " + " | ".join(f"{mean:+.2f}".replace("-", "−") for mean in means) + " |"
@@ -112,3 +114,14 @@ def test_the_social_figures_quoted_in_teacher_md_are_the_stored_study_s() -> Non
             f"{mean('raw'):+.2f} ({share} %)") in text
     assert (f"confirmed the gain in {used} of {len(cells)} draws at 200 dev pairs ({mean('applied'):+.2f} "
             "applied)") in text
+
+
+def test_matryoshka_s_default_weights_are_what_the_weighting_rule_reads_from_the_stored_study(stored: dict) -> None:
+    """docs/findings.md, "Weighting the full size": the rule, committed before the teacher-mw runs, is applied by
+    sizes_suite.weighting to the stored study; `--matryoshka` without weights follows its verdict."""
+    from experiments.sizes_suite import weighting
+    from sentadapt.recipes.base import Matryoshka
+
+    met = weighting(stored)[1]
+    assert met is not None, "the teacher-mw runs are missing from the stored study"
+    assert Matryoshka.of((384, 192, 96), ()).weights == ((2.0, 1.0, 1.0) if met else (1.0, 1.0, 1.0))
