@@ -140,7 +140,8 @@ ADAPT_OPTIONS: tuple[AdaptOption, ...] = (
             "merged; its lora-adapter/ folder holds the adapters alone.", annotation=str | None),
     _train("matryoshka", "--matryoshka", "Train prefixes of the vectors as embeddings too (MatryoshkaLoss): every loss "
            "term summed over these sizes, largest first, e.g. 384,192,96, weighted 2 for the largest and 1 each "
-           "other (--set matryoshka_weights=1,1,1 weighs them equally). Then eval --dims 192 scores a prefix.", cli_type=str | None, from_cli=sizes, metavar="<sizes>"),
+           "other (--set matryoshka_weights=1,1,1 weighs them equally). Then eval --dims 192 scores a prefix.",
+           cli_type=str | None, from_cli=sizes, metavar="<sizes>"),
     _train("sizes", "--sizes", "After training, score the kept model on the dev set at these sizes (fp32, int8, "
          "binary) against the base's whole vectors and name the smallest that keeps the gain at --risk. Default: the "
          "--matryoshka sizes.", cli_type=str | None, from_cli=sizes, metavar="<sizes>"),
