@@ -375,6 +375,22 @@ def select(work: Path, variants: list[str], pairing: str, resamples: int) -> tup
     return chosen_variant(scores), scores
 
 
+CONFIRMED_ON = ("raw", "applied_100", "applied_200")  # headline()'s means over the four domains
+
+
+def confirmed(work: Path, chosen: str, pairing: str) -> tuple[str, dict[str, dict[str, float]]]:
+    """(the default, each compared variant's test figures). The confirmation, written after the first grid's test
+    study showed its dev choice behind the incumbent (docs/findings.md, "Objectives together"): the variant the dev
+    rule names replaces the incumbent only if its test study (study-VARIANT.json, read after the choice) is not below
+    the incumbent's on any of CONFIRMED_ON. It can only keep the incumbent, never pick another challenger."""
+    if chosen == INCUMBENT:
+        return chosen, {}
+    figures = {variant: headline(json.loads(study_path(work, variant).read_text()), pairing)
+               for variant in (INCUMBENT, chosen)}
+    behind = any(figures[chosen][key] < figures[INCUMBENT][key] for key in CONFIRMED_ON)
+    return (INCUMBENT if behind else chosen), figures
+
+
 def chosen_variant(scores: dict[str, float]) -> str:
     """The rule on the scores: the best challenger if it beats the incumbent by more than SELECTION_MARGIN (the
     first listed among equal challengers), else the incumbent."""
@@ -464,10 +480,15 @@ def main() -> None:
             lines += ["", f"**{pairing}**", "", *grid(args.work, args.grid.split(","), pairing, args.resamples)]
         print("\n".join(lines))
     if args.select:
-        chosen, scores = select(args.work, args.select.split(","), args.pairs.split(",")[0], args.resamples)
+        pairing = args.pairs.split(",")[0]
+        chosen, scores = select(args.work, args.select.split(","), pairing, args.resamples)
         for variant, score in scores.items():
             print(f"{variant}: dev-200 average, decision applied {score:+.2f}")
-        print(f"default: {chosen} (distill_kind={SELECTION.get(chosen, '?')})")
+        print(f"the dev rule names {chosen}")
+        default, figures = confirmed(args.work, chosen, pairing)
+        for variant, values in figures.items():
+            print(f"{variant} on test: " + ", ".join(f"{key} {values[key]:+.2f}" for key in CONFIRMED_ON))
+        print(f"default: {default} (distill_kind={SELECTION.get(default, '?')})")
     if args.study:
         result = study(args.work, args.variant, args.seeds, args.resamples, domains)
         print("\n".join(table(result)))

@@ -32,10 +32,6 @@ STRUCTURE_KINDS = ("kl", "sim-mse")
 VECTOR_KINDS = ("mse", "cosine")
 DISTILL_KINDS = STRUCTURE_KINDS + VECTOR_KINDS
 MIX_EXAMPLE = "kl:1,sim-mse:10"  # a weighted sum of kinds, as the errors show it
-# distill_kind=auto, the teacher-run default: this sum, chosen on dev by the rule written before its runs
-# (docs/findings.md, "Objectives together"); kl where a vector kind cannot train (--matryoshka, a blend target),
-# which is also what those were measured with
-TEACHER_DISTILL_KIND = "kl:0.38,sim-mse:38,cosine:1.9"
 
 
 @dataclass
@@ -106,8 +102,7 @@ class TrainConfig:
     distill: float = 0.0
     # kl: in-batch similarity distributions | sim-mse: in-batch cosine values | mse: the vectors' squared distance
     # (not normalised) | cosine: 1 − cos of each vector with its target; or a weighted sum of them,
-    # "kl:1,sim-mse:10,cosine:1" (a weight 0 = that term off): `distill_terms`; auto (a teacher run's default):
-    # TEACHER_DISTILL_KIND, or kl with --matryoshka or a blend target (`distill_objective`)
+    # "kl:1,sim-mse:10,cosine:1" (a weight 0 = that term off): `distill_terms`
     distill_kind: str = "kl"
     distill_temperature: float = 0.05  # softmax temperature of the kl kind
     # With --teacher (RunConfig.teacher) the distillation target is the teacher's cached vectors instead of the
@@ -147,15 +142,6 @@ class TrainConfig:
     # --sizes: the sizes the finished run's dev table weighs (evaluation/sizes.py); () = matryoshka's, if any
     sizes: tuple[int, ...] = ()
 
-    @property
-    def distill_objective(self) -> str:
-        """distill_kind as it trains: `auto` resolved (TEACHER_DISTILL_KIND, or kl where only the structure kinds
-        can train: --matryoshka, a blend target), any other value as given."""
-        if self.distill_kind != "auto":
-            return self.distill_kind
-        structure_only = bool(self.matryoshka) or str(self.teacher_blend) not in ("1", "1.0")
-        return "kl" if structure_only else TEACHER_DISTILL_KIND
-
     def validate(self) -> None:
         check_range("max_steps", self.max_steps, 0, None)
         check_range("epochs", self.epochs, 0, None, low_open=True)
@@ -186,7 +172,7 @@ class TrainConfig:
         check_range("log_every", self.log_every, 1, None)
         check_choice("report_to", self.report_to, REPORT_TO)
         check_range("distill", self.distill, 0, None, hint="0 = off")
-        terms = distill_terms(self.distill_objective)
+        terms = distill_terms(self.distill_kind)
         check_range("distill_temperature", self.distill_temperature, 0, None, low_open=True)
         check_range("teacher_weight", self.teacher_weight, 0, None, low_open=True)
         check_choice("teacher_check", self.teacher_check, ("on", "off"))
@@ -288,9 +274,8 @@ def distill_terms(value: str) -> tuple[tuple[str, float], ...]:
     """distill_kind as (kind, weight) terms with a weight above 0: "kl" is (("kl", 1.0),); "kl:1,sim-mse:10,cosine:0"
     is (("kl", 1.0), ("sim-mse", 10.0)), the distillation term their weighted sum. One-line errors name the part."""
     text = one_line(str(value))
-    if ":" not in text and "," not in text:  # (auto is resolved before: TrainConfig.distill_objective)
-        if text not in DISTILL_KINDS:
-            raise ConfigError(f"distill_kind: '{text}' is not one of {', '.join(DISTILL_KINDS)}, auto")
+    if ":" not in text and "," not in text:
+        check_choice("distill_kind", text, DISTILL_KINDS)
         return ((text, 1.0),)
     terms: dict[str, float] = {}
     for part in text.split(","):

@@ -39,8 +39,6 @@ TEACHER_DEFAULTS: dict[str, Any] = {
     "min_examples": 20_000, "max_epochs": 4.0, "evals_per_pass": 1.0, "patience": 2, "batch_size": 64,
     "distill": 0.0,  # the teacher replaces the frozen base as the target
     "distill_batches": "neighbours",
-    # kl + sim-mse + cosine (config.TEACHER_DISTILL_KIND), kl with --matryoshka or a blend target
-    "distill_kind": "auto",
 }
 
 

@@ -229,7 +229,7 @@ def test_set_reaches_train_config_for_every_recipe(tiny_model_dir: Path, corpus:
 @pytest.mark.parametrize(("option", "message"), [
     ("distill=-1", "Error: distill: -1.0 is out of range; valid: [0, inf] (0 = off)"),
     ("distill=nan", "Error: distill: nan is out of range; valid: [0, inf] (0 = off)"),
-    ("distill_kind=l1", "Error: distill_kind: 'l1' is not one of kl, sim-mse, mse, cosine, auto"),
+    ("distill_kind=l1", "Error: distill_kind: 'l1' is not one of kl, sim-mse, mse, cosine"),
     ("distill_temperature=0", "Error: distill_temperature: 0.0 is out of range; valid: (0, inf]"),
     ("distill=lots", "Error: --set: distill: expected a number, got 'lots'"),
 ])

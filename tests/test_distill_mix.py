@@ -7,9 +7,8 @@ from pathlib import Path
 
 import pytest
 import torch
-from safetensors.torch import load_file
 
-from sentadapt.config import TEACHER_DISTILL_KIND, TrainConfig, distill_terms
+from sentadapt.config import distill_terms
 from sentadapt.encoder import Encoder
 from sentadapt.errors import ConfigError
 from sentadapt.recipes.consert import ConsertConfig, ConsertRecipe
@@ -32,7 +31,7 @@ def test_distill_kind_reads_one_kind_or_a_weighted_sum(value: str, terms: tuple[
 
 
 @pytest.mark.parametrize(("value", "message"), [
-    ("l1", "distill_kind: 'l1' is not one of kl, sim-mse, mse, cosine, auto"),
+    ("l1", "distill_kind: 'l1' is not one of kl, sim-mse, mse, cosine"),
     ("kl:1,l1:2", "distill_kind: 'l1' in 'kl:1,l1:2' is not one of kl, sim-mse, mse, cosine; give one kind or a "
                   "weighted sum such as kl:1,sim-mse:10"),
     ("kl:1,kl:2", "distill_kind: 'kl:1,kl:2' names kl twice; give each kind once, e.g. kl:1,sim-mse:10"),
@@ -87,35 +86,3 @@ def test_matryoshka_refuses_a_sum_with_a_vector_kind(sets: tuple[str, ...], mess
     else:
         assert result.exit_code == 2, result.output
         assert result.stderr.strip() == f"Error: {message}"
-
-
-@pytest.mark.parametrize(("values", "objective"), [
-    ({}, TEACHER_DISTILL_KIND),
-    ({"matryoshka": (32, 16)}, "kl"),  # a prefix cannot match the cosine term's coordinates
-    ({"teacher_blend": "0.5"}, "kl"),  # a blend mixes similarities, which the vector kinds do not compare
-    ({"teacher_blend": "auto"}, "kl"),
-    ({"teacher_blend": "1.0"}, TEACHER_DISTILL_KIND),
-])
-def test_auto_is_the_chosen_sum_or_kl_where_a_vector_kind_cannot_train(values: dict, objective: str) -> None:
-    config = TrainConfig(distill_kind="auto", **values)
-    config.validate()
-    assert config.distill_objective == objective
-    assert TrainConfig(distill_kind="sim-mse", **values).distill_objective == "sim-mse"  # as given otherwise
-
-
-def test_a_teacher_run_trains_the_sum_and_says_so(tiny_model_dir: Path, corpus: Path, tmp_path: Path) -> None:
-    """A teacher 48 wide: the cosine term's projection trains (it is in the checkpoint)."""
-    import yaml
-
-    from tests.test_teacher import build_tiny_teacher
-
-    teacher = build_tiny_teacher(tmp_path / "teacher")
-    result = run_adapt(str(corpus), "--base", str(tiny_model_dir), "--teacher", str(teacher), "--output",
-                       str(tmp_path / "run"), "--dev", "none", "--max-steps", "2", "--batch-size", "8",
-                       "--checkpoint-every", "1")
-    assert result.exit_code == 0, result.output
-    assert (f"distillation: {TEACHER_DISTILL_KIND} (distill_kind=auto: the teacher-run default; kl with "
-            "--matryoshka or a blend target)") in result.stderr
-    assert yaml.safe_load((tmp_path / "run" / "config.yaml").read_text())["train"]["distill_kind"] == "auto"
-    assert "projection.weight" in load_file(str(next((tmp_path / "run" / "checkpoints").iterdir())
-                                                 / "model.safetensors"))

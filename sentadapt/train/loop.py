@@ -242,9 +242,6 @@ class Trainer:
             blend = (inputs.teacher.base_vectors, inputs.teacher.blend)
         # before resumed weights load (the frozen base is the base)
         distillation = build_distillation(cfg, inputs.recipe, inputs.encoder, teacher, self._student_sample, blend)
-        if distillation is not None and cfg.distill_kind == "auto" and not resume:
-            self.reporter.message(f"distillation: {cfg.distill_objective} (distill_kind=auto: the teacher-run "
-                                  "default; kl with --matryoshka or a blend target)")
         adapters = lora.settings_of(cfg)  # peft and the recipe were checked before loading
         if adapters is not None:  # after the frozen base is copied: it stays a plain model
             lora.attach(inputs.encoder, adapters)
