@@ -35,7 +35,9 @@ VARIANTS = {DEFAULT: "the teacher-run defaults (recipe_weight 1, kl, lr 5e-5, ne
             "k3eb": "the blend α dev-200 picks (k3e + teacher_blend=α)",
             "k1": "random batches (distill_batches=random, the teacher-run default before 2026-11-26)",
             "k3x": "kl + sim-mse + cosine (distill_kind=kl:1,sim-mse:100,cosine:5; docs/findings.md)",
-            "k3xn": "the same kinds at today's total pull (distill_kind=kl:0.38,sim-mse:38,cosine:1.9)"}
+            "k3xn": "the same kinds at today's total pull (distill_kind=kl:0.38,sim-mse:38,cosine:1.9)",
+            "k3v": "the defaults on news' corpus with two edited views per sentence (experiments/views_probe.py; "
+                   "stored with --work runs/distill-views --results results/views)"}
 SECTION = "teacher-evidence"
 SOCIAL_SECTION = "distillation-social"
 DECIMALS = 6
