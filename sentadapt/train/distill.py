@@ -126,15 +126,14 @@ class Distillation:
         if BASE_VECTORS in batch:  # a blend target: α · the teacher's cosines + (1 − α) · the base's
             alpha = self.targets.alpha  # type: ignore[union-attr]
             similarities = blended_cosines(target, gather_across_processes(batch[BASE_VECTORS]), alpha)
-        kinds = {kind for kind, _ in self.terms}
-        student = gather_across_processes(local) if kinds - set(VECTOR_KINDS) else local
-        projected = student
-        if self.projection is not None and kinds & set(VECTOR_KINDS):
+        vector_kinds = any(kind in VECTOR_KINDS for kind, _ in self.terms)
+        structure_kinds = any(kind not in VECTOR_KINDS for kind, _ in self.terms)
+        student = gather_across_processes(local) if structure_kinds else None
+        projected = student  # the vector kinds' side: the student's own vectors when no projection is needed
+        if vector_kinds and (self.projection is not None or student is None):
             # projected before the gather: the projection's gradient then comes from this rank's rows alone, as the
             # student's does, which DDP's averaging expects
-            projected = gather_across_processes(self.projection(local))
-        elif not kinds - set(VECTOR_KINDS):
-            projected = gather_across_processes(local)
+            projected = gather_across_processes(local if self.projection is None else self.projection(local))
         total: Tensor | None = None
         for kind, weight in self.terms:
             if kind in VECTOR_KINDS:  # each coordinate against the target's: whole vectors (no --matryoshka)
