@@ -32,6 +32,13 @@ def stop_signals_raise() -> None:
             signal.signal(signum, _raise)
 
 
+def pending_signal() -> int:
+    """A stop signal already raised as KeyboardInterrupt while the command still runs (0: none): something swallowed
+    the interrupt — Python prints and ignores an exception raised inside a finalizer (`__del__`) — so whoever checks
+    at a safe point must stop for it."""
+    return _received[-1] if _received else 0
+
+
 def received_signal() -> int:
     """The stop signal that ended the command (SIGINT when KeyboardInterrupt came from elsewhere)."""
     return _received[-1] if _received else signal.SIGINT

@@ -72,6 +72,7 @@ def train_run(run: ResolvedRun, resume: bool, overwrite: bool, trust_remote_code
                                   progress=events.progress, base_dev=base_dev if number == 1 else None)
             reporter = events.reporter() if events.reporter is not None else NoteReporter(events.note)
             trainer = Trainer(inputs, reporter, on_checkpoint=_checkpoint_hook(replacement, events))
+            stop.stop_if_requested()  # a signal while loading whose interrupt something swallowed
             result = _train_stage(trainer, stage_resume, output)
             if main and events.stage_done is not None:
                 events.stage_done(result, stage_config)

@@ -21,7 +21,7 @@ from types import FrameType
 from typing import Any
 
 from sentadapt.errors import SentadaptError
-from sentadapt.stopping import STOP_SIGNALS
+from sentadapt.stopping import STOP_SIGNALS, pending_signal
 
 # The signals that ask for a clean stop (sentadapt.stopping: the same ones outside a run), in the order a combined
 # request is named by (highest number wins).
@@ -146,12 +146,20 @@ class StopAtOnce(_SignalHandlers):
     loop's StopRequest takes over while it trains and puts these handlers back after. Main thread only."""
 
     def __enter__(self) -> StopAtOnce:
+        self.signum = pending_signal()  # one that came while the command was importing and was swallowed
         self._install()
         return self
 
     def _handle(self, signum: int, frame: FrameType | None) -> None:
         self.signum = signum
         raise KeyboardInterrupt
+
+    def stop_if_requested(self) -> None:
+        """At a safe point (a stage loaded, before it trains): raise KeyboardInterrupt when a signal came and its
+        interrupt was swallowed — Python prints and ignores an exception raised inside a finalizer (`__del__`, as
+        a tokenizer's regex objects run while loading), and the run would otherwise train on to the end."""
+        if self.signum:
+            raise KeyboardInterrupt
 
 
 def stopped_early(signum: int, output: Path, resumable: bool) -> TrainingInterrupted:
