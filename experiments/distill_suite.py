@@ -5,7 +5,7 @@ re-drawn dev/test splits with adapt's default decision applied.
     python -m experiments.distill_suite --study [--seeds 5]      # re-draw splits, decide, score: WORK/study-V.json
     python -m experiments.distill_suite --grid k1,k3             # variants compared on dev-200 alone
     python -m experiments.distill_suite --select k3,k3x,k3xn --pairs l6-mpnet --work results/distill
-                                                                 # the default, by the rule written first
+                                                # the default: the dev rule written first, then the test confirmation
     python -m experiments.teacher_evidence --store --render      # per-pair outputs → results/distill → docs/results.md
 
 Pairings: all-MiniLM-L6-v2 ← all-mpnet-base-v2 (`../shared/tools/get-all-mpnet-base-v2.sh` installs it) and
@@ -353,9 +353,9 @@ def grid(work: Path, variants: list[str], pairing: str, resamples: int) -> list[
     return lines
 
 
-# docs/findings.md, "Objectives together" (the rule committed before the runs): the variants it chooses among, each
-# with the distill_kind it trains; the incumbent stays unless a challenger's dev-200 average with the decision
-# applied beats it by more than SELECTION_MARGIN
+# docs/findings.md, "Objectives together" (the dev rule committed before the runs): the variants it chooses among,
+# each with the distill_kind it trains; the incumbent stays unless a challenger's dev-200 average with the decision
+# applied beats it by more than SELECTION_MARGIN — and then its test study must confirm it (`confirmed`)
 SELECTION = {"k3": "kl", "k3x": "kl:1,sim-mse:100,cosine:5", "k3xn": "kl:0.38,sim-mse:38,cosine:1.9"}
 INCUMBENT = "k3"
 SELECTION_MARGIN = 0.05
