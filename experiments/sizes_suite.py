@@ -54,7 +54,9 @@ MATRYOSHKA = ("--matryoshka", ",".join(map(str, SIZES)))
 # variant → (what it is, where its runs are under WORK/runs)
 VARIANTS = {
     "plain": ("no teacher, no --matryoshka (the tuned-base defaults)", "plain/l6"),
-    "plain-m": ("no teacher, --matryoshka 384,192,96", "plain-m/l6"),
+    "plain-m": ("no teacher, --matryoshka 384,192,96 with weights 1,1,1 (the default until 2026-11-27)", "plain-m/l6"),
+    # a check after the weighting rule's verdict (which read the teacher runs): the new default weights without one
+    "plain-mw": ("no teacher, --matryoshka 384,192,96 with the default weights 2,1,1", "plain-mw/l6"),
     "teacher": ("--teacher all-mpnet-base-v2 (the teacher default; distill_suite's k3e)", "k3e/l6-mpnet"),
     "teacher-m": ("--teacher all-mpnet-base-v2 and --matryoshka 384,192,96 (distill_suite's k3em)", "k3em/l6-mpnet"),
     # docs/findings.md, "Weighting the full size" (the rule committed before these runs)
@@ -87,7 +89,8 @@ def train(work: Path, variant: str, domain: str, reuse: bool) -> None:
     data = work / "data"
     argv = sentadapt("adapt", str(data / domain / "corpus.txt"), "--base", L6, "--dev", str(pool_file(data, domain)),
                      "--output", str(folder), "--overwrite", "--set", "patience=0",
-                     *(MATRYOSHKA if variant.endswith("-m") else ()))
+                     *(MATRYOSHKA if variant != "plain" else ()),
+                     *(("--set", "matryoshka_weights=1,1,1") if variant == "plain-m" else ()))
     run_job(argv, folder, work, f"{variant} {domain}")
 
 
@@ -379,7 +382,7 @@ def main() -> None:
     args = parser.parse_args()
     domains = args.domains.split(",")
     if args.train:
-        for variant in ("plain", "plain-m"):
+        for variant in ("plain", "plain-m", "plain-mw"):
             for domain in domains:
                 train(args.work, variant, domain, args.reuse)
     if args.encode:
