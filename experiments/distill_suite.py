@@ -335,6 +335,11 @@ def dev_200(work: Path, variant: str, pairing: str, resamples: int) -> list[dict
     return results
 
 
+def applied_average(results: list[dict[str, Any]]) -> float:
+    """The mean dev Δ with the decision applied (keep-base → 0): what the grid's last column and the rule read."""
+    return float(np.mean([r["dev_change"] if r["used"] else 0.0 for r in results]))
+
+
 def grid(work: Path, variants: list[str], pairing: str, resamples: int) -> list[str]:
     """The variants compared on dev alone: per domain, the dev Δ of the kept step and adapt's decision, and the
     average with the decision applied (keep-base → 0). No test pair is read."""
@@ -348,8 +353,7 @@ def grid(work: Path, variants: list[str], pairing: str, resamples: int) -> list[
         cells = ["–" if r is None else f"{r['dev_change']:+.2f} {'use' if r['used'] else 'keep'} (s{r['step']})"
                  for r in results]
         raw = np.mean([r["dev_change"] for r in done])
-        applied = np.mean([r["dev_change"] if r["used"] else 0.0 for r in done])
-        lines.append(f"| {variant} | {' | '.join(cells)} | {raw:+.2f} | {applied:+.2f} |")
+        lines.append(f"| {variant} | {' | '.join(cells)} | {raw:+.2f} | {applied_average(done):+.2f} |")
     return lines
 
 
@@ -367,9 +371,9 @@ def select(work: Path, variants: list[str], pairing: str, resamples: int) -> tup
     is in the choice only with a finished run in every domain."""
     scores = {}
     for variant in variants:
-        results = dev_200(work, variant, pairing, resamples)
-        if all(r is not None for r in results):
-            scores[variant] = float(np.mean([r["dev_change"] if r["used"] else 0.0 for r in results]))  # type: ignore[index]
+        results = [r for r in dev_200(work, variant, pairing, resamples) if r is not None]
+        if len(results) == len(DOMAINS):
+            scores[variant] = applied_average(results)
     if INCUMBENT not in scores:
         raise SystemExit(f"select: the incumbent {INCUMBENT} has no finished runs in {work}")
     return chosen_variant(scores), scores
