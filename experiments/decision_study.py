@@ -1,9 +1,15 @@
 """The decision study: what each use/keep rule hands the user on the domain suite, and the power of a dev set.
 
     python -m experiments.decision_runs                    # the runs (per-pair outputs of every evaluated step)
-    python -m experiments.decision_study                   # re-draw, decide, score; render docs/results.md and
-                                                     # docs/evaluation.md's generated sections
-    python -m experiments.decision_study --seeds 10 --resamples 1000 --work runs/decision
+    python -m experiments.decision_study --store           # their outputs → results/decision (tracked)
+    python -m experiments.decision_study                   # re-draw, decide, score (results/decision/study.json);
+                                                           # render docs/results.md and docs/evaluation.md
+    python -m experiments.decision_study --render          # only re-render from results/decision/study.json
+
+**What is tracked** (issue 41, item 6): per run, results/decision/runs/MODEL/DOMAIN/RECIPE/ holds dev_outputs.json
+(the pool's cosines at every evaluated step, rounded: experiments/stored_runs.py), metrics.json and job.json; the
+pools are results/distill/data's (the same split, experiments/domain_data.py --seed 0; `--store` refuses runs made
+on another). The study and both sections follow from those files alone.
 
 **Re-drawn splits.** For each domain the pool is the 1,000-odd pairs no run trained on (dev-200 + test of
 experiments/domain_data.py --seed 0); every run of experiments/decision_runs.py scored the whole pool at steps 0
@@ -39,6 +45,7 @@ import numpy as np
 
 from experiments.domain_data import DOMAINS, key
 from experiments.results_suite import REPO, machine_summary
+from experiments.stored_runs import job_record, store_run
 from sentadapt.data.pairs import ScoredPairs
 from sentadapt.evaluation.decision import POSITIVE, RISK, STRICT, DecisionRule, decide
 from sentadapt.evaluation.evaluator import Evaluator, dev_evidence
@@ -46,6 +53,11 @@ from sentadapt.evaluation.selection import choose, weigh_candidates
 from sentadapt.evaluation.sts import ScoredPairsTask, spearman100
 from tools.doc_sections import write_atomically, write_section
 
+RESULTS = Path("results/decision")  # the stored runs and the study (tracked)
+POOLS = Path("results/distill/data")  # each domain's pool.jsonl (tracked; the decision runs' split)
+STUDY = "study.json"
+SECTION, POWER_SECTION = "decision-study", "dev-set-power"  # of docs/results.md and docs/evaluation.md
+COMMAND = "python -m experiments.decision_study"
 MODELS = ("all-minilm-l6-v2", "paraphrase-minilm-l3-v2")
 RECIPES = ("consert", "sg-opt", "clsr")
 AUTO = "auto"
@@ -218,13 +230,18 @@ def auto_run(runs: Sequence[Run], pool: Pool, dev: DevSet, test: np.ndarray) -> 
             "test_change": delivered(best.name), "applied": applied, "decisions": decisions, "chosen": chosen}
 
 
-def study(work: Path, seeds: int, resamples: int) -> dict[str, Any]:
+def stored_runs(results: Path, model: str, domain: str) -> list[Run]:
+    """The model × domain's runs stored in `results`, in RECIPES order (a missing one left out)."""
+    return [run for recipe in RECIPES
+            if (run := load_run(results / "runs" / model / domain / recipe, model, domain, recipe)) is not None]
+
+
+def study(results: Path, seeds: int, resamples: int, pools: Path = POOLS) -> dict[str, Any]:
     cells: list[dict[str, Any]] = []
     for model in MODELS:
         for domain in DOMAINS:
-            pool = load_pool(work / "data" / domain / "pool.jsonl")
-            runs = [run for recipe in RECIPES
-                    if (run := load_run(work / "runs" / model / domain / recipe, model, domain, recipe)) is not None]
+            pool = load_pool(pools / domain / "pool.jsonl")
+            runs = stored_runs(results, model, domain)
             if not runs:
                 continue
             for size in DEV_SIZES:
@@ -240,18 +257,36 @@ def study(work: Path, seeds: int, resamples: int) -> dict[str, Any]:
     return {"cells": cells}
 
 
+def selections(results: Path, seeds: int, pools: Path = POOLS) -> list[dict[str, Any]]:
+    """Each recipe cell's kept step and test Δ, as `study` draws and chooses them but without a bootstrap (neither
+    depends on one): what the staleness test re-derives from the stored outputs in seconds."""
+    cells = []
+    for model in MODELS:
+        for domain in DOMAINS:
+            pool = load_pool(pools / domain / "pool.jsonl")
+            runs = stored_runs(results, model, domain)
+            for size in DEV_SIZES:
+                for seed in range(seeds):
+                    dev_rows, test = draw(pool, size, seed, domain)
+                    dev = DevSet(pool, dev_rows, resamples=0)
+                    for run in runs:
+                        step = selected_step(run, dev)
+                        cells.append({"model": model, "domain": domain, "dev_size": size, "seed": seed,
+                                      "recipe": run.recipe, "step": step,
+                                      "test_change": test_change(pool, test, run.base, run.steps[step])})
+    return cells
+
+
 # ---------------------------------------------------------------- power
-def pool_spread(work: Path, resamples: int) -> list[dict[str, Any]]:
+def pool_spread(results: Path, resamples: int, pools: Path = POOLS) -> list[dict[str, Any]]:
     """σ of each evaluated model's paired Δ on its pool (SE × √n): the per-pair spread the power model uses."""
     rows = []
     for model in MODELS:
         for domain in DOMAINS:
-            pool = load_pool(work / "data" / domain / "pool.jsonl")
+            pool = load_pool(pools / domain / "pool.jsonl")
             everything = DevSet(pool, np.arange(len(pool)), resamples)
-            for recipe in RECIPES:
-                run = load_run(work / "runs" / model / domain / recipe, model, domain, recipe)
-                if run is None:
-                    continue
+            for run in stored_runs(results, model, domain):
+                recipe = run.recipe
                 base = everything.outputs(run.base)
                 for step, cosines in run.steps.items():
                     value, replicates = everything.evaluator.change_replicates(base, everything.outputs(cosines))[1:]
@@ -270,7 +305,8 @@ def normal_power(gain: float, size: int, sigma: float, rule: DecisionRule) -> fl
     return 1 - statistics.NormalDist(gain, spread).cdf(z * spread)
 
 
-def resampled_power(work: Path, sizes: Sequence[int], draws: int, resamples: int) -> list[dict[str, Any]]:
+def resampled_power(results: Path, sizes: Sequence[int], draws: int, resamples: int,
+                    pools: Path = POOLS) -> list[dict[str, Any]]:
     """P(use) by resampling real outputs: each evaluated model vs its base, dev sets drawn with replacement from
     the pool (whose Δ is the truth), one comparison (no checkpoint choice)."""
     rows = []
@@ -278,10 +314,8 @@ def resampled_power(work: Path, sizes: Sequence[int], draws: int, resamples: int
                                                "positive (any dev Δ > 0)")}
     for model in MODELS:
         for domain in DOMAINS:
-            pool = load_pool(work / "data" / domain / "pool.jsonl")
-            runs = [run for recipe in RECIPES
-                    if (run := load_run(work / "runs" / model / domain / recipe, model, domain, recipe)) is not None]
-            for run in runs:
+            pool = load_pool(pools / domain / "pool.jsonl")
+            for run in stored_runs(results, model, domain):
                 for step in (25, 100):
                     if step not in run.steps:
                         continue
@@ -359,7 +393,8 @@ def render_results(data: dict[str, Any], command: str) -> str:
     lines = [
         "## The decision: what each rule hands the user",
         "",
-        f"Generated by `{command}`, finished {meta['finished']} ({meta['machine']}); the runs by "
+        f"Generated by `{command}`, finished {meta['finished']} ({meta['machine']}), from the per-pair outputs "
+        "in `results/decision/` (`--render` redraws it from them); the runs by "
         "`python -m experiments.decision_runs` (both shared models × 4 domains × ConSERT, SG-OPT, CLSR, 100 steps, "
         "dev every 25 — the domain suite's settings, each recipe's defaults).",
         "",
@@ -527,35 +562,57 @@ def render_power(data: dict[str, Any], command: str) -> str:
     return "\n".join(lines)
 
 
+def store(work: Path, results: Path, pools: Path = POOLS) -> None:
+    """Copy the decision runs' per-pair outputs from `work` (experiments/decision_runs.py) into `results`."""
+    for domain in DOMAINS:
+        made_on, tracked = work / "data" / domain / "pool.jsonl", pools / domain / "pool.jsonl"
+        if made_on.is_file() and made_on.read_bytes() != tracked.read_bytes():
+            raise SystemExit(f"{made_on}: not the pool in {tracked}; the decision runs must use that split "
+                             "(experiments/domain_data.py --seed 0)")
+    stored = 0
+    for model in MODELS:
+        for domain in DOMAINS:
+            for recipe in RECIPES:
+                target = results / "runs" / model / domain / recipe
+                if store_run(work / "runs" / model / domain / recipe, target):
+                    stored += 1
+                    job_record(work / "jobs" / f"adapt-{model}-{domain}-{recipe}.json", target / "job.json")
+    print(f"stored {stored} runs in {results}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--work", type=Path, default=Path("runs/decision"))
+    parser.add_argument("--work", type=Path, default=Path("runs/decision"),
+                        help="where experiments.decision_runs trained (read by --store only)")
+    parser.add_argument("--results", type=Path, default=RESULTS, help=f"the stored runs and study (default {RESULTS})")
+    parser.add_argument("--store", action="store_true", help="copy the runs' per-pair outputs from WORK to RESULTS")
     parser.add_argument("--seeds", type=int, default=10, help="split seeds per dev size (default 10)")
     parser.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples per decision (as adapt)")
     parser.add_argument("--power-draws", type=int, default=40, help="dev sets drawn per model and size (power)")
     parser.add_argument("--power-sizes", default="50,100,200,400")
-    parser.add_argument("--render", action="store_true", help="only re-render from WORK/decision-study.json")
+    parser.add_argument("--render", action="store_true", help=f"only re-render from RESULTS/{STUDY}")
     parser.add_argument("--doc", type=Path, default=Path("docs/results.md"))
     parser.add_argument("--power-doc", type=Path, default=Path("docs/evaluation.md"))
     args = parser.parse_args()
     os.chdir(REPO)
-    out = args.work / "decision-study.json"
+    if args.store:
+        store(args.work, args.results)
+        return
+    out = args.results / STUDY
     if not args.render:
         started = time.perf_counter()
-        data = study(args.work, args.seeds, args.resamples)
-        data["spread"] = pool_spread(args.work, args.resamples)
+        data = study(args.results, args.seeds, args.resamples)
+        data["spread"] = pool_spread(args.results, args.resamples)
         sizes = [int(size) for size in args.power_sizes.split(",")]
         data["selection_cost"] = selection_cost_simulation()
-        data["power"] = resampled_power(args.work, sizes, args.power_draws, min(args.resamples, 500))
+        data["power"] = resampled_power(args.results, sizes, args.power_draws, min(args.resamples, 500))
         data["meta"] = {"seeds": args.seeds, "resamples": args.resamples, "power_draws": args.power_draws,
                         "finished": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "machine": machine_summary(),
                         "seconds": time.perf_counter() - started}
         write_atomically(out, json.dumps(data) + "\n")
     data = json.loads(out.read_text(encoding="utf-8"))
-
-    command = "python -m experiments.decision_study"
-    write_section(args.doc, "decision-study", render_results(data, command))
-    write_section(args.power_doc, "dev-set-power", render_power(data, command))
+    write_section(args.doc, SECTION, render_results(data, COMMAND))
+    write_section(args.power_doc, POWER_SECTION, render_power(data, COMMAND))
     print(f"wrote {args.doc} and {args.power_doc}")
 
 

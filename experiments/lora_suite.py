@@ -1,60 +1,105 @@
 """LoRA against full fine-tuning on the domain suite (issue 27): all-MiniLM-L6-v2, ConSERT, the four domains.
 
-    python -m experiments.lora_suite --train full        # one setting on the 4 domains (settings run side by side)
-    python -m experiments.lora_suite --train lora-r16
-    python -m experiments.lora_suite --final             # eval every trained setting on test and dev, then render
-    python -m experiments.lora_suite --render            # redraw the section from WORK/lora.json
+    python -m experiments.lora_suite --train lora-r16       # one setting on the 4 domains
+    python -m experiments.lora_suite --train lora-r16-all
+    python -m experiments.lora_suite --store                # the runs' per-pair outputs → results/lora (tracked)
+    python -m experiments.lora_suite --study                # results/lora/study.json, then the section
+    python -m experiments.lora_suite --render               # redraw the section from results/lora/study.json
 
-Both settings are the domain suite's ConSERT row (`experiments/domain_suite.py`: batch 32, max length 64, 100 steps,
-dev every 25 steps on the 100 dev pairs, the tuned-base preset, `adapt`'s default decision); LoRA adds `--lora r=16`
-(alpha 32, adapters on the attention projections) and a 10× learning rate (5e-4 vs the preset's 5e-5), the usual
-ratio for LoRA: with ~1 % of the weights and B starting at zero, the preset's rate barely moves the adapters.
-Training goes through DomainSuite (one `sentadapt adapt` per domain, its wall time and peak RSS recorded by the
-runner) in WORK (runs/lora; data: runs/domain/data's split, seed 0). `--final` scores the base and every finished
-setting in one `sentadapt eval` per domain on test.jsonl and dev.jsonl, counts trainable parameters, and writes the
-section "lora" of docs/results.md.
+Every setting is the domain suite's ConSERT row (batch 32, max length 64, 100 steps, dev every 25 steps, the
+tuned-base preset); LoRA adds `--lora r=16` (alpha 32) and a 10× learning rate (5e-4 vs the preset's 5e-5), the
+usual ratio for LoRA: with ~1 % of the weights and B starting at zero, the preset's rate barely moves the adapters.
+Full fine-tuning is not trained here: it is the decision study's ConSERT run on all-MiniLM-L6-v2 (the same
+command; experiments/decision_runs.py), stored in results/decision.
+
+Each run gets its domain's pool (dev-200 + test of experiments/domain_data.py --seed 0) as `--dev`, so its
+dev_outputs.json holds every evaluated step's cosine of every pool pair; the dev set never steers training (four
+evaluations: patience never stops a run). `--study` then does what `adapt --dev dev.jsonl` and `sentadapt eval
+--pairs test.jsonl` did before issue 41 (item 6), from the stored cosines alone: the step with the best score on the
+100 dev pairs (the pool's first 100, dev.jsonl), `adapt`'s default decision on them (the library's `decide` and
+`dev_evidence`), and that step's Δ on the test pairs (the pool after dev-200) with its paired 95 % CI.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import sys
 from pathlib import Path
 from typing import Any
 
-from experiments.doc_sections import current_command
+import numpy as np
+
+from experiments import decision_study
 from experiments.domain_data import DOMAINS
-from experiments.domain_suite import MODELS, SHARED, DomainSuite, Plan, parse_extra, score
-from experiments.results_suite import REPO, machine_summary, sentadapt, short
-from sentadapt.evaluation.decision import decision_of  # no torch
+from experiments.results_suite import REPO, Runner, machine_summary, sentadapt
+from experiments.stored_runs import job_record, store_run
 from tools.doc_sections import write_atomically, write_section
 
-MODEL = MODELS[1]  # all-MiniLM-L6-v2
+MODEL = "all-minilm-l6-v2"
 RECIPE = "consert"
 SECTION = "lora"
 WORK = Path("runs/lora")
-STEPS, BATCH = 100, 32  # the domain suite's ConSERT row
-# name → (what it is, --set-extra specs)
+RESULTS = Path("results/lora")
+STUDY = "study.json"
+SHARED = Path("../shared")
+STEPS, EVAL_EVERY, BATCH, MAX_LENGTH = 100, 25, 32, 64  # the domain suite's ConSERT row
+DEV_PAIRS, DEV_POOL = 100, 200  # dev.jsonl is the pool's first 100 pairs, dev-200.jsonl its first 200; test follows
+FULL = "full"
+# name → (what it is, adapt flags beyond the domain suite's ConSERT row)
 SETTINGS: dict[str, tuple[str, list[str]]] = {
-    "full": ("full fine-tuning (every weight; lr 5e-5, the tuned-base preset)", []),
+    FULL: ("full fine-tuning (every weight; lr 5e-5, the tuned-base preset)", []),
     "lora-r16": ("LoRA r 16, alpha 32, attention projections (lr 5e-4)",
-                 [f"{RECIPE}:--lora=r=16,alpha=32,targets=attention", f"{RECIPE}:lr=5e-4"]),
+                 ["--lora", "r=16,alpha=32,targets=attention", "--set", "lr=5e-4"]),
     # every linear layer (the feed-forward ones too): the setting that matched full fine-tuning in QLoRA's study
     "lora-r16-all": ("LoRA r 16, alpha 32, every linear layer (lr 5e-4)",
-                     [f"{RECIPE}:--lora=r=16,alpha=32,targets=all-linear", f"{RECIPE}:lr=5e-4"]),
+                     ["--lora", "r=16,alpha=32,targets=all-linear", "--set", "lr=5e-4"]),
 }
+DEFAULT_RULE = "risk ≤ 0.20 (default)"
 
 
-def suite(name: str, work: Path) -> DomainSuite:
-    plan = Plan(models=[MODEL], domains=list(DOMAINS), recipes=[RECIPE], steps=STEPS, batch_size=BATCH,
-                eval_every=STEPS // 4, variant=name, extra=parse_extra(SETTINGS[name][1]), train_only=True)
-    return DomainSuite(plan, work, SHARED, reuse=True)
+def stored_run_folder(results: Path, name: str, domain: str) -> Path:
+    """Where a setting's stored run lies: full fine-tuning is the decision study's ConSERT run."""
+    if name == FULL:
+        return REPO / decision_study.RESULTS / "runs" / MODEL / domain / RECIPE
+    return results / "runs" / name / domain
 
 
-def train(name: str, work: Path) -> dict[str, Any]:
-    runs = suite(name, work)
-    runs.prepare_data()
-    return {domain: runs.train(RECIPE, MODEL, domain) for domain in DOMAINS}
+def adapt_args(data: str, name: str, domain: str, output: str) -> list[str]:
+    """`sentadapt adapt`'s arguments for one setting on one domain (data: the folder domain_data.py wrote)."""
+    return ["adapt", f"{data}/{domain}/corpus.txt", "--recipe", RECIPE, "--base", f"{SHARED}/models/{MODEL}",
+            "--dev", f"{data}/{domain}/pool.jsonl", "--max-steps", str(STEPS), "--eval-every", str(EVAL_EVERY),
+            "--output", output, "--overwrite", "--max-length", str(MAX_LENGTH), "--batch-size", str(BATCH),
+            *SETTINGS[name][1]]
+
+
+def train(name: str, work: Path) -> None:
+    """One LoRA setting on the four domains, one job after another (the decision runs' data and pools)."""
+    if name == FULL:
+        raise SystemExit("full fine-tuning is the decision study's ConSERT run: python -m experiments.decision_runs")
+    data = work / "data"
+    if not (data / "manifest.json").is_file():
+        Runner(work, False).run("data", [sys.executable, "-m", "experiments.domain_data", "--shared", str(SHARED),
+                                         "--out", str(data), "--seed", "0"])
+    os.environ.update(OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
+    runner = Runner(work, reuse=True)
+    for domain in DOMAINS:
+        output = work / "runs" / name / domain
+        runner.run(f"adapt-{name}-{domain}", sentadapt(*adapt_args(str(data), name, domain, str(output))))
+
+
+def store(work: Path, results: Path) -> None:
+    for domain in DOMAINS:
+        made_on, tracked = work / "data" / domain / "pool.jsonl", REPO / decision_study.POOLS / domain / "pool.jsonl"
+        if made_on.is_file() and made_on.read_bytes() != tracked.read_bytes():
+            raise SystemExit(f"{made_on}: not the pool in {tracked} (experiments/domain_data.py --seed 0)")
+    for name in SETTINGS:
+        for domain in DOMAINS:
+            target = stored_run_folder(results, name, domain)
+            if name != FULL and store_run(work / "runs" / name / domain, target):
+                job_record(work / "jobs" / f"adapt-{name}-{domain}.json", target / "job.json")
+    print(f"stored in {results}")
 
 
 def trainable_parameters(name: str) -> tuple[int, int]:
@@ -62,43 +107,46 @@ def trainable_parameters(name: str) -> tuple[int, int]:
     from sentadapt import Encoder, lora
     from sentadapt.config import TrainConfig
 
-    encoder = Encoder.load(MODEL, device="cpu")
-    flags = lora.lora_flags(next((spec.split("=", 1)[1] for spec in SETTINGS[name][1] if "--lora=" in spec), None))
-    settings = lora.settings_of(TrainConfig(**flags))
+    encoder = Encoder.load(str(SHARED / "models" / MODEL), device="cpu")
+    flags = SETTINGS[name][1]
+    spec = flags[flags.index("--lora") + 1] if "--lora" in flags else None
+    settings = lora.settings_of(TrainConfig(**lora.lora_flags(spec)))
     if settings is not None:
         lora.attach(encoder, settings)
     return lora.trainable_parameters(encoder)
 
 
-def final(work: Path) -> dict[str, Any]:
-    results: dict[str, Any] = {"settings": {}, "domains": {}}
-    trained = {name: train(name, work) for name in SETTINGS if _finished(work, name)}
-    for name in trained:
-        results["settings"][name] = {"what": SETTINGS[name][0], "parameters": trainable_parameters(name)}
-    data = suite(next(iter(trained)), work).data
-    for domain in DOMAINS:
-        outputs = [str(trained[name][domain][0]) for name in trained]
-        out = work / "evals" / f"{domain}-{len(trained)}.json"  # a new file (and job) when a setting is added
-        files = ["test.jsonl", "dev.jsonl"]
-        runner = suite(next(iter(trained)), work).runner
-        job = runner.run(f"eval-{domain}-{'-'.join(trained)}", sentadapt(
-            "eval", MODEL, *outputs, *(arg for f in files for arg in ("--pairs", str(data / domain / f))),
-            "--json", str(out)))
-        base, *adapted = json.loads(out.read_text())
-        row: dict[str, Any] = {"base": {"test": score(base, "test.jsonl", "spearman")},
-                               "eval_command": "python -m sentadapt " + " ".join(job.argv[3:])}
-        for name, entry in zip(trained, adapted):
-            folder, run = trained[name][domain]
-            metrics = json.loads((folder / "metrics.json").read_text())
-            row[name] = {"test": score(entry, "test.jsonl", "spearman"), "dev_delta": metrics["dev_change"],
-                         "decision": decision_of(metrics).decision, "train_seconds": run["train_seconds"],
-                         "peak_rss_mb": run["peak_rss_mb"], "command": run["command"]}
-        results["domains"][domain] = row
-    return results
+def domain_cell(run: decision_study.Run, pool: decision_study.Pool, resamples: int) -> dict[str, Any]:
+    """What `adapt --dev dev.jsonl` keeps and decides, and that step's test Δ with its paired CI."""
+    dev = decision_study.DevSet(pool, np.arange(DEV_PAIRS), resamples)
+    test = np.arange(DEV_POOL, len(pool))
+    chosen = decision_study.single_run(run, pool, dev, test)
+    scorer = decision_study.DevSet(pool, test, resamples)
+    delta = scorer.evaluator.compare_outputs(scorer.outputs(run.base), scorer.outputs(run.steps[chosen["step"]]))
+    assert abs(delta.value - chosen["test_change"]) < 1e-9  # the same test pairs, the same Spearman
+    return {"step": chosen["step"], "dev_delta": chosen["dev_change"],
+            "decision": chosen["decisions"][DEFAULT_RULE], "base_test": scorer.score(run.base),
+            "test": {"delta": delta.value, "ci": list(delta.interval) if delta.interval else None,
+                     "ci_excludes_0": delta.significant}}
 
 
-def _finished(work: Path, name: str) -> bool:
-    return all((work / "runs" / name / short(MODEL) / d / RECIPE / "metrics.json").is_file() for d in DOMAINS)
+def study(results: Path, resamples: int = 1000, parameters: dict[str, tuple[int, int]] | None = None,
+          ) -> dict[str, Any]:
+    """Every stored setting's cells (parameters: the trained-parameter counts, counted on the model when None)."""
+    names = [name for name in SETTINGS
+             if all((stored_run_folder(results, name, d) / "dev_outputs.json").is_file() for d in DOMAINS)]
+    out: dict[str, Any] = {"settings": {}, "domains": {d: {} for d in DOMAINS}, "machine": machine_summary()}
+    for name in names:
+        counted = parameters[name] if parameters else trainable_parameters(name)
+        out["settings"][name] = {"what": SETTINGS[name][0], "parameters": list(counted)}
+        for domain in DOMAINS:
+            folder = stored_run_folder(results, name, domain)
+            pool = decision_study.load_pool(REPO / decision_study.POOLS / domain / "pool.jsonl")
+            run = decision_study.load_run(folder, MODEL, domain, RECIPE)
+            job = json.loads((folder / "job.json").read_text(encoding="utf-8"))
+            out["domains"][domain][name] = {**domain_cell(run, pool, resamples), "train_seconds": job["seconds"],
+                                            "peak_rss_mb": job["peak_rss_mb"]}
+    return out
 
 
 def applied(row: dict[str, Any]) -> float:
@@ -109,19 +157,23 @@ def render(results: dict[str, Any]) -> str:
     names = list(results["settings"])
     domains = results["domains"]
     lines = [
-        f"## LoRA vs full fine-tuning: ConSERT on {short(MODEL)}, the domain suite",
+        f"## LoRA vs full fine-tuning: ConSERT on {MODEL}, the domain suite",
         "",
-        f"Generated by `python -m experiments.lora_suite --final` ({machine_summary()}). The domain suite's ConSERT "
-        f"settings (batch {BATCH}, max length 64, {STEPS} steps, checkpoint chosen on the 100 dev pairs, `adapt`'s "
-        "default decision); each setting's runs were trained side by side, so times compare within this table only. "
-        "Test Δ: Spearman × 100 on the held-out test pairs against the base, paired 95 % CI (* when it excludes 0); "
-        "decision applied: keep-base → 0.",
+        "Generated by `python -m experiments.lora_suite --study` from the per-pair outputs in `results/lora/` and, "
+        "for full fine-tuning, the decision study's ConSERT runs in `results/decision/` (the same command; "
+        f"`--render` redraws it) ({results['machine']}). The domain suite's ConSERT settings (batch {BATCH}, max "
+        f"length {MAX_LENGTH}, {STEPS} steps, dev every {EVAL_EVERY}); each run scored its domain's pool at every "
+        f"evaluated step, and the table applies what `adapt --dev dev.jsonl` does: the step with the best score on "
+        f"the {DEV_PAIRS} dev pairs, `adapt`'s default decision on them. Test Δ: Spearman × 100 on the held-out test "
+        "pairs against the base, paired 95 % CI (* when it excludes 0); decision applied: keep-base → 0. Train "
+        "time and peak RSS: the runner's wall time and the job's peak RSS, with two jobs sharing the 2 cores at one "
+        "thread each.",
         "",
         "| setting | trained parameters | " + " | ".join(f"{d} test Δ" for d in DOMAINS) +
         " | avg test Δ | avg, decision applied | decisions (use) | train time (4 domains) | peak RSS |",
         "|---|---:|" + "---:|" * (len(DOMAINS) + 5),
         "| base model (Spearman × 100) | – | " + " | ".join(
-            f"{domains[d]['base']['test']['value']:.2f}" for d in DOMAINS) + " | – | – | – | – | – |",
+            f"{domains[d][names[0]]['base_test']:.2f}" for d in DOMAINS) + " | – | – | – | – | – |",
     ]
     for name in names:
         rows = [domains[d][name] for d in DOMAINS]
@@ -135,31 +187,38 @@ def render(results: dict[str, Any]) -> str:
             f"{sum(applied(r) for r in rows) / len(rows):+.2f} | {uses} of {len(rows)} | "
             f"{sum(r['train_seconds'] for r in rows) / 60:.1f} min | "
             f"{max(r['peak_rss_mb'] for r in rows) / 1000:.2f} GB |")
-    first = next(iter(DOMAINS))
-    lines += ["", "```bash", *(f"python -m experiments.lora_suite --train {name}" for name in names),
-              "python -m experiments.lora_suite --final",
-              *(current_command(domains[first][name]["command"]).replace(f"/{first}/", "/DOMAIN/")
-                for name in names),
-              domains[first]["eval_command"].replace(f"/{first}/", "/DOMAIN/").replace(f"/{first}.", "/DOMAIN."),
+    data = "runs/decision/data"
+    lines += ["", "```bash", "python -m experiments.decision_runs --recipes consert   # full fine-tuning",
+              *(f"python -m experiments.lora_suite --train {name}" for name in names if name != FULL),
+              "python -m experiments.decision_study --store && python -m experiments.lora_suite --store",
+              "python -m experiments.lora_suite --study",
+              *("python -m sentadapt " + " ".join(adapt_args(data, name, "DOMAIN", f"runs/lora/runs/{name}/DOMAIN"))
+                for name in names if name != FULL),
               "```"]
     return "\n".join(lines)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--train", choices=list(SETTINGS), help="train one setting on the 4 domains")
-    parser.add_argument("--final", action="store_true", help="evaluate every finished setting and render")
-    parser.add_argument("--render", action="store_true", help="redraw the section from WORK/lora.json")
+    parser.add_argument("--train", choices=[name for name in SETTINGS if name != FULL],
+                        help="train one setting on the 4 domains")
+    parser.add_argument("--store", action="store_true", help="copy the runs' per-pair outputs into RESULTS")
+    parser.add_argument("--study", action="store_true", help=f"derive RESULTS/{STUDY} from them, then render")
+    parser.add_argument("--render", action="store_true", help=f"redraw the section from RESULTS/{STUDY}")
     parser.add_argument("--work", type=Path, default=WORK)
+    parser.add_argument("--results", type=Path, default=RESULTS)
+    parser.add_argument("--doc", type=Path, default=Path("docs/results.md"))
     args = parser.parse_args()
-    args.work.mkdir(parents=True, exist_ok=True)
+    os.chdir(REPO)
     if args.train:
         train(args.train, args.work)
-    if args.final:
-        write_atomically(args.work / "lora.json", json.dumps(final(args.work), indent=1) + "\n")
-    if args.final or args.render:
-        results = json.loads((args.work / "lora.json").read_text())
-        write_section(REPO / "docs" / "results.md", SECTION, render(results))
+    if args.store:
+        store(args.work, args.results)
+    if args.study:
+        write_atomically(args.results / STUDY, json.dumps(study(args.results), indent=1) + "\n")
+    if args.study or args.render:
+        results = json.loads((args.results / STUDY).read_text(encoding="utf-8"))
+        write_section(args.doc, SECTION, render(results))
         print(render(results))
 
 

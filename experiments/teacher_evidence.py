@@ -26,6 +26,7 @@ from experiments.distill_suite import PAIRINGS, SIZES, run_folder, section, stud
 from experiments.distill_suite import SECTION as DISTILLATION_SECTION
 from experiments.domain_data import ALL_DOMAINS, DOMAINS, SOCIAL
 from experiments.results_suite import short
+from experiments.stored_runs import store_run
 
 WORK = Path("runs/distill")
 RESULTS = Path("results/distill")
@@ -40,17 +41,6 @@ VARIANTS = {DEFAULT: "the teacher-run defaults (recipe_weight 1, kl, lr 5e-5, ne
                    "stored with --work runs/distill-views --results results/views)"}
 SECTION = "teacher-evidence"
 SOCIAL_SECTION = "distillation-social"
-DECIMALS = 6
-
-
-def rounded(value: Any) -> Any:
-    if isinstance(value, float):
-        return round(value, DECIMALS)
-    if isinstance(value, list):
-        return [rounded(item) for item in value]
-    if isinstance(value, dict):
-        return {key: rounded(item) for key, item in value.items()}
-    return value
 
 
 def store(work: Path, results: Path) -> None:
@@ -66,15 +56,7 @@ def store(work: Path, results: Path) -> None:
     for variant in VARIANTS:
         for pairing in PAIRINGS:
             for domain in ALL_DOMAINS:
-                source = run_folder(work, pairing, domain, variant)
-                if not (source / "metrics.json").is_file():
-                    continue
-                target = run_folder(results, pairing, domain, variant)
-                target.mkdir(parents=True, exist_ok=True)
-                outputs = json.loads((source / "dev_outputs.json").read_text())
-                (target / "dev_outputs.json").write_text(json.dumps(rounded(outputs)))
-                for name in ("metrics.json", "job.json"):
-                    shutil.copy(source / name, target / name)
+                store_run(run_folder(work, pairing, domain, variant), run_folder(results, pairing, domain, variant))
     print(f"stored in {results}")
 
 

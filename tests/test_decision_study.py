@@ -80,3 +80,39 @@ def test_the_power_model_uses_a_null_model_at_the_rules_stated_rates() -> None:
     # a gain of one standard error (σ/√n = 0.6) beyond the risk rule's threshold z_0.8·0.6 is used 84 % of the time
     assert study.normal_power(0.8416 * 0.6 + 0.6, 100, 6.0, DecisionRule("risk", 0.2)) == pytest.approx(0.8413,
                                                                                                       abs=1e-3)
+
+
+REPO = decision_study.REPO
+STORED = REPO / decision_study.RESULTS / decision_study.STUDY
+
+
+@pytest.fixture(scope="module")
+def stored() -> dict:
+    import json
+
+    if not STORED.is_file():
+        pytest.skip("results/decision/study.json not stored")
+    return json.loads(STORED.read_text(encoding="utf-8"))
+
+
+def test_the_decision_sections_are_what_the_stored_study_renders(stored: dict) -> None:
+    """Issue 41 item 6: docs/results.md's "decision-study" and docs/evaluation.md's "dev-set-power" sections are
+    what `decision_study --render` draws from results/decision/study.json."""
+    from tools.doc_sections import wrap
+
+    command = decision_study.COMMAND
+    results = (REPO / "docs" / "results.md").read_text(encoding="utf-8")
+    power = (REPO / "docs" / "evaluation.md").read_text(encoding="utf-8")
+    assert wrap(decision_study.SECTION, decision_study.render_results(stored, command)) in results
+    assert wrap(decision_study.POWER_SECTION, decision_study.render_power(stored, command)) in power
+
+
+def test_the_stored_study_follows_from_the_stored_per_pair_outputs(stored: dict) -> None:
+    """Each recipe cell's kept step and test Δ re-derived from results/decision/runs (no bootstrap needed for
+    either): a study.json out of step with the tracked outputs fails here."""
+    fresh = decision_study.selections(REPO / decision_study.RESULTS, stored["meta"]["seeds"],
+                                      REPO / decision_study.POOLS)
+    kept = [cell for cell in stored["cells"] if cell["recipe"] != decision_study.AUTO]
+    where = ("model", "domain", "dev_size", "seed", "recipe", "step")
+    assert [tuple(cell[k] for k in where) for cell in fresh] == [tuple(cell[k] for k in where) for cell in kept]
+    assert [cell["test_change"] for cell in fresh] == pytest.approx([cell["test_change"] for cell in kept], abs=1e-9)

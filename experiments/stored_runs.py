@@ -1,0 +1,49 @@
+"""What a study keeps of a run in the tracked `results/` folder (issue 41, item 6): the per-pair outputs its tables
+are computed from, so `--render` needs no model, no training and no ../shared.
+
+A run's dev_outputs.json (each evaluated step's cosine of every pool pair) is stored rounded to DECIMALS places — a
+cosine's 7th decimal moves no Spearman figure at the 2 decimals the tables print, and it halves the files — beside
+its metrics.json and job.json (the run's command, wall time and decision as adapt recorded them).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+DECIMALS = 6
+KEPT = ("metrics.json", "job.json")  # copied as they are; dev_outputs.json is rounded
+
+
+def rounded(value: Any) -> Any:
+    """`value` with every float rounded to DECIMALS places (lists and dicts walked)."""
+    if isinstance(value, float):
+        return round(value, DECIMALS)
+    if isinstance(value, list):
+        return [rounded(item) for item in value]
+    if isinstance(value, dict):
+        return {key: rounded(item) for key, item in value.items()}
+    return value
+
+
+def store_run(source: Path, target: Path) -> bool:
+    """Copy what the studies read of the run in `source` into `target`; False when the run has not finished."""
+    if not (source / "metrics.json").is_file():
+        return False
+    target.mkdir(parents=True, exist_ok=True)
+    outputs = json.loads((source / "dev_outputs.json").read_text(encoding="utf-8"))
+    (target / "dev_outputs.json").write_text(json.dumps(rounded(outputs)), encoding="utf-8")
+    for name in KEPT:
+        if (source / name).is_file():
+            shutil.copy(source / name, target / name)
+    return True
+
+
+def job_record(runner_record: Path, target: Path) -> None:
+    """The runner's record of a job (experiments/results_suite.py Runner: its command, wall time and peak RSS) as the
+    run's job.json, without the machine-local log path."""
+    record = json.loads(runner_record.read_text(encoding="utf-8"))
+    kept = {"argv": record["argv"], "seconds": record["seconds"], "peak_rss_mb": record["peak_rss_mb"]}
+    target.write_text(json.dumps(kept) + "\n", encoding="utf-8")
