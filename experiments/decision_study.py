@@ -33,6 +33,7 @@ import argparse
 import json
 import math
 import os
+import shutil
 import statistics
 import time
 import zlib
@@ -60,6 +61,7 @@ SECTION, POWER_SECTION = "decision-study", "dev-set-power"  # of docs/results.md
 COMMAND = "python -m experiments.decision_study"
 MODELS = ("all-minilm-l6-v2", "paraphrase-minilm-l3-v2")
 RECIPES = ("consert", "sg-opt", "clsr")
+PEERS = ("simcse", "ct", "tsdae")  # experiments/peer_runs.py (stored for the domain-suite section; no decision study)
 AUTO = "auto"
 DEV_SIZES = (100, 200)
 DEV_NAME = "dev.jsonl"
@@ -577,6 +579,11 @@ def store(work: Path, results: Path, pools: Path = POOLS) -> None:
                 if store_run(work / "runs" / model / domain / recipe, target):
                     stored += 1
                     job_record(work / "jobs" / f"adapt-{model}-{domain}-{recipe}.json", target / "job.json")
+            for peer in PEERS:  # experiments/peer_runs.py: job.json is written last, beside the outputs
+                stored += store_run(work / "runs" / model / domain / peer, results / "runs" / model / domain / peer,
+                                    finished="job.json")
+    if (work / "data" / "manifest.json").is_file():
+        shutil.copy(work / "data" / "manifest.json", results / "manifest.json")
     print(f"stored {stored} runs in {results}")
 
 

@@ -28,9 +28,10 @@ def rounded(value: Any) -> Any:
     return value
 
 
-def store_run(source: Path, target: Path) -> bool:
-    """Copy what the studies read of the run in `source` into `target`; False when the run has not finished."""
-    if not (source / "metrics.json").is_file():
+def store_run(source: Path, target: Path, finished: str = "metrics.json") -> bool:
+    """Copy what the studies read of the run in `source` into `target`; False when the run has not finished (its
+    `finished` file, written last, is missing: adapt's metrics.json, a peer's job.json)."""
+    if not (source / finished).is_file():
         return False
     target.mkdir(parents=True, exist_ok=True)
     outputs = json.loads((source / "dev_outputs.json").read_text(encoding="utf-8"))

@@ -1,0 +1,146 @@
+"""The domain-suite section from tracked per-pair outputs (issue 41, item 6): no training, no model, no ../shared.
+
+    python -m experiments.decision_runs && python -m experiments.peer_runs   # the runs (runs/decision)
+    python -m experiments.decision_study --store                             # their outputs → results/decision
+    python -m experiments.domain_stored --study                               # results/decision/domain-suite.json
+    python -m experiments.domain_stored --render                              # redraw the section from it
+
+Every sentadapt recipe (experiments/decision_runs.py) and sentence-transformers peer (experiments/peer_runs.py)
+scored its domain's pool (dev-200 + test) at every evaluated step. Each table cell is what the domain suite measured
+with `adapt --dev dev.jsonl` and `sentadapt eval --pairs test.jsonl --pairs test-pairclass.tsv`, recomputed from
+those cosines with the library's functions: a recipe keeps the step with the best score on the 100 dev pairs (the
+pool's first 100, dev.jsonl), a peer its last step; `adapt`'s default decision on the dev pairs (a peer's one step
+weighed as one option); the kept step's Δ on the test pairs (the pool after dev-200) with its paired 95 % CI, and
+its average-precision Δ on the test pairs read as pair classification (gold ≥ 4 → 1, ≤ 1.5 → 0, the middle dropped,
+as experiments/domain_data.py writes test-pairclass.tsv). experiments/domain_render.py draws the tables.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from experiments import decision_study
+from experiments.domain_data import DOMAINS
+from experiments.domain_render import render
+from experiments.make_eval_tasks import NEGATIVE_MAX, POSITIVE_MIN
+from experiments.results_suite import REPO, machine_summary
+from sentadapt.data.pairs import LabelledPairs
+from sentadapt.evaluation.evaluator import Evaluator
+from sentadapt.evaluation.pairclass import PairClassificationTask
+from tools.doc_sections import write_atomically, write_section
+
+SECTION = "domain-suite"
+STUDY = "domain-suite.json"
+MANIFEST = "manifest.json"  # experiments/domain_data.py's counts of the split, stored beside the runs
+DEV_PAIRS, DEV_POOL = 100, 200  # dev.jsonl: the pool's first 100 pairs; test.jsonl: the pool after dev-200
+PLAN = {"steps": 100, "batch_size": 32, "max_length": 64, "eval_every": 25, "dev_size": DEV_PAIRS}
+DEFAULT_RULE = "risk ≤ 0.20 (default)"
+COMMAND = "python -m experiments.domain_stored --study"
+NOTE = ("The runs were made again on 2026-11-27 with the code of that day (the section's first edition, 2026-11-23, "
+        "kept no per-pair outputs). Two jobs shared the 2 cores at one thread each; train times include each run's "
+        "dev evaluations of the pool (1,000-odd pairs, 5 times), so they compare within this table only. The "
+        "decision is today's default, risk ≤ 0.20 (the first edition used the strict rule).")
+
+
+def pairclass_task(pool: decision_study.Pool, rows: np.ndarray) -> tuple[PairClassificationTask, np.ndarray]:
+    """The test pairs read as pair classification, and the pool rows they are."""
+    kept = np.array([i for i in rows if pool.gold[i] >= POSITIVE_MIN or pool.gold[i] <= NEGATIVE_MAX], dtype=int)
+    pairs = LabelledPairs([pool.first[i] for i in kept], [pool.second[i] for i in kept],
+                          [int(pool.gold[i] >= POSITIVE_MIN) for i in kept], "test-pairclass.tsv")
+    return PairClassificationTask("test-pairclass.tsv", pairs), kept
+
+
+def delta_record(evaluator: Evaluator, name: str, rows: np.ndarray, base: np.ndarray,
+                 other: np.ndarray) -> dict[str, Any]:
+    """The other model's Δ over the base on `rows` with its paired CI, as `sentadapt eval --json` records one."""
+    first, second = ({name: {"cosine": cosines[rows].tolist()}} for cosines in (base, other))
+    delta = evaluator.compare_outputs(first, second)
+    return {"delta": delta.value, "ci": list(delta.interval) if delta.interval else None,
+            "ci_excludes_0": delta.significant}
+
+
+def cell(run: decision_study.Run, pool: decision_study.Pool, kind: str, resamples: int) -> dict[str, Any]:
+    """One row × domain: the kept step, the decision, the test and AP Δs."""
+    dev = decision_study.DevSet(pool, np.arange(DEV_PAIRS), resamples)
+    test = np.arange(DEV_POOL, len(pool))
+    chosen = decision_study.single_run(run, pool, dev, test)
+    adapted = run.steps[chosen["step"]]
+    sts = decision_study.DevSet(pool, test, resamples)
+    task, labelled = pairclass_task(pool, test)
+    ap = Evaluator([task], resamples=resamples)
+    return {"kind": kind, "step": chosen["step"], "decision": chosen["decisions"][DEFAULT_RULE],
+            "dev": {"value": dev.score(adapted), "delta": chosen["dev_change"]},
+            "test": {"value": sts.score(adapted), **delta_record(sts.evaluator, decision_study.DEV_NAME, test,
+                                                                  run.base, adapted)},
+            "test_ap": {"value": ap.from_outputs({task.name: {"cosine": adapted[labelled].tolist()}}).average,
+                        **delta_record(ap, task.name, labelled, run.base, adapted)}}
+
+
+def base_row(run: decision_study.Run, pool: decision_study.Pool) -> dict[str, Any]:
+    dev = decision_study.DevSet(pool, np.arange(DEV_PAIRS), 0)
+    test = decision_study.DevSet(pool, np.arange(DEV_POOL, len(pool)), 0)
+    task, labelled = pairclass_task(pool, np.arange(DEV_POOL, len(pool)))
+    ap = Evaluator([task], resamples=0).from_outputs({task.name: {"cosine": run.base[labelled].tolist()}}).average
+    return {"dev": {"value": dev.score(run.base)}, "test": {"value": test.score(run.base)}, "test_ap": {"value": ap}}
+
+
+def command_of(argv: list[str]) -> str:
+    """A stored job's command as a user types it: `python -m ...`, paths relative to the repository."""
+    text = " ".join(["python", *argv[1:]])
+    return re.sub(r"/\S*?/(runs)/", lambda match: f"{match[1]}/", text)
+
+
+def study(results: Path, resamples: int = 1000) -> dict[str, Any]:
+    models: dict[str, dict[str, Any]] = {}
+    seconds = 0.0
+    for model in decision_study.MODELS:
+        for domain in DOMAINS:
+            pool = decision_study.load_pool(REPO / decision_study.POOLS / domain / "pool.jsonl")
+            rows: dict[str, Any] = {}
+            for name in (*decision_study.RECIPES, *decision_study.PEERS):
+                folder = results / "runs" / model / domain / name
+                run = decision_study.load_run(folder, model, domain, name)
+                if run is None:
+                    continue
+                job = json.loads((folder / "job.json").read_text(encoding="utf-8"))
+                rows.setdefault("base", base_row(run, pool))
+                rows[name] = {**cell(run, pool, "peer" if name in decision_study.PEERS else "sentadapt", resamples),
+                              "train_seconds": job["seconds"], "peak_rss_mb": job["peak_rss_mb"],
+                              "command": command_of(job["argv"])}
+                seconds += job["seconds"]
+            if rows:
+                models.setdefault(model, {})[domain] = {"rows": rows, "eval": {"command": COMMAND}}
+    manifest = json.loads((results / MANIFEST).read_text(encoding="utf-8"))
+    return {"variants": {"default": {"plan": PLAN, "models": models,
+                                     "finished": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}},
+            "data": {"manifest": manifest,
+                     "command": "python -m experiments.domain_data --shared ../shared --out runs/decision/data "
+                                "--seed 0"},
+            "machine": machine_summary(), "job_seconds": seconds, "note": NOTE}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--results", type=Path, default=decision_study.RESULTS)
+    parser.add_argument("--study", action="store_true", help=f"derive RESULTS/{STUDY} from the stored runs")
+    parser.add_argument("--render", action="store_true", help=f"redraw the section from RESULTS/{STUDY}")
+    parser.add_argument("--doc", type=Path, default=Path("docs/results.md"))
+    args = parser.parse_args()
+    results = REPO / args.results
+    if args.study:
+        write_atomically(results / STUDY, json.dumps(study(results), indent=1) + "\n")
+    if args.study or args.render:
+        data = json.loads((results / STUDY).read_text(encoding="utf-8"))
+        write_section(REPO / args.doc if not args.doc.is_absolute() else args.doc, SECTION, render(data, COMMAND))
+        print(f"wrote {args.doc}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,59 @@
+"""Which generated sections of docs/results.md regenerate from tracked per-pair outputs, and which are records of runs
+that were not kept (issue 41, item 6). `python -m experiments.sections` writes the index into docs/results.md; a test
+fails when a section is in neither list, so a new study must say which it is."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from tools.doc_sections import write_section
+
+SECTION = "sections"
+DOC = Path("docs/results.md")
+# section → (the tracked outputs it regenerates from, the command that redraws it without training)
+REDERIVABLE: dict[str, tuple[str, str]] = {
+    "decision-study": ("results/decision/", "python -m experiments.decision_study --render"),
+    "lora": ("results/lora/, results/decision/", "python -m experiments.lora_suite --render"),
+    "distillation": ("results/distill/", "python -m experiments.teacher_evidence --render"),
+    "teacher-evidence": ("results/distill/", "python -m experiments.teacher_evidence --render"),
+    "sizes": ("results/sizes/", "python -m experiments.sizes_suite --study --render docs/results.md"),
+    "distillation-social": ("results/distill/", "python -m experiments.teacher_evidence --render"),
+}
+# section → why it is a record only
+RECORDS: dict[str, str] = {
+    "eval-tasks": "experiments.results_suite (2026-11-21); its runs were not kept",
+    "domain-suite": "experiments.domain_suite (2026-11-23, 544 min of jobs with the sentence-transformers peers); its "
+                    "runs were not kept (the decision study's stored runs are its ConSERT, SG-OPT and CLSR runs made "
+                    "again with today's code, decided on re-drawn dev sets)",
+    "domain-suite-auto": "experiments.domain_suite --recipes auto (2026-11-24); its runs were not kept",
+    "teacher": "experiments.teacher_suite (issue 28, 2026-11-25); superseded by the distillation section's "
+               "paraphrase-MiniLM-L3-v2 ← all-MiniLM-L6-v2 rows, which are today's defaults and regenerate",
+}
+
+
+def generated_sections(text: str) -> list[str]:
+    """The names of the generated sections in a document, in order (the index itself left out)."""
+    return [name for name in re.findall(r"<!-- generated: ([\w-]+) -->", text) if name != SECTION]
+
+
+def render() -> str:
+    lines = ["**Which figures regenerate.** The sections below regenerate without training from per-pair outputs "
+             "tracked in `results/` (each evaluated step's cosine of every scored pair); a test fails when one is "
+             "stale (`python -m experiments.sections` rewrites this index, and a test fails when a generated "
+             "section is in neither list):", "",
+             "| section | tracked outputs | redraw |", "|---|---|---|"]
+    lines += [f"| {name} | `{outputs}` | `{command}` |" for name, (outputs, command) in REDERIVABLE.items()]
+    lines += ["", "Records (their runs were not kept, so they do not regenerate; the top sections, written by "
+              "`experiments.results_suite` on 2026-11-21, and the hand-written ones are records too):", ""]
+    lines += [f"- `{name}`: {why}" for name, why in RECORDS.items()]
+    return "\n".join(lines)
+
+
+def main() -> None:
+    write_section(Path(__file__).resolve().parents[1] / DOC, SECTION, render())
+    print(f"wrote the index into {DOC}")
+
+
+if __name__ == "__main__":
+    main()
