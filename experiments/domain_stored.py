@@ -83,6 +83,30 @@ def cell(run: decision_study.Run, pool: decision_study.Pool, kind: str, resample
                         **delta_record(ap, task.name, labelled, run.base, adapted)}}
 
 
+def points(run: decision_study.Run, pool: decision_study.Pool) -> tuple[int, float, float]:
+    """(kept step, test Δ, AP Δ) without a bootstrap (none of the three depends on one): what the staleness tests
+    recompute from the stored outputs."""
+    test = np.arange(DEV_POOL, len(pool))
+    task, labelled = pairclass_task(pool, test)
+    step = decision_study.selected_step(run, decision_study.DevSet(pool, np.arange(DEV_PAIRS), 0))
+    adapted = run.steps[step]
+    return (step, decision_study.test_change(pool, test, run.base, adapted),
+            delta_record(Evaluator([task], resamples=0), task.name, labelled, run.base, adapted)["delta"])
+
+
+def point_values(results: Path) -> dict[tuple[str, str, str], tuple[int, float, float]]:
+    """(model, domain, row) → `points` of every stored run."""
+    values = {}
+    for model in decision_study.MODELS:
+        for domain in DOMAINS:
+            pool = decision_study.load_pool(REPO / decision_study.POOLS / domain / "pool.jsonl")
+            for name in (*decision_study.RECIPES, *decision_study.PEERS):
+                run = decision_study.load_run(results / "runs" / model / domain / name, model, domain, name)
+                if run is not None:
+                    values[(model, domain, name)] = points(run, pool)
+    return values
+
+
 def base_row(run: decision_study.Run, pool: decision_study.Pool) -> dict[str, Any]:
     dev = decision_study.DevSet(pool, np.arange(DEV_PAIRS), 0)
     test = decision_study.DevSet(pool, np.arange(DEV_POOL, len(pool)), 0)

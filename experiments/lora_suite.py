@@ -29,9 +29,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
-from experiments import decision_study
+from experiments import decision_study, domain_stored
 from experiments.domain_data import DOMAINS
 from experiments.results_suite import REPO, Runner, machine_summary, sentadapt
 from experiments.stored_runs import job_record, store_run
@@ -45,8 +43,8 @@ RESULTS = Path("results/lora")
 STUDY = "study.json"
 SHARED = Path("../shared")
 STEPS, EVAL_EVERY, BATCH, MAX_LENGTH = 100, 25, 32, 64  # the domain suite's ConSERT row
-DEV_PAIRS, DEV_POOL = 100, 200  # dev.jsonl is the pool's first 100 pairs, dev-200.jsonl its first 200; test follows
 FULL = "full"
+TEST_KEYS = ("delta", "ci", "ci_excludes_0")  # of a cell's test record (experiments/domain_stored.py)
 # name → (what it is, adapt flags beyond the domain suite's ConSERT row)
 SETTINGS: dict[str, tuple[str, list[str]]] = {
     FULL: ("full fine-tuning (every weight; lr 5e-5, the tuned-base preset)", []),
@@ -56,7 +54,6 @@ SETTINGS: dict[str, tuple[str, list[str]]] = {
     "lora-r16-all": ("LoRA r 16, alpha 32, every linear layer (lr 5e-4)",
                      ["--lora", "r=16,alpha=32,targets=all-linear", "--set", "lr=5e-4"]),
 }
-DEFAULT_RULE = "risk ≤ 0.20 (default)"
 
 
 def stored_run_folder(results: Path, name: str, domain: str) -> Path:
@@ -116,25 +113,18 @@ def trainable_parameters(name: str) -> tuple[int, int]:
     return lora.trainable_parameters(encoder)
 
 
-def domain_cell(run: decision_study.Run, pool: decision_study.Pool, resamples: int) -> dict[str, Any]:
-    """What `adapt --dev dev.jsonl` keeps and decides, and that step's test Δ with its paired CI."""
-    dev = decision_study.DevSet(pool, np.arange(DEV_PAIRS), resamples)
-    test = np.arange(DEV_POOL, len(pool))
-    chosen = decision_study.single_run(run, pool, dev, test)
-    scorer = decision_study.DevSet(pool, test, resamples)
-    delta = scorer.evaluator.compare_outputs(scorer.outputs(run.base), scorer.outputs(run.steps[chosen["step"]]))
-    assert abs(delta.value - chosen["test_change"]) < 1e-9  # the same test pairs, the same Spearman
-    return {"step": chosen["step"], "dev_delta": chosen["dev_change"],
-            "decision": chosen["decisions"][DEFAULT_RULE], "base_test": scorer.score(run.base),
-            "test": {"delta": delta.value, "ci": list(delta.interval) if delta.interval else None,
-                     "ci_excludes_0": delta.significant}}
+def stored_names(results: Path) -> list[str]:
+    """The settings whose four domains are stored."""
+    return [name for name in SETTINGS
+            if all((stored_run_folder(results, name, d) / "dev_outputs.json").is_file() for d in DOMAINS)]
 
 
 def study(results: Path, resamples: int = 1000, parameters: dict[str, tuple[int, int]] | None = None,
           ) -> dict[str, Any]:
-    """Every stored setting's cells (parameters: the trained-parameter counts, counted on the model when None)."""
-    names = [name for name in SETTINGS
-             if all((stored_run_folder(results, name, d) / "dev_outputs.json").is_file() for d in DOMAINS)]
+    """Every stored setting's cells, as the domain-suite section computes them (experiments/domain_stored.py: the
+    step dev.jsonl keeps, the default decision, the test Δ with its paired CI); parameters: the trained-parameter
+    counts, counted on the model when None."""
+    names = stored_names(results)
     out: dict[str, Any] = {"settings": {}, "domains": {d: {} for d in DOMAINS}, "machine": machine_summary()}
     for name in names:
         counted = parameters[name] if parameters else trainable_parameters(name)
@@ -144,9 +134,16 @@ def study(results: Path, resamples: int = 1000, parameters: dict[str, tuple[int,
             pool = decision_study.load_pool(REPO / decision_study.POOLS / domain / "pool.jsonl")
             run = decision_study.load_run(folder, MODEL, domain, RECIPE)
             job = json.loads((folder / "job.json").read_text(encoding="utf-8"))
-            out["domains"][domain][name] = {**domain_cell(run, pool, resamples), "train_seconds": job["seconds"],
-                                            "peak_rss_mb": job["peak_rss_mb"]}
+            cell = domain_stored.cell(run, pool, "sentadapt", resamples)
+            out["domains"][domain][name] = {"step": cell["step"], "dev_delta": cell["dev"]["delta"],
+                                            "decision": cell["decision"], "base_test": base_test(run, pool),
+                                            "test": {key: cell["test"][key] for key in TEST_KEYS},
+                                            "train_seconds": job["seconds"], "peak_rss_mb": job["peak_rss_mb"]}
     return out
+
+
+def base_test(run: decision_study.Run, pool: decision_study.Pool) -> float:
+    return domain_stored.base_row(run, pool)["test"]["value"]
 
 
 def applied(row: dict[str, Any]) -> float:
@@ -164,10 +161,10 @@ def render(results: dict[str, Any]) -> str:
         f"`--render` redraws it) ({results['machine']}). The domain suite's ConSERT settings (batch {BATCH}, max "
         f"length {MAX_LENGTH}, {STEPS} steps, dev every {EVAL_EVERY}); each run scored its domain's pool at every "
         f"evaluated step, and the table applies what `adapt --dev dev.jsonl` does: the step with the best score on "
-        f"the {DEV_PAIRS} dev pairs, `adapt`'s default decision on them. Test Δ: Spearman × 100 on the held-out test "
-        "pairs against the base, paired 95 % CI (* when it excludes 0); decision applied: keep-base → 0. Train "
-        "time and peak RSS: the runner's wall time and the job's peak RSS, with two jobs sharing the 2 cores at one "
-        "thread each.",
+        f"the {domain_stored.DEV_PAIRS} dev pairs, `adapt`'s default decision on them. Test Δ: Spearman × 100 on "
+        "the held-out test pairs against the base, paired 95 % CI (* when it excludes 0); decision applied: "
+        "keep-base → 0. Train time and peak RSS: the runner's wall time and the job's peak RSS, with two jobs "
+        "sharing the 2 cores at one thread each.",
         "",
         "| setting | trained parameters | " + " | ".join(f"{d} test Δ" for d in DOMAINS) +
         " | avg test Δ | avg, decision applied | decisions (use) | train time (4 domains) | peak RSS |",

@@ -1,0 +1,64 @@
+"""docs/results.md's "domain-suite" and "lora" sections are what the stored studies render, and the stored studies
+follow from the tracked per-pair outputs in results/decision and results/lora (issue 41, item 6): a stale section
+or study fails here."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from experiments import decision_study, domain_stored, lora_suite
+from tools.doc_sections import wrap
+
+REPO = Path(__file__).resolve().parents[1]
+RESULTS = REPO / decision_study.RESULTS
+
+
+def _stored(path: Path) -> dict:
+    if not path.is_file():
+        pytest.skip(f"{path.relative_to(REPO)} not stored")
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def _doc() -> str:
+    return (REPO / "docs" / "results.md").read_text(encoding="utf-8")
+
+
+def test_the_domain_suite_section_is_what_its_stored_study_renders() -> None:
+    study = _stored(RESULTS / domain_stored.STUDY)
+    assert wrap(domain_stored.SECTION, domain_stored.render(study, domain_stored.COMMAND)) in _doc()
+
+
+def test_the_domain_suite_study_follows_from_the_stored_outputs() -> None:
+    study = _stored(RESULTS / domain_stored.STUDY)
+    fresh = domain_stored.point_values(RESULTS)
+    stored = {(model, domain, name): (row["step"], row["test"]["delta"], row["test_ap"]["delta"])
+              for model, domains in study["variants"]["default"]["models"].items()
+              for domain, entry in domains.items() for name, row in entry["rows"].items() if name != "base"}
+    assert sorted(fresh) == sorted(stored)
+    for key, (step, test, ap) in stored.items():
+        assert fresh[key][0] == step, key
+        assert fresh[key][1:] == pytest.approx((test, ap), abs=1e-9), key
+
+
+def test_the_lora_section_is_what_its_stored_study_renders_and_follows_from_the_outputs() -> None:
+    study = _stored(REPO / lora_suite.RESULTS / lora_suite.STUDY)
+    assert wrap(lora_suite.SECTION, lora_suite.render(study)) in _doc()
+    assert list(study["settings"]) == lora_suite.stored_names(REPO / lora_suite.RESULTS)
+    for name in study["settings"]:
+        for domain, rows in study["domains"].items():
+            folder = lora_suite.stored_run_folder(REPO / lora_suite.RESULTS, name, domain)
+            run = decision_study.load_run(folder, lora_suite.MODEL, domain, lora_suite.RECIPE)
+            pool = decision_study.load_pool(REPO / decision_study.POOLS / domain / "pool.jsonl")
+            step, test, _ = domain_stored.points(run, pool)
+            assert step == rows[name]["step"], (name, domain)
+            assert test == pytest.approx(rows[name]["test"]["delta"], abs=1e-9), (name, domain)
+
+
+def test_a_stored_job_command_reads_as_a_user_types_it() -> None:
+    argv = ["/work/x/.venv/bin/python", "-m", "sentadapt", "adapt", "/work/x/runs/decision/data/news/corpus.txt",
+            "--base", "../shared/models/m", "--output", "/work/x/runs/decision/runs/m/news/consert"]
+    assert domain_stored.command_of(argv) == ("python -m sentadapt adapt runs/decision/data/news/corpus.txt --base "
+                                              "../shared/models/m --output runs/decision/runs/m/news/consert")
