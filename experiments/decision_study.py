@@ -138,15 +138,16 @@ def draw(pool: Pool, size: int, seed: int, domain: str) -> tuple[np.ndarray, np.
 class DevSet:
     """The evaluator `adapt --dev` would build for the drawn pairs, and the outputs of a run on them."""
 
-    def __init__(self, pool: Pool, dev: np.ndarray, resamples: int) -> None:
-        pairs = ScoredPairs(source=DEV_NAME)
+    def __init__(self, pool: Pool, dev: np.ndarray, resamples: int, name: str = DEV_NAME) -> None:
+        # the name keys the bootstrap's resamples (bootstrap.task_seed): "test.jsonl" gives `sentadapt eval`'s CIs
+        pairs = ScoredPairs(source=name)
         for index in dev:
             pairs.append(pool.first[index], pool.second[index], float(pool.gold[index]))
-        self.rows = dev
-        self.evaluator = Evaluator([ScoredPairsTask(DEV_NAME, pairs)], resamples=resamples)
+        self.rows, self.name = dev, name
+        self.evaluator = Evaluator([ScoredPairsTask(name, pairs)], resamples=resamples)
 
     def outputs(self, cosines: np.ndarray) -> dict[str, dict[str, list[float]]]:
-        return {DEV_NAME: {"cosine": cosines[self.rows].tolist()}}
+        return {self.name: {"cosine": cosines[self.rows].tolist()}}
 
     def score(self, cosines: np.ndarray) -> float:
         return self.evaluator.from_outputs(self.outputs(cosines)).average

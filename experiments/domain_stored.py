@@ -42,6 +42,7 @@ MANIFEST = "manifest.json"  # experiments/domain_data.py's counts of the split, 
 DEV_PAIRS, DEV_POOL = 100, 200  # dev.jsonl: the pool's first 100 pairs; test.jsonl: the pool after dev-200
 PLAN = {"steps": 100, "batch_size": 32, "max_length": 64, "eval_every": 25, "dev_size": DEV_PAIRS}
 DEFAULT_RULE = "risk ≤ 0.20 (default)"
+TEST_NAME = "test.jsonl"  # keys the bootstrap resamples: the CIs `sentadapt eval --pairs test.jsonl` gives
 COMMAND = "python -m experiments.domain_stored --study"
 NOTE = ("The runs were made again on 2026-11-27 with the code of that day (the section's first edition, 2026-11-23, "
         "kept no per-pair outputs). Two jobs shared the 2 cores at one thread each; train times include each run's "
@@ -72,13 +73,12 @@ def cell(run: decision_study.Run, pool: decision_study.Pool, kind: str, resample
     test = np.arange(DEV_POOL, len(pool))
     chosen = decision_study.single_run(run, pool, dev, test)
     adapted = run.steps[chosen["step"]]
-    sts = decision_study.DevSet(pool, test, resamples)
+    sts = decision_study.DevSet(pool, test, resamples, name=TEST_NAME)
     task, labelled = pairclass_task(pool, test)
     ap = Evaluator([task], resamples=resamples)
     return {"kind": kind, "step": chosen["step"], "decision": chosen["decisions"][DEFAULT_RULE],
             "dev": {"value": dev.score(adapted), "delta": chosen["dev_change"]},
-            "test": {"value": sts.score(adapted), **delta_record(sts.evaluator, decision_study.DEV_NAME, test,
-                                                                  run.base, adapted)},
+            "test": {"value": sts.score(adapted), **delta_record(sts.evaluator, TEST_NAME, test, run.base, adapted)},
             "test_ap": {"value": ap.from_outputs({task.name: {"cosine": adapted[labelled].tolist()}}).average,
                         **delta_record(ap, task.name, labelled, run.base, adapted)}}
 
