@@ -8,7 +8,7 @@ from experiments.doc_sections import current_command
 
 LABELS = {"base": "base model", "consert": "sentadapt ConSERT", "sg-opt": "sentadapt SG-OPT",
           "clsr": "sentadapt CLSR", "simcse": "peer: ST SimCSE", "ct": "peer: ST CT", "tsdae": "peer: ST TSDAE",
-          "auto": "sentadapt auto (choice paid for, Bonferroni)",
+          "auto": "sentadapt auto (choice paid for)",
           "best-dev": "reference: best dev Δ, plain CI (choice not paid for)"}
 DEFAULT_VARIANT = "default"
 
@@ -227,7 +227,9 @@ def render(results: dict[str, Any], command: str) -> str:
               "a keep-base run's test Δ as 0, which is what the user ends up with. CLSR trains on NLI entailment "
               "pairs (not the domain corpus). TSDAE's word deletion splits on whitespace (nltk's punkt data is "
               "not available offline).", ""]
-    if auto:
+    if auto and results.get("auto_note"):
+        lines += [results["auto_note"], ""]
+    elif auto:
         lines += ["`sentadapt auto` is `adapt --recipe auto` with ConSERT, SG-OPT and CLSR as its candidates (the "
                   "single-recipe rows here ARE its candidates, same settings, steps and seed): it uses the candidate "
                   "with the largest dev Δ among those whose Bonferroni-adjusted paired CI (98.33 % for 3 candidates) "

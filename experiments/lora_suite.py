@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from experiments import decision_study, domain_stored
+from experiments.decision_runs import pool_file
 from experiments.domain_data import DOMAINS
 from experiments.results_suite import REPO, Runner, machine_summary, sentadapt
 from experiments.stored_runs import job_record, store_run
@@ -82,6 +83,7 @@ def train(name: str, work: Path) -> None:
     os.environ.update(OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
     runner = Runner(work, reuse=True)
     for domain in DOMAINS:
+        pool_file(data, domain)  # dev-200 + test, as the decision runs have it
         output = work / "runs" / name / domain
         runner.run(f"adapt-{name}-{domain}", sentadapt(*adapt_args(str(data), name, domain, str(output))))
 

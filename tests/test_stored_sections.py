@@ -26,9 +26,12 @@ def _doc() -> str:
     return (REPO / "docs" / "results.md").read_text(encoding="utf-8")
 
 
-def test_the_domain_suite_section_is_what_its_stored_study_renders() -> None:
+def test_the_domain_suite_sections_are_what_their_stored_study_renders() -> None:
     study = _stored(RESULTS / domain_stored.STUDY)
-    assert wrap(domain_stored.SECTION, domain_stored.render(study, domain_stored.COMMAND)) in _doc()
+    suite = domain_stored.only(study, {"sentadapt", "peer"})
+    auto = domain_stored.only(study, {"sentadapt", "selection"})
+    assert wrap(domain_stored.SECTION, domain_stored.render(suite, domain_stored.COMMAND)) in _doc()
+    assert wrap(domain_stored.AUTO_SECTION, domain_stored.render(auto, domain_stored.COMMAND)) in _doc()
 
 
 def test_the_domain_suite_study_follows_from_the_stored_outputs() -> None:
@@ -36,7 +39,8 @@ def test_the_domain_suite_study_follows_from_the_stored_outputs() -> None:
     fresh = domain_stored.point_values(RESULTS)
     stored = {(model, domain, name): (row["step"], row["test"]["delta"], row["test_ap"]["delta"])
               for model, domains in study["variants"]["default"]["models"].items()
-              for domain, entry in domains.items() for name, row in entry["rows"].items() if name != "base"}
+              for domain, entry in domains.items() for name, row in entry["rows"].items()
+              if name != "base" and row["kind"] != "selection"}
     assert sorted(fresh) == sorted(stored)
     for key, (step, test, ap) in stored.items():
         assert fresh[key][0] == step, key
