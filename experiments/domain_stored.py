@@ -189,6 +189,28 @@ def study(results: Path, resamples: int = 1000) -> dict[str, Any]:
             "machine": machine_summary(), "job_seconds": seconds, "note": NOTE}
 
 
+def average_delta(data: dict[str, Any], model: str, name: str, applied: bool = False) -> float:
+    """A row's test Δ averaged over the domains (applied: a keep-base decision counts 0)."""
+    rows = [entry["rows"][name] for entry in data["variants"]["default"]["models"][model].values()]
+    return float(np.mean([row["test"]["delta"] if not applied or row["decision"] == "use-adapted" else 0.0
+                          for row in rows]))
+
+
+def typeset(value: float) -> str:
+    """A signed figure as the README prints it (a true minus sign)."""
+    return f"{value:+.2f}".replace("-", "−")
+
+
+def readme_rows(data: dict[str, Any]) -> list[str]:
+    """The README's "What to expect" rows that quote this study (a test keeps them equal)."""
+    l6, l3 = decision_study.MODELS
+    peers = " / ".join(typeset(average_delta(data, l6, name)) for name in decision_study.PEERS)
+    recipes = " / ".join(typeset(average_delta(data, l3, name)) for name in decision_study.RECIPES)
+    link = "[recipes](docs/recipes.md#which-defaults-apply)"
+    return [f"| sentence-transformers SimCSE / CT / TSDAE, 100 steps | all-MiniLM-L6-v2 | {peers} | — | {link} |",
+            f"| ConSERT / SG-OPT / CLSR, tuned-base, 100 steps | paraphrase-MiniLM-L3-v2 | {recipes} | — | {link} |"]
+
+
 def only(data: dict[str, Any], kinds: set[str]) -> dict[str, Any]:
     """The study with only the rows of these kinds (the domain suite: recipes and peers; the auto section: recipes
     and the selections)."""

@@ -148,6 +148,21 @@ def base_test(run: decision_study.Run, pool: decision_study.Pool) -> float:
     return domain_stored.base_row(run, pool)["test"]["value"]
 
 
+def readme_rows(results: dict[str, Any]) -> list[str]:
+    """The README's "What to expect" rows that quote this study (a test keeps them equal)."""
+    link = "[recipes](docs/recipes.md#big-bases-on-modest-hardware---lora)"
+    lines = []
+    for name, what in ((FULL, "ConSERT, tuned-base, 100 steps, domain suite"), ("lora-r16", "ConSERT + LoRA r 16, "
+                                                                                             "100 steps")):
+        rows = [results["domains"][domain][name] for domain in DOMAINS]
+        raw = sum(row["test"]["delta"] for row in rows) / len(rows)
+        kept = sum(applied(row) for row in rows) / len(rows)
+        used = sum(row["decision"] == "use-adapted" for row in rows)
+        lines.append(f"| {what} | all-MiniLM-L6-v2 | {domain_stored.typeset(raw)} | {domain_stored.typeset(kept)} "
+                     f"({used} of {len(rows)} used) | {link} |")
+    return lines
+
+
 def applied(row: dict[str, Any]) -> float:
     return row["test"]["delta"] if row["decision"] == "use-adapted" else 0.0
 

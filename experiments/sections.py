@@ -13,6 +13,8 @@ SECTION = "sections"
 DOC = Path("docs/results.md")
 # section → (the tracked outputs it regenerates from, the command that redraws it without training)
 REDERIVABLE: dict[str, tuple[str, str]] = {
+    "domain-suite": ("results/decision/", "python -m experiments.domain_stored --render"),
+    "domain-suite-auto": ("results/decision/", "python -m experiments.domain_stored --render"),
     "decision-study": ("results/decision/", "python -m experiments.decision_study --render"),
     "lora": ("results/lora/, results/decision/", "python -m experiments.lora_suite --render"),
     "distillation": ("results/distill/", "python -m experiments.teacher_evidence --render"),
@@ -23,10 +25,6 @@ REDERIVABLE: dict[str, tuple[str, str]] = {
 # section → why it is a record only
 RECORDS: dict[str, str] = {
     "eval-tasks": "experiments.results_suite (2026-11-21); its runs were not kept",
-    "domain-suite": "experiments.domain_suite (2026-11-23, 544 min of jobs with the sentence-transformers peers); its "
-                    "runs were not kept (the decision study's stored runs are its ConSERT, SG-OPT and CLSR runs made "
-                    "again with today's code, decided on re-drawn dev sets)",
-    "domain-suite-auto": "experiments.domain_suite --recipes auto (2026-11-24); its runs were not kept",
     "teacher": "experiments.teacher_suite (issue 28, 2026-11-25); superseded by the distillation section's "
                "paraphrase-MiniLM-L3-v2 ← all-MiniLM-L6-v2 rows, which are today's defaults and regenerate",
 }

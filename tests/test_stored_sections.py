@@ -66,3 +66,13 @@ def test_a_stored_job_command_reads_as_a_user_types_it() -> None:
             "--base", "../shared/models/m", "--output", "/work/x/runs/decision/runs/m/news/consert"]
     assert domain_stored.command_of(argv) == ("python -m sentadapt adapt runs/decision/data/news/corpus.txt --base "
                                               "../shared/models/m --output runs/decision/runs/m/news/consert")
+
+
+def test_the_readme_quotes_the_stored_studies() -> None:
+    """README.md's "What to expect" rows for the domain suite and LoRA are what the stored studies give (issue 41
+    item 6: the figures quoted in the README re-derive too)."""
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    rows = [*domain_stored.readme_rows(_stored(RESULTS / domain_stored.STUDY)),
+            *lora_suite.readme_rows(_stored(REPO / lora_suite.RESULTS / lora_suite.STUDY))]
+    for row in rows:
+        assert row in readme, row
