@@ -38,7 +38,9 @@ VARIANTS = {DEFAULT: "the teacher-run defaults (recipe_weight 1, kl, lr 5e-5, ne
             "k3x": "kl + sim-mse + cosine (distill_kind=kl:1,sim-mse:100,cosine:5; docs/findings.md)",
             "k3xn": "the same kinds at today's total pull (distill_kind=kl:0.38,sim-mse:38,cosine:1.9)",
             "k3v": "the defaults on news' corpus with two edited views per sentence (experiments/views_probe.py; "
-                   "stored with --work runs/distill-views --results results/views)"}
+                   "stored with --work runs/distill-views --results results/views)",
+            "k3a": "the defaults on news' corpus with as many SNLI premises beside it (experiments/views_probe.py "
+                   "--anchor; stored with --work runs/distill-anchor --results results/anchor)"}
 SECTION = "teacher-evidence"
 SOCIAL_SECTION = "distillation-social"
 
