@@ -36,9 +36,10 @@ from typing import Any
 # and TSDAE 3e-5 (the paper and the sentence-transformers example)
 PEER_LR = {"simcse": 3e-5, "ct": 5e-5, "tsdae": 3e-5}
 TSDAE_DELETION = 0.6  # TSDAE paper §4: deleting 60 % of the words was the best noise
+SEED = 42  # every random draw of a peer run: its model-side initialisations, the data order, the deletions
 
 
-def delete_words(sentences: list[str], ratio: float = TSDAE_DELETION, seed: int = 42) -> list[str]:
+def delete_words(sentences: list[str], ratio: float = TSDAE_DELETION, seed: int = SEED) -> list[str]:
     """Each sentence with `ratio` of its whitespace-separated words deleted (at least one word kept)."""
     rng = random.Random(seed)
     damaged = []
@@ -72,7 +73,11 @@ def train_peer(loss_name: str, model_dir: str, sentences: list[str], *, steps: i
         SentenceTransformerTrainingArguments,
     )
     from sentence_transformers.sentence_transformer import losses
+    from transformers import set_seed
 
+    # before the loss is built: TSDAE's decoder gets freshly initialised cross-attention layers, which drew from
+    # torch's unseeded generator, so two TSDAE runs of the same command differed (the trainer's seed comes later)
+    set_seed(SEED)
     model = SentenceTransformer(model_dir, device=device)
     model.max_seq_length = max_length
     loss: Any
@@ -90,7 +95,7 @@ def train_peer(loss_name: str, model_dir: str, sentences: list[str], *, steps: i
     arguments = SentenceTransformerTrainingArguments(
         output_dir=output, per_device_train_batch_size=batch_size, max_steps=steps, learning_rate=lr,
         warmup_steps=max(1, steps // 10), save_strategy="no", logging_steps=10_000, report_to=[], bf16=bf16,
-        fp16=fp16, tf32=tf32, use_cpu=device == "cpu", dataloader_drop_last=True, seed=42, disable_tqdm=True,
+        fp16=fp16, tf32=tf32, use_cpu=device == "cpu", dataloader_drop_last=True, seed=SEED, disable_tqdm=True,
     )
     timer = loop_timer(warmup_steps)
     trainer = SentenceTransformerTrainer(model=model, args=arguments, train_dataset=dataset, loss=loss,
