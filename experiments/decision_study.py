@@ -411,8 +411,9 @@ def render_results(data: dict[str, Any], command: str) -> str:
         "`adapt --recipe auto` over the three runs as candidates (its risk pays for every checkpoint of every "
         "candidate; strict is Bonferroni's rule).",
         "",
-        "The domain-suite sections above were decided by the strict rule, the default when they ran; the rows "
-        "here re-decide the same kind of runs by each rule. The alternatives measured beside the default: the "
+        "The domain-suite sections above are these runs on one draw, the suite's own dev.jsonl (the pool's first 100 "
+        "pairs), decided by the default rule; the rows here re-draw dev many times and decide by each rule. The "
+        "alternatives measured beside the default: the "
         "choice of checkpoint not paid for (the chosen step weighed alone), the optimism of the best of K "
         "subtracted instead of max-T (Tibshirani & Tibshirani 2009), and for `auto`, max-T over every checkpoint "
         "of every candidate instead of the fixed sequence.",
