@@ -13,6 +13,7 @@ SECTION = "sections"
 DOC = Path("docs/results.md")
 # section → (the tracked outputs it regenerates from, the command that redraws it without training)
 REDERIVABLE: dict[str, tuple[str, str]] = {
+    "eval-tasks": ("results/eval-tasks/", "python -m experiments.eval_tasks_stored --render"),
     "domain-suite": ("results/decision/", "python -m experiments.domain_stored --render"),
     "domain-suite-auto": ("results/decision/", "python -m experiments.domain_stored --render"),
     "decision-study": ("results/decision/", "python -m experiments.decision_study --render"),
@@ -24,7 +25,6 @@ REDERIVABLE: dict[str, tuple[str, str]] = {
 }
 # section → why it is a record only
 RECORDS: dict[str, str] = {
-    "eval-tasks": "experiments.results_suite (2026-11-21); its runs were not kept",
     "teacher": "experiments.teacher_suite (issue 28, 2026-11-25); superseded by the distillation section's "
                "paraphrase-MiniLM-L3-v2 ← all-MiniLM-L6-v2 rows, which are today's defaults and regenerate",
 }
@@ -36,8 +36,9 @@ def generated_sections(text: str) -> list[str]:
 
 
 def render() -> str:
-    lines = ["**Which figures regenerate.** The sections below regenerate without training from per-pair outputs "
-             "tracked in `results/` (each evaluated step's cosine of every scored pair); a test fails when one is "
+    lines = ["**Which figures regenerate.** The sections below regenerate without training from per-unit outputs "
+             "tracked in `results/` (each evaluated step's cosine of every scored pair, each query's metric values); "
+             "a test fails when one is "
              "stale (`python -m experiments.sections` rewrites this index, and a test fails when a generated "
              "section is in neither list):", "",
              "| section | tracked outputs | redraw |", "|---|---|---|"]

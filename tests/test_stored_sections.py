@@ -76,3 +76,40 @@ def test_the_readme_quotes_the_stored_studies() -> None:
             *lora_suite.readme_rows(_stored(REPO / lora_suite.RESULTS / lora_suite.STUDY))]
     for row in rows:
         assert row in readme, row
+
+
+def test_the_eval_tasks_section_is_what_its_stored_per_unit_outputs_give() -> None:
+    """docs/results.md's "eval-tasks" section: each task's metric and bootstrap CI recomputed from the stored
+    per-unit outputs (results/eval-tasks/), then drawn."""
+    from experiments import eval_tasks_stored
+
+    results = REPO / eval_tasks_stored.RESULTS
+    for model in eval_tasks_stored.MODELS:
+        _stored(results / f"{model}.json")
+    assert wrap(eval_tasks_stored.SECTION, eval_tasks_stored.section(results)) in _doc()
+
+
+def test_a_stored_task_computes_what_its_type_computes_from_the_same_outputs() -> None:
+    """StoredTask against the real pair-classification task on the same cosines and labels: same metrics, same
+    bootstrap CIs (the same key); a query task's metric is the mean of its queries' values × 100."""
+    import numpy as np
+
+    from experiments.eval_tasks_stored import StoredTask
+    from sentadapt.data.pairs import LabelledPairs
+    from sentadapt.evaluation.evaluator import Evaluator
+    from sentadapt.evaluation.pairclass import PairClassificationTask
+
+    rng = np.random.default_rng(0)
+    labels = [int(v) for v in rng.integers(0, 2, 60)]
+    cosines = (np.array(labels) * 0.3 + rng.normal(0.4, 0.2, 60)).tolist()
+    real = PairClassificationTask("p.tsv", LabelledPairs([f"a{i}" for i in range(60)], [f"b{i}" for i in range(60)],
+                                                         labels, "p.tsv"))
+    stored = StoredTask("p.tsv", {"type": "pair-classification", "source": "p.tsv", "units": 60, "labels": labels})
+    reports = [Evaluator([task], resamples=200).from_outputs({"p.tsv": {"cosine": cosines}}).to_dict()
+               for task in (real, stored)]
+    for key in ("metrics", "ci", "main_metric", "units"):
+        assert reports[0]["tasks"]["p.tsv"][key] == reports[1]["tasks"]["p.tsv"][key], key
+    values = rng.uniform(0, 1, 40).tolist()
+    query = StoredTask("q", {"type": "reranking", "source": "q", "units": 40})
+    outputs = {"map": np.array(values), "mrr@10": np.array(values), "ndcg@10": np.array(values)}
+    assert query.metrics(outputs)[0]["map"] == pytest.approx(100 * float(np.mean(values)))
