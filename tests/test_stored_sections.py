@@ -1,6 +1,6 @@
-"""docs/results.md's "domain-suite" and "lora" sections are what the stored studies render, and the stored studies
-follow from the tracked per-pair outputs in results/decision and results/lora (issue 41, item 6): a stale section
-or study fails here."""
+"""docs/results.md's "domain-suite", "domain-suite-auto", "lora" and "eval-tasks" sections are what the stored
+studies render, and the stored studies follow from the tracked per-unit outputs in results/decision, results/lora and
+results/eval-tasks (issue 41, item 6): a stale section or study fails here."""
 
 from __future__ import annotations
 
