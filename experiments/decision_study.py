@@ -46,7 +46,7 @@ import numpy as np
 
 from experiments.domain_data import DOMAINS, key
 from experiments.results_suite import REPO, machine_summary
-from experiments.stored_runs import job_record, store_run
+from experiments.stored_runs import check_pools, job_record, store_run
 from sentadapt.data.pairs import ScoredPairs
 from sentadapt.evaluation.decision import POSITIVE, RISK, STRICT, DecisionRule, decide
 from sentadapt.evaluation.evaluator import Evaluator, dev_evidence
@@ -568,11 +568,7 @@ def render_power(data: dict[str, Any], command: str) -> str:
 
 def store(work: Path, results: Path, pools: Path = POOLS) -> None:
     """Copy the decision runs' per-pair outputs from `work` (experiments/decision_runs.py) into `results`."""
-    for domain in DOMAINS:
-        made_on, tracked = work / "data" / domain / "pool.jsonl", pools / domain / "pool.jsonl"
-        if made_on.is_file() and made_on.read_bytes() != tracked.read_bytes():
-            raise SystemExit(f"{made_on}: not the pool in {tracked}; the decision runs must use that split "
-                             "(experiments/domain_data.py --seed 0)")
+    check_pools(work, pools, DOMAINS)
     stored = 0
     for model in MODELS:
         for domain in DOMAINS:

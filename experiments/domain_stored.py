@@ -167,20 +167,23 @@ def study(results: Path, resamples: int = 1000) -> dict[str, Any]:
         for domain in DOMAINS:
             pool = decision_study.load_pool(REPO / decision_study.POOLS / domain / "pool.jsonl")
             rows: dict[str, Any] = {}
+            recipes: list[decision_study.Run] = []  # auto's candidates, in RECIPES order
             for name in (*decision_study.RECIPES, *decision_study.PEERS):
                 folder = results / "runs" / model / domain / name
                 run = decision_study.load_run(folder, model, domain, name)
                 if run is None:
                     continue
+                if name in decision_study.RECIPES:
+                    recipes.append(run)
                 job = json.loads((folder / "job.json").read_text(encoding="utf-8"))
-                rows.setdefault("base", base_row(run, pool))
+                if "base" not in rows:  # every run of a model × domain holds the same base cosines
+                    rows["base"] = base_row(run, pool)
                 rows[name] = {**cell(run, pool, "peer" if name in decision_study.PEERS else "sentadapt", resamples),
                               "train_seconds": job["seconds"], "peak_rss_mb": job["peak_rss_mb"],
                               "command": command_of(job["argv"])}
                 seconds += job["seconds"]
-            runs = decision_study.stored_runs(results, model, domain)
-            if len(runs) == len(decision_study.RECIPES):
-                rows.update(selection_rows(runs, pool, rows, resamples))
+            if len(recipes) == len(decision_study.RECIPES):
+                rows.update(selection_rows(recipes, pool, rows, resamples))
             if rows:
                 models.setdefault(model, {})[domain] = {"rows": rows, "eval": {"command": COMMAND}}
     manifest = json.loads((results / MANIFEST).read_text(encoding="utf-8"))

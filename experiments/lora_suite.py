@@ -33,7 +33,7 @@ from experiments import decision_study, domain_stored
 from experiments.decision_runs import pool_file
 from experiments.domain_data import DOMAINS
 from experiments.results_suite import REPO, Runner, machine_summary, sentadapt
-from experiments.stored_runs import job_record, store_run
+from experiments.stored_runs import check_pools, job_record, store_run
 from tools.doc_sections import write_atomically, write_section
 
 MODEL = "all-minilm-l6-v2"
@@ -89,10 +89,7 @@ def train(name: str, work: Path) -> None:
 
 
 def store(work: Path, results: Path) -> None:
-    for domain in DOMAINS:
-        made_on, tracked = work / "data" / domain / "pool.jsonl", REPO / decision_study.POOLS / domain / "pool.jsonl"
-        if made_on.is_file() and made_on.read_bytes() != tracked.read_bytes():
-            raise SystemExit(f"{made_on}: not the pool in {tracked} (experiments/domain_data.py --seed 0)")
+    check_pools(work, REPO / decision_study.POOLS, DOMAINS)
     for name in SETTINGS:
         for domain in DOMAINS:
             target = stored_run_folder(results, name, domain)
@@ -127,13 +124,14 @@ def study(results: Path, resamples: int = 1000, parameters: dict[str, tuple[int,
     step dev.jsonl keeps, the default decision, the test Δ with its paired CI); parameters: the trained-parameter
     counts, counted on the model when None."""
     names = stored_names(results)
+    pools = {d: decision_study.load_pool(REPO / decision_study.POOLS / d / "pool.jsonl") for d in DOMAINS}
     out: dict[str, Any] = {"settings": {}, "domains": {d: {} for d in DOMAINS}, "machine": machine_summary()}
     for name in names:
         counted = parameters[name] if parameters else trainable_parameters(name)
         out["settings"][name] = {"what": SETTINGS[name][0], "parameters": list(counted)}
         for domain in DOMAINS:
             folder = stored_run_folder(results, name, domain)
-            pool = decision_study.load_pool(REPO / decision_study.POOLS / domain / "pool.jsonl")
+            pool = pools[domain]
             run = decision_study.load_run(folder, MODEL, domain, RECIPE)
             job = json.loads((folder / "job.json").read_text(encoding="utf-8"))
             cell = domain_stored.cell(run, pool, "sentadapt", resamples)

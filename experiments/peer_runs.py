@@ -23,6 +23,7 @@ from experiments.decision_runs import MODELS, STEPS, pool_file
 from experiments.decision_study import PEERS
 from experiments.domain_data import DOMAINS
 from experiments.results_suite import REPO, Runner, short
+from experiments.stored_runs import job_record
 from tools.doc_sections import write_atomically
 
 BATCH, MAX_LENGTH = 32, 64  # the domain suite's peers: ConSERT's batch and length
@@ -54,13 +55,13 @@ def score_pool(model: str, trained: Path, pool: Path, out: Path) -> None:
 
 def peer_job(runner: Runner, work: Path, model: str, domain: str, peer: str) -> None:
     folder = run_folder(work, model, domain, peer)
-    if runner.reuse and (folder / "dev_outputs.json").is_file():
+    if runner.reuse and (folder / "job.json").is_file():  # written last: the peer is trained and scored
         return
-    record = runner.run(f"peer-{short(model)}-{domain}-{peer}", train_argv(work, model, domain, peer))
+    name = f"peer-{short(model)}-{domain}-{peer}"
+    runner.run(name, train_argv(work, model, domain, peer))
     score_pool(model, folder / "model", pool_file(work / "data", domain), folder / "dev_outputs.json")
-    # the runner's record (command, wall time, peak RSS) beside the outputs, as a stored adapt run has its job.json
-    write_atomically(folder / "job.json", json.dumps({"argv": record.argv, "seconds": record.seconds,
-                                                      "peak_rss_mb": record.peak_rss_mb}) + "\n")
+    # the runner's record (command, wall time, peak RSS) beside the outputs, written last: the run is finished
+    job_record(runner.work / "jobs" / f"{name}.json", folder / "job.json")
 
 
 def main() -> None:

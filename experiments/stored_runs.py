@@ -10,8 +10,11 @@ from __future__ import annotations
 
 import json
 import shutil
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
+
+from tools.doc_sections import write_atomically
 
 DECIMALS = 6
 KEPT = ("metrics.json", "job.json")  # copied as they are; dev_outputs.json is rounded
@@ -47,4 +50,14 @@ def job_record(runner_record: Path, target: Path) -> None:
     run's job.json, without the machine-local log path."""
     record = json.loads(runner_record.read_text(encoding="utf-8"))
     kept = {"argv": record["argv"], "seconds": record["seconds"], "peak_rss_mb": record["peak_rss_mb"]}
-    target.write_text(json.dumps(kept) + "\n", encoding="utf-8")
+    write_atomically(target, json.dumps(kept) + "\n")  # a stored peer's finished marker: never half written
+
+
+def check_pools(work: Path, pools: Path, domains: Iterable[str]) -> None:
+    """Refuse runs made on another split: each domain's pool in `work` must be byte-identical to the tracked one in
+    `pools` (experiments/domain_data.py --seed 0), or the stored cosines would not line up with its pairs."""
+    for domain in domains:
+        made_on, tracked = work / "data" / domain / "pool.jsonl", pools / domain / "pool.jsonl"
+        if made_on.is_file() and made_on.read_bytes() != tracked.read_bytes():
+            raise SystemExit(f"{made_on}: not the pool in {tracked}; the runs must use that split "
+                             "(experiments/domain_data.py --seed 0)")
