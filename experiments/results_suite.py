@@ -1,9 +1,12 @@
 """Regenerate docs/results.md from scratch: every recipe and two sentence-transformers peers on the same
 base models, data and steps; ConSERT's few-shot and temperature curves; speed against the peers.
 
-    python -m experiments.results_suite             # full: ~45-60 min on 2 CPU cores, rewrites docs/results.md
+    python -m experiments.results_suite             # full: ~45-60 min on 2 CPU cores, writes runs/results/results.md
     python -m experiments.results_suite --quick     # ~5 min smoke run, writes runs/results-quick/results.md
     python -m experiments.results_suite --render    # re-render the markdown from the last run's results.json
+
+docs/results.md's `suite` section is drawn by experiments/suite_stored.py, which runs these jobs keeping every pair's
+cosine in the tracked results/suite/ and redraws the section from them (the other sections are other studies').
 
 Every job is a fresh subprocess (`python -m sentadapt ...`, `python -m bench.peers`, the speed benchmarks),
 so the peak RSS of each is its own (from `os.wait4`). Logs of every job go to WORK/logs/ and every
@@ -291,7 +294,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="a few minutes: one small model, a few steps")
     parser.add_argument("--work", type=Path, help="job folder (default runs/results or runs/results-quick)")
-    parser.add_argument("--doc", type=Path, help="markdown out (default docs/results.md; quick: WORK/results.md)")
+    parser.add_argument("--doc", type=Path, help="markdown out (default WORK/results.md)")
     parser.add_argument("--data-dir", type=Path, default=SHARED / "data/sts")
     parser.add_argument("--reuse", action="store_true", help="skip jobs that finished in an earlier run")
     parser.add_argument("--render", action="store_true", help="only re-render the markdown from WORK/results.json")
@@ -303,7 +306,7 @@ def main() -> None:
     plan = quick_plan() if args.quick else full_plan()
     os.chdir(REPO)
     work = args.work or Path("runs/results-quick" if args.quick else "runs/results")
-    doc = args.doc or (work / "results.md" if args.quick else Path("docs/results.md"))
+    doc = args.doc or work / "results.md"  # docs/results.md's section: experiments/suite_stored.py
     jobs = tuple(name.strip() for name in args.jobs.split(",") if name.strip())
     unknown = sorted(set(jobs) - set(JOBS))
     if unknown:

@@ -38,6 +38,9 @@ COMMAND = "python -m experiments.suite_stored --run"
 NOTE = ("The runs were made again on 2026-11-27 with the code of that day; the first edition (2026-11-21) kept no "
         "per-pair outputs. Scores do not depend on load (the runs are deterministic); train times and the speed "
         "section do.")
+SOURCE = ("every score is recomputed from the per-pair cosines tracked in `results/suite/` "
+          "(`python -m experiments.suite_stored --render` redraws this section without training; each job's command, "
+          "wall time and peak RSS are in `results/suite/suite.json`)")
 
 
 # ---------------------------------------------------------------------------------------------- scoring (a job)
@@ -173,7 +176,7 @@ def rebuilt(results: Path) -> dict[str, Any]:
     """results_suite's results.json, every score recomputed from the stored outputs."""
     stored = json.loads((results / "suite.json").read_text(encoding="utf-8"))
     scorer = Scorer(results)
-    rebuilt = {**stored, "note": NOTE}
+    rebuilt = {**stored, "note": NOTE, "source": SOURCE}
     rebuilt["quality"] = {model: {key: scorer.row(row) for key, row in rows.items()}
                           for model, rows in stored["quality"].items()}
     rebuilt["curves"] = {model: {"base": scorer.row(curves["base"]),

@@ -4,7 +4,7 @@ each domain's corpus, settings chosen on the dev sets, then scored once on the h
     python -m experiments.teacher_suite --grid                 # train every grid setting on the 4 domains (dev only)
     python -m experiments.teacher_suite --grid --settings A,B  # some of them (several processes may run side by side)
     python -m experiments.teacher_suite --final [NAME]         # NAME (default: the dev choice) on test, speed
-    python -m experiments.teacher_suite --render               # redraw the section from WORK/teacher.json
+    python -m experiments.teacher_suite --render               # redraw WORK/results.md from WORK/teacher.json
 
 Training goes through experiments/domain_suite.py's DomainSuite (`sentadapt adapt DOMAIN/corpus.txt --recipe consert
 --teacher L6 --dev DOMAIN/dev.jsonl`, the checkpoint chosen on the 100 dev pairs, the run's own decision by adapt's
@@ -282,7 +282,8 @@ def render(results: dict[str, Any], command: str) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--work", type=Path, default=WORK)
-    parser.add_argument("--doc", type=Path, default=Path("docs/results.md"))
+    # not docs/results.md: its runs keep no per-pair outputs, and the distillation section supersedes it
+    parser.add_argument("--doc", type=Path, default=WORK / "results.md")
     parser.add_argument("--grid", action="store_true", help="train the grid's settings (dev only)")
     parser.add_argument("--settings", help=f"comma list of grid settings (default all: {', '.join(GRID)})")
     parser.add_argument("--final", metavar="NAME", help="evaluate setting NAME on test (default: the dev choice)",

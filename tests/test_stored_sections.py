@@ -1,6 +1,7 @@
-"""docs/results.md's "domain-suite", "domain-suite-auto", "lora" and "eval-tasks" sections are what the stored
-studies render, and the stored studies follow from the tracked per-unit outputs in results/decision, results/lora and
-results/eval-tasks (issue 41, item 6): a stale section or study fails here."""
+"""docs/results.md's "suite", "domain-suite", "domain-suite-auto", "grouping", "lora" and "eval-tasks" sections are
+what the stored studies render, and the stored studies follow from the tracked per-unit outputs in results/suite,
+results/decision, results/grouping, results/lora and results/eval-tasks (issue 41, item 6): a stale section or study
+fails here."""
 
 from __future__ import annotations
 
@@ -113,3 +114,61 @@ def test_a_stored_task_computes_what_its_type_computes_from_the_same_outputs() -
     query = StoredTask("q", {"type": "reranking", "source": "q", "units": 40})
     outputs = {"map": np.array(values), "mrr@10": np.array(values), "ndcg@10": np.array(values)}
     assert query.metrics(outputs)[0]["map"] == pytest.approx(100 * float(np.mean(values)))
+
+
+def test_the_suite_section_is_what_its_stored_cosines_give() -> None:
+    """docs/results.md's "suite" section (the 7 STS tasks, the papers' gains, ConSERT's curves, speed): every score
+    recomputed from the stored per-pair cosines and gold scores (results/suite/), then drawn."""
+    from experiments import suite_stored
+
+    _stored(REPO / suite_stored.RESULTS / "suite.json")
+    assert wrap(suite_stored.SECTION, suite_stored.section(REPO / suite_stored.RESULTS)) in _doc()
+
+
+def test_a_stored_suite_run_rescored_gives_the_dev_scores_adapt_recorded() -> None:
+    """Each stored adapt run of the suite: the base's and the published step's STS-B dev Spearman, recomputed from
+    the stored (rounded) cosines, are what adapt's metrics.json recorded."""
+    from experiments import suite_stored
+
+    results = REPO / suite_stored.RESULTS
+    _stored(results / "suite.json")
+    scorer = suite_stored.Scorer(results)
+    runs = sorted((results / "runs").iterdir())
+    assert runs
+    for run in runs:
+        metrics = json.loads((run / "metrics.json").read_text(encoding="utf-8"))
+        selection = scorer.selection(run.name)
+        assert selection["dev_base"] == pytest.approx(metrics["base_score"], abs=1e-3), run.name
+        assert selection["dev_best"] == pytest.approx(metrics["best_score"], abs=1e-3), run.name
+
+
+def test_the_suite_scorer_is_spearman_over_the_stored_pairs() -> None:
+    """Scorer against scipy on a stored model's cosines (no tie rule or subset left to chance)."""
+    from scipy.stats import spearmanr
+
+    from experiments import suite_stored
+
+    results = REPO / suite_stored.RESULTS
+    _stored(results / "suite.json")
+    gold = json.loads((results / "gold.json").read_text(encoding="utf-8"))
+    scores = json.loads(next((results / "scores").glob("*.json")).read_text(encoding="utf-8"))
+    cosines = scores["test"]["sickr"]
+    expected = 100 * spearmanr(cosines, gold["sickr"]).statistic
+    assert suite_stored.Scorer(results).spearman("sickr", cosines) == pytest.approx(expected, abs=1e-9)
+
+
+def test_the_grouping_section_is_what_its_stored_study_renders_and_follows_from_the_outputs() -> None:
+    from experiments import grouping_suite
+
+    results = REPO / grouping_suite.RESULTS
+    study = _stored(results / grouping_suite.STUDY)
+    assert wrap(grouping_suite.SECTION, grouping_suite.render(study)) in _doc()
+    for model, settings in study["models"].items():
+        for setting, cells in settings.items():
+            for domain, cell in cells.items():
+                folder = grouping_suite.stored_folder(results, model, domain, setting)
+                run = decision_study.load_run(folder, model, domain, grouping_suite.RECIPE)
+                pool = decision_study.load_pool(REPO / decision_study.POOLS / domain / "pool.jsonl")
+                step, test, _ = domain_stored.points(run, pool)
+                assert step == cell["step"], (model, setting, domain)
+                assert test == pytest.approx(cell["test"]["delta"], abs=1e-9), (model, setting, domain)
