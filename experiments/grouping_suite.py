@@ -83,7 +83,9 @@ def store(work: Path, results: Path) -> None:
 def study(results: Path, resamples: int = 1000) -> dict[str, Any]:
     """Each model × domain × setting: the kept step, the default decision, the test Δ with its paired CI."""
     pools = {d: decision_study.load_pool(REPO / decision_study.POOLS / d / "pool.jsonl") for d in DOMAINS}
-    out: dict[str, Any] = {"models": {}, "machine": machine_summary()}
+    job = json.loads((off_folder(results, short(decision_runs.MODELS[0]), DOMAINS[0]) / "job.json").read_text())
+    command = domain_stored.command_of(job["argv"]).replace(f"/{DOMAINS[0]}/", "/DOMAIN/")
+    out: dict[str, Any] = {"models": {}, "machine": machine_summary(), "command": command}
     for model in map(short, decision_runs.MODELS):
         out["models"][model] = {}
         for setting in SETTINGS:
@@ -139,7 +141,7 @@ def render(results: dict[str, Any]) -> str:
               "python -m experiments.grouping_suite --train             # grouping off",
               "python -m experiments.decision_study --store && python -m experiments.grouping_suite --store",
               "python -m experiments.grouping_suite --study",
-              domain_stored.command_of(off_argv(WORK, decision_runs.MODELS[0], "DOMAIN")), "```"]
+              results["command"], "```"]
     return "\n".join(lines)
 
 

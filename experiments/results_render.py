@@ -103,12 +103,22 @@ def _quality(model: str, rows: dict[str, Any]) -> str:
               "and saving included. Commands:", "", "```bash"]
     lines += [_portable(row["command"]) for row in rows.values() if "command" in row]
     lines += [f"python -m sentadapt eval MODEL --sts {','.join(tasks)} --data-dir ../shared/data/sts", "```"]
-    verdicts = [f"{ROW_LABELS[k]}: dev {_score(r['dev_base'])} → best {_score(r['dev_best'])} at step {r['best_step']}"
+    verdicts = [f"{ROW_LABELS[k]}: {_preset(r)}dev {_score(r['dev_base'])} → best {_score(r['dev_best'])} at step "
+                f"{r['best_step']}"
                 + ("" if r["improved"] else " — **no checkpoint beat the base on dev** (adapt said so)")
                 for k, r in rows.items() if "dev_best" in r]
     if verdicts:
         lines += ["", "Checkpoint selection (what `adapt` reported):", ""] + [f"- {v}" for v in verdicts]
     return "\n".join(lines)
+
+
+def _preset(row: dict[str, Any]) -> str:
+    """'preset tuned-base (lr 5e-05, distill 1.0); ' from an adapt run's metrics.json, when the row carries it."""
+    preset = row.get("preset")
+    if not preset:
+        return ""
+    values = ", ".join(f"{key} {value}" for key, value in preset.get("values", {}).items())
+    return f"preset {preset['name']}" + (f" ({values})" if values else "") + "; "
 
 
 def _paper_deltas(quality: dict[str, dict[str, Any]]) -> str:
@@ -119,11 +129,14 @@ def _paper_deltas(quality: dict[str, dict[str, Any]]) -> str:
         ours = [_delta(quality[m].get(key, {}).get("average"), quality[m]["base"]["average"]) for m in models]
         paper = "–" if delta is None else f"{delta:+.2f}"
         lines.append(f"| {ROW_LABELS[key]} | {setting} | {paper} | " + " | ".join(ours) + " |")
+    pooled = {row["pooling"] for rows in quality.values() for row in rows.values() if "pooling" in row}
     lines += ["", "The papers start from a collapsed space (raw BERT) and gain 15-43 points; from a model that "
               "already scores ~79 the same methods move the average by tenths to a point either way. Every Δ "
-              "here is against the base model as users have it (its own mean pooling); SG-OPT exports [CLS] "
-              "as in its paper, so its Δ includes the change of pooling (against the base's own [CLS] vector, "
-              "see findings.md: 73.69 → 78.25 after a full epoch)."]
+              "here is against the base model as users have it (its own mean pooling)" + (
+                  "; SG-OPT exports [CLS] as in its paper, so its Δ includes the change of pooling (against the "
+                  "base's own [CLS] vector, see findings.md: 73.69 → 78.25 after a full epoch)." if "cls" in pooled
+                  else ", and every row here exports that pooling too (the tuned-base preset keeps the base's; with "
+                  "`--preset paper` SG-OPT exports [CLS] as in its paper: findings.md).")]
     return "\n".join(lines)
 
 

@@ -35,8 +35,11 @@ RESULTS = Path("results/suite")
 WORK = Path("runs/suite")
 DEV_TASK = "stsb"  # the selection set: STS-B dev
 COMMAND = "python -m experiments.suite_stored --run"
-NOTE = ("The runs were made again on 2026-11-27 with the code of that day; the first edition (2026-11-21) kept no "
-        "per-pair outputs. Scores do not depend on load (the runs are deterministic); train times and the speed "
+NOTE = ("The runs were made again on 2026-11-27 with the code of that day, one job at a time on a quiet machine: the "
+        "first edition (2026-11-21) kept no per-pair outputs and ran before the tuned-base preset existed, so its "
+        "sentadapt rows had the papers' settings (`--preset paper` today); these have each recipe's defaults for a "
+        "sentence-tuned base, which the checkpoint lines name. The peers' and the base rows' task scores are the first "
+        "edition's. Scores do not depend on load (the runs are deterministic); train times and the speed "
         "section do.")
 SOURCE = ("every score is recomputed from the per-pair cosines tracked in `results/suite/` "
           "(`python -m experiments.suite_stored --render` redraws this section without training; each job's command, "
@@ -169,7 +172,8 @@ class Scorer:
         step = metrics["best_step"]
         base = self.dev(outputs["base"][DEV_TASK]["cosine"])
         best = self.dev(outputs["evaluations"][str(step)][DEV_TASK]["cosine"])
-        return {"dev_base": base, "dev_best": best, "best_step": step, "improved": best > base}
+        return {"dev_base": base, "dev_best": best, "best_step": step, "improved": best > base,
+                "preset": metrics.get("preset")}
 
 
 def rebuilt(results: Path) -> dict[str, Any]:
