@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -83,8 +84,10 @@ def store(work: Path, results: Path) -> None:
 def study(results: Path, resamples: int = 1000) -> dict[str, Any]:
     """Each model × domain × setting: the kept step, the default decision, the test Δ with its paired CI."""
     pools = {d: decision_study.load_pool(REPO / decision_study.POOLS / d / "pool.jsonl") for d in DOMAINS}
-    job = json.loads((off_folder(results, short(decision_runs.MODELS[0]), DOMAINS[0]) / "job.json").read_text())
-    command = domain_stored.command_of(job["argv"]).replace(f"/{DOMAINS[0]}/", "/DOMAIN/")
+    first = next(iter(DOMAINS))
+    job = json.loads((off_folder(results, short(decision_runs.MODELS[0]), first) / "job.json").read_text())
+    # the runner's argv: this machine's interpreter, paths relative to the repository; one domain's → any domain's
+    command = re.sub(rf"/{first}(?=/|\s|$)", "/DOMAIN", " ".join(["python", *job["argv"][1:]]))
     out: dict[str, Any] = {"models": {}, "machine": machine_summary(), "command": command}
     for model in map(short, decision_runs.MODELS):
         out["models"][model] = {}

@@ -40,7 +40,9 @@ VARIANTS = {DEFAULT: "the teacher-run defaults (recipe_weight 1, kl, lr 5e-5, ne
             "k3v": "the defaults on news' corpus with two edited views per sentence (experiments/views_probe.py; "
                    "stored with --work runs/distill-views --results results/views)",
             "k3a": "the defaults on news' corpus with as many SNLI premises beside it (experiments/views_probe.py "
-                   "--anchor; stored with --work runs/distill-anchor --results results/anchor)"}
+                   "--anchor; stored with --work runs/distill-anchor --results results/anchor)",
+            "k3p": "longer runs (min_examples=40000, max_epochs=8: twice the examples, up to 8 passes; "
+                   "docs/findings.md, \"Longer teacher runs\")"}
 SECTION = "teacher-evidence"
 SOCIAL_SECTION = "distillation-social"
 
