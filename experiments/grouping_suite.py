@@ -26,6 +26,7 @@ from typing import Any
 
 from experiments import decision_runs, decision_study, domain_stored
 from experiments.domain_data import DOMAINS
+from experiments.domain_render import applied_delta
 from experiments.results_suite import REPO, Runner, machine_summary, short
 from experiments.stored_runs import check_pools, job_record, store_run
 from tools.doc_sections import write_atomically, write_section
@@ -105,14 +106,10 @@ def study(results: Path, resamples: int = 1000) -> dict[str, Any]:
     return out
 
 
-def applied(cell: dict[str, Any]) -> float:
-    return cell["test"]["delta"] if cell["decision"] == "use-adapted" else 0.0
-
-
 def averages(cells: dict[str, Any]) -> tuple[float, float]:
     """(mean raw test Δ, mean test Δ with the decision applied) over the domains."""
     rows = list(cells.values())
-    return sum(r["test"]["delta"] for r in rows) / len(rows), sum(applied(r) for r in rows) / len(rows)
+    return sum(r["test"]["delta"] for r in rows) / len(rows), sum(applied_delta(r) for r in rows) / len(rows)
 
 
 def render(results: dict[str, Any]) -> str:

@@ -32,6 +32,7 @@ from typing import Any
 from experiments import decision_study, domain_stored
 from experiments.decision_runs import pool_file
 from experiments.domain_data import DOMAINS
+from experiments.domain_render import applied_delta
 from experiments.results_suite import REPO, Runner, machine_summary, sentadapt
 from experiments.stored_runs import check_pools, job_record, store_run
 from tools.doc_sections import write_atomically, write_section
@@ -154,15 +155,11 @@ def readme_rows(results: dict[str, Any]) -> list[str]:
                                                                                              "100 steps")):
         rows = [results["domains"][domain][name] for domain in DOMAINS]
         raw = sum(row["test"]["delta"] for row in rows) / len(rows)
-        kept = sum(applied(row) for row in rows) / len(rows)
+        kept = sum(applied_delta(row) for row in rows) / len(rows)
         used = sum(row["decision"] == "use-adapted" for row in rows)
         lines.append(f"| {what} | all-MiniLM-L6-v2 | {domain_stored.typeset(raw)} | {domain_stored.typeset(kept)} "
                      f"({used} of {len(rows)} used) | {link} |")
     return lines
-
-
-def applied(row: dict[str, Any]) -> float:
-    return row["test"]["delta"] if row["decision"] == "use-adapted" else 0.0
 
 
 def render(results: dict[str, Any]) -> str:
@@ -196,7 +193,7 @@ def render(results: dict[str, Any]) -> str:
         lines.append(
             f"| {results['settings'][name]['what']} | {trained:,} of {total:,} ({100 * trained / total:.1f} %) | "
             + " | ".join(cells) + f" | {sum(r['test']['delta'] for r in rows) / len(rows):+.2f} | "
-            f"{sum(applied(r) for r in rows) / len(rows):+.2f} | {uses} of {len(rows)} | "
+            f"{sum(applied_delta(r) for r in rows) / len(rows):+.2f} | {uses} of {len(rows)} | "
             f"{sum(r['train_seconds'] for r in rows) / 60:.1f} min | "
             f"{max(r['peak_rss_mb'] for r in rows) / 1000:.2f} GB |")
     data = "runs/decision/data"
