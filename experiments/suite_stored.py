@@ -48,15 +48,18 @@ SOURCE = ("every score is recomputed from the per-pair cosines tracked in `resul
 
 # ---------------------------------------------------------------------------------------------- scoring (a job)
 def score(model: str, data_dir: Path, tasks: list[str], with_dev: bool) -> dict[str, Any]:
-    """Every pair's cosine of `model` on the STS test sets (and STS-B dev), as `sentadapt eval` computes them."""
-    from sentadapt import evaluate
+    """Every pair's cosine of `model` on the STS test sets (and STS-B dev), as `sentadapt eval` computes them: the
+    model loaded once, each split scored by the library's STS evaluator."""
+    from sentadapt import Encoder
+    from sentadapt.evaluation.sts import StsEvaluator
 
     started = time.perf_counter()
-    test = evaluate(model, sts=",".join(tasks), data_dir=data_dir, bootstrap=0).reports[0][0]
+    encoder = Encoder.load(model, device="cpu")
+    test = StsEvaluator.from_sts(tasks, "test", data_dir, resamples=0)(encoder, batch_size=128)
     record: dict[str, Any] = {"model": model, "pooling": test.pooling,
                               "test": {result.task: result.outputs["cosine"].tolist() for result in test.tasks}}
     if with_dev:
-        dev = evaluate(model, sts=DEV_TASK, data_dir=data_dir, split="dev", bootstrap=0).reports[0][0]
+        dev = StsEvaluator.from_sts([DEV_TASK], "dev", data_dir, resamples=0)(encoder, batch_size=128)
         record["dev"] = dev.tasks[0].outputs["cosine"].tolist()
     record["seconds"] = time.perf_counter() - started
     return rounded(record)
