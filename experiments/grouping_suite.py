@@ -28,8 +28,7 @@ from experiments import decision_runs, decision_study, domain_stored
 from experiments.domain_data import DOMAINS
 from experiments.domain_render import applied_delta
 from experiments.results_suite import REPO, Runner, machine_summary, short
-from experiments.stored_runs import check_pools, job_record, store_run
-from tools.doc_sections import write_atomically, write_section
+from experiments.stored_runs import add_study_options, check_pools, job_record, run_study_stages, store_run
 
 SECTION = "grouping"
 WORK = Path("runs/grouping")
@@ -148,25 +147,13 @@ def render(results: dict[str, Any]) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--train", action="store_true", help="grouping off on both models × the 4 domains")
-    parser.add_argument("--store", action="store_true", help="copy the runs' per-pair outputs into RESULTS")
-    parser.add_argument("--study", action="store_true", help=f"derive RESULTS/{STUDY} from them, then render")
-    parser.add_argument("--render", action="store_true", help=f"redraw the section from RESULTS/{STUDY}")
-    parser.add_argument("--work", type=Path, default=WORK)
-    parser.add_argument("--results", type=Path, default=RESULTS)
-    parser.add_argument("--doc", type=Path, default=Path("docs/results.md"))
+    add_study_options(parser, WORK, RESULTS, STUDY)
     args = parser.parse_args()
     os.chdir(REPO)
     if args.train:
         train(args.work)
-    if args.store:
-        store(args.work, args.results)
-    if args.study:
-        args.results.mkdir(parents=True, exist_ok=True)
-        write_atomically(args.results / STUDY, json.dumps(study(args.results), indent=1) + "\n")
-    if args.study or args.render:
-        write_section(args.doc, SECTION, render(json.loads((args.results / STUDY).read_text(encoding="utf-8"))))
+    if run_study_stages(args, SECTION, STUDY, store, study, render) is not None:
         print(f"wrote the {SECTION} section of {args.doc}")
-
 
 if __name__ == "__main__":
     main()

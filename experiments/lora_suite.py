@@ -34,8 +34,7 @@ from experiments.decision_runs import pool_file
 from experiments.domain_data import DOMAINS
 from experiments.domain_render import applied_delta
 from experiments.results_suite import REPO, Runner, machine_summary, sentadapt
-from experiments.stored_runs import check_pools, job_record, store_run
-from tools.doc_sections import write_atomically, write_section
+from experiments.stored_runs import add_study_options, check_pools, job_record, run_study_stages, store_run
 
 MODEL = "all-minilm-l6-v2"
 RECIPE = "consert"
@@ -211,25 +210,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--train", choices=[name for name in SETTINGS if name != FULL],
                         help="train one setting on the 4 domains")
-    parser.add_argument("--store", action="store_true", help="copy the runs' per-pair outputs into RESULTS")
-    parser.add_argument("--study", action="store_true", help=f"derive RESULTS/{STUDY} from them, then render")
-    parser.add_argument("--render", action="store_true", help=f"redraw the section from RESULTS/{STUDY}")
-    parser.add_argument("--work", type=Path, default=WORK)
-    parser.add_argument("--results", type=Path, default=RESULTS)
-    parser.add_argument("--doc", type=Path, default=Path("docs/results.md"))
+    add_study_options(parser, WORK, RESULTS, STUDY)
     args = parser.parse_args()
     os.chdir(REPO)
     if args.train:
         train(args.train, args.work)
-    if args.store:
-        store(args.work, args.results)
-    if args.study:
-        write_atomically(args.results / STUDY, json.dumps(study(args.results), indent=1) + "\n")
-    if args.study or args.render:
-        results = json.loads((args.results / STUDY).read_text(encoding="utf-8"))
-        write_section(args.doc, SECTION, render(results))
-        print(render(results))
-
+    text = run_study_stages(args, SECTION, STUDY, store, study, render)
+    if text is not None:
+        print(text)
 
 if __name__ == "__main__":
     main()

@@ -8,13 +8,14 @@ its metrics.json and job.json (the run's command, wall time and decision as adap
 
 from __future__ import annotations
 
+import argparse
 import json
 import shutil
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from tools.doc_sections import write_atomically
+from tools.doc_sections import write_atomically, write_section
 
 DECIMALS = 6
 KEPT = ("metrics.json", "job.json")  # copied as they are; dev_outputs.json is rounded
@@ -61,3 +62,29 @@ def check_pools(work: Path, pools: Path, domains: Iterable[str]) -> None:
         if made_on.is_file() and made_on.read_bytes() != tracked.read_bytes():
             raise SystemExit(f"{made_on}: not the pool in {tracked}; the runs must use that split "
                              "(experiments/domain_data.py --seed 0)")
+
+
+def add_study_options(parser: argparse.ArgumentParser, work: Path, results: Path, study: str) -> None:
+    """The options every stored study's CLI shares: --store, --study, --render and their folders."""
+    parser.add_argument("--store", action="store_true", help="copy the runs' per-pair outputs into RESULTS")
+    parser.add_argument("--study", action="store_true", help=f"derive RESULTS/{study} from them, then render")
+    parser.add_argument("--render", action="store_true", help=f"redraw the section from RESULTS/{study}")
+    parser.add_argument("--work", type=Path, default=work)
+    parser.add_argument("--results", type=Path, default=results)
+    parser.add_argument("--doc", type=Path, default=Path("docs/results.md"))
+
+
+def run_study_stages(args: argparse.Namespace, section: str, study_file: str, store: Callable[[Path, Path], None],
+                     study: Callable[[Path], dict[str, Any]],
+                     render: Callable[[dict[str, Any]], str]) -> str | None:
+    """--store, --study and --render in that order (each when asked); the rendered section when one was written."""
+    if args.store:
+        store(args.work, args.results)
+    if args.study:
+        args.results.mkdir(parents=True, exist_ok=True)
+        write_atomically(args.results / study_file, json.dumps(study(args.results), indent=1) + "\n")
+    if not (args.study or args.render):
+        return None
+    text = render(json.loads((args.results / study_file).read_text(encoding="utf-8")))
+    write_section(args.doc, section, text)
+    return text
