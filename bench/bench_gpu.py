@@ -60,7 +60,7 @@ SYSTEMS = {  # row prefix → what it is
     "bare": "bare PyTorch loop",
     "bare_compiled": "bare PyTorch loop, torch.compile",
     "consert": "sentadapt ConSERT",
-    "consert_compiled": "sentadapt ConSERT --compile",
+    "consert_compiled": "sentadapt ConSERT --set compile=on",
     "sgopt": "sentadapt SG-OPT",
     "eval": "sentadapt eval (Encoder.encode)",
 }
@@ -119,8 +119,6 @@ def skip_reason(row: Row, cuda: bool, flags: set[str]) -> str | None:
         return f"{row.precision} needs a CUDA GPU"
     if row.recipe and row.precision == "tf32" and "--tf32" not in flags:
         return "this sentadapt has no --tf32: its fp32 (TF32 off) is the fp32 row"
-    if row.system == "consert_compiled" and "--compile" not in flags:
-        return "this sentadapt has no --compile"
     return None
 
 
@@ -187,13 +185,13 @@ def prepare_carry(folder: Path, tokenizer_dir: Path, corpus: Path) -> None:
 
 @functools.cache  # one `--help` per process: --quick's chunks in one run share it
 def sentadapt_flags() -> set[str]:
-    """Which of the newer `adapt` flags this sentadapt has (--tf32, --compile), read from its --help."""
+    """Which of the newer `adapt` flags this sentadapt has (--tf32), read from its --help."""
     done = subprocess.run([sys.executable, "-m", "sentadapt", "adapt", "--help"], capture_output=True, text=True,
                           env={**worker_env(), "COLUMNS": "300", "NO_COLOR": "1"})
     if done.returncode:
         sys.exit("cannot run `python -m sentadapt adapt --help` (set PYTHONPATH to the repository root, or "
                  f"pip install -e .): {done.stderr.strip().splitlines()[-1:]}")
-    return {flag for flag in ("--tf32", "--compile") if re.search(rf"(?<![\w-]){flag}(?![\w-])", done.stdout)}
+    return {flag for flag in ("--tf32",) if re.search(rf"(?<![\w-]){flag}(?![\w-])", done.stdout)}
 
 
 # ---------------------------------------------------------------------- workers (each row's own process)
@@ -301,8 +299,8 @@ def row_command(row: Row, ctx: Context, run_dir: Path) -> list[str]:
             command += ["--max-length", str(MAX_LENGTH)]
         if "--tf32" in ctx.flags and ctx.cuda:
             command += ["--tf32", "off" if row.precision == "fp32" else "on"]
-        if row.system == "consert_compiled":
-            command += ["--compile"]
+        if row.system == "consert_compiled":  # sentadapt/compiling.py: its transformer layers, torch.compile
+            command += ["--set", "compile=on"]
         for setting in ctx.settings:
             command += ["--set", setting]
         if ctx.smoke:
@@ -502,7 +500,7 @@ def render(results: dict[str, Any]) -> str:
         lines += [(f"Run {run['run_id']}: " if several else "") +
                   f"**{run['card']}** ({run['started']}; {run['versions']}): {run['steps']} steps per row, "
                   f"timed after {run['warmup_steps']}; measured matmul peak TFLOP/s: {peaks}. "
-                  f"sentadapt flags present: {', '.join(run['sentadapt_flags']) or 'neither --tf32 nor --compile'}." +
+                  f"sentadapt flags present: {', '.join(run['sentadapt_flags']) or 'no --tf32'}." +
                   "".join(f" Every sentadapt row: `--set {setting}`." for setting in run.get("settings", [])),
                   ""]
     run_column = ("run | ", "---|") if several else ("", "")
@@ -1034,7 +1032,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--steps", type=int, help="optimizer steps per row (default 300; --smoke 4)")
     parser.add_argument("--warmup-steps", type=int, help="steps before the clock starts (default 20; --smoke 1)")
     parser.add_argument("--only", help="comma-separated patterns over row names, e.g. 'consert-bf16-*,bare-*'")
-    parser.add_argument("--compile", action="store_true", help="also the torch.compile rows (sentadapt --compile)")
+    parser.add_argument("--compile", action="store_true", help="also the torch.compile rows (sentadapt --set compile=on)")
     parser.add_argument("--set", dest="settings", action="append", default=[], metavar="KEY=VALUE",
                         help="passed to every sentadapt row as `--set KEY=VALUE` (repeatable), e.g. pad_multiple=1 "
                         "for an A/B of one setting; recorded in the results")
@@ -1143,7 +1141,7 @@ def set_up(args: argparse.Namespace, cuda: bool, chosen: list[Row] | None = None
     skipped = {row.name: reason for row in rows if (reason := skip_reason(row, cuda, flags))}
     card = torch.cuda.get_device_name() if cuda else "CPU (smoke run)"
     print(f"card: {card}; {len(rows) - len(skipped)} rows of {steps} steps; sentadapt flags: "
-          f"{', '.join(sorted(flags)) or 'no --tf32, no --compile'}", flush=True)
+          f"{', '.join(sorted(flags)) or 'no --tf32'}", flush=True)
     size = SMOKE["matmul"] if args.smoke and not cuda else args.matmul_size
     needed = sorted({row.precision for row in rows if row.name not in skipped}, key=PRECISIONS.index)
     peaks = {precision: matmul_peak_flops("cuda" if cuda else "cpu", precision, size=size) for precision in needed}

@@ -18,6 +18,9 @@ BENCH_S=${BENCH_S:-400}
 TESTS_S=${TESTS_S:-150}  # 0: no tests (a re-measurement)
 STEPS=${STEPS:-150}
 SETS=${SETS:-}  # e.g. "pad_multiple=1": --set for every sentadapt row (an A/B of one setting)
+COMPILE=${COMPILE:-}  # 1: the consert_compiled rows exist (--set compile=on), for ROWS to name
+TEACHER_S=${TEACHER_S:-0}  # > 0: the teacher's table vs sentence-transformers' encode (issue 44), at most this long
+TEACHER_N=${TEACHER_N:-100000}
 # issue 36's targets: ConSERT bf16 vs the bare loop at 96, TF32 at 96, the peer, batch 512, SG-OPT at 16, then
 # fp32 (mixed precision must beat it) and the bare loop's TF32 for its ratio
 ROWS=${ROWS:-consert-bf16-96,bare-bf16-96,consert-tf32-96,peer-bf16-96,consert-bf16-512,bare-bf16-512,sgopt-fp16-16,consert-fp32-96,bare-tf32-96}
@@ -37,10 +40,21 @@ torch.cuda.is_available(), 'transformers', transformers.__version__, 'accelerate
 echo "== bench ($BENCH_S s at most): $ROWS"
 SET_ARGS=()
 for setting in $SETS; do SET_ARGS+=(--set "$setting"); done
-timeout "$BENCH_S" $PY -m bench.bench_gpu --only "$ROWS" --steps "$STEPS" --warmup-steps 20 "${SET_ARGS[@]}" \
-    --tokenizer "$C/tokenizer" --corpus "$C/corpus.txt" --out "$OUT/gpu.json" --work "$WORK" ${SMOKE:+--smoke}
-echo "bench exit $?"
-tar czf "$OUT/logs.tgz" -C "$WORK" logs 2>/dev/null  # each row's output and its train.log (rate per 10 steps)
+if [ "$BENCH_S" -gt 0 ]; then
+    timeout "$BENCH_S" $PY -m bench.bench_gpu --only "$ROWS" --steps "$STEPS" --warmup-steps 20 "${SET_ARGS[@]}" \
+        --tokenizer "$C/tokenizer" --corpus "$C/corpus.txt" --out "$OUT/gpu.json" --work "$WORK" ${SMOKE:+--smoke} \
+        ${COMPILE:+--compile}
+    echo "bench exit $?"
+    tar czf "$OUT/logs.tgz" -C "$WORK" logs 2>/dev/null  # each row's output and its train.log (rate per 10 steps)
+fi
+
+if [ "$TEACHER_S" -gt 0 ]; then
+    echo "== the teacher's table vs sentence-transformers' encode ($TEACHER_S s at most)"
+    timeout "$TEACHER_S" $PY -m bench.bench_teacher_encode --tokenizer "$C/tokenizer" --corpus "$C/corpus.txt" \
+        --sentences "$TEACHER_N" --work "$WORK/teacher" --out "$OUT/teacher-encode.json" ${SMOKE:+--smoke} 2>&1 \
+        | grep -v "Loading weights\|Writing model"
+    echo "teacher exit ${PIPESTATUS[0]}"
+fi
 
 [ "$TESTS_S" -gt 0 ] || exit 0
 echo "== GPU-marked tests and the CUDA fault test ($TESTS_S s at most)"

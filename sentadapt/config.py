@@ -85,6 +85,11 @@ class TrainConfig:
     # memory ~1/L of the layers' (L layers), for about one more forward pass of time (docs/internals.md). In
     # contrastive training the batch is the number of negatives, so the memory saved buys a larger batch.
     gradient_checkpointing: bool = False
+    # torch.compile of the encoder's transformer layers while training (sentadapt/compiling.py; dev scoring and
+    # every encode stay eager): off | on (inductor's fused kernels) | graphs (also CUDA graphs, mode
+    # "reduce-overhead"). Pays on a GPU, where a step at batch 64-128 is bound by kernel launches; the first steps
+    # of each new padded length compile (seconds each). bench/README.md has the measured effect.
+    compile: str = "off"
     # LoRA (sentadapt/lora.py, `--lora r=16`): train rank-r adapters on the encoder's linear layers, base frozen.
     # 0 = off (every weight trains). alpha 0 = 2 × r; targets: attention | all-linear | names joined by '+'.
     lora_r: int = 0
@@ -155,6 +160,7 @@ class TrainConfig:
         check_range("max_length", self.max_length, 4, None)
         check_range("pad_multiple", self.pad_multiple, 0, None)
         check_choice("mixed_precision", self.mixed_precision, MIXED_PRECISION)
+        check_choice("compile", self.compile, ("off", "on", "graphs"))
         check_range("eval_every", self.eval_every, 0, None)
         check_range("evals_per_pass", self.evals_per_pass, 0, None)
         check_range("min_examples", self.min_examples, 0, None)
@@ -373,6 +379,8 @@ def coerce(name: str, value: Any, annotation: Any) -> Any:
     if annotation is str:
         if isinstance(value, (dict, list)):
             raise ConfigError(f"{name}: expected text, got {value!r}")
+        if isinstance(value, bool):  # YAML 1.1 reads a bare on/off (or yes/no) as a boolean
+            return "on" if value else "off"
         return str(value)
     return value
 

@@ -137,7 +137,7 @@ LAYERS = [
     {"events", "options", "registry", "durable", "tables", "st_modules", "stopping", "sentadapt"},
     {"rundir", "rowfile"},
     {"resolve", "pooling", "config"},
-    {"st_format", "presets", "data", "prompts", "lora"},
+    {"st_format", "presets", "data", "prompts", "lora", "compiling"},
     {"run_spec"},
     {"encoder"},
     {"embedding_cache"},

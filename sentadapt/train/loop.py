@@ -30,6 +30,7 @@ import torch
 from torch import nn
 
 from sentadapt import lora
+from sentadapt.compiling import MODES, compiled_training, step_marker
 from sentadapt.config import RunConfig
 from sentadapt.data.batching import RowPairs, RowSubset, TokenizedExamples
 from sentadapt.durable import recover_interrupted_writes, write_folder_atomically
@@ -278,7 +279,10 @@ class Trainer:
                                     cfg.max_grad_norm)
         self.reporter.start(self.state.total_steps, self.state.step)
         try:
-            with self.stop.request:
+            with self.stop.request, compiled_training(self.inputs.encoder.backbone, cfg.compile) as compiled:
+                if compiled:
+                    self.reporter.message(f"compile: {compiled} transformer layers (torch.compile, mode "
+                                          f"{MODES[cfg.compile]}); each new padded length compiles first")
                 stopped = self._train_steps()
         except KeyboardInterrupt:
             path = self._save_checkpoint()
@@ -299,6 +303,7 @@ class Trainer:
         cfg, accelerator, state = self.train_config, self.accelerator, self.state
         assert self.micro_batches is not None and self.update is not None
         world, device = accelerator.num_processes, accelerator.device
+        step_begins = step_marker(cfg.compile)
         self.model.train()
         with BatchPrefetcher(self.micro_batches, device, state.step * cfg.grad_accum,
                              state.total_steps * cfg.grad_accum) as batches:
@@ -309,6 +314,7 @@ class Trainer:
                 for micro in range(cfg.grad_accum):
                     batch = batches.get(state.step * cfg.grad_accum + micro)
                     with accelerator.accumulate(self.model):
+                        step_begins()
                         output = self.model(batch)
                         # Gathered negatives: each rank back-propagates only its shard and DDP averages over
                         # ranks, so × world gives the global loss's gradient (accelerate divides by grad_accum).
