@@ -1032,7 +1032,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--steps", type=int, help="optimizer steps per row (default 300; --smoke 4)")
     parser.add_argument("--warmup-steps", type=int, help="steps before the clock starts (default 20; --smoke 1)")
     parser.add_argument("--only", help="comma-separated patterns over row names, e.g. 'consert-bf16-*,bare-*'")
-    parser.add_argument("--compile", action="store_true", help="also the torch.compile rows (sentadapt --set compile=on)")
+    parser.add_argument("--compile", action="store_true",
+                        help="also the torch.compile rows (sentadapt --set compile=on)")
     parser.add_argument("--set", dest="settings", action="append", default=[], metavar="KEY=VALUE",
                         help="passed to every sentadapt row as `--set KEY=VALUE` (repeatable), e.g. pad_multiple=1 "
                         "for an A/B of one setting; recorded in the results")

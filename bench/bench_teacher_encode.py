@@ -1,7 +1,7 @@
 """Benchmark: the teacher's table (what `adapt --teacher MODEL` encodes before training) against
 sentence-transformers' `encode` of the same sentences with the same model, device and dtype, in one process.
 
-    python -m bench.bench_teacher_encode --tokenizer bench/out/gpu-carry/tokenizer --corpus bench/out/gpu-carry/corpus.txt
+    python -m bench.bench_teacher_encode     # the tokenizer and corpus of bench/out/gpu-carry (bench_gpu --prepare)
     python -m bench.bench_teacher_encode --smoke        # a tiny model and 2,000 sentences on whatever device there is
 
 The model is randomly initialised (seed 0) with all-mpnet-base-v2's shape (MPNet-base: 12 layers, 768 wide, mean

@@ -93,7 +93,7 @@ def compiled_training(backbone: nn.Module, setting: str) -> Iterator[int]:
 
 
 def _raise_recompile_limit() -> None:
-    import torch._dynamo  # noqa: F401 (the config module is loaded with it)
+    import torch._dynamo  # the config module is loaded with it
 
     config = torch._dynamo.config
     name = "recompile_limit" if hasattr(config, "recompile_limit") else "cache_size_limit"
