@@ -612,6 +612,20 @@ def estimate_rate(row: Row) -> float:
     return min([rate for name, rate in same.items() if name.endswith(f"-{row.batch}")] or same.values())
 
 
+# What a torch.compile'd row may spend compiling before its first step, beyond its estimate: sentadapt's
+# `compile` compiles one BERT layer's forward and backward twice (the first padded length, then one dynamic-length
+# graph); on this machine's CPU the tiny model's took 13-29 s. Not yet measured on a card: a generous allowance.
+COMPILE_ALLOWANCE_S = 150.0
+
+
+def compile_allowance_s(row: Row, settings: list[str]) -> float:
+    """COMPILE_ALLOWANCE_S for a row that compiles (a `_compiled` system, or a sentadapt row under
+    `--set compile=on|graphs`), else 0."""
+    compiled_by_setting = bool(row.recipe) and any(
+        setting.startswith("compile=") and setting != "compile=off" for setting in settings)
+    return COMPILE_ALLOWANCE_S if row.system.endswith("_compiled") or compiled_by_setting else 0.0
+
+
 def row_estimate_s(row: Row, steps: int = 300) -> float:
     """Estimated seconds of a row's process on an H100: ROW_OVERHEAD_S + its examples at its estimated rate."""
     if row.system == "eval":  # a warm-up pass, then the whole corpus
@@ -1101,7 +1115,8 @@ def measure(args: argparse.Namespace, cuda: bool, out: Path) -> None:
     """Every selected row, one after the other; the results are rewritten after each."""
     ctx, rows, skipped, run = set_up(args, cuda)
     if not args.smoke:  # a row that hangs is stopped, so the rows after it still run within a lease
-        ctx.timeouts = {row.name: min(2 * row_estimate_s(row, ctx.steps) + 60, CHUNK_LIMIT_S) for row in rows}
+        ctx.timeouts = {row.name: min(2 * row_estimate_s(row, ctx.steps) + 60 + compile_allowance_s(row, ctx.settings),
+                                      CHUNK_LIMIT_S) for row in rows}
     results: dict[str, Any] = {"runs": [run], "rows": []}
     for row in rows:
         if row.name in skipped:

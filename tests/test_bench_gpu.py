@@ -342,3 +342,13 @@ def test_chunk_numbers_and_an_unknown_chunk() -> None:
     done = subprocess.run([sys.executable, "-m", "bench.bench_gpu", "--chunk", "99", "--smoke"], cwd=REPO,
                           capture_output=True, text=True, env={**os.environ, "CUDA_VISIBLE_DEVICES": ""})
     assert done.returncode == 1 and done.stderr.strip().endswith("--chunk: 99 is not in the plan (chunks 1 to 13)")
+
+
+def test_a_compiling_row_gets_time_to_compile() -> None:
+    row = bench_gpu.Row
+    allowance = bench_gpu.COMPILE_ALLOWANCE_S
+    assert bench_gpu.compile_allowance_s(row("consert_compiled", "bf16", 96), []) == allowance
+    assert bench_gpu.compile_allowance_s(row("consert", "bf16", 96), ["compile=graphs"]) == allowance
+    assert bench_gpu.compile_allowance_s(row("consert", "bf16", 96), ["compile=off"]) == 0.0
+    assert bench_gpu.compile_allowance_s(row("bare", "bf16", 96), ["compile=on"]) == 0.0  # not a sentadapt row
+    assert bench_gpu.compile_allowance_s(row("consert", "bf16", 96), ["pad_multiple=1"]) == 0.0

@@ -79,3 +79,23 @@ def test_a_nan_loss_on_the_gpu_stops_with_the_last_good_weights(
     checkpoint = run / "checkpoints" / "step-0000002"
     assert json.loads((checkpoint / "trainer_state.json").read_text())["step"] == 2
     assert all(torch.isfinite(t).all() for t in load_file(str(checkpoint / "model.safetensors")).values())
+
+
+@pytest.mark.parametrize("setting", ["on", "graphs"])
+def test_compiled_layers_train_in_bf16_on_the_gpu(setting: str, tiny_model_dir: Path, toy_corpus: Path,  # noqa: F811
+                                                 tmp_path: Path) -> None:
+    """`compile=graphs` replays CUDA graphs, which only a GPU runs: 20 bf16 steps, finite falling losses, and the
+    layers plain modules again after the run (compiling.release)."""
+    run = tmp_path / "run"
+    run.mkdir()
+    config = run_config("consert", tiny_model_dir, toy_corpus, run,
+                        {"batch_size": 16, "max_length": 16, "lr": 3e-3, "max_steps": 20, "eval_every": 0,
+                         "checkpoint_every": 0, "mixed_precision": "bf16", "log_every": 1},
+                        [f"compile={setting}"], "none")
+    trainer = Trainer(build_inputs(config, lambda _t: None))
+    trainer.run()
+    losses = [line["loss"] for line in _logged(run)]
+    assert len(losses) == 20 and all(math.isfinite(value) for value in losses)
+    assert sum(losses[-5:]) < sum(losses[:5])
+    layers = trainer.inputs.encoder.backbone.encoder.layer
+    assert all(getattr(layer, "_compiled_call_impl", None) is None for layer in layers)
