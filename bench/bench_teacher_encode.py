@@ -102,7 +102,13 @@ def main() -> None:
     from sentadapt.encoder import Encoder
 
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    began = time.perf_counter()
+
+    def stage(what: str) -> None:  # a lent GPU's call may be cut at its limit: say how far it got
+        print(f"[{time.perf_counter() - began:6.1f} s] {what}", flush=True)
+
     folder = build_model(args.tokenizer, args.work / "model", args.smoke, args.max_length)
+    stage("model built")
     texts = sentences(args.corpus, count)
     warm = texts[:2048]
     peer = SentenceTransformer(str(folder), device=str(device))
@@ -124,8 +130,10 @@ def main() -> None:
         os.environ["SENTADAPT_CACHE"] = str(args.work / f"cache-{runs}")
         cached_table(ours, lambda start, stop: texts[start:stop], len(texts), args.max_length, args.batch_size)
 
+    stage("both loaded")
     peer_encode(warm)
     ours_encode(warm)
+    stage("warmed up")
     # the same function on both sides: the vectors of the first 256 sentences
     same = texts[:256]
     difference = float((torch.as_tensor(peer.encode(same, batch_size=args.batch_size, convert_to_numpy=True))
@@ -134,9 +142,12 @@ def main() -> None:
     seconds: dict[str, list[float]] = {"st encode": [], "sentadapt encode": [], "sentadapt table": []}
     for _ in range(2):
         seconds["st encode"].append(timed(device, lambda: peer_encode(texts)))
+        stage(f"st encode: {seconds['st encode'][-1]:.2f} s")
         seconds["sentadapt encode"].append(timed(device, lambda: ours_encode(texts)))
+        stage(f"sentadapt encode: {seconds['sentadapt encode'][-1]:.2f} s")
         if args.dtype == "fp32":  # the table is always encoded in fp32
             seconds["sentadapt table"].append(timed(device, ours_table))
+            stage(f"sentadapt table: {seconds['sentadapt table'][-1]:.2f} s")
     for run in range(1, runs + 1):
         shutil.rmtree(args.work / f"cache-{run}", ignore_errors=True)
 
