@@ -352,3 +352,25 @@ def test_a_compiling_row_gets_time_to_compile() -> None:
     assert bench_gpu.compile_allowance_s(row("consert", "bf16", 96), ["compile=off"]) == 0.0
     assert bench_gpu.compile_allowance_s(row("bare", "bf16", 96), ["compile=on"]) == 0.0  # not a sentadapt row
     assert bench_gpu.compile_allowance_s(row("consert", "bf16", 96), ["pad_multiple=1"]) == 0.0
+
+
+def test_the_compile_section_of_the_bench_readme_is_drawn_from_its_stored_outputs() -> None:
+    from bench import gpu_compile_study
+    from tools.doc_sections import markers
+
+    begin, end = markers(gpu_compile_study.SECTION)
+    text = gpu_compile_study.README.read_text(encoding="utf-8")
+    stored = text[text.index(begin) + len(begin): text.index(end)].strip()
+    assert stored == gpu_compile_study.render(), "stale: python -m bench.gpu_compile_study --write"
+
+
+def test_a_rate_over_logged_intervals_is_their_examples_over_their_seconds(tmp_path: Path) -> None:
+    from bench.gpu_compile_study import intervals, rate, seconds_to
+
+    log = tmp_path / "train.log"
+    log.write_text("\n".join(json.dumps({"step": step, "loss": 1.0, "examples_per_s": value}) for step, value in
+                             [(1, 10.0), (10, 90.0), (20, 100.0), (30, 400.0)]) + "\n")
+    spans = intervals(log, batch=10)
+    assert spans == [(1, 1, 1.0), (2, 10, 1.0), (11, 20, 1.0), (21, 30, 0.25)]
+    assert rate(spans, 10, batch=10) == pytest.approx(200 / 1.25)  # not the mean of 100 and 400
+    assert seconds_to(spans, 20) == pytest.approx(3.0)
