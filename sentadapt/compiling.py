@@ -84,10 +84,15 @@ def step_marker(setting: str) -> Callable[[], None]:
 
 
 @contextmanager
-def compiled_training(backbone: nn.Module, setting: str) -> Iterator[int]:
-    """Compiled layers for the block's duration (yields how many); plain modules again after it, also on errors."""
+def compiled_training(backbone: nn.Module, setting: str, note: Callable[[str], None]) -> Iterator[int]:
+    """Compiled layers for the block's duration (yields how many, and says so through `note`); plain modules again
+    after it, also on errors."""
     try:
-        yield compile_layers(backbone, setting)
+        compiled = compile_layers(backbone, setting)
+        if compiled:
+            note(f"compile: {compiled} transformer layers (torch.compile, mode {MODES[setting]}); the first steps "
+                 "compile, and under graphs each padded length is recorded once")
+        yield compiled
     finally:
         release(backbone)
 

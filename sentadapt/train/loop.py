@@ -30,7 +30,7 @@ import torch
 from torch import nn
 
 from sentadapt import lora
-from sentadapt.compiling import MODES, compiled_training, step_marker
+from sentadapt.compiling import compiled_training, step_marker
 from sentadapt.config import RunConfig
 from sentadapt.data.batching import RowPairs, RowSubset, TokenizedExamples
 from sentadapt.durable import recover_interrupted_writes, write_folder_atomically
@@ -279,10 +279,7 @@ class Trainer:
                                     cfg.max_grad_norm)
         self.reporter.start(self.state.total_steps, self.state.step)
         try:
-            with self.stop.request, compiled_training(self.inputs.encoder.backbone, cfg.compile) as compiled:
-                if compiled:
-                    self.reporter.message(f"compile: {compiled} transformer layers (torch.compile, mode "
-                                          f"{MODES[cfg.compile]}); each new padded length compiles first")
+            with self.stop.request, compiled_training(self.inputs.encoder.backbone, cfg.compile, self.reporter.message):
                 stopped = self._train_steps()
         except KeyboardInterrupt:
             path = self._save_checkpoint()
