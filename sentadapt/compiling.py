@@ -44,9 +44,10 @@ def repeated_layers(backbone: nn.Module) -> nn.ModuleList | None:
     return max(stacks, key=len, default=None)
 
 
-def compile_layers(backbone: nn.Module, setting: str) -> int:
+def compile_layers(backbone: nn.Module, setting: str, backend: str = "inductor") -> int:
     """Compile each layer of the stack in place (`nn.Module.compile`: the state dict keeps its keys, so checkpoints
-    and the saved model are unchanged); returns how many were compiled (0 for `off`)."""
+    and the saved model are unchanged); returns how many were compiled (0 for `off`). `backend` other than
+    inductor is for tests: "aot_eager" captures the same graphs, forward and backward, without generating code."""
     mode = MODES[setting]
     if mode is None:
         return 0
@@ -55,8 +56,9 @@ def compile_layers(backbone: nn.Module, setting: str) -> int:
         raise ConfigError(f"compile: {type(backbone).__name__} has no stack of repeated layers to compile; use "
                           "--set compile=off")
     _raise_recompile_limit()
+    options: dict[str, Any] = {"mode": mode} if backend == "inductor" else {}  # modes are inductor's
     for layer in layers:
-        layer.compile(mode=mode, dynamic=None)  # None: static first, one dynamic graph if the length changes
+        layer.compile(backend=backend, dynamic=None, **options)  # dynamic None: static first, then one dynamic graph
     return len(layers)
 
 
@@ -74,19 +76,26 @@ def eager_only() -> Any:
     return set_stance("force_eager") if set_stance is not None else nullcontext()
 
 
-def step_marker(setting: str) -> Callable[[], None]:
-    """What the loop calls before each micro-batch's forward pass: under `graphs`, torch's mark that a new
+def step_marker(setting: str, device_type: str) -> Callable[[], None]:
+    """What the loop calls before each micro-batch's forward pass: under `graphs` on a GPU, torch's mark that a new
     iteration begins, so the CUDA graphs' output buffers of the last one may be reused (without it, torch cannot
     tell a new step from a second forward pass in the same one); a no-op otherwise."""
-    if MODES[setting] == "reduce-overhead":
+    if MODES[setting] == "reduce-overhead" and device_type == "cuda":
         return torch.compiler.cudagraph_mark_step_begin
     return lambda: None
 
 
 @contextmanager
-def compiled_training(backbone: nn.Module, setting: str, note: Callable[[str], None]) -> Iterator[int]:
+def compiled_training(backbone: nn.Module, setting: str, note: Callable[[str], None],
+                      device_type: str) -> Iterator[int]:
     """Compiled layers for the block's duration (yields how many, and says so through `note`); plain modules again
-    after it, also on errors."""
+    after it, also on errors. Only on a CUDA device: elsewhere the same training runs uncompiled, with a note (the
+    gain is fewer kernel launches, which a CPU step is not bound by; and inductor's CPU code needs a C++ compiler
+    and, measured with torch 2.13, fails to build under ATEN_CPU_CAPABILITY=default)."""
+    if MODES[setting] is not None and device_type != "cuda":
+        note(f"compile: {setting} applies on a CUDA GPU; this {device_type} run trains uncompiled")
+        yield 0
+        return
     try:
         compiled = compile_layers(backbone, setting)
         if compiled:

@@ -85,10 +85,10 @@ class TrainConfig:
     # memory ~1/L of the layers' (L layers), for about one more forward pass of time (docs/internals.md). In
     # contrastive training the batch is the number of negatives, so the memory saved buys a larger batch.
     gradient_checkpointing: bool = False
-    # torch.compile of the encoder's transformer layers while training (sentadapt/compiling.py; dev scoring and
-    # every encode stay eager): off | on (inductor's fused kernels) | graphs (also CUDA graphs, mode
-    # "reduce-overhead"). Pays on a GPU, where a step at batch 64-128 is bound by kernel launches; the first steps
-    # of each new padded length compile (seconds each). bench/README.md has the measured effect.
+    # torch.compile of the encoder's transformer layers while training on a CUDA GPU (sentadapt/compiling.py; dev
+    # scoring and every encode stay eager; on other devices a note, and the run trains uncompiled): off | on
+    # (inductor's fused kernels) | graphs (also CUDA graphs, mode "reduce-overhead"). A step at batch 64-128 is
+    # bound by kernel launches; ~25 s of compiling first, recovered after ~1,800 steps (bench/README.md).
     compile: str = "off"
     # LoRA (sentadapt/lora.py, `--lora r=16`): train rank-r adapters on the encoder's linear layers, base frozen.
     # 0 = off (every weight trains). alpha 0 = 2 × r; targets: attention | all-linear | names joined by '+'.
@@ -161,6 +161,9 @@ class TrainConfig:
         check_range("pad_multiple", self.pad_multiple, 0, None)
         check_choice("mixed_precision", self.mixed_precision, MIXED_PRECISION)
         check_choice("compile", self.compile, ("off", "on", "graphs"))
+        if self.compile != "off" and self.gradient_checkpointing:  # measured: torch 2.13 cannot trace its recompute
+            raise ConfigError(f"compile: {self.compile} cannot compile layers that --grad-checkpointing recomputes; "
+                              "drop one of the two (compile=off, or no --grad-checkpointing)")
         check_range("eval_every", self.eval_every, 0, None)
         check_range("evals_per_pass", self.evals_per_pass, 0, None)
         check_range("min_examples", self.min_examples, 0, None)

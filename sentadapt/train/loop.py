@@ -279,7 +279,8 @@ class Trainer:
                                     cfg.max_grad_norm)
         self.reporter.start(self.state.total_steps, self.state.step)
         try:
-            with self.stop.request, compiled_training(self.inputs.encoder.backbone, cfg.compile, self.reporter.message):
+            with self.stop.request, compiled_training(self.inputs.encoder.backbone, cfg.compile, self.reporter.message,
+                                                      self.accelerator.device.type):
                 stopped = self._train_steps()
         except KeyboardInterrupt:
             path = self._save_checkpoint()
@@ -300,7 +301,7 @@ class Trainer:
         cfg, accelerator, state = self.train_config, self.accelerator, self.state
         assert self.micro_batches is not None and self.update is not None
         world, device = accelerator.num_processes, accelerator.device
-        step_begins = step_marker(cfg.compile)
+        step_begins = step_marker(cfg.compile, device.type)
         self.model.train()
         with BatchPrefetcher(self.micro_batches, device, state.step * cfg.grad_accum,
                              state.total_steps * cfg.grad_accum) as batches:
