@@ -1,0 +1,152 @@
+"""A decision that trusts a leading teacher more (issue 41; the rule: docs/findings.md, "A decision that trusts a
+leading teacher more", committed before this study): when the teacher leads the base on the dev set (its paired
+95 % CI above 0), the risk limit is L instead of 0.20, for L in LIMITS; the code picks L by the rule.
+
+    python -m experiments.lead_risk --study     # results/distill → results/distill/study-lead-risk.json
+    python -m experiments.lead_risk             # prints the verdict and the table from the stored study
+
+Reads only the stored k3e runs (results/distill/runs/k3e: the teacher-run defaults with the evidence hold-out,
+both pairings × the 5 domains): each run's per-pair cosines at every evaluated step, the pool and the teacher's
+pool cosines. Cells are drawn and scored as distill_suite's study draws them (the same seeds, sizes, patience,
+test pairs from test.jsonl only), so at L = 0.20 every cell decides as study-k3e.json's does.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from experiments.decision_runs import pool_file
+from experiments.decision_study import DevSet, Run, draw, load_pool, load_run, selected_step, test_change
+from experiments.distill_suite import (
+    DEV_200,
+    PAIRINGS,
+    PATIENCE,
+    SIZES,
+    run_folder,
+    steps_until_patience,
+    teacher_cosines,
+)
+from experiments.domain_data import ALL_DOMAINS
+
+RESULTS = Path("results/distill")
+VARIANT = "k3e"
+LIMITS = (0.20, 0.30, 0.40)  # fixed before the study; 0.20 is today's DEFAULT_RISK
+FALSE_USE_LIMIT = 0.05
+DOMAIN_DROP_LIMIT = 0.10  # no pairing-and-domain mean applied Δ may fall more than this below its value at 0.20
+GAIN = 1.0  # a cell "gains" when its raw test Δ is at least this
+
+
+def cell_decisions(run: Run, teacher: np.ndarray, pool: Any, dev_rows: np.ndarray, test: np.ndarray,
+                   resamples: int) -> dict[str, Any]:
+    """One drawn dev set: what adapt keeps and, for each limit, whether the student is used."""
+    from sentadapt.evaluation.decision import DEFAULT_RISK, USE_ADAPTED, DecisionRule, decide
+    from sentadapt.evaluation.evaluator import dev_evidence
+
+    dev = DevSet(pool, dev_rows, resamples)
+    base = dev.outputs(run.base)
+    lead = dev.evaluator.compare_outputs(base, dev.outputs(teacher))
+    stopped = lead.interval is not None and lead.interval[1] < 0  # teacher_check=on
+    ahead = lead.interval is not None and lead.interval[0] > 0
+    steps = steps_until_patience(run, dev, PATIENCE)
+    step = selected_step(Run(run.model, run.domain, run.recipe, run.base, {s: run.steps[s] for s in steps}), dev)
+    delta = dev.evaluator.compare_outputs(base, dev.outputs(run.steps[step]))
+    evidence = dev_evidence(dev.evaluator, base, [dev.outputs(run.steps[s]) for s in steps], steps.index(step))
+    used = {}
+    for limit in LIMITS:
+        rule = DecisionRule(risk=limit if ahead else DEFAULT_RISK)
+        decision = decide(delta.value, delta.interval, "dev", evidence, rule).decision
+        used[f"{limit:.2f}"] = decision == USE_ADAPTED and not stopped
+    return {"step": step, "dev_change": delta.value, "risk": evidence.risk if evidence is not None else None,
+            "teacher_dev_lead": lead.value, "teacher_ahead": ahead, "stopped": stopped, "used": used,
+            "raw": test_change(pool, test, run.base, run.steps[step])}
+
+
+def study(results: Path, seeds: int, resamples: int) -> dict[str, Any]:
+    cells = []
+    for pairing in PAIRINGS:
+        for domain in ALL_DOMAINS:
+            folder = run_folder(results, pairing, domain, VARIANT)
+            run = load_run(folder, pairing, domain, VARIANT)
+            if run is None:
+                continue
+            pool = load_pool(pool_file(results / "data", domain))
+            teacher = teacher_cosines(results, pairing, domain, pool)
+            for size in SIZES:
+                for seed in range(seeds):
+                    dev_rows, test = draw(pool, size, seed, domain)
+                    test = test[test >= DEV_200]  # as distill_suite's study: test pairs from test.jsonl only
+                    cells.append({"pairing": pairing, "domain": domain, "size": size, "seed": seed,
+                                  **cell_decisions(run, teacher, pool, dev_rows, test, resamples)})
+            print(f"{pairing} {domain}: {len(cells)} cells so far", flush=True)
+    return {"variant": VARIANT, "seeds": seeds, "resamples": resamples, "limits": list(LIMITS), "cells": cells,
+            "verdict": lead_risk_verdict(cells)}
+
+
+def lead_risk_verdict(cells: list[dict[str, Any]]) -> dict[str, Any]:
+    """The pre-registered rule applied: per limit, false use, power and each pairing-and-domain mean applied Δ;
+    the chosen limit is the largest with false use ≤ 5 % and no domain mean more than 0.10 below 0.20's."""
+    losing = [c for c in cells if c["raw"] < 0]
+    gaining = [c for c in cells if c["raw"] >= GAIN]
+    groups = sorted({(c["pairing"], c["domain"]) for c in cells})
+
+    def applied(limit: str, group: tuple[str, str]) -> float:
+        chosen = [c for c in cells if (c["pairing"], c["domain"]) == group]
+        return float(np.mean([c["raw"] if c["used"][limit] else 0.0 for c in chosen]))
+
+    per_limit = {}
+    for limit in (f"{value:.2f}" for value in LIMITS):
+        per_limit[limit] = {
+            "false_use": sum(c["used"][limit] for c in losing) / len(losing) if losing else 0.0,
+            "power": sum(c["used"][limit] for c in gaining) / len(gaining) if gaining else float("nan"),
+            "used": sum(c["used"][limit] for c in cells),
+            "applied": float(np.mean([c["raw"] if c["used"][limit] else 0.0 for c in cells])),
+            "by_domain": {f"{p}/{d}": applied(limit, (p, d)) for p, d in groups}}
+    today = per_limit[f"{LIMITS[0]:.2f}"]["by_domain"]
+    qualifies = {limit: figures["false_use"] <= FALSE_USE_LIMIT and all(
+        figures["by_domain"][group] >= today[group] - DOMAIN_DROP_LIMIT for group in today)
+        for limit, figures in per_limit.items()}
+    chosen = max((float(limit) for limit, ok in qualifies.items() if ok), default=LIMITS[0])
+    return {"cells": len(cells), "losing_cells": len(losing), "gaining_cells": len(gaining),
+            "teacher_ahead_cells": sum(c["teacher_ahead"] for c in cells), "limits": per_limit,
+            "qualifies": qualifies, "chosen": chosen}
+
+
+def lines(result: dict[str, Any]) -> list[str]:
+    verdict = result["verdict"]
+    out = [f"{verdict['cells']} cells ({verdict['teacher_ahead_cells']} with the teacher ahead on dev), "
+           f"{verdict['losing_cells']} with a raw test Δ below 0, {verdict['gaining_cells']} with one ≥ +{GAIN:.1f}",
+           "", "| limit when the teacher leads | false use | power | cells used | mean applied Δ | qualifies |",
+           "|---:|---:|---:|---:|---:|:---:|"]
+    for limit, figures in verdict["limits"].items():
+        qualifies = "yes" if verdict["qualifies"][limit] else "no"
+        out.append(f"| {limit} | {100 * figures['false_use']:.0f} % | {100 * figures['power']:.0f} % | "
+                   f"{figures['used']} | {figures['applied']:+.2f} | {qualifies} |")
+    out += ["", "| pairing / domain | " + " | ".join(f"applied at {limit}" for limit in verdict["limits"]) + " |",
+            "|---|" + "---:|" * len(verdict["limits"])]
+    for group in next(iter(verdict["limits"].values()))["by_domain"]:
+        out.append(f"| {group} | " + " | ".join(f"{figures['by_domain'][group]:+.2f}"
+                                               for figures in verdict["limits"].values()) + " |")
+    out += ["", f"Chosen by the rule: {verdict['chosen']:.2f}."]
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--study", action="store_true", help="compute the study from the stored runs")
+    parser.add_argument("--results", type=Path, default=RESULTS)
+    parser.add_argument("--seeds", type=int, default=5)
+    parser.add_argument("--resamples", type=int, default=1000)
+    args = parser.parse_args()
+    path = args.results / "study-lead-risk.json"
+    if args.study:
+        path.write_text(json.dumps(study(args.results, args.seeds, args.resamples), indent=1) + "\n")
+    print("\n".join(lines(json.loads(path.read_text()))))
+
+
+if __name__ == "__main__":
+    main()
