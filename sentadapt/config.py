@@ -132,6 +132,9 @@ class TrainConfig:
     # the distillation target's similarities: α · the teacher's cosines + (1 − α) · the base's (docs/teacher.md,
     # "Blend targets"); "1" the teacher alone, a number in [0, 1], or "auto": α weighed on the dev set by its rule
     teacher_blend: str = "1"
+    # the risk rule's limit when the teacher leads the base on the dev set (its paired CI above 0), instead of
+    # --risk (evaluation/decision.py TEACHER_LED_RISK: chosen by a rule written before its study, docs/decision.md)
+    teacher_risk: float = 0.4
     # the fields of a --teacher vectors file (.jsonl keys, .parquet columns): what embeddings APIs return
     teacher_text_field: str = "text"
     teacher_vector_field: str = "embedding"
@@ -188,6 +191,7 @@ class TrainConfig:
         check_choice("teacher_evidence", self.teacher_evidence, ("on", "off"))
         check_range("agreement_holdout", self.agreement_holdout, 0, None)
         check_blend(self.teacher_blend)
+        check_range("teacher_risk", self.teacher_risk, 0, 1, low_open=True, high_open=True)
         vector_kind = next((kind for kind, _ in terms if kind in VECTOR_KINDS), None)
         if str(self.teacher_blend) not in ("1", "1.0") and vector_kind is not None:
             raise ConfigError(f"teacher_blend: blends the teacher's and the base's similarities, which distill_kind "

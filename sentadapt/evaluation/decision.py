@@ -41,10 +41,20 @@ DEFAULT_RISK = 0.2
 GAIN_AT_STAKE = 0.5
 
 
+# The risk rule's limit in a teacher run whose teacher leads the base on the dev set (its paired 95 % CI above 0):
+# the run already holds evidence, before any student is scored, that the target the student imitates is better
+# here, so the student's own dev Δ needs to carry less. Chosen by the rule written before its study
+# (docs/findings.md, "A decision that trusts a leading teacher more"): of 0.20, 0.30 and 0.40 the largest whose
+# false use stays ≤ 5 % and that lowers no domain's mean applied Δ by more than 0.10, over the 100 cells of the
+# stored k3e runs (`python -m experiments.lead_risk` prints 0.40 from results/distill/study-lead-risk.json).
+TEACHER_LED_RISK = 0.4
+
+
 @dataclass(frozen=True)
 class DecisionRule:
     name: str = DEFAULT_RULE
     risk: float = DEFAULT_RISK
+    teacher_led: bool = False  # the limit is the teacher-led one (`teacher_led_rule`)
 
     def __post_init__(self) -> None:
         if self.name not in RULES:
@@ -60,7 +70,8 @@ class DecisionRule:
         return self.risk if self.name == RISK else 0.025
 
     def to_dict(self) -> dict[str, Any]:
-        return {"rule": self.name, "max_risk": self.risk if self.name == RISK else None}
+        return {"rule": self.name, "max_risk": self.risk if self.name == RISK else None,
+                "teacher_led": self.teacher_led}
 
 
 @dataclass(frozen=True)
@@ -123,7 +134,8 @@ def with_teacher_evidence(decision: Decision, interval: Sequence[float] | None, 
 def describe_risk(evidence: Evidence, rule: DecisionRule) -> str:
     """'risk 0.12 that it is no better (best of 4 evaluations), limit 0.20': what a reason quotes of the evidence."""
     chosen = f"best of {evidence.options} evaluations" if evidence.options > 1 else "one evaluation"
-    return f"risk {evidence.risk:.2f} that it is no better ({chosen}), limit {rule.risk:.2f}"
+    led = " (the teacher leads on dev)" if rule.teacher_led else ""
+    return f"risk {evidence.risk:.2f} that it is no better ({chosen}), limit {rule.risk:.2f}{led}"
 
 
 def _by_risk(evidence: Evidence, rule: DecisionRule, context: str, risk: float | None) -> Decision:
@@ -157,6 +169,15 @@ def decision_rule(config: Any) -> DecisionRule:
     """The rule a run's config asks for (runs saved before rules existed: the default)."""
     risk = getattr(config, "risk", None)
     return DecisionRule(getattr(config, "decision", None) or DEFAULT_RULE, DEFAULT_RISK if risk is None else risk)
+
+
+def teacher_led_rule(rule: DecisionRule, lead: Any, limit: float) -> DecisionRule:
+    """The risk rule with `limit` (TrainConfig.teacher_risk, TEACHER_LED_RISK by default) when the teacher leads
+    the base on dev, its paired CI above 0; the rule as it is otherwise (strict and positive always). A limit below
+    the rule's own is kept as asked: `--set teacher_risk=0.2` decides a teacher run as any other."""
+    if rule.name != RISK or lead is None or lead.interval is None or lead.interval[0] <= 0:
+        return rule
+    return DecisionRule(RISK, limit, teacher_led=True)
 
 
 def evidence_record(evidence: Evidence | None, rule: DecisionRule) -> dict[str, Any] | None:

@@ -17,6 +17,7 @@ from sentadapt.evaluation.decision import (
     decision_rule,
     evidence_record,
     small_dev_note,
+    teacher_led_rule,
     with_teacher_evidence,
 )
 from sentadapt.evaluation.evaluator import dev_change_record, dev_evidence
@@ -98,10 +99,11 @@ def decide_and_record(training: Training, inputs: TrainingInputs, published_step
     change = dev_change_record(inputs.evaluator, state.dev_outputs)  # the Δ's paired CI
     state.dev_change_ci = change["dev_change_ci"]
     evidence = evidence_of(inputs, state)
-    rule = decision_rule(config)
+    teacher = inputs.teacher
+    rule = teacher_led_rule(decision_rule(config), None if teacher is None else teacher.lead,
+                            config.train.teacher_risk)
     decision = decide(state.dev_change, state.dev_change_ci, inputs.dev_name, evidence, rule)
     note = small_dev_note(evidence, rule)
-    teacher = inputs.teacher
     agreement = agreement_of(inputs, state)
     if agreement is not None and teacher is not None:
         decision = with_teacher_evidence(decision, state.dev_change_ci, teacher.lead, agreement, rule)
