@@ -39,12 +39,15 @@ LIMITS = (0.20, 0.30, 0.40)  # fixed before the study; 0.20 is today's DEFAULT_R
 FALSE_USE_LIMIT = 0.05
 DOMAIN_DROP_LIMIT = 0.10  # no pairing-and-domain mean applied Δ may fall more than this below its value at 0.20
 GAIN = 1.0  # a cell "gains" when its raw test Δ is at least this
+TEACHER_LED = 0.40  # the limit the first rule chose (decision.TEACHER_LED_RISK), which `best` is compared at
+POWER_GAIN = 0.05  # `last` must use at least this much more of the gaining cells
+RAW_DROP_LIMIT = 0.10  # nor lower the mean raw test Δ by more than this
 
 
 def cell_decisions(run: Run, teacher: np.ndarray, pool: Any, dev_rows: np.ndarray, test: np.ndarray,
                    resamples: int) -> dict[str, Any]:
     """One drawn dev set: what adapt keeps and, for each limit, whether the student is used."""
-    from sentadapt.evaluation.decision import DEFAULT_RISK, USE_ADAPTED, DecisionRule, decide
+    from sentadapt.evaluation.decision import DEFAULT_RISK, TEACHER_LED_RISK, USE_ADAPTED, DecisionRule, decide
     from sentadapt.evaluation.evaluator import dev_evidence
 
     dev = DevSet(pool, dev_rows, resamples)
@@ -61,9 +64,19 @@ def cell_decisions(run: Run, teacher: np.ndarray, pool: Any, dev_rows: np.ndarra
         rule = DecisionRule(risk=limit if ahead else DEFAULT_RISK)
         decision = decide(delta.value, delta.interval, "dev", evidence, rule).decision
         used[f"{limit:.2f}"] = decision == USE_ADAPTED and not stopped
+    # the `last` variant (docs/findings.md, "Deciding on the last evaluation of a teacher run"): the final
+    # evaluation, no early stopping, one option; the teacher-led limit as the library now applies it
+    last = max(run.steps)
+    last_delta = dev.evaluator.compare_outputs(base, dev.outputs(run.steps[last]))
+    last_evidence = dev_evidence(dev.evaluator, base, [dev.outputs(run.steps[last])], 0)
+    rule = DecisionRule(risk=TEACHER_LED_RISK if ahead else DEFAULT_RISK)
+    last_used = decide(last_delta.value, last_delta.interval, "dev", last_evidence, rule).decision == USE_ADAPTED
     return {"step": step, "dev_change": delta.value, "risk": evidence.risk if evidence is not None else None,
             "teacher_dev_lead": lead.value, "teacher_ahead": ahead, "stopped": stopped, "used": used,
-            "raw": test_change(pool, test, run.base, run.steps[step])}
+            "raw": test_change(pool, test, run.base, run.steps[step]),
+            "last": {"step": last, "dev_change": last_delta.value, "used": last_used and not stopped,
+                     "risk": last_evidence.risk if last_evidence is not None else None,
+                     "raw": test_change(pool, test, run.base, run.steps[last])}}
 
 
 def study(results: Path, seeds: int, resamples: int) -> dict[str, Any]:
@@ -84,7 +97,35 @@ def study(results: Path, seeds: int, resamples: int) -> dict[str, Any]:
                                   **cell_decisions(run, teacher, pool, dev_rows, test, resamples)})
             print(f"{pairing} {domain}: {len(cells)} cells so far", flush=True)
     return {"variant": VARIANT, "seeds": seeds, "resamples": resamples, "limits": list(LIMITS), "cells": cells,
-            "verdict": lead_risk_verdict(cells)}
+            "verdict": lead_risk_verdict(cells), "last_step": last_step_verdict(cells)}
+
+
+def last_step_verdict(cells: list[dict[str, Any]]) -> dict[str, Any]:
+    """The pre-registered rule for `last` against `best` (both at the teacher-led limit the library applies)."""
+    best_limit = f"{TEACHER_LED:.2f}"
+    variants = {"best": [{"pairing": c["pairing"], "domain": c["domain"], "raw": c["raw"],
+                          "used": c["used"][best_limit]} for c in cells],
+                "last": [{"pairing": c["pairing"], "domain": c["domain"], "raw": c["last"]["raw"],
+                          "used": c["last"]["used"]} for c in cells]}
+    figures = {}
+    for name, rows in variants.items():
+        losing, gaining = [r for r in rows if r["raw"] < 0], [r for r in rows if r["raw"] >= GAIN]
+        groups = sorted({(r["pairing"], r["domain"]) for r in rows})
+        figures[name] = {
+            "false_use": sum(r["used"] for r in losing) / len(losing) if losing else 0.0,
+            "power": sum(r["used"] for r in gaining) / len(gaining) if gaining else float("nan"),
+            "losing_cells": len(losing), "gaining_cells": len(gaining), "used": sum(r["used"] for r in rows),
+            "raw": float(np.mean([r["raw"] for r in rows])),
+            "applied": float(np.mean([r["raw"] if r["used"] else 0.0 for r in rows])),
+            "by_domain": {f"{p}/{d}": float(np.mean([r["raw"] if r["used"] else 0.0 for r in rows
+                                                    if (r["pairing"], r["domain"]) == (p, d)])) for p, d in groups}}
+    best, last = figures["best"], figures["last"]
+    conditions = {"false_use": last["false_use"] <= FALSE_USE_LIMIT,
+                  "power": last["power"] >= best["power"] + POWER_GAIN,
+                  "domains": all(last["by_domain"][g] >= best["by_domain"][g] - DOMAIN_DROP_LIMIT
+                                 for g in best["by_domain"]),
+                  "raw": last["raw"] >= best["raw"] - RAW_DROP_LIMIT}
+    return {"figures": figures, "conditions": conditions, "adopt_last": all(conditions.values())}
 
 
 def lead_risk_verdict(cells: list[dict[str, Any]]) -> dict[str, Any]:
@@ -132,6 +173,19 @@ def lines(result: dict[str, Any]) -> list[str]:
         out.append(f"| {group} | " + " | ".join(f"{figures['by_domain'][group]:+.2f}"
                                                for figures in verdict["limits"].values()) + " |")
     out += ["", f"Chosen by the rule: {verdict['chosen']:.2f}."]
+    if "last_step" in result:
+        last = result["last_step"]
+        out += ["", "| kept step | false use | power | cells used | mean raw Δ | mean applied Δ |",
+                "|---|---:|---:|---:|---:|---:|"]
+        for name, figures in last["figures"].items():
+            out.append(f"| {name} | {100 * figures['false_use']:.0f} % ({figures['losing_cells']} losing) | "
+                       f"{100 * figures['power']:.0f} % ({figures['gaining_cells']} gaining) | {figures['used']} | "
+                       f"{figures['raw']:+.2f} | {figures['applied']:+.2f} |")
+        out += ["", "| pairing / domain | applied, best | applied, last |", "|---|---:|---:|"]
+        for group, value in last["figures"]["best"]["by_domain"].items():
+            out.append(f"| {group} | {value:+.2f} | {last['figures']['last']['by_domain'][group]:+.2f} |")
+        met = ", ".join(f"{name} {'met' if ok else 'not met'}" for name, ok in last["conditions"].items())
+        out += ["", f"`last` against `best`: {met}; adopt `last`: {'yes' if last['adopt_last'] else 'no'}."]
     return out
 
 
