@@ -77,3 +77,14 @@ def test_the_teacher_led_limit_is_what_the_pre_registered_rule_prints_from_the_s
         for cell in json.loads((RESULTS / name).read_text())["cells"]:
             mine = cells[(cell["pairing"], cell["domain"], cell["size"], cell["seed"])]
             assert mine["used"]["0.20"] == (cell["applied"] != 0.0) and mine["raw"] == pytest.approx(cell["raw"])
+
+
+@pytest.mark.skipif(not (RESULTS / "study-lead-risk.json").is_file(), reason="results/distill not stored yet")
+def test_runs_keep_their_best_evaluation_as_the_pre_registered_rule_prints() -> None:
+    """docs/findings.md, "Deciding on the last evaluation of a teacher run": `last` was not adopted."""
+    from experiments.lead_risk import last_step_verdict
+
+    stored = json.loads((RESULTS / "study-lead-risk.json").read_text())
+    assert last_step_verdict(stored["cells"]) == stored["last_step"]
+    assert stored["last_step"]["adopt_last"] is False
+    assert TrainConfig().patience > 0 or TrainConfig().eval_every > 0  # the loop still selects among evaluations
