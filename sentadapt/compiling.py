@@ -28,6 +28,10 @@ from torch import nn
 
 from sentadapt.errors import ConfigError
 
+# Steps after which `graphs` has paid for its warm-up on a GPU (H200, ConSERT at batch 96, bench/README.md): bf16
+# saves 96/2,183 − 96/4,812 = 24 ms a step for 14 s more warm-up (≈ 600 steps); TF32 saves 96/2,925 − 96/4,307 =
+# 10.5 ms for 23 s (≈ 2,200 steps). A run this long without it gets a hint.
+COMPILE_PAYS_STEPS = 2_500
 # the setting's values → torch.compile's mode (None: not compiled)
 MODES: dict[str, str | None] = {"off": None, "on": "default", "graphs": "reduce-overhead"}
 # Compiled graphs kept per layer code: training meets at most max_length / pad_multiple padded lengths (64 / 8 = 8
@@ -87,7 +91,7 @@ def step_marker(setting: str, device_type: str) -> Callable[[], None]:
 
 @contextmanager
 def compiled_training(backbone: nn.Module, setting: str, note: Callable[[str], None],
-                      device_type: str) -> Iterator[int]:
+                      device_type: str, steps: int = 0) -> Iterator[int]:
     """Compiled layers for the block's duration (yields how many, and says so through `note`); plain modules again
     after it, also on errors. Only on a CUDA device: elsewhere the same training runs uncompiled, with a note (the
     gain is fewer kernel launches, which a CPU step is not bound by; and inductor's CPU code needs a C++ compiler
@@ -96,6 +100,9 @@ def compiled_training(backbone: nn.Module, setting: str, note: Callable[[str], N
         note(f"compile: {setting} applies on a CUDA GPU; this {device_type} run trains uncompiled")
         yield 0
         return
+    if MODES[setting] is None and device_type == "cuda" and steps >= COMPILE_PAYS_STEPS:
+        note(f"hint: {steps:,} steps on a GPU are enough for --set compile=graphs to pay for its ~25 s of "
+             "compiling (measured up to 1.6× faster steps: bench/README.md)")
     try:
         compiled = compile_layers(backbone, setting)
         if compiled:

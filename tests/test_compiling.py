@@ -156,3 +156,20 @@ def test_a_yaml_on_or_off_is_the_setting_not_the_word_true() -> None:
     assert coerce("compile", True, str) == "on"
     assert coerce("teacher_check", False, str) == "off"
     assert coerce("compile", "graphs", str) == "graphs"
+
+
+def test_a_long_gpu_run_without_compile_gets_a_hint_and_a_short_or_cpu_one_does_not(tiny_encoder: Encoder) -> None:
+    from sentadapt.compiling import COMPILE_PAYS_STEPS, compiled_training
+
+    def notes(setting: str, device_type: str, steps: int) -> list[str]:
+        said: list[str] = []
+        with compiled_training(tiny_encoder.backbone, setting, said.append, device_type, steps) as compiled:
+            assert compiled == 0
+        return said
+
+    assert notes("off", "cuda", 10_000) == [
+        "hint: 10,000 steps on a GPU are enough for --set compile=graphs to pay for its ~25 s of compiling "
+        "(measured up to 1.6× faster steps: bench/README.md)"]
+    assert notes("off", "cuda", COMPILE_PAYS_STEPS - 1) == []
+    assert notes("off", "cpu", 10_000) == []
+    assert notes("on", "cpu", 10_000) == ["compile: on applies on a CUDA GPU; this cpu run trains uncompiled"]

@@ -280,7 +280,7 @@ class Trainer:
         self.reporter.start(self.state.total_steps, self.state.step)
         try:
             with self.stop.request, compiled_training(self.inputs.encoder.backbone, cfg.compile, self.reporter.message,
-                                                      self.accelerator.device.type):
+                                                      self.accelerator.device.type, self.state.steps_left):
                 stopped = self._train_steps()
         except KeyboardInterrupt:
             path = self._save_checkpoint()

@@ -46,6 +46,10 @@ class TrainState:
         return self.best_score - self.base_score
 
     @property
+    def steps_left(self) -> int:
+        return self.total_steps - self.step
+
+    @property
     def improved(self) -> bool | None:
         # a tie is not an improvement: an unchanged model must not be handed back as a better one
         change = self.dev_change
