@@ -172,9 +172,9 @@ def decision_rule(config: Any) -> DecisionRule:
 
 
 def teacher_led_rule(rule: DecisionRule, lead: Any, limit: float) -> DecisionRule:
-    """The risk rule with `limit` (TrainConfig.teacher_risk, TEACHER_LED_RISK by default) when the teacher leads
-    the base on dev, its paired CI above 0; the rule as it is otherwise (strict and positive always). A limit below
-    the rule's own is kept as asked: `--set teacher_risk=0.2` decides a teacher run as any other."""
+    """The risk rule with `limit` (TrainConfig.teacher_risk, TEACHER_LED_RISK by default) in place of --risk when
+    the teacher leads the base on dev, its paired CI above 0; the rule as it is otherwise (strict and positive
+    always). `--set teacher_risk=0.2` decides a teacher run as any other."""
     if rule.name != RISK or lead is None or lead.interval is None or lead.interval[0] <= 0:
         return rule
     return DecisionRule(RISK, limit, teacher_led=True)
