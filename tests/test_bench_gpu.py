@@ -374,3 +374,16 @@ def test_a_rate_over_logged_intervals_is_their_examples_over_their_seconds(tmp_p
     assert spans == [(1, 1, 1.0), (2, 10, 1.0), (11, 20, 1.0), (21, 30, 0.25)]
     assert rate(spans, 10, batch=10) == pytest.approx(200 / 1.25)  # not the mean of 100 and 400
     assert seconds_to(spans, 20) == pytest.approx(3.0)
+
+
+def test_the_compile_figures_quoted_in_the_docs_are_the_stored_study_s() -> None:
+    """docs/usage.md and bench/README.md's reading quote the steady rates; they must be what the study draws."""
+    from bench import gpu_compile_study
+
+    rows = {(r["row"].label, r["row"].compile): r for r in gpu_compile_study.measured()}
+    graphs, tf32 = rows[("ConSERT bf16, batch 96", "graphs")], rows[("ConSERT TF32, batch 96", "off")]
+    usage = (REPO / "docs" / "usage.md").read_text(encoding="utf-8")
+    assert f"ran {graphs['steady']:,.0f} examples/s against {tf32['steady']:,.0f} for TF32" in " ".join(usage.split())
+    readme = " ".join(gpu_compile_study.README.read_text(encoding="utf-8").split())
+    assert f"bf16 with `compile=graphs` trains {graphs['steady']:,.0f} examples/s" in readme
+    assert f"{graphs['steady'] / tf32['steady']:.2f}× TF32 without it" in readme
