@@ -33,6 +33,8 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -154,23 +156,67 @@ def steps_until_patience(run: Any, dev: DevSet, patience: int) -> list[int]:
     return steps
 
 
-def cell(run: Any, teacher: np.ndarray, pool: Pool, dev_rows: np.ndarray, test: np.ndarray,
-         resamples: int, patience: int, agreed: dict[str, Any] | None = None) -> dict[str, Any]:
-    """What adapt does with one drawn dev set, scored on the drawn test pairs; with `agreed` (the run's held-out
-    agreement record, --set teacher_evidence=on) also what the decision with the teacher's evidence does."""
-    from sentadapt.evaluation.agreement import agreement
-    from sentadapt.evaluation.decision import DecisionRule, decide, with_teacher_evidence
+@dataclass
+class Kept:
+    """What adapt does with one drawn dev set before it decides: the teacher weighed against the base (a teacher
+    whose CI is below 0 stops the run), the evaluations it reaches under patience, the best of them kept, its Δ
+    and the selection-aware evidence."""
+
+    lead: Any  # Delta: teacher − base on dev
+    step: int
+    delta: Any  # Delta: the kept step − base on dev
+    evidence: Any  # Evidence | None
+
+    @property
+    def stopped(self) -> bool:  # teacher_check=on
+        return self.lead.interval is not None and self.lead.interval[1] < 0
+
+    def decide(self, rule: Any) -> Any:
+        from sentadapt.evaluation.decision import decide
+
+        return decide(self.delta.value, self.delta.interval, "dev", self.evidence, rule)
+
+    def used(self, rule: Any) -> bool:
+        """Whether the library ships the kept step under `rule` (a stopped run ships nothing)."""
+        from sentadapt.evaluation.decision import USE_ADAPTED
+
+        return self.decide(rule).decision == USE_ADAPTED and not self.stopped
+
+
+def kept_on_dev(run: Any, teacher: np.ndarray, pool: Pool, dev_rows: np.ndarray, resamples: int,
+                patience: int) -> Kept:
     from sentadapt.evaluation.evaluator import dev_evidence
 
     dev = DevSet(pool, dev_rows, resamples)
     base = dev.outputs(run.base)
     lead = dev.evaluator.compare_outputs(base, dev.outputs(teacher))
-    stopped = lead.interval is not None and lead.interval[1] < 0  # teacher_check=on
     steps = steps_until_patience(run, dev, patience)
     step = selected_step(Run(run.model, run.domain, run.recipe, run.base, {s: run.steps[s] for s in steps}), dev)
     delta = dev.evaluator.compare_outputs(base, dev.outputs(run.steps[step]))
     evidence = dev_evidence(dev.evaluator, base, [dev.outputs(run.steps[s]) for s in steps], steps.index(step))
-    decided = decide(delta.value, delta.interval, "dev", evidence, DecisionRule())
+    return Kept(lead, step, delta, evidence)
+
+
+def drawn_splits(pool: Pool, domain: str, seeds: int) -> Iterator[tuple[int, int, np.ndarray, np.ndarray]]:
+    """(size, seed, dev rows, test rows) of every cell of a domain's study, in the studies' order."""
+    for size in SIZES:
+        for seed in range(seeds):
+            dev_rows, test = draw(pool, size, seed, domain)
+            # test pairs only from test.jsonl: the defaults were chosen on dev-200.jsonl (the pool's first DEV_200
+            # rows), which may still be drawn as dev
+            yield size, seed, dev_rows, test[test >= DEV_200]
+
+
+def cell(run: Any, teacher: np.ndarray, pool: Pool, dev_rows: np.ndarray, test: np.ndarray,
+         resamples: int, patience: int, agreed: dict[str, Any] | None = None) -> dict[str, Any]:
+    """What adapt does with one drawn dev set, scored on the drawn test pairs; with `agreed` (the run's held-out
+    agreement record, --set teacher_evidence=on) also what the decision with the teacher's evidence does."""
+    from sentadapt.evaluation.agreement import agreement
+    from sentadapt.evaluation.decision import DecisionRule, with_teacher_evidence
+
+    kept = kept_on_dev(run, teacher, pool, dev_rows, resamples, patience)
+    lead, stopped, step, delta = kept.lead, kept.stopped, kept.step, kept.delta
+    decided = kept.decide(DecisionRule())
     decision = decided.decision
     scored = len(test) > 0  # the grid reads no test pair
     raw = test_change(pool, test, run.base, run.steps[step]) if scored else float("nan")
@@ -208,14 +254,9 @@ def study(work: Path, variant: str, seeds: int, resamples: int,
             metrics = json.loads((folder / "metrics.json").read_text())
             job = json.loads((folder / "job.json").read_text())
             agreed = json.loads((folder / "dev_outputs.json").read_text()).get("agreement")
-            for size in SIZES:
-                for seed in range(seeds):
-                    dev_rows, test = draw(pool, size, seed, domain)
-                    # test pairs only from test.jsonl: the defaults were chosen on dev-200.jsonl (the pool's first
-                    # DEV_200 rows), which may still be drawn as dev
-                    test = test[test >= DEV_200]
-                    cells.append({"pairing": pairing, "domain": domain, "size": size, "seed": seed,
-                                  **cell(run, teacher, pool, dev_rows, test, resamples, PATIENCE, agreed)})
+            for size, seed, dev_rows, test in drawn_splits(pool, domain, seeds):
+                cells.append({"pairing": pairing, "domain": domain, "size": size, "seed": seed,
+                              **cell(run, teacher, pool, dev_rows, test, resamples, PATIENCE, agreed)})
             print(f"{pairing} {domain}: {metrics['steps']} steps, {job['seconds']:.0f} s", flush=True)
     result = {"variant": variant, "seeds": seeds, "cells": cells, "runs": run_records(work, variant, domains),
               "teacher_evidence": evidence_verdict(cells),

@@ -21,14 +21,13 @@ from typing import Any
 import numpy as np
 
 from experiments.decision_runs import pool_file
-from experiments.decision_study import DevSet, Run, draw, load_pool, load_run, selected_step, test_change
+from experiments.decision_study import Run, load_pool, load_run, test_change
 from experiments.distill_suite import (
-    DEV_200,
     PAIRINGS,
     PATIENCE,
-    SIZES,
+    drawn_splits,
+    kept_on_dev,
     run_folder,
-    steps_until_patience,
     teacher_cosines,
 )
 from experiments.domain_data import ALL_DOMAINS
@@ -47,34 +46,23 @@ RAW_DROP_LIMIT = 0.10  # nor lower the mean raw test Δ by more than this
 def cell_decisions(run: Run, teacher: np.ndarray, pool: Any, dev_rows: np.ndarray, test: np.ndarray,
                    resamples: int) -> dict[str, Any]:
     """One drawn dev set: what adapt keeps and, for each limit, whether the student is used."""
-    from sentadapt.evaluation.decision import DEFAULT_RISK, TEACHER_LED_RISK, USE_ADAPTED, DecisionRule, decide
-    from sentadapt.evaluation.evaluator import dev_evidence
+    from sentadapt.evaluation.decision import TEACHER_LED_RISK, DecisionRule, teacher_led_rule
 
-    dev = DevSet(pool, dev_rows, resamples)
-    base = dev.outputs(run.base)
-    lead = dev.evaluator.compare_outputs(base, dev.outputs(teacher))
-    stopped = lead.interval is not None and lead.interval[1] < 0  # teacher_check=on
+    kept = kept_on_dev(run, teacher, pool, dev_rows, resamples, PATIENCE)
+    lead, step, delta, evidence, stopped = kept.lead, kept.step, kept.delta, kept.evidence, kept.stopped
     ahead = lead.interval is not None and lead.interval[0] > 0
-    steps = steps_until_patience(run, dev, PATIENCE)
-    step = selected_step(Run(run.model, run.domain, run.recipe, run.base, {s: run.steps[s] for s in steps}), dev)
-    delta = dev.evaluator.compare_outputs(base, dev.outputs(run.steps[step]))
-    evidence = dev_evidence(dev.evaluator, base, [dev.outputs(run.steps[s]) for s in steps], steps.index(step))
-    used = {}
-    for limit in LIMITS:
-        rule = DecisionRule(risk=limit if ahead else DEFAULT_RISK)
-        decision = decide(delta.value, delta.interval, "dev", evidence, rule).decision
-        used[f"{limit:.2f}"] = decision == USE_ADAPTED and not stopped
+    used = {f"{limit:.2f}": kept.used(teacher_led_rule(DecisionRule(), lead, limit)) for limit in LIMITS}
     # the `last` variant (docs/findings.md, "Deciding on the last evaluation of a teacher run"): the final
     # evaluation, no early stopping, one option; the teacher-led limit as the library now applies it
     last = max(run.steps)
-    last_delta = dev.evaluator.compare_outputs(base, dev.outputs(run.steps[last]))
-    last_evidence = dev_evidence(dev.evaluator, base, [dev.outputs(run.steps[last])], 0)
-    rule = DecisionRule(risk=TEACHER_LED_RISK if ahead else DEFAULT_RISK)
-    last_used = decide(last_delta.value, last_delta.interval, "dev", last_evidence, rule).decision == USE_ADAPTED
+    final = kept_on_dev(Run(run.model, run.domain, run.recipe, run.base, {last: run.steps[last]}), teacher, pool,
+                        dev_rows, resamples, 0)
+    last_delta, last_evidence = final.delta, final.evidence
+    last_used = final.used(teacher_led_rule(DecisionRule(), final.lead, TEACHER_LED_RISK))
     return {"step": step, "dev_change": delta.value, "risk": evidence.risk if evidence is not None else None,
             "teacher_dev_lead": lead.value, "teacher_ahead": ahead, "stopped": stopped, "used": used,
             "raw": test_change(pool, test, run.base, run.steps[step]),
-            "last": {"step": last, "dev_change": last_delta.value, "used": last_used and not stopped,
+            "last": {"step": last, "dev_change": last_delta.value, "used": last_used,
                      "risk": last_evidence.risk if last_evidence is not None else None,
                      "raw": test_change(pool, test, run.base, run.steps[last])}}
 
@@ -89,12 +77,9 @@ def study(results: Path, seeds: int, resamples: int) -> dict[str, Any]:
                 continue
             pool = load_pool(pool_file(results / "data", domain))
             teacher = teacher_cosines(results, pairing, domain, pool)
-            for size in SIZES:
-                for seed in range(seeds):
-                    dev_rows, test = draw(pool, size, seed, domain)
-                    test = test[test >= DEV_200]  # as distill_suite's study: test pairs from test.jsonl only
-                    cells.append({"pairing": pairing, "domain": domain, "size": size, "seed": seed,
-                                  **cell_decisions(run, teacher, pool, dev_rows, test, resamples)})
+            for size, seed, dev_rows, test in drawn_splits(pool, domain, seeds):
+                cells.append({"pairing": pairing, "domain": domain, "size": size, "seed": seed,
+                              **cell_decisions(run, teacher, pool, dev_rows, test, resamples)})
             print(f"{pairing} {domain}: {len(cells)} cells so far", flush=True)
     return {"variant": VARIANT, "seeds": seeds, "resamples": resamples, "limits": list(LIMITS), "cells": cells,
             "verdict": lead_risk_verdict(cells), "last_step": last_step_verdict(cells)}

@@ -22,8 +22,8 @@ from typing import Any
 import numpy as np
 
 from experiments.decision_runs import pool_file
-from experiments.decision_study import DevSet, Pool, draw, load_pool, load_run, test_change
-from experiments.distill_suite import DEV_200, L6, SIZES, run_folder, teacher_cosines
+from experiments.decision_study import Pool, Run, load_pool, load_run, test_change
+from experiments.distill_suite import L6, drawn_splits, kept_on_dev, run_folder, teacher_cosines
 from experiments.domain_data import DOMAINS
 from experiments.lead_risk import cell_decisions
 
@@ -72,19 +72,15 @@ def score(runs: Path, results: Path) -> None:
         print(f"{domain}: α = 1 within {gap:.1e} of k3's step {max(k3.steps)}", flush=True)
 
 
-def decided(dev: DevSet, base: dict[str, Any], options: list[np.ndarray], ahead: bool, stopped: bool,
-            ) -> tuple[int, bool]:
-    """The option adapt would keep on this dev set (the first of equals) and whether the library uses it."""
-    from sentadapt.evaluation.decision import DEFAULT_RISK, TEACHER_LED_RISK, USE_ADAPTED, DecisionRule, decide
-    from sentadapt.evaluation.evaluator import dev_evidence
+def decided(run: Run, teacher: np.ndarray, pool: Pool, dev_rows: np.ndarray, resamples: int,
+            options: list[np.ndarray]) -> tuple[int, bool]:
+    """The option adapt would keep on this dev set (the best, the first of equals, its choice paid for, as among a
+    run's evaluations) and whether the library uses it in a teacher run."""
+    from sentadapt.evaluation.decision import TEACHER_LED_RISK, DecisionRule, teacher_led_rule
 
-    scores = [dev.score(option) for option in options]
-    chosen = scores.index(max(scores))
-    delta = dev.evaluator.compare_outputs(base, dev.outputs(options[chosen]))
-    evidence = dev_evidence(dev.evaluator, base, [dev.outputs(option) for option in options], chosen)
-    rule = DecisionRule(risk=TEACHER_LED_RISK if ahead else DEFAULT_RISK)
-    used = decide(delta.value, delta.interval, "dev", evidence, rule).decision == USE_ADAPTED and not stopped
-    return chosen, used
+    as_run = Run(run.model, run.domain, run.recipe, run.base, dict(enumerate(options)))
+    kept = kept_on_dev(as_run, teacher, pool, dev_rows, resamples, 0)
+    return kept.step, kept.used(teacher_led_rule(DecisionRule(), kept.lead, TEACHER_LED_RISK))
 
 
 def study(results: Path, seeds: int, resamples: int) -> dict[str, Any]:
@@ -96,24 +92,19 @@ def study(results: Path, seeds: int, resamples: int) -> dict[str, Any]:
         teacher = teacher_cosines(DISTILL, PAIRING, domain, pool)
         stored = json.loads((results / PAIRING / domain / "cosines.json").read_text())
         mixed = {float(alpha): np.asarray(values) for alpha, values in stored["cosines"].items()}
-        for size in SIZES:
-            for seed in range(seeds):
-                dev_rows, test = draw(pool, size, seed, domain)
-                test = test[test >= DEV_200]
-                best = cell_decisions(k3, teacher, pool, dev_rows, test, resamples)
-                dev = DevSet(pool, dev_rows, resamples)
-                base = dev.outputs(k3.base)
-                options = [mixed[alpha] for alpha in CHOSEN_AMONG]
-                chosen, used = decided(dev, base, options, best["teacher_ahead"], best["stopped"])
-                _, half_used = decided(dev, base, [mixed[0.5]], best["teacher_ahead"], best["stopped"])
-                cells.append({
-                    "domain": domain, "size": size, "seed": seed,
-                    "best": {"raw": best["raw"], "used": best["used"]["0.40"]},
-                    "wise": {"alpha": CHOSEN_AMONG[chosen], "used": used,
-                             "raw": test_change(pool, test, k3.base, options[chosen])},
-                    "wise-0.5": {"used": half_used, "raw": test_change(pool, test, k3.base, mixed[0.5])},
-                    "fixed_raw": {f"{alpha:.2f}": test_change(pool, test, k3.base, values)
-                                  for alpha, values in mixed.items()}})
+        for size, seed, dev_rows, test in drawn_splits(pool, domain, seeds):
+            best = cell_decisions(k3, teacher, pool, dev_rows, test, resamples)
+            options = [mixed[alpha] for alpha in CHOSEN_AMONG]
+            chosen, used = decided(k3, teacher, pool, dev_rows, resamples, options)
+            _, half_used = decided(k3, teacher, pool, dev_rows, resamples, [mixed[0.5]])
+            cells.append({
+                "domain": domain, "size": size, "seed": seed,
+                "best": {"raw": best["raw"], "used": best["used"]["0.40"]},
+                "wise": {"alpha": CHOSEN_AMONG[chosen], "used": used,
+                         "raw": test_change(pool, test, k3.base, options[chosen])},
+                "wise-0.5": {"used": half_used, "raw": test_change(pool, test, k3.base, mixed[0.5])},
+                "fixed_raw": {f"{alpha:.2f}": test_change(pool, test, k3.base, values)
+                              for alpha, values in mixed.items()}})
     return {"seeds": seeds, "resamples": resamples, "cells": cells, "verdict": verdict(cells)}
 
 
