@@ -1,0 +1,163 @@
+"""The teacher's evidence on the dev pairs themselves (issue 41; the rule: docs/findings.md, "The teacher's evidence
+on the dev pairs themselves", committed before this study): a keep-base decision becomes use-adapted when the kept
+step agrees with the teacher's cosines on the dev pairs significantly better than the base does, the student is
+not significantly worse on dev, and — per variant — the teacher leads on dev.
+
+    python -m experiments.dev_agreement --study   # results/distill → results/distill/study-dev-agreement.json
+    python -m experiments.dev_agreement           # prints the verdict and the tables from the stored study
+
+Reads only the stored k3e runs (results/distill/runs/k3e, both pairings × the 5 domains): the per-pair cosines of
+the base and of every evaluated step on the pool, and the teacher's pool cosines. Cells are drawn and kept as
+experiments/lead_risk.py keeps them (distill_suite.kept_on_dev), so "today" decides every cell as lead_risk's
+0.40 column does.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from experiments.decision_runs import pool_file
+from experiments.decision_study import Run, load_pool, load_run, test_change
+from experiments.distill_suite import PAIRINGS, PATIENCE, drawn_splits, kept_on_dev, run_folder, teacher_cosines
+from experiments.domain_data import ALL_DOMAINS
+
+RESULTS = Path("results/distill")
+VARIANT = "k3e"
+GATES = ("any", "lead", "lead-ci")  # the order the rule tries them in: the least gated first
+FALSE_USE_LIMIT = 0.05
+DOMAIN_DROP_LIMIT = 0.10  # no pairing-and-domain mean applied Δ may fall more than this below today's
+GAIN = 1.0  # a cell "gains" when its raw test Δ is at least this
+
+
+def gate_open(gate: str, lead: Any) -> bool:
+    """Whether the variant's condition on the teacher's dev lead holds."""
+    if gate == "any":
+        return True
+    if gate == "lead":
+        return lead.value > 0
+    return lead.interval is not None and lead.interval[0] > 0
+
+
+def cell_decisions(run: Run, teacher: np.ndarray, pool: Any, dev_rows: np.ndarray, test: np.ndarray,
+                   resamples: int) -> dict[str, Any]:
+    """One drawn dev set: today's decision, the kept step's agreement with the teacher on the dev pairs, and per
+    variant whether the student is used."""
+    from sentadapt.evaluation.agreement import agreement
+    from sentadapt.evaluation.decision import TEACHER_LED_RISK, USE_ADAPTED, DecisionRule, teacher_led_rule
+
+    kept = kept_on_dev(run, teacher, pool, dev_rows, resamples, PATIENCE)
+    decided = kept.decide(teacher_led_rule(DecisionRule(), kept.lead, TEACHER_LED_RISK))
+    today = decided.decision == USE_ADAPTED and not kept.stopped
+    found = agreement(teacher[dev_rows], run.base[dev_rows], run.steps[kept.step][dev_rows], resamples)
+    interval = kept.delta.interval
+    not_worse = interval is None or interval[1] > 0
+    used = {gate: today or (not kept.stopped and decided.decision != USE_ADAPTED and gate_open(gate, kept.lead)
+                            and found.better and not_worse) for gate in GATES}
+    return {"step": kept.step, "dev_change": kept.delta.value,
+            "dev_change_ci": None if interval is None else list(interval),
+            "teacher_dev_lead": kept.lead.value,
+            "teacher_dev_lead_ci": None if kept.lead.interval is None else list(kept.lead.interval),
+            "stopped": kept.stopped, "agreement": found.to_dict(), "today": today, "used": used,
+            "raw": test_change(pool, test, run.base, run.steps[kept.step])}
+
+
+def study(results: Path, seeds: int, resamples: int) -> dict[str, Any]:
+    cells = []
+    for pairing in PAIRINGS:
+        for domain in ALL_DOMAINS:
+            run = load_run(run_folder(results, pairing, domain, VARIANT), pairing, domain, VARIANT)
+            if run is None:
+                continue
+            pool = load_pool(pool_file(results / "data", domain))
+            teacher = teacher_cosines(results, pairing, domain, pool)
+            for size, seed, dev_rows, test in drawn_splits(pool, domain, seeds):
+                cells.append({"pairing": pairing, "domain": domain, "size": size, "seed": seed,
+                              **cell_decisions(run, teacher, pool, dev_rows, test, resamples)})
+            print(f"{pairing} {domain}: {len(cells)} cells so far", flush=True)
+    return {"variant": VARIANT, "seeds": seeds, "resamples": resamples, "cells": cells, "verdict": verdict(cells)}
+
+
+def figures(cells: list[dict[str, Any]], used: list[bool]) -> dict[str, Any]:
+    """False use, power, cells used, mean applied Δ and each pairing-and-domain mean applied Δ."""
+    losing = [u for c, u in zip(cells, used) if c["raw"] < 0]
+    gaining = [u for c, u in zip(cells, used) if c["raw"] >= GAIN]
+    applied = [c["raw"] if u else 0.0 for c, u in zip(cells, used)]
+    groups = sorted({(c["pairing"], c["domain"]) for c in cells})
+    return {"false_use": sum(losing) / len(losing) if losing else 0.0,
+            "power": sum(gaining) / len(gaining) if gaining else float("nan"),
+            "used": sum(used), "applied": float(np.mean(applied)),
+            "by_domain": {f"{p}/{d}": float(np.mean([a for c, a in zip(cells, applied)
+                                                    if (c["pairing"], c["domain"]) == (p, d)])) for p, d in groups}}
+
+
+def verdict(cells: list[dict[str, Any]]) -> dict[str, Any]:
+    """The pre-registered rule: the first of GATES whose false use is ≤ 5 %, that lowers no pairing-and-domain mean
+    applied Δ by more than 0.10 and the mean applied Δ not at all, against today's decision; None if none does."""
+    today = figures(cells, [c["today"] for c in cells])
+    per_gate = {gate: {**figures(cells, [c["used"][gate] for c in cells]),
+                       "changed": sum(c["used"][gate] != c["today"] for c in cells)} for gate in GATES}
+    qualifies = {gate: f["false_use"] <= FALSE_USE_LIMIT and f["applied"] >= today["applied"] and all(
+        f["by_domain"][group] >= today["by_domain"][group] - DOMAIN_DROP_LIMIT for group in today["by_domain"])
+        for gate, f in per_gate.items()}
+    chosen = next((gate for gate in GATES if qualifies[gate]), None)
+    return {"cells": len(cells), "losing_cells": sum(c["raw"] < 0 for c in cells),
+            "gaining_cells": sum(c["raw"] >= GAIN for c in cells),
+            "teacher_ahead_cells": sum(gate_open("lead-ci", _lead(c)) for c in cells),
+            "agreement_better_cells": sum(c["agreement"]["ci"] is not None and c["agreement"]["ci"][0] > 0
+                                          for c in cells),
+            "today": today, "gates": per_gate, "qualifies": qualifies, "chosen": chosen}
+
+
+class _Lead:
+    def __init__(self, value: float, interval: list[float] | None) -> None:
+        self.value, self.interval = value, interval
+
+
+def _lead(cell: dict[str, Any]) -> _Lead:
+    return _Lead(cell["teacher_dev_lead"], cell["teacher_dev_lead_ci"])
+
+
+def lines(result: dict[str, Any]) -> list[str]:
+    v = result["verdict"]
+    out = [f"{v['cells']} cells: {v['teacher_ahead_cells']} with the teacher ahead on dev (CI above 0), "
+           f"{v['agreement_better_cells']} whose kept step agrees with the teacher on the dev pairs significantly "
+           f"better than the base; {v['losing_cells']} with a raw test Δ below 0, {v['gaining_cells']} with one "
+           f"≥ +{GAIN:.1f}", "",
+           "| decision | false use | power | cells used | changed | mean applied Δ | qualifies |",
+           "|---|---:|---:|---:|---:|---:|:---:|"]
+    today = v["today"]
+    out.append(f"| today (no evidence) | {100 * today['false_use']:.0f} % | {100 * today['power']:.0f} % | "
+               f"{today['used']} | – | {today['applied']:+.2f} | – |")
+    for gate, f in v["gates"].items():
+        out.append(f"| `{gate}` | {100 * f['false_use']:.0f} % | {100 * f['power']:.0f} % | {f['used']} | "
+                   f"{f['changed']} | {f['applied']:+.2f} | {'yes' if v['qualifies'][gate] else 'no'} |")
+    out += ["", "| pairing / domain | today | " + " | ".join(f"`{gate}`" for gate in v["gates"]) + " |",
+            "|---|---:|" + "---:|" * len(v["gates"])]
+    for group, value in today["by_domain"].items():
+        out.append(f"| {group} | {value:+.2f} | " + " | ".join(f"{f['by_domain'][group]:+.2f}"
+                                                             for f in v["gates"].values()) + " |")
+    chosen = v["chosen"]
+    out += ["", f"Chosen by the rule: {'none (stays opt-in)' if chosen is None else f'`{chosen}`'}."]
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--study", action="store_true", help="compute the study from the stored runs")
+    parser.add_argument("--results", type=Path, default=RESULTS)
+    parser.add_argument("--seeds", type=int, default=5)
+    parser.add_argument("--resamples", type=int, default=1000)
+    args = parser.parse_args()
+    path = args.results / "study-dev-agreement.json"
+    if args.study:
+        path.write_text(json.dumps(study(args.results, args.seeds, args.resamples), indent=1) + "\n")
+    print("\n".join(lines(json.loads(path.read_text()))))
+
+
+if __name__ == "__main__":
+    main()
