@@ -5,6 +5,7 @@ not significantly worse on dev, and — per variant — the teacher leads on dev
 
     python -m experiments.dev_agreement --study   # results/distill → results/distill/study-dev-agreement.json
     python -m experiments.dev_agreement           # prints the verdict and the tables from the stored study
+    python -m experiments.dev_agreement --check --study   # the teacher-led decision on a third pairing (l3-mpnet)
 
 Reads only the stored k3e runs (results/distill/runs/k3e, both pairings × the 5 domains): the per-pair cosines of
 the base and of every evaluated step on the pool, and the teacher's pool cosines. Cells are drawn and kept as
@@ -47,17 +48,28 @@ def cell_decisions(run: Run, teacher: np.ndarray, pool: Any, dev_rows: np.ndarra
                    resamples: int) -> dict[str, Any]:
     """One drawn dev set: today's decision, the kept step's agreement with the teacher on the dev pairs, and per
     variant whether the student is used."""
-    from sentadapt.evaluation.agreement import agreement
-    from sentadapt.evaluation.decision import TEACHER_LED_RISK, USE_ADAPTED, DecisionRule, teacher_led_rule
+    from sentadapt.evaluation.agreement import DEV_PAIRS, agreement
+    from sentadapt.evaluation.decision import (
+        TEACHER_LED_RISK,
+        USE_ADAPTED,
+        DecisionRule,
+        teacher_led_rule,
+        with_teacher_evidence,
+    )
 
     kept = kept_on_dev(run, teacher, pool, dev_rows, resamples, PATIENCE)
-    decided = kept.decide(teacher_led_rule(DecisionRule(), kept.lead, TEACHER_LED_RISK))
+    rule = teacher_led_rule(DecisionRule(), kept.lead, TEACHER_LED_RISK)
+    decided = kept.decide(rule)
     today = decided.decision == USE_ADAPTED and not kept.stopped
-    found = agreement(teacher[dev_rows], run.base[dev_rows], run.steps[kept.step][dev_rows], resamples)
+    found = agreement(teacher[dev_rows], run.base[dev_rows], run.steps[kept.step][dev_rows], resamples,
+                      source=DEV_PAIRS)
     interval = kept.delta.interval
     not_worse = interval is None or interval[1] > 0
     used = {gate: today or (not kept.stopped and decided.decision != USE_ADAPTED and gate_open(gate, kept.lead)
                             and found.better and not_worse) for gate in GATES}
+    # `lead-ci` is the library's rule (decision.with_teacher_evidence), which `sentadapt adapt` applies
+    used["lead-ci"] = not kept.stopped and with_teacher_evidence(decided, interval, kept.lead, found,
+                                                                 rule).decision == USE_ADAPTED
     return {"step": kept.step, "dev_change": kept.delta.value,
             "dev_change_ci": None if interval is None else list(interval),
             "teacher_dev_lead": kept.lead.value,
@@ -80,6 +92,92 @@ def study(results: Path, seeds: int, resamples: int) -> dict[str, Any]:
                               **cell_decisions(run, teacher, pool, dev_rows, test, resamples)})
             print(f"{pairing} {domain}: {len(cells)} cells so far", flush=True)
     return {"variant": VARIANT, "seeds": seeds, "resamples": resamples, "cells": cells, "verdict": verdict(cells)}
+
+
+CHECK_PAIRING, CHECK_VARIANT = "l3-mpnet", "k3"  # docs/findings.md, "The teacher-led decision on a third pairing"
+CHECK_DECISIONS = ("plain", "limit", "evidence", "both")
+
+
+def check_decisions(run: Run, teacher: np.ndarray, pool: Any, dev_rows: np.ndarray, test: np.ndarray,
+                    resamples: int) -> dict[str, Any]:
+    """One drawn dev set of the check: whether the student is used under each of CHECK_DECISIONS."""
+    from sentadapt.evaluation.agreement import DEV_PAIRS, agreement
+    from sentadapt.evaluation.decision import (
+        TEACHER_LED_RISK,
+        USE_ADAPTED,
+        DecisionRule,
+        teacher_led_rule,
+        with_teacher_evidence,
+    )
+
+    kept = kept_on_dev(run, teacher, pool, dev_rows, resamples, PATIENCE)
+    found = agreement(teacher[dev_rows], run.base[dev_rows], run.steps[kept.step][dev_rows], resamples,
+                      source=DEV_PAIRS)
+    used = {}
+    for name in CHECK_DECISIONS:
+        led = name in ("limit", "both")
+        rule = teacher_led_rule(DecisionRule(), kept.lead, TEACHER_LED_RISK) if led else DecisionRule()
+        decided = kept.decide(rule)
+        if name in ("evidence", "both"):
+            decided = with_teacher_evidence(decided, kept.delta.interval, kept.lead, found, rule)
+        used[name] = decided.decision == USE_ADAPTED and not kept.stopped
+    return {"step": kept.step, "dev_change": kept.delta.value, "teacher_dev_lead": kept.lead.value,
+            "teacher_dev_lead_ci": None if kept.lead.interval is None else list(kept.lead.interval),
+            "stopped": kept.stopped, "agreement": found.to_dict(), "used": used,
+            "raw": test_change(pool, test, run.base, run.steps[kept.step]),
+            "teacher_lead": test_change(pool, test, run.base, teacher)}
+
+
+def check(results: Path, seeds: int, resamples: int) -> dict[str, Any]:
+    """The check's cells over the 5 domains of the third pairing, and its verdict."""
+    cells = []
+    for domain in ALL_DOMAINS:
+        run = load_run(run_folder(results, CHECK_PAIRING, domain, CHECK_VARIANT), CHECK_PAIRING, domain,
+                       CHECK_VARIANT)
+        if run is None:
+            raise SystemExit(f"{run_folder(results, CHECK_PAIRING, domain, CHECK_VARIANT)}: no stored run")
+        pool = load_pool(pool_file(results / "data", domain))
+        teacher = teacher_cosines(results, CHECK_PAIRING, domain, pool)
+        for size, seed, dev_rows, test in drawn_splits(pool, domain, seeds):
+            cells.append({"pairing": CHECK_PAIRING, "domain": domain, "size": size, "seed": seed,
+                          **check_decisions(run, teacher, pool, dev_rows, test, resamples)})
+    return {"pairing": CHECK_PAIRING, "variant": CHECK_VARIANT, "seeds": seeds, "resamples": resamples,
+            "cells": cells, "verdict": check_verdict(cells)}
+
+
+def check_verdict(cells: list[dict[str, Any]]) -> dict[str, Any]:
+    """The rule written before the runs: each relaxation stays unless it lifts false use above 5 % and above the
+    decision without it."""
+    per = {name: {**figures(cells, [c["used"][name] for c in cells]),
+                  "changed_from_plain": sum(c["used"][name] != c["used"]["plain"] for c in cells)}
+           for name in CHECK_DECISIONS}
+    false_use = {name: f["false_use"] for name, f in per.items()}
+    keep_limit = false_use["limit"] <= max(FALSE_USE_LIMIT, false_use["plain"])
+    keep_evidence = false_use["both"] <= max(FALSE_USE_LIMIT, false_use["limit"])
+    return {"cells": len(cells), "losing_cells": sum(c["raw"] < 0 for c in cells),
+            "gaining_cells": sum(c["raw"] >= GAIN for c in cells),
+            "teacher_ahead_cells": sum(gate_open("lead-ci", _lead(c)) for c in cells),
+            "decisions": per, "keep_teacher_risk": keep_limit, "keep_teacher_evidence": keep_evidence}
+
+
+def check_lines(result: dict[str, Any]) -> list[str]:
+    v = result["verdict"]
+    out = [f"{result['pairing']}: {v['cells']} cells, {v['teacher_ahead_cells']} with the teacher ahead on dev (CI "
+           f"above 0), {v['losing_cells']} with a raw test Δ below 0, {v['gaining_cells']} with one ≥ +{GAIN:.1f}",
+           "", "| decision | false use | power | cells used | changed from plain | mean applied Δ |",
+           "|---|---:|---:|---:|---:|---:|"]
+    for name, f in v["decisions"].items():
+        out.append(f"| `{name}` | {100 * f['false_use']:.0f} % | {100 * f['power']:.0f} % | {f['used']} | "
+                   f"{f['changed_from_plain']} | {f['applied']:+.2f} |")
+    out += ["", "| domain | mean raw Δ | " + " | ".join(f"`{name}`" for name in v["decisions"]) + " |",
+            "|---|---:|" + "---:|" * len(v["decisions"])]
+    for group in v["decisions"]["plain"]["by_domain"]:
+        raw = np.mean([c["raw"] for c in result["cells"] if f"{c['pairing']}/{c['domain']}" == group])
+        out.append(f"| {group} | {raw:+.2f} | " + " | ".join(f"{f['by_domain'][group]:+.2f}"
+                                                            for f in v["decisions"].values()) + " |")
+    out += ["", f"teacher_risk 0.40 stands: {'yes' if v['keep_teacher_risk'] else 'no'}; teacher_evidence=dev "
+                f"stands: {'yes' if v['keep_teacher_evidence'] else 'no'}."]
+    return out
 
 
 def figures(cells: list[dict[str, Any]], used: list[bool]) -> dict[str, Any]:
@@ -149,10 +247,19 @@ def lines(result: dict[str, Any]) -> list[str]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--study", action="store_true", help="compute the study from the stored runs")
+    parser.add_argument("--check", action="store_true",
+                        help="the teacher-led decision on the third pairing (l3-mpnet): compute it when --study is "
+                             "given too, else print the stored one")
     parser.add_argument("--results", type=Path, default=RESULTS)
     parser.add_argument("--seeds", type=int, default=5)
     parser.add_argument("--resamples", type=int, default=1000)
     args = parser.parse_args()
+    if args.check:
+        path = args.results / "check-l3-mpnet.json"
+        if args.study:
+            path.write_text(json.dumps(check(args.results, args.seeds, args.resamples), indent=1) + "\n")
+        print("\n".join(check_lines(json.loads(path.read_text()))))
+        return
     path = args.results / "study-dev-agreement.json"
     if args.study:
         path.write_text(json.dumps(study(args.results, args.seeds, args.resamples), indent=1) + "\n")

@@ -140,7 +140,10 @@ def test_the_defaults_are_what_the_pre_registered_rules_print_from_the_stored_st
     from sentadapt.config import TrainConfig
 
     alone = json.loads((RESULTS / "study-k3e.json").read_text())
-    assert TrainConfig().teacher_evidence == ("on" if alone["teacher_evidence"]["default_on"] else "off")
+    assert alone["teacher_evidence"]["default_on"] is False  # the held-out evidence stays opt-in
+    # the dev-pair evidence: the library implements the `lead-ci` variant, the one the rule chose
+    dev_pairs = json.loads((RESULTS / "study-dev-agreement.json").read_text())
+    assert TrainConfig().teacher_evidence == ("dev" if dev_pairs["verdict"]["chosen"] == "lead-ci" else "off")
     blend = json.loads((RESULTS / "study-k3eb.json").read_text())
     _, met = blend_lines(alone, blend, RESULTS)
     assert TrainConfig().teacher_blend == ("auto" if met else "1")

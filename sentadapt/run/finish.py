@@ -10,7 +10,7 @@ from typing import Any
 
 from sentadapt.durable import publish_model, verify_folder
 from sentadapt.errors import CheckpointError
-from sentadapt.evaluation.agreement import Agreement, agreement
+from sentadapt.evaluation.agreement import Agreement, agreement, dev_agreement
 from sentadapt.evaluation.decision import (
     Decision,
     decide,
@@ -85,11 +85,20 @@ def evidence_of(inputs: TrainingInputs, state: TrainState) -> Evidence | None:
 
 
 def agreement_of(inputs: TrainingInputs, state: TrainState) -> Agreement | None:
-    """The kept step's agreement with the teacher against the base's (--set teacher_evidence=on), or None."""
+    """The kept step's agreement with the teacher against the base's (--set teacher_evidence): on the held-out
+    corpus pairs scored at each evaluation (holdout), or on the dev pairs, from the dev outputs the run keeps and
+    the teacher's own (dev); None when off, without a weighed teacher, or for a dev set of no pair cosines."""
     kept = str(state.best_step)
-    if inputs.agreement is None or "base" not in state.agreement or kept not in state.agreement:
+    if inputs.agreement is not None:
+        if "base" not in state.agreement or kept not in state.agreement:
+            return None
+        return agreement(inputs.agreement.teacher, state.agreement["base"], state.agreement[kept])
+    teacher, evaluator = inputs.teacher, inputs.evaluator
+    if (inputs.config.train.teacher_evidence != "dev" or teacher is None or teacher.dev_outputs is None
+            or evaluator is None or "base" not in state.dev_outputs or kept not in state.dev_evaluations):
         return None
-    return agreement(inputs.agreement.teacher, state.agreement["base"], state.agreement[kept])
+    return dev_agreement(teacher.dev_outputs, state.dev_outputs["base"], state.dev_evaluations[kept],
+                         evaluator.resamples)
 
 
 def decide_and_record(training: Training, inputs: TrainingInputs, published_step: int,
@@ -137,6 +146,7 @@ def decide_and_record(training: Training, inputs: TrainingInputs, published_step
                                    "evaluations": state.dev_evaluations,
                                    "agreement": None if inputs.agreement is None else {
                                        **inputs.agreement.record(), "evaluations": state.agreement},
+                                   "teacher": None if teacher is None else teacher.dev_outputs,
                                    "sizes": None if sizes is None else sizes[1]})
     run_dir.write_metrics(metrics)  # last: its presence marks a finished run
     return metrics, decision, note

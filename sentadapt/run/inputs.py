@@ -76,12 +76,14 @@ def build_inputs(run: ResolvedRun | RunConfig, note: Note, device: str | None = 
 
 
 def held_out_pairs(config: RunConfig, examples: Any, teacher: Any, evaluator: Any, note: Note) -> Any:
-    """--set teacher_evidence=on (a teacher, a dev set, sentences): the corpus sentences held out of training and
-    their pairs, scored at each evaluation (train/agreement.py); None otherwise."""
+    """--set teacher_evidence=holdout (a teacher, a dev set, sentences): the corpus sentences held out of training
+    and their pairs, scored at each evaluation (train/agreement.py); None otherwise."""
+    from sentadapt.config import HOLDOUT_EVIDENCE
     from sentadapt.train.agreement import agreement_pairs, holdout_rows
 
     cfg = config.train
-    if cfg.teacher_evidence != "on" or teacher is None or evaluator is None or not hasattr(examples, "example_texts"):
+    if (cfg.teacher_evidence not in HOLDOUT_EVIDENCE or teacher is None or evaluator is None
+            or not hasattr(examples, "example_texts")):
         return None
     rows = holdout_rows(len(examples), cfg.agreement_holdout, cfg.seed)
     if not len(rows):

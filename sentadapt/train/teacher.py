@@ -51,6 +51,8 @@ class TeacherTable:
     blend: float = 1.0  # α: the teacher's weight in the target's similarities (teacher_blend)
     base_vectors: RowFile | None = None  # with α < 1: the base's vectors of every example (cached like the teacher's)
     blend_scores: dict[str, float] | None = None  # teacher_blend=auto: the dev score of each α weighed
+    # the teacher's per-unit dev outputs (its cosine of every dev pair): the dev-pair evidence reads them
+    dev_outputs: dict[str, Any] | None = field(default=None, repr=False)
 
     @property
     def dim(self) -> int:
@@ -157,6 +159,7 @@ def teacher_table(config: RunConfig, examples: Any, device: str, note: Note,
     else:
         table = _model_table(config, source, examples, device, note, progress, trust_remote_code, allow_pickle,
                              weigh, student)
+    table = dataclasses.replace(table, dev_outputs=dict(weigh.teacher_outputs) or None)
     return _with_blend(table, config, weigh, examples, student, progress, note)
 
 

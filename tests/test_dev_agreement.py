@@ -1,0 +1,120 @@
+"""The teacher's evidence on the dev pairs (`--set teacher_evidence=dev`, the default; docs/decision.md): the
+agreement of a model's dev-pair cosines with the teacher's, the study that chose it, and a run that records it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from sentadapt.evaluation.agreement import DEV_PAIRS, agreement, dev_agreement, dev_pair_cosines
+from tests.conftest import run_adapt
+
+RESULTS = Path(__file__).parent.parent / "results" / "distill"
+
+
+def test_the_dev_pair_cosines_are_every_pair_tasks_cosines_in_task_order_and_none_for_query_tasks() -> None:
+    outputs = {"b": {"cosine": [0.1, 0.2]}, "a": {"cosine": [0.9]}}
+    np.testing.assert_array_equal(dev_pair_cosines(outputs, ["a", "b"]), [0.9, 0.1, 0.2])
+    assert dev_pair_cosines({"a": {"ap": [1.0, 0.5]}}, ["a"]) is None  # reranking keeps per-query scores
+    assert dev_pair_cosines(outputs, []) is None
+
+
+def test_the_dev_agreement_is_the_agreement_of_the_concatenated_pairs() -> None:
+    rng = np.random.default_rng(0)
+    teacher = rng.normal(size=300)
+    base = teacher + rng.normal(scale=1.5, size=300)
+    student = teacher + rng.normal(scale=0.7, size=300)
+
+    def split(values: np.ndarray) -> dict[str, dict[str, list[float]]]:
+        return {"sts-a": {"cosine": values[:120].tolist()}, "sts-b": {"cosine": values[120:].tolist()}}
+
+    found = dev_agreement(split(teacher), split(base), split(student), resamples=200)
+    assert found is not None and found.source == DEV_PAIRS and found.pairs == 300
+    assert found == agreement(teacher, base, student, resamples=200, source=DEV_PAIRS)
+    assert found.describe().startswith("agreement with the teacher on 300 dev pairs ")
+    assert found.to_dict()["source"] == "dev pairs"
+    queries = {"rerank": {"map": [1.0, 0.5]}}
+    assert dev_agreement(queries, queries, queries) is None
+
+
+@pytest.mark.skipif(not (RESULTS / "study-dev-agreement.json").is_file(), reason="results/distill not stored yet")
+def test_the_stored_study_recomputes_its_verdict_and_today_decides_as_the_lead_risk_study() -> None:
+    from experiments.dev_agreement import verdict
+
+    stored = json.loads((RESULTS / "study-dev-agreement.json").read_text())
+    assert verdict(stored["cells"]) == stored["verdict"]
+    assert stored["verdict"]["chosen"] == "lead-ci"
+    # "today" is the library's decision at the teacher-led limit: lead_risk's 0.40 column, cell for cell
+    lead_risk = {(c["pairing"], c["domain"], c["size"], c["seed"]): c
+                 for c in json.loads((RESULTS / "study-lead-risk.json").read_text())["cells"]}
+    for cell in stored["cells"]:
+        other = lead_risk[(cell["pairing"], cell["domain"], cell["size"], cell["seed"])]
+        assert cell["today"] == other["used"]["0.40"] and cell["raw"] == pytest.approx(other["raw"])
+
+
+@pytest.mark.skipif(not (RESULTS / "runs" / "k3e").is_dir(), reason="results/distill not stored yet")
+def test_the_study_cells_recompute_from_the_stored_runs() -> None:
+    """One domain's cells, recomputed from the per-pair cosines in results/distill (a second)."""
+    from experiments.decision_runs import pool_file
+    from experiments.decision_study import load_pool, load_run
+    from experiments.dev_agreement import VARIANT, cell_decisions
+    from experiments.distill_suite import drawn_splits, run_folder, teacher_cosines
+
+    stored = [c for c in json.loads((RESULTS / "study-dev-agreement.json").read_text())["cells"]
+              if (c["pairing"], c["domain"]) == ("l3-l6", "forums")]
+    run = load_run(run_folder(RESULTS, "l3-l6", "forums", VARIANT), "l3-l6", "forums", VARIANT)
+    pool = load_pool(pool_file(RESULTS / "data", "forums"))
+    teacher = teacher_cosines(RESULTS, "l3-l6", "forums", pool)
+    again = [cell_decisions(run, teacher, pool, dev_rows, test, 1000)
+             for _size, _seed, dev_rows, test in drawn_splits(pool, "forums", 5)]
+    assert len(again) == len(stored) == 10
+    for mine, theirs in zip(again, stored):
+        assert mine["used"] == theirs["used"] and mine["agreement"] == theirs["agreement"]
+
+
+def test_a_teacher_run_records_the_dev_pair_evidence_by_default(
+    tiny_model_dir: Path, pairs_tsv: Path, tmp_path: Path
+) -> None:
+    from tests.test_teacher import build_tiny_teacher
+
+    teacher = build_tiny_teacher(tmp_path / "teacher")
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("".join(f"the server {i} is down in room {i % 7}\n" for i in range(80)))
+    run = tmp_path / "run"
+    result = run_adapt(str(corpus), "--base", str(tiny_model_dir), "--teacher", str(teacher), "--dev",
+                       str(pairs_tsv), "--output", str(run), "--batch-size", "8", "--max-length", "16",
+                       "--max-steps", "4", "--eval-every", "2", "--set", "teacher_check=off",
+                       "--set", "evals_per_pass=0")
+    assert result.exit_code == 0, result.output
+    assert "held out of training" not in result.stderr  # nothing is held out: every sentence trains
+    stored = json.loads((run / "dev_outputs.json").read_text())
+    metrics = json.loads((run / "metrics.json").read_text())
+    kept = stored["evaluations"][str(metrics["best_step"])]
+    again = dev_agreement(stored["teacher"], stored["base"], kept)
+    assert again is not None and metrics["teacher_evidence"] == again.to_dict()  # re-derivable from the file
+    assert metrics["teacher_evidence"]["source"] == "dev pairs"
+    assert metrics["teacher_evidence"]["pairs"] == sum(len(o["cosine"]) for o in stored["base"].values())
+
+    off = tmp_path / "off"
+    result = run_adapt(str(corpus), "--base", str(tiny_model_dir), "--teacher", str(teacher), "--dev",
+                       str(pairs_tsv), "--output", str(off), "--batch-size", "8", "--max-length", "16",
+                       "--max-steps", "4", "--eval-every", "2", "--set", "teacher_check=off",
+                       "--set", "evals_per_pass=0", "--set", "teacher_evidence=off")
+    assert result.exit_code == 0, result.output
+    assert json.loads((off / "metrics.json").read_text())["teacher_evidence"] is None
+
+
+def test_the_reason_names_the_dev_pairs_when_the_evidence_turns_keep_base_into_use() -> None:
+    from sentadapt.evaluation.agreement import Agreement
+    from sentadapt.evaluation.decision import USE_ADAPTED, DecisionRule, with_teacher_evidence
+    from tests.test_teacher_evidence import KEEP, LEADS
+
+    found = Agreement(71.3, 74.0, (1.1, 4.2), 200, DEV_PAIRS)
+    decided = with_teacher_evidence(KEEP, (-3.05, 3.25), LEADS, found, DecisionRule())
+    assert decided.decision == USE_ADAPTED
+    assert decided.reason.endswith(
+        "but the teacher leads the base on dev (+12.96 [+6.16, +19.41]) and the student's agreement with the teacher "
+        "on 200 dev pairs 71.30 → 74.00 (Δ +2.70 [+1.10, +4.20]): it carries part of that lead")
