@@ -97,6 +97,13 @@ def test_a_teacher_run_records_the_dev_pair_evidence_by_default(
     assert again is not None and metrics["teacher_evidence"] == again.to_dict()  # re-derivable from the file
     assert metrics["teacher_evidence"]["source"] == "dev pairs"
     assert metrics["teacher_evidence"]["pairs"] == sum(len(o["cosine"]) for o in stored["base"].values())
+    from sentadapt.evaluation.agreement import Agreement
+
+    shown = Agreement.from_dict(metrics["teacher_evidence"]).describe()
+    assert shown.startswith(f"agreement with the teacher on {metrics['teacher_evidence']['pairs']} dev pairs ")
+    from sentadapt.run.summary import evidence_text
+
+    assert evidence_text(metrics["teacher_evidence"]) == shown and "│ teacher evidence " in result.output
 
     off = tmp_path / "off"
     result = run_adapt(str(corpus), "--base", str(tiny_model_dir), "--teacher", str(teacher), "--dev",

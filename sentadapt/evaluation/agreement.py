@@ -52,6 +52,12 @@ class Agreement:
                 "ci": None if self.interval is None else [round(v, 4) for v in self.interval], "pairs": self.pairs,
                 "source": self.source}
 
+    @classmethod
+    def from_dict(cls, record: dict[str, Any]) -> Agreement:
+        """metrics.json's teacher_evidence back (records written before `source` existed: held-out pairs)."""
+        interval = None if record["ci"] is None else (float(record["ci"][0]), float(record["ci"][1]))
+        return cls(record["base"], record["student"], interval, record["pairs"], record.get("source", HELD_OUT))
+
     def describe(self) -> str:
         ci = "" if self.interval is None else f" [{self.interval[0]:+.2f}, {self.interval[1]:+.2f}]"
         return (f"agreement with the teacher on {self.pairs:,} {self.source} {self.base:.2f} → "

@@ -47,16 +47,16 @@ def finish(training: Training, inputs: TrainingInputs, is_main: bool,
     state = training.state
     # decided on the main process when metrics.json is written; the other processes report no decision
     decision, note, published = Decision(None, "decided on the main process"), None, state.best_step or state.step
-    sizes = None
+    sizes, evidence = None, None
     if is_main:
         published = publish(RunDir(training.output), state, blind=inputs.evaluator is None)
         metrics, decision, note = decide_and_record(training, inputs, published)
-        sizes = metrics["sizes"]
+        sizes, evidence = metrics["sizes"], metrics["teacher_evidence"]
         log_to_trackers(final_values(metrics), state.step)
     wait_for_everyone()
     return TrainResult(training.output, state, training.stopped, time.perf_counter() - training.started,
                        inputs.dev_name, published, training.environment, decision, note, inputs.teacher,
-                       len(inputs.examples), sizes)
+                       len(inputs.examples), sizes, evidence)
 
 
 def publish(run_dir: RunDir, state: TrainState, blind: bool) -> int:

@@ -87,6 +87,8 @@ class TrainResult:
     teacher: TeacherTable | None = None  # --teacher: its dev score and speed, beside the student's
     examples: int = 0  # training examples: steps × global batch / examples = passes over the data
     sizes: dict[str, Any] | None = None  # --matryoshka/--sizes: metrics.json's "sizes" (evaluation/sizes.py)
+    # --teacher with its evidence weighed: metrics.json's "teacher_evidence" (evaluation/agreement.Agreement)
+    teacher_evidence: dict[str, Any] | None = None
 
     @property
     def passes(self) -> float | None:
