@@ -211,13 +211,12 @@ def verdict(cells: list[dict[str, Any]]) -> dict[str, Any]:
             "today": today, "gates": per_gate, "qualifies": qualifies, "chosen": chosen}
 
 
-class _Lead:
-    def __init__(self, value: float, interval: list[float] | None) -> None:
-        self.value, self.interval = value, interval
+def _lead(cell: dict[str, Any]) -> Any:
+    """The teacher's dev lead of a stored cell, as the Delta the gates read."""
+    from sentadapt.evaluation.evaluator import Delta
 
-
-def _lead(cell: dict[str, Any]) -> _Lead:
-    return _Lead(cell["teacher_dev_lead"], cell["teacher_dev_lead_ci"])
+    interval = cell["teacher_dev_lead_ci"]
+    return Delta(cell["teacher_dev_lead"], None if interval is None else tuple(interval))
 
 
 def lines(result: dict[str, Any]) -> list[str]:
