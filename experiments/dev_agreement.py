@@ -121,7 +121,9 @@ def check_decisions(run: Run, teacher: np.ndarray, pool: Any, dev_rows: np.ndarr
         if name in ("evidence", "both"):
             decided = with_teacher_evidence(decided, kept.delta.interval, kept.lead, found, rule)
         used[name] = decided.decision == USE_ADAPTED and not kept.stopped
-    return {"step": kept.step, "dev_change": kept.delta.value, "teacher_dev_lead": kept.lead.value,
+    interval = kept.delta.interval
+    return {"step": kept.step, "dev_change": kept.delta.value,
+            "dev_change_ci": None if interval is None else list(interval), "teacher_dev_lead": kept.lead.value,
             "teacher_dev_lead_ci": None if kept.lead.interval is None else list(kept.lead.interval),
             "stopped": kept.stopped, "agreement": found.to_dict(), "used": used,
             "raw": test_change(pool, test, run.base, run.steps[kept.step]),
@@ -141,8 +143,9 @@ def check(results: Path, seeds: int, resamples: int) -> dict[str, Any]:
         for size, seed, dev_rows, test in drawn_splits(pool, domain, seeds):
             cells.append({"pairing": CHECK_PAIRING, "domain": domain, "size": size, "seed": seed,
                           **check_decisions(run, teacher, pool, dev_rows, test, resamples)})
+    study_cells = json.loads((results / "study-dev-agreement.json").read_text())["cells"]
     return {"pairing": CHECK_PAIRING, "variant": CHECK_VARIANT, "seeds": seeds, "resamples": resamples,
-            "cells": cells, "verdict": check_verdict(cells)}
+            "cells": cells, "verdict": check_verdict(cells), "lead_only": lead_only_verdict(study_cells, cells)}
 
 
 def check_verdict(cells: list[dict[str, Any]]) -> dict[str, Any]:
@@ -158,6 +161,34 @@ def check_verdict(cells: list[dict[str, Any]]) -> dict[str, Any]:
             "gaining_cells": sum(c["raw"] >= GAIN for c in cells),
             "teacher_ahead_cells": sum(gate_open("lead-ci", _lead(c)) for c in cells),
             "decisions": per, "keep_teacher_risk": keep_limit, "keep_teacher_evidence": keep_evidence}
+
+
+def lead_only_used(cell: dict[str, Any], now: bool) -> bool:
+    """`lead` evidence (docs/findings.md, "The teacher's lead alone"): the student is used when the library's
+    decision now (`now`) uses it, or when the teacher leads on dev (CI above 0) and the student's dev Δ CI's upper
+    end is above 0; a stopped run ships nothing."""
+    lead, change = cell["teacher_dev_lead_ci"], cell["dev_change_ci"]
+    return now or (not cell["stopped"] and lead is not None and lead[0] > 0
+                   and (change is None or change[1] > 0))
+
+
+def lead_only_verdict(study_cells: list[dict[str, Any]], check_cells: list[dict[str, Any]]) -> dict[str, Any]:
+    """The rule written before the third pairing's results: per set, `lead` against the library's decision now
+    (`lead-ci` in the study, `both` in the check)."""
+    sets = {"study": (study_cells, [c["used"]["lead-ci"] for c in study_cells]),
+            "check": (check_cells, [c["used"]["both"] for c in check_cells])}
+    per, changed, met = {}, 0, True
+    for name, (cells, now) in sets.items():
+        lead = [lead_only_used(c, u) for c, u in zip(cells, now)]
+        before, after = figures(cells, now), figures(cells, lead)
+        changed += sum(a != b for a, b in zip(lead, now))
+        ok = after["false_use"] <= max(FALSE_USE_LIMIT, before["false_use"]) and after["applied"] >= before["applied"]
+        if name == "study":
+            ok = ok and all(after["by_domain"][g] >= before["by_domain"][g] - DOMAIN_DROP_LIMIT
+                            for g in before["by_domain"])
+        per[name] = {"now": before, "lead": after, "changed": sum(a != b for a, b in zip(lead, now)), "met": ok}
+        met = met and ok
+    return {"sets": per, "changed": changed, "adopt_lead": met and changed > 0}
 
 
 def check_lines(result: dict[str, Any]) -> list[str]:
@@ -177,6 +208,19 @@ def check_lines(result: dict[str, Any]) -> list[str]:
                                                             for f in v["decisions"].values()) + " |")
     out += ["", f"teacher_risk 0.40 stands: {'yes' if v['keep_teacher_risk'] else 'no'}; teacher_evidence=dev "
                 f"stands: {'yes' if v['keep_teacher_evidence'] else 'no'}."]
+    lead = result.get("lead_only")
+    if lead is not None:
+        out += ["", "| cells | decision | false use | power | cells used | changed | mean applied Δ | met |",
+                "|---|---|---:|---:|---:|---:|---:|:---:|"]
+        for name, s in lead["sets"].items():
+            for kind in ("now", "lead"):
+                f = s[kind]
+                out.append(f"| {name} | {'the library now' if kind == 'now' else '`lead` evidence'} | "
+                           f"{100 * f['false_use']:.0f} % | {100 * f['power']:.0f} % | {f['used']} | "
+                           f"{'–' if kind == 'now' else s['changed']} | {f['applied']:+.2f} | "
+                           f"{'–' if kind == 'now' else ('yes' if s['met'] else 'no')} |")
+        out += ["", f"`lead` evidence becomes the default: {'yes' if lead['adopt_lead'] else 'no'} "
+                    f"({lead['changed']} decisions changed over both sets)."]
     return out
 
 

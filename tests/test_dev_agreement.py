@@ -125,3 +125,24 @@ def test_the_reason_names_the_dev_pairs_when_the_evidence_turns_keep_base_into_u
     assert decided.reason.endswith(
         "but the teacher leads the base on dev (+12.96 [+6.16, +19.41]) and the student's agreement with the teacher "
         "on 200 dev pairs 71.30 → 74.00 (Δ +2.70 [+1.10, +4.20]): it carries part of that lead")
+
+
+@pytest.mark.skipif(not (RESULTS / "check-l3-mpnet.json").is_file(), reason="the third pairing's check not stored")
+def test_the_teacher_led_defaults_stand_as_the_check_on_the_third_pairing_prints() -> None:
+    """docs/findings.md, "The teacher-led decision on a third pairing": written before its runs; the defaults
+    follow its verdict."""
+    from experiments.dev_agreement import check_verdict
+    from sentadapt.config import TrainConfig
+    from sentadapt.evaluation.decision import DEFAULT_RISK, TEACHER_LED_RISK
+
+    stored = json.loads((RESULTS / "check-l3-mpnet.json").read_text())
+    verdict = check_verdict(stored["cells"])
+    assert verdict == stored["verdict"] and verdict["cells"] == 50
+    assert TrainConfig().teacher_risk == TEACHER_LED_RISK == (0.4 if verdict["keep_teacher_risk"] else DEFAULT_RISK)
+    from experiments.dev_agreement import lead_only_verdict
+
+    study = json.loads((RESULTS / "study-dev-agreement.json").read_text())
+    lead = lead_only_verdict(study["cells"], stored["cells"])
+    assert lead == stored["lead_only"]
+    expected = "lead" if lead["adopt_lead"] else ("dev" if verdict["keep_teacher_evidence"] else "off")
+    assert TrainConfig().teacher_evidence == expected
