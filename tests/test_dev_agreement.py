@@ -113,6 +113,14 @@ def test_a_teacher_run_records_the_dev_pair_evidence_by_default(
     assert result.exit_code == 0, result.output
     assert json.loads((off / "metrics.json").read_text())["teacher_evidence"] is None
 
+    lead = tmp_path / "lead"  # `lead` decides without the agreement, and still records it
+    result = run_adapt(str(corpus), "--base", str(tiny_model_dir), "--teacher", str(teacher), "--dev",
+                       str(pairs_tsv), "--output", str(lead), "--batch-size", "8", "--max-length", "16",
+                       "--max-steps", "4", "--eval-every", "2", "--set", "teacher_check=off",
+                       "--set", "evals_per_pass=0", "--set", "teacher_evidence=lead")
+    assert result.exit_code == 0, result.output
+    assert json.loads((lead / "metrics.json").read_text())["teacher_evidence"] == metrics["teacher_evidence"]
+
 
 def test_the_reason_names_the_dev_pairs_when_the_evidence_turns_keep_base_into_use() -> None:
     from sentadapt.evaluation.agreement import Agreement
@@ -146,3 +154,38 @@ def test_the_teacher_led_defaults_stand_as_the_check_on_the_third_pairing_prints
     assert lead == stored["lead_only"]
     expected = "lead" if lead["adopt_lead"] else ("dev" if verdict["keep_teacher_evidence"] else "off")
     assert TrainConfig().teacher_evidence == expected
+
+
+@pytest.mark.parametrize(("lead", "dev_ci", "used"), [
+    ((12.96, (6.16, 19.41)), (-3.05, 3.25), True),  # issue 41's short social posts: the student within noise
+    ((4.0, (-1.0, 9.0)), (-3.05, 3.25), False),  # the teacher's lead is not established
+    ((12.96, (6.16, 19.41)), (-3.5, -0.1), False),  # significantly worse on dev
+    ((12.96, (6.16, 19.41)), None, False),  # no CI to read (bootstrap off)
+])
+def test_lead_evidence_uses_a_student_of_a_clearly_better_teacher_unless_dev_shows_it_worse(lead, dev_ci,
+                                                                                          used) -> None:
+    from sentadapt.evaluation.decision import KEEP_BASE, USE_ADAPTED, DecisionRule, with_teacher_lead
+    from sentadapt.evaluation.evaluator import Delta
+    from tests.test_teacher_evidence import KEEP
+
+    decided = with_teacher_lead(KEEP, dev_ci, Delta(*lead), DecisionRule())
+    assert decided.decision == (USE_ADAPTED if used else KEEP_BASE)
+    if used:
+        assert decided.reason == (f"{KEEP.reason}, but the teacher leads the base on dev (+12.96 [+6.16, +19.41]) "
+                                  "and the student is not significantly worse there: it was trained toward that lead")
+    else:
+        assert decided is KEEP
+    assert with_teacher_lead(KEEP, dev_ci, None, DecisionRule()) is KEEP
+
+
+@pytest.mark.skipif(not (RESULTS / "study-dev-agreement.json").is_file(), reason="results/distill not stored yet")
+def test_the_studys_lead_evidence_is_the_librarys_on_every_stored_cell() -> None:
+    from experiments.dev_agreement import _lead, lead_only_used
+    from sentadapt.evaluation.decision import KEEP_BASE, USE_ADAPTED, Decision, DecisionRule, with_teacher_lead
+
+    for cell in json.loads((RESULTS / "study-dev-agreement.json").read_text())["cells"]:
+        now = cell["used"]["lead-ci"]
+        decision = Decision(USE_ADAPTED if now else KEEP_BASE, "stored", "risk")
+        interval = None if cell["dev_change_ci"] is None else tuple(cell["dev_change_ci"])
+        library = with_teacher_lead(decision, interval, _lead(cell), DecisionRule()).decision == USE_ADAPTED
+        assert lead_only_used(cell, now) == (library and not cell["stopped"])

@@ -131,6 +131,21 @@ def with_teacher_evidence(decision: Decision, interval: Sequence[float] | None, 
                                  f"{agreement.describe()}: it carries part of that lead", rule.name, decision.risk)
 
 
+def with_teacher_lead(decision: Decision, interval: Sequence[float] | None, lead: Any, rule: DecisionRule) -> Decision:
+    """`--set teacher_evidence=lead` (docs/decision.md): a keep-base decision becomes use-adapted when the teacher
+    leads the base on dev (its paired CI above 0) and the student's dev Δ is not significantly below 0 (its CI's
+    upper end above 0): a student trained toward a teacher established as better on these pairs is used unless the
+    dev set shows it worse. Any other decision stands."""
+    if decision.decision != KEEP_BASE or lead is None or lead.interval is None or lead.interval[0] <= 0:
+        return decision
+    if interval is None or interval[1] <= 0:
+        return decision
+    return Decision(USE_ADAPTED, f"{decision.reason}, but the teacher leads the base on dev ({lead.value:+.2f} "
+                                 f"[{lead.interval[0]:+.2f}, {lead.interval[1]:+.2f}]) and the student is not "
+                                 "significantly worse there: it was trained toward that lead", rule.name,
+                    decision.risk)
+
+
 def describe_risk(evidence: Evidence, rule: DecisionRule) -> str:
     """'risk 0.12 that it is no better (best of 4 evaluations), limit 0.20': what a reason quotes of the evidence."""
     chosen = f"best of {evidence.options} evaluations" if evidence.options > 1 else "one evaluation"

@@ -8,6 +8,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from sentadapt.config import DEV_EVIDENCE
 from sentadapt.durable import publish_model, verify_folder
 from sentadapt.errors import CheckpointError
 from sentadapt.evaluation.agreement import Agreement, agreement, dev_agreement
@@ -19,6 +20,7 @@ from sentadapt.evaluation.decision import (
     small_dev_note,
     teacher_led_rule,
     with_teacher_evidence,
+    with_teacher_lead,
 )
 from sentadapt.evaluation.evaluator import dev_change_record, dev_evidence
 from sentadapt.evaluation.evidence import Evidence
@@ -94,7 +96,7 @@ def agreement_of(inputs: TrainingInputs, state: TrainState) -> Agreement | None:
             return None
         return agreement(inputs.agreement.teacher, state.agreement["base"], state.agreement[kept])
     teacher, evaluator = inputs.teacher, inputs.evaluator
-    if (inputs.config.train.teacher_evidence != "dev" or teacher is None or teacher.dev_outputs is None
+    if (inputs.config.train.teacher_evidence not in DEV_EVIDENCE or teacher is None or teacher.dev_outputs is None
             or evaluator is None or "base" not in state.dev_outputs or kept not in state.dev_evaluations):
         return None
     return dev_agreement(teacher.dev_outputs, state.dev_outputs["base"], state.dev_evaluations[kept],
@@ -114,7 +116,9 @@ def decide_and_record(training: Training, inputs: TrainingInputs, published_step
     decision = decide(state.dev_change, state.dev_change_ci, inputs.dev_name, evidence, rule)
     note = small_dev_note(evidence, rule)
     agreement = agreement_of(inputs, state)
-    if agreement is not None and teacher is not None:
+    if teacher is not None and config.train.teacher_evidence == "lead":
+        decision = with_teacher_lead(decision, state.dev_change_ci, teacher.lead, rule)
+    elif agreement is not None and teacher is not None:
         decision = with_teacher_evidence(decision, state.dev_change_ci, teacher.lead, agreement, rule)
     ends = TrainLog(run_dir.train_log).ends("distill")  # over the first and last 10 % of steps, not one batch each
     if ends is not None:
