@@ -189,3 +189,40 @@ def test_the_studys_lead_evidence_is_the_librarys_on_every_stored_cell() -> None
         interval = None if cell["dev_change_ci"] is None else tuple(cell["dev_change_ci"])
         library = with_teacher_lead(decision, interval, _lead(cell), DecisionRule()).decision == USE_ADAPTED
         assert lead_only_used(cell, now) == (library and not cell["stopped"])
+
+
+DOCS = Path(__file__).parent.parent / "docs"
+
+
+@pytest.mark.skipif(not (RESULTS / "check-l3-mpnet.json").is_file(), reason="results/distill not stored yet")
+def test_the_tables_in_the_docs_are_what_the_stored_studies_print() -> None:
+    """docs/decision.md and docs/findings.md quote the printed tables; a stale copy fails here."""
+    from experiments.dev_agreement import check_lines, lines
+
+    study = [line for line in lines(json.loads((RESULTS / "study-dev-agreement.json").read_text()))
+             if line.startswith("| today") or line.startswith("| `")]
+    check = [line for line in check_lines(json.loads((RESULTS / "check-l3-mpnet.json").read_text()))
+             if line.startswith("| `")]
+    decision, findings = (DOCS / "decision.md").read_text(), (DOCS / "findings.md").read_text()
+    assert len(study) == 4 and all(line in decision and line in findings for line in study)
+    assert len(check) == 4 and all(line in findings for line in check)
+
+
+@pytest.mark.skipif(not (RESULTS / "check-l3-mpnet.json").is_file(), reason="results/distill not stored yet")
+def test_the_checks_cells_recompute_from_the_stored_runs() -> None:
+    """The third pairing's social cells, recomputed from its stored per-pair cosines."""
+    from experiments.decision_runs import pool_file
+    from experiments.decision_study import load_pool, load_run
+    from experiments.dev_agreement import CHECK_PAIRING, CHECK_VARIANT, check_decisions
+    from experiments.distill_suite import drawn_splits, run_folder, teacher_cosines
+
+    stored = [c for c in json.loads((RESULTS / "check-l3-mpnet.json").read_text())["cells"] if c["domain"] == "social"]
+    run = load_run(run_folder(RESULTS, CHECK_PAIRING, "social", CHECK_VARIANT), CHECK_PAIRING, "social",
+                   CHECK_VARIANT)
+    pool = load_pool(pool_file(RESULTS / "data", "social"))
+    teacher = teacher_cosines(RESULTS, CHECK_PAIRING, "social", pool)
+    again = [check_decisions(run, teacher, pool, dev_rows, test, 1000)
+             for _size, _seed, dev_rows, test in drawn_splits(pool, "social", 5)]
+    assert len(again) == len(stored) == 10
+    for mine, theirs in zip(again, stored):
+        assert mine["used"] == theirs["used"] and mine["raw"] == pytest.approx(theirs["raw"])
