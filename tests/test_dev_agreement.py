@@ -38,6 +38,9 @@ def test_the_dev_agreement_is_the_agreement_of_the_concatenated_pairs() -> None:
     assert found.to_dict()["source"] == "dev pairs"
     queries = {"rerank": {"map": [1.0, 0.5]}}
     assert dev_agreement(queries, queries, queries) is None
+    # beside a reranking task, the pair tasks' pairs alone
+    mixed = [{**split(values), **queries} for values in (teacher, base, student)]
+    assert dev_agreement(*mixed, resamples=200) == found
 
 
 @pytest.mark.skipif(not (RESULTS / "study-dev-agreement.json").is_file(), reason="results/distill not stored yet")

@@ -91,8 +91,9 @@ def dev_pair_cosines(outputs: Mapping[str, Mapping[str, Sequence[float]]], tasks
 def dev_agreement(teacher: Mapping[str, Any], base: Mapping[str, Any], student: Mapping[str, Any],
                   resamples: int = bootstrap.DEFAULT_RESAMPLES) -> Agreement | None:
     """The student's agreement with the teacher on the dev pairs against the base's (three models' per-unit dev
-    outputs); None when the dev set's tasks are not all pair cosines."""
-    tasks = sorted(base)
+    outputs): the pairs of every pair task (STS scores, pair labels); a dev set's reranking or retrieval tasks, whose
+    units are queries, add none. None when no task has pairs."""
+    tasks = sorted(task for task, outputs in base.items() if set(outputs) == {"cosine"})
     cosines = [dev_pair_cosines(outputs, tasks) for outputs in (teacher, base, student)]
     if any(values is None for values in cosines):
         return None
