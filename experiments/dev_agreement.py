@@ -44,11 +44,27 @@ def gate_open(gate: str, lead: Any) -> bool:
     return lead.interval is not None and lead.interval[0] > 0
 
 
+def kept_with_agreement(run: Run, teacher: np.ndarray, pool: Any, dev_rows: np.ndarray, test: np.ndarray,
+                        resamples: int) -> tuple[Any, Any, dict[str, Any]]:
+    """What adapt keeps on one drawn dev set (distill_suite.Kept), the kept step's agreement with the teacher on the
+    dev pairs, and the record both studies store of the cell."""
+    from sentadapt.evaluation.agreement import DEV_PAIRS, agreement
+
+    kept = kept_on_dev(run, teacher, pool, dev_rows, resamples, PATIENCE)
+    found = agreement(teacher[dev_rows], run.base[dev_rows], run.steps[kept.step][dev_rows], resamples,
+                      source=DEV_PAIRS)
+    interval, lead = kept.delta.interval, kept.lead.interval
+    record = {"step": kept.step, "dev_change": kept.delta.value,
+              "dev_change_ci": None if interval is None else list(interval), "teacher_dev_lead": kept.lead.value,
+              "teacher_dev_lead_ci": None if lead is None else list(lead), "stopped": kept.stopped,
+              "agreement": found.to_dict(), "raw": test_change(pool, test, run.base, run.steps[kept.step])}
+    return kept, found, record
+
+
 def cell_decisions(run: Run, teacher: np.ndarray, pool: Any, dev_rows: np.ndarray, test: np.ndarray,
                    resamples: int) -> dict[str, Any]:
     """One drawn dev set: today's decision, the kept step's agreement with the teacher on the dev pairs, and per
     variant whether the student is used."""
-    from sentadapt.evaluation.agreement import DEV_PAIRS, agreement
     from sentadapt.evaluation.decision import (
         TEACHER_LED_RISK,
         USE_ADAPTED,
@@ -57,12 +73,10 @@ def cell_decisions(run: Run, teacher: np.ndarray, pool: Any, dev_rows: np.ndarra
         with_teacher_evidence,
     )
 
-    kept = kept_on_dev(run, teacher, pool, dev_rows, resamples, PATIENCE)
+    kept, found, record = kept_with_agreement(run, teacher, pool, dev_rows, test, resamples)
     rule = teacher_led_rule(DecisionRule(), kept.lead, TEACHER_LED_RISK)
     decided = kept.decide(rule)
     today = decided.decision == USE_ADAPTED and not kept.stopped
-    found = agreement(teacher[dev_rows], run.base[dev_rows], run.steps[kept.step][dev_rows], resamples,
-                      source=DEV_PAIRS)
     interval = kept.delta.interval
     not_worse = interval is None or interval[1] > 0
     used = {gate: today or (not kept.stopped and decided.decision != USE_ADAPTED and gate_open(gate, kept.lead)
@@ -70,12 +84,7 @@ def cell_decisions(run: Run, teacher: np.ndarray, pool: Any, dev_rows: np.ndarra
     # `lead-ci` is the library's rule (decision.with_teacher_evidence), which `sentadapt adapt` applies
     used["lead-ci"] = not kept.stopped and with_teacher_evidence(decided, interval, kept.lead, found,
                                                                  rule).decision == USE_ADAPTED
-    return {"step": kept.step, "dev_change": kept.delta.value,
-            "dev_change_ci": None if interval is None else list(interval),
-            "teacher_dev_lead": kept.lead.value,
-            "teacher_dev_lead_ci": None if kept.lead.interval is None else list(kept.lead.interval),
-            "stopped": kept.stopped, "agreement": found.to_dict(), "today": today, "used": used,
-            "raw": test_change(pool, test, run.base, run.steps[kept.step])}
+    return {**record, "today": today, "used": used}
 
 
 def study(results: Path, seeds: int, resamples: int) -> dict[str, Any]:
@@ -101,7 +110,6 @@ CHECK_DECISIONS = ("plain", "limit", "evidence", "both")
 def check_decisions(run: Run, teacher: np.ndarray, pool: Any, dev_rows: np.ndarray, test: np.ndarray,
                     resamples: int) -> dict[str, Any]:
     """One drawn dev set of the check: whether the student is used under each of CHECK_DECISIONS."""
-    from sentadapt.evaluation.agreement import DEV_PAIRS, agreement
     from sentadapt.evaluation.decision import (
         TEACHER_LED_RISK,
         USE_ADAPTED,
@@ -110,24 +118,16 @@ def check_decisions(run: Run, teacher: np.ndarray, pool: Any, dev_rows: np.ndarr
         with_teacher_evidence,
     )
 
-    kept = kept_on_dev(run, teacher, pool, dev_rows, resamples, PATIENCE)
-    found = agreement(teacher[dev_rows], run.base[dev_rows], run.steps[kept.step][dev_rows], resamples,
-                      source=DEV_PAIRS)
+    kept, found, record = kept_with_agreement(run, teacher, pool, dev_rows, test, resamples)
     used = {}
     for name in CHECK_DECISIONS:
-        led = name in ("limit", "both")
-        rule = teacher_led_rule(DecisionRule(), kept.lead, TEACHER_LED_RISK) if led else DecisionRule()
+        rule = teacher_led_rule(DecisionRule(), kept.lead, TEACHER_LED_RISK) if name in ("limit", "both") \
+            else DecisionRule()
         decided = kept.decide(rule)
         if name in ("evidence", "both"):
             decided = with_teacher_evidence(decided, kept.delta.interval, kept.lead, found, rule)
         used[name] = decided.decision == USE_ADAPTED and not kept.stopped
-    interval = kept.delta.interval
-    return {"step": kept.step, "dev_change": kept.delta.value,
-            "dev_change_ci": None if interval is None else list(interval), "teacher_dev_lead": kept.lead.value,
-            "teacher_dev_lead_ci": None if kept.lead.interval is None else list(kept.lead.interval),
-            "stopped": kept.stopped, "agreement": found.to_dict(), "used": used,
-            "raw": test_change(pool, test, run.base, run.steps[kept.step]),
-            "teacher_lead": test_change(pool, test, run.base, teacher)}
+    return {**record, "used": used, "teacher_lead": test_change(pool, test, run.base, teacher)}
 
 
 def check(results: Path, seeds: int, resamples: int) -> dict[str, Any]:
