@@ -229,3 +229,19 @@ def test_the_checks_cells_recompute_from_the_stored_runs() -> None:
     assert len(again) == len(stored) == 10
     for mine, theirs in zip(again, stored):
         assert mine["used"] == theirs["used"] and mine["raw"] == pytest.approx(theirs["raw"])
+
+
+def test_a_kept_base_under_a_clearly_better_teacher_gets_a_note_naming_what_to_do() -> None:
+    from sentadapt.evaluation.decision import USE_ADAPTED, Decision, teacher_lead_note
+    from sentadapt.evaluation.evaluator import Delta
+    from tests.test_teacher_evidence import KEEP, LEADS
+
+    assert teacher_lead_note(KEEP, (-3.05, 3.25), LEADS, "dev") == (
+        "the teacher leads the base on dev (+12.96 [+6.16, +19.41]) and the student is within noise of the base "
+        "there: its share of that lead may be real but too small for this dev set to show. Label more pairs "
+        "(`sentadapt pairs`), or let the teacher's lead decide with --set teacher_evidence=lead (opt-in; "
+        "docs/decision.md)")
+    assert teacher_lead_note(KEEP, (-3.05, 3.25), LEADS, "lead") is None  # `lead` already decided
+    assert teacher_lead_note(KEEP, (-3.5, -0.1), LEADS, "dev") is None  # significantly worse: nothing to add
+    assert teacher_lead_note(KEEP, (-3.05, 3.25), Delta(4.0, (-1.0, 9.0)), "dev") is None  # lead not established
+    assert teacher_lead_note(Decision(USE_ADAPTED, "beats", "risk"), (0.1, 3.0), LEADS, "dev") is None

@@ -18,6 +18,7 @@ from sentadapt.evaluation.decision import (
     decision_rule,
     evidence_record,
     small_dev_note,
+    teacher_lead_note,
     teacher_led_rule,
     with_teacher_evidence,
     with_teacher_lead,
@@ -120,6 +121,9 @@ def decide_and_record(training: Training, inputs: TrainingInputs, published_step
         decision = with_teacher_lead(decision, state.dev_change_ci, teacher.lead, rule)
     elif agreement is not None and teacher is not None:
         decision = with_teacher_evidence(decision, state.dev_change_ci, teacher.lead, agreement, rule)
+    if teacher is not None:
+        hint = teacher_lead_note(decision, state.dev_change_ci, teacher.lead, config.train.teacher_evidence)
+        note = "; ".join(part for part in (note, hint) if part) or None
     ends = TrainLog(run_dir.train_log).ends("distill")  # over the first and last 10 % of steps, not one batch each
     if ends is not None:
         state.distill_first, state.distill_last = ends
