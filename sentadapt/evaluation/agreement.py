@@ -36,7 +36,7 @@ class Agreement:
     student: float
     interval: tuple[float, float] | None  # paired 95 % CI of student − base (None: bootstrap off)
     pairs: int
-    source: str = "held-out corpus pairs"  # which pairs: HELD_OUT or DEV_PAIRS
+    source: str = HELD_OUT  # which pairs: HELD_OUT or DEV_PAIRS
 
     @property
     def change(self) -> float:

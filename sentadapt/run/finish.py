@@ -50,16 +50,16 @@ def finish(training: Training, inputs: TrainingInputs, is_main: bool,
     state = training.state
     # decided on the main process when metrics.json is written; the other processes report no decision
     decision, note, published = Decision(None, "decided on the main process"), None, state.best_step or state.step
-    sizes, evidence = None, None
+    sizes, teacher_evidence = None, None
     if is_main:
         published = publish(RunDir(training.output), state, blind=inputs.evaluator is None)
         metrics, decision, note = decide_and_record(training, inputs, published)
-        sizes, evidence = metrics["sizes"], metrics["teacher_evidence"]
+        sizes, teacher_evidence = metrics["sizes"], metrics["teacher_evidence"]
         log_to_trackers(final_values(metrics), state.step)
     wait_for_everyone()
     return TrainResult(training.output, state, training.stopped, time.perf_counter() - training.started,
                        inputs.dev_name, published, training.environment, decision, note, inputs.teacher,
-                       len(inputs.examples), sizes, evidence)
+                       len(inputs.examples), sizes, teacher_evidence)
 
 
 def publish(run_dir: RunDir, state: TrainState, blind: bool) -> int:
@@ -104,6 +104,19 @@ def agreement_of(inputs: TrainingInputs, state: TrainState) -> Agreement | None:
                          evaluator.resamples)
 
 
+def teachers_say(decision: Decision, note: str | None, interval: Any, lead: Any, agreement: Agreement | None,
+                 rule: Any, mode: str) -> tuple[Decision, str | None]:
+    """The decision and its note once the teacher's evidence is read (`--set teacher_evidence`, docs/decision.md):
+    `lead` lets an established dev lead decide; `dev` and `holdout` ask the agreement too; a base still kept under
+    a clearly better teacher adds a line saying what the user can do."""
+    if mode == "lead":
+        decision = with_teacher_lead(decision, interval, lead, rule)
+    elif agreement is not None:
+        decision = with_teacher_evidence(decision, interval, lead, agreement, rule)
+    hint = teacher_lead_note(decision, interval, lead, mode)
+    return decision, "; ".join(part for part in (note, hint) if part) or None
+
+
 def decide_and_record(training: Training, inputs: TrainingInputs, published_step: int,
                       ) -> tuple[dict[str, Any], Decision, str | None]:
     """The decision on the dev evidence, and metrics.json (with dev_outputs.json, what it weighed)."""
@@ -117,13 +130,9 @@ def decide_and_record(training: Training, inputs: TrainingInputs, published_step
     decision = decide(state.dev_change, state.dev_change_ci, inputs.dev_name, evidence, rule)
     note = small_dev_note(evidence, rule)
     agreement = agreement_of(inputs, state)
-    if teacher is not None and config.train.teacher_evidence == "lead":
-        decision = with_teacher_lead(decision, state.dev_change_ci, teacher.lead, rule)
-    elif agreement is not None and teacher is not None:
-        decision = with_teacher_evidence(decision, state.dev_change_ci, teacher.lead, agreement, rule)
     if teacher is not None:
-        hint = teacher_lead_note(decision, state.dev_change_ci, teacher.lead, config.train.teacher_evidence)
-        note = "; ".join(part for part in (note, hint) if part) or None
+        decision, note = teachers_say(decision, note, state.dev_change_ci, teacher.lead, agreement, rule,
+                                      config.train.teacher_evidence)
     ends = TrainLog(run_dir.train_log).ends("distill")  # over the first and last 10 % of steps, not one batch each
     if ends is not None:
         state.distill_first, state.distill_last = ends
