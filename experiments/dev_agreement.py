@@ -200,12 +200,14 @@ def check_lines(result: dict[str, Any]) -> list[str]:
     for name, f in v["decisions"].items():
         out.append(f"| `{name}` | {100 * f['false_use']:.0f} % | {100 * f['power']:.0f} % | {f['used']} | "
                    f"{f['changed_from_plain']} | {f['applied']:+.2f} |")
-    out += ["", "| domain | mean raw Δ | " + " | ".join(f"`{name}`" for name in v["decisions"]) + " |",
-            "|---|---:|" + "---:|" * len(v["decisions"])]
+    out += ["", "| domain | the teacher's lead (test) | mean raw Δ | "
+            + " | ".join(f"`{name}`" for name in v["decisions"]) + " |",
+            "|---|---:|---:|" + "---:|" * len(v["decisions"])]
     for group in v["decisions"]["plain"]["by_domain"]:
-        raw = np.mean([c["raw"] for c in result["cells"] if f"{c['pairing']}/{c['domain']}" == group])
-        out.append(f"| {group} | {raw:+.2f} | " + " | ".join(f"{f['by_domain'][group]:+.2f}"
-                                                            for f in v["decisions"].values()) + " |")
+        cells = [c for c in result["cells"] if f"{c['pairing']}/{c['domain']}" == group]
+        lead, raw = np.mean([c["teacher_lead"] for c in cells]), np.mean([c["raw"] for c in cells])
+        out.append(f"| {group} | {lead:+.2f} | {raw:+.2f} | " + " | ".join(f"{f['by_domain'][group]:+.2f}"
+                                                                          for f in v["decisions"].values()) + " |")
     out += ["", f"teacher_risk 0.40 stands: {'yes' if v['keep_teacher_risk'] else 'no'}; teacher_evidence=dev "
                 f"stands: {'yes' if v['keep_teacher_evidence'] else 'no'}."]
     lead = result.get("lead_only")
