@@ -6,6 +6,7 @@ not significantly worse on dev, and — per variant — the teacher leads on dev
     python -m experiments.dev_agreement --study   # results/distill → results/distill/study-dev-agreement.json
     python -m experiments.dev_agreement           # prints the verdict and the tables from the stored study
     python -m experiments.dev_agreement --check --study   # the teacher-led decision on a third pairing (l3-mpnet)
+    python -m experiments.dev_agreement --check --store runs/distill --study   # after its runs: store, then study
 
 Reads only the stored k3e runs (results/distill/runs/k3e, both pairings × the 5 domains): the per-pair cosines of
 the base and of every evaluated step on the pool, and the teacher's pool cosines. Cells are drawn and kept as
@@ -128,6 +129,22 @@ def check_decisions(run: Run, teacher: np.ndarray, pool: Any, dev_rows: np.ndarr
             decided = with_teacher_evidence(decided, kept.delta.interval, kept.lead, found, rule)
         used[name] = decided.decision == USE_ADAPTED and not kept.stopped
     return {**record, "used": used, "teacher_lead": test_change(pool, test, run.base, teacher)}
+
+
+def store_check(work: Path, results: Path) -> None:
+    """The third pairing's finished runs in WORK (`distill_suite --train --pairs l3-mpnet --variant k3`) into
+    RESULTS, with the teacher's pool cosines: the l6-mpnet ones (the same model on the same pools, computed by the
+    same pool_cosines), under the pairing's name."""
+    import shutil
+
+    from experiments.stored_runs import store_run
+
+    for domain in ALL_DOMAINS:
+        source = run_folder(work, CHECK_PAIRING, domain, CHECK_VARIANT)
+        if not store_run(source, run_folder(results, CHECK_PAIRING, domain, CHECK_VARIANT)):
+            raise SystemExit(f"{source}: not finished")
+        cosines = results / "teacher-cosines"
+        shutil.copy(cosines / f"l6-mpnet-{domain}.npy", cosines / f"{CHECK_PAIRING}-{domain}.npy")
 
 
 def check(results: Path, seeds: int, resamples: int) -> dict[str, Any]:
@@ -296,10 +313,14 @@ def main() -> None:
                         help="the teacher-led decision on the third pairing (l3-mpnet): compute it when --study is "
                              "given too, else print the stored one")
     parser.add_argument("--results", type=Path, default=RESULTS)
+    parser.add_argument("--store", type=Path, metavar="WORK",
+                        help="with --check: copy the third pairing's runs from WORK (runs/distill) into --results")
     parser.add_argument("--seeds", type=int, default=5)
     parser.add_argument("--resamples", type=int, default=1000)
     args = parser.parse_args()
     if args.check:
+        if args.store:
+            store_check(args.store, args.results)
         path = args.results / "check-l3-mpnet.json"
         if args.study:
             path.write_text(json.dumps(check(args.results, args.seeds, args.resamples), indent=1) + "\n")
