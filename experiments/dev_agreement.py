@@ -7,6 +7,7 @@ not significantly worse on dev, and — per variant — the teacher leads on dev
     python -m experiments.dev_agreement           # prints the verdict and the tables from the stored study
     python -m experiments.dev_agreement --check --study   # the teacher-led decision on a third pairing (l3-mpnet)
     python -m experiments.dev_agreement --check --store runs/distill --study   # after its runs: store, then study
+    python -m experiments.dev_agreement --stress --study  # the teacher-led decision at 400 dev pairs
 
 Reads only the stored k3e runs (results/distill/runs/k3e, both pairings × the 5 domains): the per-pair cosines of
 the base and of every evaluated step on the pool, and the teacher's pool cosines. Cells are drawn and kept as
@@ -180,6 +181,77 @@ def check_verdict(cells: list[dict[str, Any]]) -> dict[str, Any]:
             "decisions": per, "keep_teacher_risk": keep_limit, "keep_teacher_evidence": keep_evidence}
 
 
+STRESS_SIZE, STRESS_SEEDS = 400, 10  # docs/findings.md, "The teacher-led decision at 400 dev pairs"
+STRESS_RUNS = (("l6-mpnet", "k3e"), ("l3-l6", "k3e"), (CHECK_PAIRING, CHECK_VARIANT))
+
+
+def stress(results: Path, resamples: int) -> dict[str, Any]:
+    """The stress test's cells (the stored pairings × the four earlier domains × STRESS_SEEDS draws of STRESS_SIZE
+    dev pairs) and its verdict."""
+    from experiments.decision_study import draw
+    from experiments.distill_suite import DEV_200, DOMAINS
+
+    cells = []
+    for pairing, variant in STRESS_RUNS:
+        for domain in DOMAINS:
+            run = load_run(run_folder(results, pairing, domain, variant), pairing, domain, variant)
+            if run is None:
+                raise SystemExit(f"{run_folder(results, pairing, domain, variant)}: no stored run")
+            pool = load_pool(pool_file(results / "data", domain))
+            teacher = teacher_cosines(results, pairing, domain, pool)
+            for seed in range(STRESS_SEEDS):
+                dev_rows, test = draw(pool, STRESS_SIZE, seed, domain)
+                cell = check_decisions(run, teacher, pool, dev_rows, test[test >= DEV_200], resamples)
+                cell["used"]["lead"] = lead_only_used(cell, cell["used"]["both"])
+                cells.append({"pairing": pairing, "domain": domain, "size": STRESS_SIZE, "seed": seed, **cell})
+            print(f"{pairing} {domain}: {len(cells)} cells so far", flush=True)
+    return {"size": STRESS_SIZE, "seeds": STRESS_SEEDS, "resamples": resamples, "cells": cells,
+            "verdict": stress_verdict(cells)}
+
+
+def stress_verdict(cells: list[dict[str, Any]]) -> dict[str, Any]:
+    """The rule written before the stress test: the defaults stand unless `both` lifts false use above 5 % and above
+    `plain`; `lead` becomes the default if it keeps false use within max(5 %, `both`'s), the mean applied Δ not
+    below `both`'s, and changes at least one decision."""
+    per = {name: {**figures(cells, [c["used"][name] for c in cells]),
+                  "changed_from_both": sum(c["used"][name] != c["used"]["both"] for c in cells)}
+           for name in ("plain", "both", "lead")}
+    false_use = {name: f["false_use"] for name, f in per.items()}
+    return {"cells": len(cells), "losing_cells": sum(c["raw"] < 0 for c in cells),
+            "gaining_cells": sum(c["raw"] >= GAIN for c in cells),
+            "teacher_ahead_cells": sum(gate_open("lead-ci", _lead(c)) for c in cells),
+            "teacher_ahead_losing_cells": sum(gate_open("lead-ci", _lead(c)) and c["raw"] < 0 for c in cells),
+            "decisions": per,
+            "defaults_stand": false_use["both"] <= max(FALSE_USE_LIMIT, false_use["plain"]),
+            "adopt_lead": (false_use["lead"] <= max(FALSE_USE_LIMIT, false_use["both"])
+                           and per["lead"]["applied"] >= per["both"]["applied"]
+                           and per["lead"]["changed_from_both"] > 0)}
+
+
+def stress_lines(result: dict[str, Any]) -> list[str]:
+    v = result["verdict"]
+    out = [f"{v['cells']} cells at {result['size']} dev pairs: {v['teacher_ahead_cells']} with the teacher ahead on "
+           f"dev (CI above 0), {v['teacher_ahead_losing_cells']} of them with a raw test Δ below 0; "
+           f"{v['losing_cells']} losing, {v['gaining_cells']} with a raw test Δ ≥ +{GAIN:.1f}", "",
+           "| decision | false use | power | cells used | changed from both | mean applied Δ |",
+           "|---|---:|---:|---:|---:|---:|"]
+    for name, f in v["decisions"].items():
+        out.append(f"| `{name}` | {100 * f['false_use']:.0f} % | {100 * f['power']:.0f} % | {f['used']} | "
+                   f"{f['changed_from_both']} | {f['applied']:+.2f} |")
+    groups = v["decisions"]["plain"]["by_domain"]
+    out += ["", "| pairing / domain | teacher ahead on dev | mean raw Δ | `plain` | `both` | `lead` |",
+            "|---|---:|---:|---:|---:|---:|"]
+    for group in groups:
+        cells = [c for c in result["cells"] if f"{c['pairing']}/{c['domain']}" == group]
+        ahead = sum(gate_open("lead-ci", _lead(c)) for c in cells)
+        raw = np.mean([c["raw"] for c in cells])
+        out.append(f"| {group} | {ahead}/{len(cells)} | {raw:+.2f} | " + " | ".join(
+            f"{v['decisions'][name]['by_domain'][group]:+.2f}" for name in ("plain", "both", "lead")) + " |")
+    out += ["", f"the defaults stand: {'yes' if v['defaults_stand'] else 'no'}; `lead` becomes the default: "
+                f"{'yes' if v['adopt_lead'] else 'no'}."]
+    return out
+
+
 def lead_only_used(cell: dict[str, Any], now: bool) -> bool:
     """`lead` evidence (docs/findings.md, "The teacher's lead alone"): the student is used when the library's
     decision now (`now`) uses it, or when the teacher leads on dev (CI above 0) and the student's dev Δ CI's upper
@@ -312,12 +384,20 @@ def main() -> None:
     parser.add_argument("--check", action="store_true",
                         help="the teacher-led decision on the third pairing (l3-mpnet): compute it when --study is "
                              "given too, else print the stored one")
+    parser.add_argument("--stress", action="store_true",
+                        help="the teacher-led decision at 400 dev pairs: compute it with --study, else print it")
     parser.add_argument("--results", type=Path, default=RESULTS)
     parser.add_argument("--store", type=Path, metavar="WORK",
                         help="with --check: copy the third pairing's runs from WORK (runs/distill) into --results")
     parser.add_argument("--seeds", type=int, default=5)
     parser.add_argument("--resamples", type=int, default=1000)
     args = parser.parse_args()
+    if args.stress:
+        path = args.results / "stress-400.json"
+        if args.study:
+            path.write_text(json.dumps(stress(args.results, args.resamples), indent=1) + "\n")
+        print("\n".join(stress_lines(json.loads(path.read_text()))))
+        return
     if args.check:
         if args.store:
             store_check(args.store, args.results)
