@@ -8,6 +8,7 @@ not significantly worse on dev, and — per variant — the teacher leads on dev
     python -m experiments.dev_agreement --check --study   # the teacher-led decision on a third pairing (l3-mpnet)
     python -m experiments.dev_agreement --check --store runs/distill --study   # after its runs: store, then study
     python -m experiments.dev_agreement --stress --study  # the teacher-led decision at 400 dev pairs
+    python -m experiments.dev_agreement --defaults       # the defaults all these verdicts give, in their order
 
 Reads only the stored k3e runs (results/distill/runs/k3e, both pairings × the 5 domains): the per-pair cosines of
 the base and of every evaluated step on the pool, and the teacher's pool cosines. Cells are drawn and kept as
@@ -252,6 +253,28 @@ def stress_lines(result: dict[str, Any]) -> list[str]:
     return out
 
 
+def teacher_defaults(results: Path) -> dict[str, Any]:
+    """The teacher-run decision defaults the stored verdicts give, applied in the order their rules were written:
+    the teacher-led limit (lead_risk), the dev-pair evidence (this study), the third pairing's check with the `lead`
+    rule, then the 400-pair stress test. What `TrainConfig` must default to (a test holds it)."""
+    read = lambda name: json.loads((results / name).read_text())  # noqa: E731
+    risk: float | None = read("study-lead-risk.json")["verdict"]["chosen"]
+    evidence = "dev" if read("study-dev-agreement.json")["verdict"]["chosen"] == "lead-ci" else "off"
+    check = read("check-l3-mpnet.json")
+    if not check["verdict"]["keep_teacher_risk"]:
+        risk = None
+    if not check["verdict"]["keep_teacher_evidence"]:
+        evidence = "off"
+    if check["lead_only"]["adopt_lead"]:
+        evidence = "lead"
+    stressed = read("stress-400.json")["verdict"]
+    if not stressed["defaults_stand"]:
+        risk, evidence = None, "off"
+    if stressed["adopt_lead"]:
+        evidence = "lead"
+    return {"teacher_risk": None if risk == 0.2 else risk, "teacher_evidence": evidence}
+
+
 def lead_only_used(cell: dict[str, Any], now: bool) -> bool:
     """`lead` evidence (docs/findings.md, "The teacher's lead alone"): the student is used when the library's
     decision now (`now`) uses it, or when the teacher leads on dev (CI above 0) and the student's dev Δ CI's upper
@@ -384,6 +407,8 @@ def main() -> None:
     parser.add_argument("--check", action="store_true",
                         help="the teacher-led decision on the third pairing (l3-mpnet): compute it when --study is "
                              "given too, else print the stored one")
+    parser.add_argument("--defaults", action="store_true",
+                        help="print the teacher-run decision defaults the stored verdicts give")
     parser.add_argument("--stress", action="store_true",
                         help="the teacher-led decision at 400 dev pairs: compute it with --study, else print it")
     parser.add_argument("--results", type=Path, default=RESULTS)
@@ -392,6 +417,9 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=5)
     parser.add_argument("--resamples", type=int, default=1000)
     args = parser.parse_args()
+    if args.defaults:
+        print(json.dumps(teacher_defaults(args.results)))
+        return
     if args.stress:
         path = args.results / "stress-400.json"
         if args.study:

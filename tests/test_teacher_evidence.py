@@ -141,9 +141,12 @@ def test_the_defaults_are_what_the_pre_registered_rules_print_from_the_stored_st
 
     alone = json.loads((RESULTS / "study-k3e.json").read_text())
     assert alone["teacher_evidence"]["default_on"] is False  # the held-out evidence stays opt-in
-    # the dev-pair evidence: the library implements the `lead-ci` variant, the one the rule chose
-    dev_pairs = json.loads((RESULTS / "study-dev-agreement.json").read_text())
-    assert TrainConfig().teacher_evidence == ("dev" if dev_pairs["verdict"]["chosen"] == "lead-ci" else "off")
+    # the dev-pair evidence and the teacher-led limit: what their studies, the check and the stress test give
+    from experiments.dev_agreement import teacher_defaults
+
+    defaults = teacher_defaults(RESULTS)
+    assert TrainConfig().teacher_evidence == defaults["teacher_evidence"] == "off"
+    assert TrainConfig().teacher_risk == defaults["teacher_risk"]
     blend = json.loads((RESULTS / "study-k3eb.json").read_text())
     _, met = blend_lines(alone, blend, RESULTS)
     assert TrainConfig().teacher_blend == ("auto" if met else "1")

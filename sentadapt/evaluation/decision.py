@@ -46,7 +46,8 @@ GAIN_AT_STAKE = 0.5
 # here, so the student's own dev Δ needs to carry less. Chosen by the rule written before its study
 # (docs/findings.md, "A decision that trusts a leading teacher more"): of 0.20, 0.30 and 0.40 the largest whose
 # false use stays ≤ 5 % and that lowers no domain's mean applied Δ by more than 0.10, over the 100 cells of the
-# stored k3e runs (`python -m experiments.lead_risk` prints 0.40 from results/distill/study-lead-risk.json).
+# stored k3e runs (`python -m experiments.lead_risk` prints 0.40 from results/distill/study-lead-risk.json). Not the
+# default since the stress test at 400 dev pairs (docs/findings.md): `--set teacher_risk=0.4` asks for it.
 TEACHER_LED_RISK = 0.4
 
 
@@ -178,16 +179,15 @@ def small_dev_note(evidence: Evidence | None, rule: DecisionRule) -> str | None:
 def teacher_lead_note(decision: Decision, interval: Sequence[float] | None, lead: Any, evidence: str) -> str | None:
     """One line when a run keeps the base although its teacher leads the base on dev (CI above 0) and the student is
     not significantly worse there: the student's share of that lead may be real yet below what the dev set can
-    show, and the user can label more pairs or take the teacher's lead as the evidence (`teacher_evidence=lead`,
-    opt-in: docs/decision.md). None otherwise, and when `lead` already decided."""
+    show, and more labelled pairs would show it. None otherwise, and when `teacher_evidence=lead` already decided.
+    (It does not recommend `lead`: at 400 dev pairs the one student `lead` added lost; docs/decision.md.)"""
     if decision.decision != KEEP_BASE or evidence == "lead" or lead is None or lead.interval is None:
         return None
     if lead.interval[0] <= 0 or interval is None or interval[1] <= 0:
         return None
     return (f"the teacher leads the base on dev ({lead.value:+.2f} [{lead.interval[0]:+.2f}, {lead.interval[1]:+.2f}])"
             " and the student is within noise of the base there: its share of that lead may be real but too small "
-            "for this dev set to show. Label more pairs (`sentadapt pairs`), or let the teacher's lead decide with "
-            "--set teacher_evidence=lead (opt-in; docs/decision.md)")
+            "for this dev set to show; label more pairs to see it (`sentadapt pairs` proposes them; docs/decision.md)")
 
 
 def _round_up(value: float) -> int:
@@ -201,11 +201,11 @@ def decision_rule(config: Any) -> DecisionRule:
     return DecisionRule(getattr(config, "decision", None) or DEFAULT_RULE, DEFAULT_RISK if risk is None else risk)
 
 
-def teacher_led_rule(rule: DecisionRule, lead: Any, limit: float) -> DecisionRule:
-    """The risk rule with `limit` (TrainConfig.teacher_risk, TEACHER_LED_RISK by default) in place of --risk when
-    the teacher leads the base on dev, its paired CI above 0; the rule as it is otherwise (strict and positive
-    always). `--set teacher_risk=0.2` decides a teacher run as any other."""
-    if rule.name != RISK or lead is None or lead.interval is None or lead.interval[0] <= 0:
+def teacher_led_rule(rule: DecisionRule, lead: Any, limit: float | None) -> DecisionRule:
+    """The risk rule with `limit` (TrainConfig.teacher_risk, e.g. TEACHER_LED_RISK) in place of --risk when the
+    teacher leads the base on dev, its paired CI above 0; the rule as it is otherwise (strict and positive always,
+    and every rule when `limit` is None, the default: a teacher run decides as any other)."""
+    if limit is None or rule.name != RISK or lead is None or lead.interval is None or lead.interval[0] <= 0:
         return rule
     return DecisionRule(RISK, limit, teacher_led=True)
 
