@@ -10,10 +10,16 @@ not significantly worse on dev, and — per variant — the teacher leads on dev
     python -m experiments.dev_agreement --stress --study  # the teacher-led decision at 400 dev pairs
     python -m experiments.dev_agreement --defaults       # the defaults all these verdicts give, in their order
 
-Reads only the stored k3e runs (results/distill/runs/k3e, both pairings × the 5 domains): the per-pair cosines of
-the base and of every evaluated step on the pool, and the teacher's pool cosines. Cells are drawn and kept as
-experiments/lead_risk.py keeps them (distill_suite.kept_on_dev), so "today" decides every cell as lead_risk's
-0.40 column does.
+Four studies of the teacher-led decision, each with its rule in docs/findings.md written before it was computed,
+applied here in the order they were written (`teacher_defaults`):
+1. the dev-pair evidence (`study`, `verdict`): the stored k3e runs, 100 cells;
+2. both teacher-led relaxations on a third pairing, l3-mpnet (`check`, `check_verdict`): 50 cells;
+3. `lead` evidence, the teacher's lead alone (`lead_only_verdict`): over the cells of 1 and 2;
+4. the stress test at 400 dev pairs (`stress`, `stress_verdict`): 120 cells, which turned 1's and lead_risk's
+   relaxations off.
+Each reads only stored per-pair cosines (results/distill/runs: the base's and every evaluated step's on the pool)
+and the teacher's pool cosines. Cells are drawn and kept as experiments/lead_risk.py keeps them
+(distill_suite.kept_on_dev), so study 1's "today" decides every cell as lead_risk's 0.40 column does.
 """
 
 from __future__ import annotations
