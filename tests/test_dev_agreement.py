@@ -257,3 +257,19 @@ def test_a_kept_base_under_a_clearly_better_teacher_gets_a_note_naming_what_to_d
     assert teacher_lead_note(KEEP, (-3.5, -0.1), LEADS, "dev") is None  # significantly worse: nothing to add
     assert teacher_lead_note(KEEP, (-3.05, 3.25), Delta(4.0, (-1.0, 9.0)), "dev") is None  # lead not established
     assert teacher_lead_note(Decision(USE_ADAPTED, "beats", "risk"), (0.1, 3.0), LEADS, "dev") is None
+
+
+@pytest.mark.skipif(not (RESULTS / "dev-size-power.json").is_file(), reason="results/distill not stored yet")
+def test_the_dev_size_table_recomputes_agrees_with_the_stress_test_and_is_the_one_quoted() -> None:
+    from experiments.dev_size_power import lines, table
+
+    stored = json.loads((RESULTS / "dev-size-power.json").read_text())
+    assert table(stored["cells"]) == stored["table"]
+    # its 400-pair draws are the stress test's, decided by the plain rule: the same uses
+    stress = {(c["pairing"], c["domain"], c["seed"]): c["used"]["plain"]
+              for c in json.loads((RESULTS / "stress-400.json").read_text())["cells"]}
+    at_400 = [c for c in stored["cells"] if c["size"] == 400]
+    assert len(at_400) == len(stress) == 120
+    assert all(stress[(c["pairing"], c["domain"], c["seed"])] == c["used"] for c in at_400)
+    decision = (DOCS / "decision.md").read_text()
+    assert all(line in decision for line in lines(stored))

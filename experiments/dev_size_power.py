@@ -1,0 +1,93 @@
+"""How many dev pairs a teacher run's decision needs: the default decision (the risk rule at 0.20, best of the run's
+evaluations paid for) applied to dev sets of 50-400 pairs drawn from the stored runs of the three pairings, and
+what it hands the user at each size. Exploratory: it chooses no default, it says what labelling buys.
+
+    python -m experiments.dev_size_power --study   # results/distill → results/distill/dev-size-power.json (~1 min)
+    python -m experiments.dev_size_power           # prints the table from the stored file
+
+Cells: the stored pairings (l6-mpnet and l3-l6 from k3e, l3-mpnet from k3) × the four earlier domains (social's pool
+of 500 pairs cannot spare 400 and keep a test set) × 10 split seeds × each size, drawn by decision_study.draw as
+every study draws them (test pairs from test.jsonl only), kept by distill_suite.kept_on_dev. Per size: false use
+(the share of the cells with a raw test Δ below 0 that use the student), power (the share of those with a raw test
+Δ ≥ +1.0 that use it) and the mean applied Δ (keep-base → 0).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from experiments.decision_runs import pool_file
+from experiments.decision_study import draw, load_pool, load_run, test_change
+from experiments.dev_agreement import GAIN, STRESS_RUNS
+from experiments.distill_suite import DEV_200, DOMAINS, PATIENCE, kept_on_dev, run_folder, teacher_cosines
+
+RESULTS = Path("results/distill")
+SIZES = (50, 100, 200, 300, 400)
+SEEDS = 10
+
+
+def study(results: Path, resamples: int) -> dict[str, Any]:
+    from sentadapt.evaluation.decision import DecisionRule
+
+    cells = []
+    for pairing, variant in STRESS_RUNS:
+        for domain in DOMAINS:
+            run = load_run(run_folder(results, pairing, domain, variant), pairing, domain, variant)
+            if run is None:
+                raise SystemExit(f"{run_folder(results, pairing, domain, variant)}: no stored run")
+            pool = load_pool(pool_file(results / "data", domain))
+            teacher = teacher_cosines(results, pairing, domain, pool)
+            for size in SIZES:
+                for seed in range(SEEDS):
+                    dev_rows, test = draw(pool, size, seed, domain)
+                    kept = kept_on_dev(run, teacher, pool, dev_rows, resamples, PATIENCE)
+                    cells.append({"pairing": pairing, "domain": domain, "size": size, "seed": seed,
+                                  "step": kept.step, "used": kept.used(DecisionRule()),
+                                  "raw": test_change(pool, test[test >= DEV_200], run.base, run.steps[kept.step])})
+            print(f"{pairing} {domain}: {len(cells)} cells so far", flush=True)
+    return {"sizes": list(SIZES), "seeds": SEEDS, "resamples": resamples, "cells": cells, "table": table(cells)}
+
+
+def table(cells: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    rows = []
+    for size in SIZES:
+        chosen = [c for c in cells if c["size"] == size]
+        losing = [c["used"] for c in chosen if c["raw"] < 0]
+        gaining = [c["used"] for c in chosen if c["raw"] >= GAIN]
+        rows.append({"size": size, "cells": len(chosen), "losing": len(losing), "gaining": len(gaining),
+                     "false_use": sum(losing) / len(losing) if losing else 0.0,
+                     "power": sum(gaining) / len(gaining) if gaining else float("nan"),
+                     "applied": float(np.mean([c["raw"] if c["used"] else 0.0 for c in chosen])),
+                     "raw": float(np.mean([c["raw"] for c in chosen]))})
+    return rows
+
+
+def lines(result: dict[str, Any]) -> list[str]:
+    out = ["| dev pairs | cells | losing | gaining ≥ +1.0 | false use | power | mean raw Δ | mean applied Δ |",
+           "|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for row in result["table"]:
+        out.append(f"| {row['size']} | {row['cells']} | {row['losing']} | {row['gaining']} | "
+                   f"{100 * row['false_use']:.0f} % | {100 * row['power']:.0f} % | {row['raw']:+.2f} | "
+                   f"{row['applied']:+.2f} |")
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--study", action="store_true", help="compute it from the stored runs")
+    parser.add_argument("--results", type=Path, default=RESULTS)
+    parser.add_argument("--resamples", type=int, default=1000)
+    args = parser.parse_args()
+    path = args.results / "dev-size-power.json"
+    if args.study:
+        path.write_text(json.dumps(study(args.results, args.resamples), indent=1) + "\n")
+    print("\n".join(lines(json.loads(path.read_text()))))
+
+
+if __name__ == "__main__":
+    main()
