@@ -409,41 +409,34 @@ def lines(result: dict[str, Any]) -> list[str]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--study", action="store_true", help="compute the study from the stored runs")
-    parser.add_argument("--check", action="store_true",
-                        help="the teacher-led decision on the third pairing (l3-mpnet): compute it when --study is "
-                             "given too, else print the stored one")
-    parser.add_argument("--defaults", action="store_true",
-                        help="print the teacher-run decision defaults the stored verdicts give")
-    parser.add_argument("--stress", action="store_true",
-                        help="the teacher-led decision at 400 dev pairs: compute it with --study, else print it")
+    parser.add_argument("--study", action="store_true", help="compute the chosen study from the stored runs")
+    which = parser.add_mutually_exclusive_group()
+    which.add_argument("--check", action="store_true",
+                       help="the teacher-led decision on the third pairing (l3-mpnet) instead of the dev-pair study")
+    which.add_argument("--stress", action="store_true", help="the teacher-led decision at 400 dev pairs instead")
+    which.add_argument("--defaults", action="store_true",
+                       help="print the teacher-run decision defaults the stored verdicts give")
     parser.add_argument("--results", type=Path, default=RESULTS)
     parser.add_argument("--store", type=Path, metavar="WORK",
                         help="with --check: copy the third pairing's runs from WORK (runs/distill) into --results")
     parser.add_argument("--seeds", type=int, default=5)
     parser.add_argument("--resamples", type=int, default=1000)
     args = parser.parse_args()
+    if args.store and not args.check:
+        parser.error("--store goes with --check")
     if args.defaults:
         print(json.dumps(teacher_defaults(args.results)))
         return
-    if args.stress:
-        path = args.results / "stress-400.json"
-        if args.study:
-            path.write_text(json.dumps(stress(args.results, args.resamples), indent=1) + "\n")
-        print("\n".join(stress_lines(json.loads(path.read_text()))))
-        return
-    if args.check:
-        if args.store:
-            store_check(args.store, args.results)
-        path = args.results / "check-l3-mpnet.json"
-        if args.study:
-            path.write_text(json.dumps(check(args.results, args.seeds, args.resamples), indent=1) + "\n")
-        print("\n".join(check_lines(json.loads(path.read_text()))))
-        return
-    path = args.results / "study-dev-agreement.json"
+    if args.check and args.store:
+        store_check(args.store, args.results)
+    name, compute, render = (
+        ("stress-400.json", lambda: stress(args.results, args.resamples), stress_lines) if args.stress else
+        ("check-l3-mpnet.json", lambda: check(args.results, args.seeds, args.resamples), check_lines) if args.check
+        else ("study-dev-agreement.json", lambda: study(args.results, args.seeds, args.resamples), lines))
+    path = args.results / name
     if args.study:
-        path.write_text(json.dumps(study(args.results, args.seeds, args.resamples), indent=1) + "\n")
-    print("\n".join(lines(json.loads(path.read_text()))))
+        path.write_text(json.dumps(compute(), indent=1) + "\n")
+    print("\n".join(render(json.loads(path.read_text()))))
 
 
 if __name__ == "__main__":
