@@ -273,3 +273,17 @@ def test_the_dev_size_table_recomputes_agrees_with_the_stress_test_and_is_the_on
     assert all(stress[(c["pairing"], c["domain"], c["seed"])] == c["used"] for c in at_400)
     decision = (DOCS / "decision.md").read_text()
     assert all(line in decision for line in lines(stored))
+
+
+@pytest.mark.skipif(not (RESULTS / "teacher-check.json").is_file(), reason="results/distill not stored yet")
+def test_teacher_check_stays_on_as_its_study_prints_and_the_quoted_rows_are_current() -> None:
+    """docs/findings.md, "Stopping a run whose teacher trails on dev": written before the study."""
+    from experiments.teacher_check import lines, verdict
+    from sentadapt.config import TrainConfig
+
+    stored = json.loads((RESULTS / "teacher-check.json").read_text())
+    assert verdict(stored["cells"]) == stored["verdict"] and stored["verdict"]["cells"] == 330
+    assert TrainConfig().teacher_check == ("off" if stored["verdict"]["default_off"] else "on") == "on"
+    findings = (DOCS / "findings.md").read_text()
+    rows = [line for line in lines(stored) if line.startswith("| `") or line.startswith("| l")]
+    assert len(rows) == 3 and all(line in findings for line in rows)

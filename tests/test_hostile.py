@@ -193,7 +193,7 @@ def test_an_overwrite_whose_teacher_trails_leaves_the_finished_run_byte_identica
                        str(finished_run), "--dev", str(pairs_tsv), "--batch-size", "8", "--max-length", "16",
                        "--max-steps", "1", "--overwrite")
     assert failed.exit_code == 2, failed.output
-    assert "it trails; the student would learn to be worse" in last_line(failed.stderr)
+    assert "it trails on these pairs; stopped before training" in last_line(failed.stderr)
     assert f"--output {finished_run}: {PUT_BACK}" in failed.stderr
     assert files_of(finished_run) == before
     assert not list(finished_run.parent.glob(".run.*"))  # nothing left beside it

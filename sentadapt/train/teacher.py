@@ -11,7 +11,8 @@ distillation's student side embeds, train/distill.py).
 
 Before its corpus is encoded, the teacher is weighed on the dev set beside the base: its lead with a
 paired-bootstrap CI, said in one line (`teacher_verdict`); a teacher that trails the base significantly stops the
-run there (`--set teacher_check=off` distils it anyway), since the student would learn to be worse.
+run there, before its corpus is encoded (`--set teacher_check=off` distils it anyway: a student of a trailing
+teacher can still gain; docs/teacher.md and experiments/teacher_check.py have what was measured).
 """
 
 from __future__ import annotations
@@ -234,7 +235,7 @@ class Weighing:
                                   self.evaluator.unit_name())
         if lead.interval is not None and lead.interval[1] < 0 and self.config.train.teacher_check == "on":
             raise ConfigError(f"{verdict}; stopped before training. Pick a stronger teacher, or --set "
-                              "teacher_check=off to distil it anyway")
+                              "teacher_check=off to distil it anyway (a student can still gain: docs/teacher.md)")
         self.note(verdict)
         self.teacher_outputs.update(self.evaluator.outputs_of(report))
         return report.average, lead
@@ -322,7 +323,7 @@ def teacher_verdict(name: str, teacher: float | None, base: float, lead: Delta, 
     if lead.interval is not None and lead.interval[0] > 0:
         return f"{head}: it leads; distilling it can carry that lead over"
     if lead.interval is not None and lead.interval[1] < 0:
-        return f"{head}: it trails; the student would learn to be worse"
+        return f"{head}: it trails on these pairs"
     if lead.value > 0:
         return (f"{head}: it may lead, the dev set cannot tell; the run decides on dev whether the student "
                 "keeps a gain")
