@@ -31,10 +31,25 @@ from typing import Any
 
 import numpy as np
 
-from experiments.decision_runs import pool_file
-from experiments.decision_study import Run, load_pool, load_run, test_change
-from experiments.distill_suite import PAIRINGS, PATIENCE, drawn_splits, kept_on_dev, run_folder, teacher_cosines
+from experiments.decision_study import Run, test_change
+from experiments.distill_suite import (
+    PAIRINGS,
+    PATIENCE,
+    drawn_splits,
+    kept_on_dev,
+    run_folder,
+    stored_runs,
+)
 from experiments.domain_data import ALL_DOMAINS
+from sentadapt.evaluation.agreement import DEV_PAIRS, agreement
+from sentadapt.evaluation.decision import (
+    TEACHER_LED_RISK,
+    USE_ADAPTED,
+    DecisionRule,
+    teacher_led_rule,
+    with_teacher_evidence,
+)
+from sentadapt.evaluation.evaluator import Delta
 
 RESULTS = Path("results/distill")
 VARIANT = "k3e"
@@ -57,8 +72,6 @@ def kept_with_agreement(run: Run, teacher: np.ndarray, pool: Any, dev_rows: np.n
                         resamples: int) -> tuple[Any, Any, dict[str, Any]]:
     """What adapt keeps on one drawn dev set (distill_suite.Kept), the kept step's agreement with the teacher on the
     dev pairs, and the record both studies store of the cell."""
-    from sentadapt.evaluation.agreement import DEV_PAIRS, agreement
-
     kept = kept_on_dev(run, teacher, pool, dev_rows, resamples, PATIENCE)
     found = agreement(teacher[dev_rows], run.base[dev_rows], run.steps[kept.step][dev_rows], resamples,
                       source=DEV_PAIRS)
@@ -74,14 +87,6 @@ def cell_decisions(run: Run, teacher: np.ndarray, pool: Any, dev_rows: np.ndarra
                    resamples: int) -> dict[str, Any]:
     """One drawn dev set: today's decision, the kept step's agreement with the teacher on the dev pairs, and per
     variant whether the student is used."""
-    from sentadapt.evaluation.decision import (
-        TEACHER_LED_RISK,
-        USE_ADAPTED,
-        DecisionRule,
-        teacher_led_rule,
-        with_teacher_evidence,
-    )
-
     kept, found, record = kept_with_agreement(run, teacher, pool, dev_rows, test, resamples)
     rule = teacher_led_rule(DecisionRule(), kept.lead, TEACHER_LED_RISK)
     decided = kept.decide(rule)
@@ -98,17 +103,11 @@ def cell_decisions(run: Run, teacher: np.ndarray, pool: Any, dev_rows: np.ndarra
 
 def study(results: Path, seeds: int, resamples: int) -> dict[str, Any]:
     cells = []
-    for pairing in PAIRINGS:
-        for domain in ALL_DOMAINS:
-            run = load_run(run_folder(results, pairing, domain, VARIANT), pairing, domain, VARIANT)
-            if run is None:
-                continue
-            pool = load_pool(pool_file(results / "data", domain))
-            teacher = teacher_cosines(results, pairing, domain, pool)
-            for size, seed, dev_rows, test in drawn_splits(pool, domain, seeds):
-                cells.append({"pairing": pairing, "domain": domain, "size": size, "seed": seed,
-                              **cell_decisions(run, teacher, pool, dev_rows, test, resamples)})
-            print(f"{pairing} {domain}: {len(cells)} cells so far", flush=True)
+    for stored in stored_runs(results, [(pairing, VARIANT) for pairing in PAIRINGS], ALL_DOMAINS):
+        for size, seed, dev_rows, test in drawn_splits(stored.pool, stored.domain, seeds):
+            cells.append({"pairing": stored.pairing, "domain": stored.domain, "size": size, "seed": seed,
+                          **cell_decisions(stored.run, stored.teacher, stored.pool, dev_rows, test, resamples)})
+        print(f"{stored.pairing} {stored.domain}: {len(cells)} cells so far", flush=True)
     return {"variant": VARIANT, "seeds": seeds, "resamples": resamples, "cells": cells, "verdict": verdict(cells)}
 
 
@@ -119,14 +118,6 @@ CHECK_DECISIONS = ("plain", "limit", "evidence", "both")
 def check_decisions(run: Run, teacher: np.ndarray, pool: Any, dev_rows: np.ndarray, test: np.ndarray,
                     resamples: int) -> dict[str, Any]:
     """One drawn dev set of the check: whether the student is used under each of CHECK_DECISIONS."""
-    from sentadapt.evaluation.decision import (
-        TEACHER_LED_RISK,
-        USE_ADAPTED,
-        DecisionRule,
-        teacher_led_rule,
-        with_teacher_evidence,
-    )
-
     kept, found, record = kept_with_agreement(run, teacher, pool, dev_rows, test, resamples)
     used = {}
     for name in CHECK_DECISIONS:
@@ -158,16 +149,10 @@ def store_check(work: Path, results: Path) -> None:
 def check(results: Path, seeds: int, resamples: int) -> dict[str, Any]:
     """The check's cells over the 5 domains of the third pairing, and its verdict."""
     cells = []
-    for domain in ALL_DOMAINS:
-        run = load_run(run_folder(results, CHECK_PAIRING, domain, CHECK_VARIANT), CHECK_PAIRING, domain,
-                       CHECK_VARIANT)
-        if run is None:
-            raise SystemExit(f"{run_folder(results, CHECK_PAIRING, domain, CHECK_VARIANT)}: no stored run")
-        pool = load_pool(pool_file(results / "data", domain))
-        teacher = teacher_cosines(results, CHECK_PAIRING, domain, pool)
-        for size, seed, dev_rows, test in drawn_splits(pool, domain, seeds):
-            cells.append({"pairing": CHECK_PAIRING, "domain": domain, "size": size, "seed": seed,
-                          **check_decisions(run, teacher, pool, dev_rows, test, resamples)})
+    for stored in stored_runs(results, [(CHECK_PAIRING, CHECK_VARIANT)], ALL_DOMAINS, required=True):
+        for size, seed, dev_rows, test in drawn_splits(stored.pool, stored.domain, seeds):
+            cells.append({"pairing": CHECK_PAIRING, "domain": stored.domain, "size": size, "seed": seed,
+                          **check_decisions(stored.run, stored.teacher, stored.pool, dev_rows, test, resamples)})
     study_cells = json.loads((results / "study-dev-agreement.json").read_text())["cells"]
     return {"pairing": CHECK_PAIRING, "variant": CHECK_VARIANT, "seeds": seeds, "resamples": resamples,
             "cells": cells, "verdict": check_verdict(cells), "lead_only": lead_only_verdict(study_cells, cells)}
@@ -199,19 +184,15 @@ def stress(results: Path, resamples: int) -> dict[str, Any]:
     from experiments.distill_suite import DEV_200, DOMAINS
 
     cells = []
-    for pairing, variant in STRESS_RUNS:
-        for domain in DOMAINS:
-            run = load_run(run_folder(results, pairing, domain, variant), pairing, domain, variant)
-            if run is None:
-                raise SystemExit(f"{run_folder(results, pairing, domain, variant)}: no stored run")
-            pool = load_pool(pool_file(results / "data", domain))
-            teacher = teacher_cosines(results, pairing, domain, pool)
-            for seed in range(STRESS_SEEDS):
-                dev_rows, test = draw(pool, STRESS_SIZE, seed, domain)
-                cell = check_decisions(run, teacher, pool, dev_rows, test[test >= DEV_200], resamples)
-                cell["used"]["lead"] = lead_only_used(cell, cell["used"]["both"])
-                cells.append({"pairing": pairing, "domain": domain, "size": STRESS_SIZE, "seed": seed, **cell})
-            print(f"{pairing} {domain}: {len(cells)} cells so far", flush=True)
+    for stored in stored_runs(results, STRESS_RUNS, DOMAINS, required=True):
+        for seed in range(STRESS_SEEDS):
+            dev_rows, test = draw(stored.pool, STRESS_SIZE, seed, stored.domain)
+            cell = check_decisions(stored.run, stored.teacher, stored.pool, dev_rows, test[test >= DEV_200],
+                                   resamples)
+            cell["used"]["lead"] = lead_only_used(cell, cell["used"]["both"])
+            cells.append({"pairing": stored.pairing, "domain": stored.domain, "size": STRESS_SIZE, "seed": seed,
+                          **cell})
+        print(f"{stored.pairing} {stored.domain}: {len(cells)} cells so far", flush=True)
     return {"size": STRESS_SIZE, "seeds": STRESS_SEEDS, "resamples": resamples, "cells": cells,
             "verdict": stress_verdict(cells)}
 
@@ -377,8 +358,6 @@ def verdict(cells: list[dict[str, Any]]) -> dict[str, Any]:
 
 def _lead(cell: dict[str, Any]) -> Any:
     """The teacher's dev lead of a stored cell, as the Delta the gates read."""
-    from sentadapt.evaluation.evaluator import Delta
-
     interval = cell["teacher_dev_lead_ci"]
     return Delta(cell["teacher_dev_lead"], None if interval is None else tuple(interval))
 

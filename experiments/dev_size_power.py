@@ -21,10 +21,9 @@ from typing import Any
 
 import numpy as np
 
-from experiments.decision_runs import pool_file
-from experiments.decision_study import draw, load_pool, load_run, test_change
+from experiments.decision_study import draw, test_change
 from experiments.dev_agreement import GAIN, STRESS_RUNS
-from experiments.distill_suite import DEV_200, DOMAINS, PATIENCE, kept_on_dev, run_folder, teacher_cosines
+from experiments.distill_suite import DEV_200, DOMAINS, PATIENCE, kept_on_dev, stored_runs
 
 RESULTS = Path("results/distill")
 SIZES = (50, 100, 200, 300, 400)
@@ -35,21 +34,16 @@ def study(results: Path, resamples: int) -> dict[str, Any]:
     from sentadapt.evaluation.decision import DecisionRule
 
     cells = []
-    for pairing, variant in STRESS_RUNS:
-        for domain in DOMAINS:
-            run = load_run(run_folder(results, pairing, domain, variant), pairing, domain, variant)
-            if run is None:
-                raise SystemExit(f"{run_folder(results, pairing, domain, variant)}: no stored run")
-            pool = load_pool(pool_file(results / "data", domain))
-            teacher = teacher_cosines(results, pairing, domain, pool)
-            for size in SIZES:
-                for seed in range(SEEDS):
-                    dev_rows, test = draw(pool, size, seed, domain)
-                    kept = kept_on_dev(run, teacher, pool, dev_rows, resamples, PATIENCE)
-                    cells.append({"pairing": pairing, "domain": domain, "size": size, "seed": seed,
-                                  "step": kept.step, "used": kept.used(DecisionRule()),
-                                  "raw": test_change(pool, test[test >= DEV_200], run.base, run.steps[kept.step])})
-            print(f"{pairing} {domain}: {len(cells)} cells so far", flush=True)
+    for stored in stored_runs(results, STRESS_RUNS, DOMAINS, required=True):
+        run, pool = stored.run, stored.pool
+        for size in SIZES:
+            for seed in range(SEEDS):
+                dev_rows, test = draw(pool, size, seed, stored.domain)
+                kept = kept_on_dev(run, stored.teacher, pool, dev_rows, resamples, PATIENCE)
+                cells.append({"pairing": stored.pairing, "domain": stored.domain, "size": size, "seed": seed,
+                              "step": kept.step, "used": kept.used(DecisionRule()),
+                              "raw": test_change(pool, test[test >= DEV_200], run.base, run.steps[kept.step])})
+        print(f"{stored.pairing} {stored.domain}: {len(cells)} cells so far", flush=True)
     return {"sizes": list(SIZES), "seeds": SEEDS, "resamples": resamples, "cells": cells, "table": table(cells)}
 
 

@@ -33,7 +33,7 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -61,6 +61,34 @@ PATIENCE = 2  # a teacher run's default patience (presets.TEACHER_DEFAULTS)
 
 def run_folder(work: Path, pairing: str, domain: str, variant: str) -> Path:
     return work / "runs" / variant / pairing / domain
+
+
+@dataclass(frozen=True)
+class StoredRun:
+    """A stored teacher run with what the studies read beside it: its domain's pool and the teacher's pool cosines."""
+
+    pairing: str
+    domain: str
+    folder: Path
+    run: Run
+    pool: Pool
+    teacher: np.ndarray
+
+
+def stored_runs(work: Path, runs: Iterable[tuple[str, str]], domains: Iterable[str],
+                required: bool = False) -> Iterator[StoredRun]:
+    """Every (pairing, variant) of `runs` × `domains` stored under WORK, in that order; a missing run is skipped, or
+    with `required` stops the study naming its folder."""
+    for pairing, variant in runs:
+        for domain in domains:
+            folder = run_folder(work, pairing, domain, variant)
+            run = load_run(folder, pairing, domain, variant)
+            if run is None:
+                if required:
+                    raise SystemExit(f"{folder}: no stored run")
+                continue
+            pool = load_pool(pool_file(work / "data", domain))
+            yield StoredRun(pairing, domain, folder, run, pool, teacher_cosines(work, pairing, domain, pool))
 
 
 def train(work: Path, pairing: str, domain: str, variant: str, extra: list[str], reuse: bool) -> None:
@@ -247,21 +275,16 @@ def study_path(work: Path, variant: str, domains: tuple[str, ...] = tuple(DOMAIN
 def study(work: Path, variant: str, seeds: int, resamples: int,
           domains: tuple[str, ...] = tuple(DOMAINS)) -> dict[str, Any]:
     cells = []
-    for pairing in PAIRINGS:
-        for domain in domains:
-            folder = run_folder(work, pairing, domain, variant)
-            run = load_run(folder, pairing, domain, variant)
-            if run is None:
-                continue
-            pool = load_pool(pool_file(work / "data", domain))
-            teacher = teacher_cosines(work, pairing, domain, pool)
-            metrics = json.loads((folder / "metrics.json").read_text())
-            job = json.loads((folder / "job.json").read_text())
-            agreed = json.loads((folder / "dev_outputs.json").read_text()).get("agreement")
-            for size, seed, dev_rows, test in drawn_splits(pool, domain, seeds):
-                cells.append({"pairing": pairing, "domain": domain, "size": size, "seed": seed,
-                              **cell(run, teacher, pool, dev_rows, test, resamples, PATIENCE, agreed)})
-            print(f"{pairing} {domain}: {metrics['steps']} steps, {job['seconds']:.0f} s", flush=True)
+    for stored in stored_runs(work, [(pairing, variant) for pairing in PAIRINGS], domains):
+        folder, domain = stored.folder, stored.domain
+        metrics = json.loads((folder / "metrics.json").read_text())
+        job = json.loads((folder / "job.json").read_text())
+        agreed = json.loads((folder / "dev_outputs.json").read_text()).get("agreement")
+        for size, seed, dev_rows, test in drawn_splits(stored.pool, domain, seeds):
+            cells.append({"pairing": stored.pairing, "domain": domain, "size": size, "seed": seed,
+                          **cell(stored.run, stored.teacher, stored.pool, dev_rows, test, resamples, PATIENCE,
+                                 agreed)})
+        print(f"{stored.pairing} {domain}: {metrics['steps']} steps, {job['seconds']:.0f} s", flush=True)
     result = {"variant": variant, "seeds": seeds, "cells": cells, "runs": run_records(work, variant, domains),
               "teacher_evidence": evidence_verdict(cells),
               "command": "python -m experiments.distill_suite " + " ".join(sys.argv[1:]),

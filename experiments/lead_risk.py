@@ -20,15 +20,13 @@ from typing import Any
 
 import numpy as np
 
-from experiments.decision_runs import pool_file
-from experiments.decision_study import Run, load_pool, load_run, test_change
+from experiments.decision_study import Run, test_change
 from experiments.distill_suite import (
     PAIRINGS,
     PATIENCE,
     drawn_splits,
     kept_on_dev,
-    run_folder,
-    teacher_cosines,
+    stored_runs,
 )
 from experiments.domain_data import ALL_DOMAINS
 
@@ -69,18 +67,11 @@ def cell_decisions(run: Run, teacher: np.ndarray, pool: Any, dev_rows: np.ndarra
 
 def study(results: Path, seeds: int, resamples: int) -> dict[str, Any]:
     cells = []
-    for pairing in PAIRINGS:
-        for domain in ALL_DOMAINS:
-            folder = run_folder(results, pairing, domain, VARIANT)
-            run = load_run(folder, pairing, domain, VARIANT)
-            if run is None:
-                continue
-            pool = load_pool(pool_file(results / "data", domain))
-            teacher = teacher_cosines(results, pairing, domain, pool)
-            for size, seed, dev_rows, test in drawn_splits(pool, domain, seeds):
-                cells.append({"pairing": pairing, "domain": domain, "size": size, "seed": seed,
-                              **cell_decisions(run, teacher, pool, dev_rows, test, resamples)})
-            print(f"{pairing} {domain}: {len(cells)} cells so far", flush=True)
+    for stored in stored_runs(results, [(pairing, VARIANT) for pairing in PAIRINGS], ALL_DOMAINS):
+        for size, seed, dev_rows, test in drawn_splits(stored.pool, stored.domain, seeds):
+            cells.append({"pairing": stored.pairing, "domain": stored.domain, "size": size, "seed": seed,
+                          **cell_decisions(stored.run, stored.teacher, stored.pool, dev_rows, test, resamples)})
+        print(f"{stored.pairing} {stored.domain}: {len(cells)} cells so far", flush=True)
     return {"variant": VARIANT, "seeds": seeds, "resamples": resamples, "limits": list(LIMITS), "cells": cells,
             "verdict": lead_risk_verdict(cells), "last_step": last_step_verdict(cells)}
 

@@ -20,10 +20,9 @@ from typing import Any
 
 import numpy as np
 
-from experiments.decision_runs import pool_file
-from experiments.decision_study import draw, load_pool, load_run, test_change
+from experiments.decision_study import draw, test_change
 from experiments.dev_agreement import FALSE_USE_LIMIT, GAIN, STRESS_RUNS
-from experiments.distill_suite import DEV_200, DOMAINS, PATIENCE, kept_on_dev, run_folder, teacher_cosines
+from experiments.distill_suite import DEV_200, DOMAINS, PATIENCE, kept_on_dev, stored_runs
 
 RESULTS = Path("results/distill")
 SIZES = (200, 400, 600)
@@ -40,27 +39,22 @@ def study(results: Path, resamples: int) -> dict[str, Any]:
     from sentadapt.evaluation.decision import USE_ADAPTED, DecisionRule
 
     cells = []
-    for pairing, variant in STRESS_RUNS:
-        for domain in DOMAINS:
-            run = load_run(run_folder(results, pairing, domain, variant), pairing, domain, variant)
-            if run is None:
-                raise SystemExit(f"{run_folder(results, pairing, domain, variant)}: no stored run")
-            pool = load_pool(pool_file(results / "data", domain))
-            teacher = teacher_cosines(results, pairing, domain, pool)
-            for size in sizes_for(len(pool.gold)):
-                for seed in range(SEEDS):
-                    dev_rows, test = draw(pool, size, seed, domain)
-                    kept = kept_on_dev(run, teacher, pool, dev_rows, resamples, PATIENCE)
-                    test = test[test >= DEV_200]
-                    decided = kept.decide(DecisionRule()).decision == USE_ADAPTED
-                    cells.append({"pairing": pairing, "domain": domain, "size": size, "seed": seed,
-                                  "teacher_dev_lead": kept.lead.value,
-                                  "teacher_dev_lead_ci": None if kept.lead.interval is None
-                                  else list(kept.lead.interval),
-                                  "stopped": kept.stopped, "used": {"on": decided and not kept.stopped, "off": decided},
-                                  "raw": test_change(pool, test, run.base, run.steps[kept.step]),
-                                  "teacher_lead": test_change(pool, test, run.base, teacher)})
-            print(f"{pairing} {domain}: {len(cells)} cells so far", flush=True)
+    for stored in stored_runs(results, STRESS_RUNS, DOMAINS, required=True):
+        run, pool, teacher = stored.run, stored.pool, stored.teacher
+        for size in sizes_for(len(pool.gold)):
+            for seed in range(SEEDS):
+                dev_rows, test = draw(pool, size, seed, stored.domain)
+                kept = kept_on_dev(run, teacher, pool, dev_rows, resamples, PATIENCE)
+                test = test[test >= DEV_200]
+                decided = kept.decide(DecisionRule()).decision == USE_ADAPTED
+                cells.append({"pairing": stored.pairing, "domain": stored.domain, "size": size, "seed": seed,
+                              "teacher_dev_lead": kept.lead.value,
+                              "teacher_dev_lead_ci": None if kept.lead.interval is None
+                              else list(kept.lead.interval),
+                              "stopped": kept.stopped, "used": {"on": decided and not kept.stopped, "off": decided},
+                              "raw": test_change(pool, test, run.base, run.steps[kept.step]),
+                              "teacher_lead": test_change(pool, test, run.base, teacher)})
+        print(f"{stored.pairing} {stored.domain}: {len(cells)} cells so far", flush=True)
     return {"sizes": list(SIZES), "seeds": SEEDS, "resamples": resamples, "cells": cells, "verdict": verdict(cells)}
 
 
