@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from experiments.decision_study import draw, test_change
-from experiments.dev_agreement import GAIN, STRESS_RUNS
+from experiments.dev_agreement import GAIN, STRESS_RUNS, figures
 from experiments.distill_suite import DEV_200, DOMAINS, PATIENCE, kept_on_dev, stored_runs
 
 RESULTS = Path("results/distill")
@@ -51,12 +51,10 @@ def table(cells: list[dict[str, Any]]) -> list[dict[str, Any]]:
     rows = []
     for size in SIZES:
         chosen = [c for c in cells if c["size"] == size]
-        losing = [c["used"] for c in chosen if c["raw"] < 0]
-        gaining = [c["used"] for c in chosen if c["raw"] >= GAIN]
-        rows.append({"size": size, "cells": len(chosen), "losing": len(losing), "gaining": len(gaining),
-                     "false_use": sum(losing) / len(losing) if losing else 0.0,
-                     "power": sum(gaining) / len(gaining) if gaining else float("nan"),
-                     "applied": float(np.mean([c["raw"] if c["used"] else 0.0 for c in chosen])),
+        weighed = figures(chosen, [c["used"] for c in chosen])
+        rows.append({"size": size, "cells": len(chosen), "losing": sum(c["raw"] < 0 for c in chosen),
+                     "gaining": sum(c["raw"] >= GAIN for c in chosen), "false_use": weighed["false_use"],
+                     "power": weighed["power"], "applied": weighed["applied"],
                      "raw": float(np.mean([c["raw"] for c in chosen]))})
     return rows
 

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from experiments.decision_study import draw, test_change
-from experiments.dev_agreement import FALSE_USE_LIMIT, GAIN, STRESS_RUNS
+from experiments.dev_agreement import FALSE_USE_LIMIT, STRESS_RUNS, figures
 from experiments.distill_suite import DEV_200, DOMAINS, PATIENCE, kept_on_dev, stored_runs
 
 RESULTS = Path("results/distill")
@@ -59,12 +59,9 @@ def study(results: Path, resamples: int) -> dict[str, Any]:
 
 
 def arm(cells: list[dict[str, Any]], name: str) -> dict[str, Any]:
-    losing = [c["used"][name] for c in cells if c["raw"] < 0]
-    gaining = [c["used"][name] for c in cells if c["raw"] >= GAIN]
-    return {"false_use": sum(losing) / len(losing) if losing else 0.0,
-            "power": sum(gaining) / len(gaining) if gaining else float("nan"),
-            "used": sum(c["used"][name] for c in cells),
-            "applied": float(np.mean([c["raw"] if c["used"][name] else 0.0 for c in cells]))}
+    """False use, power, cells used and the mean applied Δ of one arm, as dev_agreement.figures weighs them."""
+    weighed = figures(cells, [c["used"][name] for c in cells])
+    return {key: weighed[key] for key in ("false_use", "power", "used", "applied")}
 
 
 def verdict(cells: list[dict[str, Any]]) -> dict[str, Any]:
