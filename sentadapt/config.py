@@ -121,6 +121,9 @@ class TrainConfig:
     # `distill_neighbours` nearest examples under the teacher (pairs it ranks close, not only unrelated ones)
     distill_batches: str = "random"
     distill_neighbours: int = 8
+    # with neighbour batches: the share of anchors paired with one of their neighbours; the others get a partner
+    # drawn at random (1: every anchor, a half of each batch's rows neighbours; 0.5: a quarter)
+    distill_neighbour_share: float = 1.0
     # with neighbour batches: an anchor and its neighbour (and two copies of one sentence) are not each other's
     # in-batch negatives in the recipe's contrastive loss, which would otherwise push apart what the teacher
     # ranks close (a recipe that honours it: `RecipeBase.masks_related_negatives`)
@@ -211,6 +214,7 @@ class TrainConfig:
                               "teacher_blend")
         check_choice("distill_batches", self.distill_batches, ("random", "neighbours"))
         check_range("distill_neighbours", self.distill_neighbours, 1, None)
+        check_range("distill_neighbour_share", self.distill_neighbour_share, 0, 1, low_open=True)
         check_range("recipe_weight", self.recipe_weight, 0, None)
         check_matryoshka(self.matryoshka, self.matryoshka_weights, vector_kind)
         if any(size < 1 for size in self.sizes) or len(set(self.sizes)) != len(self.sizes):

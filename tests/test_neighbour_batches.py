@@ -7,9 +7,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from sentadapt.config import TrainConfig
 from sentadapt.data import batching
 from sentadapt.data.batching import plan_epoch, plan_neighbour_epoch, related_rows, teacher_neighbours
-from sentadapt.errors import DataError
+from sentadapt.errors import ConfigError, DataError
 from sentadapt.rowfile import RowFile, write_rows
 
 
@@ -63,3 +64,27 @@ def test_related_rows_are_the_anchor_neighbour_pairs_and_repeated_examples() -> 
     related = related_rows(np.array([10, 11, 12, 10, 13, 14]))  # example 10: an anchor, and again at position 3
     expected = {(0, 1), (1, 0), (2, 3), (3, 2), (4, 5), (5, 4), (0, 3), (3, 0)}
     assert {(int(i), int(j)) for i, j in zip(*np.nonzero(related))} == expected
+
+
+def test_a_share_of_neighbours_pairs_the_other_anchors_with_random_partners() -> None:
+    neighbours = brute_force(np.random.default_rng(2).standard_normal((400, 8)), 3)
+    full = plan_neighbour_epoch(neighbours, 40, seed=5, epoch=1)
+    half = plan_neighbour_epoch(neighbours, 40, seed=5, epoch=1, share=0.5)
+    assert np.array_equal(full, plan_neighbour_epoch(neighbours, 40, seed=5, epoch=1, share=1.0))  # today's plan
+    assert np.array_equal(half[:, 0::2], full[:, 0::2])  # the same anchors: only partners change
+    anchors, partners = half[:, 0::2].ravel(), half[:, 1::2].ravel()
+    close = np.array([partner in neighbours[anchor] for anchor, partner in zip(anchors, partners)])
+    assert 0.35 < close.mean() < 0.65  # 200 pairs, each a neighbour with probability 0.5 (+ 3/400 by chance)
+    assert np.array_equal(half, plan_neighbour_epoch(neighbours, 40, seed=5, epoch=1, share=0.5))  # resume
+
+
+def test_a_random_partner_stays_a_negative_of_its_anchor() -> None:
+    neighbours = np.array([[1], [0], [3], [2], [5], [4]])  # 0-1, 2-3 and 4-5 are each other's neighbours
+    related = related_rows(np.array([0, 1, 2, 5]), neighbours)  # pair (2, 5): a random partner
+    assert {(int(i), int(j)) for i, j in zip(*np.nonzero(related))} == {(0, 1), (1, 0)}
+    assert related_rows(np.array([0, 1, 2, 5])).sum() == 4  # without the table every pair is related
+
+
+def test_distill_neighbour_share_out_of_range_is_refused() -> None:
+    with pytest.raises(ConfigError, match=r"distill_neighbour_share: 0.0 is out of range; valid: \(0, 1\]"):
+        TrainConfig(distill_neighbour_share=0.0).validate()

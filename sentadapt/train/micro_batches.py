@@ -44,14 +44,14 @@ class MicroBatches:
         if epoch not in self.plans:
             self.plans.clear()
             self.plans[epoch] = plan_epoch(self.lengths, cfg.batch_size, cfg.seed, epoch, cfg.length_grouping) \
-                if self.neighbours is None else plan_neighbour_epoch(self.neighbours, cfg.batch_size, cfg.seed, epoch)
-        rows = self.plans[epoch][position]  # the global batch: what the recipe's gathered views hold, in order
-        if self.rows is not None:
-            rows = self.rows[rows]
+                if self.neighbours is None else plan_neighbour_epoch(self.neighbours, cfg.batch_size, cfg.seed, epoch,
+                                                                     cfg.distill_neighbour_share)
+        planned = self.plans[epoch][position]  # the global batch: what the recipe's gathered views hold, in order
+        rows = planned if self.rows is None else self.rows[planned]
         indices = shard(rows, self.rank, self.world)
         batch = self.examples.collate(indices, self.pad_id, self.pad_multiple)
-        if self.neighbours is not None and cfg.mask_neighbours:
-            batch[RELATED] = torch.from_numpy(related_rows(rows))
+        if self.neighbours is not None and cfg.mask_neighbours:  # positions in the plan, as `neighbours` holds them
+            batch[RELATED] = torch.from_numpy(related_rows(planned, self.neighbours))
         if self.distillation is not None:  # a teacher's rows of these examples travel with the batch
             batch.update(self.distillation.batch_fields(indices))
         return batch
