@@ -6,6 +6,9 @@ re-drawn dev/test splits with adapt's default decision applied.
     python -m experiments.distill_suite --grid k1,k3             # variants compared on dev-200 alone
     python -m experiments.distill_suite --select k3,k3x,k3xn --pairs l6-mpnet --work results/distill
                                                 # the default: the dev rule written first, then the test confirmation
+    python -m experiments.distill_suite --variant k3h --store-from runs/distill --work results/distill
+    python -m experiments.distill_suite --share-rule --work results/distill   # the neighbour share the rule names
+                                                # a variant's finished runs → its tracked per-pair outputs
     python -m experiments.teacher_evidence --store --render      # per-pair outputs → results/distill → docs/results.md
 
 Pairings: all-MiniLM-L6-v2 ← all-mpnet-base-v2 (`../shared/tools/get-all-mpnet-base-v2.sh` installs it) and
@@ -44,6 +47,7 @@ from experiments.decision_runs import pool_file
 from experiments.decision_study import DevSet, Pool, Run, draw, load_pool, load_run, selected_step, test_change
 from experiments.domain_data import ALL_DOMAINS, DOMAINS
 from experiments.results_suite import machine_summary, sentadapt, short
+from experiments.stored_runs import store_run
 
 SHARED = Path("../shared")
 MPNET = Path(os.environ.get("SENTADAPT_CACHE", Path.home() / ".cache/sentadapt")) / "models/all-mpnet-base-v2"
@@ -102,6 +106,16 @@ def train(work: Path, pairing: str, domain: str, variant: str, extra: list[str],
                      "--dev", str(pool_file(data, domain)), "--output", str(folder), "--overwrite",
                      "--set", "teacher_check=off", "--set", "patience=0", *extra)
     run_job(argv, folder, work, f"{variant} {pairing} {domain}")
+
+
+def store_variant(work: Path, results: Path, variant: str, pairings: list[str], domains: tuple[str, ...]) -> None:
+    """Each finished run of `variant` in WORK into RESULTS (stored_runs.store_run: the per-pair outputs, rounded);
+    a run not finished is said and skipped."""
+    for pairing in pairings:
+        for domain in domains:
+            source = run_folder(work, pairing, domain, variant)
+            stored = store_run(source, run_folder(results, pairing, domain, variant))
+            print(f"{variant} {pairing} {domain}: {'stored' if stored else 'not finished, skipped'}", flush=True)
 
 
 def run_job(argv: list[str], folder: Path, work: Path, label: str) -> None:
@@ -471,6 +485,40 @@ def chosen_variant(scores: dict[str, float]) -> str:
     return best if best is not None and challengers[best] > scores[INCUMBENT] + SELECTION_MARGIN else INCUMBENT
 
 
+# docs/findings.md, "The share of neighbours in a batch" (the rule committed before the runs): k3h replaces k3 only
+# if its dev-200 average with the decision applied — the mean over the pairings whose four runs both variants have
+# finished — beats k3's by more than SHARE_MARGIN, and then its test study confirms it on those pairings
+SHARE_VARIANTS = {"k3": 1.0, "k3h": 0.5}  # variant → distill_neighbour_share
+SHARE_MARGIN = 0.25
+SHARE_PAIRINGS = ("l6-mpnet", "l3-l6")
+
+
+def share_verdict(work: Path, resamples: int) -> dict[str, Any]:
+    """The rule's steps and the share it names: the pairings it read, each variant's metric, the dev choice, and the
+    confirmation's test figures when the dev step names the challenger (read only then)."""
+    challenger = next(v for v in SHARE_VARIANTS if v != INCUMBENT)
+    per_pairing = {pairing: {variant: [r for r in dev_200(work, variant, pairing, resamples) if r is not None]
+                             for variant in SHARE_VARIANTS} for pairing in SHARE_PAIRINGS}
+    pairings = [p for p, runs in per_pairing.items() if all(len(r) == len(DOMAINS) for r in runs.values())]
+    if not pairings:
+        raise SystemExit(f"share rule: no pairing has all four runs of {', '.join(SHARE_VARIANTS)} in {work}")
+    scores = {variant: float(np.mean([applied_average(per_pairing[p][variant]) for p in pairings]))
+              for variant in SHARE_VARIANTS}
+    chosen = challenger if scores[challenger] > scores[INCUMBENT] + SHARE_MARGIN else INCUMBENT
+    verdict: dict[str, Any] = {"pairings": pairings, "dev_200_applied": scores, "dev_choice": chosen}
+    if chosen != INCUMBENT:
+        tests = {variant: [headline(json.loads(study_path(work, variant).read_text()), p) for p in pairings]
+                 for variant in (INCUMBENT, chosen)}
+        figures = {variant: {key: float(np.mean([h[key] for h in heads])) for key in CONFIRMED_ON}
+                   for variant, heads in tests.items()}
+        verdict["test"] = figures
+        if any(figures[chosen][key] < figures[INCUMBENT][key] for key in CONFIRMED_ON):
+            chosen = INCUMBENT
+    verdict["default"] = chosen
+    verdict["distill_neighbour_share"] = SHARE_VARIANTS[chosen]
+    return verdict
+
+
 SECTION = "distillation"
 
 
@@ -530,6 +578,12 @@ def main() -> None:
     parser.add_argument("--grid", help="comma list of variants to compare on dev-200 alone, per pairing of --pairs")
     parser.add_argument("--select", help="comma list of variants: the rule of docs/findings.md (\"Objectives "
                                          "together\") applied to their dev-200 outputs; prints the default")
+    parser.add_argument("--share-rule", action="store_true",
+                        help="the rule of docs/findings.md (\"The share of neighbours in a batch\") applied to the "
+                             "stored dev grid (then test studies, if it names the challenger); prints the share")
+    parser.add_argument("--store-from", type=Path, metavar="WORK",
+                        help="copy --variant's finished runs of --pairs × --domains from WORK (where --train ran) into "
+                             "--work (results/distill: the tracked per-pair outputs the studies read)")
     parser.add_argument("--blend-of", help="train --variant with the teacher_blend α that dev-200 picks per domain; "
                                            "a domain whose α is 1 copies this teacher-alone variant's run")
     args = parser.parse_args()
@@ -546,6 +600,8 @@ def main() -> None:
                                 args.resamples)
                 else:
                     train(args.work, pairing, domain, args.variant, args.extra, args.reuse)
+    if args.store_from:
+        store_variant(args.store_from, args.work, args.variant, args.pairs.split(","), domains)
     if args.grid:
         lines = []
         for pairing in args.pairs.split(","):
@@ -561,6 +617,8 @@ def main() -> None:
         for variant, values in figures.items():
             print(f"{variant} on test: " + ", ".join(f"{key} {values[key]:+.2f}" for key in CONFIRMED_ON))
         print(f"default: {default} (distill_kind={SELECTION.get(default, '?')})")
+    if args.share_rule:
+        print(json.dumps(share_verdict(args.work, args.resamples), indent=1))
     if args.study:
         result = study(args.work, args.variant, args.seeds, args.resamples, domains)
         print("\n".join(table(result)))
