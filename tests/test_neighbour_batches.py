@@ -88,3 +88,31 @@ def test_a_random_partner_stays_a_negative_of_its_anchor() -> None:
 def test_distill_neighbour_share_out_of_range_is_refused() -> None:
     with pytest.raises(ConfigError, match=r"distill_neighbour_share: 0.0 is out of range; valid: \(0, 1\]"):
         TrainConfig(distill_neighbour_share=0.0).validate()
+
+
+def test_a_masked_batch_relates_only_its_neighbour_pairs_when_rows_are_held_out() -> None:
+    """The plan and `neighbours` hold positions among the trained rows; the batch's examples are those rows."""
+    from sentadapt.recipes.base import RELATED
+    from sentadapt.train.micro_batches import MicroBatches
+
+    rows = np.arange(0, 400, 2)  # every other example trained: position p is example 2p
+    neighbours = brute_force(np.random.default_rng(3).standard_normal((200, 8)), 3)
+    config = TrainConfig(batch_size=20, seed=1, mask_neighbours=True, distill_neighbour_share=0.5)
+    collated: list[np.ndarray] = []
+
+    class Examples:
+        def lengths(self) -> np.ndarray:
+            return np.full(400, 5)
+
+        def collate(self, indices, pad_id, multiple):
+            collated.append(np.asarray(indices))
+            return {}
+
+    batch = MicroBatches(Examples(), config, 0, 1, neighbours, None, 0, 1, rows)(3)
+    positions = collated[-1] // 2
+    assert (collated[-1] % 2 == 0).all()  # trained rows only
+    pairs = [(2 * k, 2 * k + 1) for k in range(10) if positions[2 * k + 1] in neighbours[positions[2 * k]]]
+    assert 0 < len(pairs) < 10  # some neighbour pairs, some random ones
+    related = batch[RELATED].numpy()
+    assert {(int(i), int(j)) for i, j in zip(*np.nonzero(np.triu(related)))} == set(pairs) | {
+        (i, j) for i in range(20) for j in range(i + 1, 20) if positions[i] == positions[j]}

@@ -542,6 +542,17 @@ def test_masking_neighbours_without_neighbour_batches_is_refused(tiny_model_dir:
         assert result.stderr.strip() == expected
 
 
+def test_a_neighbour_share_without_neighbour_batches_is_refused(tiny_model_dir: Path, teacher_dir: Path,
+                                                                corpus: Path, tmp_path: Path) -> None:
+    expected = ("Error: distill_neighbour_share: shapes the neighbour batches a teacher composes; give --teacher "
+                "MODEL (with distill_batches=neighbours, its default), or drop --set distill_neighbour_share")
+    for extra in ([], ["--teacher", str(teacher_dir), "--set", "distill_batches=random"]):
+        result = run_adapt(str(corpus), "--recipe", "consert", "--base", str(tiny_model_dir), "--output",
+                           str(tmp_path / "run"), "--dev", "none", "--set", "distill_neighbour_share=0.5", *extra)
+        assert result.exit_code == 2, result.output
+        assert result.stderr.strip() == expected
+
+
 def test_the_distillation_term_is_averaged_over_the_first_and_last_tenth_of_the_steps(tmp_path: Path) -> None:
     """One batch at each end made every run look diverged (0.22 → 0.58); 10 % of 100 steps logged every 5 are
     steps 5 and 10 at the start and 95 and 100 at the end."""

@@ -49,6 +49,7 @@ def check_run(config: RunConfig, resume: bool, overwrite: bool, dry_run: bool, r
     recipe_class = RECIPES.get(config.recipe)
     check_lora(config.train, recipe_class)  # peft installed; a recipe that trains the encoder
     _check_mask_neighbours(config, recipe_class)
+    _check_neighbour_share(config)
     check_sources(config.corpus)  # a missing file, a directory, a fake .gz, an unreachable Hub dataset
     config = with_absolute_paths(config)  # config.yaml names them so: --resume works from any directory
     config = _with_corpus_fingerprints(config, resume)
@@ -106,6 +107,17 @@ def _check_mask_neighbours(config: RunConfig, recipe_class: Any) -> None:
     if not recipe_class.masks_related_negatives:
         raise ConfigError(f"mask_neighbours: the {recipe_class.name} recipe's loss has no in-batch negatives it "
                           "leaves out; drop --set mask_neighbours=on, or use --recipe consert")
+
+
+def _check_neighbour_share(config: RunConfig) -> None:
+    """distill_neighbour_share shapes neighbour batches, which only a teacher composes: elsewhere it would change
+    nothing, silently."""
+    if config.train.distill_neighbour_share == 1.0:
+        return
+    if config.teacher is None or config.train.distill_batches != "neighbours":
+        raise ConfigError("distill_neighbour_share: shapes the neighbour batches a teacher composes; give --teacher "
+                          "MODEL (with distill_batches=neighbours, its default), or drop --set "
+                          "distill_neighbour_share")
 
 
 def _check_output(config: RunConfig, base: ResolvedModel, resume: bool, overwrite: bool) -> None:
