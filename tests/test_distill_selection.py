@@ -7,7 +7,16 @@ from pathlib import Path
 
 import pytest
 
-from experiments.distill_suite import INCUMBENT, SELECTION, SELECTION_PAIRING, chosen_variant, confirmed, select
+from experiments.distill_suite import (
+    INCUMBENT,
+    SELECTION,
+    SELECTION_PAIRING,
+    SHARE_VARIANTS,
+    chosen_variant,
+    confirmed,
+    select,
+    share_verdict,
+)
 from sentadapt.config import TrainConfig
 from sentadapt.presets import TEACHER_DEFAULTS
 
@@ -30,3 +39,10 @@ def test_the_teacher_default_is_what_the_rule_prints_from_the_stored_grid() -> N
     default, figures = confirmed(REPO / "results/distill", chosen, SELECTION_PAIRING)
     shipped = TEACHER_DEFAULTS.get("distill_kind", TrainConfig().distill_kind)
     assert shipped == SELECTION[default], (chosen, scores, figures)
+
+
+def test_the_neighbour_share_is_what_its_rule_prints_from_the_stored_grid() -> None:
+    verdict = share_verdict(REPO / "results/distill", resamples=1000)
+    assert "l6-mpnet" in verdict["pairings"]  # the rule reads the all-MiniLM-L6-v2 ← all-mpnet-base-v2 runs at least
+    shipped = TEACHER_DEFAULTS.get("distill_neighbour_share", TrainConfig().distill_neighbour_share)
+    assert shipped == verdict["distill_neighbour_share"] == SHARE_VARIANTS[verdict["default"]], verdict
