@@ -46,6 +46,7 @@ import numpy as np
 from experiments.decision_runs import pool_file
 from experiments.decision_study import DevSet, Pool, Run, draw, load_pool, load_run, selected_step, test_change
 from experiments.domain_data import ALL_DOMAINS, DOMAINS
+from experiments.domain_stored import typeset
 from experiments.results_suite import machine_summary, sentadapt, short
 from experiments.stored_runs import store_run
 
@@ -519,6 +520,36 @@ def share_verdict(work: Path, resamples: int) -> dict[str, Any]:
     return verdict
 
 
+SHARE_NAMES = {"l6-mpnet": "all-MiniLM-L6-v2 ← all-mpnet-base-v2",
+               "l3-l6": "paraphrase-MiniLM-L3-v2 ← all-MiniLM-L6-v2"}
+
+
+def share_tables(work: Path, resamples: int) -> list[str]:
+    """docs/findings.md's two tables of "The share of neighbours in a batch", from the stored runs and studies:
+    dev-200 (the rule's data: the kept pass's dev Δ and decision per domain), then the test study read after the
+    verdict (raw Δ at 200 dev pairs per domain, and headline()'s means)."""
+    lines = ["| pairing | variant | " + " | ".join(DOMAINS) + " | average dev Δ | average, decision applied |",
+             "|---|---|" + "---:|" * (len(DOMAINS) + 2)]
+    for pairing in SHARE_PAIRINGS:
+        for number, variant in enumerate(SHARE_VARIANTS):
+            results = [r for r in dev_200(work, variant, pairing, resamples) if r is not None]
+            cells = [f"{typeset(r['dev_change'])} {'use' if r['used'] else 'keep'}" for r in results]
+            lines.append(f"| {SHARE_NAMES[pairing] if number == 0 else ''} | {variant} | {' | '.join(cells)} | "
+                         f"{typeset(float(np.mean([r['dev_change'] for r in results])))} | "
+                         f"{typeset(applied_average(results))} |")
+    lines += ["", "| pairing | variant | " + " | ".join(DOMAINS) + " | raw | applied @100 | applied @200 |",
+              "|---|---|" + "---:|" * (len(DOMAINS) + 3)]
+    for pairing in SHARE_PAIRINGS:
+        for number, variant in enumerate(SHARE_VARIANTS):
+            study_result = json.loads(study_path(work, variant).read_text())
+            cells = [c for c in study_result["cells"] if c["pairing"] == pairing and c["size"] == 200]
+            raw = [typeset(float(np.mean([c["raw"] for c in cells if c["domain"] == d]))) for d in DOMAINS]
+            head = headline(study_result, pairing)
+            lines.append(f"| {SHARE_NAMES[pairing] if number == 0 else ''} | {variant} | {' | '.join(raw)} | "
+                         + " | ".join(typeset(head[key]) for key in CONFIRMED_ON) + " |")
+    return lines
+
+
 SECTION = "distillation"
 
 
@@ -619,6 +650,7 @@ def main() -> None:
         print(f"default: {default} (distill_kind={SELECTION.get(default, '?')})")
     if args.share_rule:
         print(json.dumps(share_verdict(args.work, args.resamples), indent=1))
+        print("\n".join(share_tables(args.work, args.resamples)))
     if args.study:
         result = study(args.work, args.variant, args.seeds, args.resamples, domains)
         print("\n".join(table(result)))

@@ -15,6 +15,7 @@ from experiments.distill_suite import (
     chosen_variant,
     confirmed,
     select,
+    share_tables,
     share_verdict,
 )
 from sentadapt.config import TrainConfig
@@ -46,3 +47,10 @@ def test_the_neighbour_share_is_what_its_rule_prints_from_the_stored_grid() -> N
     assert "l6-mpnet" in verdict["pairings"]  # the rule reads the all-MiniLM-L6-v2 ← all-mpnet-base-v2 runs at least
     shipped = TEACHER_DEFAULTS.get("distill_neighbour_share", TrainConfig().distill_neighbour_share)
     assert shipped == verdict["distill_neighbour_share"] == SHARE_VARIANTS[verdict["default"]], verdict
+
+
+def test_the_findings_neighbour_share_tables_are_what_the_stored_runs_print() -> None:
+    findings = (REPO / "docs/findings.md").read_text()
+    section = findings[findings.index("## The share of neighbours in a batch"):]
+    rows = [line for line in share_tables(REPO / "results/distill", resamples=1000) if line.startswith("| ")]
+    assert all(row in section for row in rows), [row for row in rows if row not in section]
