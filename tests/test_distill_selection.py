@@ -54,3 +54,18 @@ def test_the_findings_neighbour_share_tables_are_what_the_stored_runs_print() ->
     section = findings[findings.index("## The share of neighbours in a batch"):]
     rows = [line for line in share_tables(REPO / "results/distill", resamples=1000) if line.startswith("| ")]
     assert all(row in section for row in rows), [row for row in rows if row not in section]
+
+
+def test_the_captions_probe_figures_are_what_its_stored_outputs_give() -> None:
+    """docs/findings.md, "Captions without the recipe's loss": dev-200 −0.17 (kept the base), test raw −0.19."""
+    import json
+
+    import numpy as np
+
+    from experiments.distill_suite import dev_200
+
+    captions = dev_200(REPO / "results/distill", "k3r0", "l6-mpnet", resamples=1000)[1]
+    assert f"{captions['dev_change']:+.2f}" == "-0.17" and not captions["used"]
+    study = json.loads((REPO / "results/distill/study-k3r0-captions.json").read_text())
+    assert f"{np.mean([c['raw'] for c in study['cells'] if c['size'] == 200]):+.2f}" == "-0.19"
+    assert all(c["applied"] == 0 for c in study["cells"])
