@@ -8,6 +8,7 @@ re-drawn dev/test splits with adapt's default decision applied.
                                                 # the default: the dev rule written first, then the test confirmation
     python -m experiments.distill_suite --variant k3h --store-from runs/distill --work results/distill
     python -m experiments.distill_suite --share-rule --work results/distill   # the neighbour share the rule names
+    python -m experiments.distill_suite --batch-rule --work results/distill   # the batch size the rule names
                                                 # a variant's finished runs → its tracked per-pair outputs
     python -m experiments.teacher_evidence --store --render      # per-pair outputs → results/distill → docs/results.md
 
@@ -486,66 +487,75 @@ def chosen_variant(scores: dict[str, float]) -> str:
     return best if best is not None and challengers[best] > scores[INCUMBENT] + SELECTION_MARGIN else INCUMBENT
 
 
-# docs/findings.md, "The share of neighbours in a batch" (the rule committed before the runs): k3h replaces k3 only
-# if its dev-200 average with the decision applied — the mean over the pairings whose four runs both variants have
-# finished — beats k3's by more than SHARE_MARGIN, and then its test study confirms it on those pairings
-SHARE_VARIANTS = {"k3": 1.0, "k3h": 0.5}  # variant → distill_neighbour_share
-SHARE_MARGIN = 0.25
-SHARE_PAIRINGS = ("l6-mpnet", "l3-l6")
+@dataclass(frozen=True)
+class DevRule:
+    """A lever's adoption rule as docs/findings.md wrote it before its runs ("The share of neighbours in a batch",
+    "Larger batches for a teacher run"): the challenger replaces the incumbent only if its dev-200 average with the
+    decision applied — the mean over the pairings whose four runs both variants have finished — beats the
+    incumbent's by more than `margin`, and then its test study confirms it on those pairings (`CONFIRMED_ON`)."""
+
+    key: str  # the TrainConfig key the two variants differ in
+    variants: dict[str, Any]  # variant → its value of `key`, the incumbent first
+    margin: float = 0.25
+    pairings: tuple[str, ...] = ("l6-mpnet", "l3-l6")
 
 
-def share_verdict(work: Path, resamples: int) -> dict[str, Any]:
-    """The rule's steps and the share it names: the pairings it read, each variant's metric, the dev choice, and the
+DEV_RULES = {"share": DevRule("distill_neighbour_share", {"k3": 1.0, "k3h": 0.5}),
+             "batch": DevRule("batch_size", {"k3": 64, "k3b": 128})}
+
+
+def rule_verdict(work: Path, rule: DevRule, resamples: int) -> dict[str, Any]:
+    """The rule's steps and the value it names: the pairings it read, each variant's metric, the dev choice, and the
     confirmation's test figures when the dev step names the challenger (read only then)."""
-    challenger = next(v for v in SHARE_VARIANTS if v != INCUMBENT)
+    incumbent, challenger = rule.variants
     per_pairing = {pairing: {variant: [r for r in dev_200(work, variant, pairing, resamples) if r is not None]
-                             for variant in SHARE_VARIANTS} for pairing in SHARE_PAIRINGS}
+                             for variant in rule.variants} for pairing in rule.pairings}
     pairings = [p for p, runs in per_pairing.items() if all(len(r) == len(DOMAINS) for r in runs.values())]
     if not pairings:
-        raise SystemExit(f"share rule: no pairing has all four runs of {', '.join(SHARE_VARIANTS)} in {work}")
+        raise SystemExit(f"{rule.key} rule: no pairing has all four runs of {', '.join(rule.variants)} in {work}")
     scores = {variant: float(np.mean([applied_average(per_pairing[p][variant]) for p in pairings]))
-              for variant in SHARE_VARIANTS}
-    chosen = challenger if scores[challenger] > scores[INCUMBENT] + SHARE_MARGIN else INCUMBENT
+              for variant in rule.variants}
+    chosen = challenger if scores[challenger] > scores[incumbent] + rule.margin else incumbent
     verdict: dict[str, Any] = {"pairings": pairings, "dev_200_applied": scores, "dev_choice": chosen}
-    if chosen != INCUMBENT:
+    if chosen != incumbent:
         tests = {variant: [headline(json.loads(study_path(work, variant).read_text()), p) for p in pairings]
-                 for variant in (INCUMBENT, chosen)}
+                 for variant in (incumbent, chosen)}
         figures = {variant: {key: float(np.mean([h[key] for h in heads])) for key in CONFIRMED_ON}
                    for variant, heads in tests.items()}
         verdict["test"] = figures
-        if any(figures[chosen][key] < figures[INCUMBENT][key] for key in CONFIRMED_ON):
-            chosen = INCUMBENT
+        if any(figures[chosen][key] < figures[incumbent][key] for key in CONFIRMED_ON):
+            chosen = incumbent
     verdict["default"] = chosen
-    verdict["distill_neighbour_share"] = SHARE_VARIANTS[chosen]
+    verdict[rule.key] = rule.variants[chosen]
     return verdict
 
 
-SHARE_NAMES = {"l6-mpnet": "all-MiniLM-L6-v2 ← all-mpnet-base-v2",
-               "l3-l6": "paraphrase-MiniLM-L3-v2 ← all-MiniLM-L6-v2"}
+PAIRING_NAMES = {"l6-mpnet": "all-MiniLM-L6-v2 ← all-mpnet-base-v2",
+                 "l3-l6": "paraphrase-MiniLM-L3-v2 ← all-MiniLM-L6-v2"}
 
 
-def share_tables(work: Path, resamples: int) -> list[str]:
-    """docs/findings.md's two tables of "The share of neighbours in a batch", from the stored runs and studies:
-    dev-200 (the rule's data: the kept pass's dev Δ and decision per domain), then the test study read after the
-    verdict (raw Δ at 200 dev pairs per domain, and headline()'s means)."""
+def rule_tables(work: Path, rule: DevRule, resamples: int) -> list[str]:
+    """docs/findings.md's two tables of a rule's section, from the stored runs and studies: dev-200 (the rule's
+    data: the kept pass's dev Δ and decision per domain), then the test study read after the verdict (raw Δ at 200
+    dev pairs per domain, and headline()'s means)."""
     lines = ["| pairing | variant | " + " | ".join(DOMAINS) + " | average dev Δ | average, decision applied |",
              "|---|---|" + "---:|" * (len(DOMAINS) + 2)]
-    for pairing in SHARE_PAIRINGS:
-        for number, variant in enumerate(SHARE_VARIANTS):
+    for pairing in rule.pairings:
+        for number, variant in enumerate(rule.variants):
             results = [r for r in dev_200(work, variant, pairing, resamples) if r is not None]
             cells = [f"{typeset(r['dev_change'])} {'use' if r['used'] else 'keep'}" for r in results]
-            lines.append(f"| {SHARE_NAMES[pairing] if number == 0 else ''} | {variant} | {' | '.join(cells)} | "
+            lines.append(f"| {PAIRING_NAMES[pairing] if number == 0 else ''} | {variant} | {' | '.join(cells)} | "
                          f"{typeset(float(np.mean([r['dev_change'] for r in results])))} | "
                          f"{typeset(applied_average(results))} |")
     lines += ["", "| pairing | variant | " + " | ".join(DOMAINS) + " | raw | applied @100 | applied @200 |",
               "|---|---|" + "---:|" * (len(DOMAINS) + 3)]
-    for pairing in SHARE_PAIRINGS:
-        for number, variant in enumerate(SHARE_VARIANTS):
+    for pairing in rule.pairings:
+        for number, variant in enumerate(rule.variants):
             study_result = json.loads(study_path(work, variant).read_text())
             cells = [c for c in study_result["cells"] if c["pairing"] == pairing and c["size"] == 200]
             raw = [typeset(float(np.mean([c["raw"] for c in cells if c["domain"] == d]))) for d in DOMAINS]
             head = headline(study_result, pairing)
-            lines.append(f"| {SHARE_NAMES[pairing] if number == 0 else ''} | {variant} | {' | '.join(raw)} | "
+            lines.append(f"| {PAIRING_NAMES[pairing] if number == 0 else ''} | {variant} | {' | '.join(raw)} | "
                          + " | ".join(typeset(head[key]) for key in CONFIRMED_ON) + " |")
     return lines
 
@@ -612,6 +622,9 @@ def main() -> None:
     parser.add_argument("--share-rule", action="store_true",
                         help="the rule of docs/findings.md (\"The share of neighbours in a batch\") applied to the "
                              "stored dev grid (then test studies, if it names the challenger); prints the share")
+    parser.add_argument("--batch-rule", action="store_true",
+                        help="the rule of docs/findings.md (\"Larger batches for a teacher run\") applied to the "
+                             "stored dev grid (then test studies, if it names the challenger); prints the batch size")
     parser.add_argument("--store-from", type=Path, metavar="WORK",
                         help="copy --variant's finished runs of --pairs × --domains from WORK (where --train ran) into "
                              "--work (results/distill: the tracked per-pair outputs the studies read)")
@@ -648,9 +661,10 @@ def main() -> None:
         for variant, values in figures.items():
             print(f"{variant} on test: " + ", ".join(f"{key} {values[key]:+.2f}" for key in CONFIRMED_ON))
         print(f"default: {default} (distill_kind={SELECTION.get(default, '?')})")
-    if args.share_rule:
-        print(json.dumps(share_verdict(args.work, args.resamples), indent=1))
-        print("\n".join(share_tables(args.work, args.resamples)))
+    for name in ("share", "batch"):
+        if getattr(args, f"{name}_rule"):
+            print(json.dumps(rule_verdict(args.work, DEV_RULES[name], args.resamples), indent=1))
+            print("\n".join(rule_tables(args.work, DEV_RULES[name], args.resamples)))
     if args.study:
         result = study(args.work, args.variant, args.seeds, args.resamples, domains)
         print("\n".join(table(result)))

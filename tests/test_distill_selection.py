@@ -8,15 +8,15 @@ from pathlib import Path
 import pytest
 
 from experiments.distill_suite import (
+    DEV_RULES,
     INCUMBENT,
     SELECTION,
     SELECTION_PAIRING,
-    SHARE_VARIANTS,
     chosen_variant,
     confirmed,
+    rule_tables,
+    rule_verdict,
     select,
-    share_tables,
-    share_verdict,
 )
 from sentadapt.config import TrainConfig
 from sentadapt.presets import TEACHER_DEFAULTS
@@ -42,18 +42,17 @@ def test_the_teacher_default_is_what_the_rule_prints_from_the_stored_grid() -> N
     assert shipped == SELECTION[default], (chosen, scores, figures)
 
 
-def test_the_neighbour_share_is_what_its_rule_prints_from_the_stored_grid() -> None:
-    verdict = share_verdict(REPO / "results/distill", resamples=1000)
+@pytest.mark.parametrize(("name", "section"), [("share", "## The share of neighbours in a batch")])
+def test_a_lever_default_is_what_its_rule_prints_from_the_stored_grid(name: str, section: str) -> None:
+    rule = DEV_RULES[name]
+    verdict = rule_verdict(REPO / "results/distill", rule, resamples=1000)
     assert "l6-mpnet" in verdict["pairings"]  # the rule reads the all-MiniLM-L6-v2 ← all-mpnet-base-v2 runs at least
-    shipped = TEACHER_DEFAULTS.get("distill_neighbour_share", TrainConfig().distill_neighbour_share)
-    assert shipped == verdict["distill_neighbour_share"] == SHARE_VARIANTS[verdict["default"]], verdict
-
-
-def test_the_findings_neighbour_share_tables_are_what_the_stored_runs_print() -> None:
+    shipped = TEACHER_DEFAULTS.get(rule.key, getattr(TrainConfig(), rule.key))
+    assert shipped == verdict[rule.key] == rule.variants[verdict["default"]], verdict
     findings = (REPO / "docs/findings.md").read_text()
-    section = findings[findings.index("## The share of neighbours in a batch"):]
-    rows = [line for line in share_tables(REPO / "results/distill", resamples=1000) if line.startswith("| ")]
-    assert all(row in section for row in rows), [row for row in rows if row not in section]
+    text = findings[findings.index(section):]
+    rows = [line for line in rule_tables(REPO / "results/distill", rule, resamples=1000) if line.startswith("| ")]
+    assert all(row in text for row in rows), [row for row in rows if row not in text]
 
 
 def test_the_captions_probe_figures_are_what_its_stored_outputs_give() -> None:
