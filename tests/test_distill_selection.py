@@ -42,7 +42,8 @@ def test_the_teacher_default_is_what_the_rule_prints_from_the_stored_grid() -> N
     assert shipped == SELECTION[default], (chosen, scores, figures)
 
 
-@pytest.mark.parametrize(("name", "section"), [("share", "## The share of neighbours in a batch")])
+@pytest.mark.parametrize(("name", "section"), [("share", "## The share of neighbours in a batch"),
+                                               ("batch", "## Larger batches for a teacher run")])
 def test_a_lever_default_is_what_its_rule_prints_from_the_stored_grid(name: str, section: str) -> None:
     rule = DEV_RULES[name]
     verdict = rule_verdict(REPO / "results/distill", rule, resamples=1000)
