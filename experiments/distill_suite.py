@@ -473,10 +473,18 @@ def confirmed(work: Path, chosen: str, pairing: str) -> tuple[str, dict[str, dic
     the incumbent's on any of CONFIRMED_ON. It can only keep the incumbent, never pick another challenger."""
     if chosen == INCUMBENT:
         return chosen, {}
-    figures = {variant: headline(json.loads(study_path(work, variant).read_text()), pairing)
-               for variant in (INCUMBENT, chosen)}
-    behind = any(figures[chosen][key] < figures[INCUMBENT][key] for key in CONFIRMED_ON)
-    return (INCUMBENT if behind else chosen), figures
+    return confirmation(work, INCUMBENT, chosen, [pairing])
+
+
+def confirmation(work: Path, incumbent: str, chosen: str, pairings: list[str],
+                 ) -> tuple[str, dict[str, dict[str, float]]]:
+    """(the default, each variant's CONFIRMED_ON test figures, means over `pairings` of headline()): `chosen` stays
+    only if it is below the incumbent on none of them."""
+    figures = {variant: {key: float(np.mean([headline(study, p)[key] for p in pairings])) for key in CONFIRMED_ON}
+               for variant in (incumbent, chosen)
+               for study in [json.loads(study_path(work, variant).read_text())]}
+    behind = any(figures[chosen][key] < figures[incumbent][key] for key in CONFIRMED_ON)
+    return (incumbent if behind else chosen), figures
 
 
 def chosen_variant(scores: dict[str, float]) -> str:
@@ -518,13 +526,7 @@ def rule_verdict(work: Path, rule: DevRule, resamples: int) -> dict[str, Any]:
     chosen = challenger if scores[challenger] > scores[incumbent] + rule.margin else incumbent
     verdict: dict[str, Any] = {"pairings": pairings, "dev_200_applied": scores, "dev_choice": chosen}
     if chosen != incumbent:
-        tests = {variant: [headline(json.loads(study_path(work, variant).read_text()), p) for p in pairings]
-                 for variant in (incumbent, chosen)}
-        figures = {variant: {key: float(np.mean([h[key] for h in heads])) for key in CONFIRMED_ON}
-                   for variant, heads in tests.items()}
-        verdict["test"] = figures
-        if any(figures[chosen][key] < figures[incumbent][key] for key in CONFIRMED_ON):
-            chosen = incumbent
+        chosen, verdict["test"] = confirmation(work, incumbent, chosen, pairings)
     verdict["default"] = chosen
     verdict[rule.key] = rule.variants[chosen]
     return verdict

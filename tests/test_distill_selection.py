@@ -69,3 +69,14 @@ def test_the_captions_probe_figures_are_what_its_stored_outputs_give() -> None:
     study = json.loads((REPO / "results/distill/study-k3r0-captions.json").read_text())
     assert f"{np.mean([c['raw'] for c in study['cells'] if c['size'] == 200]):+.2f}" == "-0.19"
     assert all(c["applied"] == 0 for c in study["cells"])
+
+
+def test_a_challenger_the_dev_step_names_must_still_pass_its_test_study() -> None:
+    """The rule's second step on stored studies: with no margin the dev step names k3b (+0.93 against +0.86), and
+    its test study (applied @100 and @200 below k3's) sends the default back to k3."""
+    from dataclasses import replace
+
+    rule = replace(DEV_RULES["batch"], margin=0.0)
+    verdict = rule_verdict(REPO / "results/distill", rule, resamples=1000)
+    assert verdict["dev_choice"] == "k3b" and verdict["default"] == "k3" and verdict["batch_size"] == 64
+    assert verdict["test"]["k3b"]["applied_100"] < verdict["test"]["k3"]["applied_100"]
