@@ -41,6 +41,7 @@ from experiments.distill_suite import (
     stored_runs,
 )
 from experiments.domain_data import ALL_DOMAINS
+from experiments.stored_runs import computed_or_stored, store_run
 from sentadapt.evaluation.agreement import DEV_PAIRS, agreement
 from sentadapt.evaluation.decision import (
     TEACHER_LED_RISK,
@@ -135,8 +136,6 @@ def store_check(work: Path, results: Path) -> None:
     RESULTS, with the teacher's pool cosines: the l6-mpnet ones (the same model on the same pools, computed by the
     same pool_cosines), under the pairing's name."""
     import shutil
-
-    from experiments.stored_runs import store_run
 
     for domain in ALL_DOMAINS:
         source = run_folder(work, CHECK_PAIRING, domain, CHECK_VARIANT)
@@ -412,10 +411,7 @@ def main() -> None:
         ("stress-400.json", lambda: stress(args.results, args.resamples), stress_lines) if args.stress else
         ("check-l3-mpnet.json", lambda: check(args.results, args.seeds, args.resamples), check_lines) if args.check
         else ("study-dev-agreement.json", lambda: study(args.results, args.seeds, args.resamples), lines))
-    path = args.results / name
-    if args.study:
-        path.write_text(json.dumps(compute(), indent=1) + "\n")
-    print("\n".join(render(json.loads(path.read_text()))))
+    print("\n".join(render(computed_or_stored(args.results / name, compute if args.study else None))))
 
 
 if __name__ == "__main__":

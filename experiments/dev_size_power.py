@@ -15,7 +15,6 @@ every study draws them (test pairs from test.jsonl only), kept by distill_suite.
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +23,7 @@ import numpy as np
 from experiments.decision_study import draw, test_change
 from experiments.dev_agreement import GAIN, STRESS_RUNS, figures
 from experiments.distill_suite import DEV_200, DOMAINS, PATIENCE, kept_on_dev, stored_runs
+from experiments.stored_runs import computed_or_stored
 
 RESULTS = Path("results/distill")
 SIZES = (50, 100, 200, 300, 400)
@@ -75,10 +75,8 @@ def main() -> None:
     parser.add_argument("--results", type=Path, default=RESULTS)
     parser.add_argument("--resamples", type=int, default=1000)
     args = parser.parse_args()
-    path = args.results / "dev-size-power.json"
-    if args.study:
-        path.write_text(json.dumps(study(args.results, args.resamples), indent=1) + "\n")
-    print("\n".join(lines(json.loads(path.read_text()))))
+    compute = (lambda: study(args.results, args.resamples)) if args.study else None
+    print("\n".join(lines(computed_or_stored(args.results / "dev-size-power.json", compute))))
 
 
 if __name__ == "__main__":

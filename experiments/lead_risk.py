@@ -14,7 +14,6 @@ test pairs from test.jsonl only), so at L = 0.20 every cell decides as study-k3e
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +28,7 @@ from experiments.distill_suite import (
     stored_runs,
 )
 from experiments.domain_data import ALL_DOMAINS
+from experiments.stored_runs import computed_or_stored
 
 RESULTS = Path("results/distill")
 VARIANT = "k3e"
@@ -172,10 +172,8 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=5)
     parser.add_argument("--resamples", type=int, default=1000)
     args = parser.parse_args()
-    path = args.results / "study-lead-risk.json"
-    if args.study:
-        path.write_text(json.dumps(study(args.results, args.seeds, args.resamples), indent=1) + "\n")
-    print("\n".join(lines(json.loads(path.read_text()))))
+    compute = (lambda: study(args.results, args.seeds, args.resamples)) if args.study else None
+    print("\n".join(lines(computed_or_stored(args.results / "study-lead-risk.json", compute))))
 
 
 if __name__ == "__main__":

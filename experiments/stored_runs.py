@@ -64,6 +64,14 @@ def check_pools(work: Path, pools: Path, domains: Iterable[str]) -> None:
                              "(experiments/domain_data.py --seed 0)")
 
 
+def computed_or_stored(path: Path, compute: Callable[[], dict[str, Any]] | None) -> dict[str, Any]:
+    """A study stored as JSON in `path`: computed and written first (atomically) when `compute` is given, then read
+    back, so what is printed is always what the file holds."""
+    if compute is not None:
+        write_atomically(path, json.dumps(compute(), indent=1) + "\n")
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
 def add_study_options(parser: argparse.ArgumentParser, work: Path, results: Path, study: str) -> None:
     """The options every stored study's CLI shares: --store, --study, --render and their folders."""
     parser.add_argument("--store", action="store_true", help="copy the runs' per-pair outputs into RESULTS")

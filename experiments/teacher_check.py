@@ -14,7 +14,6 @@ test.jsonl only), kept by distill_suite.kept_on_dev.
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +22,7 @@ import numpy as np
 from experiments.decision_study import draw, test_change
 from experiments.dev_agreement import FALSE_USE_LIMIT, STRESS_RUNS, figures
 from experiments.distill_suite import DEV_200, DOMAINS, PATIENCE, kept_on_dev, stored_runs
+from experiments.stored_runs import computed_or_stored
 
 RESULTS = Path("results/distill")
 SIZES = (200, 400, 600)
@@ -109,10 +109,8 @@ def main() -> None:
     parser.add_argument("--results", type=Path, default=RESULTS)
     parser.add_argument("--resamples", type=int, default=1000)
     args = parser.parse_args()
-    path = args.results / "teacher-check.json"
-    if args.study:
-        path.write_text(json.dumps(study(args.results, args.resamples), indent=1) + "\n")
-    print("\n".join(lines(json.loads(path.read_text()))))
+    compute = (lambda: study(args.results, args.resamples)) if args.study else None
+    print("\n".join(lines(computed_or_stored(args.results / "teacher-check.json", compute))))
 
 
 if __name__ == "__main__":

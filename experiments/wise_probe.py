@@ -26,6 +26,7 @@ from experiments.decision_study import Pool, Run, load_pool, load_run, test_chan
 from experiments.distill_suite import L6, drawn_splits, kept_on_dev, run_folder, teacher_cosines
 from experiments.domain_data import DOMAINS
 from experiments.lead_risk import cell_decisions
+from experiments.stored_runs import computed_or_stored
 
 RUNS = Path("runs/wise/l6-mpnet")
 RESULTS = Path("results/wise")
@@ -157,10 +158,8 @@ def main() -> None:
     args = parser.parse_args()
     if args.score:
         score(RUNS, RESULTS)
-    path = RESULTS / "study.json"
-    if args.score or args.study:
-        path.write_text(json.dumps(study(RESULTS, args.seeds, args.resamples), indent=1) + "\n")
-    print("\n".join(lines(json.loads(path.read_text()))))
+    compute = (lambda: study(RESULTS, args.seeds, args.resamples)) if args.score or args.study else None
+    print("\n".join(lines(computed_or_stored(RESULTS / "study.json", compute))))
 
 
 if __name__ == "__main__":
