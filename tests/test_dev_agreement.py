@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from sentadapt.evaluation.agreement import DEV_PAIRS, agreement, dev_agreement, dev_pair_cosines
-from tests.conftest import run_adapt
+from tests.test_teacher_evidence import tiny_teacher_run
 
 RESULTS = Path(__file__).parent.parent / "results" / "distill"
 
@@ -87,10 +87,7 @@ def test_a_teacher_run_records_the_dev_pair_evidence_when_asked_and_none_by_defa
     corpus = tmp_path / "corpus.txt"
     corpus.write_text("".join(f"the server {i} is down in room {i % 7}\n" for i in range(80)))
     run = tmp_path / "run"
-    result = run_adapt(str(corpus), "--base", str(tiny_model_dir), "--teacher", str(teacher), "--dev",
-                       str(pairs_tsv), "--output", str(run), "--batch-size", "8", "--max-length", "16",
-                       "--max-steps", "4", "--eval-every", "2", "--set", "teacher_check=off",
-                       "--set", "evals_per_pass=0", "--set", "teacher_evidence=dev")
+    result = tiny_teacher_run(tiny_model_dir, teacher, corpus, pairs_tsv, run, 4, "teacher_evidence=dev")
     assert result.exit_code == 0, result.output
     assert "held out of training" not in result.stderr  # nothing is held out: every sentence trains
     stored = json.loads((run / "dev_outputs.json").read_text())
@@ -109,18 +106,12 @@ def test_a_teacher_run_records_the_dev_pair_evidence_when_asked_and_none_by_defa
     assert evidence_text(metrics["teacher_evidence"]) == shown and "│ teacher evidence " in result.output
 
     off = tmp_path / "off"
-    result = run_adapt(str(corpus), "--base", str(tiny_model_dir), "--teacher", str(teacher), "--dev",
-                       str(pairs_tsv), "--output", str(off), "--batch-size", "8", "--max-length", "16",
-                       "--max-steps", "4", "--eval-every", "2", "--set", "teacher_check=off",
-                       "--set", "evals_per_pass=0")  # the default: off
+    result = tiny_teacher_run(tiny_model_dir, teacher, corpus, pairs_tsv, off, 4)  # the default: off
     assert result.exit_code == 0, result.output
     assert json.loads((off / "metrics.json").read_text())["teacher_evidence"] is None
 
     lead = tmp_path / "lead"  # `lead` decides without the agreement, and still records it
-    result = run_adapt(str(corpus), "--base", str(tiny_model_dir), "--teacher", str(teacher), "--dev",
-                       str(pairs_tsv), "--output", str(lead), "--batch-size", "8", "--max-length", "16",
-                       "--max-steps", "4", "--eval-every", "2", "--set", "teacher_check=off",
-                       "--set", "evals_per_pass=0", "--set", "teacher_evidence=lead")
+    result = tiny_teacher_run(tiny_model_dir, teacher, corpus, pairs_tsv, lead, 4, "teacher_evidence=lead")
     assert result.exit_code == 0, result.output
     assert json.loads((lead / "metrics.json").read_text())["teacher_evidence"] == metrics["teacher_evidence"]
 

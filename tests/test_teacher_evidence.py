@@ -81,6 +81,15 @@ def test_the_rule_uses_the_student_only_when_all_three_conditions_hold(lead, agr
     assert with_teacher_evidence(use, dev_ci, lead, Agreement(80.0, 79.0, (-2.0, -0.5), 5000), DecisionRule()) is use
 
 
+def tiny_teacher_run(base: Path, teacher: Path, corpus: Path, dev: Path, output: Path, steps: int, *settings: str):
+    """`adapt --teacher` on tiny models: batch 8, length 16, `steps` steps evaluated twice (eval_every steps / 2,
+    one evaluation per pass off so it holds), the teacher check off; `settings` as more --set KEY=VALUE."""
+    return run_adapt(str(corpus), "--base", str(base), "--teacher", str(teacher), "--dev", str(dev), "--output",
+                     str(output), "--batch-size", "8", "--max-length", "16", "--max-steps", str(steps),
+                     "--eval-every", str(steps // 2), "--set", "teacher_check=off", "--set", "evals_per_pass=0",
+                     *(arg for setting in settings for arg in ("--set", setting)))
+
+
 def test_a_run_with_the_teacher_evidence_never_trains_on_its_held_out_sentences(
     tiny_model_dir: Path, pairs_tsv: Path, tmp_path: Path
 ) -> None:
@@ -90,11 +99,8 @@ def test_a_run_with_the_teacher_evidence_never_trains_on_its_held_out_sentences(
     corpus = tmp_path / "corpus.txt"
     corpus.write_text("".join(f"the server {i} is down in room {i % 7}\n" for i in range(600)))
     run = tmp_path / "run"
-    result = run_adapt(str(corpus), "--base", str(tiny_model_dir), "--teacher", str(teacher), "--dev",
-                       str(pairs_tsv), "--output", str(run), "--batch-size", "8", "--max-length", "16",
-                       "--max-steps", "6", "--eval-every", "3", "--set", "teacher_check=off",
-                       "--set", "teacher_evidence=on", "--set", "agreement_holdout=60",
-                       "--set", "evals_per_pass=0")
+    result = tiny_teacher_run(tiny_model_dir, teacher, corpus, pairs_tsv, run, 6, "teacher_evidence=on",
+                              "agreement_holdout=60")
     assert result.exit_code == 0, result.output
     assert "teacher evidence: 60 corpus sentences held out of training, " in result.stderr
     record = json.loads((run / "dev_outputs.json").read_text())["agreement"]
