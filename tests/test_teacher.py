@@ -531,24 +531,19 @@ def test_masking_neighbours_needs_a_recipe_that_honours_it(tiny_model_dir: Path,
                                      "leaves out; drop --set mask_neighbours=on, or use --recipe consert")
 
 
-def test_masking_neighbours_without_neighbour_batches_is_refused(tiny_model_dir: Path, teacher_dir: Path,
-                                                                 corpus: Path, tmp_path: Path) -> None:
-    expected = ("Error: mask_neighbours: masks the neighbours a teacher puts in each batch; give --teacher MODEL "
-                "(with distill_batches=neighbours, its default), or drop --set mask_neighbours=on")
+@pytest.mark.parametrize(("setting", "expected"), [
+    ("mask_neighbours=on", "Error: mask_neighbours: masks the neighbours a teacher puts in each batch; give --teacher "
+                           "MODEL (with distill_batches=neighbours, its default), or drop --set mask_neighbours=on"),
+    ("distill_neighbour_share=0.5", "Error: distill_neighbour_share: shapes the neighbour batches a teacher composes; "
+                                    "give --teacher MODEL (with distill_batches=neighbours, its default), or drop "
+                                    "--set distill_neighbour_share"),
+], ids=["mask_neighbours", "distill_neighbour_share"])
+def test_a_neighbour_batch_option_without_neighbour_batches_is_refused(setting: str, expected: str,
+                                                                       tiny_model_dir: Path, teacher_dir: Path,
+                                                                       corpus: Path, tmp_path: Path) -> None:
     for extra in ([], ["--teacher", str(teacher_dir), "--set", "distill_batches=random"]):
         result = run_adapt(str(corpus), "--recipe", "consert", "--base", str(tiny_model_dir), "--output",
-                           str(tmp_path / "run"), "--dev", "none", "--set", "mask_neighbours=on", *extra)
-        assert result.exit_code == 2, result.output
-        assert result.stderr.strip() == expected
-
-
-def test_a_neighbour_share_without_neighbour_batches_is_refused(tiny_model_dir: Path, teacher_dir: Path,
-                                                                corpus: Path, tmp_path: Path) -> None:
-    expected = ("Error: distill_neighbour_share: shapes the neighbour batches a teacher composes; give --teacher "
-                "MODEL (with distill_batches=neighbours, its default), or drop --set distill_neighbour_share")
-    for extra in ([], ["--teacher", str(teacher_dir), "--set", "distill_batches=random"]):
-        result = run_adapt(str(corpus), "--recipe", "consert", "--base", str(tiny_model_dir), "--output",
-                           str(tmp_path / "run"), "--dev", "none", "--set", "distill_neighbour_share=0.5", *extra)
+                           str(tmp_path / "run"), "--dev", "none", "--set", setting, *extra)
         assert result.exit_code == 2, result.output
         assert result.stderr.strip() == expected
 

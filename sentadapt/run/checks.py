@@ -101,9 +101,8 @@ def _check_mask_neighbours(config: RunConfig, recipe_class: Any) -> None:
     """mask_neighbours acts on neighbour batches, which a teacher composes, and on a recipe whose loss honours it."""
     if not config.train.mask_neighbours:
         return
-    if config.teacher is None or config.train.distill_batches != "neighbours":
-        raise ConfigError("mask_neighbours: masks the neighbours a teacher puts in each batch; give --teacher MODEL "
-                          "(with distill_batches=neighbours, its default), or drop --set mask_neighbours=on")
+    _needs_neighbour_batches(config, "mask_neighbours", "masks the neighbours a teacher puts in each batch",
+                             "mask_neighbours=on")
     if not recipe_class.masks_related_negatives:
         raise ConfigError(f"mask_neighbours: the {recipe_class.name} recipe's loss has no in-batch negatives it "
                           "leaves out; drop --set mask_neighbours=on, or use --recipe consert")
@@ -112,12 +111,16 @@ def _check_mask_neighbours(config: RunConfig, recipe_class: Any) -> None:
 def _check_neighbour_share(config: RunConfig) -> None:
     """distill_neighbour_share shapes neighbour batches, which only a teacher composes: elsewhere it would change
     nothing, silently."""
-    if config.train.distill_neighbour_share == 1.0:
-        return
+    if config.train.distill_neighbour_share != 1.0:
+        _needs_neighbour_batches(config, "distill_neighbour_share", "shapes the neighbour batches a teacher composes",
+                                 "distill_neighbour_share")
+
+
+def _needs_neighbour_batches(config: RunConfig, option: str, what_it_does: str, setting: str) -> None:
+    """An option that acts on neighbour batches is an error without them (it would change nothing, silently)."""
     if config.teacher is None or config.train.distill_batches != "neighbours":
-        raise ConfigError("distill_neighbour_share: shapes the neighbour batches a teacher composes; give --teacher "
-                          "MODEL (with distill_batches=neighbours, its default), or drop --set "
-                          "distill_neighbour_share")
+        raise ConfigError(f"{option}: {what_it_does}; give --teacher MODEL (with distill_batches=neighbours, its "
+                          f"default), or drop --set {setting}")
 
 
 def _check_output(config: RunConfig, base: ResolvedModel, resume: bool, overwrite: bool) -> None:
