@@ -24,6 +24,7 @@ REDERIVABLE: dict[str, tuple[str, str]] = {
     "teacher-evidence": ("results/distill/", "python -m experiments.teacher_evidence --render"),
     "sizes": ("results/sizes/", "python -m experiments.sizes_suite --study --render docs/results.md"),
     "distillation-social": ("results/distill/", "python -m experiments.teacher_evidence --render"),
+    "distillation-variants": ("results/distill/", "python -m experiments.distill_variants --render"),
 }
 # section → why it is a record only (none today: a study whose runs were not kept has no section in results.md)
 RECORDS: dict[str, str] = {}
