@@ -14,7 +14,6 @@ every study draws them (test pairs from test.jsonl only), kept by distill_suite.
 
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +22,7 @@ import numpy as np
 from experiments.decision_study import draw, test_change
 from experiments.dev_agreement import GAIN, STRESS_RUNS, figures
 from experiments.distill_suite import DEV_200, DOMAINS, PATIENCE, kept_on_dev, stored_runs
-from experiments.stored_runs import computed_or_stored
+from experiments.stored_runs import stored_study_main
 
 RESULTS = Path("results/distill")
 SIZES = (50, 100, 200, 300, 400)
@@ -70,13 +69,8 @@ def lines(result: dict[str, Any]) -> list[str]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--study", action="store_true", help="compute it from the stored runs")
-    parser.add_argument("--results", type=Path, default=RESULTS)
-    parser.add_argument("--resamples", type=int, default=1000)
-    args = parser.parse_args()
-    compute = (lambda: study(args.results, args.resamples)) if args.study else None
-    print("\n".join(lines(computed_or_stored(args.results / "dev-size-power.json", compute))))
+    stored_study_main(__doc__, RESULTS, "dev-size-power.json", lambda args: study(args.results, args.resamples),
+                      lines)
 
 
 if __name__ == "__main__":

@@ -13,7 +13,6 @@ test pairs from test.jsonl only), so at L = 0.20 every cell decides as study-k3e
 
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +27,7 @@ from experiments.distill_suite import (
     stored_runs,
 )
 from experiments.domain_data import ALL_DOMAINS
-from experiments.stored_runs import computed_or_stored
+from experiments.stored_runs import stored_study_main
 
 RESULTS = Path("results/distill")
 VARIANT = "k3e"
@@ -166,14 +165,8 @@ def lines(result: dict[str, Any]) -> list[str]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--study", action="store_true", help="compute the study from the stored runs")
-    parser.add_argument("--results", type=Path, default=RESULTS)
-    parser.add_argument("--seeds", type=int, default=5)
-    parser.add_argument("--resamples", type=int, default=1000)
-    args = parser.parse_args()
-    compute = (lambda: study(args.results, args.seeds, args.resamples)) if args.study else None
-    print("\n".join(lines(computed_or_stored(args.results / "study-lead-risk.json", compute))))
+    stored_study_main(__doc__, RESULTS, "study-lead-risk.json",
+                      lambda args: study(args.results, args.seeds, args.resamples), lines, seeds=True)
 
 
 if __name__ == "__main__":

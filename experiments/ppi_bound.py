@@ -16,7 +16,6 @@ domains × 5 split seeds × 100 and 200 dev pairs); only the dev rows are read, 
 
 from __future__ import annotations
 
-import argparse
 import zlib
 from pathlib import Path
 from typing import Any
@@ -26,7 +25,7 @@ from scipy.stats import rankdata
 
 from experiments.distill_suite import PAIRINGS, PATIENCE, drawn_splits, kept_on_dev, stored_runs
 from experiments.domain_data import ALL_DOMAINS
-from experiments.stored_runs import computed_or_stored
+from experiments.stored_runs import stored_study_main
 
 RESULTS = Path("results/distill")
 VARIANT = "k3e"
@@ -93,14 +92,8 @@ def lines(result: dict[str, Any]) -> list[str]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--study", action="store_true", help="compute the study from the stored runs")
-    parser.add_argument("--results", type=Path, default=RESULTS)
-    parser.add_argument("--seeds", type=int, default=5)
-    parser.add_argument("--resamples", type=int, default=1000)
-    args = parser.parse_args()
-    compute = (lambda: study(args.results, args.seeds, args.resamples)) if args.study else None
-    print("\n".join(lines(computed_or_stored(args.results / "ppi-bound.json", compute))))
+    stored_study_main(__doc__, RESULTS, "ppi-bound.json", lambda args: study(args.results, args.seeds, args.resamples),
+                      lines, seeds=True)
 
 
 if __name__ == "__main__":

@@ -72,6 +72,23 @@ def computed_or_stored(path: Path, compute: Callable[[], dict[str, Any]] | None)
     return json.loads(path.read_text(encoding="utf-8"))
 
 
+def stored_study_main(description: str | None, results: Path, study_file: str,
+                      study: Callable[[argparse.Namespace], dict[str, Any]],
+                      lines: Callable[[dict[str, Any]], list[str]], seeds: bool = False) -> None:
+    """The command line of a study over stored cosines: `--study` computes RESULTS/STUDY_FILE from the stored runs
+    (computed_or_stored), then the table is printed from the file; `--results`, `--resamples` and, with `seeds`,
+    `--seeds` (5 split seeds) are passed to `study` in its namespace."""
+    parser = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--study", action="store_true", help="compute the study from the stored runs")
+    parser.add_argument("--results", type=Path, default=results)
+    if seeds:
+        parser.add_argument("--seeds", type=int, default=5)
+    parser.add_argument("--resamples", type=int, default=1000)
+    args = parser.parse_args()
+    compute = (lambda: study(args)) if args.study else None
+    print("\n".join(lines(computed_or_stored(args.results / study_file, compute))))
+
+
 def add_study_options(parser: argparse.ArgumentParser, work: Path, results: Path, study: str) -> None:
     """The options every stored study's CLI shares: --store, --study, --render and their folders."""
     parser.add_argument("--store", action="store_true", help="copy the runs' per-pair outputs into RESULTS")

@@ -13,7 +13,6 @@ test.jsonl only), kept by distill_suite.kept_on_dev.
 
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +21,7 @@ import numpy as np
 from experiments.decision_study import draw, test_change
 from experiments.dev_agreement import FALSE_USE_LIMIT, STRESS_RUNS, figures
 from experiments.distill_suite import DEV_200, DOMAINS, PATIENCE, kept_on_dev, stored_runs
-from experiments.stored_runs import computed_or_stored
+from experiments.stored_runs import stored_study_main
 
 RESULTS = Path("results/distill")
 SIZES = (200, 400, 600)
@@ -104,13 +103,8 @@ def lines(result: dict[str, Any]) -> list[str]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--study", action="store_true", help="compute it from the stored runs")
-    parser.add_argument("--results", type=Path, default=RESULTS)
-    parser.add_argument("--resamples", type=int, default=1000)
-    args = parser.parse_args()
-    compute = (lambda: study(args.results, args.resamples)) if args.study else None
-    print("\n".join(lines(computed_or_stored(args.results / "teacher-check.json", compute))))
+    stored_study_main(__doc__, RESULTS, "teacher-check.json", lambda args: study(args.results, args.resamples),
+                      lines)
 
 
 if __name__ == "__main__":
