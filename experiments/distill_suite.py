@@ -402,6 +402,13 @@ def headline(result: dict[str, Any], pairing: str) -> dict[str, float]:
             "news_cells": len(news)}
 
 
+def domain_raw(cells: list[dict[str, Any]], pairing: str, domain: str) -> float:
+    """A domain's mean raw test Δ over a study's cells at 200 dev pairs (nan when it has none): the per-domain figure
+    the findings tables and the variants section print beside headline()'s means."""
+    chosen = [c["raw"] for c in cells if c["pairing"] == pairing and c["domain"] == domain and c["size"] == 200]
+    return float(np.mean(chosen)) if chosen else float("nan")
+
+
 def dev_200(work: Path, variant: str, pairing: str, resamples: int) -> list[dict[str, Any] | None]:
     """Per domain, what a run with dev-200.jsonl (the pool's first DEV_200 rows) as its dev set keeps and decides —
     `cell` with no test pair; None where the variant has no finished run."""
@@ -554,8 +561,7 @@ def rule_tables(work: Path, rule: DevRule, resamples: int) -> list[str]:
     for pairing in rule.pairings:
         for number, variant in enumerate(rule.variants):
             study_result = json.loads(study_path(work, variant).read_text())
-            cells = [c for c in study_result["cells"] if c["pairing"] == pairing and c["size"] == 200]
-            raw = [typeset(float(np.mean([c["raw"] for c in cells if c["domain"] == d]))) for d in DOMAINS]
+            raw = [typeset(domain_raw(study_result["cells"], pairing, d)) for d in DOMAINS]
             head = headline(study_result, pairing)
             lines.append(f"| {PAIRING_NAMES[pairing] if number == 0 else ''} | {variant} | {' | '.join(raw)} | "
                          + " | ".join(typeset(head[key]) for key in CONFIRMED_ON) + " |")

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from experiments.distill_suite import PAIRINGS, headline, short
+from experiments.distill_suite import PAIRING_NAMES, PAIRINGS, domain_raw, headline
 from experiments.domain_data import DOMAINS
 
 RESULTS = Path("results/distill")
@@ -42,11 +42,6 @@ TARGETS = {"l6-mpnet": {"news": 3.98, "captions": 0.57, "raw": 1.5, "applied_100
            "l3-l6": {"applied_100": 0.6}}
 
 
-def domain_raw(cells: list[dict[str, Any]], pairing: str, domain: str) -> float | None:
-    chosen = [c["raw"] for c in cells if c["pairing"] == pairing and c["domain"] == domain and c["size"] == 200]
-    return float(np.mean(chosen)) if chosen else None
-
-
 def studies(results: Path) -> dict[str, dict[str, Any]]:
     """The stored test study of each variant in VARIANTS (the four earlier domains), in that order."""
     found = {}
@@ -57,8 +52,8 @@ def studies(results: Path) -> dict[str, dict[str, Any]]:
     return found
 
 
-def _cell(value: float | None, target: float | None = None) -> str:
-    if value is None:
+def _cell(value: float, target: float | None = None) -> str:
+    if np.isnan(value):
         return "–"
     shown = f"{value:+.2f}"
     return f"**{shown}**" if target is not None and value >= target else shown
@@ -93,8 +88,7 @@ def render(results: Path) -> str:
              "cells at 200 dev pairs: Δ raw is the kept step against the base on the drawn test pairs (decision "
              "ignored), applied counts a keep-base decision as 0. Bold: at or above issue 41's target.", ""]
     for pairing in PAIRINGS:
-        student, teacher = PAIRINGS[pairing]
-        lines += [f"**{short(student)} ← {short(teacher)}**", "", *pairing_table(found, pairing), ""]
+        lines += [f"**{PAIRING_NAMES[pairing]}**", "", *pairing_table(found, pairing), ""]
     return "\n".join(lines).rstrip()
 
 
