@@ -240,3 +240,37 @@ class RunDir:
 def candidate_folder(name: str) -> str:
     """A candidate's folder relative to its auto run directory, as metrics.json records it."""
     return f"{CANDIDATES_DIR}/{name}"
+
+
+
+def is_run_folder(folder: Path) -> bool:
+    """A folder `adapt --output` wrote, which `adapt --overwrite` may replace: its config.yaml names a recipe, or it
+    holds a --recipe auto plan (a config.yaml of another tool is not taken for one)."""
+    return RunDir(folder).is_auto() or _yaml_has_keys(folder / CONFIG_FILE, ("recipe",))
+
+
+def is_export_folder(folder: Path) -> bool:
+    """A folder `export` wrote, which `export --overwrite` may replace: its manifest names the format."""
+    return _json_has_keys(folder / MANIFEST, ("format",))
+
+
+def _yaml_has_keys(path: Path, keys: Sequence[str]) -> bool:
+    if not path.is_file():
+        return False
+    import yaml
+
+    try:
+        record = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (yaml.YAMLError, UnicodeDecodeError):
+        return False
+    return isinstance(record, dict) and all(key in record for key in keys)
+
+
+def _json_has_keys(path: Path, keys: Sequence[str]) -> bool:
+    if not path.is_file():
+        return False
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        return False
+    return isinstance(record, dict) and all(key in record for key in keys)

@@ -102,6 +102,12 @@ def min_width(table: TextTable, index: int, shortened: bool) -> int | None:
     return max(least, *(len(line) for line in column.header.split("\n"))) if shortened else least
 
 
+def only_numbers(table: TextTable, index: int) -> bool:
+    """Every line of the column's cells is a number, an interval or a Δ (no sparkline, no word)."""
+    return all(NUMBER.fullmatch(line) for row in table.rows if index < len(row.cells)
+               for line in row.cells[index].text.split("\n"))
+
+
 def widest(table: TextTable, index: int, numbers_only: bool = False) -> int:
     """The widest line of a column's cells (`numbers_only`: of its numbers, not a sparkline beside them)."""
     return max((len(line) for row in table.rows if index < len(row.cells) for line in row.cells[index].text.split(

@@ -282,7 +282,7 @@ def _beir(folder: Path, qrels: str = "query-id\tcorpus-id\tscore\nq1\td2\t1\nq2\
      "'score' column is scored as STS when --task pair-classification is not given)"),
     ("l.tsv", "sentence1\tsentence2\tlabel\na\tb\t1\nc\td\t1\n",
      "{path}: all 2 labels are 1; average precision needs pairs labelled 1 and pairs labelled 0"),
-    ("l.tsv", "sentence1\tsentence2\tlabel\n", "{path}: no sentence pairs; the file is empty"),
+    ("l.tsv", "sentence1\tsentence2\tlabel\n", "{path}: a header but no sentence pairs below it; add one row per pair"),
     ("r.jsonl", '{"query": "q", "positive": ["a"], "negative": ["b"]}\n{"query": "q2", "positive": [], '
                 '"negative": ["b"]}\n',
      "{path}:2: no positive; every reranking row needs at least one relevant candidate"),

@@ -208,10 +208,11 @@ def test_failed_verification_leaves_the_previous_output(runs: dict[str, Path], t
     output = tmp_path / "out"
     output.mkdir()
     (output / "keep.txt").write_text("previous export")
+    (output / "manifest.json").write_text('{"files": {}, "format": "hf"}')  # an earlier export: --overwrite may go
     monkeypatch.setattr("sentadapt.exporting.st.COSINE_LIMIT", 1.5)  # unreachable: the check must fail
     with pytest.raises(ExportError, match="verification failed: SentenceTransformer"):
         export_model(ExportRequest(str(runs["sg-opt"]), output, overwrite=True), sentences=SENTENCES[:4])
-    assert [p.name for p in output.iterdir()] == ["keep.txt"]
+    assert sorted(p.name for p in output.iterdir()) == ["keep.txt", "manifest.json"]
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".tmp-")]
 
 

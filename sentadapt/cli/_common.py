@@ -16,7 +16,7 @@ from rich.table import Table
 from sentadapt.cli.heartbeat import activity, heartbeat
 from sentadapt.errors import ResultNotWritten, SentadaptError
 from sentadapt.stopping import interrupted_line, received_signal, told
-from sentadapt.tables import TextTable, fit, min_width
+from sentadapt.tables import TextTable, fit, min_width, only_numbers
 
 TONES = {"good": "green", "bad": "red", "dim": "dim", "strong": "bold", "best": "bold green", "warn": "yellow"}
 
@@ -86,13 +86,16 @@ def note(message: str) -> None:
 
 def draw(table: TextTable, width: int | None = None) -> Table:
     """A library table (sentadapt.tables) as a rich Table: tones become colours; cell text is never markup. Fitted to
-    the terminal (`width`, default the console's) by `fit`: names give way, numbers are never cut."""
+    the terminal (`width`, default the console's) by `fit`: names give way, numbers are never cut. A column of
+    numbers does not wrap: rich then narrows only the label columns, where its last resort (narrowing every column
+    evenly) would cut a number's last characters (a Δ's closing bracket and its *)."""
     fitted = fit(table, width or console.width)
     drawn = Table(title=escape(table.title), caption=escape(table.caption) if table.caption else None,
                   show_header=table.show_header)
     for index, column in enumerate(fitted.columns):
         drawn.add_column(escape(column.header), justify="right" if column.right else "left",
-                         overflow="fold" if column.fold or column.right else "ellipsis", no_wrap=column.whole,
+                         overflow="fold" if column.fold or column.right else "ellipsis",
+                         no_wrap=column.whole or (column.right and only_numbers(fitted, index)),
                          min_width=min_width(fitted, index, fitted is not table))
     for row in fitted.rows:
         cells = [f"[{TONES[c.tone]}]{escape(c.text)}[/]" if c.tone else escape(c.text) for c in row.cells]

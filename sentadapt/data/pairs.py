@@ -40,20 +40,22 @@ class ScoredPairs:
     scores: list[float] = field(default_factory=list)
     subsets: list[str] = field(default_factory=list)
     source: str = ""
+    lines: list[int] = field(default_factory=list)  # each pair's line in its file (0: not read from a file)
 
     def __len__(self) -> int:
         return len(self.scores)
 
-    def append(self, s1: str, s2: str, score: float, subset: str = "") -> None:
+    def append(self, s1: str, s2: str, score: float, subset: str = "", line: int = 0) -> None:
         self.sentence1.append(s1)
         self.sentence2.append(s2)
         self.scores.append(score)
         self.subsets.append(subset)
+        self.lines.append(line)
 
     def check_usable(self) -> None:
         """Spearman needs at least two pairs and at least two distinct gold scores."""
         if len(self) == 0:
-            raise DataError(f"{self.source}: no sentence pairs; the file is empty")
+            raise DataError(no_pairs_message(self.source))
         if len(set(self.scores)) < 2:
             raise DataError(
                 f"{self.source}: all {len(self)} gold scores are equal ({self.scores[0]:g}); "
@@ -126,8 +128,29 @@ def read_scored_pairs(path: str | Path, score_range: tuple[float, float] | None 
         score = _parse_score(record[score_column], path, number, score_column)
         if score_range is not None and not score_range[0] <= score <= score_range[1]:
             raise DataError(f"{path}:{number}: score {score:g} is outside [{score_range[0]:g}, {score_range[1]:g}]")
-        pairs.append(s1, s2, score, str(record.get("subset", "") or ""))
+        pairs.append(s1, s2, score, str(record.get("subset", "") or ""), number)
     return pairs
+
+
+def read_user_scored_pairs(path: str | Path) -> ScoredPairs:
+    """A user's scored pairs file (`eval --pairs`, `adapt --dev`): read as `read_scored_pairs` reads it, then
+    checked for repeated pairs and scores off the file's own scale (data/pair_checks.py)."""
+    from sentadapt.data.pair_checks import check_labelled_file
+
+    path = Path(path)
+    column = score_column_of(path)
+    pairs = read_scored_pairs(path, score_column=column)
+    pairs.check_usable()
+    check_labelled_file(path, pairs.sentence1, pairs.sentence2, pairs.scores, pairs.lines, column, graded=True)
+    return pairs
+
+
+def no_pairs_message(source: str | Path) -> str:
+    """A file without pairs: empty, or a header with no rows below it (say which: the fix differs)."""
+    path = Path(source)
+    if path.is_file() and path.suffix.lower() != ".jsonl" and sniff_columns(path):
+        return f"{path}: a header but no sentence pairs below it; add one row per pair"
+    return f"{path}: no sentence pairs; the file is empty"
 
 
 def sniff_columns(path: str | Path) -> set[str]:
@@ -212,13 +235,15 @@ class LabelledPairs:
     sentence2: list[str] = field(default_factory=list)
     labels: list[int] = field(default_factory=list)
     source: str = ""
+    lines: list[int] = field(default_factory=list)  # each pair's line in its file
 
     def __len__(self) -> int:
         return len(self.labels)
 
 
 def read_labelled_pairs(path: str | Path, label_column: str = "label") -> LabelledPairs:
-    """Read sentence1/sentence2/label (0 or 1) records from .tsv, .csv or .jsonl (optionally .gz)."""
+    """Read sentence1/sentence2/label (0 or 1) records from .tsv, .csv or .jsonl (optionally .gz); a pair listed
+    twice (in either order) is an error (data/pair_checks.py)."""
     path = Path(path)
     columns = ("sentence1", "sentence2", label_column)
     pairs = LabelledPairs(source=str(path))
@@ -239,11 +264,16 @@ def read_labelled_pairs(path: str | Path, label_column: str = "label") -> Labell
         pairs.sentence1.append(s1)
         pairs.sentence2.append(s2)
         pairs.labels.append(label)
+        pairs.lines.append(number)
     if not pairs.labels:
-        raise DataError(f"{path}: no sentence pairs; the file is empty")
+        raise DataError(no_pairs_message(path))
     if len(set(pairs.labels)) < 2:
         raise DataError(f"{path}: all {len(pairs)} labels are {pairs.labels[0]}; average precision needs pairs "
                         "labelled 1 and pairs labelled 0")
+    from sentadapt.data.pair_checks import check_labelled_file
+
+    check_labelled_file(path, pairs.sentence1, pairs.sentence2, [float(label) for label in pairs.labels],
+                        pairs.lines, label_column, graded=False)
     return pairs
 
 

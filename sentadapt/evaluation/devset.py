@@ -56,6 +56,7 @@ NEIGHBOUR_RANKS = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128)
 RANDOM_PARTNERS = 4  # per sentence: the unrelated end of the range
 SIMILARITY_BLOCK = 1 << 24  # entries of one block of rows × sentences (64 MB of float32), never the N × N matrix
 LABEL_FORMATS = {".tsv": "\t", ".csv": ","}
+LABEL_FILE_MARK = "# Label each pair"  # the first line of a file `pairs` wrote: what `--overwrite` may replace
 _MASK64 = (1 << 64) - 1
 
 
@@ -143,7 +144,25 @@ def check_request(n: int, output: Path, overwrite: bool) -> None:
         raise ConfigError(f"--output {output}: is a directory; pass a file name such as to-label.tsv")
     if output.exists() and not overwrite:
         raise ConfigError(f"--output {output}: exists (labels in it would be lost); pass --overwrite to replace it")
+    if output.exists():
+        _check_replaceable_label_file(output)
     check_writable_place(f"--output {output}", output.parent)
+
+
+def _check_replaceable_label_file(path: Path) -> None:
+    """--overwrite replaces a file `pairs` wrote whose labels are still empty, nothing else: a user's own pairs
+    file, or one they have started labelling, is refused (the labels are what they paid for)."""
+    text = path.read_text(encoding="utf-8", errors="replace")
+    lines = text.splitlines()
+    if not lines or not lines[0].startswith(LABEL_FILE_MARK):
+        raise ConfigError(f"--output {path}: not a file `sentadapt pairs` wrote (its first line is not the "
+                          f"'{LABEL_FILE_MARK}' comment); --overwrite replaces only such a file; choose another name")
+    rows = list(csv.reader(lines[1:], delimiter=LABEL_FORMATS[path.suffix.lower()]))
+    column = rows[0].index("label") if rows and "label" in rows[0] else None
+    labelled = sum(1 for row in rows[1:] if column is not None and len(row) > column and row[column].strip())
+    if labelled:
+        raise ConfigError(f"--output {path}: {labelled} of its {len(rows) - 1} pairs are labelled, and --overwrite "
+                          "would lose them; move the file, or choose another --output")
 
 
 # ------------------------------------------------------------------------------------------------ the sample
@@ -316,7 +335,7 @@ def write_label_file(result: ProposedPairs) -> None:
     path = result.path
     delimiter = LABEL_FORMATS[path.suffix.lower()]
     buffer = io.StringIO()
-    buffer.write(f"# Label each pair: {LABEL_RULE}, in every row; delete rows you cannot judge. Then: "
+    buffer.write(f"{LABEL_FILE_MARK}: {LABEL_RULE}, in every row; delete rows you cannot judge. Then: "
                  f"{result.next_command}\n")
     if delimiter == "\t":  # TSV is read without quoting: a tab or line break inside a sentence becomes a space
         buffer.write("sentence1\tsentence2\tlabel\n")

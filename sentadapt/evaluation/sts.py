@@ -20,7 +20,7 @@ from sentadapt.data.pairs import (
     ScoredPairs,
     labels_are_graded,
     read_scored_pairs,
-    score_column_of,
+    read_user_scored_pairs,
     sniff_columns,
 )
 from sentadapt.errors import ConfigError, DataError
@@ -99,7 +99,7 @@ class ScoredPairsTask(CosinePairTask):
 
     @classmethod
     def read(cls, path: Path, split: str = "test", aggregate: str = "all") -> ScoredPairsTask:
-        return cls(path.name, read_scored_pairs(path, score_column=score_column_of(path)), aggregate)
+        return cls(path.name, read_user_scored_pairs(path), aggregate)
 
     def metrics(self, outputs: Outputs) -> tuple[dict[str, float], dict[str, Any]]:
         from scipy.stats import pearsonr
@@ -161,8 +161,8 @@ class StsEvaluator(Evaluator):
 
     @classmethod
     def from_pairs_file(cls, path: str | Path, aggregate: str = "all", **options: Any) -> StsEvaluator:
-        pairs = read_scored_pairs(path, score_column=score_column_of(path))
-        return cls([ScoredPairsTask(Path(path).name, pairs, aggregate)], split="pairs", **options)
+        return cls([ScoredPairsTask(Path(path).name, read_user_scored_pairs(path), aggregate)], split="pairs",
+                   **options)
 
 
 __all__ = ["PAIR_COLUMNS", "ScoredPairsTask", "StsEvaluator", "cosine_scores", "load_task", "score_task",

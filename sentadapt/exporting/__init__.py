@@ -35,8 +35,9 @@ from sentadapt.exporting.request import (
     ExportRequest,
     ExportResult,
 )
-from sentadapt.options import check_writable_place, checked
+from sentadapt.options import check_replaceable, check_writable_place, checked
 from sentadapt.registry import unknown_name_message
+from sentadapt.rundir import is_export_folder
 
 __all__ = ["FORMATS", "Check", "ExportRequest", "ExportResult", "check_request", "export", "export_model",
            "read_sentences", "require_packages"]
@@ -82,7 +83,8 @@ def _check_output(request: ExportRequest) -> None:
     output = Path(request.output)
     if output.exists() and not output.is_dir():
         raise ExportError(f"{output}: exists and is not a folder; choose another output")
-    if output.is_dir() and any(output.iterdir()) and not request.overwrite:
+    replacing = output.is_dir() and any(output.iterdir())
+    if replacing and not request.overwrite:
         raise ExportError(f"{output}: not empty; pass --overwrite to replace it")
     check_writable_place(str(output), output)
     source = Path(request.source).expanduser()
@@ -90,6 +92,8 @@ def _check_output(request: ExportRequest) -> None:
         source, target = source.resolve(), output.resolve()
         if target == source or target in source.parents:
             raise ExportError(f"{output}: would replace the source {request.source}; choose another output")
+    if replacing:
+        check_replaceable(str(output), output, "an earlier `sentadapt export`", is_export_folder)
 
 
 def require_packages(format_name: str) -> None:

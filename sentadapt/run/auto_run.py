@@ -103,8 +103,7 @@ def run_auto(runs: list[auto.CandidateRun], resolved: list[ResolvedRun], output:
         evaluator, dev_name = dev.evaluator, dev.name
         base = _base_dev(output, resolved[0], trust_remote_code, allow_pickle, events.note) if main else None
         # each candidate trains through the single-run path; its own summary is left to the auto record
-        quiet = Events(events.note, events.progress, events.reporter,
-                       checkpoint_written=replacement.commit if replacement is not None else None)
+        quiet = Events(events.note, events.progress, events.reporter)
         for index, (run, candidate_run) in enumerate(zip(runs, resolved, strict=True), start=1):
             try:
                 _train_candidate(run, candidate_run, index, len(runs), base, trust_remote_code, allow_pickle, quiet)
@@ -120,7 +119,7 @@ def run_auto(runs: list[auto.CandidateRun], resolved: list[ResolvedRun], output:
         return AutoOutcome(choice, record)
     finally:
         if replacement is not None:
-            replacement.settle()  # the run it replaces comes back unless a candidate got a checkpoint
+            replacement.settle()  # the run it replaces goes once the auto run finished, else kept or back
         if lock is not None:
             lock.unlink(missing_ok=True)
 

@@ -10,10 +10,11 @@ from typing import Any
 
 from sentadapt.config import RunConfig
 from sentadapt.errors import ConfigError
+from sentadapt.options import check_replaceable
 from sentadapt.resolve import ResolvedModel
 from sentadapt.run.processes import is_main_process
 from sentadapt.run.resolved import DevSet, ResolvedRun
-from sentadapt.rundir import RunDir
+from sentadapt.rundir import RunDir, is_run_folder
 
 
 def check_run(config: RunConfig, resume: bool, overwrite: bool, dry_run: bool, require_improvement: bool,
@@ -127,11 +128,30 @@ def _check_output(config: RunConfig, base: ResolvedModel, resume: bool, overwrit
     output = Path(config.output)
     if output.exists() and not output.is_dir():
         raise ConfigError(f"--output {output}: exists and is not a directory")
-    if not resume and output.is_dir() and any(output.iterdir()) and not overwrite:
+    replacing = not resume and output.is_dir() and any(output.iterdir())
+    if replacing and not overwrite:
         raise ConfigError(f"--output {output}: exists and is not empty; pass --resume to continue that run "
                           "or --overwrite to replace it")
+    if replacing:
+        check_replaceable(f"--output {output}", output, "a run folder of `sentadapt adapt`", is_run_folder)
+        _check_inputs_outside(config, base, output)
     check_writable(output)
-    _check_free_space(config, base, output)
+    _check_free_space(config, base, output, output_is_room=not replacing)
+
+
+def _check_inputs_outside(config: RunConfig, base: ResolvedModel, output: Path) -> None:
+    """What the run reads cannot live in the folder --overwrite sets aside: it would vanish under the run."""
+    inputs = [("corpus", source) for source in config.corpus]
+    inputs += [("--base", base.location if base.is_local else None), ("--dev", config.dev),
+               ("--teacher", config.teacher), ("--data-dir", config.data_dir)]
+    folder = output.resolve()
+    for option, value in inputs:
+        if value is None or not Path(value).expanduser().exists():
+            continue  # a Hub id or a name such as stsb
+        path = Path(value).expanduser().resolve()
+        if path == folder or folder in path.parents:
+            raise ConfigError(f"--output {output}: {option} {value} is inside this folder, which the new run "
+                              "replaces; write the new run to another --output, or move it out first")
 
 
 def check_writable(output: Path) -> None:
@@ -141,10 +161,10 @@ def check_writable(output: Path) -> None:
     check_writable_place(f"--output {output}", output)
 
 
-def _check_free_space(config: RunConfig, resolved: ResolvedModel, output: Path) -> None:
+def _check_free_space(config: RunConfig, resolved: ResolvedModel, output: Path, output_is_room: bool) -> None:
     """Refuse before training when checkpoints and the model would not fit (known for local base models only)."""
     from sentadapt.train.storage import check_free_space, weights_bytes
 
     weights = weights_bytes(Path(resolved.location)) if resolved.is_local else None
     if weights is not None:
-        check_free_space(output, weights, config.train.keep_checkpoints)
+        check_free_space(output, weights, config.train.keep_checkpoints, output_is_room)

@@ -2,11 +2,17 @@
 
 A new run into a folder that holds an earlier run (finished or not) does not delete it first. The earlier run is
 renamed to a hidden sibling, `.NAME.replaced` (one rename on the same file system: nothing is copied), the new run
-starts in NAME, and the earlier run is deleted only once the new one has something to put in its place: its first
-checkpoint (of any stage or candidate) or its end. Any failure before that — a teacher that trails the base, a bad
-corpus line, Ctrl-C while loading or before the first checkpoint — puts the earlier run back as it was, byte for
-byte. A process killed outright (SIGKILL, a lost node) cannot put it back itself: the next `adapt` into NAME does,
-before anything else (`recover`), unless the killed run had reached a checkpoint.
+starts in NAME, and the earlier run is deleted only once the new one has *finished* (its metrics.json is written):
+until then the new run may still be stopped, and a user who stops it must be able to choose either run.
+
+When the new run stops early (a teacher that trails the base, a bad corpus line, Ctrl-C or SIGTERM while loading or
+training, a full disk):
+- before its first checkpoint: nothing of it is worth keeping, so the earlier run is put back as it was, byte for
+  byte;
+- after a checkpoint: both are kept, and one line says where each is, how to continue the new one (`--resume`, which
+  deletes the earlier run when it finishes) and how to get the earlier one back.
+A process killed outright (SIGKILL, a lost node) cannot say so itself: the next `adapt` into NAME does (`recover`),
+before anything else.
 
 Only the main process touches the folders; the lock (run/lock.py) is held throughout.
 """
@@ -30,8 +36,8 @@ def aside_path(output: Path) -> Path:
 
 
 def has_replacement(output: Path) -> bool:
-    """The new run in `output` holds something to put in the old one's place: a checkpoint (of the run, a stage or a
-    --recipe auto candidate) or a finished run."""
+    """The new run in `output` holds something worth keeping: a checkpoint (of the run, a stage or a --recipe auto
+    candidate) or a finished run."""
     run_dir = RunDir(output)
     if run_dir.is_finished() or run_dir.has_progress():
         return True
@@ -50,14 +56,24 @@ def worth_setting_aside(output: Path) -> bool:
     return any(path.name != LOCK_FILE for path in output.iterdir())
 
 
+def both_kept(output: Path, aside: Path) -> str:
+    """The line for a new run stopped after a checkpoint, with the run it replaces still set aside."""
+    return (f"--output {output}: the new run is not finished, so the run it replaces is kept in {aside}; continue "
+            f"the new one with: sentadapt adapt --resume --output {output} (the old one is deleted when it "
+            f"finishes), or get the old one back with: rm -r {output} && mv {aside} {output}")
+
+
 def recover(output: Path, note: Note = quiet) -> None:
-    """A run set aside by an `--overwrite` run that was killed before it could settle: back in place when the
-    killed run never reached a checkpoint, else deleted (the killed run's checkpoint replaced it)."""
+    """A run set aside by an `--overwrite` run that was killed before it could settle: deleted when the killed run
+    had finished after all; put back when it never reached a checkpoint; else kept, and the user told so."""
     aside = aside_path(output)
     if not aside.is_dir():
         return
-    if output.is_dir() and has_replacement(output):
+    if RunDir(output).is_finished():
         shutil.rmtree(aside)
+        return
+    if output.is_dir() and has_replacement(output):
+        note(both_kept(output, aside))
         return
     if output.is_dir():
         shutil.rmtree(output)
@@ -67,7 +83,7 @@ def recover(output: Path, note: Note = quiet) -> None:
 
 @dataclass
 class Replacement:
-    """The earlier run of an `--overwrite`, set aside until the new run settles (None: nothing was set aside)."""
+    """The earlier run of an `--overwrite`, set aside until the new run finishes (None: nothing was set aside)."""
 
     output: Path
     aside: Path | None = None
@@ -75,32 +91,43 @@ class Replacement:
 
     @classmethod
     def set_aside(cls, output: Path, note: Note = quiet) -> Replacement:
-        """Move the earlier run in `output` aside (the caller holds its lock, which stays behind and is re-taken)."""
+        """Move the earlier run in `output` aside (the caller holds its lock, which stays behind and is re-taken).
+        When an earlier run already waits aside (a replacement that was stopped), `output` holds that unfinished
+        replacement: it is what this new run replaces, and the run waiting aside goes on waiting."""
+        aside = aside_path(output)
+        if aside.is_dir():
+            if output.is_dir():
+                shutil.rmtree(output)
+            note(f"--output {output}: replacing the unfinished run that was there; the run it was to replace "
+                 f"still waits in {aside} until this one finishes")
+            return cls(output, aside, note)
         if not worth_setting_aside(output):
             if output.is_dir():
                 shutil.rmtree(output)  # nothing worth keeping: what a run wrote before its first checkpoint
             return cls(output, None, note)
-        aside = aside_path(output)
         (output / LOCK_FILE).unlink(missing_ok=True)  # ours: the earlier run goes aside as it was
         os.rename(output, aside)
         return cls(output, aside, note)
 
-    def commit(self, _checkpoint: Path | None = None) -> None:
-        """The new run has a checkpoint (or has finished): the earlier run is deleted."""
-        if self.aside is not None:
-            shutil.rmtree(self.aside, ignore_errors=True)
-            self.aside = None
+    @classmethod
+    def waiting(cls, output: Path, note: Note = quiet) -> Replacement:
+        """A resumed run: a run it replaces may wait aside, to be deleted when this one finishes."""
+        aside = aside_path(output)
+        return cls(output, aside if aside.is_dir() else None, note)
 
     def settle(self) -> None:
-        """At the end of the new run, whatever happened: keep it if it got somewhere, else put the earlier one back."""
+        """At the end of the new run, whatever happened: finished, the earlier run is deleted; stopped after a
+        checkpoint, both are kept and the user told where; stopped before one, the earlier run is put back."""
         if self.aside is None:
             return
-        if has_replacement(self.output):
-            self.commit()
-            return
-        if self.output.is_dir():
-            shutil.rmtree(self.output)
-        os.rename(self.aside, self.output)
+        if RunDir(self.output).is_finished():
+            shutil.rmtree(self.aside, ignore_errors=True)
+        elif has_replacement(self.output):
+            self.note(both_kept(self.output, self.aside))
+        else:
+            if self.output.is_dir():
+                shutil.rmtree(self.output)
+            os.rename(self.aside, self.output)
+            self.note(f"--output {self.output}: the new run stopped before its first checkpoint; the run it was to "
+                      "replace is back as it was")
         self.aside = None
-        self.note(f"--output {self.output}: the new run stopped before its first checkpoint; the run it was to "
-                  "replace is back as it was")

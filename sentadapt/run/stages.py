@@ -1,5 +1,5 @@
 """A checked run trained, stage after stage, under its output folder's lock: config.yaml written first, an
-`--overwrite`n run set aside until the new one has a checkpoint, every stage built (run/inputs.py) and trained
+`--overwrite`n run set aside until the new one finishes, every stage built (run/inputs.py) and trained
 (train/loop.py), then published and decided (run/finish.py); a failed write becomes one line."""
 
 from __future__ import annotations
@@ -21,11 +21,12 @@ from sentadapt.train.signals import StopAtOnce, stopped_early
 
 def claim_output(output: Path, replace: bool, note: Callable[[str], None]) -> tuple[Path, Replacement]:
     """Lock the output folder (made if missing) for this process; with `replace`, the run it holds is set aside until
-    the new one has a checkpoint (run/replacement.py). Returns the lock and the replacement to settle at the end.
-    The lock is taken before anything moves, so --overwrite never touches what a live run is writing."""
+    the new one finishes (run/replacement.py); without, a run an earlier --overwrite set aside still waits for this
+    one (resumed) to finish. Returns the lock and the replacement to settle at the end. The lock is taken before
+    anything moves, so --overwrite never touches what a live run is writing."""
     if output.is_dir():
         acquire_lock(output, note)
-    replacement = Replacement.set_aside(output, note) if replace else Replacement(output)
+    replacement = Replacement.set_aside(output, note) if replace else Replacement.waiting(output, note)
     output.mkdir(parents=True, exist_ok=True)
     return acquire_lock(output, note), replacement
 
@@ -71,7 +72,7 @@ def train_run(run: ResolvedRun, resume: bool, overwrite: bool, trust_remote_code
                                   trust_remote_code=trust_remote_code, allow_pickle=allow_pickle, stage=stage,
                                   progress=events.progress, base_dev=base_dev if number == 1 else None)
             reporter = events.reporter() if events.reporter is not None else NoteReporter(events.note)
-            trainer = Trainer(inputs, reporter, on_checkpoint=_checkpoint_hook(replacement, events))
+            trainer = Trainer(inputs, reporter, on_checkpoint=events.checkpoint_written)
             stop.stop_if_requested()  # a signal while loading whose interrupt something swallowed
             result = _train_stage(trainer, stage_resume, output)
             if main and events.stage_done is not None:
@@ -81,21 +82,10 @@ def train_run(run: ResolvedRun, resume: bool, overwrite: bool, trust_remote_code
     finally:
         stop.__exit__()
         if replacement is not None:
-            replacement.settle()  # the run it replaces comes back unless this one got a checkpoint
+            replacement.settle()  # the run it replaces goes once this one finished, else it is kept or back
         if lock is not None:
             lock.unlink(missing_ok=True)
     return result if main else None
-
-
-def _checkpoint_hook(replacement: Replacement | None, events: Events) -> Callable[[Path], None]:
-    """What a written checkpoint triggers: the run set aside by --overwrite goes, and the caller hears of it."""
-    def written(folder: Path) -> None:
-        if replacement is not None:
-            replacement.commit()
-        if events.checkpoint_written is not None:
-            events.checkpoint_written(folder)
-
-    return written
 
 
 def write_config(config: RunConfig) -> None:

@@ -183,7 +183,7 @@ class Trainer:
         self.config = inputs.config
         self.train_config = cfg = inputs.config.train
         self.reporter: Reporter = reporter or SilentReporter()
-        self.on_checkpoint = on_checkpoint  # the main process's hook once a checkpoint is complete (--overwrite)
+        self.on_checkpoint = on_checkpoint  # the main process's hook once a checkpoint is complete
         self.output = Path(inputs.config.output)
         self.run_dir = RunDir(self.output)
         self.checkpoints = self.run_dir.checkpoints

@@ -52,14 +52,16 @@ def directory_bytes(folder: Path) -> int:
     return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
 
 
-def check_free_space(output: Path, weights: int, keep_checkpoints: int) -> None:
-    """Raise StorageError before training when the run cannot fit; what `output` already holds counts as room."""
+def check_free_space(output: Path, weights: int, keep_checkpoints: int, output_is_room: bool = True) -> None:
+    """Raise StorageError before training when the run cannot fit. What `output` already holds counts as room when
+    the run reuses it (`output_is_room`); not under --overwrite, which keeps the run it replaces until the new one
+    has finished (run/replacement.py)."""
     if os.environ.get(SKIP_ENV) == "1":
         return
     existing = output
     while not existing.exists():
         existing = existing.parent
-    need = estimate_run_bytes(weights, keep_checkpoints) - directory_bytes(output)
+    need = estimate_run_bytes(weights, keep_checkpoints) - (directory_bytes(output) if output_is_room else 0)
     free = free_bytes(existing)
     if need > free:
         raise StorageError(
