@@ -100,6 +100,22 @@ class SentenceModel(Protocol):
     def hidden_size(self) -> int: ...
 
 
+def layout_width(folder: Path) -> int | None:
+    """The width of a local model folder's sentence vectors, read from its files without loading the backbone: its
+    last Dense layer's output, else the transformer's hidden size (config.json); None when the files do not say.
+    A layout sentadapt cannot load is its one-line error here, as it would be when loading."""
+    layout = read_layout(folder)
+    if layout.head:
+        return int(layout.head[-1].linear.out_features)
+    config = folder / layout.transformer_path / "config.json"
+    try:
+        record = json.loads(config.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    width = record.get("hidden_size") if isinstance(record, dict) else None
+    return width if isinstance(width, int) else None
+
+
 def read_layout(folder: Path) -> FolderLayout:
     """The layout of a local model folder (all defaults for a plain Hugging Face folder)."""
     layout = FolderLayout()

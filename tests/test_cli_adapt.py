@@ -88,8 +88,7 @@ def test_existing_output_needs_resume_or_overwrite(corpus: Path, tiny_model_dir:
     (output / "something").write_text("x")
     result = _adapt(str(corpus), "--base", str(tiny_model_dir), "--output", str(output))
     assert result.exit_code == 2
-    assert result.stderr.strip() == (f"Error: --output {output}: exists and is not empty; pass --resume to continue "
-                                     "that run or --overwrite to replace it")
+    assert result.stderr.strip() == f"Error: --output {output}: exists and is not empty; choose a new or empty folder"
 
 
 def test_resume_takes_only_auto_as_a_value(corpus: Path, tiny_model_dir: Path, tmp_path: Path) -> None:

@@ -266,11 +266,34 @@ def test_the_summary_line_names_the_smallest_size_or_that_none_keeps_the_gain() 
     record = {"rows": rows, "base_full_score": 79.5, "smallest": {"dim": 192, "precision": "int8",
                                                                   "bytes_per_vector": 192.0}}
     assert sizes_text(record) == (
-        "192 int8: 192 bytes a vector (8× smaller), dev 79.80, Δ +0.30 [-0.40, +1.00] vs the base's 384 fp32 (79.50), "
-        "risk 0.18; `sentadapt export RUN OUT --dim 192` ships it, stored as int8 codes (quantize_embeddings)")
+        "192 int8: 192 bytes a vector (8× smaller), dev 79.80, Δ +0.30 [-0.40, +1.00], below it in 18 % of "
+        "resamples vs the base's 384 fp32 (79.50); `sentadapt export RUN OUT --dim 192` ships it, stored as int8 "
+        "codes (quantize_embeddings)")
     assert sizes_text(record, kept_base=True).startswith("the adapted model's 192 int8")
-    assert sizes_text({**record, "smallest": None}) == (
-        "none keeps the dev score of the base's 384 fp32 (79.50) at its risk limit; metrics.json has every size")
+    whole_fails = [{**rows[0], "delta_vs_base_full": -0.2, "risk": 0.6, "keeps_gain": False}, rows[1]]
+    assert sizes_text({**record, "rows": whole_fails, "smallest": None}) == (
+        "none: the adapted model's whole 384 fp32 vectors do not keep the dev score of the base's 384 fp32 (79.50) "
+        "(Δ -0.20 [-0.10, +1.10], below it in 60 % of resamples), so no smaller size is weighed; 192 int8, smaller, "
+        "passes alone but is not named (a size is weighed only when every larger one kept the score: docs/sizes.md); "
+        "metrics.json has every size")
+
+
+def test_the_summary_line_says_when_only_the_whole_vectors_keep_the_gain_and_where_the_walk_stopped() -> None:
+    from sentadapt.run.summary import sizes_text
+
+    def row(dim: int, precision: str, size: float, delta: float, keeps: bool) -> dict:
+        return {"dim": dim, "precision": precision, "bytes_per_vector": size, "score": 80.0 + delta,
+                "delta_vs_base_full": delta, "ci": [-1.0, 1.0], "risk": 0.1 if keeps else 0.4, "keeps_gain": keeps}
+
+    rows = [row(384, "fp32", 1536.0, 0.5, True), row(192, "fp32", 768.0, -0.3, False),
+            row(384, "int8", 384.0, 0.4, True)]
+    text = sizes_text({"rows": rows, "base_full_score": 79.5, "smallest": {"dim": 384, "precision": "fp32"}})
+    assert text == (
+        "only whole 384 fp32 vectors keep the dev score of the base's 384 fp32 (79.50) (Δ +0.50 [-1.00, +1.00], below "
+        "it in 10 % of resamples); no smaller size to export; the walk stopped at 192 fp32 (Δ -0.30 [-1.00, +1.00], "
+        "below it in 40 % of resamples); 384 int8, smaller, passes alone but is not named (a size is weighed only "
+        "when every larger one kept the score: docs/sizes.md)")
+    assert "--dim 384" not in text  # an identity layer is nothing to ship
 
 
 def test_the_walk_stops_at_the_first_size_that_does_not_keep_the_gain() -> None:

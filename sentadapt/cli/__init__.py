@@ -11,19 +11,21 @@ from sentadapt.cli import diagnose as diagnose_command
 from sentadapt.cli import eval as eval_command
 from sentadapt.cli import export as export_command
 from sentadapt.cli import pairs as pairs_command
+from sentadapt.cli.command import SentadaptCommand, SentadaptGroup
 
 app = typer.Typer(
     name="sentadapt",
     help="Adapt sentence-embedding models to your domain with contrastive learning, and prove the gain.",
     no_args_is_help=True,
     add_completion=False,
+    cls=SentadaptGroup,
     pretty_exceptions_show_locals=False,
 )
 app.command(name="adapt", cls=adapt_command.AdaptCommand)(adapt_command.adapt)
-app.command(name="eval")(eval_command.eval_models)
-app.command(name="pairs")(pairs_command.pairs)
-app.command(name="export")(export_command.export)
-app.command(name="diagnose")(diagnose_command.diagnose)
+app.command(name="eval", cls=SentadaptCommand)(eval_command.eval_models)
+app.command(name="pairs", cls=SentadaptCommand)(pairs_command.pairs)
+app.command(name="export", cls=SentadaptCommand)(export_command.export)
+app.command(name="diagnose", cls=SentadaptCommand)(diagnose_command.diagnose)
 app.add_typer(cache_command.app, name="cache")
 
 

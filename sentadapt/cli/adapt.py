@@ -8,16 +8,16 @@ from typing import Any
 
 import typer
 from rich.markup import escape
-from typer.core import TyperCommand
 
 from sentadapt.cli._common import TONES, console, draw, friendly_errors, note, progress_bar
+from sentadapt.cli.command import SentadaptCommand
 from sentadapt.cli.progress import RichReporter
 from sentadapt.run_spec import ADAPT_OPTIONS, AdaptOption, from_command_line
 
 RESUME_LAST = "last"  # what a bare `--resume` means (AdaptCommand spells it out)
 
 
-class AdaptCommand(TyperCommand):
+class AdaptCommand(SentadaptCommand):
     """`--resume` takes an optional value (`--resume` or `--resume auto`), which typer cannot declare: a bare
     `--resume` is rewritten to `--resume=last` before parsing."""
 
@@ -54,6 +54,9 @@ def adapt(**options: Any) -> None:
     from sentadapt.run.adapt import request_from, run
     from sentadapt.run.processes import release_processes
 
+    if options.get("resume"):  # a resumed run reads its saved config.yaml; a new one records the value
+        options = _without_environment_values(options)
+    options.pop("ctx", None)
     try:
         outcome = run(request_from(from_command_line(options)), cli_events())
     finally:  # the command's process ends here, whatever happened
@@ -64,8 +67,18 @@ def adapt(**options: Any) -> None:
         _print_auto_summary(outcome.output, outcome.auto.record)
 
 
+def _without_environment_values(options: dict[str, Any]) -> dict[str, Any]:
+    """An option typer filled from its environment variable ($SENTADAPT_DATA_DIR) as if it was not given: a value the
+    user did not type is not theirs to be told about (`--resume`: "ignoring --data-dir")."""
+    context = options.pop("ctx")
+    return {name: None if getattr(context.get_parameter_source(name), "name", "") == "ENVIRONMENT" else value
+            for name, value in options.items()}
+
+
 # the command's options are the run spec's (sentadapt/run_spec.py): typer reads them from this signature
-adapt.__signature__ = inspect.Signature([_parameter(option) for option in ADAPT_OPTIONS])  # type: ignore[attr-defined]
+adapt.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+    [inspect.Parameter("ctx", inspect.Parameter.KEYWORD_ONLY, annotation=typer.Context),
+     *(_parameter(option) for option in ADAPT_OPTIONS)])
 
 
 def cli_events() -> Any:

@@ -6,12 +6,13 @@ import typer
 from rich.table import Table
 
 from sentadapt.cli._common import console, friendly_errors, note
+from sentadapt.cli.command import SentadaptCommand, SentadaptGroup
 
 app = typer.Typer(help="The on-disk cache of prepared corpora and frozen embeddings ($SENTADAPT_CACHE).",
-                  no_args_is_help=True)
+                  no_args_is_help=True, cls=SentadaptGroup)
 
 
-@app.command("info")
+@app.command("info", cls=SentadaptCommand)
 @friendly_errors
 def info() -> None:
     """Where the cache is, each entry and its size."""
@@ -31,7 +32,7 @@ def info() -> None:
                   "`sentadapt cache clear` removes it)", highlight=False)
 
 
-@app.command("clear")
+@app.command("clear", cls=SentadaptCommand)
 @friendly_errors
 def clear() -> None:
     """Remove every prepared corpus and cached embedding (they are rebuilt when next needed)."""

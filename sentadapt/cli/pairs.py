@@ -23,8 +23,9 @@ BAR_WIDTH = 30
 def pairs(
     corpus: list[str] = typer.Argument(..., help="Text files (one sentence per line; .gz, .jsonl/.csv/.tsv with "
                                                  "--text-column) or a Hub dataset id: what `adapt` reads."),
-    base: str = typer.Option(DEFAULT_BASE_MODEL, "--base", help="The base model you will adapt: folder or Hub id "
-                                                                "(its cosines spread the pairs)."),
+    base: str = typer.Option(DEFAULT_BASE_MODEL, "--base", show_default=False,
+                             help="The base model you will adapt: folder or Hub id (its cosines spread the pairs; "
+                                  "default: named above)."),
     n: int = typer.Option(200, "-n", help="Pairs to propose (each sentence is used once: needs 2·n sentences)."),
     output: Path = typer.Option(..., "--output", "-o", help="The file to label: .tsv or .csv."),
     seed: int = typer.Option(0, "--seed", help="Seed of the sentence sample and of the pairs chosen."),
@@ -40,7 +41,9 @@ def pairs(
 ) -> None:
     """Propose N sentence pairs from your corpus for you to label (1/0 or a score): near-duplicates, borderline
     and unrelated pairs alike, so the dev set can tell a better model from a worse one. Then pass the labelled
-    file to `sentadapt adapt --dev FILE` (or `sentadapt eval MODEL --pairs FILE`)."""
+    file to `sentadapt adapt --dev FILE` (or `sentadapt eval MODEL --pairs FILE`).
+
+    The default base model is sentence-transformers/all-MiniLM-L6-v2, as for `adapt`."""
     from sentadapt.api import propose_pairs
 
     result = propose_pairs(corpus, base, n, output, seed=seed, sample=sample, batch_size=batch_size,

@@ -40,6 +40,13 @@ class Delta:
         return {"delta": self.value, "ci": list(self.interval) if self.interval else None,
                 "ci_excludes_0": self.significant}
 
+    def __str__(self) -> str:
+        """"+0.52 [-0.10, +1.20]", as the tables print it (a * when the interval excludes 0)."""
+        if self.interval is None:
+            return f"{self.value:+.2f}"
+        return f"{self.value:+.2f} [{self.interval[0]:+.2f}, {self.interval[1]:+.2f}]" + (" *" if self.significant
+                                                                                          else "")
+
 
 @dataclass
 class EvalReport:

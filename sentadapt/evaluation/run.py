@@ -146,7 +146,7 @@ def evaluate(
     Bad options and data raise `ConfigError` / `DataError` / `ModelError` before any model loads. `progress`
     (description, total) → context manager yielding advance(n), and `note` (one line) report as the CLI does."""
     from sentadapt.encoder import Encoder, check_dtype, default_device
-    from sentadapt.resolve import resolve_model
+    from sentadapt.resolve import check_has_weights, resolve_model
 
     note = note or quiet
     check_at_least("--bootstrap", bootstrap, 0)
@@ -163,10 +163,14 @@ def evaluate(
                           "name their type themselves)")
     names = [str(models)] if isinstance(models, (str, Path)) else [str(model) for model in models]
     resolved = [resolve_model(name) for name in names]  # fail on a bad name before loading anything
+    for model in resolved:  # a folder without weights too, before the first model is encoded
+        check_has_weights(model)
     choice = PromptChoice(prompt, query_prompt, document_prompt)
     for model in resolved:  # an unknown prompt name fails before any weights load
         check_prompt_choice(read_prompts(model), choice, model.name)
     forms = forms_of(parse_dims("--dims", dims), parse_precisions("--quantize", quantize))
+    if forms:  # a size one model cannot give fails before the first model is encoded, not after
+        _check_forms_fit(forms, resolved)
     calibration_texts = read_calibration(calibration) if calibration is not None else None
     evaluators = build_evaluators(sts, data_dir, pairs, rerank, retrieval, task, split, aggregate,
                                   {"resamples": bootstrap, "seed": seed, "cache_embeddings": cache_embeddings})
@@ -223,12 +227,25 @@ def evaluate(
     return result
 
 
+def _check_forms_fit(forms: Sequence[Any], models: Sequence[Any]) -> None:
+    """--dims/--quantize against every local model's width, read from its files (a Hub model is checked as it
+    loads)."""
+    from sentadapt.st_format import layout_width
+
+    for model in models:
+        width = layout_width(Path(model.location)) if model.is_local else None
+        if width is not None:
+            resolved_forms(forms, width, model.name)
+
+
 CALIBRATION_LIMIT = 10_000  # sentences of a --calibration file read: min/max per dimension settle long before
 
 
 def read_calibration(path: str | Path) -> list[str]:
     """--calibration: a text file, one sentence per line; its first CALIBRATION_LIMIT distinct non-empty lines."""
     path = Path(path)
+    if path.is_dir():
+        raise ConfigError(f"--calibration {path}: is a directory; give a text file of sentences, one per line")
     if not path.is_file():
         raise ConfigError(f"--calibration {path}: no such file; give a text file of sentences, one per line")
     try:

@@ -81,6 +81,9 @@ def run(request: AdaptRequest, events: Events | None = None) -> AdaptOutcome:
     if mode not in (None, RESUME_LAST, RESTART):
         raise ConfigError(f"--resume: unknown mode '{mode}'; use --resume (the last checkpoint) or --resume auto")
     resume, overwrite = mode == RESUME_LAST, request.overwrite or mode == RESTART
+    if resume and RunDir(output).is_finished():
+        raise ConfigError(f"--resume: {output} is a finished run (its metrics.json is written); nothing to resume: "
+                          "evaluate or export it, or pass --overwrite instead of --resume to train a new run there")
     if request.candidates and (settings.recipe or recipe_of(settings.config_file)) != AUTO:
         raise ConfigError("--candidates: only with --recipe auto (or a --config file with recipe: auto)")
     if _is_auto(output, resume, settings):

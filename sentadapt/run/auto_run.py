@@ -16,7 +16,7 @@ from sentadapt.errors import ConfigError
 from sentadapt.events import Note
 from sentadapt.resolve import ResolvedModel
 from sentadapt.run import auto
-from sentadapt.run.checks import check_run, check_writable
+from sentadapt.run.checks import check_output_folder, check_run
 from sentadapt.run.processes import device, is_main_process
 from sentadapt.run.resolved import DevSet, ResolvedRun, same_dev
 from sentadapt.run.settings import Events, Settings
@@ -75,10 +75,7 @@ def check_auto(runs: list[auto.CandidateRun], output: Path, resume: bool, overwr
         resolved.append(check_run(run.config, resume, True, dry_run, require_improvement, known_base, known_dev))
     if dry_run:
         return resolved
-    if not resume and output.is_dir() and any(output.iterdir()) and not overwrite:
-        raise ConfigError(f"--output {output}: exists and is not empty; pass --resume to continue that run "
-                          "or --overwrite to replace it")
-    check_writable(output)
+    check_output_folder(output, resume, overwrite, resolved[0].config, resolved[0].base)
     return resolved
 
 

@@ -51,6 +51,7 @@ def check_run(config: RunConfig, resume: bool, overwrite: bool, dry_run: bool, r
     check_lora(config.train, recipe_class)  # peft installed; a recipe that trains the encoder
     _check_mask_neighbours(config, recipe_class)
     _check_neighbour_share(config)
+    _check_teacher_settings(config)
     check_sources(config.corpus)  # a missing file, a directory, a fake .gz, an unreachable Hub dataset
     config = with_absolute_paths(config)  # config.yaml names them so: --resume works from any directory
     config = _with_corpus_fingerprints(config, resume)
@@ -124,19 +125,44 @@ def _needs_neighbour_batches(config: RunConfig, option: str, what_it_does: str, 
                           f"default), or drop --set {setting}")
 
 
+# Settings that act only on a teacher's distillation (its target, batches, checks and file): without --teacher they
+# would change nothing, and a run that lists them in its summary would say otherwise.
+TEACHER_SETTINGS = ("teacher_weight", "distill_batches", "distill_neighbours", "teacher_check", "teacher_evidence",
+                    "agreement_holdout", "teacher_blend", "teacher_risk", "teacher_text_field", "teacher_vector_field")
+
+
+def _check_teacher_settings(config: RunConfig) -> None:
+    """A teacher's setting changed without a teacher is an error, not a silent no-op."""
+    if config.teacher is not None:
+        return
+    defaults = type(config.train)()
+    for name in TEACHER_SETTINGS:
+        value = getattr(config.train, name)
+        if value != getattr(defaults, name):
+            raise ConfigError(f"{name}: acts on a teacher's distillation, and this run has no teacher; give "
+                              f"--teacher MODEL (or a vectors file), or drop --set {name}={value}")
+
+
 def _check_output(config: RunConfig, base: ResolvedModel, resume: bool, overwrite: bool) -> None:
     output = Path(config.output)
+    replacing = check_output_folder(output, resume, overwrite, config, base)
+    _check_free_space(config, base, output, output_is_room=not replacing)
+
+
+def check_output_folder(output: Path, resume: bool, overwrite: bool, config: RunConfig, base: ResolvedModel) -> bool:
+    """--output can take this run: a folder (or none yet), writable; one that holds something only with --resume,
+    or with --overwrite when sentadapt wrote it and the run reads nothing from inside it. Returns whether the new
+    run replaces what is there."""
     if output.exists() and not output.is_dir():
         raise ConfigError(f"--output {output}: exists and is not a directory")
     replacing = not resume and output.is_dir() and any(output.iterdir())
     if replacing and not overwrite:
-        raise ConfigError(f"--output {output}: exists and is not empty; pass --resume to continue that run "
-                          "or --overwrite to replace it")
+        raise ConfigError(_occupied(output))
     if replacing:
         check_replaceable(f"--output {output}", output, "a run folder of `sentadapt adapt`", is_run_folder)
         _check_inputs_outside(config, base, output)
     check_writable(output)
-    _check_free_space(config, base, output, output_is_room=not replacing)
+    return replacing
 
 
 def _check_inputs_outside(config: RunConfig, base: ResolvedModel, output: Path) -> None:
@@ -152,6 +178,19 @@ def _check_inputs_outside(config: RunConfig, base: ResolvedModel, output: Path) 
         if path == folder or folder in path.parents:
             raise ConfigError(f"--output {output}: {option} {value} is inside this folder, which the new run "
                               "replaces; write the new run to another --output, or move it out first")
+
+
+def _occupied(output: Path) -> str:
+    """Why a new run cannot start in `output` without --overwrite, and what to pass: --resume only where there is
+    something to resume."""
+    run_dir = RunDir(output)
+    if run_dir.is_finished():
+        return (f"--output {output}: holds a finished run; pass --overwrite to replace it, or choose another "
+                "--output")
+    if is_run_folder(output):
+        return (f"--output {output}: holds an unfinished run; pass --resume to continue it or --overwrite to "
+                "replace it")
+    return f"--output {output}: exists and is not empty; choose a new or empty folder"
 
 
 def check_writable(output: Path) -> None:

@@ -133,9 +133,11 @@ def decide_and_record(training: Training, inputs: TrainingInputs, published_step
     if teacher is not None:
         decision, note = teachers_say(decision, note, state.dev_change_ci, teacher.lead, agreement, rule,
                                       config.train.teacher_evidence)
-    ends = TrainLog(run_dir.train_log).ends("distill")  # over the first and last 10 % of steps, not one batch each
+    log = TrainLog(run_dir.train_log)
+    ends = log.ends("distill")  # over the first and last 10 % of steps, not one batch each
     if ends is not None:
         state.distill_first, state.distill_last = ends
+        state.distill_logged = log.count("distill")
     sizes = weigh_sizes(run_dir, inputs, state.dev_outputs, rule.risk)
     metrics = {
         "recipe": config.recipe, "base_model": config.base, "dev": inputs.dev_name,

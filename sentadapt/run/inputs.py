@@ -57,6 +57,11 @@ def build_inputs(run: ResolvedRun | RunConfig, note: Note, device: str | None = 
                               Matryoshka.of(config.train.matryoshka, config.train.matryoshka_weights))
     width = recipe.exported_width(encoder)
     recipe.matryoshka.check_width(width)
+    sizes = config.train.matryoshka
+    if sizes and sizes[0] < width:  # the loss then weighs prefixes only: the whole vector is not trained as such
+        note(f"--matryoshka {','.join(map(str, sizes))}: the loss weighs these sizes only, so the model's whole "
+             f"{width}-dimensional vectors are not trained as such; list {width} first (--matryoshka "
+             f"{','.join(map(str, (width, *sizes)))}) to keep them")
     if config.train.sizes and max(config.train.sizes) > width:
         raise ConfigError(f"--sizes: {max(config.train.sizes)} is above this model's embedding width {width}; list "
                           f"sizes up to {width}")

@@ -69,23 +69,58 @@ def summary_table(result: Any, config: Any = None) -> TextTable:
 
 
 def sizes_text(sizes: dict[str, Any], kept_base: bool = False) -> str:
-    """The sizes decision in one line: the smallest size and precision that keeps the gain, or that none does.
+    """The sizes decision in one line: the smallest size and precision that keeps the gain, or that none does, and
+    where the fixed-sequence walk stopped (rows after it are not weighed, however they score: evaluation/sizes.py).
     `kept_base`: the decision kept the base, so a named size is the adapted model's that scores as the base's
-    whole vectors on dev, at less storage (evaluation/sizes.py)."""
+    whole vectors on dev, at less storage. A row's `below` is the share of resamples in which it scores below the
+    base's whole vectors: each size's own figure, not the decision's risk (which weighs every evaluated step)."""
     rows = sizes["rows"]
     whole = rows[0]
     reference = f"the base's {whole['dim']} fp32 ({sizes['base_full_score']:.2f})"
-    kept = sizes["smallest"]
+    model = "the adapted model's " if kept_base else ""
+    kept, stop = sizes["smallest"], _first_failing(rows)
     if kept is None:
-        return f"none keeps the dev score of {reference} at its risk limit; metrics.json has every size"
+        return (f"none: the adapted model's whole {whole['dim']} fp32 vectors do not keep the dev score of "
+                f"{reference} ({_weighed(whole)}), so no smaller size is weighed{_unreached(rows, 0)}; metrics.json "
+                "has every size")
     row = next(row for row in rows if row["dim"] == kept["dim"] and row["precision"] == kept["precision"])
-    risk = "" if row["risk"] is None else f", risk {row['risk']:.2f}"
-    saving = whole["bytes_per_vector"] / row["bytes_per_vector"]
-    return (("the adapted model's " if kept_base else "")
-            + f"{row['dim']} {row['precision']}: {row['bytes_per_vector']:g} bytes a vector ({saving:g}× smaller), "
-            f"dev {row['score']:.2f}, Δ {row['delta_vs_base_full']:+.2f} {_interval(row['ci'])} vs {reference}{risk}; "
-            f"`sentadapt export RUN OUT --dim {row['dim']}` ships it"
-            + ("" if row["precision"] == "fp32" else f", stored as {row['precision']} codes (quantize_embeddings)"))
+    if row is whole:
+        head = (f"only {model}whole {whole['dim']} fp32 vectors keep the dev score of {reference} ({_weighed(row)}); "
+                "no smaller size to export")
+    else:
+        saving = whole["bytes_per_vector"] / row["bytes_per_vector"]
+        head = (f"{model}{row['dim']} {row['precision']}: {row['bytes_per_vector']:g} bytes a vector ({saving:g}× "
+                f"smaller), dev {row['score']:.2f}, {_weighed(row)} vs {reference}; `sentadapt export RUN OUT --dim "
+                f"{row['dim']}` ships it"
+                + ("" if row["precision"] == "fp32" else f", stored as {row['precision']} codes (quantize_embeddings)"))
+    return head + ("" if stop is None else _stopped_at(rows, stop))
+
+
+def _weighed(row: dict[str, Any]) -> str:
+    below = "" if row["risk"] is None else f", below it in {100 * row['risk']:.0f} % of resamples"
+    return f"Δ {row['delta_vs_base_full']:+.2f} {_interval(row['ci'])}{below}"
+
+
+def _first_failing(rows: list[dict[str, Any]]) -> int | None:
+    """The index of the row where the walk stopped (evaluation/sizes.named_in_sequence's order), None if none."""
+    order = sorted(range(len(rows)), key=lambda i: (-rows[i]["bytes_per_vector"], -rows[i]["dim"]))
+    return next((index for index in order if not rows[index]["keeps_gain"]), None)
+
+
+def _stopped_at(rows: list[dict[str, Any]], stop: int) -> str:
+    """Where the walk stopped, and a row after it that would have passed alone."""
+    failed = rows[stop]
+    return f"; the walk stopped at {failed['dim']} {failed['precision']} ({_weighed(failed)}){_unreached(rows, stop)}"
+
+
+def _unreached(rows: list[dict[str, Any]], stop: int) -> str:
+    """A smaller row after the one where the walk stopped that passes alone: never named (the fixed sequence)."""
+    order = sorted(range(len(rows)), key=lambda i: (-rows[i]["bytes_per_vector"], -rows[i]["dim"]))
+    unreached = next((rows[i] for i in order[order.index(stop) + 1:] if rows[i]["keeps_gain"]), None)
+    if unreached is None:
+        return ""
+    return (f"; {unreached['dim']} {unreached['precision']}, smaller, passes alone but is not named (a size is "
+            "weighed only when every larger one kept the score: docs/sizes.md)")
 
 
 def distillation_rows(result: Any) -> list[tuple[str, str]]:
@@ -95,13 +130,24 @@ def distillation_rows(result: Any) -> list[tuple[str, str]]:
     if state.distill_first is None:
         return []
     passes = result.passes
-    rows = [("distillation", f"{'' if passes is None else f'{passes:.1f} passes over {result.examples} examples; '}"
-                             f"term {state.distill_first:.4g} over the first 10 % of steps → "
-                             f"{state.distill_last:.4g} over the last 10 %")]
+    length = "" if passes is None else f"{_passes(passes)} over {result.examples} examples; "
+    if state.distill_logged == 1:  # a run shorter than log_every: its first step is the one logged
+        term = f"term {state.distill_first:.4g} at the one logged step (the run is shorter than log_every)"
+    else:
+        term = (f"term {state.distill_first:.4g} over the first 10 % of steps → {state.distill_last:.4g} over the "
+                "last 10 %")
+    rows = [("distillation", length + term)]
     curve = dev_curve(state.history)
     if curve:
         rows.append(("dev curve", curve))
     return rows
+
+
+def _passes(passes: float) -> str:
+    """"2.4 passes"; a run of a few steps keeps two significant digits ("0.016 of a pass"), never "0.0 passes"."""
+    if passes >= 0.095:
+        return f"{passes:.1f} passes"
+    return f"{passes:.2g} of a pass"
 
 
 def dev_curve(history: list[dict[str, float]], most: int = 8) -> str:

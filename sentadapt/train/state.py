@@ -34,6 +34,7 @@ class TrainState:
     # the first and the last 10 % of the logged steps (TrainLog.ends): what metrics.json and the summary report
     distill_first: float | None = None
     distill_last: float | None = None
+    distill_logged: int = 0  # how many train.log lines the two means read (1: a run shorter than log_every)
     # --set teacher_evidence=on: the cosines of the held-out agreement pairs, of the base ("base") and of every
     # evaluated step (by step), ~8 bytes a pair and evaluation
     agreement: dict[str, list[float]] = field(default_factory=dict)

@@ -191,8 +191,12 @@ def _with_blend(table: TeacherTable, config: RunConfig, weigh: Weighing, example
     setting = config.train.teacher_blend
     scores = None
     if setting == "auto":
-        if weigh.base_dev is None or not weigh.teacher_outputs:
+        if weigh.base_dev is None:
             note("teacher_blend auto: no dev set to weigh the blends on; the teacher alone is the target (α 1)")
+            alpha = 1.0
+        elif not weigh.teacher_outputs:
+            note("teacher_blend auto: the teacher could not be scored on the dev set (its vectors file lacks dev "
+                 "sentences, above), so no blend can be weighed; the teacher alone is the target (α 1)")
             alpha = 1.0
         else:
             alpha, scores = choose_blend(weigh.evaluator, weigh.base_dev[1], weigh.teacher_outputs)

@@ -84,6 +84,10 @@ class TrainLog:
         last = [value for step, value in logged if step > last_step - window] or [logged[-1][1]]
         return sum(first) / len(first), sum(last) / len(last)
 
+    def count(self, key: str) -> int:
+        """How many logged steps hold `key`."""
+        return sum(1 for record in self.records() if key in record and "loss" in record)
+
     def trim_after(self, step: int) -> None:
         """Drop lines for steps after `step` (a resumed run trains, and logs, them again); atomic rewrite."""
         if not self.path.is_file():
