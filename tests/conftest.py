@@ -157,6 +157,17 @@ def needs_shared() -> pytest.MarkDecorator:
 
 
 @pytest.fixture
+def long_paths(tiny_model_dir: Path, tiny_model_dir_3layers: Path, tmp_path: Path) -> list[Path]:
+    """The two tiny models under paths far longer than an 80-column table's model column."""
+    deep = tmp_path / "a-rather-long-folder-name" / "models-of-the-shared-collection"
+    deep.mkdir(parents=True)
+    targets = [deep / "paraphrase-minilm-l3-v2-adapted-to-it-support", deep / "all-minilm-l6-v2-adapted-to-it"]
+    for source, target in zip((tiny_model_dir, tiny_model_dir_3layers), targets):
+        target.symlink_to(source)
+    return targets
+
+
+@pytest.fixture
 def corpus(tmp_path: Path) -> Path:
     """A 40-line one-sentence-per-line corpus."""
     path = tmp_path / "corpus.txt"

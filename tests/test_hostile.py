@@ -654,17 +654,6 @@ def run_cli_env(env: dict[str, str], *args: str):
     return CliRunner().invoke(app, list(args), env=env, catch_exceptions=False)
 
 
-@pytest.fixture
-def long_paths(tiny_model_dir: Path, tiny_model_dir_3layers: Path, tmp_path: Path) -> list[Path]:
-    """The two tiny models under paths far longer than an 80-column table's model column."""
-    deep = tmp_path / "a-rather-long-folder-name" / "models-of-the-shared-collection"
-    deep.mkdir(parents=True)
-    targets = [deep / "paraphrase-minilm-l3-v2-adapted-to-it-support", deep / "all-minilm-l6-v2-adapted-to-it"]
-    for source, target in zip((tiny_model_dir, tiny_model_dir_3layers), targets):
-        target.symlink_to(source)
-    return targets
-
-
 def at_80_columns(monkeypatch: pytest.MonkeyPatch) -> None:
     from sentadapt.cli import _common
 
