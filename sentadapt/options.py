@@ -41,21 +41,6 @@ def check_writable_place(label: str, path: str | Path) -> None:
         raise ConfigError(f"{label}: {parent} is not writable")
 
 
-def check_replaceable(label: str, folder: Path, what: str, recognise: Callable[[Path], bool]) -> None:
-    """--overwrite replaces only what sentadapt wrote (`what`, which `recognise` knows): a non-empty folder holding
-    anything else is refused, naming what it holds, so `--output . --overwrite` cannot delete a user's files. A lock
-    and temporaries of an interrupted write do not count. `label`: how the message names the folder."""
-    from sentadapt.durable import TMP_PREFIX
-
-    names = sorted(path.name for path in folder.iterdir() if path.name != ".lock"
-                   and not path.name.startswith(TMP_PREFIX))
-    if not names or recognise(folder):
-        return
-    shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
-    raise ConfigError(f"{label}: holds files sentadapt did not write ({shown}); --overwrite replaces "
-                      f"only {what}; choose a new or empty folder")
-
-
 def check_output_file(option: str, path: str | Path | None, example: str) -> None:
     """Before the work starts: a file option (`--json`) names a file that can be written, not a folder.
     `example`: a file name to suggest inside a folder given by mistake (e.g. "eval.json")."""

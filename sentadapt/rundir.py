@@ -20,12 +20,13 @@ spelling these names. Standard library only (PyYAML for config.yaml, imported wh
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from sentadapt.durable import MANIFEST, TMP_PREFIX, write_json_file
+from sentadapt.errors import ConfigError
 
 CONFIG_FILE = "config.yaml"
 METRICS_FILE = "metrics.json"
@@ -241,6 +242,19 @@ def candidate_folder(name: str) -> str:
     """A candidate's folder relative to its auto run directory, as metrics.json records it."""
     return f"{CANDIDATES_DIR}/{name}"
 
+
+
+def check_replaceable(label: str, folder: Path, what: str, recognise: Callable[[Path], bool]) -> None:
+    """--overwrite replaces only what sentadapt wrote (`what`, which `recognise` knows): a non-empty folder holding
+    anything else is refused, naming what it holds, so `--output . --overwrite` cannot delete a user's files. A lock
+    and temporaries of an interrupted write do not count. `label`: how the message names the folder."""
+    names = sorted(path.name for path in folder.iterdir() if path.name != LOCK_FILE
+                   and not path.name.startswith(TMP_PREFIX))
+    if not names or recognise(folder):
+        return
+    shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+    raise ConfigError(f"{label}: holds files sentadapt did not write ({shown}); --overwrite replaces "
+                      f"only {what}; choose a new or empty folder")
 
 
 def is_run_folder(folder: Path) -> bool:

@@ -243,7 +243,7 @@ def test_a_killed_overwrite_is_undone_by_the_next_command(finished_run: Path, ti
     assert files_of(finished_run) == before
 
 
-def test_an_overwrite_replaces_the_run_once_it_has_a_checkpoint(finished_run: Path, tiny_model_dir: Path,
+def test_an_overwrite_replaces_the_run_once_it_has_finished(finished_run: Path, tiny_model_dir: Path,
                                                                 corpus: Path) -> None:
     old_metrics = (finished_run / "metrics.json").read_bytes()
     replaced = run_adapt(str(corpus), "--base", str(tiny_model_dir), "--output", str(finished_run), *QUICK,

@@ -96,7 +96,7 @@ def test_constant_gold_scores_are_rejected(tmp_path: Path) -> None:
 def test_empty_pairs_file(tmp_path: Path) -> None:
     path = tmp_path / "e.tsv"
     path.write_text("sentence1\tsentence2\tscore\n")
-    with pytest.raises(DataError, match=r"e\.tsv: no sentence pairs; the file is empty$"):
+    with pytest.raises(DataError, match=r"e\.tsv: a header but no sentence pairs below it; add one row per pair$"):
         StsEvaluator.from_pairs_file(path)
 
 

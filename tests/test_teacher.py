@@ -472,7 +472,7 @@ def test_the_summary_reports_passes_the_term_and_the_dev_curve() -> None:
 
     from sentadapt.run.summary import dev_curve, distillation_rows
 
-    state = SimpleNamespace(distill_first=0.3391, distill_last=0.2139, history=[
+    state = SimpleNamespace(distill_first=0.3391, distill_last=0.2139, distill_logged=20, history=[
         {"step": 0, "dev": 84.97}, {"step": 42, "dev": 85.46}, {"step": 84, "dev": 86.05}])
     result = SimpleNamespace(state=state, passes=2.0, examples=2701)
     assert distillation_rows(result) == [

@@ -86,9 +86,8 @@ def note(message: str) -> None:
 
 def draw(table: TextTable, width: int | None = None) -> Table:
     """A library table (sentadapt.tables) as a rich Table: tones become colours; cell text is never markup. Fitted to
-    the terminal (`width`, default the console's) by `fit`: names give way, numbers are never cut. A column of
-    numbers does not wrap: rich then narrows only the label columns, where its last resort (narrowing every column
-    evenly) would cut a number's last characters (a Δ's closing bracket and its *)."""
+    the terminal (`width`, default the console's) by `fit`: names give way, numbers are never cut (a column of
+    numbers never wraps, so rich narrows the labels, not every column evenly, which cut a Δ's bracket and *)."""
     fitted = fit(table, width or console.width)
     drawn = Table(title=escape(table.title), caption=escape(table.caption) if table.caption else None,
                   show_header=table.show_header)

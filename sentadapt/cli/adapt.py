@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -54,9 +55,6 @@ def adapt(**options: Any) -> None:
     from sentadapt.run.adapt import request_from, run
     from sentadapt.run.processes import release_processes
 
-    if options.get("resume"):  # a resumed run reads its saved config.yaml; a new one records the value
-        options = _without_environment_values(options)
-    options.pop("ctx", None)
     try:
         outcome = run(request_from(from_command_line(options)), cli_events())
     finally:  # the command's process ends here, whatever happened
@@ -67,18 +65,8 @@ def adapt(**options: Any) -> None:
         _print_auto_summary(outcome.output, outcome.auto.record)
 
 
-def _without_environment_values(options: dict[str, Any]) -> dict[str, Any]:
-    """An option typer filled from its environment variable ($SENTADAPT_DATA_DIR) as if it was not given: a value the
-    user did not type is not theirs to be told about (`--resume`: "ignoring --data-dir")."""
-    context = options.pop("ctx")
-    return {name: None if getattr(context.get_parameter_source(name), "name", "") == "ENVIRONMENT" else value
-            for name, value in options.items()}
-
-
 # the command's options are the run spec's (sentadapt/run_spec.py): typer reads them from this signature
-adapt.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
-    [inspect.Parameter("ctx", inspect.Parameter.KEYWORD_ONLY, annotation=typer.Context),
-     *(_parameter(option) for option in ADAPT_OPTIONS)])
+adapt.__signature__ = inspect.Signature([_parameter(option) for option in ADAPT_OPTIONS])  # type: ignore[attr-defined]
 
 
 def cli_events() -> Any:
@@ -99,8 +87,6 @@ def _print_auto_summary(output: Path, record: dict[str, Any]) -> None:
 
 def _print_dry_runs(outcome: Any) -> None:
     """Each resolved config as a YAML document (stdout), with its preset notes (stderr); one per auto candidate."""
-    import sys
-
     for index, run in enumerate(outcome.resolved):
         config = run.config
         if outcome.candidates:
@@ -111,8 +97,6 @@ def _print_dry_runs(outcome: Any) -> None:
 
 
 def _print_dry_run(config: Any, resolved: Any) -> None:
-    import sys
-
     import yaml
 
     # Plain writes, not rich: the output is a config file (`--dry-run > run.yaml`), so no line may be wrapped at
@@ -124,8 +108,6 @@ def _print_dry_run(config: Any, resolved: Any) -> None:
 
 
 def _print_preset(config: Any) -> None:
-    from rich.markup import escape
-
     from sentadapt.run.summary import preset_lines
 
     for line in preset_lines(config):

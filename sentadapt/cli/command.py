@@ -1,12 +1,7 @@
-"""The class of every `sentadapt` command: how flags are shown and parsed, and the line a command gets in the
-top-level list.
-
-- A flag (`--dry-run`, `--overwrite`) takes no value, so its help shows no `<bool>` type that suggests one.
-- `--flag=true` / `--flag=false` (and yes/no, on/off, 1/0) are read as the flag on or left out, as many tools
-  accept; `--flag true` with the value as the next word is read the same, instead of taking `true` for the corpus
-  (a file of that name is still a file). Any other value is a one-line error naming the flag.
-- The top-level list shows a command's first sentence on one line, not its docstring's hard line breaks.
-"""
+"""The classes of every `sentadapt` command and group: a flag (`--dry-run`) shows no `<bool>` type, as it takes no
+value; `--flag=true|false` (yes/no, on/off, 1/0), also with the value as the next word, turns it on or leaves it out
+instead of taking `true` for the corpus (a file of that name stays a file); the top-level list gives a command's
+first sentence on one line, not its docstring's hard line breaks."""
 
 from __future__ import annotations
 
@@ -17,83 +12,70 @@ from typing import Any
 import typer
 from typer.core import TyperCommand, TyperGroup
 
-TRUE_WORDS = frozenset({"true", "yes", "on", "1"})
-FALSE_WORDS = frozenset({"false", "no", "off", "0"})
+TRUE_WORDS, FALSE_WORDS = frozenset({"true", "yes", "on", "1"}), frozenset({"false", "no", "off", "0"})
 
 
-class SentadaptCommand(TyperCommand):
+class PlainFlags:
+    """Flags (--help, --version, --dry-run) shown without a type."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)  # type: ignore[call-arg]
+        for param in self.params:  # type: ignore[attr-defined]
+            _shown_plain(param)
+
+    def get_help_option(self, ctx: Any) -> Any:
+        return _shown_plain(super().get_help_option(ctx))  # type: ignore[misc]
+
+
+class SentadaptCommand(PlainFlags, TyperCommand):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        for param in self.params:
-            _flag_shown_plain(param)
         if self.help and not self.short_help:
             self.short_help = first_sentence(self.help)
 
-    def get_help_option(self, ctx: Any) -> Any:
-        return _flag_shown_plain(super().get_help_option(ctx))
-
     def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
-        return super().parse_args(ctx, self._flags_with_values(args))
-
-    def _flags_with_values(self, args: list[str]) -> list[str]:
         flags = {name for param in self.params if _is_flag(param) for name in param.opts}
         out: list[str] = []
-        skip = False
-        for index, arg in enumerate(args):
-            if skip:
-                skip = False
-                continue
+        index = 0
+        while index < len(args):
+            arg, following = args[index], args[index + 1] if index + 1 < len(args) else ""
+            name, equals, value = arg.partition("=")
             if arg == "--":
                 out += args[index:]
                 break
-            name, equals, value = arg.partition("=")
             if equals and name in flags:
                 out += _flag_value(name, value)
-                continue
-            following = args[index + 1] if index + 1 < len(args) else None
-            if (arg in flags and following is not None and following.lower() in TRUE_WORDS | FALSE_WORDS
-                    and not Path(following).exists()):
+            elif arg in flags and following.lower() in TRUE_WORDS | FALSE_WORDS and not Path(following).exists():
                 out += _flag_value(arg, following)
-                skip = True
-                continue
-            out.append(arg)
-        return out
+                index += 1
+            else:
+                out.append(arg)
+            index += 1
+        return super().parse_args(ctx, out)
 
 
-class SentadaptGroup(TyperGroup):
-    """The top-level `sentadapt` and `sentadapt cache`: their flags (--help, --version) shown without a type."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        for param in self.params:
-            _flag_shown_plain(param)
-
-    def get_help_option(self, ctx: Any) -> Any:
-        return _flag_shown_plain(super().get_help_option(ctx))
+class SentadaptGroup(PlainFlags, TyperGroup):
+    """`sentadapt` and `sentadapt cache`."""
 
 
-def _flag_shown_plain(param: Any) -> Any:
+def _is_flag(param: Any) -> bool:  # an on/off option without a --no- form (typer's bool options)
+    return bool(getattr(param, "is_flag", False)) and not getattr(param, "secondary_opts", None)
+
+
+def _shown_plain(param: Any) -> Any:
     if param is not None and _is_flag(param):
         param.metavar = ""  # typer shows no type for an empty metavar
     return param
 
 
-def _is_flag(param: Any) -> bool:
-    """An on/off option without an --no- form (typer's bool options)."""
-    return bool(getattr(param, "is_flag", False)) and not getattr(param, "secondary_opts", None)
-
-
 def _flag_value(flag: str, value: str) -> list[str]:
-    if value.lower() in TRUE_WORDS:
-        return [flag]
-    if value.lower() in FALSE_WORDS:
-        return []
+    if value.lower() in TRUE_WORDS | FALSE_WORDS:
+        return [flag] if value.lower() in TRUE_WORDS else []
     raise typer.BadParameter(f"a flag takes no value ('{value}'); write {flag} to turn it on, or leave it out",
                              param_hint=f"'{flag}'")
 
 
-def first_sentence(text: str) -> str:
-    """The help's first sentence (of its first paragraph), on one line."""
+def first_sentence(text: str) -> str:  # the help's first sentence (of its first paragraph), on one line
     paragraph = " ".join(text.strip().split("\n\n")[0].split())
     match = re.match(r"(.+?[.;])(\s|$)", paragraph)
     return (match.group(1) if match else paragraph).rstrip(";.") + "."

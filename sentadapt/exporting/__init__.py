@@ -35,9 +35,9 @@ from sentadapt.exporting.request import (
     ExportRequest,
     ExportResult,
 )
-from sentadapt.options import check_replaceable, check_writable_place, checked
+from sentadapt.options import check_writable_place, checked
 from sentadapt.registry import unknown_name_message
-from sentadapt.rundir import is_export_folder
+from sentadapt.rundir import check_replaceable, is_export_folder
 
 __all__ = ["FORMATS", "Check", "ExportRequest", "ExportResult", "check_request", "export", "export_model",
            "read_sentences", "require_packages"]

@@ -10,11 +10,10 @@ from typing import Any
 
 from sentadapt.config import RunConfig
 from sentadapt.errors import ConfigError
-from sentadapt.options import check_replaceable
 from sentadapt.resolve import ResolvedModel
 from sentadapt.run.processes import is_main_process
 from sentadapt.run.resolved import DevSet, ResolvedRun
-from sentadapt.rundir import RunDir, is_run_folder
+from sentadapt.rundir import RunDir, check_replaceable, is_run_folder
 
 
 def check_run(config: RunConfig, resume: bool, overwrite: bool, dry_run: bool, require_improvement: bool,

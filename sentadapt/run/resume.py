@@ -57,8 +57,9 @@ def ignored_on_resume(settings: Settings, extra: Sequence[str] = ()) -> list[str
     for key in given(settings.flags):
         ignored.append("--lora" if key.startswith("lora_") else OPTIONS_BY_NAME[key].flag)
     for key, value in given(settings.run_fields).items():
-        if value != OPTIONS_BY_NAME[key].default and key != "num_proc":
-            ignored.append(OPTIONS_BY_NAME[key].flag)
+        from_environment = OPTIONS_BY_NAME[key].envvar and str(value) == os.environ.get(OPTIONS_BY_NAME[key].envvar)
+        if value != OPTIONS_BY_NAME[key].default and key != "num_proc" and not from_environment:
+            ignored.append(OPTIONS_BY_NAME[key].flag)  # a value $SENTADAPT_DATA_DIR gave is not the user's to hear of
     ignored += ["--base"] if settings.base is not None else []
     ignored += ["--recipe"] if settings.recipe is not None else []
     ignored += ["--config"] if settings.config_file is not None else []
