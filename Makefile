@@ -1,7 +1,9 @@
 # Two entry points that set everything up themselves on a fresh machine:
 #   make demo   adapt the embedded default model to the example corpus (checkpoint chosen on the dev
 #               pairs), then compare it with the base on the held-out test pairs
-#   make test   lint + the test suite (what CI runs)
+#   make test   lint + the product's test suite (what CI runs first)
+#   make research  lint + the research wing's tests: its studies regenerate from their stored outputs (CI runs it
+#               after make test; research/README.md)
 # TORCH picks the PyTorch requirement installed first; the pinned CPU build keeps CPU-only machines
 # from downloading several GB of CUDA wheels. On a GPU machine: make test TORCH=torch
 PYTHON ?= python3
@@ -10,7 +12,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(subst =,_,$(TORCH))
 
-.PHONY: install demo test bench-eval clean
+.PHONY: install demo test research bench-eval clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -31,9 +33,14 @@ demo: $(STAMP)
 # (ATEN_CPU_CAPABILITY=default, no AVX): a tolerance tighter than two correct CPUs differ by fails here
 # rather than on a user's machine (tests/conftest.py states the rule).
 test: $(STAMP)
-	$(BIN)/ruff check sentadapt tests bench experiments tools
-	$(BIN)/python -m pytest -q
+	$(BIN)/ruff check sentadapt tests bench tools
+	$(BIN)/python -m pytest -q -n 2
 	ATEN_CPU_CAPABILITY=default $(BIN)/python -m pytest -q -m parity
+
+# The research wing (research/README.md): its tests use the product's fixtures (tests/conftest.py) as a plugin.
+research: $(STAMP)
+	$(BIN)/ruff check research
+	$(BIN)/python -m pytest -q -n 2 -p tests.conftest research/tests
 
 bench-eval: $(STAMP)
 	$(BIN)/python -m bench.bench_eval

@@ -3,8 +3,8 @@ evaluators — same files, same model, fp32, same machine, one run; plus bootstr
 
     python -m bench.bench_eval_tasks --model ../shared/models/all-minilm-l6-v2 --shared ../shared
 
-Builds the tasks with experiments/make_eval_tasks.py (into --tasks-dir) when they are missing. Every timed run is
-its own child process (`--only NAME`), so each one's peak RSS is its own and no run warms another's caches.
+Builds the tasks with research/experiments/make_eval_tasks.py (into --tasks-dir) when they are missing. Every timed
+run is its own child process (`--only NAME`), so each one's peak RSS is its own and no run warms another's caches.
 Peers: `BinaryClassificationEvaluator`, `RerankingEvaluator`, `InformationRetrievalEvaluator` with their
 defaults (batch size set equal). sentence-transformers' IR evaluator has no `ignore_identical_ids`, so the
 parity numbers of retrieval score the self-hits too (`ignore_identical_ids=False`); the headline retrieval
@@ -267,8 +267,8 @@ def main() -> None:
         print(json.dumps(run_one(args.only, args)))
         return
     if not (args.tasks_dir / "manifest.json").is_file():
-        subprocess.run([sys.executable, "-m", "experiments.make_eval_tasks", "--shared", str(args.shared), "--out",
-                        str(args.tasks_dir)], check=True)
+        subprocess.run([sys.executable, "-m", "research.experiments.make_eval_tasks", "--shared", str(args.shared),
+                        "--out", str(args.tasks_dir)], check=True)
     results: dict[str, Any] = json.loads(args.out.read_text()) if args.reuse and args.out.is_file() else {}
     results["model"], results["batch_size"] = args.model, args.batch_size
     args.out.parent.mkdir(parents=True, exist_ok=True)

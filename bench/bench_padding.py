@@ -10,7 +10,7 @@ are the epoch's plan exactly as the trainer builds it (seed 42, the default), on
 (special tokens included, truncated at --max-length): no timing, so they hold on any machine. What they
 mean for speed: the encoder's linear layers cost ∝ token positions, attention ∝ B × max(n)²; the
 "useful" columns are real / computed for both. What grouping costs in quality is a different question,
-measured by the domain suite (docs/results.md, "Length grouping").
+measured by the domain suite (research/results.md, "Length grouping").
 """
 
 from __future__ import annotations

@@ -80,7 +80,7 @@ class TrainConfig:
     adam_eps: float = 1e-6
     optimizer: str = "adamw"  # adamw | lars (SimCLR-style, for large learning rates on small heads)
     schedule: str = "linear"  # decay after warm-up: linear | cosine
-    length_grouping: bool = True  # random batches, less padding by grouping similar lengths (docs/results.md)
+    length_grouping: bool = True  # random batches, less padding by grouping similar lengths (research/results.md)
     # A training batch's padded length is rounded up to a multiple of this. 0 = 8 on a GPU (tensor-core tiles, and
     # with max_length 64 at most 8 padded lengths for its kernels to warm up to instead of 64), 1 on the CPU
     # (there every padded position is paid for, and nothing warms up per shape)
@@ -138,7 +138,7 @@ class TrainConfig:
     # dev alone suffices, the student not significantly worse on dev (the dev-pair agreement is then only recorded);
     # "off": the dev Δ alone.
     # "off" by the stress test at 400 dev pairs, written before it was computed ("dev" had been chosen on 100-200;
-    # docs/findings.md; `python -m experiments.dev_agreement --defaults` prints what the stored verdicts give)
+    # research/findings.md; `python -m research.experiments.dev_agreement --defaults` prints the stored verdicts)
     teacher_evidence: str = "off"
     agreement_holdout: int = 1000
     # the distillation target's similarities: α · the teacher's cosines + (1 − α) · the base's (docs/teacher.md,
@@ -147,7 +147,7 @@ class TrainConfig:
     # the risk rule's limit when the teacher leads the base on the dev set (its paired CI above 0), instead of
     # --risk; None: --risk as in any run. 0.4 (evaluation/decision.py TEACHER_LED_RISK) was chosen by a rule written
     # before its study and is off by default since the 400-dev-pair stress test (docs/decision.md;
-    # `python -m experiments.dev_agreement --defaults` prints what the stored verdicts give)
+    # `python -m research.experiments.dev_agreement --defaults` prints what the stored verdicts give)
     teacher_risk: float | None = None
     # the fields of a --teacher vectors file (.jsonl keys, .parquet columns): what embeddings APIs return
     teacher_text_field: str = "text"

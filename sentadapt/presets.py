@@ -27,7 +27,7 @@ TUNED_BASE = "tuned-base"
 PRESET_CHOICES = ("auto", PAPER, TUNED_BASE)  # --preset
 
 # `--teacher` with a recipe that trains the encoder: the distillation defaults, chosen on the domain suite's dev
-# sets alone (docs/findings.md, "Distillation defaults"). They sit above the recipe's and the preset's values and
+# sets alone (research/findings.md, "Distillation defaults"). They sit above the recipe's and the preset's values and
 # below the YAML, the flags and --set. The objective is the mechanism's own (the recipe's loss + KL between the
 # in-batch cosine distributions, T 0.05: it beat the vector kinds and the teacher alone on dev by a wide margin);
 # what the teacher changes is the length, which follows the corpus: enough passes to train on 20,000 examples, at

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -189,11 +190,13 @@ def test_the_cli_stays_thin() -> None:
     assert not long, long
 
 
-# Outside the package: bench/ (speed against peers) and experiments/ (quality suites) are separate consumers of
-# sentadapt; what both need lives in tools/, which imports neither. sentadapt itself imports none of the three.
+# Outside the package: bench/ (speed against peers) and research/ (quality studies, their stored outputs and
+# write-ups) are separate consumers of sentadapt; what both need lives in tools/, which imports neither. sentadapt
+# imports none of them, and the product's tests import nothing from research/ (issue 59): a stale stored output or
+# a study's refactor fails `make research`, never `make test`.
 REPOSITORY = PACKAGE.parent
-FORBIDDEN_OUTSIDE = {"bench": {"experiments"}, "experiments": {"bench"}, "tools": {"bench", "experiments"},
-                     "sentadapt": {"bench", "experiments", "tools"}}
+FORBIDDEN_OUTSIDE = {"bench": {"research"}, "research": {"bench"}, "tools": {"bench", "research"},
+                     "sentadapt": {"bench", "research", "tools", "tests"}, "tests": {"research"}}
 
 
 def _forbidden_imports(folder: Path, forbidden: set[str]) -> list[str]:
@@ -204,16 +207,23 @@ def _forbidden_imports(folder: Path, forbidden: set[str]) -> list[str]:
 
 
 @pytest.mark.parametrize("folder", sorted(FORBIDDEN_OUTSIDE))
-def test_bench_experiments_and_tools_do_not_lean_on_each_other(folder: str) -> None:
+def test_the_product_bench_research_and_tools_do_not_lean_on_each_other(folder: str) -> None:
     found = _forbidden_imports(REPOSITORY / folder, FORBIDDEN_OUTSIDE[folder])
-    assert not found, f"move what both need into tools/: {found}"
+    assert not found, f"move what both need into tools/ (or make it public in sentadapt): {found}"
+
+
+def test_the_product_tests_read_no_stored_research_output() -> None:
+    """Not only imports: no product test opens a file under research/ (its stored outputs and write-ups)."""
+    readers = [path.name for path in (REPOSITORY / "tests").glob("*.py")
+               if path.name != "test_architecture.py" and re.search(r"[\"'/]research[\"'/]", path.read_text())]
+    assert not readers, readers
 
 
 def test_outside_checker_sees_an_import_inside_a_function(tmp_path: Path) -> None:
     (tmp_path / "bench").mkdir()
-    (tmp_path / "bench" / "script.py").write_text("def publish():\n    from experiments.doc_sections import wrap\n")
-    assert _forbidden_imports(tmp_path / "bench", {"experiments"}) == [
-        "bench/script.py imports experiments.doc_sections"]
+    (tmp_path / "bench" / "script.py").write_text("def publish():\n    from research.experiments.sections import x\n")
+    assert _forbidden_imports(tmp_path / "bench", {"research"}) == [
+        "bench/script.py imports research.experiments.sections"]
 
 
 # ---------------------------------------------------------------- the Trainer only trains (issue 35)

@@ -7,10 +7,6 @@ import json
 import re
 from pathlib import Path
 
-import pytest
-
-from experiments import split_pairs
-
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLES = REPO / "examples"
 
@@ -89,20 +85,3 @@ def test_retrieval_example_is_a_consistent_beir_folder() -> None:
     assert {q for q, _, _ in qrels} == set(query_ids)  # every query judged
     assert all(d in doc_ids and int(score) > 0 for _, d, score in qrels)
     assert len({(q, d) for q, d, _ in qrels}) == len(qrels)
-
-
-@pytest.mark.parametrize("seed", [0, 1, 2])
-def test_disjoint_split_keeps_linked_pairs_together_and_corpus_pairs_on_the_selection_side(seed: int) -> None:
-    rows = [[f"a{i}", f"b{i}", str(i % 6)] for i in range(40)]
-    rows += [["a0", "c0", "5"], ["c0", "c1", "0"], ["corpus sentence", "d0", "3"]]  # a0–c0–c1 chain; a corpus pair
-    selection, heldout = split_pairs.disjoint_split(rows, 2, {"corpus sentence"}, seed)
-    assert sorted(selection + heldout) == list(range(len(rows)))
-    assert len(heldout) == 22  # half of 43, rounded up
-    sentences = [{s for i in side for s in rows[i][:2]} for side in (selection, heldout)]
-    assert not sentences[0] & sentences[1]
-    assert 42 in selection
-    assert ({0, 40, 41} <= set(selection)) or ({0, 40, 41} <= set(heldout))
-    for band in range(6):  # stratified: each score band split about evenly
-        held = sum(1 for i in heldout if float(rows[i][2]) == band)
-        total = sum(1 for row in rows if float(row[2]) == band)
-        assert abs(held - total / 2) <= 2, (band, held, total)

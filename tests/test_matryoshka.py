@@ -40,7 +40,7 @@ def test_the_total_is_the_weighted_sum_over_the_prefixes() -> None:
     sizes = Matryoshka.of((16, 8, 4), (1.0, 0.5, 2.0))
     expected = vectors.pow(2).sum() + 0.5 * vectors[:, :8].pow(2).sum() + 2.0 * vectors[:, :4].pow(2).sum()
     assert sizes.total(term).item() == pytest.approx(expected.item(), rel=1e-6)
-    # no weights given: the largest size 2, each other 1 (docs/findings.md, "Weighting the full size"); one size
+    # no weights given: the largest size 2, each other 1 (research/findings.md, "Weighting the full size"); one size
     # alone is the plain loss
     assert Matryoshka.of((16, 8, 4), ()).weights == (2.0, 1.0, 1.0)
     assert Matryoshka.of((16,), ()).weights == (1.0,)

@@ -133,26 +133,3 @@ def test_a_run_with_the_teacher_evidence_never_trains_on_its_held_out_sentences(
     for index in range(2 * (540 // 8)):  # two whole epochs
         batches(index)
     assert not seen & held and len(seen) > 500
-
-
-RESULTS = Path(__file__).parent.parent / "results" / "distill"
-
-
-@pytest.mark.skipif(not (RESULTS / "study-k3e.json").is_file(), reason="results/distill not stored yet")
-def test_the_defaults_are_what_the_pre_registered_rules_print_from_the_stored_studies() -> None:
-    """docs/decision.md and docs/teacher.md wrote each lever's adoption rule before its runs; the code applies them
-    to the studies stored in results/distill, and the defaults follow what it prints."""
-    from experiments.teacher_evidence import blend_lines
-    from sentadapt.config import TrainConfig
-
-    alone = json.loads((RESULTS / "study-k3e.json").read_text())
-    assert alone["teacher_evidence"]["default_on"] is False  # the held-out evidence stays opt-in
-    # the dev-pair evidence and the teacher-led limit: what their studies, the check and the stress test give
-    from experiments.dev_agreement import teacher_defaults
-
-    defaults = teacher_defaults(RESULTS)
-    assert TrainConfig().teacher_evidence == defaults["teacher_evidence"] == "off"
-    assert TrainConfig().teacher_risk == defaults["teacher_risk"]
-    blend = json.loads((RESULTS / "study-k3eb.json").read_text())
-    _, met = blend_lines(alone, blend, RESULTS)
-    assert TrainConfig().teacher_blend == ("auto" if met else "1")

@@ -1,9 +1,9 @@
 """Generated sections of a markdown document, replaced one at a time.
 
-A benchmark that regenerates only its own part of a document (docs/results.md's eval-tasks job and domain suite,
+A benchmark that regenerates only its own part of a document (research/results.md's eval-tasks job and domain suite,
 bench/README.md's `bench_gpu --quick`) writes between two HTML comments, so the other sections (hours of CPU to
 regenerate) stay as their own runs wrote them. A section seen for the first time goes before `## GPU` (the doc's
-footer) or, failing that, at the end. Here, not in bench/ or experiments/, because both write sections.
+footer) or, failing that, at the end. Here, not in bench/ or research/experiments/, because both write sections.
 """
 
 from __future__ import annotations

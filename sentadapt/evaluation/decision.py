@@ -7,7 +7,7 @@ Three are offered (`adapt --decision`):
   the base, with the choice of the best of the run's dev evaluations paid for (evaluation/evidence.py), is at
   most `--risk` (default 0.20). It weighs the evidence a dev set can give instead of asking for a significance
   the dev set cannot provide: 100 pairs cannot confirm a gain under ~1.5 at 95 %, and the gains adaptation
-  makes on sentence-tuned bases are 0.2-1.2 (docs/evaluation.md has the power table, docs/results.md the
+  makes on sentence-tuned bases are 0.2-1.2 (docs/evaluation.md has the power table, research/results.md the
   measurements behind the default).
 - **strict**: the rule of earlier versions: Δ > 0 and its paired 95 % bootstrap CI excludes 0 (with `--recipe auto`,
   the Bonferroni-adjusted CI). Ships almost no loss and almost no gain on small dev sets.
@@ -31,23 +31,23 @@ KEEP_BASE = "keep-base"
 RISK, STRICT, POSITIVE = "risk", "strict", "positive"
 RULES = (RISK, STRICT, POSITIVE)
 DEFAULT_RULE = RISK
-# The default risk, chosen from measurements (bench/decision_study.py → docs/results.md, "The decision"): the
+# The default risk, chosen from measurements (bench/decision_study.py → research/results.md, "The decision"): the
 # largest limit tried (0.10-0.40) at which no recipe, nor auto, ended a re-drawn cell below −0.30 and ConSERT and
 # auto used a model no better than the base in at most 1 of 12 cells. At a true gain of 0 it uses the adapted
 # model in one run in five (the max-T risk is calibrated there); real losses far less often.
 DEFAULT_RISK = 0.2
 # A dev set that cannot call a gain of this size (points × 100 of the main metric) gets a note: the gains
-# adaptation makes on sentence-tuned bases are ~0.2-1.2 (docs/results.md).
+# adaptation makes on sentence-tuned bases are ~0.2-1.2 (research/results.md).
 GAIN_AT_STAKE = 0.5
 
 
 # The risk rule's limit in a teacher run whose teacher leads the base on the dev set (its paired 95 % CI above 0):
 # the run already holds evidence, before any student is scored, that the target the student imitates is better
 # here, so the student's own dev Δ needs to carry less. Chosen by the rule written before its study
-# (docs/findings.md, "A decision that trusts a leading teacher more"): of 0.20, 0.30 and 0.40 the largest whose
+# (research/findings.md, "A decision that trusts a leading teacher more"): of 0.20, 0.30 and 0.40 the largest whose
 # false use stays ≤ 5 % and that lowers no domain's mean applied Δ by more than 0.10, over the 100 cells of the
-# stored k3e runs (`python -m experiments.lead_risk` prints 0.40 from results/distill/study-lead-risk.json). Not the
-# default since the stress test at 400 dev pairs (docs/findings.md): `--set teacher_risk=0.4` asks for it.
+# stored k3e runs (`python -m research.experiments.lead_risk` prints 0.40 from its stored study). Not the
+# default since the stress test at 400 dev pairs (research/findings.md): `--set teacher_risk=0.4` asks for it.
 TEACHER_LED_RISK = 0.4
 
 

@@ -13,7 +13,7 @@ kept it** (None when the whole vector does not). A fixed-sequence test: each row
 the chance of naming a row that is in truth below the base stays at the limit, because a row is reached only when
 every larger one passed. The first rule (the smallest of all rows that kept the gain, each tested alone) tested 9
 rows at 0.20 each and took the smallest that passed: on the suite's runs without a teacher, 4 of 13 and 5 of 12 of
-the rows it named scored below the base on test (docs/findings.md, "Sizes"). This rule was written from that
+the rows it named scored below the base on test (research/findings.md, "Sizes"). This rule was written from that
 multiplicity argument before it was applied to the suite.
 
 The table goes to metrics.json ("sizes") and the summary; the per-unit outputs behind it to dev_outputs.json

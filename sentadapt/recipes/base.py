@@ -76,8 +76,8 @@ class Matryoshka:
     sentence-transformers' MatryoshkaLoss sums its wrapped loss over `matryoshka_dims`, so each prefix is itself an
     embedding. Default weights: the first (largest) size 2, each other 1 — sentence-transformers weighs all 1; with
     equal weights the full size lost 0.23–0.24 on news against a run without Matryoshka, with 2,1,1 0.15–0.18
-    and the small sizes kept their gains (docs/findings.md, "Weighting the full size"). Empty `dims`: the term on the
-    whole vectors, exactly as without it. Every recipe's loss and the distillation term go through `total`."""
+    and the small sizes kept their gains (research/findings.md, "Weighting the full size"). Empty `dims`: the term on
+    the whole vectors, exactly as without it. Every recipe's loss and the distillation term go through `total`."""
 
     dims: tuple[int, ...] = ()
     weights: tuple[float, ...] = ()

@@ -66,13 +66,13 @@ class ClsrRecipe(RecipeBase):
     trains_on: ClassVar[str] = PAIRS  # what --recipe auto gives it of the inputs (run/candidates.py)
     trains_encoder: ClassVar[bool] = False  # an MLP on frozen embeddings
     # Paper: batch 512, temperature 0.1, LARS at lr 0.5 with weight decay 1e-4, linear warm-up then cosine
-    # decay, 2000 epochs. LARS measured better than AdamW here (docs/findings.md); fewer epochs fit a CPU.
+    # decay, 2000 epochs. LARS measured better than AdamW here (research/findings.md); fewer epochs fit a CPU.
     train_defaults: ClassVar[dict[str, Any]] = {
         "batch_size": 512, "max_length": 128, "optimizer": "lars", "lr": 0.5, "weight_decay": 1e-4,
         "schedule": "cosine", "warmup_ratio": 0.05, "epochs": 100, "eval_every": 150, "checkpoint_every": 1000,
         "patience": 10, "length_grouping": False,
     }
-    # Sentence-tuned bases (presets.py), measured in docs/findings.md ("Levers on tuned bases"): a randomly
+    # Sentence-tuned bases (presets.py), measured in research/findings.md ("Levers on tuned bases"): a randomly
     # initialised MLP scrambles a space that is already good (test -1.33 on average over the four domains
     # of bench/domain_suite.py, paraphrase-MiniLM-L3-v2); starting at the identity and distilling towards
     # the base keeps the run within a tenth of the base (-0.05) while dev can still pick a gain.

@@ -68,7 +68,7 @@ class ConsertConfig(RecipeConfig):
     train_pooling: str = "mean"  # paper: mean of the last layer in training ...
     # ... and at evaluation the last-two-layer average, unless the base model declares its own pooling
     # (a sentence-transformers folder): "auto" keeps that one, since switching a mean-trained model to
-    # last2avg cost 0.9 points of 7-task average here (docs/findings.md). Set last2avg to force the paper's.
+    # last2avg cost 0.9 points of 7-task average here (research/findings.md). Set last2avg to force the paper's.
     export_pooling: str = "auto"
     alpha: float = 0.15  # weight of the contrastive loss in the joint mode
     adversarial_norm: float = 0.1  # ‖perturbation‖ per token for the adversarial view
@@ -110,7 +110,7 @@ class ConsertRecipe(RecipeBase):
         "batch_size": 96, "max_length": 64, "lr": 2e-5, "eval_every": 200, "checkpoint_every": 200,
         "patience": 10, "warmup_ratio": 0.1,
     }
-    # Sentence-tuned bases (presets.py), chosen on the dev sets of bench/domain_suite.py (docs/findings.md,
+    # Sentence-tuned bases (presets.py), chosen on the dev sets of bench/domain_suite.py (research/findings.md,
     # "Levers on tuned bases"): distillation towards the frozen base (kl of in-batch similarities) lets a
     # higher lr learn the domain without drifting: dev +0.30 vs +0.00 for the paper's settings (lr 2e-5),
     # test +0.19 with no domain significantly below the base, vs +0.35 with one domain significantly below it.

@@ -12,7 +12,7 @@ distillation's student side embeds, train/distill.py).
 Before its corpus is encoded, the teacher is weighed on the dev set beside the base: its lead with a
 paired-bootstrap CI, said in one line (`teacher_verdict`); a teacher that trails the base significantly stops the
 run there, before its corpus is encoded (`--set teacher_check=off` distils it anyway: a student of a trailing
-teacher can still gain; docs/teacher.md and experiments/teacher_check.py have what was measured).
+teacher can still gain; docs/teacher.md and research/experiments/teacher_check.py have what was measured).
 """
 
 from __future__ import annotations

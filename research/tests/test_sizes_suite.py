@@ -1,0 +1,128 @@
+"""research/results.md's "Sizes" section is what the stored study renders, and the stored study follows from the tracked
+per-pair cosines (research/results/sizes/cosines/): a stale section or record fails here (issue 45, issue 41 item 6)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from tools.doc_sections import wrap
+
+from research.experiments.sizes_suite import POOLS, RESULTS, SECTION, section, study
+
+REPO = Path(__file__).resolve().parents[2]
+STORED = REPO / RESULTS / "study.json"
+
+
+@pytest.fixture(scope="module")
+def stored() -> dict:
+    return json.loads(STORED.read_text(encoding="utf-8"))
+
+
+def test_the_sizes_section_is_what_the_stored_study_renders(stored: dict) -> None:
+    assert wrap(SECTION, section(stored)) in (REPO / "research" / "results.md").read_text(encoding="utf-8")
+
+
+def test_the_stored_study_follows_from_the_stored_cosines(stored: dict) -> None:
+    # the test Δs do not depend on the bootstrap (the decision's risk does): recomputed without it
+    fresh = study(REPO / RESULTS, stored["seeds"], resamples=0, pools=REPO / POOLS)
+    keys = [(c["domain"], c["variant"], c["seed"]) for c in stored["cells"]]
+    assert [(c["domain"], c["variant"], c["seed"]) for c in fresh["cells"]] == keys
+    for old, new in zip(stored["cells"], fresh["cells"]):
+        assert new["base_test"] == pytest.approx(old["base_test"], abs=1e-9)
+        assert new["test_delta"] == pytest.approx(old["test_delta"], abs=1e-9)
+
+
+def test_the_figures_quoted_in_docs_sizes_md_are_the_stored_study_s(stored: dict) -> None:
+    """docs/sizes.md quotes the teacher pairing's means; they must be the study's (no hand-kept copy drifts)."""
+    labels = ["384 fp32", "384 int8", "384 binary", "192 fp32", "192 int8", "96 fp32", "96 int8"]
+    text = (REPO / "docs" / "sizes.md").read_text(encoding="utf-8")
+    for variant, name in (("teacher", "without `--matryoshka`"),
+                          ("teacher-mw", "`--matryoshka 384,192,96` (weights 2,1,1, the default)"),
+                          ("teacher-m", "`--matryoshka 384,192,96`, `matryoshka_weights=1,1,1`")):
+        cells = [c for c in stored["cells"] if c["variant"] == variant]
+        means = [sum(c["test_delta"][label] for c in cells) / len(cells) for label in labels]
+        row = f"| {name} | " + " | ".join(f"{mean:+.2f}".replace("-", "−") for mean in means) + " |"
+        assert row in text, row
+
+
+def test_the_teacher_evidence_section_is_what_its_stored_outputs_render(tmp_path: Path) -> None:
+    """Issue 41 item 6: research/results.md's "teacher-evidence" section regenerates from research/results/distill/ (tracked
+    per-pair outputs) without training; rendered into a copy of the document, nothing changes (~40 s). It runs in
+    a copy of research/results/distill/ (the study rewrites its study-*.json), so the repository is left as it was."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    shutil.copytree(REPO / "research" / "results" / "distill", tmp_path / "research" / "results" / "distill")
+    copy = tmp_path / "results.md"
+    original = (REPO / "research" / "results.md").read_text(encoding="utf-8")
+    copy.write_text(original, encoding="utf-8")
+    tracked = {path: path.read_bytes() for path in (REPO / "research" / "results" / "distill").glob("study-*.json")}
+    subprocess.run([sys.executable, "-m", "research.experiments.teacher_evidence", "--render", "--doc", str(copy)],
+                   cwd=tmp_path, check=True, capture_output=True,
+                   env={**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(REPO)})
+    assert copy.read_text(encoding="utf-8") == original
+    assert {path: path.read_bytes() for path in tracked} == tracked
+
+
+def test_the_teacher_figures_quoted_in_readme_and_teacher_md_are_the_stored_study_s() -> None:
+    """README.md's results table and docs/teacher.md's "Which teacher" table quote the default's distillation study
+    (research/results/distill/study-k3.json, which the staleness test above re-derives); a hand-kept copy must not drift (the
+    README's L3 ← L6 row once quoted a study two defaults old)."""
+    from research.experiments.distill_suite import headline
+
+    result = json.loads((REPO / "research" / "results" / "distill" / "study-k3.json").read_text(encoding="utf-8"))
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    teacher = (REPO / "docs" / "teacher.md").read_text(encoding="utf-8")
+
+    def sign(value: float) -> str:  # README writes a minus sign, not a hyphen
+        return f"{value:+.2f}".replace("-", "−")
+
+    big, small = headline(result, "l6-mpnet"), headline(result, "l3-l6")
+    share = round(100 * big["news_raw"] / big["news_lead"])
+    assert (f"| {sign(big['raw'])} (news {sign(big['news_raw'])}: {share} % of the teacher's "
+            f"{sign(big['news_lead'])}) | {sign(big['applied_100'])} / {sign(big['applied_200'])} |") in readme
+    assert (f"| paraphrase-MiniLM-L3-v2 | {sign(small['raw'])} | {sign(small['applied_100'])} / "
+            f"{sign(small['applied_200'])} |") in readme
+    assert (f"| all-MiniLM-L6-v2 ← all-mpnet-base-v2 | {big['lead']:+.2f} | {big['raw']:+.2f} | "
+            f"{big['applied_100']:+.2f} / {big['applied_200']:+.2f} | news: lead {big['news_lead']:+.2f}, "
+            f"Δ {big['news_raw']:+.2f} ({share} %), used in {big['news_used']} of {big['news_cells']} draws |"
+            ) in teacher
+    assert (f"| paraphrase-MiniLM-L3-v2 ← all-MiniLM-L6-v2 | {small['lead']:+.2f} | {small['raw']:+.2f} | "
+            f"{small['applied_100']:+.2f} / {small['applied_200']:+.2f} | news: lead {small['news_lead']:+.2f}, "
+            f"Δ {small['news_raw']:+.2f} |") in teacher
+
+
+def test_the_social_figures_quoted_in_teacher_md_are_the_stored_study_s() -> None:
+    result = json.loads((REPO / "research" / "results" / "distill" / "study-k3e-social.json").read_text(encoding="utf-8"))
+    cells = [c for c in result["cells"] if c["pairing"] == "l6-mpnet" and c["size"] == 200]
+
+    def mean(key: str) -> float:
+        return sum(c[key] for c in cells) / len(cells)
+
+    share = round(100 * mean("raw") / mean("teacher_lead"))
+    used = sum(c["applied"] != 0 for c in cells)
+    at_100 = [c for c in result["cells"] if c["pairing"] == "l6-mpnet" and c["size"] == 100]
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    assert (f"| all-MiniLM-L6-v2 | {mean('raw'):+.2f} | {sum(c['applied'] for c in at_100) / len(at_100):+.2f} / "
+            f"{mean('applied'):+.2f} | [results](research/results.md#distillation-on-short-social-posts") in readme
+    text = " ".join((REPO / "docs" / "teacher.md").read_text(encoding="utf-8").split())
+    assert (f"leads all-MiniLM-L6-v2 by {mean('teacher_lead'):+.2f} on the test pairs and the student gains "
+            f"{mean('raw'):+.2f} ({share} %)") in text
+    assert (f"confirmed the gain in {used} of {len(cells)} draws at 200 dev pairs ({mean('applied'):+.2f} "
+            "applied)") in text
+
+
+def test_matryoshka_s_default_weights_are_what_the_weighting_rule_reads_from_the_stored_study(stored: dict) -> None:
+    """research/findings.md, "Weighting the full size": the rule, committed before the teacher-mw runs, is applied by
+    sizes_suite.weighting to the stored study; `--matryoshka` without weights follows its verdict."""
+    from sentadapt.recipes.base import Matryoshka
+
+    from research.experiments.sizes_suite import weighting
+
+    met = weighting(stored)[1]
+    assert met is not None, "the teacher-mw runs are missing from the stored study"
+    assert Matryoshka.of((384, 192, 96), ()).weights == ((2.0, 1.0, 1.0) if met else (1.0, 1.0, 1.0))

@@ -1,0 +1,32 @@
+"""The teacher-run options the product keeps or dropped follow what the pre-registered rules print from the stored
+studies (research/findings.md wrote each rule before its runs)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+RESULTS = Path(__file__).resolve().parents[1] / "results" / "distill"
+
+
+@pytest.mark.skipif(not (RESULTS / "study-k3e.json").is_file(), reason="research/results/distill not stored yet")
+def test_the_defaults_are_what_the_pre_registered_rules_print_from_the_stored_studies() -> None:
+    """docs/decision.md and docs/teacher.md wrote each lever's adoption rule before its runs; the code applies them
+    to the studies stored in research/results/distill, and the defaults follow what it prints."""
+    from sentadapt.config import TrainConfig
+
+    from research.experiments.teacher_evidence import blend_lines
+
+    alone = json.loads((RESULTS / "study-k3e.json").read_text())
+    assert alone["teacher_evidence"]["default_on"] is False  # the held-out evidence stays opt-in
+    # the dev-pair evidence and the teacher-led limit: what their studies, the check and the stress test give
+    from research.experiments.dev_agreement import teacher_defaults
+
+    defaults = teacher_defaults(RESULTS)
+    assert TrainConfig().teacher_evidence == defaults["teacher_evidence"] == "off"
+    assert TrainConfig().teacher_risk == defaults["teacher_risk"]
+    blend = json.loads((RESULTS / "study-k3eb.json").read_text())
+    _, met = blend_lines(alone, blend, RESULTS)
+    assert TrainConfig().teacher_blend == ("auto" if met else "1")
