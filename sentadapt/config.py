@@ -31,10 +31,11 @@ REPORT_TO = ("none", "tensorboard", "wandb", "mlflow", "all")  # --report-to (tr
 STRUCTURE_KINDS = ("kl", "sim-mse")
 VECTOR_KINDS = ("mse", "cosine")
 DISTILL_KINDS = STRUCTURE_KINDS + VECTOR_KINDS
-# --set teacher_evidence: where the student's agreement with the teacher is read ("on" = "holdout", its first name)
-TEACHER_EVIDENCE = ("dev", "lead", "holdout", "on", "off")
-DEV_EVIDENCE = ("dev", "lead")  # the modes that weigh the agreement on the dev pairs (lead: for the record only)
-HOLDOUT_EVIDENCE = ("holdout", "on")
+# Options that studies measured and the product did not adopt, removed in issue 59, with the value that left runs as
+# they are: a run saved with it resumes; with another value, or given as --set, it is a one-line error naming where
+# the evidence is (docs/teacher.md, "What was tried").
+REMOVED_SETTINGS = {"teacher_evidence": "off", "teacher_risk": None, "agreement_holdout": 1000,
+                    "mask_neighbours": False, "distill_neighbour_share": 1.0}
 MIX_EXAMPLE = "kl:1,sim-mse:10"  # a weighted sum of kinds, as the errors show it
 
 
@@ -121,34 +122,11 @@ class TrainConfig:
     # `distill_neighbours` nearest examples under the teacher (pairs it ranks close, not only unrelated ones)
     distill_batches: str = "random"
     distill_neighbours: int = 8
-    # with neighbour batches: the share of anchors paired with one of their neighbours; the others get a partner
-    # drawn at random (1: every anchor, a half of each batch's rows neighbours; 0.5: a quarter)
-    distill_neighbour_share: float = 1.0
-    # with neighbour batches: an anchor and its neighbour (and two copies of one sentence) are not each other's
-    # in-batch negatives in the recipe's contrastive loss, which would otherwise push apart what the teacher
-    # ranks close (a recipe that honours it: `RecipeBase.masks_related_negatives`)
-    mask_neighbours: bool = False
     # on: a teacher that trails the base on the dev set (the CI of its lead below 0) stops the run before training
     teacher_check: str = "on"
-    # the teacher's evidence in the decision (evaluation/agreement.py, docs/decision.md): a student the dev set
-    # cannot tell from the base is used when the teacher leads on dev (CI above 0) and the student agrees with the
-    # teacher's cosines significantly better than the base does, on the dev pairs themselves ("dev": no hold-out,
-    # nothing read but the cosines the run computes anyway), or on pairs of `agreement_holdout` corpus sentences
-    # (at most 10 %) held out of training ("holdout"; "on" is its earlier spelling); "lead": the teacher's lead on
-    # dev alone suffices, the student not significantly worse on dev (the dev-pair agreement is then only recorded);
-    # "off": the dev Δ alone.
-    # "off" by the stress test at 400 dev pairs, written before it was computed ("dev" had been chosen on 100-200;
-    # research/findings.md; `python -m research.experiments.dev_agreement --defaults` prints the stored verdicts)
-    teacher_evidence: str = "off"
-    agreement_holdout: int = 1000
     # the distillation target's similarities: α · the teacher's cosines + (1 − α) · the base's (docs/teacher.md,
     # "Blend targets"); "1" the teacher alone, a number in [0, 1], or "auto": α weighed on the dev set by its rule
     teacher_blend: str = "1"
-    # the risk rule's limit when the teacher leads the base on the dev set (its paired CI above 0), instead of
-    # --risk; None: --risk as in any run. 0.4 (evaluation/decision.py TEACHER_LED_RISK) was chosen by a rule written
-    # before its study and is off by default since the 400-dev-pair stress test (docs/decision.md;
-    # `python -m research.experiments.dev_agreement --defaults` prints what the stored verdicts give)
-    teacher_risk: float | None = None
     # the fields of a --teacher vectors file (.jsonl keys, .parquet columns): what embeddings APIs return
     teacher_text_field: str = "text"
     teacher_vector_field: str = "embedding"
@@ -202,11 +180,7 @@ class TrainConfig:
         check_range("distill_temperature", self.distill_temperature, 0, None, low_open=True)
         check_range("teacher_weight", self.teacher_weight, 0, None, low_open=True)
         check_choice("teacher_check", self.teacher_check, ("on", "off"))
-        check_choice("teacher_evidence", self.teacher_evidence, TEACHER_EVIDENCE)
-        check_range("agreement_holdout", self.agreement_holdout, 0, None)
         check_blend(self.teacher_blend)
-        if self.teacher_risk is not None:
-            check_range("teacher_risk", self.teacher_risk, 0, 1, low_open=True, high_open=True)
         vector_kind = next((kind for kind, _ in terms if kind in VECTOR_KINDS), None)
         if str(self.teacher_blend) not in ("1", "1.0") and vector_kind is not None:
             raise ConfigError(f"teacher_blend: blends the teacher's and the base's similarities, which distill_kind "
@@ -214,7 +188,6 @@ class TrainConfig:
                               "teacher_blend")
         check_choice("distill_batches", self.distill_batches, ("random", "neighbours"))
         check_range("distill_neighbours", self.distill_neighbours, 1, None)
-        check_range("distill_neighbour_share", self.distill_neighbour_share, 0, 1, low_open=True)
         check_range("recipe_weight", self.recipe_weight, 0, None)
         check_matryoshka(self.matryoshka, self.matryoshka_weights, vector_kind)
         if any(size < 1 for size in self.sizes) or len(set(self.sizes)) != len(self.sizes):
@@ -414,10 +387,33 @@ def with_overrides(target: T, overrides: dict[str, Any], where: str) -> T:
     names = [f.name for f in dataclasses.fields(target)]
     changes = {}
     for key, value in overrides.items():
+        if key in REMOVED_SETTINGS and key not in names:
+            check_removed(f"{where}: {key}", key, value)
+            continue  # a run saved before the option left, with the value that changed nothing
         if key not in names:
             raise ConfigError(f"{where}: " + unknown_name_message("key", key, names))
         changes[key] = coerce(f"{where}: {key}", value, hints[key])
     return dataclasses.replace(target, **changes)
+
+
+def check_removed(where: str, key: str, value: Any) -> None:
+    """A removed option (REMOVED_SETTINGS) at the value that changed nothing passes (a saved run resumes); any other
+    value is one line saying it is gone and where its evidence is."""
+    default = REMOVED_SETTINGS[key]
+    if value is None or value == default or (str(value).lower() in ("off", "false", "none") and not default):
+        return
+    if default is not None and not isinstance(default, bool) and _same_number(value, default):
+        return
+    raise ConfigError(f"{where}: {key} was removed (studies measured it and did not adopt it: docs/teacher.md, "
+                      "\"What was tried\"); drop it (a run trained with it resumes only with the sentadapt that "
+                      "trained it)")
+
+
+def _same_number(value: Any, default: Any) -> bool:
+    try:
+        return float(value) == float(default)
+    except (TypeError, ValueError):
+        return False
 
 
 def parse_set_options(items: list[str]) -> dict[str, str]:
@@ -470,6 +466,8 @@ def split_set_options(options: dict[str, Any], recipe_config: Any) -> tuple[dict
             to_recipe[key] = value
         elif key in train_fields:
             to_train[key] = value
+        elif key in REMOVED_SETTINGS:
+            check_removed(f"--set {key}", key, value)  # the value that changed nothing: accepted, as before
         else:
             raise ConfigError("--set: " + unknown_name_message("key", key, sorted(recipe_fields | train_fields)))
     return to_recipe, to_train

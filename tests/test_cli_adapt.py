@@ -240,8 +240,7 @@ def test_the_risk_rule_records_its_evidence_every_evaluation_and_a_small_dev_set
                     "--batch-size", "8", "--max-steps", "4", "--eval-every", "2", "--max-length", "16", "--lr", "1e-3")
     assert result.exit_code == 0, result.output
     metrics = json.loads((output / "metrics.json").read_text())
-    assert metrics["decision_rule"] == "risk" and metrics["decision_settings"] == {"rule": "risk", "max_risk": 0.2,
-                                                                                 "teacher_led": False}
+    assert metrics["decision_rule"] == "risk" and metrics["decision_settings"] == {"rule": "risk", "max_risk": 0.2}
     evidence = metrics["dev_evidence"]
     assert evidence["options"] == 2 and evidence["units"] == 8  # steps 2 and 4, on 8 pairs
     assert metrics["decision_risk"] == pytest.approx(evidence["risk"]) == pytest.approx(1 - evidence["confidence"])
@@ -283,8 +282,7 @@ def test_the_strict_rule_is_kept_as_an_option(corpus: Path, tiny_model_dir: Path
     assert result.exit_code == 0, result.output
     metrics = json.loads((output / "metrics.json").read_text())
     assert metrics["decision_rule"] == "strict" and metrics["decision_settings"] == {"rule": "strict",
-                                                                                     "max_risk": None,
-                                                                                     "teacher_led": False}
+                                                                                     "max_risk": None}
     assert "paired 95 % CI" in metrics["decision_reason"] or metrics["decision_reason"].startswith("no checkpoint")
     assert yaml_value(output / "config.yaml", "decision") == "strict"
 

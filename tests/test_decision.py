@@ -176,3 +176,18 @@ def test_dev_evidence_pays_for_the_checkpoint_chosen_on_the_same_dev_set(tmp_pat
     assert paid.options == 4 and paid.change == pytest.approx(alone.change)
     assert paid.risk > alone.risk  # the best of four is optimistic: more risk once paid for
     assert dev_evidence(evaluator, base, [], 0) is None
+
+
+def test_a_kept_base_under_a_clearly_better_teacher_gets_a_note_naming_what_to_do() -> None:
+    from sentadapt.evaluation.decision import KEEP_BASE, USE_ADAPTED, Decision, teacher_lead_note
+    from sentadapt.evaluation.evaluator import Delta
+
+    keep = Decision(KEEP_BASE, "not enough evidence on dev.tsv (Δ -0.04 [-3.05, +3.25]; risk 0.52 …)", "risk", 0.52)
+    leads = Delta(12.96, (6.16, 19.41))
+    assert teacher_lead_note(keep, (-3.05, 3.25), leads) == (
+        "the teacher leads the base on dev (+12.96 [+6.16, +19.41]) and the student is within noise of the base "
+        "there: its share of that lead may be real but too small for this dev set to show; label more pairs to see "
+        "it (`sentadapt pairs` proposes them; docs/decision.md)")
+    assert teacher_lead_note(keep, (-3.5, -0.1), leads) is None  # significantly worse: nothing to add
+    assert teacher_lead_note(keep, (-3.05, 3.25), Delta(4.0, (-1.0, 9.0))) is None  # lead not established
+    assert teacher_lead_note(Decision(USE_ADAPTED, "beats", "risk"), (0.1, 3.0), leads) is None

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from sentadapt.errors import ConfigError
 from tests.conftest import run_adapt
 from tests.test_hostile import at_80_columns, run_cli, run_cli_env
 
@@ -130,7 +131,7 @@ def test_a_header_only_pairs_file_says_it_has_no_rows(tiny_model_dir: Path, tmp_
 # ---------------------------------------------------------------------- settings that would do nothing
 
 
-@pytest.mark.parametrize("setting", ["teacher_blend=auto", "teacher_evidence=dev", "distill_batches=neighbours",
+@pytest.mark.parametrize("setting", ["teacher_blend=auto", "distill_neighbours=4", "distill_batches=neighbours",
                                      "teacher_check=off"])
 def test_a_teachers_setting_without_a_teacher_is_refused(setting: str, tiny_model_dir: Path, corpus: Path,
                                                          tmp_path: Path) -> None:
@@ -157,6 +158,43 @@ def test_blend_auto_with_vectors_that_miss_dev_sentences_says_why_not_no_dev_set
     assert ("teacher_blend auto: the teacher could not be scored on the dev set (its vectors file lacks dev "
             "sentences, above), so no blend can be weighed; the teacher alone is the target (α 1)") in result.stderr
     assert "no dev set" not in result.stderr
+
+
+@pytest.mark.parametrize(("setting", "accepted"), [
+    ("mask_neighbours=on", False), ("distill_neighbour_share=0.5", False), ("teacher_evidence=dev", False),
+    ("teacher_risk=0.4", False), ("agreement_holdout=500", False),
+    ("mask_neighbours=off", True), ("teacher_evidence=off", True), ("distill_neighbour_share=1", True),
+])
+def test_an_option_the_studies_rejected_is_gone_but_its_neutral_value_still_reads(
+    setting: str, accepted: bool, tiny_model_dir: Path, corpus: Path, tmp_path: Path
+) -> None:
+    """Issue 59 removed five options; a saved run (or a script) holding the value that changed nothing still works."""
+    name = setting.split("=")[0]
+    result = run_adapt(str(corpus), "--base", str(tiny_model_dir), "--output", str(tmp_path / "run"),
+                       "--set", setting, "--dry-run")
+    if accepted:
+        assert result.exit_code == 0, result.output
+        assert name not in result.stdout  # not a field of the config any more
+        return
+    assert result.exit_code == 2
+    assert result.stderr.strip().splitlines()[-1] == (
+        f"Error: --set {name}: {name} was removed (studies measured it and did not adopt it: docs/teacher.md, \"What "
+        "was tried\"); drop it (a run trained with it resumes only with the sentadapt that trained it)")
+
+
+def test_a_saved_run_with_a_removed_option_at_its_neutral_value_resumes(tmp_path: Path) -> None:
+    from sentadapt.config import load_run_config
+    from sentadapt.recipes import RECIPES
+
+    saved = tmp_path / "config.yaml"
+    saved.write_text("recipe: consert\nbase: b\ncorpus: [c]\noutput: o\ntrain:\n  teacher_evidence: 'off'\n"
+                     "  agreement_holdout: 1000\n  mask_neighbours: false\n  teacher_risk: null\n")
+    config = load_run_config(saved, {name: RECIPES.get(name).Config for name in RECIPES})
+    assert config.recipe == "consert"
+    saved.write_text(saved.read_text().replace("mask_neighbours: false", "mask_neighbours: true"))
+    with pytest.raises(ConfigError) as error:
+        load_run_config(saved, {name: RECIPES.get(name).Config for name in RECIPES})
+    assert str(error.value).startswith(f"{saved}: train: mask_neighbours: mask_neighbours was removed")
 
 
 # ---------------------------------------------------------------------- lines that say what happened

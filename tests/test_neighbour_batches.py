@@ -7,10 +7,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from sentadapt.config import TrainConfig
 from sentadapt.data import batching
-from sentadapt.data.batching import plan_epoch, plan_neighbour_epoch, related_rows, teacher_neighbours
-from sentadapt.errors import ConfigError, DataError
+from sentadapt.data.batching import plan_epoch, plan_neighbour_epoch, teacher_neighbours
+from sentadapt.errors import DataError
 from sentadapt.rowfile import RowFile, write_rows
 
 
@@ -58,61 +57,3 @@ def test_a_neighbour_epoch_pairs_each_anchor_with_one_of_its_neighbours() -> Non
     assert not np.array_equal(plan, plan_neighbour_epoch(neighbours, 8, seed=5, epoch=2))
     with pytest.raises(DataError, match="batch_size: 7 is odd"):
         plan_neighbour_epoch(neighbours, 7, seed=5, epoch=1)
-
-
-def test_related_rows_are_the_anchor_neighbour_pairs_and_repeated_examples() -> None:
-    related = related_rows(np.array([10, 11, 12, 10, 13, 14]))  # example 10: an anchor, and again at position 3
-    expected = {(0, 1), (1, 0), (2, 3), (3, 2), (4, 5), (5, 4), (0, 3), (3, 0)}
-    assert {(int(i), int(j)) for i, j in zip(*np.nonzero(related))} == expected
-
-
-def test_a_share_of_neighbours_pairs_the_other_anchors_with_random_partners() -> None:
-    neighbours = brute_force(np.random.default_rng(2).standard_normal((400, 8)), 3)
-    full = plan_neighbour_epoch(neighbours, 40, seed=5, epoch=1)
-    half = plan_neighbour_epoch(neighbours, 40, seed=5, epoch=1, share=0.5)
-    assert np.array_equal(full, plan_neighbour_epoch(neighbours, 40, seed=5, epoch=1, share=1.0))  # today's plan
-    assert np.array_equal(half[:, 0::2], full[:, 0::2])  # the same anchors: only partners change
-    anchors, partners = half[:, 0::2].ravel(), half[:, 1::2].ravel()
-    close = np.array([partner in neighbours[anchor] for anchor, partner in zip(anchors, partners)])
-    assert 0.35 < close.mean() < 0.65  # 200 pairs, each a neighbour with probability 0.5 (+ 3/400 by chance)
-    assert np.array_equal(half, plan_neighbour_epoch(neighbours, 40, seed=5, epoch=1, share=0.5))  # resume
-
-
-def test_a_random_partner_stays_a_negative_of_its_anchor() -> None:
-    neighbours = np.array([[1], [0], [3], [2], [5], [4]])  # 0-1, 2-3 and 4-5 are each other's neighbours
-    related = related_rows(np.array([0, 1, 2, 5]), neighbours)  # pair (2, 5): a random partner
-    assert {(int(i), int(j)) for i, j in zip(*np.nonzero(related))} == {(0, 1), (1, 0)}
-    assert related_rows(np.array([0, 1, 2, 5])).sum() == 4  # without the table every pair is related
-
-
-def test_distill_neighbour_share_out_of_range_is_refused() -> None:
-    with pytest.raises(ConfigError, match=r"distill_neighbour_share: 0.0 is out of range; valid: \(0, 1\]"):
-        TrainConfig(distill_neighbour_share=0.0).validate()
-
-
-def test_a_masked_batch_relates_only_its_neighbour_pairs_when_rows_are_held_out() -> None:
-    """The plan and `neighbours` hold positions among the trained rows; the batch's examples are those rows."""
-    from sentadapt.recipes.base import RELATED
-    from sentadapt.train.micro_batches import MicroBatches
-
-    rows = np.arange(0, 400, 2)  # every other example trained: position p is example 2p
-    neighbours = brute_force(np.random.default_rng(3).standard_normal((200, 8)), 3)
-    config = TrainConfig(batch_size=20, seed=1, mask_neighbours=True, distill_neighbour_share=0.5)
-    collated: list[np.ndarray] = []
-
-    class Examples:
-        def lengths(self) -> np.ndarray:
-            return np.full(400, 5)
-
-        def collate(self, indices, pad_id, multiple):
-            collated.append(np.asarray(indices))
-            return {}
-
-    batch = MicroBatches(Examples(), config, 0, 1, neighbours, None, 0, 1, rows)(3)
-    positions = collated[-1] // 2
-    assert (collated[-1] % 2 == 0).all()  # trained rows only
-    pairs = [(2 * k, 2 * k + 1) for k in range(10) if positions[2 * k + 1] in neighbours[positions[2 * k]]]
-    assert 0 < len(pairs) < 10  # some neighbour pairs, some random ones
-    related = batch[RELATED].numpy()
-    assert {(int(i), int(j)) for i, j in zip(*np.nonzero(np.triu(related)))} == set(pairs) | {
-        (i, j) for i in range(20) for j in range(i + 1, 20) if positions[i] == positions[j]}

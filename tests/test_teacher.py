@@ -507,47 +507,6 @@ def test_a_parquet_vector_of_another_width_or_null_is_one_line(tmp_path: Path) -
     np.testing.assert_array_equal(vectors.lookup(["b", "a"]), [[0.5, 0.25], [1.0, 2.0]])
 
 
-def test_masked_neighbours_leave_the_recipes_negatives_and_only_them(tiny_model_dir: Path, teacher_dir: Path,
-                                                                      corpus: Path, tmp_path: Path) -> None:
-    first_steps = {}
-    for mask in ("off", "on"):
-        output = tmp_path / f"mask-{mask}"
-        _train(_config(tiny_model_dir, teacher_dir, corpus, output, ("distill_batches=neighbours",
-                                                                      f"mask_neighbours={mask}"), max_steps=1))
-        first_steps[mask] = json.loads((output / "train.log").read_text().splitlines()[0])
-    off, on = first_steps["off"], first_steps["on"]
-    # the same batch and views: the distillation term is untouched, the recipe's NT-Xent loses negatives
-    assert on["distill"] == pytest.approx(off["distill"], rel=FLOAT32_RTOL)
-    assert on["contrastive"] < off["contrastive"] - 1e-3
-
-
-def test_masking_neighbours_needs_a_recipe_that_honours_it(tiny_model_dir: Path, teacher_dir: Path, corpus: Path,
-                                                           tmp_path: Path) -> None:
-    result = run_adapt(str(corpus), "--recipe", "sg-opt", "--base", str(tiny_model_dir), "--teacher",
-                       str(teacher_dir), "--output", str(tmp_path / "run"), "--dev", "none",
-                       "--set", "mask_neighbours=on")
-    assert result.exit_code == 2, result.output
-    assert result.stderr.strip() == ("Error: mask_neighbours: the sg-opt recipe's loss has no in-batch negatives it "
-                                     "leaves out; drop --set mask_neighbours=on, or use --recipe consert")
-
-
-@pytest.mark.parametrize(("setting", "expected"), [
-    ("mask_neighbours=on", "Error: mask_neighbours: masks the neighbours a teacher puts in each batch; give --teacher "
-                           "MODEL (with distill_batches=neighbours, its default), or drop --set mask_neighbours=on"),
-    ("distill_neighbour_share=0.5", "Error: distill_neighbour_share: shapes the neighbour batches a teacher composes; "
-                                    "give --teacher MODEL (with distill_batches=neighbours, its default), or drop "
-                                    "--set distill_neighbour_share"),
-], ids=["mask_neighbours", "distill_neighbour_share"])
-def test_a_neighbour_batch_option_without_neighbour_batches_is_refused(setting: str, expected: str,
-                                                                       tiny_model_dir: Path, teacher_dir: Path,
-                                                                       corpus: Path, tmp_path: Path) -> None:
-    for extra in ([], ["--teacher", str(teacher_dir), "--set", "distill_batches=random"]):
-        result = run_adapt(str(corpus), "--recipe", "consert", "--base", str(tiny_model_dir), "--output",
-                           str(tmp_path / "run"), "--dev", "none", "--set", setting, *extra)
-        assert result.exit_code == 2, result.output
-        assert result.stderr.strip() == expected
-
-
 def test_the_distillation_term_is_averaged_over_the_first_and_last_tenth_of_the_steps(tmp_path: Path) -> None:
     """One batch at each end made every run look diverged (0.22 → 0.58); 10 % of 100 steps logged every 5 are
     steps 5 and 10 at the start and 95 and 100 at the end."""

@@ -206,7 +206,7 @@ def _eval_tasks(model: str, section: dict[str, Any]) -> str:
              "and 0 at ≤ 1.5; SNLI premises reranking their hypotheses; STS queries retrieving their paraphrase among "
              "every STS and NLI sentence). Main metric × 100 with its 95 % bootstrap CI; Δ against the base model "
              "with the paired CI (same resampled pairs/queries), * when it excludes 0. Definitions: "
-             "[evaluation.md](evaluation.md).", "", "```bash", _portable(section["data_command"]),
+             "[evaluation.md](../docs/evaluation.md).", "", "```bash", _portable(section["data_command"]),
              _portable("python -m " + section["command"].removeprefix("python -m ")), "```", "",
              "| task | metric | units | " + " | ".join(ROW_LABELS.get(row, row) for row in rows) + " |",
              "|---|---|---:|" + "---:|" * len(rows)]

@@ -1,18 +1,22 @@
-"""The teacher's evidence on the dev pairs (`--set teacher_evidence=dev`, the default; docs/decision.md): the
+"""The teacher's evidence on the dev pairs (once `--set teacher_evidence=dev`; removed from the product by issue 59): the
 agreement of a model's dev-pair cosines with the teacher's, the study that chose it, and a run that records it."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
 import numpy as np
 import pytest
-from tests.test_teacher_evidence import tiny_teacher_run
+from sentadapt.evaluation.decision import KEEP_BASE, Decision
+from sentadapt.evaluation.evaluator import Delta
 
 from research.experiments.teacher_led import DEV_PAIRS, agreement, dev_agreement, dev_pair_cosines
 
 RESULTS = Path(__file__).parent.parent / "results" / "distill"
+KEEP = Decision(KEEP_BASE, "not enough evidence on dev.tsv (Δ -0.04 [-3.05, +3.25]; risk 0.52 …)", "risk", 0.52)
+LEADS = Delta(12.96, (6.16, 19.41))
 
 
 def test_the_dev_pair_cosines_are_every_pair_tasks_cosines_in_task_order_and_none_for_query_tasks() -> None:
@@ -78,47 +82,8 @@ def test_the_study_cells_recompute_from_the_stored_runs() -> None:
         assert mine["used"] == theirs["used"] and mine["agreement"] == theirs["agreement"]
 
 
-def test_a_teacher_run_records_the_dev_pair_evidence_when_asked_and_none_by_default(
-    tiny_model_dir: Path, pairs_tsv: Path, tmp_path: Path
-) -> None:
-    from tests.test_teacher import build_tiny_teacher
-
-    teacher = build_tiny_teacher(tmp_path / "teacher")
-    corpus = tmp_path / "corpus.txt"
-    corpus.write_text("".join(f"the server {i} is down in room {i % 7}\n" for i in range(80)))
-    run = tmp_path / "run"
-    result = tiny_teacher_run(tiny_model_dir, teacher, corpus, pairs_tsv, run, 4, "teacher_evidence=dev")
-    assert result.exit_code == 0, result.output
-    assert "held out of training" not in result.stderr  # nothing is held out: every sentence trains
-    stored = json.loads((run / "dev_outputs.json").read_text())
-    metrics = json.loads((run / "metrics.json").read_text())
-    kept = stored["evaluations"][str(metrics["best_step"])]
-    again = dev_agreement(stored["teacher"], stored["base"], kept)
-    assert again is not None and metrics["teacher_evidence"] == again.to_dict()  # re-derivable from the file
-    assert metrics["teacher_evidence"]["source"] == "dev pairs"
-    assert metrics["teacher_evidence"]["pairs"] == sum(len(o["cosine"]) for o in stored["base"].values())
-    from research.experiments.teacher_led import Agreement
-
-    shown = Agreement.from_dict(metrics["teacher_evidence"]).describe()
-    assert shown.startswith(f"agreement with the teacher on {metrics['teacher_evidence']['pairs']} dev pairs ")
-    from sentadapt.run.summary import evidence_text
-
-    assert evidence_text(metrics["teacher_evidence"]) == shown and "│ teacher evidence " in result.output
-
-    off = tmp_path / "off"
-    result = tiny_teacher_run(tiny_model_dir, teacher, corpus, pairs_tsv, off, 4)  # the default: off
-    assert result.exit_code == 0, result.output
-    assert json.loads((off / "metrics.json").read_text())["teacher_evidence"] is None
-
-    lead = tmp_path / "lead"  # `lead` decides without the agreement, and still records it
-    result = tiny_teacher_run(tiny_model_dir, teacher, corpus, pairs_tsv, lead, 4, "teacher_evidence=lead")
-    assert result.exit_code == 0, result.output
-    assert json.loads((lead / "metrics.json").read_text())["teacher_evidence"] == metrics["teacher_evidence"]
-
-
 def test_the_reason_names_the_dev_pairs_when_the_evidence_turns_keep_base_into_use() -> None:
     from sentadapt.evaluation.decision import USE_ADAPTED, DecisionRule
-    from tests.test_teacher_evidence import KEEP, LEADS
 
     from research.experiments.teacher_led import Agreement, with_teacher_evidence
 
@@ -149,7 +114,7 @@ def test_the_teacher_led_defaults_stand_as_the_check_on_the_third_pairing_prints
 def test_the_teacher_run_defaults_are_what_the_stress_test_at_400_dev_pairs_prints() -> None:
     """research/findings.md, "The teacher-led decision at 400 dev pairs": written before it was computed; the dev-pair
     evidence used two students that lost, so both teacher-led relaxations went back to off."""
-    from sentadapt.config import TrainConfig
+    from sentadapt.config import REMOVED_SETTINGS, TrainConfig
 
     from research.experiments.dev_agreement import stress_verdict, teacher_defaults
 
@@ -158,7 +123,10 @@ def test_the_teacher_run_defaults_are_what_the_stress_test_at_400_dev_pairs_prin
     assert verdict == stored["verdict"] and verdict["cells"] == 120
     assert not verdict["defaults_stand"] and not verdict["adopt_lead"]
     assert teacher_defaults(RESULTS) == {"teacher_risk": None, "teacher_evidence": "off"}
-    assert TrainConfig().teacher_risk is None and TrainConfig().teacher_evidence == "off"
+    # both off by their rules: issue 59 removed them from the product, accepting only these values in saved runs
+    fields = {f.name for f in dataclasses.fields(TrainConfig)}
+    assert not {"teacher_risk", "teacher_evidence"} & fields
+    assert {key: REMOVED_SETTINGS[key] for key in ("teacher_risk", "teacher_evidence")} == teacher_defaults(RESULTS)
 
 
 @pytest.mark.parametrize(("lead", "dev_ci", "used"), [
@@ -171,7 +139,6 @@ def test_lead_evidence_uses_a_student_of_a_clearly_better_teacher_unless_dev_sho
                                                                                           used) -> None:
     from sentadapt.evaluation.decision import KEEP_BASE, USE_ADAPTED, DecisionRule
     from sentadapt.evaluation.evaluator import Delta
-    from tests.test_teacher_evidence import KEEP
 
     from research.experiments.teacher_led import with_teacher_lead
 
@@ -205,20 +172,19 @@ DOCS = Path(__file__).resolve().parents[2] / "docs"
 
 @pytest.mark.skipif(not (RESULTS / "check-l3-mpnet.json").is_file(), reason="research/results/distill not stored yet")
 def test_the_tables_in_the_docs_are_what_the_stored_studies_print() -> None:
-    """docs/decision.md and research/findings.md quote the printed tables; a stale copy fails here."""
+    """research/findings.md quotes the printed tables (docs/decision.md did until issue 59 moved them there)."""
     from research.experiments.dev_agreement import check_lines, lines, stress_lines
 
     study = [line for line in lines(json.loads((RESULTS / "study-dev-agreement.json").read_text()))
              if line.startswith("| today") or line.startswith("| `")]
     check = [line for line in check_lines(json.loads((RESULTS / "check-l3-mpnet.json").read_text()))
              if line.startswith("| `") or line.startswith("| l3-mpnet/")]
-    decision, findings = (DOCS / "decision.md").read_text(), (DOCS.parent / "research" / "findings.md").read_text()
-    assert len(study) == 4 and all(line in decision and line in findings for line in study)
+    findings = (DOCS.parent / "research" / "findings.md").read_text()
+    assert len(study) == 4 and all(line in findings for line in study)
     assert len(check) == 9 and all(line in findings for line in check)
     stress = [line for line in stress_lines(json.loads((RESULTS / "stress-400.json").read_text()))
               if line.startswith("| `") or line.startswith("| l")]
     assert len(stress) == 15 and all(line in findings for line in stress)
-    assert all(line in decision for line in stress[:3])
 
 
 @pytest.mark.skipif(not (RESULTS / "check-l3-mpnet.json").is_file(), reason="research/results/distill not stored yet")
@@ -239,21 +205,6 @@ def test_the_checks_cells_recompute_from_the_stored_runs() -> None:
     assert len(again) == len(stored) == 10
     for mine, theirs in zip(again, stored):
         assert mine["used"] == theirs["used"] and mine["raw"] == pytest.approx(theirs["raw"])
-
-
-def test_a_kept_base_under_a_clearly_better_teacher_gets_a_note_naming_what_to_do() -> None:
-    from sentadapt.evaluation.decision import USE_ADAPTED, Decision, teacher_lead_note
-    from sentadapt.evaluation.evaluator import Delta
-    from tests.test_teacher_evidence import KEEP, LEADS
-
-    assert teacher_lead_note(KEEP, (-3.05, 3.25), LEADS, "dev") == (
-        "the teacher leads the base on dev (+12.96 [+6.16, +19.41]) and the student is within noise of the base "
-        "there: its share of that lead may be real but too small for this dev set to show; label more pairs to see "
-        "it (`sentadapt pairs` proposes them; docs/decision.md)")
-    assert teacher_lead_note(KEEP, (-3.05, 3.25), LEADS, "lead") is None  # `lead` already decided
-    assert teacher_lead_note(KEEP, (-3.5, -0.1), LEADS, "dev") is None  # significantly worse: nothing to add
-    assert teacher_lead_note(KEEP, (-3.05, 3.25), Delta(4.0, (-1.0, 9.0)), "dev") is None  # lead not established
-    assert teacher_lead_note(Decision(USE_ADAPTED, "beats", "risk"), (0.1, 3.0), LEADS, "dev") is None
 
 
 @pytest.mark.skipif(not (RESULTS / "dev-size-power.json").is_file(), reason="research/results/distill not stored yet")

@@ -1,15 +1,16 @@
-"""A teacher that leads on dev raises the risk rule's limit (docs/decision.md; the rule chose 0.40 before the code
-used it: research/findings.md, "A decision that trusts a leading teacher more")."""
+"""A teacher that leads on dev raising the risk rule's limit (the rule chose 0.40 before the code used it:
+research/findings.md, "A decision that trusts a leading teacher more"; the 400-pair stress test turned it off, and
+issue 59 removed `teacher_risk` from the product: research/experiments/teacher_led.py keeps it for the studies)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
 import pytest
-from sentadapt.config import RunConfig, TrainConfig
-from sentadapt.errors import ConfigError
-from sentadapt.evaluation.decision import KEEP_BASE, USE_ADAPTED, DecisionRule, decide, decision_rule
+from sentadapt.config import TrainConfig
+from sentadapt.evaluation.decision import KEEP_BASE, USE_ADAPTED, DecisionRule, decide
 from sentadapt.evaluation.evaluator import Delta
 from sentadapt.evaluation.evidence import Evidence
 
@@ -29,13 +30,11 @@ def _evidence(risk: float) -> Evidence:
     (TRAILS, DecisionRule(), 0.2),
     (None, DecisionRule(), 0.2),  # no teacher, or not weighed
     (LEADS, DecisionRule("strict"), 0.2),  # strict and positive ask for what they ask for
-    (LEADS, DecisionRule("risk", 0.1), 0.4),  # the teacher-led limit replaces --risk; teacher_risk sets it
+    (LEADS, DecisionRule("risk", 0.1), 0.4),  # the teacher-led limit replaces --risk
 ])
 def test_the_limit_is_the_teacher_led_one_only_when_the_teacher_leads_under_the_risk_rule(lead, rule, limit) -> None:
     led = teacher_led_rule(rule, lead, TEACHER_LED_RISK)
     assert led.risk == limit and led.name == rule.name
-    assert led.teacher_led == (limit == 0.4)
-    assert led.to_dict()["teacher_led"] == led.teacher_led
 
 
 def test_a_risk_between_the_limits_uses_the_student_of_a_leading_teacher_and_says_why() -> None:
@@ -44,18 +43,17 @@ def test_a_risk_between_the_limits_uses_the_student_of_a_leading_teacher_and_say
     led = decide(1.8, (-0.6, 4.2), "dev.tsv", evidence, teacher_led_rule(DecisionRule(), LEADS, TEACHER_LED_RISK))
     assert plain.decision == KEEP_BASE and led.decision == USE_ADAPTED
     assert led.reason == ("the adapted model beats the base model on dev.tsv (Δ +1.80 [-0.60, +4.20]; risk 0.27 "
-                          "that it is no better (best of 4 evaluations), limit 0.40 (the teacher leads on dev))")
+                          "that it is no better (best of 4 evaluations), limit 0.40)")
     assert decide(-0.1, (-2.0, 1.8), "dev.tsv", _evidence(0.3),  # never a student below the base on dev
                   teacher_led_rule(DecisionRule(), LEADS, TEACHER_LED_RISK)).decision == KEEP_BASE
 
 
-def test_teacher_risk_is_a_probability_setting_off_by_default() -> None:
-    assert TrainConfig().teacher_risk is None  # a teacher run decides as any other (the 400-pair stress test)
+def test_teacher_risk_left_the_product_and_the_rule_without_a_limit_is_the_plain_rule() -> None:
+    from sentadapt.config import REMOVED_SETTINGS
+
+    assert "teacher_risk" not in {f.name for f in dataclasses.fields(TrainConfig)}
+    assert REMOVED_SETTINGS["teacher_risk"] is None  # a run saved with the default still resumes
     assert teacher_led_rule(DecisionRule(), LEADS, None) == DecisionRule()
-    with pytest.raises(ConfigError, match="teacher_risk"):
-        TrainConfig(teacher_risk=1.0).validate()
-    config = RunConfig(recipe="consert", base="b", corpus=["c"], output="o", train=TrainConfig(teacher_risk=0.2))
-    assert teacher_led_rule(decision_rule(config), LEADS, config.train.teacher_risk).risk == 0.2
 
 
 @pytest.mark.skipif(not (RESULTS / "study-lead-risk.json").is_file(), reason="research/results/distill not stored yet")
@@ -64,7 +62,7 @@ def test_the_teacher_led_limit_is_what_the_pre_registered_rule_prints_from_the_s
 
     stored = json.loads((RESULTS / "study-lead-risk.json").read_text())
     assert lead_risk_verdict(stored["cells"]) == stored["verdict"]
-    assert stored["verdict"]["chosen"] == TEACHER_LED_RISK  # what `--set teacher_risk=0.4` asks for
+    assert stored["verdict"]["chosen"] == TEACHER_LED_RISK  # what `--set teacher_risk=0.4` asked for
     # at 0.20 every cell decides as the stored k3e studies' cells (the same draws, the same decision code)
     cells = {(c["pairing"], c["domain"], c["size"], c["seed"]): c for c in stored["cells"]}
     for name in ("study-k3e.json", "study-k3e-social.json"):

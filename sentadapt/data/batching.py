@@ -185,33 +185,13 @@ def _padded(rows: pa.Array, pad_id: int, multiple: int = 1) -> tuple[torch.Tenso
     return torch.from_numpy(input_ids), torch.from_numpy(mask.astype(np.int64))
 
 
-def related_rows(rows: np.ndarray, neighbours: np.ndarray | None = None) -> np.ndarray:
-    """(N, N) bool for a neighbour batch's global rows (anchor, partner, anchor, partner…): True where row j is not
-    a negative of row i: an anchor and its partner (2k, 2k+1) when the teacher ranks them close — the partner among
-    the anchor's row of `neighbours` (None: every pair, as at share 1) — and any two positions holding the same
-    example (an anchor drawn again as another's partner). The diagonal is False."""
-    rows = np.asarray(rows)
-    position = np.arange(len(rows))
-    paired = position[:, None] == (position ^ 1)[None, :]
-    if neighbours is not None:
-        anchors, partners = rows[0::2], rows[1::2]
-        close = (neighbours[anchors] == partners[:, None]).any(axis=1).repeat(2)  # per position, its pair's answer
-        paired &= close[:, None]
-    related = (rows[:, None] == rows[None, :]) | paired
-    related[position, position] = False
-    return related
-
-
-def plan_neighbour_epoch(neighbours: np.ndarray, global_batch: int, seed: int, epoch: int, share: float = 1.0,
-                         ) -> np.ndarray:
+def plan_neighbour_epoch(neighbours: np.ndarray, global_batch: int, seed: int, epoch: int) -> np.ndarray:
     """The epoch's global batches when the teacher composes them: half of each batch random anchors, each followed
-    by a partner: one of its `k` nearest neighbours under the teacher (row i of `neighbours`, drawn at random) for a
-    `share` of the anchors, an example drawn at random for the others. A batch thus holds pairs the teacher ranks
-    close beside unrelated ones. Anchor, partner, anchor, partner…: a process's contiguous shard (an even number of
-    rows) keeps its pairs whole. As many batches as plan_epoch (examples // global_batch), so an epoch is as long as
-    with random batches; its anchors are that many × half the batch of the examples, drawn anew each epoch. A pure
-    function of (seed, epoch, neighbours, share): resume rebuilds it. At share 1 no further number is drawn, so the
-    plan is the one of runs made before `share` existed."""
+    by a partner: one of its `k` nearest neighbours under the teacher (row i of `neighbours`, drawn at random). A
+    batch thus holds pairs the teacher ranks close beside unrelated ones. Anchor, partner, anchor, partner…: a
+    process's contiguous shard (an even number of rows) keeps its pairs whole. As many batches as plan_epoch
+    (examples // global_batch), so an epoch is as long as with random batches; its anchors are that many × half the
+    batch of the examples, drawn anew each epoch. A pure function of (seed, epoch, neighbours): resume rebuilds it."""
     if global_batch % 2:
         raise DataError(f"batch_size: {global_batch} is odd; neighbour batches pair each anchor with a neighbour")
     generator = torch.Generator().manual_seed(seed * 100_003 + epoch)
@@ -220,10 +200,6 @@ def plan_neighbour_epoch(neighbours: np.ndarray, global_batch: int, seed: int, e
     anchors = order[:count * half].reshape(count, half)
     picks = torch.randint(0, neighbours.shape[1], (count, half), generator=generator).numpy()
     partners = neighbours[anchors, picks]
-    if share < 1.0:
-        drawn = torch.randint(0, len(neighbours), (count, half), generator=generator).numpy()
-        random_partner = torch.rand((count, half), generator=generator).numpy() >= share
-        partners = np.where(random_partner, drawn, partners)
     return np.stack([anchors, partners], axis=2).reshape(count, global_batch).astype(np.int64)
 
 
@@ -254,20 +230,6 @@ def teacher_neighbours(table: object, k: int, seed: int = 0) -> np.ndarray:
         found = _nearest(_unit_rows(_read(table, window)), window, k)
         neighbours[window] = found
     return neighbours
-
-
-class RowSubset:
-    """Rows `rows` of a table (a RowFile or a matrix) seen as a table of their own: row i is the table's rows[i]
-    (the training rows of a run that holds some examples out)."""
-
-    def __init__(self, table: object, rows: np.ndarray) -> None:
-        self.table, self.rows = table, np.asarray(rows, dtype=np.int64)
-
-    def __len__(self) -> int:
-        return len(self.rows)
-
-    def take(self, rows: np.ndarray) -> np.ndarray:
-        return _read(self.table, self.rows[np.asarray(rows, dtype=np.int64)])
 
 
 def _read(table: object, rows: np.ndarray) -> np.ndarray:

@@ -41,21 +41,10 @@ DEFAULT_RISK = 0.2
 GAIN_AT_STAKE = 0.5
 
 
-# The risk rule's limit in a teacher run whose teacher leads the base on the dev set (its paired 95 % CI above 0):
-# the run already holds evidence, before any student is scored, that the target the student imitates is better
-# here, so the student's own dev Δ needs to carry less. Chosen by the rule written before its study
-# (research/findings.md, "A decision that trusts a leading teacher more"): of 0.20, 0.30 and 0.40 the largest whose
-# false use stays ≤ 5 % and that lowers no domain's mean applied Δ by more than 0.10, over the 100 cells of the
-# stored k3e runs (`python -m research.experiments.lead_risk` prints 0.40 from its stored study). Not the
-# default since the stress test at 400 dev pairs (research/findings.md): `--set teacher_risk=0.4` asks for it.
-TEACHER_LED_RISK = 0.4
-
-
 @dataclass(frozen=True)
 class DecisionRule:
     name: str = DEFAULT_RULE
     risk: float = DEFAULT_RISK
-    teacher_led: bool = False  # the limit is the teacher-led one (`teacher_led_rule`)
 
     def __post_init__(self) -> None:
         if self.name not in RULES:
@@ -71,8 +60,7 @@ class DecisionRule:
         return self.risk if self.name == RISK else 0.025
 
     def to_dict(self) -> dict[str, Any]:
-        return {"rule": self.name, "max_risk": self.risk if self.name == RISK else None,
-                "teacher_led": self.teacher_led}
+        return {"rule": self.name, "max_risk": self.risk if self.name == RISK else None}
 
 
 @dataclass(frozen=True)
@@ -117,41 +105,10 @@ def decide(dev_change: float | None, interval: Sequence[float] | None, dev_name:
     return _by_risk(evidence, rule, f"{on} ({shown}", risk)
 
 
-def with_teacher_evidence(decision: Decision, interval: Sequence[float] | None, lead: Any, agreement: Any,
-                          rule: DecisionRule) -> Decision:
-    """The teacher's evidence (docs/decision.md, "The teacher's evidence"): a keep-base decision becomes use-adapted
-    when the teacher leads the base on dev (its paired CI above 0), the student agrees with the teacher
-    significantly better than the base on held-out corpus pairs (evaluation/agreement.py), and the student's dev Δ
-    is not significantly below 0 (its CI's upper end above 0). Any other decision stands."""
-    if decision.decision != KEEP_BASE or lead is None or lead.interval is None or lead.interval[0] <= 0:
-        return decision
-    if agreement is None or not agreement.better or (interval is not None and interval[1] <= 0):
-        return decision
-    return Decision(USE_ADAPTED, f"{decision.reason}, but the teacher leads the base on dev ({lead.value:+.2f} "
-                                 f"[{lead.interval[0]:+.2f}, {lead.interval[1]:+.2f}]) and the student's "
-                                 f"{agreement.describe()}: it carries part of that lead", rule.name, decision.risk)
-
-
-def with_teacher_lead(decision: Decision, interval: Sequence[float] | None, lead: Any, rule: DecisionRule) -> Decision:
-    """`--set teacher_evidence=lead` (docs/decision.md): a keep-base decision becomes use-adapted when the teacher
-    leads the base on dev (its paired CI above 0) and the student's dev Δ is not significantly below 0 (its CI's
-    upper end above 0): a student trained toward a teacher established as better on these pairs is used unless the
-    dev set shows it worse. Any other decision stands."""
-    if decision.decision != KEEP_BASE or lead is None or lead.interval is None or lead.interval[0] <= 0:
-        return decision
-    if interval is None or interval[1] <= 0:
-        return decision
-    return Decision(USE_ADAPTED, f"{decision.reason}, but the teacher leads the base on dev ({lead.value:+.2f} "
-                                 f"[{lead.interval[0]:+.2f}, {lead.interval[1]:+.2f}]) and the student is not "
-                                 "significantly worse there: it was trained toward that lead", rule.name,
-                    decision.risk)
-
-
 def describe_risk(evidence: Evidence, rule: DecisionRule) -> str:
     """'risk 0.12 that it is no better (best of 4 evaluations), limit 0.20': what a reason quotes of the evidence."""
     chosen = f"best of {evidence.options} evaluations" if evidence.options > 1 else "one evaluation"
-    led = " (the teacher leads on dev)" if rule.teacher_led else ""
-    return f"risk {evidence.risk:.2f} that it is no better ({chosen}), limit {rule.risk:.2f}{led}"
+    return f"risk {evidence.risk:.2f} that it is no better ({chosen}), limit {rule.risk:.2f}"
 
 
 def _by_risk(evidence: Evidence, rule: DecisionRule, context: str, risk: float | None) -> Decision:
@@ -176,12 +133,12 @@ def small_dev_note(evidence: Evidence | None, rule: DecisionRule) -> str | None:
             "docs/evaluation.md)")
 
 
-def teacher_lead_note(decision: Decision, interval: Sequence[float] | None, lead: Any, evidence: str) -> str | None:
+def teacher_lead_note(decision: Decision, interval: Sequence[float] | None, lead: Any) -> str | None:
     """One line when a run keeps the base although its teacher leads the base on dev (CI above 0) and the student is
     not significantly worse there: the student's share of that lead may be real yet below what the dev set can
-    show, and more labelled pairs would show it. None otherwise, and when `teacher_evidence=lead` already decided.
-    (It does not recommend `lead`: at 400 dev pairs the one student `lead` added lost; docs/decision.md.)"""
-    if decision.decision != KEEP_BASE or evidence == "lead" or lead is None or lead.interval is None:
+    show, and more labelled pairs would show it. None otherwise. (It does not let the lead decide: at 400 dev pairs
+    the one student that rule added lost; research/findings.md.)"""
+    if decision.decision != KEEP_BASE or lead is None or lead.interval is None:
         return None
     if lead.interval[0] <= 0 or interval is None or interval[1] <= 0:
         return None
@@ -199,15 +156,6 @@ def decision_rule(config: Any) -> DecisionRule:
     """The rule a run's config asks for (runs saved before rules existed: the default)."""
     risk = getattr(config, "risk", None)
     return DecisionRule(getattr(config, "decision", None) or DEFAULT_RULE, DEFAULT_RISK if risk is None else risk)
-
-
-def teacher_led_rule(rule: DecisionRule, lead: Any, limit: float | None) -> DecisionRule:
-    """The risk rule with `limit` (TrainConfig.teacher_risk, e.g. TEACHER_LED_RISK) in place of --risk when the
-    teacher leads the base on dev, its paired CI above 0; the rule as it is otherwise (strict and positive always,
-    and every rule when `limit` is None, the default: a teacher run decides as any other)."""
-    if limit is None or rule.name != RISK or lead is None or lead.interval is None or lead.interval[0] <= 0:
-        return rule
-    return DecisionRule(RISK, limit, teacher_led=True)
 
 
 def evidence_record(evidence: Evidence | None, rule: DecisionRule) -> dict[str, Any] | None:

@@ -65,7 +65,6 @@ class TrainingData:
     prompt: str = ""  # --prompt's text, prepended to every training sentence before it is tokenized or encoded
 
 
-RELATED = "related"  # a batch's (N, N) bool over its global rows: True where j is not a negative of i
 
 Cut = Callable[["Tensor"], "Tensor"]  # what a Matryoshka term applies to every vector of the space it trains
 
@@ -153,9 +152,6 @@ class RecipeBase(abc.ABC):
 
     # ------------------------------------------------------------------ defaulted class variables
     stage_name: ClassVar[str] = "train"  # the name of a single-stage recipe's one stage (stages_for's default)
-    # True: its contrastive loss leaves out of the in-batch negatives the pairs a batch marks related (the RELATED
-    # batch key: neighbour batches with mask_neighbours, data.batching.related_rows)
-    masks_related_negatives: ClassVar[bool] = False
     trains_encoder: ClassVar[bool] = True  # False: the encoder stays frozen (CLSR), so `--lora` has nothing to adapt
 
     config: Any  # the recipe's settings (an instance of Config; subclasses narrow the type)

@@ -27,7 +27,6 @@ from sentadapt.events import Progress
 from sentadapt.pooling import POOLING_NAMES, Pooling
 from sentadapt.recipes.augment import AUGMENTATIONS, ViewInputs, make_view, stack_views
 from sentadapt.recipes.base import (
-    RELATED,
     TEXT,
     WHOLE,
     Cut,
@@ -101,9 +100,6 @@ class ConsertRecipe(RecipeBase):
     name: ClassVar[str] = "consert"
     Config: ClassVar[type] = ConsertConfig
     trains_on: ClassVar[str] = TEXT  # what --recipe auto gives it of the inputs (run/candidates.py)
-    # the unsupervised NT-Xent does (the NLI stages' contrastive term, over premises and hypotheses stacked, keeps
-    # every negative: neighbour batches are built over sentences)
-    masks_related_negatives: ClassVar[bool] = True
     # paper §4.1 (unsupervised): batch 96, max length 64, eval every 200 steps, patience 10, 10 % warm-up.
     # lr: the paper's 5e-7 was later called too low by its author; see recipes/consert.yaml for what we measured.
     train_defaults: ClassVar[dict[str, Any]] = {
@@ -169,20 +165,16 @@ class ConsertRecipe(RecipeBase):
     # ------------------------------------------------------------------ loss
     def compute_loss(self, encoder: Encoder, heads: nn.ModuleDict, batch: dict[str, Tensor]) -> LossOutput:
         if self.stage_mode == "unsup":
-            return self._unsupervised_loss(encoder, batch["input_ids"], batch["attention_mask"], batch.get(RELATED))
+            return self._unsupervised_loss(encoder, batch["input_ids"], batch["attention_mask"])
         return self._supervised_loss(encoder, heads, batch)
 
-    def _unsupervised_loss(self, encoder: Encoder, input_ids: Tensor, attention_mask: Tensor,
-                           related: Tensor | None = None) -> LossOutput:
+    def _unsupervised_loss(self, encoder: Encoder, input_ids: Tensor, attention_mask: Tensor) -> LossOutput:
         from sentadapt.recipes.losses import gather_across_processes, nt_xent
 
         first, second = self._encode_pair(encoder, *(self._view(name, input_ids, attention_mask)
                                                      for name in self.config.views))
         first, second = gather_across_processes(first), gather_across_processes(second)
-        # a related pair of sentences: both views of one against both views of the other
-        not_negatives = None if related is None else related.repeat(2, 2)
-        loss = self.matryoshka.total(lambda cut: nt_xent(cut(first), cut(second), self.config.temperature,
-                                                         not_negatives))
+        loss = self.matryoshka.total(lambda cut: nt_xent(cut(first), cut(second), self.config.temperature))
         return LossOutput(loss, {"contrastive": loss.detach()})
 
     def _supervised_loss(self, encoder: Encoder, heads: nn.ModuleDict, batch: dict[str, Tensor]) -> LossOutput:

@@ -24,7 +24,7 @@ def nt_xent(view1: Tensor, view2: Tensor, temperature: float, not_negatives: Ten
     the paper's mean over the 2N anchors.
 
     `not_negatives` (2N, 2N) bool over the views [view1; view2], optional: True where view k is not a negative of
-    view i and leaves its denominator (one sentence twice in a batch; a neighbour a teacher paired it with). Each
+    view i and leaves its denominator (one sentence twice in a batch: CLSR's pairs of one id). Each
     view's positive stays whatever it says. Without it (or all False) this is the plain NT-Xent.
     """
     if view1.dim() != 2 or view1.shape != view2.shape:

@@ -6,7 +6,6 @@ from __future__ import annotations
 import dataclasses
 import os
 from pathlib import Path
-from typing import Any
 
 from sentadapt.config import RunConfig
 from sentadapt.errors import ConfigError
@@ -48,8 +47,6 @@ def check_run(config: RunConfig, resume: bool, overwrite: bool, dry_run: bool, r
                           "or a recipe_weight above 0")
     recipe_class = RECIPES.get(config.recipe)
     check_lora(config.train, recipe_class)  # peft installed; a recipe that trains the encoder
-    _check_mask_neighbours(config, recipe_class)
-    _check_neighbour_share(config)
     _check_teacher_settings(config)
     check_sources(config.corpus)  # a missing file, a directory, a fake .gz, an unreachable Hub dataset
     config = with_absolute_paths(config)  # config.yaml names them so: --resume works from any directory
@@ -98,36 +95,10 @@ def _with_corpus_fingerprints(config: RunConfig, resume: bool) -> RunConfig:
     return config
 
 
-def _check_mask_neighbours(config: RunConfig, recipe_class: Any) -> None:
-    """mask_neighbours acts on neighbour batches, which a teacher composes, and on a recipe whose loss honours it."""
-    if not config.train.mask_neighbours:
-        return
-    _needs_neighbour_batches(config, "mask_neighbours", "masks the neighbours a teacher puts in each batch",
-                             "mask_neighbours=on")
-    if not recipe_class.masks_related_negatives:
-        raise ConfigError(f"mask_neighbours: the {recipe_class.name} recipe's loss has no in-batch negatives it "
-                          "leaves out; drop --set mask_neighbours=on, or use --recipe consert")
-
-
-def _check_neighbour_share(config: RunConfig) -> None:
-    """distill_neighbour_share shapes neighbour batches, which only a teacher composes: elsewhere it would change
-    nothing, silently."""
-    if config.train.distill_neighbour_share != 1.0:
-        _needs_neighbour_batches(config, "distill_neighbour_share", "shapes the neighbour batches a teacher composes",
-                                 "distill_neighbour_share")
-
-
-def _needs_neighbour_batches(config: RunConfig, option: str, what_it_does: str, setting: str) -> None:
-    """An option that acts on neighbour batches is an error without them (it would change nothing, silently)."""
-    if config.teacher is None or config.train.distill_batches != "neighbours":
-        raise ConfigError(f"{option}: {what_it_does}; give --teacher MODEL (with distill_batches=neighbours, its "
-                          f"default), or drop --set {setting}")
-
-
 # Settings that act only on a teacher's distillation (its target, batches, checks and file): without --teacher they
 # would change nothing, and a run that lists them in its summary would say otherwise.
-TEACHER_SETTINGS = ("teacher_weight", "distill_batches", "distill_neighbours", "teacher_check", "teacher_evidence",
-                    "agreement_holdout", "teacher_blend", "teacher_risk", "teacher_text_field", "teacher_vector_field")
+TEACHER_SETTINGS = ("teacher_weight", "distill_batches", "distill_neighbours", "teacher_check", "teacher_blend",
+                    "teacher_text_field", "teacher_vector_field")
 
 
 def _check_teacher_settings(config: RunConfig) -> None:

@@ -8,10 +8,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from sentadapt.config import DEV_EVIDENCE
 from sentadapt.durable import publish_model, verify_folder
 from sentadapt.errors import CheckpointError
-from sentadapt.evaluation.agreement import Agreement, agreement, dev_agreement
 from sentadapt.evaluation.decision import (
     Decision,
     decide,
@@ -19,9 +17,6 @@ from sentadapt.evaluation.decision import (
     evidence_record,
     small_dev_note,
     teacher_lead_note,
-    teacher_led_rule,
-    with_teacher_evidence,
-    with_teacher_lead,
 )
 from sentadapt.evaluation.evaluator import dev_change_record, dev_evidence
 from sentadapt.evaluation.evidence import Evidence
@@ -50,16 +45,16 @@ def finish(training: Training, inputs: TrainingInputs, is_main: bool,
     state = training.state
     # decided on the main process when metrics.json is written; the other processes report no decision
     decision, note, published = Decision(None, "decided on the main process"), None, state.best_step or state.step
-    sizes, teacher_evidence = None, None
+    sizes = None
     if is_main:
         published = publish(RunDir(training.output), state, blind=inputs.evaluator is None)
         metrics, decision, note = decide_and_record(training, inputs, published)
-        sizes, teacher_evidence = metrics["sizes"], metrics["teacher_evidence"]
+        sizes = metrics["sizes"]
         log_to_trackers(final_values(metrics), state.step)
     wait_for_everyone()
     return TrainResult(training.output, state, training.stopped, time.perf_counter() - training.started,
                        inputs.dev_name, published, training.environment, decision, note, inputs.teacher,
-                       len(inputs.examples), sizes, teacher_evidence)
+                       len(inputs.examples), sizes)
 
 
 def publish(run_dir: RunDir, state: TrainState, blind: bool) -> int:
@@ -87,36 +82,6 @@ def evidence_of(inputs: TrainingInputs, state: TrainState) -> Evidence | None:
     return dev_evidence(inputs.evaluator, outputs.get("base"), [evaluations[s] for s in steps], chosen)
 
 
-def agreement_of(inputs: TrainingInputs, state: TrainState) -> Agreement | None:
-    """The kept step's agreement with the teacher against the base's (--set teacher_evidence): on the held-out
-    corpus pairs scored at each evaluation (holdout), or on the dev pairs, from the dev outputs the run keeps and
-    the teacher's own (dev); None when off, without a weighed teacher, or for a dev set of no pair cosines."""
-    kept = str(state.best_step)
-    if inputs.agreement is not None:
-        if "base" not in state.agreement or kept not in state.agreement:
-            return None
-        return agreement(inputs.agreement.teacher, state.agreement["base"], state.agreement[kept])
-    teacher, evaluator = inputs.teacher, inputs.evaluator
-    if (inputs.config.train.teacher_evidence not in DEV_EVIDENCE or teacher is None or teacher.dev_outputs is None
-            or evaluator is None or "base" not in state.dev_outputs or kept not in state.dev_evaluations):
-        return None
-    return dev_agreement(teacher.dev_outputs, state.dev_outputs["base"], state.dev_evaluations[kept],
-                         evaluator.resamples)
-
-
-def teachers_say(decision: Decision, note: str | None, interval: Any, lead: Any, agreement: Agreement | None,
-                 rule: Any, mode: str) -> tuple[Decision, str | None]:
-    """The decision and its note once the teacher's evidence is read (`--set teacher_evidence`, docs/decision.md):
-    `lead` lets an established dev lead decide; `dev` and `holdout` ask the agreement too; a base still kept under
-    a clearly better teacher adds a line saying what the user can do."""
-    if mode == "lead":
-        decision = with_teacher_lead(decision, interval, lead, rule)
-    elif agreement is not None:
-        decision = with_teacher_evidence(decision, interval, lead, agreement, rule)
-    hint = teacher_lead_note(decision, interval, lead, mode)
-    return decision, "; ".join(part for part in (note, hint) if part) or None
-
-
 def decide_and_record(training: Training, inputs: TrainingInputs, published_step: int,
                       ) -> tuple[dict[str, Any], Decision, str | None]:
     """The decision on the dev evidence, and metrics.json (with dev_outputs.json, what it weighed)."""
@@ -125,14 +90,12 @@ def decide_and_record(training: Training, inputs: TrainingInputs, published_step
     state.dev_change_ci = change["dev_change_ci"]
     evidence = evidence_of(inputs, state)
     teacher = inputs.teacher
-    rule = teacher_led_rule(decision_rule(config), None if teacher is None else teacher.lead,
-                            config.train.teacher_risk)
+    rule = decision_rule(config)
     decision = decide(state.dev_change, state.dev_change_ci, inputs.dev_name, evidence, rule)
     note = small_dev_note(evidence, rule)
-    agreement = agreement_of(inputs, state)
-    if teacher is not None:
-        decision, note = teachers_say(decision, note, state.dev_change_ci, teacher.lead, agreement, rule,
-                                      config.train.teacher_evidence)
+    if teacher is not None:  # a base kept under a clearly better teacher: say what the user can do
+        hint = teacher_lead_note(decision, state.dev_change_ci, teacher.lead)
+        note = "; ".join(part for part in (note, hint) if part) or None
     log = TrainLog(run_dir.train_log)
     ends = log.ends("distill")  # over the first and last 10 % of steps, not one batch each
     if ends is not None:
@@ -155,7 +118,6 @@ def decide_and_record(training: Training, inputs: TrainingInputs, published_step
         "examples": len(inputs.examples),
         "distill_loss": None if state.distill_first is None else {
             "first": state.distill_first, "last": state.distill_last},
-        "teacher_evidence": None if agreement is None else agreement.to_dict(),
         "sizes": None if sizes is None else sizes[0].to_dict(),
     }
     if inputs.evaluator is not None and "base" in state.dev_outputs:
@@ -163,8 +125,6 @@ def decide_and_record(training: Training, inputs: TrainingInputs, published_step
         # can be recomputed (or weighed with --recipe auto's other candidates) without the models
         run_dir.write_dev_outputs({"dev": inputs.dev_name, "base": state.dev_outputs["base"],
                                    "evaluations": state.dev_evaluations,
-                                   "agreement": None if inputs.agreement is None else {
-                                       **inputs.agreement.record(), "evaluations": state.agreement},
                                    "teacher": None if teacher is None else teacher.dev_outputs,
                                    "sizes": None if sizes is None else sizes[1]})
     run_dir.write_metrics(metrics)  # last: its presence marks a finished run

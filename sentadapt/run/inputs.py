@@ -75,31 +75,8 @@ def build_inputs(run: ResolvedRun | RunConfig, note: Note, device: str | None = 
             base_dev = base_dev_outputs(evaluator, encoder, config)
         teacher = teacher_table(config, examples, device or "cpu", note, progress or no_progress, trust_remote_code,
                                 allow_pickle, evaluator, student=encoder, base_dev=base_dev, source=run.teacher)
-    agreement = held_out_pairs(config, examples, teacher, evaluator, note)
     return TrainingInputs(config, encoder, recipe, examples, evaluator, run.dev.name, base_dev=base_dev,
-                          teacher=teacher, agreement=agreement)
-
-
-def held_out_pairs(config: RunConfig, examples: Any, teacher: Any, evaluator: Any, note: Note) -> Any:
-    """--set teacher_evidence=holdout (a teacher, a dev set, sentences): the corpus sentences held out of training
-    and their pairs, scored at each evaluation (train/agreement.py); None otherwise."""
-    from sentadapt.config import HOLDOUT_EVIDENCE
-    from sentadapt.train.agreement import agreement_pairs, holdout_rows
-
-    cfg = config.train
-    if (cfg.teacher_evidence not in HOLDOUT_EVIDENCE or teacher is None or evaluator is None
-            or not hasattr(examples, "example_texts")):
-        return None
-    rows = holdout_rows(len(examples), cfg.agreement_holdout, cfg.seed)
-    if not len(rows):
-        note(f"teacher evidence: off, the corpus is too small to hold sentences out of training ({len(examples)} "
-             "examples; it takes 500 for 50)")
-        return None
-    texts = [examples.example_texts(int(row), int(row) + 1)[0] for row in rows]
-    pairs = agreement_pairs(rows, texts, teacher.vectors.take(rows), cfg.seed)
-    note(f"teacher evidence: {len(rows)} corpus sentences held out of training, {len(pairs.first):,} pairs of them "
-         "to weigh the student's agreement with the teacher")
-    return pairs
+                          teacher=teacher)
 
 
 def base_dev_outputs(evaluator: Any, encoder: Encoder, config: RunConfig) -> tuple[float, dict[str, Any]]:

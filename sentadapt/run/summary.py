@@ -58,8 +58,6 @@ def summary_table(result: Any, config: Any = None) -> TextTable:
         table.row("teacher dev", teacher_text(result.teacher, state.base_score, state.best_score))
     for name, value in distillation_rows(result):
         table.row(name, value)
-    if result.teacher_evidence is not None:
-        table.row("teacher evidence", evidence_text(result.teacher_evidence))
     table.row("decision", decision_cell(result.decision))
     if result.sizes is not None:
         table.row("smallest size", sizes_text(result.sizes, kept_base=result.decision.decision == "keep-base"))
@@ -212,14 +210,6 @@ def decision_cell(decision: Any) -> Cell:
         return Cell(f"keep the base model: {decision.reason}. The run directory (output, above) still holds what "
                     "this run trained (its best checkpoint), for inspection", BAD)
     return Cell(f"use the adapted model (the run directory, output above): {decision.reason}", GOOD)
-
-
-def evidence_text(evidence: dict[str, Any]) -> str:
-    """"agreement with the teacher on 200 dev pairs 71.30 → 74.00 (Δ +2.70 [+1.10, +4.20])": metrics.json's
-    teacher_evidence, what the decision weighs beside the dev Δ when the teacher leads (docs/decision.md)."""
-    from sentadapt.evaluation.agreement import Agreement
-
-    return Agreement.from_dict(evidence).describe()
 
 
 def teacher_text(teacher: Any, base: float | None, student: float | None) -> str:

@@ -16,12 +16,10 @@ from sentadapt.train.tracking import Reporter, RunRecords
 class DevSelection:
     def __init__(self, evaluator: Evaluator | None, dev_name: str | None,
                  base_dev: tuple[float, dict[str, Any]] | None, encoder: Any, batch_size: int, patience: int,
-                 reporter: Reporter, records: RunRecords, keep_best: Callable[[], None],
-                 agreement: Any = None) -> None:
+                 reporter: Reporter, records: RunRecords, keep_best: Callable[[], None]) -> None:
         self.evaluator, self.dev_name, self.base_dev = evaluator, dev_name, base_dev
         self.encoder, self.batch_size, self.patience = encoder, batch_size, patience
         self.reporter, self.records, self.keep_best = reporter, records, keep_best
-        self.agreement = agreement  # train/agreement.AgreementPairs: the teacher's evidence, scored with dev
 
     @property
     def blind(self) -> bool:
@@ -42,7 +40,6 @@ class DevSelection:
         if not is_main:
             return
         state.base_score, state.dev_outputs["base"] = self.base_dev if self.base_dev is not None else self.score()
-        self._score_agreement(state, "base")
         state.history.append({"step": 0, "dev": state.base_score})
         self.records.log({"step": 0, "dev": state.base_score})
         self.reporter.message(f"base model on {self.dev_name}: {state.base_score:.2f}")
@@ -51,7 +48,6 @@ class DevSelection:
         """Score the model at `state.step`, keep it when it is the best so far; True: stop early (patience)."""
         score, outputs = self.score()
         state.dev_evaluations[str(state.step)] = outputs
-        self._score_agreement(state, str(state.step))
         state.history.append({"step": state.step, "dev": score})
         self.records.log({"step": state.step, "dev": score})
         reference = state.best_score if state.best_score is not None else -math.inf
@@ -67,8 +63,3 @@ class DevSelection:
             self.records.trackers.log({"dev/best": state.best_score}, state.step)
         self.reporter.evaluation(state.step, score, state.best_score or score, improved)
         return bool(self.patience) and state.evals_without_improvement >= self.patience
-
-    def _score_agreement(self, state: TrainState, key: str) -> None:
-        """The model's cosines of the held-out agreement pairs (--set teacher_evidence=on), kept by step."""
-        if self.agreement is not None:
-            state.agreement[key] = self.agreement.cosines(self.encoder, self.batch_size, None)

@@ -18,6 +18,7 @@ After `Trainer.run` returns, run/finish.py publishes the chosen model, decides a
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from collections.abc import Callable
@@ -25,21 +26,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import torch
 from torch import nn
 
 from sentadapt import lora
 from sentadapt.compiling import compiled_training, step_marker
 from sentadapt.config import RunConfig
-from sentadapt.data.batching import RowPairs, RowSubset, TokenizedExamples
+from sentadapt.data.batching import RowPairs, TokenizedExamples
 from sentadapt.durable import recover_interrupted_writes, write_folder_atomically
 from sentadapt.encoder import Encoder
 from sentadapt.errors import ConfigError, SentadaptError
 from sentadapt.evaluation.evaluator import Evaluator
 from sentadapt.recipes.base import Recipe
 from sentadapt.rundir import RunDir
-from sentadapt.train.agreement import AgreementPairs
 from sentadapt.train.checkpoint import (
     load_training_checkpoint,
     newest_usable_checkpoint,
@@ -111,19 +110,6 @@ class TrainingInputs:
     # once for every candidate); None: the run scores it itself
     base_dev: tuple[float, dict[str, Any]] | None = None
     teacher: TeacherTable | None = None  # --teacher: its vectors of every example (train/teacher.py)
-    # --set teacher_evidence=on: the examples held out of training and their pairs (train/agreement.py)
-    agreement: AgreementPairs | None = None
-
-    @property
-    def training_rows(self) -> np.ndarray | None:
-        """The examples the batches draw from (None: all of them)."""
-        if self.agreement is None:
-            return None
-        return np.setdiff1d(np.arange(len(self.examples), dtype=np.int64), self.agreement.rows)
-
-    @property
-    def training_examples(self) -> int:
-        return len(self.examples) - (0 if self.agreement is None else len(self.agreement.rows))
 
 
 def parameter_groups(module: nn.Module, weight_decay: float) -> list[dict[str, Any]]:
@@ -211,12 +197,12 @@ class Trainer:
         self.trackers = Trackers(self.accelerator, tracker_names, run_name=self.output.name)
         self.records = RunRecords(TrainLog(self.run_dir.train_log), self.trackers, self.reporter, cfg.log_every,
                                   self.is_main)
-        self.state = TrainState(total_steps=total_steps_for(inputs.training_examples, inputs.config))
-        self.eval_every = eval_interval(inputs.training_examples, inputs.config)
+        self.state = TrainState(total_steps=total_steps_for(len(inputs.examples), inputs.config))
+        self.eval_every = eval_interval(len(inputs.examples), inputs.config)
         self.lr_at = lr_multiplier(cfg.schedule, self.state.total_steps, cfg.warmup_ratio)
         self.selection = DevSelection(inputs.evaluator, inputs.dev_name, inputs.base_dev, inputs.encoder,
                                       cfg.eval_batch_size, cfg.patience, self.reporter, self.records,
-                                      lambda: self._save_model(self.run_dir.best), inputs.agreement)
+                                      lambda: self._save_model(self.run_dir.best))
         self.stop = StopPoll(StopRequest(self.reporter.message), self.accelerator.num_processes,
                              self._max_over_processes, cfg.log_every)
         self.nan_rule = NanRule(cfg.on_nan, cfg.max_nan_skips, self.reporter.message)
@@ -254,13 +240,11 @@ class Trainer:
         # Not passed to accelerator.prepare: it would step the schedule once per process.
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, self.lr_at)
         self.model, self.optimizer = self.accelerator.prepare(self.module, optimizer)
-        rows = inputs.training_rows  # without the examples held out for the teacher's evidence
         self.micro_batches = MicroBatches(inputs.examples, cfg, inputs.encoder.tokenizer.pad_token_id,
                                           pad_multiple(cfg, self.accelerator.device),
-                                          neighbour_batches(teacher if rows is None or teacher is None
-                                                            else RowSubset(teacher, rows), cfg, self.reporter.message),
+                                          neighbour_batches(teacher, cfg, self.reporter.message),
                                           distillation, self.accelerator.process_index,
-                                          self.accelerator.num_processes, rows)
+                                          self.accelerator.num_processes)
 
     def _student_sample(self, rows: int) -> torch.Tensor:
         """The base's vectors of the first `rows` examples' texts (what a projection to the teacher starts from)."""
@@ -412,6 +396,8 @@ class Trainer:
         saved = load_training_checkpoint(
             candidate, self.accelerator.unwrap_model(self.model), self.optimizer, self.scheduler,
             self.accelerator.scaler, self.accelerator.process_index, self.accelerator.num_processes)
+        known = {f.name for f in dataclasses.fields(TrainState)}  # a checkpoint may hold a field since removed
+        saved = {name: value for name, value in saved.items() if name in known}
         self.state = TrainState(**{**saved, "total_steps": self.state.total_steps})
         if self.is_main:
             self.records.train_log.trim_after(self.state.step)

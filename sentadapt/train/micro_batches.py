@@ -15,12 +15,10 @@ from sentadapt.data.batching import (
     TokenizedExamples,
     plan_epoch,
     plan_neighbour_epoch,
-    related_rows,
     shard,
     teacher_neighbours,
 )
 from sentadapt.memory import release_freed_memory
-from sentadapt.recipes.base import RELATED
 from sentadapt.train.distill import Distillation
 
 
@@ -29,13 +27,11 @@ class MicroBatches:
     prefetch thread only: the epoch plan it caches is that thread's."""
 
     def __init__(self, examples: TokenizedExamples | RowPairs, train_config: Any, pad_id: int, pad_multiple: int,
-                 neighbours: np.ndarray | None, distillation: Distillation | None, rank: int, world: int,
-                 rows: np.ndarray | None = None) -> None:
+                 neighbours: np.ndarray | None, distillation: Distillation | None, rank: int, world: int) -> None:
         self.examples, self.train_config, self.pad_id, self.pad_multiple = examples, train_config, pad_id, pad_multiple
-        self.neighbours, self.distillation = neighbours, distillation  # neighbours: positions in `rows`
+        self.neighbours, self.distillation = neighbours, distillation
         self.rank, self.world = rank, world
-        self.rows = rows  # the examples trained on (None: all); the plans hold positions in it
-        self.lengths = examples.lengths() if rows is None else examples.lengths()[rows]
+        self.lengths = examples.lengths()
         self.plans: dict[int, np.ndarray] = {}  # the current epoch's batch plan only
 
     def __call__(self, index: int) -> dict[str, torch.Tensor]:
@@ -44,14 +40,10 @@ class MicroBatches:
         if epoch not in self.plans:
             self.plans.clear()
             self.plans[epoch] = plan_epoch(self.lengths, cfg.batch_size, cfg.seed, epoch, cfg.length_grouping) \
-                if self.neighbours is None else plan_neighbour_epoch(self.neighbours, cfg.batch_size, cfg.seed, epoch,
-                                                                     cfg.distill_neighbour_share)
+                if self.neighbours is None else plan_neighbour_epoch(self.neighbours, cfg.batch_size, cfg.seed, epoch)
         planned = self.plans[epoch][position]  # the global batch: what the recipe's gathered views hold, in order
-        rows = planned if self.rows is None else self.rows[planned]
-        indices = shard(rows, self.rank, self.world)
+        indices = shard(planned, self.rank, self.world)
         batch = self.examples.collate(indices, self.pad_id, self.pad_multiple)
-        if self.neighbours is not None and cfg.mask_neighbours:  # positions in the plan, as `neighbours` holds them
-            batch[RELATED] = torch.from_numpy(related_rows(planned, self.neighbours))
         if self.distillation is not None:  # a teacher's rows of these examples travel with the batch
             batch.update(self.distillation.batch_fields(indices))
         return batch

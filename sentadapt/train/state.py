@@ -35,9 +35,6 @@ class TrainState:
     distill_first: float | None = None
     distill_last: float | None = None
     distill_logged: int = 0  # how many train.log lines the two means read (1: a run shorter than log_every)
-    # --set teacher_evidence=on: the cosines of the held-out agreement pairs, of the base ("base") and of every
-    # evaluated step (by step), ~8 bytes a pair and evaluation
-    agreement: dict[str, list[float]] = field(default_factory=dict)
 
     @property
     def dev_change(self) -> float | None:
@@ -88,8 +85,6 @@ class TrainResult:
     teacher: TeacherTable | None = None  # --teacher: its dev score and speed, beside the student's
     examples: int = 0  # training examples: steps × global batch / examples = passes over the data
     sizes: dict[str, Any] | None = None  # --matryoshka/--sizes: metrics.json's "sizes" (evaluation/sizes.py)
-    # --teacher with its evidence weighed: metrics.json's "teacher_evidence" (evaluation/agreement.Agreement)
-    teacher_evidence: dict[str, Any] | None = None
 
     @property
     def passes(self) -> float | None:
