@@ -143,6 +143,7 @@ LAYERS = [
     {"encoder"},
     {"embedding_cache"},
     {"evaluation", "recipes"},
+    {"teacher"},  # the teacher's home: checked, weighed on dev, its table and blend; train/ and run/ use it
     {"diagnostics", "train", "exporting"},
     {"run"},  # orchestration of `adapt` (settings, config, checks, resume, stages, finish): drives train/
     {"api"},

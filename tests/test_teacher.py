@@ -119,7 +119,7 @@ def test_the_teacher_is_scored_with_the_runs_dev_evaluator(tiny_model_dir: Path,
 
 def test_the_share_of_the_teachers_lead_and_the_summary_line() -> None:
     from sentadapt.run.summary import teacher_text
-    from sentadapt.train.teacher import TeacherTable
+    from sentadapt.teacher.table import TeacherTable
 
     ahead = TeacherTable(torch.zeros(1, 4), "big-model", "/m", False, 1.0, "t.safetensors", 84.0, (1.0, 2.5))
     assert ahead.gap_closed(82.0, 83.5) == pytest.approx(0.75)  # (83.5 − 82) / (84 − 82)
@@ -402,7 +402,7 @@ def test_the_teacher_is_weighed_against_the_base_before_training(tiny_model_dir:
 ])
 def test_the_verdict_says_what_the_lead_means(interval: tuple[float, float], verdict: str) -> None:
     from sentadapt.evaluation.evaluator import Delta
-    from sentadapt.train.teacher import teacher_verdict
+    from sentadapt.teacher.weighing import teacher_verdict
 
     value = sum(interval) / 2
     line = teacher_verdict("big", 84.0, 84.0 - value, Delta(value, interval), 100, "pairs")
@@ -488,8 +488,8 @@ def test_a_parquet_vector_of_another_width_or_null_is_one_line(tmp_path: Path) -
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from sentadapt.data.vectors import read_vectors
     from sentadapt.errors import DataError
+    from sentadapt.data.vectors import read_vectors
 
     path = tmp_path / "v.parquet"
     pq.write_table(pa.table({"text": ["a", "b", "c"], "embedding": [[1.0, 2.0], [1.0, 2.0], [1.0]]}), path)
@@ -557,8 +557,8 @@ def test_vectors_in_json_gzipped_json_lines_or_one_json_array_are_read(name: str
 ])
 def test_conflicting_duplicates_and_zero_vectors_are_one_line(lines: list[str], message: str,
                                                               tmp_path: Path) -> None:
-    from sentadapt.data.vectors import read_vectors
     from sentadapt.errors import DataError
+    from sentadapt.data.vectors import read_vectors
 
     path = tmp_path / "v.jsonl"
     path.write_text("\n".join(lines) + "\n")
@@ -676,7 +676,7 @@ def test_a_blend_target_is_the_weighted_sum_of_the_two_similarity_structures() -
 
 
 def test_auto_picks_the_best_blend_on_dev_and_the_larger_alpha_within_the_tie_margin(tmp_path: Path) -> None:
-    from sentadapt.train.teacher import choose_blend
+    from sentadapt.teacher.blend import choose_blend
     from tests.conftest import sts_dev_evaluator
 
     rng = np.random.default_rng(0)

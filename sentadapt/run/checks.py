@@ -28,7 +28,7 @@ def check_run(config: RunConfig, resume: bool, overwrite: bool, dry_run: bool, r
     from sentadapt.recipes import RECIPES
     from sentadapt.recipes.base import TEXT
     from sentadapt.resolve import check_has_weights, resolve_model
-    from sentadapt.train.teacher import check_teacher
+    from sentadapt.teacher import check_teacher
     from sentadapt.train.tracking import resolve_trackers
 
     check_choice("--encoding-errors", config.encoding_errors, ENCODING_ERRORS)

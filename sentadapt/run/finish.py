@@ -16,12 +16,12 @@ from sentadapt.evaluation.decision import (
     decision_rule,
     evidence_record,
     small_dev_note,
-    teacher_lead_note,
 )
 from sentadapt.evaluation.evaluator import dev_change_record, dev_evidence
 from sentadapt.evaluation.evidence import Evidence
 from sentadapt.evaluation.sizes import SizeTable
 from sentadapt.rundir import RunDir
+from sentadapt.teacher import teacher_lead_note
 from sentadapt.train.loop import Trainer, TrainingInputs
 from sentadapt.train.state import Training, TrainResult, TrainState
 from sentadapt.train.tracking import TrainLog, final_values, hyperparameters

@@ -13,8 +13,9 @@ from sentadapt.prompts import PAIR
 from sentadapt.recipes.base import Matryoshka, TrainingData
 from sentadapt.run.resolved import ResolvedRun, resolve_run
 from sentadapt.rundir import RunDir
+from sentadapt.teacher import teacher_table
 from sentadapt.train.loop import TrainingInputs
-from sentadapt.train.teacher import teacher_table
+from sentadapt.train.ranks import training_processes
 
 
 def training_data(config: RunConfig, prompt: str = "") -> TrainingData:
@@ -74,7 +75,8 @@ def build_inputs(run: ResolvedRun | RunConfig, note: Note, device: str | None = 
         if base_dev is None and evaluator is not None:  # the loop reuses it
             base_dev = base_dev_outputs(evaluator, encoder, config)
         teacher = teacher_table(config, examples, device or "cpu", note, progress or no_progress, trust_remote_code,
-                                allow_pickle, evaluator, student=encoder, base_dev=base_dev, source=run.teacher)
+                                allow_pickle, evaluator, student=encoder, base_dev=base_dev, source=run.teacher,
+                                processes=training_processes())
     return TrainingInputs(config, encoder, recipe, examples, evaluator, run.dev.name, base_dev=base_dev,
                           teacher=teacher)
 

@@ -65,7 +65,7 @@ class ResolvedRun:
 def resolve_run(config: RunConfig) -> ResolvedRun:
     """Resolve a config that `check_run` did not (a RunConfig built in code): no checks, each name resolved once."""
     from sentadapt.recipes import RECIPES
-    from sentadapt.train.teacher import teacher_source
+    from sentadapt.teacher import teacher_source
 
     teacher = None if config.teacher is None else teacher_source(config.teacher)
     return ResolvedRun(config, resolve_model(config.base), RECIPES.get(config.recipe), DevSet.of(config), teacher)

@@ -39,6 +39,7 @@ from sentadapt.errors import ConfigError, SentadaptError
 from sentadapt.evaluation.evaluator import Evaluator
 from sentadapt.recipes.base import Recipe
 from sentadapt.rundir import RunDir
+from sentadapt.teacher.table import TeacherTable
 from sentadapt.train.checkpoint import (
     load_training_checkpoint,
     newest_usable_checkpoint,
@@ -53,7 +54,6 @@ from sentadapt.train.optim import build_optimizer, lr_multiplier, rewind_schedul
 from sentadapt.train.prefetch import BatchPrefetcher
 from sentadapt.train.signals import StopPoll, StopRequest, TrainingInterrupted, stopped_by
 from sentadapt.train.state import Training, TrainResult, TrainState
-from sentadapt.train.teacher import TeacherTable
 from sentadapt.train.tracking import (
     Reporter,
     RunRecords,
@@ -109,7 +109,7 @@ class TrainingInputs:
     # (score, per-unit outputs) of the base model on this dev set, when already scored (--recipe auto scores it
     # once for every candidate); None: the run scores it itself
     base_dev: tuple[float, dict[str, Any]] | None = None
-    teacher: TeacherTable | None = None  # --teacher: its vectors of every example (train/teacher.py)
+    teacher: TeacherTable | None = None  # --teacher: its vectors of every example (teacher/table.py)
 
 
 def parameter_groups(module: nn.Module, weight_decay: float) -> list[dict[str, Any]]:

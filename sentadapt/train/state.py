@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from sentadapt.evaluation.decision import Decision
-from sentadapt.train.teacher import TeacherTable
+from sentadapt.teacher.table import TeacherTable
 
 
 @dataclass

@@ -22,8 +22,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sentadapt.errors import ConfigError, ModelError
 from sentadapt.events import Note, Progress
+from sentadapt.teacher.blend import with_blend
+from sentadapt.teacher.source import teacher_source
+from sentadapt.teacher.weighing import Weighing
 
 if TYPE_CHECKING:
     from sentadapt.config import RunConfig
@@ -101,54 +103,16 @@ def dev_encode_seconds(student: Any, teacher: Any, texts: list[str], batch_size:
     return best[0], best[1]
 
 
-def teacher_source(teacher: str) -> ResolvedModel | Path:
-    """--teacher as a vectors file (its path) or a model (resolved)."""
-    from sentadapt.data.vectors import is_vectors_path
-
-    return Path(teacher) if is_vectors_path(teacher) else resolve_teacher(teacher)
-
-
-def check_teacher(teacher: str, base_location: str) -> ResolvedModel | Path:
-    """Before any weights load: the teacher must resolve to a model that holds weights and is not the base model
-    itself, or be a vectors file that exists (its contents are read once the corpus is, in `teacher_table`).
-    Returns the teacher resolved (`teacher_source`), for the run to load without resolving it again."""
-    from sentadapt.resolve import check_has_weights
-
-    resolved = teacher_source(teacher)
-    if isinstance(resolved, Path):
-        from sentadapt.data.vectors import check_vectors_file
-
-        check_vectors_file(resolved, teacher)
-        return resolved
-    if resolved.location == base_location:
-        raise ConfigError(f"--teacher {teacher}: is the base model itself; a teacher must be another, stronger "
-                          "model")
-    try:
-        check_has_weights(resolved)
-    except ModelError as error:
-        raise ModelError(f"--teacher {error}") from None
-    return resolved
-
-
-def resolve_teacher(teacher: str) -> ResolvedModel:
-    """resolve_model's ModelError, naming the option: "--teacher PATH: no such model folder"."""
-    from sentadapt.resolve import resolve_model
-
-    try:
-        return resolve_model(teacher)
-    except ModelError as error:
-        raise ModelError(f"--teacher {error}") from None
-
-
 def teacher_table(config: RunConfig, examples: Any, device: str, note: Note,
                   progress: Progress, trust_remote_code: bool = False,
                   allow_pickle: bool = False, evaluator: Any = None, student: Any = None,
                   base_dev: tuple[float, dict[str, Any]] | None = None,
-                  source: ResolvedModel | Path | None = None) -> TeacherTable:
+                  source: ResolvedModel | Path | None = None, processes: Any = None) -> TeacherTable:
     """The teacher's vectors of every example (from its model, or looked up in its vectors file), its dev score
     weighed against the base's `base_dev` (score, per-unit outputs) when there is a dev set, and — for a model —
     its speed against `student` on the dev sentences. `source`: the teacher as check_run resolved it (None:
-    resolved here)."""
+    resolved here). `processes`: the run's processes (train/ranks.py), which encode the tables together (None:
+    this process alone)."""
     assert config.teacher is not None
     if config.train.distill > 0:
         note(f"--teacher: the teacher replaces the base as the distillation target (distill={config.train.distill} "
@@ -159,95 +123,14 @@ def teacher_table(config: RunConfig, examples: Any, device: str, note: Note,
         table = _file_table(config, examples, note, weigh)
     else:
         table = _model_table(config, source, examples, device, note, progress, trust_remote_code, allow_pickle,
-                             weigh, student)
+                             weigh, student, processes)
     table = dataclasses.replace(table, dev_outputs=dict(weigh.teacher_outputs) or None)
-    return _with_blend(table, config, weigh, examples, student, progress, note)
-
-
-BLENDS = (0.25, 0.5, 0.75, 1.0)  # the α teacher_blend=auto weighs (0 would be the base itself: nothing to learn)
-BLEND_TIE = 0.05  # dev points within which the larger α (nearer the teacher alone) is kept
-
-
-def choose_blend(evaluator: Any, base: dict[str, Any], teacher: dict[str, Any]) -> tuple[float, dict[str, float]]:
-    """teacher_blend=auto's rule (docs/teacher.md, "Blend targets"), written before its study: each α of BLENDS
-    scored on the dev set by the blended cosines α · teacher + (1 − α) · base of every dev pair; the highest score
-    wins, and a larger α within BLEND_TIE of it wins over a smaller one. Dev sets whose tasks are not pair cosines
-    (reranking, retrieval) cannot be blended pair by pair: α = 1."""
-    if any(set(outputs) != {"cosine"} for outputs in base.values()):
-        return 1.0, {}
-    scores = {}
-    for alpha in BLENDS:
-        blended = {task: {"cosine": [alpha * t + (1 - alpha) * b for t, b in zip(
-            teacher[task]["cosine"], base[task]["cosine"], strict=True)]} for task in base}
-        scores[f"{alpha:g}"] = evaluator.from_outputs(blended).average
-    best = max(scores.values())
-    chosen = max(alpha for alpha in BLENDS if scores[f"{alpha:g}"] >= best - BLEND_TIE)
-    return chosen, scores
-
-
-def _with_blend(table: TeacherTable, config: RunConfig, weigh: Weighing, examples: Any, student: Any,
-                progress: Progress, note: Note) -> TeacherTable:
-    """teacher_blend: the α of the run (fixed, or chosen on dev), and for α < 1 the base's table of every example."""
-    setting = config.train.teacher_blend
-    scores = None
-    if setting == "auto":
-        if weigh.base_dev is None:
-            note("teacher_blend auto: no dev set to weigh the blends on; the teacher alone is the target (α 1)")
-            alpha = 1.0
-        elif not weigh.teacher_outputs:
-            note("teacher_blend auto: the teacher could not be scored on the dev set (its vectors file lacks dev "
-                 "sentences, above), so no blend can be weighed; the teacher alone is the target (α 1)")
-            alpha = 1.0
-        else:
-            alpha, scores = choose_blend(weigh.evaluator, weigh.base_dev[1], weigh.teacher_outputs)
-            shown = ", ".join(f"α {key} {value:.2f}" for key, value in scores.items())
-            note(f"teacher blend: α {alpha:g} (the target's similarities {alpha:g} · teacher + {1 - alpha:g} · base) "
-                 f"by the dev score of the blended cosines: {shown}; base {weigh.base_dev[0]:.2f}" if scores else
-                 "teacher_blend auto: the dev set's tasks are not pair cosines; the teacher alone is the target")
-    else:
-        alpha = float(setting)
-    if alpha >= 1 or student is None:
-        return dataclasses.replace(table, blend_scores=scores)
-    from sentadapt.embedding_cache import cached_table
-    from sentadapt.recipes.base import token_limit
-
-    base = cached_table(student, examples.example_texts, len(examples), token_limit(student, config.train.max_length),
-                        config.train.eval_batch_size, lambda total: progress("encoding with the base (once)", total),
-                        training_processes())
-    note(f"blend target: α {alpha:g}; the base's vectors of {len(base.vectors)} sentences "
-         + ("from the cache" if base.hit else f"computed in {base.seconds:.1f} s"))
-    return dataclasses.replace(table, blend=alpha, base_vectors=base.vectors, blend_scores=scores)
-
-
-@dataclass(frozen=True)
-class Weighing:
-    """The teacher's dev score and lead over the base, taken before its corpus vectors are (teacher_table)."""
-
-    config: RunConfig
-    evaluator: Any  # the run's dev evaluator, or None
-    base_dev: tuple[float, dict[str, Any]] | None  # the base's (dev score, per-unit outputs)
-    note: Note
-    teacher_outputs: dict[str, Any] = field(default_factory=dict)  # the teacher's per-unit dev outputs, once weighed
-
-    def __call__(self, name: str, report: Any) -> tuple[float, Delta | None]:
-        """(score, lead over the base): the lead said in one line; a teacher significantly behind the base stops
-        the run here, before its corpus is encoded (teacher_check=off: distil it anyway)."""
-        if self.base_dev is None:
-            return report.average, None
-        lead = self.evaluator.compare_outputs(self.base_dev[1], self.evaluator.outputs_of(report))
-        verdict = teacher_verdict(name, report.average, self.base_dev[0], lead, self.evaluator.units(),
-                                  self.evaluator.unit_name())
-        if lead.interval is not None and lead.interval[1] < 0 and self.config.train.teacher_check == "on":
-            raise ConfigError(f"{verdict}; stopped before training. Pick a stronger teacher, or --set "
-                              "teacher_check=off to distil it anyway (a student can still gain: docs/teacher.md)")
-        self.note(verdict)
-        self.teacher_outputs.update(self.evaluator.outputs_of(report))
-        return report.average, lead
+    return with_blend(table, config, weigh, examples, student, progress, note, processes)
 
 
 def _model_table(config: RunConfig, resolved: ResolvedModel, examples: Any, device: str, note: Note,
                  progress: Progress, trust_remote_code: bool, allow_pickle: bool, weigh: Weighing,
-                 student: Any) -> TeacherTable:
+                 student: Any, processes: Any) -> TeacherTable:
     """Load the teacher, weigh it on the dev set and time it against `student` on the dev sentences, then take its
     vectors of every example's text (cached), and let the teacher go."""
     from sentadapt.embedding_cache import cached_table
@@ -267,29 +150,12 @@ def _model_table(config: RunConfig, resolved: ResolvedModel, examples: Any, devi
             timing = dev_encode_seconds(student, teacher, list(evaluator.sentences)[:TIMED_SENTENCES],
                                         config.train.eval_batch_size, limit)
     table = cached_table(teacher, examples.example_texts, len(examples), limit, config.train.eval_batch_size,
-                         lambda total: progress(ENCODING, total), training_processes())
+                         lambda total: progress(ENCODING, total), processes)
     rows = len(table.vectors)
     note(f"teacher embeddings: cache hit ({rows} sentences)" if table.hit else
          f"teacher embeddings: computed {rows} sentences in {table.seconds:.1f} s")
     return TeacherTable(table.vectors, resolved.name, resolved.location, table.hit, table.seconds, str(table.path),
                         score, timing, lead)
-
-
-def training_processes() -> Any:
-    """The processes of this run (torchrun / accelerate launch set WORLD_SIZE), which build the teacher's table
-    together: each encodes its share, once (embedding_cache._table_together). accelerate's process state is made
-    here, before the Trainer's Accelerator, which reuses it."""
-    import os
-
-    from sentadapt.embedding_cache import Processes
-
-    if int(os.environ.get("WORLD_SIZE", "1")) <= 1:
-        return Processes()
-    import torch
-    from accelerate import PartialState
-
-    state = PartialState(cpu=not torch.cuda.is_available())
-    return Processes(state.process_index, state.num_processes, state.wait_for_everyone)
 
 
 def _file_table(config: RunConfig, examples: Any, note: Note, weigh: Weighing) -> TeacherTable:
@@ -317,19 +183,3 @@ def _file_table(config: RunConfig, examples: Any, note: Note, weigh: Weighing) -
     table = file_table(vectors, examples.example_texts, len(examples))
     return TeacherTable(table.vectors, config.teacher, str(Path(config.teacher).resolve()), table.hit,
                         time.perf_counter() - started, str(table.path), score, None, lead)
-
-
-def teacher_verdict(name: str, teacher: float | None, base: float, lead: Delta, units: int, unit_name: str) -> str:
-    """One line: the teacher's dev score beside the base's, its lead with the CI, and what that means."""
-    ci = "" if lead.interval is None else f" [95 % CI {lead.interval[0]:+.2f}, {lead.interval[1]:+.2f}]"
-    head = f"teacher {name} on the dev set: {teacher:.2f} vs the base's {base:.2f}, {lead.value:+.2f}{ci} " \
-           f"over {units} {unit_name}"
-    if lead.interval is not None and lead.interval[0] > 0:
-        return f"{head}: it leads; distilling it can carry that lead over"
-    if lead.interval is not None and lead.interval[1] < 0:
-        return f"{head}: it trails on these pairs"
-    if lead.value > 0:
-        return (f"{head}: it may lead, the dev set cannot tell; the run decides on dev whether the student "
-                "keeps a gain")
-    return (f"{head}: no sign it leads; the student may still gain (it learns the teacher's structure on top "
-            "of the recipe), and the run keeps the base unless it gains on dev")

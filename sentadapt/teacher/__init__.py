@@ -1,0 +1,20 @@
+"""The teacher's one home (`adapt --teacher MODEL|FILE`, docs/teacher.md). run/ calls it at three seams:
+
+- check (run/checks.py): `check_teacher` resolves the teacher and refuses a bad one before anything loads;
+- inputs (run/inputs.py): `teacher_table` weighs it on the dev set, stops a trailing one, takes its vectors of every
+  training example (a model's, cached; or a vectors file's rows) and the blend target; the loop reads the table's
+  rows into each batch (train/distill.py turns them into the distillation term);
+- decide (run/finish.py): `teacher_lead_note` says when a run keeps the base although the teacher's dev lead is
+  established.
+
+Modules: source.py (what --teacher names), table.py (the table), weighing.py (the dev weighing and the note),
+blend.py (blend targets); the vectors-file reader is data/vectors.py.
+"""
+
+from __future__ import annotations
+
+from sentadapt.teacher.source import check_teacher, teacher_source
+from sentadapt.teacher.table import TeacherTable, teacher_table
+from sentadapt.teacher.weighing import teacher_lead_note
+
+__all__ = ["TeacherTable", "check_teacher", "teacher_lead_note", "teacher_source", "teacher_table"]
