@@ -1,7 +1,7 @@
 # Two entry points that set everything up themselves on a fresh machine:
 #   make demo   adapt the embedded default model to the example corpus (checkpoint chosen on the dev
 #               pairs), then compare it with the base on the held-out test pairs
-#   make test   lint + the product's test suite (what CI runs first)
+#   make test   lint, type check (mypy) + the product's test suite (what CI runs first)
 #   make research  lint + the research wing's tests: its studies regenerate from their stored outputs (CI runs it
 #               after make test; research/README.md)
 # TORCH picks the PyTorch requirement installed first; the pinned CPU build keeps CPU-only machines
@@ -34,6 +34,7 @@ demo: $(STAMP)
 # rather than on a user's machine (tests/conftest.py states the rule).
 test: $(STAMP)
 	$(BIN)/ruff check sentadapt tests bench tools
+	$(BIN)/mypy sentadapt
 	$(BIN)/python -m pytest -q -n 2
 	ATEN_CPU_CAPABILITY=default $(BIN)/python -m pytest -q -m parity
 

@@ -384,7 +384,7 @@ def coerce(name: str, value: Any, annotation: Any) -> Any:
 def with_overrides(target: T, overrides: dict[str, Any], where: str) -> T:
     """A copy of the dataclass `target` with fields from a mapping, types coerced; unknown keys are errors."""
     hints = typing.get_type_hints(type(target))
-    names = [f.name for f in dataclasses.fields(target)]
+    names = [f.name for f in dataclasses.fields(target)]  # type: ignore[arg-type]
     changes = {}
     for key, value in overrides.items():
         if key in REMOVED_SETTINGS and key not in names:
@@ -393,7 +393,7 @@ def with_overrides(target: T, overrides: dict[str, Any], where: str) -> T:
         if key not in names:
             raise ConfigError(f"{where}: " + unknown_name_message("key", key, names))
         changes[key] = coerce(f"{where}: {key}", value, hints[key])
-    return dataclasses.replace(target, **changes)
+    return dataclasses.replace(target, **changes)  # type: ignore[type-var]
 
 
 def check_removed(where: str, key: str, value: Any) -> None:

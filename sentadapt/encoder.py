@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from itertools import chain
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import torch
 from torch import nn
@@ -85,16 +85,18 @@ class TokenizedBatch:
     token_type_ids: torch.Tensor | None = None
 
     def to(self, device: torch.device | str, non_blocking: bool = False) -> TokenizedBatch:
-        return TokenizedBatch(*(None if tensor is None else tensor.to(device, non_blocking=non_blocking)
-                                for tensor in (self.input_ids, self.attention_mask, self.token_type_ids)))
+        return TokenizedBatch(self.input_ids.to(device, non_blocking=non_blocking),
+                              self.attention_mask.to(device, non_blocking=non_blocking),
+                              None if self.token_type_ids is None else self.token_type_ids.to(
+                                  device, non_blocking=non_blocking))
 
     def on_device(self, device: torch.device) -> TokenizedBatch:
         """On `device`; to a GPU through pinned memory without waiting (a pageable copy would synchronise the
         host with the GPU once per batch)."""
         if device.type != "cuda":
             return self.to(device)
-        pinned = TokenizedBatch(*(None if tensor is None else tensor.pin_memory()
-                                  for tensor in (self.input_ids, self.attention_mask, self.token_type_ids)))
+        pinned = TokenizedBatch(self.input_ids.pin_memory(), self.attention_mask.pin_memory(),
+                                None if self.token_type_ids is None else self.token_type_ids.pin_memory())
         return pinned.to(device, non_blocking=True)
 
 
@@ -166,6 +168,10 @@ def usable_positions(backbone: nn.Module) -> int | None:
 class Encoder(nn.Module):
     """Transformer backbone + pooling + optional Dense head (+ optional L2 normalisation)."""
 
+    backbone: Any  # a transformers PreTrainedModel: its config and methods are read by name
+    head: nn.ModuleList  # of DenseLayer
+    pooling_source: str  # where the pooling came from: "option" | "modules.json" | "default"
+
     def __init__(
         self,
         backbone: nn.Module,
@@ -214,7 +220,7 @@ class Encoder(nn.Module):
 
     @property
     def embedding_dim(self) -> int:
-        return self.head[-1].linear.out_features if len(self.head) else self.hidden_size
+        return int(cast(DenseLayer, self.head[-1]).linear.out_features) if len(self.head) else self.hidden_size
 
     @property
     def pooling_name(self) -> str:
@@ -245,7 +251,7 @@ class Encoder(nn.Module):
         check_has_weights(resolved)  # a folder of config.json alone: say so, not "allow pickle weights"
         layout = read_layout(Path(resolved.location)) if resolved.is_local else FolderLayout()
         backbone, tokenizer = _load_backbone(resolved, layout.transformer_path, trust_remote_code, allow_pickle)
-        num_layers = int(backbone.config.num_hidden_layers)
+        num_layers = int(backbone.config.num_hidden_layers)  # type: ignore[union-attr, arg-type]
         folder_pooling = layout.pooling or Pooling("mean")
         encoder = cls(
             backbone,

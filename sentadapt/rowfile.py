@@ -97,7 +97,7 @@ class RowFile:
     def _read_into(self, start: int, out: np.ndarray) -> None:
         """Fill `out` (C-contiguous rows) with rows start.. of the file, with no intermediate buffer: a 65k-row read
         of 768 floats is 200 MB, and bytes then a copy of them would hold it three times at once."""
-        view = memoryview(out).cast("B")
+        view = memoryview(out).cast("B")  # type: ignore[arg-type]
         offset, done = self.offset + start * self.dim * DTYPE.itemsize, 0
         while done < len(view):  # a read may return less than asked (Linux caps one call near 2 GiB)
             got = os.preadv(self._descriptor(), [view[done:]], offset + done)

@@ -183,23 +183,57 @@ def config_keys() -> list[str]:
 LORA_FIELDS = ("lora_r", "lora_alpha", "lora_dropout", "lora_targets")  # what `--lora SPEC` sets (lora.lora_flags)
 
 
-def _flags_class(name: str, target: str, doc: str, extra: tuple[str, ...] = ()) -> type:
-    """A frozen dataclass with one typed field per option of `target` (its config field's type; default None: not
-    given, or the option's own default), generated from ADAPT_OPTIONS, so a new option is still one entry."""
+def flag_fields(target: str, extra: tuple[str, ...] = ()) -> list[tuple[str, Any, Any]]:
+    """(name, type, default) of each option of `target` as a flags class declares it (its config field's type;
+    default None: not given, or the option's own default): what TrainFlags and RunFlags must spell
+    (tests/test_run_spec.py holds them equal, so a new option is still one entry plus one typed line)."""
     hints = typing.get_type_hints(TrainConfig if target == TRAIN else RunConfig)
-    fields = [(option.name, option.value_type,
-               dataclasses.field(default=option.default if option.target == RUN else None))
+    fields = [(option.name, option.value_type, option.default if option.target == RUN else None)
               for option in ADAPT_OPTIONS if option.target == target]
-    fields += [(key, hints[key] | None, dataclasses.field(default=None)) for key in extra]
-    made = dataclasses.make_dataclass(name, fields, frozen=True, namespace={"__doc__": doc})
-    made.__module__ = __name__
-    return made
+    return fields + [(key, hints[key] | None, None) for key in extra]
 
 
-# adapt's options that set config fields, as typed requests (not dicts of Any): what Settings carries
-TrainFlags = _flags_class("TrainFlags", TRAIN, "adapt's options that set TrainConfig fields (None: not given).",
-                          LORA_FIELDS)
-RunFlags = _flags_class("RunFlags", RUN, "adapt's options that set RunConfig fields (their defaults as the CLI's).")
+@dataclass(frozen=True)
+class TrainFlags:
+    """adapt's options that set TrainConfig fields (None: not given)."""
+
+    max_steps: int | None = None
+    epochs: float | None = None
+    batch_size: int | None = None
+    lr: float | None = None
+    max_length: int | None = None
+    grad_accum: int | None = None
+    mixed_precision: str | None = None
+    tf32: bool | None = None
+    gradient_checkpointing: bool | None = None
+    matryoshka: tuple[int, ...] | None = None
+    sizes: tuple[int, ...] | None = None
+    eval_every: int | None = None
+    checkpoint_every: int | None = None
+    patience: int | None = None
+    seed: int | None = None
+    report_to: str | None = None
+    lora_r: int | None = None  # the four LORA_FIELDS: what `--lora SPEC` sets (lora.lora_flags)
+    lora_alpha: float | None = None
+    lora_dropout: float | None = None
+    lora_targets: str | None = None
+
+
+@dataclass(frozen=True)
+class RunFlags:
+    """adapt's options that set RunConfig fields (their defaults as the CLI's)."""
+
+    teacher: str | None = None
+    dev: str | None = None
+    dev_metric: str | None = None
+    data_dir: str | None = None
+    text_column: str | None = None
+    prompt: str | None = None
+    encoding_errors: str = "strict"
+    num_proc: int | None = None
+    streaming: bool = False
+    decision: str = "risk"
+    risk: float = 0.2
 
 
 def given(flags: Any) -> dict[str, Any]:
@@ -228,8 +262,8 @@ def route(values: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any], di
 
 def from_command_line(values: Mapping[str, Any]) -> dict[str, Any]:
     """The command line's values as the API takes them (`--tf32 on` → True, an absent switch → None)."""
-    return {name: (OPTIONS_BY_NAME[name].from_cli(OPTIONS_BY_NAME[name].flag, value)
-                   if OPTIONS_BY_NAME[name].from_cli is not None else value)
+    return {name: (convert(OPTIONS_BY_NAME[name].flag, value)
+                   if (convert := OPTIONS_BY_NAME[name].from_cli) is not None else value)
             for name, value in values.items()}
 
 

@@ -114,3 +114,21 @@ def test_a_command_passes_its_options_to_its_call_by_name(command: str, call: st
     cli = {renamed.get(name, name) for name in inspect.signature(function(command)).parameters} - cli_only
     api = set(inspect.signature(function(call)).parameters) - {"progress", "note"}
     assert cli == api
+
+
+@pytest.mark.parametrize(("flags_class", "target", "extra"), [
+    ("TrainFlags", "train", ("lora_r", "lora_alpha", "lora_dropout", "lora_targets")), ("RunFlags", "run", ())])
+def test_the_flags_classes_declare_every_option_of_their_target_with_its_type_and_default(
+    flags_class: str, target: str, extra: tuple[str, ...]
+) -> None:
+    """TrainFlags and RunFlags are written out (a type checker sees their fields); the option table stays the one
+    source: each class's fields, types and defaults are exactly what the table gives."""
+    import dataclasses
+    import typing
+
+    from sentadapt import run_spec
+
+    cls = getattr(run_spec, flags_class)
+    hints = typing.get_type_hints(cls)
+    declared = [(field.name, hints[field.name], field.default) for field in dataclasses.fields(cls)]
+    assert declared == run_spec.flag_fields(target, extra)

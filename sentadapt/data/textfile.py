@@ -223,7 +223,7 @@ def table_reader(lines: Iterable[str | None], fmt: str) -> Any:
     """
     feed = ((line + "\n") if line is not None else "\n" for line in lines)
     quoting = csv.QUOTE_NONE if fmt == TSV else csv.QUOTE_MINIMAL
-    return csv.reader(feed, delimiter="\t" if fmt == TSV else ",", quoting=quoting)
+    return csv.reader(feed, delimiter="\t" if fmt == TSV else ",", quoting=quoting)  # type: ignore[arg-type]
 
 
 def table_error(where: str, fmt: str, error: csv.Error) -> DataError:

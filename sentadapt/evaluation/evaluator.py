@@ -166,7 +166,8 @@ class Evaluator:
         results = [task.score(table) for task in self.tasks]
         del table
         pooling_name = pooling.name(encoder.num_layers) if pooling is not None else encoder.pooling_name  # type: ignore[attr-defined]
-        report = self.report(results, encoder.name, pooling_name, time.perf_counter() - started, intervals)
+        report = self.report(results, encoder.name, pooling_name, time.perf_counter() - started,  # type: ignore[attr-defined]
+                             intervals)
         report.prompts = {side: prompt for side, prompt in side_prompts.items() if prompt}
         return report
 
@@ -339,7 +340,7 @@ def dev_evidence(evaluator: Evaluator | None, base: dict[str, Any] | None, optio
         return None
     base_value, base_replicates = evaluator.average_replicates(base)
     scored = [evaluator.average_replicates(outputs) for outputs in options]
-    return weigh(base_replicates, [replicates for _, replicates in scored], base_value,  # type: ignore[misc]
+    return weigh(base_replicates, [replicates for _, replicates in scored], base_value,  # type: ignore[misc, arg-type]
                  [value for value, _ in scored], chosen, evaluator.units(), evaluator.unit_name())
 
 

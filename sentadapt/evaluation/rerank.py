@@ -84,5 +84,5 @@ class RerankingTask(EvalTask):
                 {"candidates": int(self.valid.sum())})
 
     def resampled(self, outputs: Outputs) -> dict[str, Callable[[np.ndarray], np.ndarray]]:
-        return {name: (lambda counts, values=outputs[name]: 100 * bootstrap.weighted_mean(counts, values))
+        return {name: (lambda counts, values=outputs[name]: 100 * bootstrap.weighted_mean(counts, values))  # type: ignore[misc]
                 for name in self.metric_names}

@@ -53,7 +53,7 @@ def exact_search(queries: torch.Tensor, corpus: torch.Tensor, k: int = TOP_K, qu
             best_scores, best_rows = merged_scores.gather(1, keep), merged_rows.gather(1, keep)
         all_scores.append(best_scores.numpy())
         all_rows.append(best_rows.numpy())
-    scores, rows = np.concatenate(all_scores), np.concatenate(all_rows)
+    scores, rows = np.concatenate(all_scores), np.concatenate(all_rows)  # type: ignore[assignment]
     order = np.lexsort((rows, -scores), axis=1)  # by score, then by row (= corpus id order)
     return np.take_along_axis(scores, order, axis=1), np.take_along_axis(rows, order, axis=1)
 
@@ -133,5 +133,5 @@ class RetrievalTask(EvalTask):
                  "ignore_identical_ids": self.ignore_identical_ids})
 
     def resampled(self, outputs: Outputs) -> dict[str, Callable[[np.ndarray], np.ndarray]]:
-        return {name: (lambda counts, values=outputs[name]: 100 * bootstrap.weighted_mean(counts, values))
+        return {name: (lambda counts, values=outputs[name]: 100 * bootstrap.weighted_mean(counts, values))  # type: ignore[misc]
                 for name in self.metric_names}

@@ -51,7 +51,8 @@ class EvalResult:
                     "delta_vs_first": None if row[0] is None else [c.to_dict() for c in row]}  # type: ignore[union-attr]
                    for model, reports, row in zip(self.models, self.reports, self.comparisons)]
         for entry, form in zip(entries, self.forms or []):
-            entry["form"] = {**form, **({"int8_ranges": self.calibration} if form["precision"] == "int8" else {})}
+            ranges = {"int8_ranges": self.calibration} if form["precision"] == "int8" else {}
+            entry["form"] = {**form, **ranges}  # type: ignore[assignment]
         return entries
 
     def write_json(self, path: str | Path) -> Path:

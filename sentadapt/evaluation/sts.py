@@ -108,7 +108,7 @@ class ScoredPairsTask(CosinePairTask):
         subsets = {subset: spearman100(cosines[rows], self.gold[rows]) for subset, rows in self.subsets.items()
                    if len(set(self.gold[rows].tolist())) > 1}
         if self.aggregate == "all":
-            headline = spearman100(cosines, self.gold)
+            headline = spearman100(cosines, self.gold)  # type: ignore[arg-type]
         elif self.aggregate == "mean":
             headline = float(np.mean(list(subsets.values())))
         else:  # wmean: subsets weighted by their number of pairs

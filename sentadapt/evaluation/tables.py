@@ -81,7 +81,7 @@ def _task_rows(table: TextTable, reports: Sequence[EvalReport], comparisons: Seq
     for i, report in enumerate(reports):
         cells.append(Cell(_value(report.average, report.average_interval), STRONG))
         if i > 0:
-            cells.append(delta_cell(comparisons[i].average))  # type: ignore[union-attr]
+            cells.append(delta_cell(comparisons[i].average))  # type: ignore[union-attr, arg-type]
     table.row(*cells, section_end=True)
 
 

@@ -117,8 +117,9 @@ def describe_pooling(encoder: Encoder) -> str:
 def _model_section(request: ExportRequest, encoder: Encoder) -> str:
     rows = [
         ("Pooling", f"`{encoder.pooling_name}`: {describe_pooling(encoder)}"),
-        ("Dense head", " → ".join(f"{layer.linear.in_features}→{layer.linear.out_features} "
-                                  f"{layer.activation_name.rsplit('.', 1)[-1]}" for layer in encoder.head) or "none"),
+        ("Dense head", " → ".join(f"{layer.linear.in_features}→{layer.linear.out_features} "  # type: ignore[union-attr]
+                                  f"{layer.activation_name.rsplit('.', 1)[-1]}"  # type: ignore[union-attr, operator]
+                                  for layer in encoder.head) or "none"),
         ("Normalised (unit length)", "yes" if encoder.normalize else "no"),
         ("Dimension", str(encoder.embedding_dim) + ("" if request.dim is None else
                                                      f" (`export --dim {request.dim}`: the first {request.dim} "
@@ -157,7 +158,7 @@ def _results_section(source: LoadedSource) -> str:
     if not metrics or metrics.get("best_score") is None:
         return "## Results\n\nNo STS results were recorded for this model; score it with `sentadapt eval`."
     base, best = metrics.get("base_score"), metrics.get("best_score")
-    gain = f" ({best - base:+.2f})" if isinstance(base, (int, float)) else ""
+    gain = f" ({best - base:+.2f})" if isinstance(base, (int, float)) and isinstance(best, (int, float)) else ""
     decision = decision_of(metrics)
     return (f"## Results\n\n{metrics.get('dev_metric', 'Spearman x100 of cosine')} on `{metrics.get('dev')}`:\n\n"
             f"| model | score |\n|---|---|\n| base model | {_score(base)} |\n"

@@ -29,7 +29,7 @@ def _modules() -> Any:
     try:  # sentence-transformers >= 6 moved the classes; the old path still works there but warns
         from sentence_transformers.sentence_transformer import modules
     except ImportError:
-        from sentence_transformers import models as modules
+        from sentence_transformers import models as modules  # type: ignore[attr-defined, no-redef]
     return modules
 
 

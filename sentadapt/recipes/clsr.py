@@ -176,7 +176,9 @@ class ClsrRecipe(RecipeBase):
         from sentadapt.recipes.losses import gather_across_processes
 
         self._table_on(batch["a_rows"].device)
-        outputs = [encoder.apply_head(self.table[batch[side]], start=encoder.frozen_head_layers, normalize=False)
+        table = self.table
+        assert table is not None  # _table_on moved it onto the batch's device
+        outputs = [encoder.apply_head(table[batch[side]], start=encoder.frozen_head_layers, normalize=False)
                    for side in ("a_rows", "b_rows")]  # the exported vectors (the MLP's output)
         ids = [gather_across_processes(batch[side]) for side in ("a_rows", "b_rows")]
         project = heads["projection"]

@@ -216,7 +216,8 @@ class ConsertRecipe(RecipeBase):
                 assert gradients is not None
                 perturbation = _stack_padded(*(self.config.adversarial_norm * F.normalize(g.detach(), dim=-1)
                                                for g in gradients))
-                inputs.append(ViewInputs(ids, mask, None, lambda e, p=perturbation: e + p.to(e.dtype), False))
+                inputs.append(ViewInputs(ids, mask, None, lambda e, p=perturbation: e + p.to(e.dtype),  # type: ignore[misc]
+                                         False))
             else:
                 inputs.append(self._view(name, ids, mask))
         first, second = (gather_across_processes(view) for view in self._encode_pair(encoder, *inputs))

@@ -25,7 +25,7 @@ class FrozenBase:
         from sentadapt.encoder import Encoder
 
         frozen_backbone = backbone if backbone is not None else copy.deepcopy(encoder.backbone)
-        frozen = Encoder(frozen_backbone, encoder.tokenizer, encoder.pooling, copy.deepcopy(list(encoder.head)),
+        frozen = Encoder(frozen_backbone, encoder.tokenizer, encoder.pooling, copy.deepcopy(list(encoder.head)),  # type: ignore[arg-type]
                          encoder.normalize, encoder.max_length, encoder.name, encoder.prompts)
         self._frozen: list[Encoder] = [frozen.requires_grad_(False).eval()]
 

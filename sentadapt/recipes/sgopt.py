@@ -150,8 +150,8 @@ class SgOptRecipe(RecipeBase):
         generator = torch.Generator().manual_seed(HEAD_INIT_SEED)
         with torch.no_grad():
             for layer in (head[0], head[2]):
-                layer.weight.normal_(0.0, std, generator=generator)
-                layer.bias.zero_()
+                layer.weight.normal_(0.0, std, generator=generator)  # type: ignore[operator]
+                layer.bias.zero_()  # type: ignore[operator]
         self._heads = nn.ModuleDict({"projection": head})
 
     # ------------------------------------------------------------------ contract
@@ -204,7 +204,7 @@ class SgOptRecipe(RecipeBase):
             picked = torch.randint(len(self.layers), (views.shape[0],), device=views.device)
             targets = gather_across_processes(project(views[torch.arange(views.shape[0], device=views.device),
                                                             picked]))
-            loss = {"sg": nt_xent, "opt1": opt1_loss, "opt2": opt2_loss}[objective]
+            loss = {"sg": nt_xent, "opt1": opt1_loss, "opt2": opt2_loss}[objective]  # type: ignore[assignment]
 
         def pulled(cut: Cut) -> Tensor:  # (a --matryoshka prefix of) c_i pulled toward the guide's whole views
             return loss(gather_across_processes(project(cut(vectors))), targets, self.config.temperature)

@@ -132,6 +132,7 @@ def _base_dev(output: Path, run: ResolvedRun, trust_remote_code: bool, allow_pic
     if saved is not None:
         return saved
     evaluator = run.dev.evaluator
+    assert evaluator is not None  # check_auto made sure there is a dev set
     encoder = Encoder.load(run.base, device=device(), trust_remote_code=trust_remote_code, allow_pickle=allow_pickle)
     base = base_dev_outputs(evaluator, encoder, run.config)  # as the loop scores the base
     auto.save_base_dev(output, *base)

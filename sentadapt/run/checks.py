@@ -137,7 +137,7 @@ def check_output_folder(output: Path, resume: bool, overwrite: bool, config: Run
 
 def _check_inputs_outside(config: RunConfig, base: ResolvedModel, output: Path) -> None:
     """What the run reads cannot live in the folder --overwrite sets aside: it would vanish under the run."""
-    inputs = [("corpus", source) for source in config.corpus]
+    inputs: list[tuple[str, str | None]] = [("corpus", source) for source in config.corpus]
     inputs += [("--base", base.location if base.is_local else None), ("--dev", config.dev),
                ("--teacher", config.teacher), ("--data-dir", config.data_dir)]
     folder = output.resolve()

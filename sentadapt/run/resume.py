@@ -57,7 +57,8 @@ def ignored_on_resume(settings: Settings, extra: Sequence[str] = ()) -> list[str
     for key in given(settings.flags):
         ignored.append("--lora" if key.startswith("lora_") else OPTIONS_BY_NAME[key].flag)
     for key, value in given(settings.run_fields).items():
-        from_environment = OPTIONS_BY_NAME[key].envvar and str(value) == os.environ.get(OPTIONS_BY_NAME[key].envvar)
+        envvar = OPTIONS_BY_NAME[key].envvar
+        from_environment = envvar is not None and str(value) == os.environ.get(envvar)
         if value != OPTIONS_BY_NAME[key].default and key != "num_proc" and not from_environment:
             ignored.append(OPTIONS_BY_NAME[key].flag)  # a value $SENTADAPT_DATA_DIR gave is not the user's to hear of
     ignored += ["--base"] if settings.base is not None else []

@@ -137,9 +137,9 @@ class Distillation:
         total: Tensor | None = None
         for kind, weight in self.terms:
             if kind in VECTOR_KINDS:  # each coordinate against the target's: whole vectors (no --matryoshka)
-                value = distillation_loss(kind, projected, target, self.temperature)
+                value = distillation_loss(kind, projected, target, self.temperature)  # type: ignore[arg-type]
             else:
-                value = self.matryoshka.total(lambda cut, kind=kind: distillation_loss(
+                value = self.matryoshka.total(lambda cut, kind=kind: distillation_loss(  # type: ignore[misc]
                     kind, cut(student), target, self.temperature, similarities))
             value = value if weight == 1 else weight * value
             total = value if total is None else total + value
@@ -189,8 +189,8 @@ def build_distillation(config: TrainConfig, recipe: RecipeBase, encoder: Any,
                             config.recipe_weight, projection, recipe.matryoshka)
     if config.distill == 0:
         return None
-    targets = BaseTargets(FrozenBase(encoder, backbone=recipe.frozen_backbone(encoder)))
-    return Distillation(config.distill, config.distill_kind, config.distill_temperature, targets,
+    base_targets = BaseTargets(FrozenBase(encoder, backbone=recipe.frozen_backbone(encoder)))
+    return Distillation(config.distill, config.distill_kind, config.distill_temperature, base_targets,
                         config.recipe_weight,
                         matryoshka=recipe.matryoshka)
 

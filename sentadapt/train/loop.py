@@ -114,7 +114,8 @@ class TrainingInputs:
 
 def parameter_groups(module: nn.Module, weight_decay: float) -> list[dict[str, Any]]:
     """AdamW groups: no weight decay on biases and LayerNorm weights (BERT's recipe); frozen params left out."""
-    decay, no_decay = [], []
+    decay: list[nn.Parameter] = []
+    no_decay: list[nn.Parameter] = []
     for name, parameter in module.named_parameters():
         if not parameter.requires_grad:
             continue
@@ -259,6 +260,7 @@ class Trainer:
         if resume:
             self._resume()
         guard = StepGuard(cfg.on_nan, cfg.max_nan_skips, self.state.nan_skips, self.accelerator.device)
+        assert self.module is not None  # _build made it
         self.update = GuardedUpdate(self.accelerator, self.model, self.module, self.optimizer, guard,
                                     cfg.max_grad_norm)
         self.reporter.start(self.state.total_steps, self.state.step)

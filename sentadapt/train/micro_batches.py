@@ -43,7 +43,7 @@ class MicroBatches:
                 if self.neighbours is None else plan_neighbour_epoch(self.neighbours, cfg.batch_size, cfg.seed, epoch)
         planned = self.plans[epoch][position]  # the global batch: what the recipe's gathered views hold, in order
         indices = shard(planned, self.rank, self.world)
-        batch = self.examples.collate(indices, self.pad_id, self.pad_multiple)
+        batch = self.examples.collate(indices, self.pad_id, self.pad_multiple)  # type: ignore[arg-type]
         if self.distillation is not None:  # a teacher's rows of these examples travel with the batch
             batch.update(self.distillation.batch_fields(indices))
         return batch
