@@ -260,8 +260,7 @@ class Trainer:
         if resume:
             self._resume()
         guard = StepGuard(cfg.on_nan, cfg.max_nan_skips, self.state.nan_skips, self.accelerator.device)
-        assert self.module is not None  # _build made it
-        self.update = GuardedUpdate(self.accelerator, self.model, self.module, self.optimizer, guard,
+        self.update = GuardedUpdate(self.accelerator, self.model, self.module, self.optimizer, guard,  # type: ignore[arg-type]
                                     cfg.max_grad_norm)
         self.reporter.start(self.state.total_steps, self.state.step)
         try:
