@@ -90,8 +90,7 @@ STORED = REPO / decision_study.RESULTS / decision_study.STUDY
 def stored() -> dict:
     import json
 
-    if not STORED.is_file():
-        pytest.skip("research/results/decision/study.json not stored")
+    assert STORED.is_file(), f"{STORED}: the evidence behind research/results.md is missing; restore it from git"
     return json.loads(STORED.read_text(encoding="utf-8"))
 
 

@@ -47,7 +47,6 @@ def test_the_dev_agreement_is_the_agreement_of_the_concatenated_pairs() -> None:
     assert dev_agreement(*mixed, resamples=200) == found
 
 
-@pytest.mark.skipif(not (RESULTS / "study-dev-agreement.json").is_file(), reason="research/results/distill not stored yet")
 def test_the_stored_study_recomputes_its_verdict_and_today_decides_as_the_lead_risk_study() -> None:
     from research.experiments.dev_agreement import verdict
 
@@ -62,7 +61,6 @@ def test_the_stored_study_recomputes_its_verdict_and_today_decides_as_the_lead_r
         assert cell["today"] == other["used"]["0.40"] and cell["raw"] == pytest.approx(other["raw"])
 
 
-@pytest.mark.skipif(not (RESULTS / "runs" / "k3e").is_dir(), reason="research/results/distill not stored yet")
 def test_the_study_cells_recompute_from_the_stored_runs() -> None:
     """One domain's cells, recomputed from the per-pair cosines in research/results/distill (a second)."""
     from research.experiments.decision_runs import pool_file
@@ -95,7 +93,6 @@ def test_the_reason_names_the_dev_pairs_when_the_evidence_turns_keep_base_into_u
         "on 200 dev pairs 71.30 → 74.00 (Δ +2.70 [+1.10, +4.20]): it carries part of that lead")
 
 
-@pytest.mark.skipif(not (RESULTS / "check-l3-mpnet.json").is_file(), reason="the third pairing's check not stored")
 def test_the_teacher_led_defaults_stand_as_the_check_on_the_third_pairing_prints() -> None:
     """research/findings.md, "The teacher-led decision on a third pairing": written before its runs; both relaxations
     stood there (the stress test below later turned them off)."""
@@ -110,7 +107,6 @@ def test_the_teacher_led_defaults_stand_as_the_check_on_the_third_pairing_prints
     assert lead == stored["lead_only"] and lead["adopt_lead"] is False
 
 
-@pytest.mark.skipif(not (RESULTS / "stress-400.json").is_file(), reason="the stress test not stored")
 def test_the_teacher_run_defaults_are_what_the_stress_test_at_400_dev_pairs_prints() -> None:
     """research/findings.md, "The teacher-led decision at 400 dev pairs": written before it was computed; the dev-pair
     evidence used two students that lost, so both teacher-led relaxations went back to off."""
@@ -152,7 +148,6 @@ def test_lead_evidence_uses_a_student_of_a_clearly_better_teacher_unless_dev_sho
     assert with_teacher_lead(KEEP, dev_ci, None, DecisionRule()) is KEEP
 
 
-@pytest.mark.skipif(not (RESULTS / "study-dev-agreement.json").is_file(), reason="research/results/distill not stored yet")
 def test_the_studys_lead_evidence_is_the_librarys_on_every_stored_cell() -> None:
     from sentadapt.evaluation.decision import KEEP_BASE, USE_ADAPTED, Decision, DecisionRule
 
@@ -170,7 +165,6 @@ def test_the_studys_lead_evidence_is_the_librarys_on_every_stored_cell() -> None
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 
 
-@pytest.mark.skipif(not (RESULTS / "check-l3-mpnet.json").is_file(), reason="research/results/distill not stored yet")
 def test_the_tables_in_the_docs_are_what_the_stored_studies_print() -> None:
     """research/findings.md quotes the printed tables (docs/decision.md did until issue 59 moved them there)."""
     from research.experiments.dev_agreement import check_lines, lines, stress_lines
@@ -187,7 +181,6 @@ def test_the_tables_in_the_docs_are_what_the_stored_studies_print() -> None:
     assert len(stress) == 15 and all(line in findings for line in stress)
 
 
-@pytest.mark.skipif(not (RESULTS / "check-l3-mpnet.json").is_file(), reason="research/results/distill not stored yet")
 def test_the_checks_cells_recompute_from_the_stored_runs() -> None:
     """The third pairing's social cells, recomputed from its stored per-pair cosines."""
     from research.experiments.decision_runs import pool_file
@@ -207,7 +200,6 @@ def test_the_checks_cells_recompute_from_the_stored_runs() -> None:
         assert mine["used"] == theirs["used"] and mine["raw"] == pytest.approx(theirs["raw"])
 
 
-@pytest.mark.skipif(not (RESULTS / "dev-size-power.json").is_file(), reason="research/results/distill not stored yet")
 def test_the_dev_size_table_recomputes_agrees_with_the_stress_test_and_is_the_one_quoted() -> None:
     from research.experiments.dev_size_power import lines, table
 
@@ -223,7 +215,6 @@ def test_the_dev_size_table_recomputes_agrees_with_the_stress_test_and_is_the_on
     assert all(line in decision for line in lines(stored))
 
 
-@pytest.mark.skipif(not (RESULTS / "teacher-check.json").is_file(), reason="research/results/distill not stored yet")
 def test_teacher_check_stays_on_as_its_study_prints_and_the_quoted_rows_are_current() -> None:
     """research/findings.md, "Stopping a run whose teacher trails on dev": written before the study."""
     from sentadapt.config import TrainConfig

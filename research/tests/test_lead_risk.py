@@ -56,7 +56,6 @@ def test_teacher_risk_left_the_product_and_the_rule_without_a_limit_is_the_plain
     assert teacher_led_rule(DecisionRule(), LEADS, None) == DecisionRule()
 
 
-@pytest.mark.skipif(not (RESULTS / "study-lead-risk.json").is_file(), reason="research/results/distill not stored yet")
 def test_the_teacher_led_limit_is_what_the_pre_registered_rule_prints_from_the_stored_study() -> None:
     from research.experiments.lead_risk import lead_risk_verdict
 
@@ -71,7 +70,6 @@ def test_the_teacher_led_limit_is_what_the_pre_registered_rule_prints_from_the_s
             assert mine["used"]["0.20"] == (cell["applied"] != 0.0) and mine["raw"] == pytest.approx(cell["raw"])
 
 
-@pytest.mark.skipif(not (RESULTS / "study-lead-risk.json").is_file(), reason="research/results/distill not stored yet")
 def test_runs_keep_their_best_evaluation_as_the_pre_registered_rule_prints() -> None:
     """research/findings.md, "Deciding on the last evaluation of a teacher run": `last` was not adopted."""
     from research.experiments.lead_risk import last_step_verdict

@@ -18,8 +18,7 @@ RESULTS = REPO / decision_study.RESULTS
 
 
 def _stored(path: Path) -> dict:
-    if not path.is_file():
-        pytest.skip(f"{path.relative_to(REPO)} not stored")
+    assert path.is_file(), f"{path.relative_to(REPO)}: the evidence behind a section is missing; restore it from git"
     return json.loads(path.read_text(encoding="utf-8"))
 
 

@@ -5,12 +5,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
-
 RESULTS = Path(__file__).parent.parent / "results" / "wise"
 
 
-@pytest.mark.skipif(not (RESULTS / "study.json").is_file(), reason="research/results/wise not stored yet")
 def test_the_probe_s_verdict_follows_from_its_stored_cells() -> None:
     from research.experiments.wise_probe import verdict
 
