@@ -90,7 +90,7 @@ def peer(kind: str, path: Path, model_dir: str, batch_size: int) -> dict[str, An
     started, cpu = time.perf_counter(), time.process_time()
     model = SentenceTransformer(model_dir, device="cpu")
     if kind == "pair-classification":
-        from sentadapt.data.pairs import read_labelled_pairs
+        from sentadapt.data.pair_files import read_labelled_pairs
 
         pairs = read_labelled_pairs(path)
         evaluator = BinaryClassificationEvaluator(pairs.sentence1, pairs.sentence2, pairs.labels,
@@ -124,7 +124,7 @@ def peer(kind: str, path: Path, model_dir: str, batch_size: int) -> dict[str, An
 
 # ---------------------------------------------------------------- bootstrap and 1M search
 def bootstrap_cost(pairs: int = 10_000, resamples: int = 1000) -> dict[str, Any]:
-    from sentadapt.data.pairs import ScoredPairs
+    from sentadapt.data.pair_files import ScoredPairs
     from sentadapt.evaluation import bootstrap
     from sentadapt.evaluation.sts import ScoredPairsTask
 

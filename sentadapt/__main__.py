@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import sys
 
-from sentadapt.stopping import (
+from sentadapt.stop_signals import (
     exit_as_stopped,
     interrupted_line,
     received_signal,

@@ -17,9 +17,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from sentadapt.diagnostics.run import DiagnoseResult, diagnose
+from sentadapt.diagnostics.diagnose import DiagnoseResult, diagnose
 from sentadapt.evaluation.devset import ProposedPairs, propose_pairs
-from sentadapt.evaluation.run import EvalResult, evaluate
+from sentadapt.evaluation.evaluate import EvalResult, evaluate
 from sentadapt.exporting import ExportResult, export
 from sentadapt.run.adapt import AdaptResult, adapt
 

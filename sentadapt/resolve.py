@@ -18,7 +18,7 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 from sentadapt.errors import ModelError
-from sentadapt.rundir import RunDir
+from sentadapt.run_folder import RunDir
 
 DEFAULT_BASE_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 

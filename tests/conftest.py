@@ -17,7 +17,7 @@ import torch
 
 # `make test &` or `nohup make test` starts the suite with SIGINT ignored, and an ignored signal stays ignored across
 # exec: every `sentadapt` the tests start would then ignore the Ctrl-C they send (the product rightly keeps an
-# inherited SIG_IGN: stopping.py). A handler, unlike SIG_IGN, is reset to the default on exec, so with this one the
+# inherited SIG_IGN: stop_signals.py). A handler, unlike SIG_IGN, is reset to the default on exec, so with this one the
 # children start with SIGINT as a terminal gives it. Each xdist worker loads this file, so each sets it.
 if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)

@@ -90,12 +90,12 @@ def test_no_two_modules_import_each_other() -> None:
 def test_cycle_finder_sees_function_level_and_type_checking_imports() -> None:
     """A cycle hidden in a function body or a TYPE_CHECKING block is still a cycle: the finder must see both."""
     graph = {name: _package_imports(path) for name, path in MODULES.items()}
-    assert "sentadapt.encoder" in graph["sentadapt.diagnostics.run"]  # imported inside diagnose() only
+    assert "sentadapt.encoder" in graph["sentadapt.diagnostics.diagnose"]  # imported inside diagnose() only
     assert "sentadapt.encoder" in graph["sentadapt.exporting.pipeline"]  # under `if TYPE_CHECKING:` only
     assert "sentadapt.cli.diagnose" in graph["sentadapt.cli"]  # `from sentadapt.cli import diagnose as ...`
 
 
-# The run directory's layout has one owner (sentadapt/rundir.py): elsewhere its file names are neither spelled as
+# The run directory's layout has one owner (sentadapt/run_folder.py): elsewhere its file names are neither spelled as
 # strings nor joined onto a path (`run / "best"`); prose in messages may still name them.
 RUN_FILES = {"config.yaml", "metrics.json", "dev_outputs.json", "train.log", "auto.yaml", "base_dev.json",
              "auto_outcome.json", ".lock", "step-", "stage-"}
@@ -113,7 +113,7 @@ def _run_layout_literals(path: Path) -> list[str]:
     return found
 
 
-@pytest.mark.parametrize("path", [p for p in SOURCES if p.name != "rundir.py"],
+@pytest.mark.parametrize("path", [p for p in SOURCES if p.name != "run_folder.py"],
                          ids=lambda p: str(p.relative_to(PACKAGE)))
 def test_run_directory_layout_is_spelled_only_in_rundir(path: Path) -> None:
     assert not _run_layout_literals(path), f"{path.relative_to(PACKAGE)} spells the run layout (use RunDir)"
@@ -135,11 +135,11 @@ def test_export_imports_nothing_from_train() -> None:
 LAYERS = [
     {"errors", "file_memo", "memory"},
     # sentadapt: its __init__
-    {"events", "options", "registry", "durable", "tables", "st_modules", "stopping", "sentadapt"},
-    {"rundir", "rowfile"},
+    {"events", "options", "registry", "durable", "text_tables", "st_modules", "stop_signals", "sentadapt"},
+    {"run_folder", "rowfile"},
     {"resolve", "pooling", "config"},
     {"st_format", "presets", "data", "prompts", "lora", "compiling"},
-    {"run_spec"},
+    {"adapt_options"},
     {"encoder"},
     {"embedding_cache"},
     {"evaluation", "recipes"},
@@ -371,10 +371,10 @@ def test_no_request_type_carries_a_dict_of_any() -> None:
     import dataclasses as dc
     import typing
 
+    from sentadapt.adapt_options import RunFlags, TrainFlags
     from sentadapt.exporting.request import ExportRequest
     from sentadapt.run.adapt import AdaptRequest
     from sentadapt.run.settings import Settings
-    from sentadapt.run_spec import RunFlags, TrainFlags
 
     for request in (AdaptRequest, Settings, TrainFlags, RunFlags, ExportRequest):
         hints = typing.get_type_hints(request)

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from sentadapt.config import TrainConfig, build_config
 from sentadapt.data.nli import NLI_LABELS, NliPairs, read_nli
-from sentadapt.data.pairs import ScoredPairs, read_scored_pairs
+from sentadapt.data.pair_files import ScoredPairs, read_scored_pairs
 from sentadapt.errors import ConfigError, DataError
 from sentadapt.recipes import RECIPES
 from tests.conftest import run_adapt

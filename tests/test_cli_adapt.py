@@ -294,10 +294,10 @@ def yaml_value(path: Path, key: str) -> object:
 
 
 def test_resume_names_every_option_it_ignores_lora_prompt_and_dev_included(tmp_path: Path) -> None:
+    from sentadapt.adapt_options import RunFlags, TrainFlags
     from sentadapt.lora import lora_flags
     from sentadapt.run.resume import ignored_on_resume
     from sentadapt.run.settings import Settings
-    from sentadapt.run_spec import RunFlags, TrainFlags
 
     flags = TrainFlags(lr=1e-4, batch_size=None, **lora_flags("r=8,alpha=16"))
     run_fields = RunFlags(dev="dev.tsv", prompt="query", teacher=None, risk=0.2, decision="strict", num_proc=4)

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from sentadapt.data.pairs import read_scored_pairs
+from sentadapt.data.pair_files import read_scored_pairs
 from sentadapt.diagnostics import metrics, parse_reports
 from sentadapt.diagnostics.anisotropy import sample_pass
 from sentadapt.diagnostics.layers import layer_sweep
@@ -190,7 +190,7 @@ def test_topk_counts_cls_and_sep_as_the_two_most_frequent_and_removes_the_right_
 
 
 def test_topk_sentence_with_every_token_removed_scores_as_cosine_zero(tiny_encoder) -> None:
-    from sentadapt.data.pairs import ScoredPairs
+    from sentadapt.data.pair_files import ScoredPairs
 
     pairs = ScoredPairs()
     for s1, s2, score in (("the", "the server", 1.0), ("the dog", "the dog", 5.0), ("server", "dog", 0.0)):

@@ -15,7 +15,7 @@ from sentadapt.recipes.clsr import ClsrConfig, ClsrRecipe
 from sentadapt.recipes.consert import ConsertConfig, ConsertRecipe
 from sentadapt.recipes.losses import distillation_kl, distillation_loss, distillation_mse
 from sentadapt.recipes.sgopt import SgOptConfig, SgOptRecipe
-from sentadapt.rundir import checkpoint_name
+from sentadapt.run_folder import checkpoint_name
 from sentadapt.train.distill import build_distillation
 from sentadapt.train.loop import TrainingModule
 from tests.conftest import TINY_SENTENCES, run_adapt, run_config

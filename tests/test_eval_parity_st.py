@@ -14,7 +14,7 @@ import pytest
 import torch
 
 from sentadapt.data.beir import read_beir
-from sentadapt.data.pairs import read_labelled_pairs
+from sentadapt.data.pair_files import read_labelled_pairs
 from sentadapt.encoder import Encoder
 from sentadapt.evaluation.base import EmbeddingTable, EvalTask, TaskResult
 from sentadapt.evaluation.retrieval import RetrievalTask

@@ -15,13 +15,13 @@ from typer.testing import CliRunner
 
 from sentadapt.cli import app
 from sentadapt.data.beir import read_beir
-from sentadapt.data.pairs import LabelledPairs, ScoredPairs, read_labelled_pairs
-from sentadapt.data.rerank import RerankRows, read_rerank
+from sentadapt.data.pair_files import LabelledPairs, ScoredPairs, read_labelled_pairs
+from sentadapt.data.rerank_files import RerankRows, read_rerank
 from sentadapt.errors import ConfigError, DataError
 from sentadapt.evaluation import bootstrap
 from sentadapt.evaluation.evaluator import Evaluator
 from sentadapt.evaluation.pairclass import PairClassificationTask
-from sentadapt.evaluation.rerank import RerankingTask
+from sentadapt.evaluation.reranking import RerankingTask
 from sentadapt.evaluation.retrieval import RetrievalTask, drop_own_document, exact_search
 from sentadapt.evaluation.sts import ScoredPairsTask
 from sentadapt.evaluation.task_types import detect_task_type, read_task, resolve_dev_set
@@ -493,7 +493,7 @@ def test_evaluation_imports_point_one_way_and_load_no_torch() -> None:
         return {m.rsplit(".", 1)[-1] for m in modules if m.startswith("sentadapt.evaluation.")}
 
     assert imported("tasks") == set()  # the STS table imports no other evaluation module (no sts ↔ tasks cycle)
-    task_modules = {"sts", "pairclass", "rerank", "retrieval"}
+    task_modules = {"sts", "pairclass", "reranking", "retrieval"}
     for lower in ("base", "bootstrap", "ranking", "evaluator"):
         assert not imported(lower) & (task_modules | {"task_types"}), lower
     for module in task_modules:
@@ -511,7 +511,7 @@ def test_evaluation_imports_point_one_way_and_load_no_torch() -> None:
      "{path}:1: not valid UTF-8 (invalid continuation byte 0xe9 at byte 15 of the line); save the file as UTF-8"),
 ])
 def test_reranking_json_lines_errors_name_file_and_line(tmp_path: Path, content: bytes, message: str) -> None:
-    from sentadapt.data.rerank import read_rerank
+    from sentadapt.data.rerank_files import read_rerank
 
     path = tmp_path / "r.jsonl"
     path.write_bytes(content)

@@ -27,7 +27,7 @@ import torch
 from safetensors.torch import load_file
 
 from sentadapt.durable import verify_folder
-from sentadapt.rundir import list_checkpoints
+from sentadapt.run_folder import list_checkpoints
 from tests.conftest import FLOAT32_RTOL, poison, run_adapt
 
 COMMON = ["--batch-size", "8", "--max-steps", "10", "--max-length", "16", "--dev", "none", "--checkpoint-every", "1",

@@ -377,8 +377,8 @@ def disk_full(*_args: object, **_kwargs: object) -> None:
 def test_a_json_write_that_fails_at_the_end_prints_the_results_then_one_line(
     command: str, tiny_model_dir: Path, pairs_tsv: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from sentadapt.diagnostics.run import DiagnoseResult
-    from sentadapt.evaluation.run import EvalResult
+    from sentadapt.diagnostics.diagnose import DiagnoseResult
+    from sentadapt.evaluation.evaluate import EvalResult
 
     monkeypatch.setattr(EvalResult if command == "eval" else DiagnoseResult, "write_json", disk_full)
     out = tmp_path / "out.json"
@@ -396,7 +396,7 @@ def test_the_api_keeps_the_result_when_its_json_cannot_be_written(
 ) -> None:
     import sentadapt
     from sentadapt.errors import ResultNotWritten
-    from sentadapt.evaluation.run import EvalResult
+    from sentadapt.evaluation.evaluate import EvalResult
 
     monkeypatch.setattr(EvalResult, "write_json", disk_full)
     with pytest.raises(ResultNotWritten) as caught:
@@ -475,7 +475,7 @@ def test_a_0_1_label_file_with_one_typo_is_an_error_naming_its_row_not_a_scored_
 
 
 def test_the_pairs_file_header_states_the_same_rule() -> None:
-    from sentadapt.data.pairs import LABEL_RULE
+    from sentadapt.data.pair_files import LABEL_RULE
 
     assert LABEL_RULE == "1 = same meaning, 0 = different, or a similarity score such as 0-5"
 

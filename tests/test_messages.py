@@ -110,7 +110,7 @@ def test_a_file_on_its_own_wider_scale_is_read(tmp_path: Path) -> None:
 
 
 def test_a_pair_labelled_both_1_and_0_is_one_line(tmp_path: Path) -> None:
-    from sentadapt.data.pairs import read_labelled_pairs
+    from sentadapt.data.pair_files import read_labelled_pairs
     from sentadapt.errors import DataError
 
     rows = [(f"reset password {i}", f"password reset {i}", str(i % 2)) for i in range(10)]

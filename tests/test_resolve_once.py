@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from sentadapt.rundir import RunDir
+from sentadapt.run_folder import RunDir
 from tests.conftest import run_adapt
 from tests.test_consert import nli_file  # noqa: F401  (a fixture)
 from tests.test_teacher import build_tiny_teacher

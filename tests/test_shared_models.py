@@ -9,7 +9,7 @@ import pytest
 import torch
 from scipy.stats import spearmanr
 
-from sentadapt.data.pairs import read_scored_pairs
+from sentadapt.data.pair_files import read_scored_pairs
 from sentadapt.encoder import Encoder
 from sentadapt.evaluation.sts import StsEvaluator
 from sentadapt.evaluation.tasks import TASKS

@@ -8,7 +8,7 @@ import pytest
 import torch
 from scipy.stats import spearmanr
 
-from sentadapt.data.pairs import read_scored_pairs
+from sentadapt.data.pair_files import read_scored_pairs
 from sentadapt.encoder import Encoder
 from sentadapt.errors import ConfigError, DataError
 from sentadapt.evaluation.sts import StsEvaluator, score_task

@@ -1,8 +1,8 @@
-"""sentadapt.tables: result tables as plain data — tones for the CLI's colours, aligned text for everyone else."""
+"""sentadapt.text_tables: result tables as plain data — tones for the CLI's colours, aligned text for everyone else."""
 
 from __future__ import annotations
 
-from sentadapt.tables import BAD, GOOD, Cell, TextTable, signed
+from sentadapt.text_tables import BAD, GOOD, Cell, TextTable, signed
 
 
 def test_a_table_prints_as_aligned_text_with_its_title_and_caption() -> None:
@@ -21,7 +21,7 @@ def test_a_change_carries_its_sign_and_tone() -> None:
 
 
 def test_a_table_too_wide_shortens_names_and_never_cuts_numbers() -> None:
-    from sentadapt.tables import TextTable, fit, shorten_name
+    from sentadapt.text_tables import TextTable, fit, shorten_name
 
     assert shorten_name("../shared/models/paraphrase-minilm-l3-v2", 14) == "paraphr…-l3-v2"
     assert shorten_name("runs/consert/best", 14) == "…/consert/best"

@@ -450,10 +450,10 @@ def test_the_passes_follow_the_corpus_size(tiny_model_dir: Path, corpus: Path, t
 
 def test_a_teacher_brings_its_defaults_above_the_preset_and_below_the_flags(tiny_model_dir: Path, teacher_dir: Path,
                                                                            corpus: Path, tmp_path: Path) -> None:
+    from sentadapt.adapt_options import RunFlags, TrainFlags
     from sentadapt.presets import TEACHER_DEFAULTS
     from sentadapt.run.configs import new_config
     from sentadapt.run.settings import Settings
-    from sentadapt.run_spec import RunFlags, TrainFlags
 
     def config(**flags: object):
         return new_config(Settings(corpus=(str(corpus),), output=tmp_path / "run", recipe="consert",
@@ -488,8 +488,8 @@ def test_a_parquet_vector_of_another_width_or_null_is_one_line(tmp_path: Path) -
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from sentadapt.errors import DataError
     from sentadapt.data.vectors import read_vectors
+    from sentadapt.errors import DataError
 
     path = tmp_path / "v.parquet"
     pq.write_table(pa.table({"text": ["a", "b", "c"], "embedding": [[1.0, 2.0], [1.0, 2.0], [1.0]]}), path)
@@ -557,8 +557,8 @@ def test_vectors_in_json_gzipped_json_lines_or_one_json_array_are_read(name: str
 ])
 def test_conflicting_duplicates_and_zero_vectors_are_one_line(lines: list[str], message: str,
                                                               tmp_path: Path) -> None:
-    from sentadapt.errors import DataError
     from sentadapt.data.vectors import read_vectors
+    from sentadapt.errors import DataError
 
     path = tmp_path / "v.jsonl"
     path.write_text("\n".join(lines) + "\n")

@@ -14,9 +14,9 @@ import pytest
 from sentadapt.data import textfile
 from sentadapt.data.corpus import read_corpus
 from sentadapt.data.nli import read_nli
-from sentadapt.data.pairs import read_labelled_pairs, read_scored_pairs, sniff_columns
+from sentadapt.data.pair_files import read_labelled_pairs, read_scored_pairs, sniff_columns
 from sentadapt.data.positives import read_positive_pairs
-from sentadapt.data.rerank import read_rerank
+from sentadapt.data.rerank_files import read_rerank
 from sentadapt.data.textfile import format_of, json_objects, open_binary, require_format, text_lines
 from sentadapt.errors import DataError
 from sentadapt.evaluation.task_types import detect_task_type

@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from sentadapt.data.pairs import ScoredPairs
+from sentadapt.data.pair_files import ScoredPairs
 from sentadapt.evaluation.decision import POSITIVE, RISK, STRICT, DecisionRule, decide
 from sentadapt.evaluation.evaluator import Evaluator, dev_evidence
 from sentadapt.evaluation.selection import choose, weigh_candidates

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from sentadapt.data.pairs import LabelledPairs
+from sentadapt.data.pair_files import LabelledPairs
 from sentadapt.evaluation.evaluator import Evaluator
 from sentadapt.evaluation.pairclass import PairClassificationTask
 from tools.doc_sections import write_atomically, write_section

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
-from sentadapt.data.pairs import LabelledPairs
+from sentadapt.data.pair_files import LabelledPairs
 from sentadapt.evaluation import bootstrap
 from sentadapt.evaluation.base import EvalTask, Outputs
 from sentadapt.evaluation.evaluator import Evaluator

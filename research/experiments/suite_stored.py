@@ -138,7 +138,7 @@ class Scorer:
     """Scores recomputed from stored cosines with the library's STS task (the gold read once)."""
 
     def __init__(self, results: Path) -> None:
-        from sentadapt.data.pairs import ScoredPairs
+        from sentadapt.data.pair_files import ScoredPairs
 
         self.results = results
         self.tasks = {}

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
-from sentadapt.data.pairs import read_labelled_pairs, read_scored_pairs
+from sentadapt.data.pair_files import read_labelled_pairs, read_scored_pairs
 from tests.conftest import SHARED, needs_shared
 
 from research.experiments import domain_data

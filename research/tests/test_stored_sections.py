@@ -93,7 +93,7 @@ def test_a_stored_task_computes_what_its_type_computes_from_the_same_outputs() -
     """StoredTask against the real pair-classification task on the same cosines and labels: same metrics, same
     bootstrap CIs (the same key); a query task's metric is the mean of its queries' values × 100."""
     import numpy as np
-    from sentadapt.data.pairs import LabelledPairs
+    from sentadapt.data.pair_files import LabelledPairs
     from sentadapt.evaluation.evaluator import Evaluator
     from sentadapt.evaluation.pairclass import PairClassificationTask
 

@@ -15,8 +15,8 @@ from rich.table import Table
 
 from sentadapt.cli.heartbeat import activity, heartbeat
 from sentadapt.errors import ResultNotWritten, SentadaptError
-from sentadapt.stopping import interrupted_line, received_signal, told
-from sentadapt.tables import TextTable, fit, min_width, only_numbers
+from sentadapt.stop_signals import interrupted_line, received_signal, told
+from sentadapt.text_tables import TextTable, fit, min_width, only_numbers
 
 TONES = {"good": "green", "bad": "red", "dim": "dim", "strong": "bold", "best": "bold green", "warn": "yellow"}
 
@@ -85,9 +85,9 @@ def note(message: str) -> None:
 
 
 def draw(table: TextTable, width: int | None = None) -> Table:
-    """A library table (sentadapt.tables) as a rich Table: tones become colours; cell text is never markup. Fitted to
-    the terminal (`width`, default the console's) by `fit`: names give way, numbers are never cut (a column of
-    numbers never wraps, so rich narrows the labels, not every column evenly, which cut a Δ's bracket and *)."""
+    """A library table (sentadapt.text_tables) as a rich Table: tones become colours; cell text is never markup.
+    Fitted to the terminal (`width`, default the console's) by `fit`: names give way, numbers are never cut (a
+    column of numbers never wraps, so rich narrows the labels, not every column evenly, which cut a Δ's bracket)."""
     fitted = fit(table, width or console.width)
     drawn = Table(title=escape(table.title), caption=escape(table.caption) if table.caption else None,
                   show_header=table.show_header)

@@ -13,7 +13,7 @@ from sentadapt.options import ALLOW_PICKLE, ALLOW_PICKLE_HELP, TRUST_REMOTE_CODE
 from sentadapt.resolve import DEFAULT_BASE_MODEL
 
 if TYPE_CHECKING:
-    from sentadapt.diagnostics.run import DiagnoseResult
+    from sentadapt.diagnostics.diagnose import DiagnoseResult
 
 @friendly_errors
 def diagnose(

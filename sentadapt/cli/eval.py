@@ -12,7 +12,7 @@ from sentadapt.cli._common import console, draw, friendly_errors, note, progress
 from sentadapt.options import ALLOW_PICKLE, ALLOW_PICKLE_HELP, TRUST_REMOTE_CODE, TRUST_REMOTE_CODE_HELP
 
 if TYPE_CHECKING:
-    from sentadapt.evaluation.run import EvalResult
+    from sentadapt.evaluation.evaluate import EvalResult
 
 
 @friendly_errors

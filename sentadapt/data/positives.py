@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from sentadapt.data.nli import LABEL_FIELDS, entailment_pairs, read_nli
-from sentadapt.data.pairs import PAIR_COLUMNS, pair_records, read_scored_pairs, sniff_columns
+from sentadapt.data.pair_files import PAIR_COLUMNS, pair_records, read_scored_pairs, sniff_columns
 from sentadapt.data.textfile import TEXT, format_of, open_binary
 from sentadapt.errors import DataError
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from sentadapt.data.pairs import ScoredPairs
+from sentadapt.data.pair_files import ScoredPairs
 from sentadapt.diagnostics.scoring import PairScorer
 from sentadapt.diagnostics.states import hidden_state_batches
 from sentadapt.encoder import Encoder

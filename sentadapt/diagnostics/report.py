@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from sentadapt.data.pairs import ScoredPairs, read_scored_pairs
+from sentadapt.data.pair_files import ScoredPairs, read_scored_pairs
 from sentadapt.diagnostics import REPORTS
 from sentadapt.diagnostics.verdicts import (
     alignment_verdict,

@@ -6,7 +6,7 @@ import warnings
 
 import torch
 
-from sentadapt.data.pairs import ScoredPairs
+from sentadapt.data.pair_files import ScoredPairs
 from sentadapt.diagnostics.states import unique_texts
 from sentadapt.evaluation.sts import cosine_scores, spearman100
 

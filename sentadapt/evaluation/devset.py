@@ -39,7 +39,7 @@ from sentadapt.data.corpus import (
     scan_corpus,
     text_hashes,
 )
-from sentadapt.data.pairs import LABEL_RULE
+from sentadapt.data.pair_files import LABEL_RULE
 from sentadapt.durable import write_text_atomically
 from sentadapt.errors import ConfigError, DataError, StorageError
 from sentadapt.events import Progress

@@ -2,7 +2,7 @@
 and a precision (float32, or int8 and binary as its `quantize_embeddings` makes them), with what each costs to store.
 
 `eval --dims 384,192,96 --quantize none,int8,binary` scores every model in every form from one encoding
-(evaluation/run.py); the vectors a task compares are `scoring_vectors(form, ...)`:
+(evaluation/evaluate.py); the vectors a task compares are `scoring_vectors(form, ...)`:
 
 - a size keeps the prefix of each vector as the model outputs it (after its Normalize module, if any), as
   `SentenceTransformer(..., truncate_dim=d)` does; a cosine renormalises it.

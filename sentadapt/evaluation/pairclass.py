@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from sentadapt.data.pairs import LabelledPairs, labels_are_graded, read_labelled_pairs, sniff_columns
+from sentadapt.data.pair_files import LabelledPairs, labels_are_graded, read_labelled_pairs, sniff_columns
 from sentadapt.evaluation import bootstrap
 from sentadapt.evaluation.base import TASK_TYPES, CosinePairTask, Outputs
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from sentadapt.data.pairs import (
+from sentadapt.data.pair_files import (
     PAIR_COLUMNS,
     ScoredPairs,
     labels_are_graded,

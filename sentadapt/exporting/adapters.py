@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from sentadapt.errors import ExportError
 from sentadapt.exporting.verify import COSINE_LIMIT, compare
-from sentadapt.rundir import RunDir
+from sentadapt.run_folder import RunDir
 
 if TYPE_CHECKING:
     import torch

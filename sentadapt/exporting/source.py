@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sentadapt.errors import ConfigError, ExportError
-from sentadapt.rundir import CHECKPOINT_WEIGHTS_FILE, RunDir, checkpoint_step, manifest_step
+from sentadapt.run_folder import CHECKPOINT_WEIGHTS_FILE, RunDir, checkpoint_step, manifest_step
 
 if TYPE_CHECKING:
     from sentadapt.encoder import Encoder

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from sentadapt.adapt_options import OPTIONS_BY_NAME, RunFlags, TrainFlags, route
 from sentadapt.errors import ConfigError, NoImprovement
 from sentadapt.lora import lora_flags
 from sentadapt.options import check_at_least, checked
@@ -21,9 +22,8 @@ from sentadapt.run.resolved import ResolvedRun
 from sentadapt.run.resume import FINISHED, RESTART, RESUME_LAST, ignored_on_resume, resume_auto_mode, resumed_config
 from sentadapt.run.settings import Events, Settings
 from sentadapt.run.stages import train_run
-from sentadapt.run_spec import OPTIONS_BY_NAME, RunFlags, TrainFlags, route
-from sentadapt.rundir import CONFIG_FILE, RunDir
-from sentadapt.tables import TextTable
+from sentadapt.run_folder import CONFIG_FILE, RunDir
+from sentadapt.text_tables import TextTable
 
 AUTO = "auto"
 
@@ -165,7 +165,7 @@ class AdaptResult:
     risk: float | None  # the risk rule's estimate that the adapted model is no better than the base
     metrics: dict[str, Any]  # OUTPUT/metrics.json ({} when nothing finished)
     configs: tuple[Any, ...]  # the resolved RunConfig (one per candidate with recipe="auto")
-    # the summary table `sentadapt adapt` prints (sentadapt.tables; print() gives text): a single run that trained
+    # the summary table `sentadapt adapt` prints (sentadapt.text_tables; print() gives text): a single run that trained
     summary: TextTable | None = None
 
     @property
@@ -238,7 +238,7 @@ def adapt(corpus: str | Path | list[str | Path] | tuple[str | Path, ...] = (), *
 
 
 def request_from(options: dict[str, Any], config_keys: dict[str, Any] | None = None) -> AdaptRequest:
-    """The request `adapt` runs, from its options by name (run_spec.ADAPT_OPTIONS; the CLI and the API both call
+    """The request `adapt` runs, from its options by name (adapt_options.ADAPT_OPTIONS; the CLI and the API both call
     this): config options routed to the config's fields, the others to the request."""
     train, run_fields, own = route(options)
     train.update(lora_flags(own.get("lora")))
@@ -256,9 +256,9 @@ def request_from(options: dict[str, Any], config_keys: dict[str, Any] | None = N
 
 def _check_config_keys(config_keys: dict[str, Any]) -> None:
     """A keyword beyond adapt's options must be a training or recipe setting (what `--set` takes)."""
+    from sentadapt.adapt_options import config_keys as train_keys
     from sentadapt.recipes import RECIPES
     from sentadapt.registry import unknown_name_message
-    from sentadapt.run_spec import config_keys as train_keys
 
     known = set(train_keys()) | {f.name for name in RECIPES for f in fields(RECIPES.get(name).Config)}
     for key in config_keys:

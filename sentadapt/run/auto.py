@@ -27,7 +27,7 @@ from sentadapt.evaluation.selection import Choice, choose, weigh_candidates
 from sentadapt.recipes import RECIPES
 from sentadapt.run.candidates import AUTO, Candidate, parse_candidates
 from sentadapt.run.stages import write_config
-from sentadapt.rundir import OUTCOME_FILE, RunDir, candidate_folder
+from sentadapt.run_folder import OUTCOME_FILE, RunDir, candidate_folder
 
 NEW, RESUME, FINISHED = "new", "resume", "finished"
 

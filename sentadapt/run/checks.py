@@ -12,7 +12,7 @@ from sentadapt.errors import ConfigError
 from sentadapt.resolve import ResolvedModel
 from sentadapt.run.processes import is_main_process
 from sentadapt.run.resolved import DevSet, ResolvedRun
-from sentadapt.rundir import RunDir, check_replaceable, is_run_folder
+from sentadapt.run_folder import RunDir, check_replaceable, holds_anything, is_run_folder
 
 
 def check_run(config: RunConfig, resume: bool, overwrite: bool, dry_run: bool, require_improvement: bool,
@@ -125,7 +125,7 @@ def check_output_folder(output: Path, resume: bool, overwrite: bool, config: Run
     run replaces what is there."""
     if output.exists() and not output.is_dir():
         raise ConfigError(f"--output {output}: exists and is not a directory")
-    replacing = not resume and output.is_dir() and any(output.iterdir())
+    replacing = not resume and output.is_dir() and holds_anything(output)
     if replacing and not overwrite:
         raise ConfigError(_occupied(output))
     if replacing:

@@ -55,11 +55,11 @@ def assemble(recipe_name: str, settings: Settings, resolve_base: Callable[[], Re
     model when the preset needs to look at it (called at most once). A single run reads its `--config` file
     (`yaml_path`: its train and recipe_args); `--recipe auto` gives the file's `train:` values (`yaml_train`, read
     once for every candidate) and each candidate's own settings (`candidate_values`, above everything)."""
+    from sentadapt.adapt_options import given
     from sentadapt.config import build_config
     from sentadapt.presets import choose_preset
     from sentadapt.recipes import RECIPES
     from sentadapt.resolve import DEFAULT_BASE_MODEL
-    from sentadapt.run_spec import given
 
     recipe_class = RECIPES.get(recipe_name)
     # the preset: the tuned-base defaults when the base is sentence-tuned, and the teacher-run defaults on top

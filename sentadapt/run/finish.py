@@ -20,7 +20,7 @@ from sentadapt.evaluation.decision import (
 from sentadapt.evaluation.evaluator import dev_change_record, dev_evidence
 from sentadapt.evaluation.evidence import Evidence
 from sentadapt.evaluation.sizes import SizeTable
-from sentadapt.rundir import RunDir
+from sentadapt.run_folder import RunDir
 from sentadapt.teacher import teacher_lead_note
 from sentadapt.train.loop import Trainer, TrainingInputs
 from sentadapt.train.state import Training, TrainResult, TrainState

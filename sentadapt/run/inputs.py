@@ -12,7 +12,7 @@ from sentadapt.events import Note, Progress, no_progress
 from sentadapt.prompts import PAIR
 from sentadapt.recipes.base import Matryoshka, TrainingData
 from sentadapt.run.resolved import ResolvedRun, resolve_run
-from sentadapt.rundir import RunDir
+from sentadapt.run_folder import RunDir
 from sentadapt.teacher import teacher_table
 from sentadapt.train.loop import TrainingInputs
 from sentadapt.train.ranks import training_processes

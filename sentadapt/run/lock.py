@@ -7,7 +7,7 @@ from pathlib import Path
 
 from sentadapt.errors import ConfigError
 from sentadapt.events import Note, quiet
-from sentadapt.rundir import RunDir
+from sentadapt.run_folder import RunDir
 
 
 def acquire_lock(output: Path, note: Note = quiet) -> Path:

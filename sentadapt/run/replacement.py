@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sentadapt.events import Note, quiet
-from sentadapt.rundir import LOCK_FILE, RunDir
+from sentadapt.run_folder import LOCK_FILE, RunDir
 
 ASIDE_SUFFIX = ".replaced"
 

@@ -8,10 +8,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from sentadapt.adapt_options import RunFlags, TrainFlags
 from sentadapt.config import RunConfig
 from sentadapt.events import Note, Progress, quiet
 from sentadapt.run.processes import is_main_process
-from sentadapt.run_spec import RunFlags, TrainFlags
 
 # a config value given by name: what a TrainConfig or recipe field holds
 ConfigValue = bool | int | float | str | tuple[int, ...] | tuple[float, ...] | tuple[str, ...] | None

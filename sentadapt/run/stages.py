@@ -15,7 +15,7 @@ from sentadapt.run.processes import device, is_main_process
 from sentadapt.run.replacement import Replacement
 from sentadapt.run.resolved import ResolvedRun
 from sentadapt.run.settings import Events
-from sentadapt.rundir import RunDir
+from sentadapt.run_folder import RunDir
 from sentadapt.train.signals import StopAtOnce, stopped_early
 
 
@@ -118,7 +118,7 @@ def _train_stage(trainer: Any, resume: bool, output: Path) -> Any:
 
 
 def _after_write_failure(checkpoints: Path, output: Path) -> str:
-    from sentadapt.rundir import list_checkpoints
+    from sentadapt.run_folder import list_checkpoints
 
     found = list_checkpoints(checkpoints)
     if not found:

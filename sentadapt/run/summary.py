@@ -1,4 +1,4 @@
-"""What `adapt` reports at the end of a run, as plain data: the summary table (sentadapt.tables) and the lines
+"""What `adapt` reports at the end of a run, as plain data: the summary table (sentadapt.text_tables) and the lines
 saying which defaults the preset chose. The CLI draws them; `AdaptResult.summary` holds the same table."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import os
 import time
 from typing import Any
 
-from sentadapt.tables import BAD, GOOD, WARN, Cell, TextTable
+from sentadapt.text_tables import BAD, GOOD, WARN, Cell, TextTable
 
 
 def preset_lines(config: Any) -> list[str]:
@@ -290,7 +290,7 @@ def auto_table(record: dict[str, Any]) -> TextTable:
 
 def auto_verdict(record: dict[str, Any], output: Any) -> Cell:
     """The choice of an auto run in one line, toned good (a candidate is used) or bad (the base is kept)."""
-    from sentadapt.rundir import RunDir
+    from sentadapt.run_folder import RunDir
 
     reason = record["decision_reason"]
     if record["chosen"] is None:

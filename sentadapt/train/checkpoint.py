@@ -4,7 +4,7 @@ A checkpoint holds the TrainingModule's weights (safetensors), optimizer, schedu
 every process's RNG state and the trainer state (JSON). It is written as an atomic, verified folder
 (durable.write_folder_atomically); resume takes the newest one that verifies (a truncated or corrupted one is
 skipped). The loop decides when to write one and which process does what; the run directory's layout (where
-checkpoints live, their names) is rundir.py's.
+checkpoints live, their names) is run_folder.py's.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from safetensors.torch import load_file, save_file
 
 from sentadapt.durable import verify_folder, write_folder_atomically
 from sentadapt.errors import CheckpointError
-from sentadapt.rundir import CHECKPOINT_WEIGHTS_FILE, checkpoint_name, list_checkpoints
+from sentadapt.run_folder import CHECKPOINT_WEIGHTS_FILE, checkpoint_name, list_checkpoints
 
 
 def newest_usable_checkpoint(folder: Path, report: Callable[[str], None]) -> Path | None:

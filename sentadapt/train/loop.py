@@ -38,7 +38,7 @@ from sentadapt.encoder import Encoder
 from sentadapt.errors import ConfigError, SentadaptError
 from sentadapt.evaluation.evaluator import Evaluator
 from sentadapt.recipes.base import Recipe
-from sentadapt.rundir import RunDir
+from sentadapt.run_folder import RunDir
 from sentadapt.teacher.table import TeacherTable
 from sentadapt.train.checkpoint import (
     load_training_checkpoint,

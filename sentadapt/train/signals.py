@@ -21,9 +21,9 @@ from types import FrameType
 from typing import Any
 
 from sentadapt.errors import SentadaptError
-from sentadapt.stopping import STOP_SIGNALS, pending_signal
+from sentadapt.stop_signals import STOP_SIGNALS, pending_signal
 
-# The signals that ask for a clean stop (sentadapt.stopping: the same ones outside a run), in the order a combined
+# The signals that ask for a clean stop (sentadapt.stop_signals: the same ones outside a run), in the order a combined
 # request is named by (highest number wins).
 
 

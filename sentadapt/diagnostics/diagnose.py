@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sentadapt.diagnostics import parse_reports, tables
+from sentadapt.diagnostics import parse_reports, report_tables
 from sentadapt.diagnostics.report import DiagnoseInputs, Diagnosis, comparison_dict, gather_inputs
 from sentadapt.diagnostics.report import diagnose as run_reports
 from sentadapt.durable import write_json_file
@@ -19,7 +19,7 @@ from sentadapt.errors import DataError
 from sentadapt.events import Note, Progress, quiet
 from sentadapt.options import check_at_least, check_output_file, check_output_folder, checked, save_result
 from sentadapt.resolve import DEFAULT_BASE_MODEL
-from sentadapt.tables import TextTable
+from sentadapt.text_tables import TextTable
 
 
 @dataclass
@@ -38,18 +38,18 @@ class DiagnoseResult:
     def write_json(self, path: str | Path) -> Path:
         return write_json_file(path, self.to_json())
 
-    # What `sentadapt diagnose` prints, as plain data (sentadapt.tables; `print(table)` gives text).
+    # What `sentadapt diagnose` prints, as plain data (sentadapt.text_tables; `print(table)` gives text).
     def summary_table(self) -> TextTable:
-        return tables.summary_table(self.diagnoses)
+        return report_tables.summary_table(self.diagnoses)
 
     def verdict_lines(self) -> list[tuple[str, str]]:
-        return tables.verdict_lines(self.diagnoses)
+        return report_tables.verdict_lines(self.diagnoses)
 
     def spectrum_lines(self) -> list[str]:
-        return tables.spectrum_lines(self.diagnoses)
+        return report_tables.spectrum_lines(self.diagnoses)
 
     def report_tables(self) -> dict[str, TextTable]:
-        return tables.report_tables(self.diagnoses)
+        return report_tables.report_tables(self.diagnoses)
 
 
 @checked({"model": "MODEL", "json_out": "--json"})

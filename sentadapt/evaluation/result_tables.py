@@ -1,4 +1,4 @@
-"""`eval`'s result as tables (sentadapt.tables): a row per task (several tasks: the main metric, then the average)
+"""`eval`'s result as tables (sentadapt.text_tables): a row per task (several tasks: the main metric, then the average)
 or per metric (one task), a column per model with its 95 % CI, Δ columns against the first model with the
 paired CI (* when it excludes 0). `EvalResult.tables()` returns them; the CLI draws them."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from sentadapt.evaluation.evaluator import Comparison, Delta, EvalReport, Evaluator
-from sentadapt.tables import BAD, DIM, GOOD, STRONG, Cell, TextTable, signed
+from sentadapt.text_tables import BAD, DIM, GOOD, STRONG, Cell, TextTable, signed
 
 
 def result_table(evaluator: Evaluator, reports: Sequence[EvalReport], comparisons: Sequence[Comparison | None],

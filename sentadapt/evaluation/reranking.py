@@ -12,8 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from sentadapt.data.pairs import sniff_columns
-from sentadapt.data.rerank import RerankRows, read_rerank
+from sentadapt.data.pair_files import sniff_columns
+from sentadapt.data.rerank_files import RerankRows, read_rerank
 from sentadapt.evaluation import bootstrap, ranking
 from sentadapt.evaluation.base import TASK_TYPES, EmbeddingTable, EvalTask, Outputs
 from sentadapt.prompts import DOCUMENT, QUERY

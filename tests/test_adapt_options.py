@@ -1,4 +1,4 @@
-"""The run spec (sentadapt/run_spec.py): the CLI's `adapt` options, the API's keywords and the config agree, and a
+"""The run spec (sentadapt/adapt_options.py): the CLI's `adapt` options, the API's keywords and the config agree, and a
 config field with nothing else written is a `--set` key, an API keyword and a config.yaml entry (issue 35)."""
 
 from __future__ import annotations
@@ -12,12 +12,12 @@ import pytest
 import typer.main
 import yaml
 
+from sentadapt.adapt_options import ADAPT_OPTIONS, REQUEST, RUN, TRAIN, run_fields_without_option
 from sentadapt.cli import app
 from sentadapt.config import RunConfig, TrainConfig, load_run_config, save_run_config
 from sentadapt.errors import ConfigError
 from sentadapt.recipes import RECIPES
 from sentadapt.run.adapt import adapt
-from sentadapt.run_spec import ADAPT_OPTIONS, REQUEST, RUN, TRAIN, run_fields_without_option
 from tests.conftest import run_adapt
 
 API_ONLY = ("note", "progress", "config_keys")  # callbacks and the config keywords: no flag of their own
@@ -126,9 +126,9 @@ def test_the_flags_classes_declare_every_option_of_their_target_with_its_type_an
     import dataclasses
     import typing
 
-    from sentadapt import run_spec
+    from sentadapt import adapt_options
 
-    cls = getattr(run_spec, flags_class)
+    cls = getattr(adapt_options, flags_class)
     hints = typing.get_type_hints(cls)
     declared = [(field.name, hints[field.name], field.default) for field in dataclasses.fields(cls)]
-    assert declared == run_spec.flag_fields(target, extra)
+    assert declared == adapt_options.flag_fields(target, extra)

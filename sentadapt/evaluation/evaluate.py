@@ -20,7 +20,7 @@ from sentadapt.evaluation.forms import resolved as resolved_forms
 from sentadapt.events import Note, Progress, progress_step, quiet
 from sentadapt.options import check_at_least, check_output_file, checked, save_result
 from sentadapt.prompts import SIDES, PromptChoice, Prompts, read_prompts
-from sentadapt.tables import TextTable
+from sentadapt.text_tables import TextTable
 
 SPLITS = ("test", "dev")
 PAIR_TASK_TYPES = ("sts", "pair-classification")  # what --task may force for --pairs files
@@ -75,7 +75,7 @@ class EvalResult:
     def tables(self, subsets: bool = False) -> list[TextTable]:
         """One table per evaluator, as `sentadapt eval` prints it (`print(table)` gives plain text); `subsets`:
         per-subset STS rows too."""
-        from sentadapt.evaluation.tables import forms_table, result_table
+        from sentadapt.evaluation.result_tables import forms_table, result_table
 
         if self.forms:
             return [forms_table(evaluator, self.models, self.forms, [reports[e] for reports in self.reports],
@@ -86,7 +86,7 @@ class EvalResult:
 
     def protocols(self) -> list[str]:
         """Per evaluator, the line printed under its table: the data and how it was scored."""
-        from sentadapt.evaluation.tables import protocol
+        from sentadapt.evaluation.result_tables import protocol
 
         lines = [protocol(evaluator, self.aggregate) for evaluator in self.evaluators]
         if self.forms:

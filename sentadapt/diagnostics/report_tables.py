@@ -1,4 +1,4 @@
-"""`diagnose`'s result as tables (sentadapt.tables) and verdict lines: a column per model (and Δ, good or bad, when
+"""`diagnose`'s result as tables (sentadapt.text_tables) and verdict lines: a column per model (and Δ, good or bad, when
 comparing two), the headline figures, then one table per report. `DiagnoseResult.tables()` returns them; the CLI
 draws them."""
 
@@ -8,7 +8,7 @@ import math
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from sentadapt.tables import BAD, BEST, GOOD, Cell, TextTable
+from sentadapt.text_tables import BAD, BEST, GOOD, Cell, TextTable
 
 if TYPE_CHECKING:
     from sentadapt.diagnostics.report import Diagnosis
