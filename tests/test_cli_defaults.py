@@ -1,0 +1,53 @@
+"""Each command's defaults are its library call's (issue 59, item 5): `sentadapt eval|diagnose|export|pairs` and
+`evaluate`/`diagnose`/`export`/`propose_pairs` give the same value to every option both have, so a script and a
+shell get the same run. (`adapt` is built from one option table: tests/test_adapt_options.py.)"""
+
+from __future__ import annotations
+
+import inspect
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+# CLI parameter → library keyword where the names differ; CLI-only options (rendering) are listed as None
+RENAMED = {"export_format": "format", "base": "model", "show_subsets": None}
+
+
+def _default(parameter: inspect.Parameter) -> Any:
+    value = getattr(parameter.default, "default", parameter.default)  # typer's OptionInfo / ArgumentInfo
+    if isinstance(value, (list, tuple)):
+        return tuple(value)
+    return str(value) if isinstance(value, Path) else value
+
+
+def _pairs() -> list[tuple[str, Any, Any]]:
+    from sentadapt.cli.diagnose import diagnose as diagnose_command
+    from sentadapt.cli.eval import eval_models
+    from sentadapt.cli.export import export as export_command
+    from sentadapt.cli.pairs import pairs as pairs_command
+    from sentadapt.diagnostics.diagnose import diagnose
+    from sentadapt.evaluation.devset import propose_pairs
+    from sentadapt.evaluation.evaluate import evaluate
+    from sentadapt.exporting import export
+
+    return [("eval", eval_models, evaluate), ("diagnose", diagnose_command, diagnose),
+            ("export", export_command, export), ("pairs", pairs_command, propose_pairs)]
+
+
+@pytest.mark.parametrize("command", ["eval", "diagnose", "export", "pairs"])
+def test_every_option_of_a_command_has_its_library_calls_default(command: str) -> None:
+    _, cli, library = next(pair for pair in _pairs() if pair[0] == command)
+    options = inspect.signature(inspect.unwrap(cli)).parameters
+    keywords = inspect.signature(library).parameters
+    compared = 0
+    for name, parameter in options.items():
+        keyword = RENAMED.get(name, name)
+        if keyword is None:
+            continue
+        assert keyword in keywords, f"{command}: --{name} has no keyword in {library.__name__}"
+        if keywords[keyword].default is inspect.Parameter.empty or _default(parameter) is ...:
+            continue  # required on both sides
+        assert _default(parameter) == _default(keywords[keyword]), f"{command}: {name}"
+        compared += 1
+    assert compared >= 5  # the comparison ran over the command's options, not none of them
