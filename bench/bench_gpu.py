@@ -883,7 +883,7 @@ def publish(records: list[dict[str, Any]], plan: list[Chunk], source: Path, read
 
 def gpu_test_files() -> list[str]:
     """The test files that hold GPU-marked tests (`pytest.mark.gpu`): collecting only them takes seconds."""
-    return sorted(path.relative_to(REPO).as_posix() for path in (REPO / "tests").glob("test_*.py")
+    return sorted(path.relative_to(REPO).as_posix() for path in (REPO / "tests").rglob("test_*.py")
                   if re.search(r"\bmark\.gpu\b", path.read_text(encoding="utf-8")))
 
 

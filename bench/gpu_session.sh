@@ -58,7 +58,7 @@ fi
 
 [ "$TESTS_S" -gt 0 ] || exit 0
 echo "== GPU-marked tests and the CUDA fault test ($TESTS_S s at most)"
-timeout "$TESTS_S" $PY -m pytest -q -p no:cacheprovider -rs tests/test_gpu_training.py tests/test_eval_dtype.py \
-    "tests/test_faults.py::test_preemption_signal_checkpoints_exits_128_plus_n_and_the_same_command_resumes_exactly" \
+timeout "$TESTS_S" $PY -m pytest -q -p no:cacheprovider -rs tests/train/test_gpu_training.py tests/evaluation/test_eval_dtype.py \
+    "tests/run/test_faults.py::test_preemption_signal_checkpoints_exits_128_plus_n_and_the_same_command_resumes_exactly" \
     2>&1 | tee "$OUT/tests.txt" | tail -15
 echo "tests exit ${PIPESTATUS[0]}"

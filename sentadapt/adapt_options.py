@@ -9,7 +9,7 @@ request (`--resume`, `--dry-run`, ...) and are declared here with their type and
 
 - the CLI's `adapt` command is generated (cli/adapt.py: its signature is built from this table), options in this
   order;
-- `sentadapt.adapt()`'s keywords are checked against it (tests/test_adapt_options.py: names and defaults), and every
+- `sentadapt.adapt()`'s keywords are checked against it (tests/run/test_adapt_options.py: names and defaults), and every
   other `TrainConfig` or recipe field is a keyword too (`adapt(..., distill_kind="mse")` = `--set distill_kind=mse`);
 - the given values are routed to the config (`route`, called by run/adapt.py's `request_from` for the CLI and
   the API alike), so no list of options is written twice.
@@ -186,7 +186,7 @@ LORA_FIELDS = ("lora_r", "lora_alpha", "lora_dropout", "lora_targets")  # what `
 def flag_fields(target: str, extra: tuple[str, ...] = ()) -> list[tuple[str, Any, Any]]:
     """(name, type, default) of each option of `target` as a flags class declares it (its config field's type;
     default None: not given, or the option's own default): what TrainFlags and RunFlags must spell
-    (tests/test_adapt_options.py holds them equal, so a new option is still one entry plus one typed line)."""
+    (tests/run/test_adapt_options.py holds them equal, so a new option is still one entry plus one typed line)."""
     hints = typing.get_type_hints(TrainConfig if target == TRAIN else RunConfig)
     fields = [(option.name, option.value_type, option.default if option.target == RUN else None)
               for option in ADAPT_OPTIONS if option.target == target]
@@ -268,6 +268,6 @@ def from_command_line(values: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def run_fields_without_option() -> list[str]:
-    """RunConfig fields no option sets (checked by tests/test_adapt_options.py: each is filled by adapt itself)."""
+    """RunConfig fields no option sets (checked by tests/run/test_adapt_options.py: each is filled by adapt itself)."""
     optioned = {option.name for option in ADAPT_OPTIONS if option.target == RUN}
     return [f.name for f in dataclasses.fields(RunConfig) if f.name not in optioned | _FILLED_BY_ADAPT]

@@ -215,7 +215,7 @@ def test_the_product_bench_research_and_tools_do_not_lean_on_each_other(folder: 
 
 def test_the_product_tests_read_no_stored_research_output() -> None:
     """Not only imports: no product test opens a file under research/ (its stored outputs and write-ups)."""
-    readers = [path.name for path in (REPOSITORY / "tests").glob("*.py")
+    readers = [path.name for path in (REPOSITORY / "tests").rglob("*.py")
                if path.name != "test_architecture.py" and re.search(r"[\"'/]research[\"'/]", path.read_text())]
     assert not readers, readers
 

@@ -263,7 +263,8 @@ def test_quick_section_pairs_the_rows_of_one_card_across_chunks() -> None:
                {"kind": "chunk", "chunk": 1, "seconds": 351.0, "estimate_s": 392.0, "card": card},
                run(3, "2026-11-26 10:20 UTC"), row(3, "peer-bf16-96", 500.0), row(3, "eval-fp32-128", 3000.0),
                row(3, "eval-fp16-128", 6000.0),
-               {"kind": "tests", "row": "tests-gpu", "chunk": 4, "command": "pytest -m gpu tests/test_gpu_training.py",
+               {"kind": "tests", "row": "tests-gpu", "chunk": 4,
+                "command": "pytest -m gpu tests/train/test_gpu_training.py",
                 "returncode": 0, "summary": "11 passed, 1 skipped in 84.20s", "seconds": 95.0, "card": card}]
     text = bench.quick_section(records, bench.quick_plan(), "results.jsonl")
     assert "| 1 | consert-bf16-96, consert-fp16-96, consert-tf32-96, bare-bf16-96, bare-fp16-96 | 392 s | " \
@@ -275,7 +276,7 @@ def test_quick_section_pairs_the_rows_of_one_card_across_chunks() -> None:
     assert "| eval-fp16-128 | sentadapt eval (Encoder.encode) | fp16 | 128 | 6,000 | – | – | 2.00× |" in text
     assert "| eval fp16 faster than fp32 (Encoder.encode, batch 128) | 2.00× | yes |" in text
     assert "| consert-bf16-96 | 713 | 1,600 | 2.24× |" in text
-    assert ("**The suite with CUDA** (`pytest -m gpu tests/test_gpu_training.py`) on NVIDIA H100 80GB HBM3: "
+    assert ("**The suite with CUDA** (`pytest -m gpu tests/train/test_gpu_training.py`) on NVIDIA H100 80GB HBM3: "
             "11 passed, 1 skipped in 84.20s, exit 0 (green).") in text
 
 

@@ -54,7 +54,7 @@ def test_empty_input_gives_empty_matrix(tiny_encoder: Encoder) -> None:
 
 
 def test_bf16_stays_close_to_fp32(tiny_encoder: Encoder) -> None:
-    # bf16 encodes with a cast copy of the backbone (no autocast); tests/test_eval_dtype.py covers it in full
+    # bf16 encodes with a cast copy of the backbone (no autocast); tests/evaluation/test_eval_dtype.py covers it in full
     fp32 = tiny_encoder.encode(TINY_SENTENCES)
     bf16 = tiny_encoder.encode(TINY_SENTENCES, dtype="bf16")
     assert bf16.dtype == torch.float32

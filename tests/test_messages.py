@@ -12,7 +12,7 @@ import pytest
 
 from sentadapt.errors import ConfigError
 from tests.conftest import run_adapt
-from tests.test_hostile import at_80_columns, run_cli, run_cli_env
+from tests.run.test_hostile import at_80_columns, run_cli, run_cli_env
 
 BOX = re.compile(r"[│┃┌┐└┘├┤┬┴┼─━╭╮╯╰┏┓┗┛┡┩╇┳┻]")
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"

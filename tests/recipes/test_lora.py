@@ -14,7 +14,7 @@ from sentadapt.errors import ConfigError
 from sentadapt.lora import LoraSettings, attach, lora_flags, merged_state_dict, target_modules
 from sentadapt.train.loop import TrainingInterrupted
 from tests.conftest import FLOAT32_RTOL, TINY_SENTENCES, run_adapt, run_config
-from tests.test_train import Recorder, train
+from tests.train.test_train import Recorder, train
 
 peft = pytest.importorskip("peft")
 

@@ -25,9 +25,9 @@ from sentadapt.run.stages import write_config
 from sentadapt.train.loop import Trainer, TrainingInterrupted, TrainingModule
 from tests.conftest import adapt_option_error_imports_torch, cpu_state, run_checked, run_config
 from tests.conftest import run_adapt as _adapt
-from tests.test_train import Recorder
+from tests.train.test_train import Recorder
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 WORDS = ["the", "a", "man", "woman", "dog", "server", "database", "disk", "network", "error", "failed", "job",
          "backup", "restart", "playing", "guitar", "music", "food", "running", "fast", "red", "blue", "big",
          "small", "new", "old", "request", "timeout", "memory", "cluster", "node", "user", "login", "dns"]

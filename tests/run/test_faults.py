@@ -403,7 +403,7 @@ def test_nan_skip_mode_counts_and_stops_at_its_limit(tiny_model_dir: Path, fault
                                                      tmp_path: Path) -> None:
     from sentadapt.run.inputs import build_inputs
     from sentadapt.train.loop import Trainer, TrainingDiverged
-    from tests.test_train import Recorder, make_config
+    from tests.train.test_train import Recorder, make_config
 
     config = make_config(tiny_model_dir, fault_corpus, tmp_path / "run", max_steps=6, batch_size=8,
                          sets=("on_nan=skip", "max_nan_skips=1"))
@@ -429,7 +429,7 @@ def test_infinite_gradients_with_a_finite_loss_stop_before_the_weights_change(
 ) -> None:
     from sentadapt.run.inputs import build_inputs
     from sentadapt.train.loop import Trainer, TrainingDiverged
-    from tests.test_train import make_config
+    from tests.train.test_train import make_config
 
     for clip in ("1.0", "0"):  # with and without clipping (the norm comes from clip_grad_norm_ or is computed)
         output = tmp_path / f"run-clip-{clip}"

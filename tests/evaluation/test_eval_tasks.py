@@ -482,7 +482,7 @@ def test_evaluation_imports_point_one_way_and_load_no_torch() -> None:
     import subprocess
     import sys
 
-    package = Path(__file__).resolve().parents[1] / "sentadapt" / "evaluation"
+    package = Path(__file__).resolve().parents[2] / "sentadapt" / "evaluation"
 
     def imported(name: str) -> set[str]:
         tree = ast.parse((package / f"{name}.py").read_text(encoding="utf-8"))

@@ -34,7 +34,7 @@ from sentadapt.encoder import Encoder, pad_batch
 from sentadapt.errors import ConfigError, DataError
 from tests.conftest import ASSETS, run_adapt, run_config
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 WORDS = ["the", "a", "man", "server", "database", "disk", "network", "error", "failed", "job", "backup", "dns",
          "restart", "deploy", "playing", "guitar", "music", "cooking", "running", "fast", "red", "car", "user"]
 

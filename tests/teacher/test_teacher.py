@@ -26,8 +26,8 @@ from sentadapt.run.stages import write_config
 from sentadapt.train.distill import TEACHER_VECTORS
 from sentadapt.train.loop import Trainer, TrainingInterrupted
 from tests.conftest import ASSETS, FLOAT32_RTOL, TINY_SENTENCES, run_adapt, run_config
-from tests.test_distill import reference_kl
-from tests.test_train import Recorder
+from tests.train.test_distill import reference_kl
+from tests.train.test_train import Recorder
 
 TEACHER_WIDTH = 48
 FLAGS = {"batch_size": 8, "max_length": 16, "lr": 1e-3, "eval_every": 0, "log_every": 1, "checkpoint_every": 2}

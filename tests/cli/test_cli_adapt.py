@@ -18,7 +18,7 @@ runner = CliRunner()
 def _flat(table: str) -> str:
     """A rich table's text with borders removed and wrapped cells joined, for phrase assertions."""
     return " ".join(table.translate(str.maketrans("│┃┌┐└┘├┤┬┴┼─", " " * 12)).split())
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def test_dry_run_prints_the_resolved_config_without_loading(corpus: Path, tiny_model_dir: Path, tmp_path: Path

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import run_adapt
-from tests.test_faults import COMMON, start, wait_for_pause
-from tests.test_hostile import files_of
+from tests.run.test_faults import COMMON, start, wait_for_pause
+from tests.run.test_hostile import files_of
 
 
 def both_kept(run: Path) -> str:

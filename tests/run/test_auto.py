@@ -400,7 +400,7 @@ def test_an_auto_candidate_with_a_teacher_is_configured_exactly_as_recipe_name_w
     import dataclasses
 
     import sentadapt
-    from tests.test_teacher import build_tiny_teacher
+    from tests.teacher.test_teacher import build_tiny_teacher
 
     teacher = build_tiny_teacher(tmp_path / "teacher")
     inputs = train_pairs if recipe == "clsr" else corpus

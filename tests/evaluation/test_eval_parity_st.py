@@ -19,7 +19,7 @@ from sentadapt.encoder import Encoder
 from sentadapt.evaluation.base import EmbeddingTable, EvalTask, TaskResult
 from sentadapt.evaluation.retrieval import RetrievalTask
 from sentadapt.evaluation.task_types import read_task
-from tests.test_eval_tasks import SENTENCES
+from tests.evaluation.test_eval_tasks import SENTENCES
 
 st = pytest.importorskip("sentence_transformers")
 evaluation = pytest.importorskip("sentence_transformers.sentence_transformer.evaluation")

@@ -20,7 +20,7 @@ from sentadapt.evaluation.task_types import detect_task_type, read_task, resolve
 from tests.conftest import SHARED_MODELS, needs_shared
 
 runner = CliRunner()
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SUBJECTS = ("the server", "the database", "a disk", "the network", "the cluster", "a node", "the pod", "the service")
 STATES = ("is down", "failed", "is slow", "has a dns timeout", "is playing music", "was new")
 HEADER = "sentence1\tsentence2\tlabel"

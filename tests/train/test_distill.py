@@ -19,7 +19,7 @@ from sentadapt.run_folder import checkpoint_name
 from sentadapt.train.distill import build_distillation
 from sentadapt.train.loop import TrainingModule
 from tests.conftest import TINY_SENTENCES, run_adapt, run_config
-from tests.test_train import make_config, train
+from tests.train.test_train import make_config, train
 
 # ---------------------------------------------------------------------- the terms against plain loops
 

@@ -184,7 +184,7 @@ def test_an_overwrite_whose_teacher_trails_leaves_the_finished_run_byte_identica
     monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from sentadapt.evaluation.evaluator import Delta, Evaluator
-    from tests.test_teacher import build_tiny_teacher
+    from tests.teacher.test_teacher import build_tiny_teacher
 
     teacher = build_tiny_teacher(tmp_path / "teacher")
     before = files_of(finished_run)
@@ -735,7 +735,7 @@ def test_a_teacher_run_logged_to_a_file_says_something_at_least_every_interval(
 ) -> None:
     """stderr is a file: no progress bar is drawn, so the heartbeat (every SENTADAPT_HEARTBEAT_S, 20 s by default)
     prints the training line or the count of the work under way. Lines are timed as they arrive."""
-    from tests.test_teacher import build_tiny_teacher
+    from tests.teacher.test_teacher import build_tiny_teacher
 
     teacher = build_tiny_teacher(tmp_path / "teacher")
     command = [*SENTADAPT, "adapt", str(corpus), "--base", str(tiny_model_dir), "--teacher", str(teacher),

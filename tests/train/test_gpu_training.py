@@ -18,7 +18,7 @@ import torch
 from sentadapt.run.inputs import build_inputs
 from sentadapt.train.loop import Trainer, TrainingDiverged
 from tests.conftest import count_tensor_calls, poison, run_config
-from tests.test_train import toy_corpus  # noqa: F401  (the module-scoped corpus fixture)
+from tests.train.test_train import toy_corpus  # noqa: F401  (the module-scoped corpus fixture)
 
 pytestmark = [pytest.mark.gpu,
               pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")]

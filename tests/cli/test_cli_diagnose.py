@@ -16,7 +16,7 @@ from sentadapt.cli import app
 from tests.conftest import TINY_SENTENCES, needs_shared
 
 runner = CliRunner()
-REPO_ROOT = Path(__file__).resolve().parents[1]
+REPO_ROOT = Path(__file__).resolve().parents[2]
 MODEL_KEYS = {"model", "pooling", "pooling_source", "num_layers", "dim", "seconds", "anisotropy", "spectrum",
               "alignment", "frequency", "topk", "layers", "headline", "verdicts"}
 

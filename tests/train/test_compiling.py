@@ -18,7 +18,7 @@ from sentadapt.run.inputs import build_inputs
 from sentadapt.run.stages import write_config
 from sentadapt.train.loop import Trainer
 from tests.conftest import build_tiny_bert, run_adapt, run_config
-from tests.test_train import Recorder
+from tests.train.test_train import Recorder
 
 FLAGS = {"batch_size": 8, "max_length": 16, "lr": 1e-3, "eval_every": 2, "log_every": 1, "max_steps": 4}
 
@@ -52,7 +52,7 @@ def _train(model: Path, corpus: Path, dev: Path, output: Path, compile_setting: 
     return trainer, recorder
 
 
-@pytest.mark.skipif(torch.cuda.is_available(), reason="on a GPU the layers compile (tests/test_gpu_training.py)")
+@pytest.mark.skipif(torch.cuda.is_available(), reason="on a GPU the layers compile (tests/train/test_gpu_training.py)")
 def test_on_the_cpu_compile_is_a_note_and_the_same_training(no_dropout_model: Path, tmp_path: Path) -> None:
     corpus = tmp_path / "corpus.txt"
     corpus.write_text("".join(f"the server {i} is down now {'very ' * (i % 9)}\n" for i in range(80)))

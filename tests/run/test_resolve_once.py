@@ -16,8 +16,8 @@ import pytest
 
 from sentadapt.run_folder import RunDir
 from tests.conftest import run_adapt
-from tests.test_consert import nli_file  # noqa: F401  (a fixture)
-from tests.test_teacher import build_tiny_teacher
+from tests.recipes.test_consert import nli_file  # noqa: F401  (a fixture)
+from tests.teacher.test_teacher import build_tiny_teacher
 
 QUICK = ["--batch-size", "8", "--max-steps", "2", "--max-length", "16", "--eval-every", "2"]
 

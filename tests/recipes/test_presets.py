@@ -15,7 +15,7 @@ from sentadapt.recipes import RECIPES
 from sentadapt.resolve import ResolvedModel, resolve_model
 from tests.conftest import run_adapt
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
@@ -147,7 +147,7 @@ def test_config_yaml_keeps_the_preset_and_old_files_still_load(tiny_st_dir: Path
     assert old.preset is None and old.train.lr == 5e-5
 
 
-@pytest.mark.parametrize("path", sorted(Path(__file__).parent.parent.joinpath("recipes").glob("*.yaml")),
+@pytest.mark.parametrize("path", sorted(Path(__file__).parents[2].joinpath("recipes").glob("*.yaml")),
                          ids=lambda path: path.name)
 def test_a_recipe_yaml_repeats_its_recipes_defaults_exactly(path: Path) -> None:
     """recipes/*.yaml are documentation one can pass to --config: every value they set is the recipe's own default

@@ -28,7 +28,7 @@ from sentadapt.recipes.base import RecipeBase, register_recipe
 from sentadapt.st_format import read_layout
 from sentadapt.train.loop import TrainingInterrupted
 from tests.conftest import FLOAT32_RTOL, TINY_SENTENCES, run_adapt, run_config
-from tests.test_train import Recorder, train
+from tests.train.test_train import Recorder, train
 
 NAMES = RECIPES.names()
 # What every recipe trains with here: small batches and sequences, an lr at which one step moves the losses.

@@ -19,7 +19,7 @@ from tests.conftest import needs_shared
 st = pytest.importorskip("sentence_transformers")
 quantize_embeddings = st.quantize_embeddings
 
-SHARED = Path(__file__).resolve().parents[2] / "shared"
+SHARED = Path(__file__).resolve().parents[3] / "shared"
 MINILM = SHARED / "models" / "all-minilm-l6-v2"
 
 

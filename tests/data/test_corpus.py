@@ -19,7 +19,7 @@ from sentadapt.data.corpus import ENCODING_ERRORS, Corpus, CorpusReport, read_co
 from sentadapt.data.nli import NLI_LABELS, entailment_pairs, read_nli
 from sentadapt.errors import ConfigError, DataError
 
-SHARED_NLI = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "nli"
+SHARED_NLI = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "nli"
 
 
 @contextlib.contextmanager
