@@ -10,6 +10,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from sentadapt.data.pair_checks import check_labelled_file, odd_labels_allowed
 from sentadapt.data.textfile import (
     CSV,
     JSONL,
@@ -135,8 +136,6 @@ def read_scored_pairs(path: str | Path, score_range: tuple[float, float] | None 
 def read_user_scored_pairs(path: str | Path) -> ScoredPairs:
     """A user's scored pairs file (`eval --pairs`, `adapt --dev`): read as `read_scored_pairs` reads it, then
     checked for repeated pairs and scores off the file's own scale (data/pair_checks.py)."""
-    from sentadapt.data.pair_checks import check_labelled_file
-
     path = Path(path)
     column = score_column_of(path)
     pairs = read_scored_pairs(path, score_column=column)
@@ -210,17 +209,6 @@ def labels_are_graded(path: str | Path, column: str = "label") -> bool:
     return odd > 0
 
 
-ODD_SHARE = 0.05  # see odd_labels_allowed
-
-
-def odd_labels_allowed(labelled: int) -> int:
-    """How many values other than 0 and 1 a column of `labelled` values may hold and still be 0/1 labels with
-    typos (an error) rather than scores: one, or 5 % of a large file, and always under a quarter of the column (4
-    labels with one 3 are scores). A column of graded scores has far more: 88 % of STS-B dev's scores are neither
-    0 nor 1, 64 % of STS16's (the lowest in ../shared/data/sts)."""
-    return min(max(1, int(ODD_SHARE * labelled)), (labelled - 1) // 4)
-
-
 def score_column_of(path: str | Path) -> str:
     """The column that holds the gold scores of an STS file: 'score', else a graded 'label' column."""
     columns = sniff_columns(path)
@@ -270,8 +258,6 @@ def read_labelled_pairs(path: str | Path, label_column: str = "label") -> Labell
     if len(set(pairs.labels)) < 2:
         raise DataError(f"{path}: all {len(pairs)} labels are {pairs.labels[0]}; average precision needs pairs "
                         "labelled 1 and pairs labelled 0")
-    from sentadapt.data.pair_checks import check_labelled_file
-
     check_labelled_file(path, pairs.sentence1, pairs.sentence2, [float(label) for label in pairs.labels],
                         pairs.lines, label_column, graded=False)
     return pairs
