@@ -22,7 +22,7 @@ The table goes to metrics.json ("sizes") and the summary; the per-unit outputs b
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -90,10 +90,15 @@ def size_table(evaluator: Evaluator, base_outputs: dict[str, Any], form_outputs:
     return SizeTable(rows, named_in_sequence(rows), risk_limit, base_score)
 
 
+def walk_order(forms: Sequence[Mapping[str, Any]]) -> list[int]:
+    """The fixed sequence's order of the rows' forms: by bytes per vector, then size, both descending."""
+    return sorted(range(len(forms)), key=lambda i: (-forms[i]["bytes_per_vector"], -forms[i]["dim"]))
+
+
 def named_in_sequence(rows: Sequence[SizeRow]) -> int | None:
     """The fixed-sequence walk of the module docstring: rows by bytes per vector, then size, both descending; the
     index of the last row that keeps the gain before the first that does not."""
-    order = sorted(range(len(rows)), key=lambda i: (-rows[i].form["bytes_per_vector"], -rows[i].form["dim"]))
+    order = walk_order([row.form for row in rows])
     named = None
     for index in order:
         if not rows[index].keeps:

@@ -8,6 +8,7 @@ import os
 import time
 from typing import Any
 
+from sentadapt.evaluation.sizes import walk_order
 from sentadapt.text_tables import BAD, GOOD, WARN, Cell, TextTable
 
 
@@ -101,8 +102,7 @@ def _weighed(row: dict[str, Any]) -> str:
 
 def _first_failing(rows: list[dict[str, Any]]) -> int | None:
     """The index of the row where the walk stopped (evaluation/sizes.named_in_sequence's order), None if none."""
-    order = sorted(range(len(rows)), key=lambda i: (-rows[i]["bytes_per_vector"], -rows[i]["dim"]))
-    return next((index for index in order if not rows[index]["keeps_gain"]), None)
+    return next((index for index in walk_order(rows) if not rows[index]["keeps_gain"]), None)
 
 
 def _stopped_at(rows: list[dict[str, Any]], stop: int) -> str:
@@ -113,7 +113,7 @@ def _stopped_at(rows: list[dict[str, Any]], stop: int) -> str:
 
 def _unreached(rows: list[dict[str, Any]], stop: int) -> str:
     """A smaller row after the one where the walk stopped that passes alone: never named (the fixed sequence)."""
-    order = sorted(range(len(rows)), key=lambda i: (-rows[i]["bytes_per_vector"], -rows[i]["dim"]))
+    order = walk_order(rows)
     unreached = next((rows[i] for i in order[order.index(stop) + 1:] if rows[i]["keeps_gain"]), None)
     if unreached is None:
         return ""
