@@ -64,21 +64,26 @@ def both_kept(output: Path, aside: Path) -> str:
 
 
 def recover(output: Path, note: Note = quiet) -> None:
-    """A run set aside by an `--overwrite` run that was killed before it could settle: deleted when the killed run
-    had finished after all; put back when it never reached a checkpoint; else kept, and the user told so."""
+    """A run set aside by an `--overwrite` run that was killed before it could settle, settled now as the run would
+    have settled it."""
     aside = aside_path(output)
-    if not aside.is_dir():
-        return
+    if aside.is_dir():
+        settle_aside(output, aside, note, f"--output {output}: put back the run that an interrupted --overwrite run "
+                                          f"had set aside in {aside}")
+
+
+def settle_aside(output: Path, aside: Path, note: Note, put_back: str) -> None:
+    """The run in `aside` once the new run in `output` has stopped, whatever stopped it: deleted when the new run
+    finished; kept, and the user told where, when it reached a checkpoint; else put back, saying `put_back`."""
     if RunDir(output).is_finished():
-        shutil.rmtree(aside)
-        return
-    if output.is_dir() and has_replacement(output):
+        shutil.rmtree(aside, ignore_errors=True)
+    elif has_replacement(output):
         note(both_kept(output, aside))
-        return
-    if output.is_dir():
-        shutil.rmtree(output)
-    os.rename(aside, output)
-    note(f"--output {output}: put back the run that an interrupted --overwrite run had set aside in {aside}")
+    else:
+        if output.is_dir():
+            shutil.rmtree(output)
+        os.rename(aside, output)
+        note(put_back)
 
 
 @dataclass
@@ -120,14 +125,7 @@ class Replacement:
         checkpoint, both are kept and the user told where; stopped before one, the earlier run is put back."""
         if self.aside is None:
             return
-        if RunDir(self.output).is_finished():
-            shutil.rmtree(self.aside, ignore_errors=True)
-        elif has_replacement(self.output):
-            self.note(both_kept(self.output, self.aside))
-        else:
-            if self.output.is_dir():
-                shutil.rmtree(self.output)
-            os.rename(self.aside, self.output)
-            self.note(f"--output {self.output}: the new run stopped before its first checkpoint; the run it was to "
-                      "replace is back as it was")
+        put_back = (f"--output {self.output}: the new run stopped before its first checkpoint; the run it was to "
+                    "replace is back as it was")
+        settle_aside(self.output, self.aside, self.note, put_back)
         self.aside = None
