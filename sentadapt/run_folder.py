@@ -244,20 +244,24 @@ def candidate_folder(name: str) -> str:
 
 
 
+def contents(folder: Path) -> list[str]:
+    """The names in `folder` but a lock and the temporaries of an interrupted write (a run stopped while writing its
+    config.yaml leaves only those: nothing a new run would replace), sorted."""
+    return sorted(path.name for path in folder.iterdir() if path.name != LOCK_FILE
+                  and not path.name.startswith(TMP_PREFIX))
+
+
 def holds_anything(folder: Path) -> bool:
-    """Whether `folder` holds something besides a lock and the temporaries of an interrupted write (a run stopped
-    while writing its config.yaml leaves only those: nothing a new run would replace)."""
-    return any(path.name != LOCK_FILE and not path.name.startswith(TMP_PREFIX) for path in folder.iterdir())
+    return bool(contents(folder))
 
 
 def check_replaceable(label: str, folder: Path, what: str, recognise: Callable[[Path], bool]) -> None:
     """--overwrite replaces only what sentadapt wrote (`what`, which `recognise` knows): a non-empty folder holding
     anything else is refused, naming what it holds, so `--output . --overwrite` cannot delete a user's files. A lock
     and temporaries of an interrupted write do not count. `label`: how the message names the folder."""
-    if not holds_anything(folder) or recognise(folder):
+    names = contents(folder)
+    if not names or recognise(folder):
         return
-    names = sorted(path.name for path in folder.iterdir() if path.name != LOCK_FILE
-                   and not path.name.startswith(TMP_PREFIX))
     shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
     raise ConfigError(f"{label}: holds files sentadapt did not write ({shown}); --overwrite replaces "
                       f"only {what}; choose a new or empty folder")

@@ -46,8 +46,8 @@ def relative_links(page: Path) -> list[str]:
     return [target for target in LINK.findall(text) if not re.match(r"[a-z]+:", target)]
 
 
-@pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(REPOSITORY)))
-def test_every_relative_link_resolves(page: Path) -> None:
+def broken_links(page: Path) -> list[str]:
+    """The page's relative links whose file, or whose heading in that file, does not exist."""
     broken = []
     for target in relative_links(page):
         path, _, anchor = target.partition("#")
@@ -56,6 +56,12 @@ def test_every_relative_link_resolves(page: Path) -> None:
             broken.append(f"{target} (no such file)")
         elif anchor and file.suffix == ".md" and anchor not in anchors(file):
             broken.append(f"{target} (no such heading)")
+    return broken
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(REPOSITORY)))
+def test_every_relative_link_resolves(page: Path) -> None:
+    broken = broken_links(page)
     assert not broken, f"{page.relative_to(REPOSITORY)}: {broken}"
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from tests.test_docs import anchors, relative_links
+from tests.test_docs import broken_links
 
 RESEARCH = Path(__file__).resolve().parents[1]
 PAGES = [*sorted(RESEARCH.glob("*.md")), RESEARCH / "experiments" / "README.md"]
@@ -13,12 +13,5 @@ PAGES = [*sorted(RESEARCH.glob("*.md")), RESEARCH / "experiments" / "README.md"]
 
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(RESEARCH)))
 def test_every_relative_link_in_the_research_write_ups_resolves(page: Path) -> None:
-    broken = []
-    for target in relative_links(page):
-        path, _, anchor = target.partition("#")
-        file = (page.parent / path).resolve() if path else page
-        if not file.exists():
-            broken.append(f"{target} (no such file)")
-        elif anchor and file.suffix == ".md" and anchor not in anchors(file):
-            broken.append(f"{target} (no such heading)")
+    broken = broken_links(page)
     assert not broken, f"{page.relative_to(RESEARCH)}: {broken}"
