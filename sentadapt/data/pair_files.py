@@ -30,6 +30,8 @@ PAIR_COLUMNS = ("sentence1", "sentence2", "score")
 LABEL_RULE = "1 = same meaning, 0 = different, or a similarity score such as 0-5"
 PAIR_FORMATS = (TSV, CSV, JSONL)
 COMMENT = "#"  # lines starting with it at the top of a tsv/csv are a comment header (`sentadapt pairs` writes one)
+# A chosen dev set's column: 1 / the pair's inclusion probability (evaluation/design.py), what each pair stands for
+WEIGHT = "weight"
 
 
 @dataclass
@@ -42,6 +44,7 @@ class ScoredPairs:
     subsets: list[str] = field(default_factory=list)
     source: str = ""
     lines: list[int] = field(default_factory=list)  # each pair's line in its file (0: not read from a file)
+    weights: list[float] = field(default_factory=list)  # design weights of a chosen dev set; empty: every pair alike
 
     def __len__(self) -> int:
         return len(self.scores)
@@ -118,6 +121,7 @@ def read_scored_pairs(path: str | Path, score_range: tuple[float, float] | None 
     path = Path(path)
     columns = ("sentence1", "sentence2", score_column)
     pairs = ScoredPairs(source=str(path))
+    weights = DesignWeights(path)
     for number, record in pair_records(path, columns):
         missing = [column for column in columns if column not in record]
         if missing:
@@ -130,6 +134,8 @@ def read_scored_pairs(path: str | Path, score_range: tuple[float, float] | None 
         if score_range is not None and not score_range[0] <= score <= score_range[1]:
             raise DataError(f"{path}:{number}: score {score:g} is outside [{score_range[0]:g}, {score_range[1]:g}]")
         pairs.append(s1, s2, score, str(record.get("subset", "") or ""), number)
+        weights.read(record, number)
+    pairs.weights = weights.values
     return pairs
 
 
@@ -224,6 +230,7 @@ class LabelledPairs:
     labels: list[int] = field(default_factory=list)
     source: str = ""
     lines: list[int] = field(default_factory=list)  # each pair's line in its file
+    weights: list[float] = field(default_factory=list)  # design weights of a chosen dev set; empty: every pair alike
 
     def __len__(self) -> int:
         return len(self.labels)
@@ -235,6 +242,7 @@ def read_labelled_pairs(path: str | Path, label_column: str = "label") -> Labell
     path = Path(path)
     columns = ("sentence1", "sentence2", label_column)
     pairs = LabelledPairs(source=str(path))
+    weights = DesignWeights(path)
     for number, record in pair_records(path, columns):
         missing = [column for column in columns if column not in record]
         if missing:
@@ -253,6 +261,8 @@ def read_labelled_pairs(path: str | Path, label_column: str = "label") -> Labell
         pairs.sentence2.append(s2)
         pairs.labels.append(label)
         pairs.lines.append(number)
+        weights.read(record, number)
+    pairs.weights = weights.values
     if not pairs.labels:
         raise DataError(no_pairs_message(path))
     if len(set(pairs.labels)) < 2:
@@ -261,6 +271,34 @@ def read_labelled_pairs(path: str | Path, label_column: str = "label") -> Labell
     check_labelled_file(path, pairs.sentence1, pairs.sentence2, [float(label) for label in pairs.labels],
                         pairs.lines, label_column, graded=False)
     return pairs
+
+
+class DesignWeights:
+    """The 'weight' column of a chosen dev set, checked row by row: in every row or in none, each a positive finite
+    number. A weight is 1 / the pair's inclusion probability, so a missing, zero or negative one cannot be guessed:
+    the message says to restore the value `sentadapt pairs` wrote, or to delete the row."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.values: list[float] = []
+        self.first_without: int | None = None  # the first row read without a weight
+
+    def read(self, record: dict[str, object], number: int) -> None:
+        value = record.get(WEIGHT)
+        if _is_blank(value):
+            if self.values:
+                raise DataError(f"{self.path}:{number}: no {WEIGHT}, but the rows above have one; restore the "
+                                f"{WEIGHT} `sentadapt pairs` wrote, or delete the row")
+            self.first_without = self.first_without or number
+            return
+        if self.first_without is not None:
+            raise DataError(f"{self.path}:{self.first_without}: no {WEIGHT}, but line {number} has one; a chosen "
+                            f"dev set needs the {WEIGHT} `sentadapt pairs` wrote in every row")
+        weight = _finite_number(value)
+        if weight is None or weight <= 0:
+            raise DataError(f"{self.path}:{number}: {WEIGHT} '{value}' is not a positive number; it is 1 / the "
+                            "chance the pair was chosen: restore the value `sentadapt pairs` wrote, or delete the row")
+        self.values.append(weight)
 
 
 def _binary(value: object) -> int | None:

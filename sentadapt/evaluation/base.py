@@ -133,6 +133,12 @@ class EvalTask(ABC):
     def texts(self) -> list[str]:
         """Every text the task needs embedded (duplicates allowed: the evaluator de-duplicates)."""
 
+    @property
+    def weights(self) -> np.ndarray | None:
+        """Design weights of the units (a chosen dev set: evaluation/design.py), or None when every unit counts
+        alike. The metrics and every bootstrap resample then count unit i weights[i] times."""
+        return None
+
     def sided_texts(self) -> list[tuple[str, list[str]]]:
         """`texts()` in the same order, split by side (sentadapt.prompts: PAIR, QUERY, DOCUMENT): which prompt the
         evaluator encodes them with. Pair tasks: one side for both sentences."""
@@ -163,6 +169,7 @@ class EvalTask(ABC):
 class SentencePairs(Protocol):
     sentence1: list[str]
     sentence2: list[str]
+    weights: list[float]
 
 
 class CosinePairTask(EvalTask):
@@ -175,6 +182,10 @@ class CosinePairTask(EvalTask):
     @property
     def units(self) -> int:
         return len(self.pairs.sentence1)
+
+    @property
+    def weights(self) -> np.ndarray | None:
+        return np.asarray(self.pairs.weights, dtype=np.float64) if self.pairs.weights else None
 
     def texts(self) -> list[str]:
         return [*self.pairs.sentence1, *self.pairs.sentence2]

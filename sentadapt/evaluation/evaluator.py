@@ -243,7 +243,11 @@ class Evaluator:
     def replicates(self, task: EvalTask, result: TaskResult, seed: int | None = None) -> dict[str, np.ndarray]:
         """metric → (resamples,) values; the task's seed is the same for every model (paired)."""
         task_seed = bootstrap.task_seed(task.name, self.seed if seed is None else seed)
-        return bootstrap.replicate(task.units, self.resamples, task_seed, task.resampled(result.outputs))
+        statistics = task.resampled(result.outputs)
+        weights = task.weights
+        if weights is not None:  # a chosen dev set: a unit drawn c times stands for c · weight pairs of the pool
+            statistics = {name: bootstrap.weighted_by(statistic, weights) for name, statistic in statistics.items()}
+        return bootstrap.replicate(task.units, self.resamples, task_seed, statistics)
 
     def _average_replicates(self, report: EvalReport) -> np.ndarray:
         return np.mean([result.replicates[report.selected(result)] for result in report.tasks], axis=0)

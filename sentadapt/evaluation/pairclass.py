@@ -47,14 +47,14 @@ class PairClassificationTask(CosinePairTask):
     def metrics(self, outputs: Outputs) -> tuple[dict[str, float], dict[str, Any]]:
         cosines = outputs["cosine"]
         groups = bootstrap.TieGroups(cosines, descending=True)
-        ones = np.ones((1, len(cosines)), dtype=np.int32)
-        positives, negatives = bootstrap.threshold_sweep(ones, self.labels, groups)
+        counts = np.ones((1, len(cosines)), dtype=np.int32) if self.weights is None else self.weights[None, :]
+        positives, negatives = bootstrap.threshold_sweep(counts, self.labels, groups)
         ap = bootstrap.average_precision_rows(positives, negatives)[0]
         accuracy, accuracy_threshold = _best_accuracy(positives[0], negatives[0], groups.values)
         f1, f1_threshold = _best_f1(positives[0], negatives[0], groups.values)
         metrics = {"ap": 100 * float(ap), "f1": 100 * f1, "accuracy": 100 * accuracy}
         return metrics, {"f1_threshold": f1_threshold, "accuracy_threshold": accuracy_threshold,
-                         "positives": int(self.labels.sum())}
+                         "positives": int(self.labels.sum()), **({"weighted": True} if self.weights is not None else {})}
 
     def resampled(self, outputs: Outputs) -> dict[str, Callable[[np.ndarray], np.ndarray]]:
         groups = bootstrap.TieGroups(outputs["cosine"], descending=True)

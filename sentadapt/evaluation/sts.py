@@ -105,6 +105,8 @@ class ScoredPairsTask(CosinePairTask):
         from scipy.stats import pearsonr
 
         cosines = outputs["cosine"]
+        if self.weights is not None:  # a chosen dev set: the pool's correlations, estimated (evaluation/design.py)
+            return self._weighted_metrics(cosines, self.weights)
         subsets = {subset: spearman100(cosines[rows], self.gold[rows]) for subset, rows in self.subsets.items()
                    if len(set(self.gold[rows].tolist())) > 1}
         if self.aggregate == "all":
@@ -117,6 +119,13 @@ class ScoredPairsTask(CosinePairTask):
         pearson = float(pearsonr(cosines, self.gold).statistic) * 100
         return {"spearman": headline, "pearson": pearson}, {"pairs": self.units, "subsets": subsets,
                                                             "aggregate": self.aggregate}
+
+    def _weighted_metrics(self, cosines: np.ndarray, weights: np.ndarray) -> tuple[dict[str, float], dict[str, Any]]:
+        """The metrics with each pair counted `weight` times: the resampled statistics on one 'resample' whose counts
+        are the weights, so the point value and its bootstrap are one formula."""
+        statistics = self.resampled({"cosine": cosines})
+        values = {name: float(statistic(weights[None, :])[0]) for name, statistic in statistics.items()}
+        return values, {"pairs": self.units, "aggregate": self.aggregate, "weighted": True}
 
     def resampled(self, outputs: Outputs) -> dict[str, Callable[[np.ndarray], np.ndarray]]:
         cosines = outputs["cosine"]

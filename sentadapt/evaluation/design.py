@@ -1,0 +1,125 @@
+"""Which pairs to label: an importance design that spends the labels where two models disagree.
+
+The decision compares two models on the same dev pairs: Δ = ρ(adapted, gold) − ρ(base, gold). A pair the two models
+rank alike moves both correlations alike and says almost nothing about which is better; random sampling spends most
+labels on such pairs. Spearman is Pearson of ranks, and the pair's influence on Δ is about
+
+    d_i · (g_i − ρ·m_i)      d_i = z(rank of adapted_i) − z(rank of base_i),  m_i = their mean,  g_i its gold's z-rank
+
+so the variance of Δ's estimate is smallest when pair i is drawn with probability ∝ |d_i| (the gold's residual is
+not known before labelling, and is about as large everywhere). `d` comes from the model the decision will weigh (the
+run's, after training) or from the teacher it is trained toward (before training). A uniform share of the
+probability (a defensive mixture, Hesterberg 1995) keeps every pair drawable, so no region of the pool goes
+unlabelled and no weight explodes where `d` is wrong:
+
+    p_i = share / M + (1 − share) · |d_i| / Σ|d|     over the M candidate pairs
+    π_i = n · p_i, capped at 1 (a capped pair is certain; the rest of n is spread again)
+
+n pairs are drawn without replacement with these inclusion probabilities by Pareto πps sampling (Rosén 1997: the n
+smallest U_i/(1−U_i) · (1−π_i)/π_i, U_i uniform), and each carries the weight 1/π_i: the number of candidate pairs it
+stands for. The dev Δ is then the weighted (Hájek) estimate of the candidates' Δ, its interval the bootstrap of
+the weighted draws (evaluation/bootstrap.weighted_by) — what `adapt --dev`, `eval --pairs` and `decide` read from
+the file's 'weight' column. The uniform share was chosen by a rule written before the study that measured it
+(research/findings.md, "Chosen labels").
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from sentadapt.errors import DataError
+
+UNIFORM_SHARE = 0.3  # the defensive share of every design (research/findings.md, "Chosen labels": the rule's pick)
+DESIGN_SUFFIX = ".design.json"
+GUIDES = ("teacher", "run")  # what the disagreement is with: before training, after it
+
+
+def standard_ranks(values: np.ndarray) -> np.ndarray:
+    """Average ranks (ties share theirs), centred and scaled to unit SD: what a rank correlation correlates."""
+    from scipy.stats import rankdata
+
+    ranks = rankdata(values)
+    spread = ranks.std()
+    return (ranks - ranks.mean()) / spread if spread > 0 else np.zeros_like(ranks)
+
+
+def disagreement(base: np.ndarray, other: np.ndarray) -> np.ndarray:
+    """d_i: how differently the other model ranks pair i among the candidates than the base model does."""
+    return standard_ranks(np.asarray(other, dtype=np.float64)) - standard_ranks(np.asarray(base, dtype=np.float64))
+
+
+def inclusion_probabilities(disagreement: np.ndarray, n: int, uniform_share: float = UNIFORM_SHARE) -> np.ndarray:
+    """π_i of the module docstring: Σ π = n, each at most 1. Without disagreement anywhere, every π_i is n / M."""
+    size = len(disagreement)
+    if not 0 < n <= size:
+        raise ValueError(f"cannot choose {n} of {size} candidates")
+    magnitude = np.abs(np.asarray(disagreement, dtype=np.float64))
+    total = magnitude.sum()
+    shape = np.full(size, 1.0 / size) if total <= 0 else uniform_share / size + (1 - uniform_share) * magnitude / total
+    probabilities = np.zeros(size)
+    certain = np.zeros(size, dtype=bool)
+    while True:  # cap at 1 and spread what is left of n over the uncertain pairs, until none exceeds 1
+        left = n - certain.sum()
+        probabilities[~certain] = left * shape[~certain] / shape[~certain].sum()
+        probabilities[certain] = 1.0
+        over = ~certain & (probabilities >= 1.0)
+        if not over.any() or left == 0:
+            return np.minimum(probabilities, 1.0)
+        certain |= over
+
+
+def pareto_sample(probabilities: np.ndarray, n: int, rng: np.random.Generator) -> np.ndarray:
+    """n indices, sorted, drawn without replacement with inclusion probabilities ≈ `probabilities` (Pareto πps)."""
+    uniform = rng.random(len(probabilities))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        keys = (uniform / (1 - uniform)) * ((1 - probabilities) / probabilities)
+    keys[probabilities >= 1.0] = -1.0  # certain pairs first
+    return np.sort(np.argsort(keys, kind="stable")[:n])
+
+
+@dataclass(frozen=True)
+class Design:
+    """How a chosen dev set was drawn: written beside the label file (FILE.design.json) by `sentadapt pairs`, read
+    back by every command that reads the file as a dev set."""
+
+    guide: str  # teacher | run: whose disagreement with the base chose the pairs
+    guide_model: str  # the teacher, or the run's folder
+    base: str  # the base model the disagreement was measured against
+    candidates: int  # M: the population the weights stand for
+    pairs: int  # n proposed
+    uniform_share: float
+    seed: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"design": "importance (Pareto πps, weight = 1/π)", **asdict(self)}
+
+
+def design_path(label_file: str | Path) -> Path:
+    path = Path(label_file)
+    return path.with_name(path.name + DESIGN_SUFFIX)
+
+
+def write_design(label_file: str | Path, design: Design) -> Path:
+    from sentadapt.durable import write_text_atomically
+
+    path = design_path(label_file)
+    write_text_atomically(path, json.dumps(design.to_dict(), indent=2) + "\n")
+    return path
+
+
+def read_design(label_file: str | Path) -> Design | None:
+    """The design beside a label file, or None when there is none (a file of weights alone still decides)."""
+    path = design_path(label_file)
+    if not path.is_file():
+        return None
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        return Design(**{name: data[name] for name in Design.__dataclass_fields__})
+    except (ValueError, KeyError, TypeError) as error:
+        raise DataError(f"{path}: not a design file written by `sentadapt pairs` ({error}); delete it, or write "
+                        "the pairs again") from None
