@@ -138,11 +138,14 @@ def draw(pool: Pool, size: int, seed: int, domain: str) -> tuple[np.ndarray, np.
 class DevSet:
     """The evaluator `adapt --dev` would build for the drawn pairs, and the outputs of a run on them."""
 
-    def __init__(self, pool: Pool, dev: np.ndarray, resamples: int, name: str = DEV_NAME) -> None:
+    def __init__(self, pool: Pool, dev: np.ndarray, resamples: int, name: str = DEV_NAME,
+                 weights: np.ndarray | None = None) -> None:
         # the name keys the bootstrap's resamples (bootstrap.task_seed): "test.jsonl" gives `sentadapt eval`'s CIs
         pairs = ScoredPairs(source=name)
         for index in dev:
             pairs.append(pool.first[index], pool.second[index], float(pool.gold[index]))
+        if weights is not None:  # a chosen dev set's design weights (evaluation/design.py), as its 'weight' column
+            pairs.weights = [float(weight) for weight in weights]
         self.rows, self.name = dev, name
         self.evaluator = Evaluator([ScoredPairsTask(name, pairs)], resamples=resamples)
 

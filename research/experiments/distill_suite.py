@@ -231,10 +231,10 @@ class Kept:
 
 
 def kept_on_dev(run: Any, teacher: np.ndarray, pool: Pool, dev_rows: np.ndarray, resamples: int,
-                patience: int) -> Kept:
+                patience: int, weights: np.ndarray | None = None) -> Kept:
     from sentadapt.evaluation.evaluator import dev_evidence
 
-    dev = DevSet(pool, dev_rows, resamples)
+    dev = DevSet(pool, dev_rows, resamples, weights=weights)
     base = dev.outputs(run.base)
     lead = dev.evaluator.compare_outputs(base, dev.outputs(teacher))
     steps = steps_until_patience(run, dev, patience)
