@@ -14,6 +14,7 @@ from sentadapt.options import ALLOW_PICKLE, ALLOW_PICKLE_HELP, TRUST_REMOTE_CODE
 from sentadapt.resolve import DEFAULT_BASE_MODEL
 
 if TYPE_CHECKING:
+    from sentadapt.evaluation.chosen_pairs import ChosenPairs
     from sentadapt.evaluation.devset import ProposedPairs
 
 BAR_WIDTH = 30
@@ -21,11 +22,18 @@ BAR_WIDTH = 30
 
 @friendly_errors
 def pairs(
-    corpus: list[str] = typer.Argument(..., help="Text files (one sentence per line; .gz, .jsonl/.csv/.tsv with "
-                                                 "--text-column) or a Hub dataset id: what `adapt` reads."),
+    corpus: list[str] = typer.Argument(None, show_default=False,
+                                       help="Text files (one sentence per line; .gz, .jsonl/.csv/.tsv with "
+                                            "--text-column) or a Hub dataset id: what `adapt` reads."),
+    candidates: Path | None = typer.Option(None, "--candidates", help="Choose among these pairs instead of a corpus "
+                                           "(.tsv/.csv/.jsonl with sentence1, sentence2; other columns are kept)."),
+    teacher: str | None = typer.Option(None, "--teacher", help="Before training: choose the pairs where this "
+                                       "teacher and the base model disagree (each row gets its weight)."),
+    run: Path | None = typer.Option(None, "--run", help="After training: choose the pairs where this run's model "
+                                    "and its base disagree; then `sentadapt decide RUN --dev FILE`."),
     base: str = typer.Option(DEFAULT_BASE_MODEL, "--base", show_default=False,
                              help="The base model you will adapt: folder or Hub id (its cosines spread the pairs; "
-                                  "default: named above)."),
+                                  "default: named above; with --run, the run's)."),
     n: int = typer.Option(200, "-n", help="Pairs to propose (each sentence is used once: needs 2·n sentences)."),
     output: Path = typer.Option(..., "--output", "-o", help="The file to label: .tsv or .csv."),
     seed: int = typer.Option(0, "--seed", help="Seed of the sentence sample and of the pairs chosen."),
@@ -43,13 +51,22 @@ def pairs(
     and unrelated pairs alike, so the dev set can tell a better model from a worse one. Then pass the labelled
     file to `sentadapt adapt --dev FILE` (or `sentadapt eval MODEL --pairs FILE`).
 
-    The default base model is sentence-transformers/all-MiniLM-L6-v2, as for `adapt`."""
-    from sentadapt.api import propose_pairs
+    With --teacher (before training) or --run (after it) the pairs are chosen where the two models disagree, each
+    with its weight: the same certainty from fewer labels (docs/decision.md). The default base model is
+    sentence-transformers/all-MiniLM-L6-v2, as for `adapt`."""
+    from sentadapt.api import choose_pairs, propose_pairs
 
-    result = propose_pairs(corpus, base, n, output, seed=seed, sample=sample, batch_size=batch_size,
-                           max_length=max_length, device=device, text_column=text_column, overwrite=overwrite,
-                           trust_remote_code=trust_remote_code, allow_pickle=allow_pickle, progress=progress_bar)
-    render(result)
+    options = dict(seed=seed, sample=sample, batch_size=batch_size, max_length=max_length, device=device,
+                   text_column=text_column, overwrite=overwrite, trust_remote_code=trust_remote_code,
+                   allow_pickle=allow_pickle, progress=progress_bar)
+    if candidates is None and teacher is None and run is None:
+        if not corpus:
+            raise typer.BadParameter("pass a CORPUS, or --candidates FILE", param_hint="CORPUS")
+        render(propose_pairs(corpus, base, n, output, **options))  # type: ignore[arg-type]
+        return
+    chosen_base = None if base == DEFAULT_BASE_MODEL else base
+    render_chosen(choose_pairs(corpus or [], candidates, chosen_base, n, output, teacher=teacher, run=run,
+                               **options))  # type: ignore[arg-type]
 
 
 def render(result: ProposedPairs) -> None:
@@ -65,6 +82,23 @@ def render(result: ProposedPairs) -> None:
         bar = "█" * round(BAR_WIDTH * int(counts[index]) / widest)
         console.print(f"  {edges[index]:+.2f} … {edges[index + 1]:+.2f}  {int(counts[index]):4d}  {bar}",
                       highlight=False)
+    console.print("next: fill in the label column (1 = same meaning, 0 = different, or a score such as 0-5) in "
+                  "every row, delete rows you cannot judge, then:", highlight=False, soft_wrap=True)
+    console.print(f"  {escape(result.next_command)}", highlight=False, soft_wrap=True)
+
+
+def render_chosen(result: ChosenPairs) -> None:
+    """How many pairs among how many candidates, chosen how, where the file and its design are, what to do next."""
+    how = {"teacher": f"where {result.base} and the teacher {result.guide_model} disagree most",
+           "run": f"where the run {result.guide_model} and its base {result.base} disagree most",
+           None: "uniformly at random"}[result.guide]
+    console.print(f"wrote {len(result)} pairs to label to [bold]{escape(str(result.path))}[/], chosen among "
+                  f"{len(result.candidates)} candidates ({escape(result.candidates.source)}) {escape(how)}",
+                  highlight=False, soft_wrap=True)
+    if result.weights is not None:
+        console.print(f"each row's weight (1 / its chance of being chosen) runs from {result.weights.min():.2f} to "
+                      f"{result.weights.max():.2f}; keep the column: the decision reads it. Design: "
+                      f"{escape(str(result.design_path))}", highlight=False, soft_wrap=True)
     console.print("next: fill in the label column (1 = same meaning, 0 = different, or a score such as 0-5) in "
                   "every row, delete rows you cannot judge, then:", highlight=False, soft_wrap=True)
     console.print(f"  {escape(result.next_command)}", highlight=False, soft_wrap=True)

@@ -20,11 +20,11 @@ from __future__ import annotations
 import csv
 import io
 import shlex
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -106,13 +106,29 @@ def propose_pairs(
     check_request(n, output, overwrite)
     resolved = resolve_model(model)
     check_sources(corpus)
-    sentences, report = sample_corpus(corpus, max(sample, 3 * n), seed, text_column)
+
+    def load() -> Encoder:
+        return Encoder.load(resolved, max_length=max_length, device=device, trust_remote_code=trust_remote_code,
+                            allow_pickle=allow_pickle)
+
+    result = spread_pairs(corpus, load, n, output, seed, sample, batch_size, text_column, progress)
+    result.next_command = next_step(corpus, model, output)
+    write_label_file(result)
+    return result
+
+
+def spread_pairs(corpus: Sequence[str | Path], load: Callable[[], Any], n: int, output: Path, seed: int, sample: int,
+                 batch_size: int, text_column: str | None, progress: Progress | None,
+                 wanted: int | None = None) -> ProposedPairs:
+    """The n pairs of the module docstring, not yet written (`load()` gives the base model's encoder); with
+    `wanted`, up to that many (as many as the sentences allow, at least n: the candidates of a chosen dev set)."""
+    sentences, report = sample_corpus(corpus, max(sample, 3 * (wanted or n)), seed, text_column)
     if report.sentences < 2 * n:
         raise DataError(f"{', '.join(report.files)}: {report.sentences} distinct sentences; -n {n} needs at least "
                         f"{2 * n} (each sentence is used in one pair only); pass more text or a smaller -n")
-    encoder = Encoder.load(resolved, max_length=max_length, device=device, trust_remote_code=trust_remote_code,
-                           allow_pickle=allow_pickle)
-    with progress(f"encoding {resolved.name}", len(sentences)) if progress else nullcontext(None) as advance:
+    n = min(wanted, len(sentences) // 2) if wanted else n
+    encoder = load()
+    with progress(f"encoding {encoder.name}", len(sentences)) if progress else nullcontext(None) as advance:
         vectors = encoder.encode(sentences, batch_size=batch_size, progress=advance)
     units = torch_normalize(vectors)
     rng = np.random.default_rng(seed & _MASK64)
@@ -127,9 +143,8 @@ def propose_pairs(
         path=output, sentence1=[sentences[i] for i in a], sentence2=[sentences[i] for i in b], cosines=pair_cosines,
         edges=edges, counts=np.bincount(bin_of(pair_cosines, edges), minlength=BINS),
         candidates=np.bincount(bin_of(cosines, edges), minlength=BINS), corpus=report, sampled=len(sentences),
-        model=resolved.name, pooling=encoder.pooling_name, next_command=next_step(corpus, model, output),
+        model=encoder.name, pooling=encoder.pooling_name, next_command="",
     )
-    write_label_file(result)
     return result
 
 
@@ -332,19 +347,23 @@ def next_step(corpus: Sequence[str | Path], model: str, output: Path) -> str:
 def write_label_file(result: ProposedPairs) -> None:
     """A one-line comment (how to label, what to run next), the header and one row per pair with an empty label,
     written atomically: an interrupted run never leaves half a file."""
-    path = result.path
+    write_rows(result.path, result.next_command, ["sentence1", "sentence2", "label"],
+               [[s1, s2, ""] for s1, s2 in zip(result.sentence1, result.sentence2)])
+
+
+def write_rows(path: Path, next_command: str, header: list[str], rows: list[list[str]]) -> None:
+    """A label file: the comment line `--overwrite` recognises, the header, the rows (.tsv or .csv), atomically."""
     delimiter = LABEL_FORMATS[path.suffix.lower()]
     buffer = io.StringIO()
     buffer.write(f"{LABEL_FILE_MARK}: {LABEL_RULE}, in every row; delete rows you cannot judge. Then: "
-                 f"{result.next_command}\n")
+                 f"{next_command}\n")
     if delimiter == "\t":  # TSV is read without quoting: a tab or line break inside a sentence becomes a space
-        buffer.write("sentence1\tsentence2\tlabel\n")
-        for s1, s2 in zip(result.sentence1, result.sentence2):
-            buffer.write(f"{_tsv_cell(s1)}\t{_tsv_cell(s2)}\t\n")
+        for row in [header, *rows]:
+            buffer.write("\t".join(_tsv_cell(cell) for cell in row) + "\n")
     else:
         writer = csv.writer(buffer, lineterminator="\n")
-        writer.writerow(["sentence1", "sentence2", "label"])
-        writer.writerows([s1, s2, ""] for s1, s2 in zip(result.sentence1, result.sentence2))
+        writer.writerow(header)
+        writer.writerows(rows)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         write_text_atomically(path, buffer.getvalue())

@@ -53,8 +53,9 @@ class PairClassificationTask(CosinePairTask):
         accuracy, accuracy_threshold = _best_accuracy(positives[0], negatives[0], groups.values)
         f1, f1_threshold = _best_f1(positives[0], negatives[0], groups.values)
         metrics = {"ap": 100 * float(ap), "f1": 100 * f1, "accuracy": 100 * accuracy}
-        return metrics, {"f1_threshold": f1_threshold, "accuracy_threshold": accuracy_threshold,
-                         "positives": int(self.labels.sum()), **({"weighted": True} if self.weights is not None else {})}
+        extras = {"f1_threshold": f1_threshold, "accuracy_threshold": accuracy_threshold,
+                  "positives": int(self.labels.sum())}
+        return metrics, extras if self.weights is None else {**extras, "weighted": True}
 
     def resampled(self, outputs: Outputs) -> dict[str, Callable[[np.ndarray], np.ndarray]]:
         groups = bootstrap.TieGroups(outputs["cosine"], descending=True)

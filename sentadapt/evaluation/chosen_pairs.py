@@ -1,0 +1,240 @@
+"""`sentadapt pairs --candidates FILE` / `--teacher M` / `--run DIR`: choose which pairs to label.
+
+The candidates are the pairs a user already has (a file with sentence1/sentence2 columns; its other columns are kept)
+or, from a corpus, the pairs `sentadapt pairs` would propose (evaluation/devset.py) at CANDIDATES_PER_PAIR times the
+size. Among them n are chosen:
+- with `--teacher M` (before training) or `--run DIR` (after it), by the importance design of evaluation/design.py,
+  toward the pairs where the base model and the teacher (or the run's model) rank the candidates differently; each
+  row carries its weight and FILE.design.json records the design, so the dev Δ estimates the candidates' Δ;
+- with neither, uniformly at random (every weight equal: no weight column).
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Callable, Sequence
+from contextlib import nullcontext
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from sentadapt.data.pair_files import WEIGHT, pair_records
+from sentadapt.errors import ConfigError, DataError, ModelError
+from sentadapt.evaluation.design import (
+    UNIFORM_SHARE,
+    Design,
+    disagreement,
+    inclusion_probabilities,
+    pareto_sample,
+    write_design,
+)
+from sentadapt.evaluation.devset import check_request, spread_pairs, write_rows
+from sentadapt.events import Progress
+from sentadapt.run_folder import RunDir
+
+CANDIDATES_PER_PAIR = 5  # from a corpus: the spread proposal at 5·n pairs is the population the n stand for
+RESERVED_COLUMNS = ("label", "score", WEIGHT)  # what the written file's own columns are
+
+
+@dataclass
+class Candidates:
+    """Candidate pairs and whatever else their rows held."""
+
+    sentence1: list[str]
+    sentence2: list[str]
+    columns: list[str]  # the other columns, in file order
+    extra: list[list[str]]  # their cells, one list per pair
+    source: str
+
+    def __len__(self) -> int:
+        return len(self.sentence1)
+
+
+@dataclass
+class ChosenPairs:
+    """What `choose_pairs` wrote."""
+
+    path: Path
+    design_path: Path | None
+    rows: np.ndarray  # the chosen candidates, in file order
+    weights: np.ndarray | None
+    candidates: Candidates
+    guide: str | None  # teacher | run | None (uniform)
+    guide_model: str | None
+    base: str
+    next_command: str
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+
+def read_candidates(path: Path) -> Candidates:
+    """sentence1/sentence2 records of a .tsv, .csv or .jsonl file; the other columns are kept (reserved names are
+    refused: the written file has its own label and weight); a pair listed twice is an error."""
+    if not path.is_file():
+        raise DataError(f"--candidates {path}: no such file")
+    first: list[str] = []
+    second: list[str] = []
+    extra: list[list[str]] = []
+    columns: list[str] | None = None
+    seen: dict[tuple[str, str], int] = {}
+    for number, record in pair_records(path, ("sentence1", "sentence2")):
+        if columns is None:
+            columns = [name for name in record if name not in ("sentence1", "sentence2")]
+            reserved = [name for name in columns if name in RESERVED_COLUMNS]
+            if reserved:
+                raise DataError(f"{path}: has a '{reserved[0]}' column; candidates are pairs still to label: drop or "
+                                "rename it (the file `pairs` writes has its own label and weight columns)")
+        s1, s2 = record.get("sentence1"), record.get("sentence2")
+        if not isinstance(s1, str) or not isinstance(s2, str) or not s1.strip() or not s2.strip():
+            raise DataError(f"{path}:{number}: sentence1 and sentence2 must be non-empty text")
+        key = (s1.strip(), s2.strip()) if s1.strip() <= s2.strip() else (s2.strip(), s1.strip())
+        if key in seen:
+            raise DataError(f"{path}:{number}: the pair of line {seen[key]} again; keep each candidate once (a "
+                            "repeated one would be twice as likely to be chosen)")
+        seen[key] = number
+        first.append(s1)
+        second.append(s2)
+        extra.append(["" if record.get(name) is None else str(record.get(name)) for name in columns])
+    if not first:
+        raise DataError(f"--candidates {path}: no sentence pairs in it")
+    return Candidates(first, second, columns or [], extra, str(path))
+
+
+def run_base(run: Path, base: str | None) -> tuple[str, Path]:
+    """(the base model of a finished run, the run's model folder); `--base` must name the same model if given."""
+    folder = RunDir(run)
+    metrics = folder.read_metrics() if folder.path.is_dir() else None
+    if metrics is None or not folder.has_published_model():
+        raise ConfigError(f"--run {run}: not a finished run with a model in it; finish it (sentadapt adapt --resume "
+                          f"--output {run}) or pass the folder a finished `adapt` wrote")
+    run_base_model = str(metrics.get("base_model") or "")
+    if base is not None and not same_model(base, run_base_model):
+        raise ConfigError(f"--base {base}: the run {run} adapted {run_base_model}; leave --base out (the run's base "
+                          "is used) or pass that model")
+    return run_base_model, folder.path
+
+
+def same_model(first: str, second: str) -> bool:
+    """Two names of one model: equal, or the same local folder."""
+    if first == second:
+        return True
+    a, b = Path(first).expanduser(), Path(second).expanduser()
+    return a.exists() and b.exists() and a.resolve() == b.resolve()
+
+
+def choose_pairs(
+    corpus: Sequence[str | Path],
+    candidates_file: Path | None,
+    base: str | None,
+    default_base: str,
+    n: int,
+    output: Path,
+    teacher: str | None = None,
+    run: Path | None = None,
+    seed: int = 0,
+    sample: int = 4000,
+    batch_size: int = 128,
+    max_length: int | None = None,
+    device: str | None = None,
+    text_column: str | None = None,
+    overwrite: bool = False,
+    trust_remote_code: bool = False,
+    allow_pickle: bool = False,
+    progress: Progress | None = None,
+) -> ChosenPairs:
+    """Choose n of the candidates (module docstring), write them for labelling to `output` and, when a guide chose
+    them, the design beside it. Every option is checked before a model loads."""
+    from sentadapt.encoder import Encoder
+    from sentadapt.resolve import resolve_model
+
+    if teacher is not None and run is not None:
+        raise ConfigError("--teacher and --run: pass one (--teacher before training, --run after it)")
+    if bool(corpus) == (candidates_file is not None):
+        raise ConfigError("pass a CORPUS to propose pairs from, or --candidates FILE to choose among, not both"
+                          if corpus else "pass a CORPUS or --candidates FILE")
+    check_request(n, output, overwrite)
+    guide_folder = None
+    if run is not None:
+        base, guide_folder = run_base(run, base)
+    base = base or default_base
+    resolved = resolve_model(base)
+    guide_model = resolve_model(guide_folder or teacher) if (guide_folder or teacher) else None
+    pool = read_candidates(candidates_file) if candidates_file is not None else None
+    if pool is not None and len(pool) < n:
+        raise ConfigError(f"-n {n}: --candidates {candidates_file} holds {len(pool)} pairs; pass a smaller -n or "
+                          "more candidates")
+
+    def load(model: Any) -> Callable[[], Encoder]:
+        return lambda: Encoder.load(model, max_length=max_length, device=device, trust_remote_code=trust_remote_code,
+                                    allow_pickle=allow_pickle)
+
+    if pool is None:
+        wanted = CANDIDATES_PER_PAIR * n if guide_model is not None else n
+        spread = spread_pairs(corpus, load(resolved), n, output, seed, sample, batch_size, text_column, progress,
+                              wanted)
+        pool = Candidates(spread.sentence1, spread.sentence2, [], [[] for _ in spread.sentence1],
+                          ", ".join(spread.corpus.files))
+    rng = np.random.default_rng(seed)
+    weights = None
+    if guide_model is None:
+        rows = np.sort(rng.permutation(len(pool))[:n])
+    else:
+        base_cosines = pair_cosines(load(resolved)(), pool, batch_size, progress)
+        guide_cosines = pair_cosines(load(guide_model)(), pool, batch_size, progress)
+        probabilities = inclusion_probabilities(disagreement(base_cosines, guide_cosines), n, UNIFORM_SHARE)
+        rows = pareto_sample(probabilities, n, rng)
+        weights = 1.0 / probabilities[rows]
+    guide = None if guide_model is None else ("run" if run is not None else "teacher")
+    result = ChosenPairs(output, None, rows, weights, pool, guide, str(run or teacher) if guide else None,
+                         resolved.name, next_command(corpus, candidates_file, base, output, run))
+    write_chosen(result, rng)
+    if weights is not None:
+        result.design_path = write_design(output, Design(guide or "", result.guide_model or "", resolved.name,
+                                                         len(pool), n, UNIFORM_SHARE, seed))
+    return result
+
+
+def pair_cosines(encoder: Any, pool: Candidates, batch_size: int, progress: Progress | None) -> np.ndarray:
+    """Each candidate pair's cosine under `encoder`, every unique sentence encoded once."""
+    from sentadapt.evaluation.base import EmbeddingTable, cosine_scores
+
+    texts = list(dict.fromkeys([*pool.sentence1, *pool.sentence2]))
+    with progress(f"encoding {encoder.name}", len(texts)) if progress else nullcontext(None) as advance:
+        vectors = encoder.encode(texts, batch_size=batch_size, progress=advance)
+    table = EmbeddingTable(texts, vectors)
+    return cosine_scores(table.of(pool.sentence1), table.of(pool.sentence2))
+
+
+def write_chosen(result: ChosenPairs, rng: np.random.Generator) -> None:
+    """The chosen rows in a random order (no anchoring on a sorted list): sentence1, sentence2, the candidates' other
+    columns, the weight when a guide chose them, and the label to fill in, last."""
+    pool = result.candidates
+    order = rng.permutation(len(result.rows))
+    result.rows = result.rows[order]
+    if result.weights is not None:
+        result.weights = result.weights[order]
+    header = ["sentence1", "sentence2", *pool.columns, *([WEIGHT] if result.weights is not None else []), "label"]
+    rows = []
+    for position, row in enumerate(result.rows):
+        weight = [f"{result.weights[position]:.6g}"] if result.weights is not None else []
+        rows.append([pool.sentence1[row], pool.sentence2[row], *pool.extra[row], *weight, ""])
+    write_rows(result.path, result.next_command, header, rows)
+
+
+def next_command(corpus: Sequence[str | Path], candidates_file: Path | None, base: str, output: Path,
+                 run: Path | None) -> str:
+    """What to run once the file is labelled: decide on the run (--run), or adapt with the file as the dev set."""
+    if run is not None:
+        words = ["sentadapt", "decide", str(run), "--dev", str(output)]
+    else:
+        data = [str(item) for item in corpus] or ["CORPUS"]
+        words = ["sentadapt", "adapt", *data, "--base", base, "--dev", str(output), "--output", "runs/x"]
+    if candidates_file is not None and not corpus and run is None:
+        words[2] = "CORPUS"
+    return " ".join(shlex.quote(word) for word in words)
+
+
+__all__ = ["CANDIDATES_PER_PAIR", "ChosenPairs", "ModelError", "choose_pairs", "read_candidates"]
