@@ -26,6 +26,7 @@ from sentadapt.evaluation.evaluate import EvalResult, evaluate
 from sentadapt.exporting import ExportResult, export
 from sentadapt.options import checked
 from sentadapt.run.adapt import AdaptResult, adapt
+from sentadapt.run.redecide import DecideResult, decide_again
 
 if TYPE_CHECKING:
     from sentadapt.encoder import Encoder
@@ -33,6 +34,7 @@ if TYPE_CHECKING:
 __all__ = (  # sentadapt.__getattr__ reads this tuple: each name here is also sentadapt.NAME
     "AdaptResult",
     "ChosenPairs",
+    "DecideResult",
     "DiagnoseResult",
     "Encoder",  # Encoder.load(model or run directory).encode(texts): vectors with the pooling it was trained with
     "EvalResult",
@@ -40,6 +42,7 @@ __all__ = (  # sentadapt.__getattr__ reads this tuple: each name here is also se
     "ProposedPairs",
     "adapt",
     "choose_pairs",
+    "decide_again",
     "diagnose",
     "evaluate",
     "export",

@@ -7,6 +7,7 @@ import typer
 from sentadapt import __version__
 from sentadapt.cli import adapt as adapt_command
 from sentadapt.cli import cache as cache_command
+from sentadapt.cli import decide as decide_command
 from sentadapt.cli import diagnose as diagnose_command
 from sentadapt.cli import eval as eval_command
 from sentadapt.cli import export as export_command
@@ -24,6 +25,7 @@ app = typer.Typer(
 app.command(name="adapt", cls=adapt_command.AdaptCommand)(adapt_command.adapt)
 app.command(name="eval", cls=SentadaptCommand)(eval_command.eval_models)
 app.command(name="pairs", cls=SentadaptCommand)(pairs_command.pairs)
+app.command(name="decide", cls=SentadaptCommand)(decide_command.decide)
 app.command(name="export", cls=SentadaptCommand)(export_command.export)
 app.command(name="diagnose", cls=SentadaptCommand)(diagnose_command.diagnose)
 app.add_typer(cache_command.app, name="cache")

@@ -34,7 +34,7 @@ import numpy as np
 
 from sentadapt.errors import DataError
 
-UNIFORM_SHARE = 0.5  # the defensive share of every design: the pick of the rule in research/findings.md, "Chosen labels"
+UNIFORM_SHARE = 0.5  # the defensive share: the pick of the rule in research/findings.md, "Chosen labels"
 DESIGN_SUFFIX = ".design.json"
 GUIDES = ("teacher", "run")  # what the disagreement is with: before training, after it
 

@@ -1,0 +1,62 @@
+"""`sentadapt decide`: weigh a finished run's model against its base on new or more labels, and record the decision."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import typer
+from rich.markup import escape
+
+from sentadapt.cli._common import console, friendly_errors, progress_bar
+from sentadapt.errors import NoImprovement
+from sentadapt.options import ALLOW_PICKLE, ALLOW_PICKLE_HELP, TRUST_REMOTE_CODE, TRUST_REMOTE_CODE_HELP
+
+if TYPE_CHECKING:
+    from sentadapt.run.redecide import DecideResult
+
+
+@friendly_errors
+def decide(
+    run: Path = typer.Argument(..., help="A finished run directory (sentadapt adapt --output)."),
+    dev: Path = typer.Option(..., "--dev", help="Labelled pairs (.tsv/.csv/.jsonl; a 'weight' column from "
+                                                "`pairs --teacher/--run` is read as the design's)."),
+    decision: str = typer.Option("risk", "--decision", help="The use/keep rule: risk | strict | positive "
+                                                            "(as `adapt --decision`)."),
+    risk: float = typer.Option(0.2, "--risk", help="The risk rule's limit (as `adapt --risk`)."),
+    require_improvement: bool = typer.Option(False, "--require-improvement",
+                                             help="Exit with code 3 when the decision is keep-base."),
+    batch_size: int = typer.Option(128, "--batch-size", min=1, help="Sentences encoded at once."),
+    max_length: int | None = typer.Option(None, "--max-length", min=8, help="Default: the model's max_seq_length."),
+    device: str | None = typer.Option(None, "--device", help="cpu, cuda, cuda:1 ... Default: cuda if available."),
+    trust_remote_code: bool = typer.Option(False, TRUST_REMOTE_CODE, help=TRUST_REMOTE_CODE_HELP),
+    allow_pickle: bool = typer.Option(False, ALLOW_PICKLE, help=ALLOW_PICKLE_HELP),
+) -> None:
+    """Decide again whether to use the run's model, on labels it has not been decided on (e.g. pairs chosen by
+    `sentadapt pairs --run RUN`), without training; the decision is recorded in RUN/metrics.json."""
+    from sentadapt.api import decide_again
+
+    result = decide_again(run, dev, decision=decision, risk=risk, batch_size=batch_size, max_length=max_length,
+                          device=device, trust_remote_code=trust_remote_code, allow_pickle=allow_pickle,
+                          progress=progress_bar)
+    render(result)
+    if require_improvement and result.decision.keep_base:
+        raise NoImprovement(f"--require-improvement: keep the base model: {result.decision.reason}")
+
+
+def render(result: DecideResult) -> None:
+    """The estimate with its CI and what it stands for, the decision, where it is recorded."""
+    population = (f"estimated for the {result.design.candidates} candidates they were chosen from (weighted)"
+                  if result.design else "weighted by the file's 'weight' column" if result.weighted
+                  else "the pairs themselves")
+    console.print(f"{result.pairs} labelled pairs in {escape(str(result.dev))}: {population}"
+                  + (f"; {result.deleted} of the design's pairs were deleted" if result.deleted else ""),
+                  highlight=False, soft_wrap=True)
+    console.print(f"base {escape(result.base_model)}: {result.base_score:.2f}; the run's model: "
+                  f"{result.adapted_score:.2f}; Δ {result.delta}", highlight=False, soft_wrap=True)
+    if result.choice_paid:
+        console.print("these are the pairs the run chose its checkpoint on: the risk pays for that choice again",
+                      highlight=False, soft_wrap=True)
+    verdict = "use the adapted model" if result.decision.decision == "use-adapted" else "keep the base model"
+    console.print(f"[bold]{verdict}[/]: {escape(result.decision.reason)}", highlight=False, soft_wrap=True)
+    console.print(f"recorded in {escape(str(result.run / 'metrics.json'))}", highlight=False, soft_wrap=True)

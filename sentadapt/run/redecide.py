@@ -1,0 +1,184 @@
+"""`sentadapt decide RUN --dev FILE`: decide again, on new or more labels, without training.
+
+The run's published model is weighed against its base model on the dev file, as `adapt` weighs its best checkpoint:
+the paired Δ, its bootstrap CI (the design's, when the file carries weights from `pairs --teacher/--run`) and the
+risk that the model is no better. What the labels were used for before decides what the risk pays for:
+- labels the run never saw (the usual case: `pairs --run` after a run without a dev set): nothing was chosen on them,
+  so the risk is the one-sided bootstrap risk of one option;
+- the very pairs the run chose its checkpoint on (the per-pair outputs of its base model match the stored ones): the
+  choice is paid for again with the max-T rule over every evaluation the run made (evaluation/evidence.py), on the
+  labels as they are now.
+The decision replaces the run's in metrics.json (what `export` and the model card read) and is appended, with the
+labels it read, to metrics.json's `decisions`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from sentadapt.errors import ConfigError
+from sentadapt.evaluation.decision import DEFAULT_RISK, DEFAULT_RULE, Decision, DecisionRule, decide, evidence_record
+from sentadapt.evaluation.design import Design, read_design
+from sentadapt.evaluation.evaluator import Delta, Evaluator
+from sentadapt.evaluation.evidence import Evidence, weigh
+from sentadapt.events import Progress
+from sentadapt.options import checked
+from sentadapt.run_folder import RunDir
+
+SAME_OUTPUTS = 1e-4  # |cosine| difference within which stored per-pair outputs are the same pairs re-encoded
+
+
+@dataclass
+class DecideResult:
+    """What `decide_again` weighed and decided; `decision` is also in RUN/metrics.json."""
+
+    run: Path
+    dev: Path
+    base_model: str
+    pairs: int
+    weighted: bool
+    design: Design | None
+    base_score: float
+    adapted_score: float
+    delta: Delta
+    evidence: Evidence | None
+    decision: Decision
+    choice_paid: bool  # the labels are those the run chose its checkpoint on: the choice is paid again
+    deleted: int  # rows of the design's file no longer there (deleted as unjudgeable)
+    notes: list[str] = field(default_factory=list)
+
+
+@checked({"run": "RUN", "dev": "--dev"})
+def decide_again(run: Path, dev: Path, decision: str = DEFAULT_RULE, risk: float = DEFAULT_RISK,
+                 batch_size: int = 128, max_length: int | None = None, device: str | None = None,
+                 trust_remote_code: bool = False, allow_pickle: bool = False,
+                 progress: Progress | None = None) -> DecideResult:
+    """Weigh the run's model against its base on `dev` and record the decision (module docstring)."""
+    from sentadapt.evaluation.task_types import resolve_dev_set
+
+    folder, metrics = finished_run(run)
+    base_model = str(metrics.get("base_model") or "")
+    design = read_design(dev) if dev.is_file() else None
+    if design is not None:
+        check_design_base(dev, design, base_model, run)
+    rule = DecisionRule(decision, risk)
+    name, factory = resolve_dev_set(str(dev), None)
+    assert factory is not None
+    evaluator = factory()
+    load = dict(batch_size=batch_size, max_length=max_length, device=device, trust_remote_code=trust_remote_code,
+                allow_pickle=allow_pickle, progress=progress)
+    base_outputs = scored(evaluator, base_model, **load)
+    adapted_outputs = scored(evaluator, str(folder.path), **load)
+    delta = evaluator.compare_outputs(base_outputs, adapted_outputs)
+    stored = stored_choice(folder, metrics, base_outputs)
+    evidence = selection_evidence(evaluator, base_outputs, adapted_outputs, stored)
+    made = decide(delta.value, delta.interval, name, evidence, rule)
+    task = evaluator.tasks[0]
+    result = DecideResult(
+        run=folder.path, dev=dev, base_model=base_model, pairs=evaluator.units(), weighted=task.weights is not None,
+        design=design, base_score=evaluator.from_outputs(base_outputs).average,
+        adapted_score=evaluator.from_outputs(adapted_outputs).average, delta=delta, evidence=evidence, decision=made,
+        choice_paid=stored is not None, deleted=max(0, design.pairs - evaluator.units()) if design else 0)
+    record(folder, metrics, result, rule)
+    return result
+
+
+def finished_run(run: Path) -> tuple[RunDir, dict[str, Any]]:
+    folder = RunDir(run)
+    metrics = folder.read_metrics() if folder.path.is_dir() else None
+    if metrics is None or not folder.has_published_model():
+        raise ConfigError(f"{run}: not a finished run with a model in it; finish it (sentadapt adapt --resume "
+                          f"--output {run}) or pass the folder a finished `adapt` wrote")
+    return folder, metrics
+
+
+def check_design_base(dev: Path, design: Design, base_model: str, run: Path) -> None:
+    """Pairs chosen for another base model stand for another comparison: refuse them, naming both."""
+    from sentadapt.evaluation.chosen_pairs import same_model
+
+    if not same_model(design.base, base_model) and Path(design.base).name != Path(base_model).name:
+        raise ConfigError(f"--dev {dev}: its pairs were chosen for the base model {design.base} "
+                          f"({dev.name}.design.json), but {run} adapted {base_model}; choose pairs for this run "
+                          f"(sentadapt pairs --run {run})")
+
+
+def scored(evaluator: Evaluator, model: str, batch_size: int, max_length: int | None, device: str | None,
+           trust_remote_code: bool, allow_pickle: bool, progress: Progress | None) -> dict[str, Any]:
+    """The model's per-unit outputs on the dev set (no intervals: the comparison draws them, paired)."""
+    from contextlib import nullcontext
+
+    from sentadapt.encoder import Encoder
+
+    encoder = Encoder.load(model, max_length=max_length, device=device, trust_remote_code=trust_remote_code,
+                           allow_pickle=allow_pickle)
+    with progress(f"encoding {encoder.name}", evaluator.encodings(encoder)) if progress else nullcontext(
+            None) as advance:
+        report = evaluator(encoder, batch_size=batch_size, max_length=max_length, progress=advance, intervals=False)
+    return Evaluator.outputs_of(report)
+
+
+def stored_choice(folder: RunDir, metrics: dict[str, Any], base_outputs: dict[str, Any],
+                  ) -> tuple[list[dict[str, Any]], int] | None:
+    """(every evaluation the run made, the index of the one it kept) when these dev pairs are the ones it chose on:
+    its stored base outputs are these, pair for pair. None otherwise (new labels: nothing chosen on them)."""
+    saved = folder.read_dev_outputs()
+    if not saved or "evaluations" not in saved or "base" not in saved:
+        return None
+    if not same_outputs(saved["base"], base_outputs):
+        return None
+    steps = sorted(saved["evaluations"], key=int)
+    best = str(metrics.get("best_step"))
+    if best not in saved["evaluations"]:
+        return None
+    return [rename(saved["evaluations"][step], base_outputs) for step in steps], steps.index(best)
+
+
+def same_outputs(stored: dict[str, Any], fresh: dict[str, Any]) -> bool:
+    if len(stored) != 1 or len(fresh) != 1:
+        return False
+    (first,), (second,) = stored.values(), fresh.values()
+    if first.keys() != second.keys():
+        return False
+    return all(len(first[key]) == len(second[key]) and
+               bool(np.allclose(first[key], second[key], atol=SAME_OUTPUTS)) for key in first)
+
+
+def rename(outputs: dict[str, Any], like: dict[str, Any]) -> dict[str, Any]:
+    """Stored outputs under the task name of the evaluator reading them (the file may have been renamed)."""
+    ((_, values),), ((name, _),) = outputs.items(), like.items()
+    return {name: values}
+
+
+def selection_evidence(evaluator: Evaluator, base: dict[str, Any], adapted: dict[str, Any],
+                       stored: tuple[list[dict[str, Any]], int] | None) -> Evidence | None:
+    if not evaluator.resamples:
+        return None
+    options, chosen = stored if stored is not None else ([adapted], 0)
+    base_value, base_replicates = evaluator.average_replicates(base)
+    scored_options = [evaluator.average_replicates(outputs) for outputs in options]
+    return weigh(base_replicates, [r for _, r in scored_options], base_value,  # type: ignore[arg-type, misc]
+                 [value for value, _ in scored_options], chosen, evaluator.units(), evaluator.unit_name())
+
+
+def record(folder: RunDir, metrics: dict[str, Any], result: DecideResult, rule: DecisionRule) -> None:
+    """The decision becomes the run's (metrics.json's decision fields) and joins its history, with its labels."""
+    history = list(metrics.get("decisions") or [])
+    if not history and metrics.get("decision") is not None:  # the run's own decision, first
+        history.append({"by": "sentadapt adapt", "dev": metrics.get("dev"), "decision": metrics.get("decision"),
+                        "reason": metrics.get("decision_reason"), "risk": metrics.get("decision_risk"),
+                        "rule": metrics.get("decision_rule")})
+    history.append({
+        "by": "sentadapt decide", "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "dev": str(result.dev),
+        "dev_sha256": hashlib.sha256(result.dev.read_bytes()).hexdigest(), "pairs": result.pairs,
+        "weighted": result.weighted, "design": result.design.to_dict() if result.design else None,
+        "delta": result.delta.value, "ci": list(result.delta.interval) if result.delta.interval else None,
+        "choice_paid": result.choice_paid, "evidence": evidence_record(result.evidence, rule),
+        "decision": result.decision.decision, "reason": result.decision.reason, "risk": result.decision.risk,
+        "rule": rule.to_dict()})
+    folder.write_metrics({**metrics, **result.decision.to_dict(), "decisions": history})

@@ -1,0 +1,49 @@
+"""evaluation/design.py: the importance design that chooses which pairs to label (issue 58)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from sentadapt.evaluation.design import disagreement, inclusion_probabilities, pareto_sample
+
+
+def test_probabilities_sum_to_n_with_a_uniform_floor_and_caps_at_one() -> None:
+    d = np.array([0.0] * 90 + [50.0] * 10)  # ten pairs hold nearly all the disagreement
+    probabilities = inclusion_probabilities(d, 20, uniform_share=0.5)
+    assert probabilities.sum() == pytest.approx(20)
+    assert probabilities.max() == 1.0 and np.count_nonzero(probabilities == 1.0) == 10  # certain, then spread
+    # the other 10 labels go to the 90 quiet pairs, evenly: each is still drawable
+    np.testing.assert_allclose(probabilities[:90], 10 / 90)
+    # no disagreement anywhere: a uniform design
+    np.testing.assert_allclose(inclusion_probabilities(np.zeros(50), 5), 0.1)
+    with pytest.raises(ValueError, match="cannot choose 60 of 50 candidates"):
+        inclusion_probabilities(np.zeros(50), 60)
+
+
+def test_the_share_of_probability_follows_the_disagreement() -> None:
+    d = np.linspace(-2, 2, 200)
+    probabilities = inclusion_probabilities(d, 40, uniform_share=0.3)
+    expected = 40 * (0.3 / 200 + 0.7 * np.abs(d) / np.abs(d).sum())
+    np.testing.assert_allclose(probabilities, expected)
+
+
+def test_pareto_sampling_draws_n_distinct_pairs_at_their_inclusion_probabilities() -> None:
+    rng = np.random.default_rng(3)
+    probabilities = inclusion_probabilities(rng.standard_normal(300), 30, uniform_share=0.3)
+    draws = 3000
+    seen = np.zeros(300)
+    for seed in range(draws):
+        rows = pareto_sample(probabilities, 30, np.random.default_rng(seed))
+        assert len(np.unique(rows)) == 30 and np.all(np.diff(rows) > 0)
+        seen[rows] += 1
+    # binomial SE of a frequency at π ≤ 0.5 over 3,000 draws is ≤ 0.009; Pareto πps is within ~1e-3 of π
+    assert np.abs(seen / draws - probabilities).max() < 0.04
+    assert np.corrcoef(seen / draws, probabilities)[0, 1] > 0.99
+
+
+def test_disagreement_is_the_difference_of_standardised_ranks() -> None:
+    base = np.array([0.1, 0.5, 0.3, 0.9])
+    assert np.all(disagreement(base, base * 2 + 1) == 0)  # a monotone rescaling ranks alike
+    d = disagreement(base, np.array([0.9, 0.5, 0.3, 0.1]))  # the reverse order
+    assert d[0] > 0 > d[3] and d.sum() == pytest.approx(0)

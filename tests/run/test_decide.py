@@ -1,0 +1,160 @@
+"""`sentadapt pairs --candidates/--teacher/--run` and `sentadapt decide` (issue 58): choose the pairs to label, then
+decide on them without training; bad input one line each."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from sentadapt.cli import app
+from tests.conftest import run_adapt
+
+runner = CliRunner()
+TRAIN = ["--batch-size", "8", "--max-steps", "6", "--max-length", "16", "--set", "log_every=1"]
+
+
+def candidates_file(folder: Path, count: int = 40) -> Path:
+    path = folder / "candidates.jsonl"
+    path.write_text("".join(json.dumps({"sentence1": f"the server {i} is down", "sentence2": f"host {i % 7} failed "
+                                        f"at {i}", "ticket": f"T-{i}"}) + "\n" for i in range(count)))
+    return path
+
+
+def invoke(*args: str) -> object:
+    return runner.invoke(app, [*args, "--device", "cpu"])
+
+
+def rows(path: Path) -> list[list[str]]:
+    return [line.split("\t") for line in path.read_text().splitlines()[2:]]
+
+
+def labelled(path: Path, target: Path) -> Path:
+    """The file with every label filled in (a score from the row's position), its design beside it."""
+    lines = path.read_text().splitlines()
+    filled = [lines[0], lines[1]] + [line + f"{(index * 7) % 6}" for index, line in enumerate(lines[2:])]
+    target.write_text("\n".join(filled) + "\n")
+    design = path.with_name(path.name + ".design.json")
+    if design.is_file():
+        target.with_name(target.name + ".design.json").write_text(design.read_text())
+    return target
+
+
+@pytest.fixture(scope="module")
+def finished(tiny_model_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("decide")
+    corpus = folder / "corpus.txt"
+    corpus.write_text("".join(f"the printer {i} is jammed\n" for i in range(40)))
+    done = run_adapt(str(corpus), "--base", str(tiny_model_dir), "--output", str(folder / "run"), "--dev", "none",
+                     *TRAIN)
+    assert done.exit_code == 0, done.output
+    return folder / "run"
+
+
+def test_candidates_alone_are_a_uniform_sample_keeping_their_columns(tiny_model_dir: Path, tmp_path: Path) -> None:
+    out = tmp_path / "dev.tsv"
+    result = invoke("pairs", "--candidates", str(candidates_file(tmp_path)), "--base", str(tiny_model_dir), "-n", "10",
+                    "-o", str(out))
+    assert result.exit_code == 0, result.output
+    assert out.read_text().splitlines()[1] == "sentence1\tsentence2\tticket\tlabel"
+    written = rows(out)
+    assert len(written) == 10 and len({row[2] for row in written}) == 10
+    assert all(row[0] == f"the server {row[2][2:]} is down" and row[3] == "" for row in written)
+    assert not (tmp_path / "dev.tsv.design.json").exists()  # every weight equal: nothing to correct for
+
+
+def test_teacher_chooses_with_weights_and_a_design_the_dev_reader_understands(
+        tiny_model_dir: Path, tiny_model_dir_3layers: Path, tmp_path: Path) -> None:
+    out = tmp_path / "dev.tsv"
+    result = invoke("pairs", "--candidates", str(candidates_file(tmp_path)), "--base", str(tiny_model_dir),
+                    "--teacher", str(tiny_model_dir_3layers), "-n", "12", "-o", str(out))
+    assert result.exit_code == 0, result.output
+    assert out.read_text().splitlines()[1] == "sentence1\tsentence2\tticket\tweight\tlabel"
+    weights = [float(row[3]) for row in rows(out)]
+    assert len(weights) == 12 and all(weight >= 1.0 for weight in weights)
+    design = json.loads((tmp_path / "dev.tsv.design.json").read_text())
+    assert (design["guide"], design["candidates"], design["pairs"], design["seed"]) == ("teacher", 40, 12, 0)
+    assert "chosen among 40 candidates" in " ".join(result.output.split())
+    from sentadapt.data.pair_files import read_user_scored_pairs
+
+    assert read_user_scored_pairs(labelled(out, tmp_path / "l.tsv")).weights == weights
+
+
+def test_after_a_run_pairs_then_decide_records_the_decision(finished: Path, tmp_path: Path) -> None:
+    out = tmp_path / "after.tsv"
+    chosen = invoke("pairs", "--candidates", str(candidates_file(tmp_path)), "--run", str(finished), "-n", "15",
+                    "-o", str(out))
+    assert chosen.exit_code == 0, chosen.output
+    assert f"sentadapt decide {finished} --dev {out}" in " ".join(chosen.output.split())
+    dev = labelled(out, tmp_path / "after-labelled.tsv")
+    result = invoke("decide", str(finished), "--dev", str(dev))
+    assert result.exit_code == 0, result.output
+    said = " ".join(result.output.split())
+    assert "15 labelled pairs in" in said and "estimated for the 40 candidates they were chosen from" in said
+    metrics = json.loads((finished / "metrics.json").read_text())
+    last = metrics["decisions"][-1]
+    assert metrics["decision"] == last["decision"] and last["weighted"] and last["pairs"] == 15
+    assert last["design"]["guide"] == "run" and last["evidence"]["options"] == 1 and not last["choice_paid"]
+    assert f"Δ {last['delta']:+.2f} [{last['ci'][0]:+.2f}, {last['ci'][1]:+.2f}]" in said
+
+
+def test_deciding_on_the_pairs_the_run_chose_on_pays_for_that_choice(tiny_model_dir: Path, pairs_tsv: Path,
+                                                                     tmp_path: Path) -> None:
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("".join(f"the printer {i} is jammed\n" for i in range(40)))
+    done = run_adapt(str(corpus), "--base", str(tiny_model_dir), "--output", str(tmp_path / "run"), "--dev",
+                     str(pairs_tsv), "--eval-every", "2", *TRAIN)
+    assert done.exit_code == 0, done.output
+    trained = json.loads((tmp_path / "run" / "metrics.json").read_text())
+    result = invoke("decide", str(tmp_path / "run"), "--dev", str(pairs_tsv))
+    assert result.exit_code == 0, result.output
+    assert "these are the pairs the run chose its checkpoint on" in " ".join(result.output.split())
+    metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
+    first, again = metrics["decisions"]
+    assert first["by"] == "sentadapt adapt" and first["decision"] == trained["decision"]
+    assert again["choice_paid"] and again["evidence"]["options"] == trained["dev_evidence"]["options"] > 1
+    assert again["evidence"]["risk"] == pytest.approx(trained["dev_evidence"]["risk"], abs=0.02)
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--teacher", "T", "--run", "R"], "--teacher and --run: pass one (--teacher before training, --run after it)"),
+    (["-n", "50"], "-n 50: --candidates {cand} holds 40 pairs; pass a smaller -n or more candidates"),
+    (["--run", "{tmp}"], "--run {tmp}: not a finished run with a model in it; finish it (sentadapt adapt --resume "
+                         "--output {tmp}) or pass the folder a finished `adapt` wrote"),
+])
+def test_bad_pairs_requests_are_one_line(args: list[str], message: str, tiny_model_dir: Path, tmp_path: Path) -> None:
+    cand = candidates_file(tmp_path)
+    argv = [arg.format(tmp=tmp_path, cand=cand) for arg in args]
+    result = invoke("pairs", "--candidates", str(cand), "--base", str(tiny_model_dir), "-o", str(tmp_path / "d.tsv"),
+                    *argv)
+    assert result.exit_code != 0
+    assert " ".join(result.output.split()) == "Error: " + message.format(tmp=tmp_path, cand=cand)
+
+
+def test_a_candidates_file_with_a_label_column_is_refused(tiny_model_dir: Path, tmp_path: Path) -> None:
+    path = tmp_path / "c.tsv"
+    path.write_text("sentence1\tsentence2\tlabel\na\tb\t1\nc\td\t0\n")
+    result = invoke("pairs", "--candidates", str(path), "--base", str(tiny_model_dir), "-n", "1", "-o",
+                    str(tmp_path / "d.tsv"))
+    assert " ".join(result.output.split()) == (
+        f"Error: {path}: has a 'label' column; candidates are pairs still to label: drop or rename it (the file "
+        "`pairs` writes has its own label and weight columns)")
+
+
+def test_decide_refuses_pairs_chosen_for_another_base(finished: Path, tiny_model_dir_3layers: Path,
+                                                      tmp_path: Path) -> None:
+    out = tmp_path / "other.tsv"
+    chosen = invoke("pairs", "--candidates", str(candidates_file(tmp_path)), "--base", str(tiny_model_dir_3layers),
+                    "--teacher", str(finished), "-n", "10", "-o", str(out))
+    assert chosen.exit_code == 0, chosen.output
+    dev = labelled(out, tmp_path / "other-labelled.tsv")
+    before = (finished / "metrics.json").read_text()
+    result = invoke("decide", str(finished), "--dev", str(dev))
+    base = json.loads(before)["base_model"]
+    assert " ".join(result.output.split()) == (
+        f"Error: --dev {dev}: its pairs were chosen for the base model {tiny_model_dir_3layers} "
+        f"(other-labelled.tsv.design.json), but {finished} adapted {base}; choose pairs for this run (sentadapt pairs "
+        f"--run {finished})")
+    assert (finished / "metrics.json").read_text() == before
