@@ -15,16 +15,14 @@ Every name in `__all__` is also an attribute of the `sentadapt` package, importe
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sentadapt.diagnostics.diagnose import DiagnoseResult, diagnose
 from sentadapt.evaluation.chosen_pairs import ChosenPairs
-from sentadapt.evaluation.devset import ProposedPairs, propose_pairs
+from sentadapt.evaluation.devset import ProposedPairs
 from sentadapt.evaluation.evaluate import EvalResult, evaluate
+from sentadapt.evaluation.labelling import propose_pairs
 from sentadapt.exporting import ExportResult, export
-from sentadapt.options import checked
 from sentadapt.run.adapt import AdaptResult, adapt
 from sentadapt.run.redecide import DecideResult, decide_again
 
@@ -41,25 +39,12 @@ __all__ = (  # sentadapt.__getattr__ reads this tuple: each name here is also se
     "ExportResult",
     "ProposedPairs",
     "adapt",
-    "choose_pairs",
     "decide_again",
     "diagnose",
     "evaluate",
     "export",
     "propose_pairs",
 )
-
-
-@checked({"corpus": "CORPUS", "candidates": "--candidates", "n": "-n"})
-def choose_pairs(corpus: Sequence[str | Path], candidates: Path | None, base: str | None, n: int, output: Path,
-                 teacher: str | None = None, run: Path | None = None, **options: Any) -> ChosenPairs:
-    """`sentadapt pairs --candidates/--teacher/--run`: choose n pairs to label among candidate pairs (a file, or the
-    pairs `propose_pairs` would spread over CORPUS), weighted toward where the base and the teacher (or the run's
-    model) disagree; `base` None is the default base model (with `run`, the run's). Options as `propose_pairs`."""
-    from sentadapt.evaluation.chosen_pairs import choose_pairs as choose
-    from sentadapt.resolve import DEFAULT_BASE_MODEL
-
-    return choose(corpus, candidates, base, DEFAULT_BASE_MODEL, n, output, teacher=teacher, run=run, **options)
 
 
 def __getattr__(name: str) -> Any:

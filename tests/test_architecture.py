@@ -180,10 +180,15 @@ def test_layer_checker_flags_an_import_up_and_one_across() -> None:
 
 
 def test_the_cli_stays_thin() -> None:
-    """Commands parse, make one library call and render (issue 26): cli/ at most 900 lines in all, no function
-    over 80; what grows belongs in the library (a result's tables, the run's lifecycle)."""
+    """Commands parse, make one library call and render (issue 26): cli/ at most 150 lines per command in all (900
+    when there were six; a new command brings its options and its rendering, nothing else), no function over 80;
+    what grows belongs in the library (a result's tables, the run's lifecycle)."""
+    from sentadapt.cli import app
+
     files = sorted((PACKAGE / "cli").glob("*.py"))
-    assert sum(len(path.read_text(encoding="utf-8").splitlines()) for path in files) <= 900
+    commands = len(app.registered_commands) + len(app.registered_groups)
+    assert commands == 7  # adapt, eval, pairs, decide, export, diagnose and the cache group
+    assert sum(len(path.read_text(encoding="utf-8").splitlines()) for path in files) <= 150 * commands
     long = [f"{path.name}:{node.name} ({node.end_lineno - node.lineno + 1} lines)" for path in files
             for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
             if isinstance(node, ast.FunctionDef) and node.end_lineno is not None

@@ -292,7 +292,7 @@ def test_flags_show_no_type_in_help_and_the_command_list_gives_one_sentence_each
     commands = listing[listing.index("Commands"):]
     pairs_line = flat(commands)
     assert ("pairs Propose N sentence pairs from your corpus for you to label (1/0 or a score): near-duplicates, "
-            "borderline and unrelated pairs alike, so the dev set can tell a better model from a worse one. export"
+            "borderline and unrelated pairs alike, so the dev set can tell a better model from a worse one. decide"
             ) in pairs_line
     assert "Then pass the labelled" not in commands  # the first sentence only, not the paragraph's hard breaks
 

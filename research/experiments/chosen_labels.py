@@ -192,6 +192,22 @@ def power_rows(result: dict[str, Any]) -> list[dict[str, Any]]:
     return rows
 
 
+def pool_oracle_rows(result: dict[str, Any]) -> list[dict[str, Any]]:
+    """Not in the rule (read after it): the arms that decide on the last model judged by its Δ over the whole pool,
+    the population a chosen dev set's weighted Δ estimates (the committed test rows exclude the chosen pairs, which
+    are where the models differ most, so a chosen dev set leaves a test set biased toward agreement)."""
+    rows = []
+    for arm in ("after", "random after"):
+        for size in result["sizes"]:
+            cells = [c for c in result["decisions"] if c["arm"] == arm and c["size"] == size]
+            truth = [result["pool_change"][f"{c['pairing']}/{c['domain']}"] for c in cells]
+            gaining = [c["used"] for c, t in zip(cells, truth) if t >= GAIN]
+            losing = [c["used"] for c, t in zip(cells, truth) if t < 0]
+            rows.append({"arm": arm, "size": size, "gaining": len(gaining), "losing": len(losing),
+                         "power": sum(gaining) / len(gaining), "false_use": sum(losing) / len(losing)})
+    return rows
+
+
 def coverage_rows(result: dict[str, Any]) -> list[dict[str, Any]]:
     return [{"design": design, "size": size,
              "coverage": float(np.mean([c["covered"] for c in result["coverage"]
@@ -215,6 +231,11 @@ def lines(result: dict[str, Any]) -> list[str]:
     for row in sorted(power_rows(result), key=lambda r: (r["size"], ARMS.index(r["arm"]))):
         out.append(f"| {row['size']} | {row['arm']} | {row['cells']} | {row['losing']} | {row['gaining']} | "
                    f"{100 * row['false_use']:.0f} % | {100 * row['power']:.0f} % | {row['applied']:+.2f} |")
+    out += ["", "Judged by the last model's Δ over the whole pool (read after the rule):", "",
+            "| labels | arm | gaining ≥ +1.0 | losing | false use | power |", "|---:|---|---:|---:|---:|---:|"]
+    for row in sorted(pool_oracle_rows(result), key=lambda r: r["size"]):
+        out.append(f"| {row['size']} | {row['arm']} | {row['gaining']} | {row['losing']} | "
+                   f"{100 * row['false_use']:.0f} % | {100 * row['power']:.0f} % |")
     out += ["", "| design | " + " | ".join(f"{size} labels" for size in result["sizes"]) + " |",
             "|---|" + "---:|" * len(result["sizes"])]
     covered = coverage_rows(result)

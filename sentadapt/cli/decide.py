@@ -59,4 +59,4 @@ def render(result: DecideResult) -> None:
                       highlight=False, soft_wrap=True)
     verdict = "use the adapted model" if result.decision.decision == "use-adapted" else "keep the base model"
     console.print(f"[bold]{verdict}[/]: {escape(result.decision.reason)}", highlight=False, soft_wrap=True)
-    console.print(f"recorded in {escape(str(result.run / 'metrics.json'))}", highlight=False, soft_wrap=True)
+    console.print(f"recorded in {escape(str(result.metrics_file))}", highlight=False, soft_wrap=True)

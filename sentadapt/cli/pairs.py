@@ -31,9 +31,9 @@ def pairs(
                                        "teacher and the base model disagree (each row gets its weight)."),
     run: Path | None = typer.Option(None, "--run", help="After training: choose the pairs where this run's model "
                                     "and its base disagree; then `sentadapt decide RUN --dev FILE`."),
-    base: str = typer.Option(DEFAULT_BASE_MODEL, "--base", show_default=False,
-                             help="The base model you will adapt: folder or Hub id (its cosines spread the pairs; "
-                                  "default: named above; with --run, the run's)."),
+    base: str | None = typer.Option(None, "--base", show_default=False,
+                                    help=f"The base model you will adapt: folder or Hub id (its cosines spread the "
+                                         f"pairs; default: {DEFAULT_BASE_MODEL}; with --run, the run's)."),
     n: int = typer.Option(200, "-n", help="Pairs to propose (each sentence is used once: needs 2·n sentences)."),
     output: Path = typer.Option(..., "--output", "-o", help="The file to label: .tsv or .csv."),
     seed: int = typer.Option(0, "--seed", help="Seed of the sentence sample and of the pairs chosen."),
@@ -52,21 +52,17 @@ def pairs(
     file to `sentadapt adapt --dev FILE` (or `sentadapt eval MODEL --pairs FILE`).
 
     With --teacher (before training) or --run (after it) the pairs are chosen where the two models disagree, each
-    with its weight: the same certainty from fewer labels (docs/decision.md). The default base model is
+    with its weight: a more precise estimate of the Δ from as many labels (docs/decision.md). The default base model is
     sentence-transformers/all-MiniLM-L6-v2, as for `adapt`."""
-    from sentadapt.api import choose_pairs, propose_pairs
+    from sentadapt.api import ChosenPairs, propose_pairs
 
-    options = dict(seed=seed, sample=sample, batch_size=batch_size, max_length=max_length, device=device,
-                   text_column=text_column, overwrite=overwrite, trust_remote_code=trust_remote_code,
-                   allow_pickle=allow_pickle, progress=progress_bar)
-    if candidates is None and teacher is None and run is None:
-        if not corpus:
-            raise typer.BadParameter("pass a CORPUS, or --candidates FILE", param_hint="CORPUS")
-        render(propose_pairs(corpus, base, n, output, **options))  # type: ignore[arg-type]
-        return
-    chosen_base = None if base == DEFAULT_BASE_MODEL else base
-    render_chosen(choose_pairs(corpus or [], candidates, chosen_base, n, output, teacher=teacher, run=run,
-                               **options))  # type: ignore[arg-type]
+    if not corpus and candidates is None:
+        raise typer.BadParameter("pass a CORPUS, or --candidates FILE", param_hint="CORPUS")
+    result = propose_pairs(corpus or [], base, n, output, seed=seed, sample=sample, batch_size=batch_size,
+                           max_length=max_length, device=device, text_column=text_column, overwrite=overwrite,
+                           trust_remote_code=trust_remote_code, allow_pickle=allow_pickle, candidates=candidates,
+                           teacher=teacher, run=run, progress=progress_bar)
+    render_chosen(result) if isinstance(result, ChosenPairs) else render(result)
 
 
 def render(result: ProposedPairs) -> None:

@@ -43,7 +43,7 @@ from sentadapt.data.pair_files import LABEL_RULE
 from sentadapt.durable import write_text_atomically
 from sentadapt.errors import ConfigError, DataError, StorageError
 from sentadapt.events import Progress
-from sentadapt.options import check_writable_place, checked
+from sentadapt.options import check_writable_place
 
 if TYPE_CHECKING:
     import torch
@@ -81,8 +81,7 @@ class ProposedPairs:
         return len(self.sentence1)
 
 
-@checked({"corpus": "CORPUS", "model": "--base", "n": "-n"})
-def propose_pairs(
+def propose_spread_pairs(
     corpus: Sequence[str | Path],
     model: str,
     n: int,
@@ -103,6 +102,8 @@ def propose_pairs(
     from sentadapt.encoder import Encoder
     from sentadapt.resolve import resolve_model
 
+    if not corpus:
+        raise ConfigError("CORPUS: pass the text files to propose pairs from, or --candidates FILE")
     check_request(n, output, overwrite)
     resolved = resolve_model(model)
     check_sources(corpus)

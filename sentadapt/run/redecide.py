@@ -39,6 +39,7 @@ class DecideResult:
     """What `decide_again` weighed and decided; `decision` is also in RUN/metrics.json."""
 
     run: Path
+    metrics_file: Path  # where the decision is recorded
     dev: Path
     base_model: str
     pairs: int
@@ -81,7 +82,8 @@ def decide_again(run: Path, dev: Path, decision: str = DEFAULT_RULE, risk: float
     made = decide(delta.value, delta.interval, name, evidence, rule)
     task = evaluator.tasks[0]
     result = DecideResult(
-        run=folder.path, dev=dev, base_model=base_model, pairs=evaluator.units(), weighted=task.weights is not None,
+        run=folder.path, metrics_file=folder.metrics_file, dev=dev, base_model=base_model, pairs=evaluator.units(),
+        weighted=task.weights is not None,
         design=design, base_score=evaluator.from_outputs(base_outputs).average,
         adapted_score=evaluator.from_outputs(adapted_outputs).average, delta=delta, evidence=evidence, decision=made,
         choice_paid=stored is not None, deleted=max(0, design.pairs - evaluator.units()) if design else 0)

@@ -27,8 +27,8 @@ def _pairs() -> list[tuple[str, Any, Any]]:
     from sentadapt.cli.export import export as export_command
     from sentadapt.cli.pairs import pairs as pairs_command
     from sentadapt.diagnostics.diagnose import diagnose
-    from sentadapt.evaluation.devset import propose_pairs
     from sentadapt.evaluation.evaluate import evaluate
+    from sentadapt.evaluation.labelling import propose_pairs
     from sentadapt.exporting import export
 
     return [("eval", eval_models, evaluate), ("diagnose", diagnose_command, diagnose),

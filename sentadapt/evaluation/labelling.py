@@ -1,0 +1,46 @@
+"""`sentadapt pairs`: pairs for a person to label — spread over the base model's cosines from a corpus
+(evaluation/devset.py), or chosen among candidates where two models disagree (evaluation/chosen_pairs.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from sentadapt.evaluation.chosen_pairs import ChosenPairs, choose_pairs
+from sentadapt.evaluation.devset import DEFAULT_SAMPLE, ProposedPairs, propose_spread_pairs
+from sentadapt.events import Progress
+from sentadapt.options import checked
+
+
+@checked({"corpus": "CORPUS", "model": "--base", "n": "-n"})
+def propose_pairs(
+    corpus: Sequence[str | Path],
+    model: str | None,
+    n: int,
+    output: Path,
+    seed: int = 0,
+    sample: int = DEFAULT_SAMPLE,
+    batch_size: int = 128,
+    max_length: int | None = None,
+    device: str | None = None,
+    text_column: str | None = None,
+    overwrite: bool = False,
+    trust_remote_code: bool = False,
+    allow_pickle: bool = False,
+    candidates: Path | None = None,
+    teacher: str | None = None,
+    run: Path | None = None,
+    progress: Progress | None = None,
+) -> ProposedPairs | ChosenPairs:
+    """Write `n` pairs to label to `output` (.tsv or .csv); deterministic for a given `seed`. From `corpus`, spread
+    over the cosine range of `model` (None: the default base model); with `candidates` (pairs to choose among),
+    `teacher` or `run`, chosen as evaluation/chosen_pairs.py says, and a ChosenPairs is returned. Bad input fails
+    before any weights load."""
+    from sentadapt.resolve import DEFAULT_BASE_MODEL
+
+    if candidates is not None or teacher is not None or run is not None:
+        return choose_pairs(corpus, candidates, model, DEFAULT_BASE_MODEL, n, output, teacher, run, seed, sample,
+                            batch_size, max_length, device, text_column, overwrite, trust_remote_code, allow_pickle,
+                            progress)
+    return propose_spread_pairs(corpus, model or DEFAULT_BASE_MODEL, n, output, seed, sample, batch_size, max_length,
+                                device, text_column, overwrite, trust_remote_code, allow_pickle, progress)
