@@ -161,7 +161,8 @@ def choose_pairs(
         base, guide_folder = run_base(run, base)
     base = base or default_base
     resolved = resolve_model(base)
-    guide_model = resolve_model(guide_folder or teacher) if (guide_folder or teacher) else None
+    guide = guide_folder or teacher
+    guide_model = resolve_model(guide) if guide is not None else None
     pool = read_candidates(candidates_file) if candidates_file is not None else None
     if pool is not None and len(pool) < n:
         raise ConfigError(f"-n {n}: --candidates {candidates_file} holds {len(pool)} pairs; pass a smaller -n or "
@@ -187,12 +188,12 @@ def choose_pairs(
         probabilities = inclusion_probabilities(disagreement(base_cosines, guide_cosines), n, UNIFORM_SHARE)
         rows = pareto_sample(probabilities, n, rng)
         weights = 1.0 / probabilities[rows]
-    guide = None if guide_model is None else ("run" if run is not None else "teacher")
-    result = ChosenPairs(output, None, rows, weights, pool, guide, str(run or teacher) if guide else None,
+    guide_kind = None if guide_model is None else ("run" if run is not None else "teacher")
+    result = ChosenPairs(output, None, rows, weights, pool, guide_kind, str(run or teacher) if guide_kind else None,
                          resolved.name, next_command(corpus, candidates_file, base, output, run))
     write_chosen(result, rng)
     if weights is not None:
-        result.design_path = write_design(output, Design(guide or "", result.guide_model or "", resolved.name,
+        result.design_path = write_design(output, Design(guide_kind or "", result.guide_model or "", resolved.name,
                                                          len(pool), n, UNIFORM_SHARE, seed))
     return result
 

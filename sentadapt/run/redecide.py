@@ -14,6 +14,7 @@ labels it read, to metrics.json's `decisions`.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import time
 from dataclasses import dataclass, field
@@ -72,10 +73,10 @@ def decide_again(run: Path, dev: Path, decision: str = DEFAULT_RULE, risk: float
     name, factory = resolve_dev_set(str(dev), None)
     assert factory is not None
     evaluator = factory()
-    load = dict(batch_size=batch_size, max_length=max_length, device=device, trust_remote_code=trust_remote_code,
-                allow_pickle=allow_pickle, progress=progress)
-    base_outputs = scored(evaluator, base_model, **load)
-    adapted_outputs = scored(evaluator, str(folder.path), **load)
+    score = functools.partial(scored, evaluator, batch_size=batch_size, max_length=max_length, device=device,
+                              trust_remote_code=trust_remote_code, allow_pickle=allow_pickle, progress=progress)
+    base_outputs = score(base_model)
+    adapted_outputs = score(str(folder.path))
     delta = evaluator.compare_outputs(base_outputs, adapted_outputs)
     stored = stored_choice(folder, metrics, base_outputs)
     evidence = selection_evidence(evaluator, base_outputs, adapted_outputs, stored)
