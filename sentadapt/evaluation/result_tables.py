@@ -60,7 +60,10 @@ def protocol(evaluator: Evaluator, aggregate: str) -> str:
     kinds = {task.kind for task in evaluator.tasks}
     how = (f"protocol: Spearman×100 of cosine, aggregate '{aggregate}'" if kinds == {"sts"}
            else "protocol: cosine; metrics × 100 (docs/evaluation.md)")
-    return "data: " + "; ".join(sources) + f" — {how}"
+    weighted = sorted(task.name for task in evaluator.tasks if task.weights is not None)
+    chosen = (f"; {', '.join(weighted)}: pairs weighted by their 'weight' column, so each figure and its CI estimate "
+              "the candidates they were chosen from (docs/decision.md)") if weighted else ""
+    return "data: " + "; ".join(sources) + f" — {how}{chosen}"
 
 
 def _task_rows(table: TextTable, reports: Sequence[EvalReport], comparisons: Sequence[Comparison | None],

@@ -116,3 +116,14 @@ def test_the_bootstrap_resamples_the_weighted_draws(tmp_path: Path) -> None:
     unweighted = Evaluator([plain], resamples=50).replicates(plain, plain.result({"cosine": cosines}))["spearman"]
     expected = 100 * bootstrap.weighted_spearman(counts, bootstrap.TieGroups(cosines), bootstrap.TieGroups(plain.gold))
     assert np.array_equal(unweighted, expected)
+
+
+def test_the_table_footnote_says_which_files_are_weighted(tmp_path: Path, pairs_tsv: Path) -> None:
+    from sentadapt.evaluation.result_tables import protocol
+
+    weighted, _, _ = expanded_task(tmp_path, [1, 3, 2, 1, 4, 2])
+    plain = ScoredPairsTask("pairs.tsv", read_user_scored_pairs(pairs_tsv))
+    assert protocol(Evaluator([plain]), "all").endswith("aggregate 'all'")
+    assert protocol(Evaluator([plain, weighted]), "all").endswith(
+        "aggregate 'all'; dev.tsv: pairs weighted by their 'weight' column, so each figure and its CI estimate the "
+        "candidates they were chosen from (docs/decision.md)")
