@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sentadapt.config import RunConfig, TrainConfig
+from sentadapt.config import FLAT_KEYS, RunConfig, key_type
 from sentadapt.errors import ConfigError
 from sentadapt.options import ALLOW_PICKLE, ALLOW_PICKLE_HELP, TRUST_REMOTE_CODE, TRUST_REMOTE_CODE_HELP
 
@@ -72,7 +72,7 @@ class AdaptOption:
         """The option's type: the config field's (None allowed: not given) or the declared one."""
         if self.target == REQUEST:
             return self.annotation
-        field_type = typing.get_type_hints(TrainConfig if self.target == TRAIN else RunConfig)[self.name]
+        field_type = key_type(self.name) if self.target == TRAIN else typing.get_type_hints(RunConfig)[self.name]
         return field_type if self.target == RUN and self.default is not None else field_type | None
 
 
@@ -176,8 +176,8 @@ _FILLED_BY_ADAPT = {"recipe", "base", "corpus", "output", "preset", "corpus_sha2
 
 
 def config_keys() -> list[str]:
-    """Every key `--set` accepts outside a recipe's own: the TrainConfig fields."""
-    return [f.name for f in dataclasses.fields(TrainConfig)]
+    """Every key `--set` accepts outside a recipe's own: the training settings' flat keys (config.FLAT_KEYS)."""
+    return list(FLAT_KEYS)
 
 
 LORA_FIELDS = ("lora_r", "lora_alpha", "lora_dropout", "lora_targets")  # what `--lora SPEC` sets (lora.lora_flags)
@@ -187,10 +187,10 @@ def flag_fields(target: str, extra: tuple[str, ...] = ()) -> list[tuple[str, Any
     """(name, type, default) of each option of `target` as a flags class declares it (its config field's type;
     default None: not given, or the option's own default): what TrainFlags and RunFlags must spell
     (tests/run/test_adapt_options.py holds them equal, so a new option is still one entry plus one typed line)."""
-    hints = typing.get_type_hints(TrainConfig if target == TRAIN else RunConfig)
     fields = [(option.name, option.value_type, option.default if option.target == RUN else None)
               for option in ADAPT_OPTIONS if option.target == target]
-    return fields + [(key, hints[key] | None, None) for key in extra]
+    return fields + [(key, (key_type(key) if target == TRAIN else typing.get_type_hints(RunConfig)[key]) | None, None)
+                     for key in extra]
 
 
 @dataclass(frozen=True)

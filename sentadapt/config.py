@@ -48,10 +48,123 @@ class RecipeConfig:
         """Raise ConfigError naming the setting that is out of range (a recipe with ranges overrides this)."""
 
 
+def key(name: str) -> dict[str, str]:
+    """A group field's metadata: the flat key that names it in --set, YAML and config.yaml."""
+    return {"key": name}
+
+
+@dataclass(frozen=True)
+class OptimizerSettings:
+    """The optimizer and its learning-rate schedule."""
+
+    # adamw | lars (SimCLR-style, for large learning rates on small heads)
+    name: str = field(default="adamw", metadata=key("optimizer"))
+    weight_decay: float = field(default=0.01, metadata=key("weight_decay"))
+    # linear warm-up over this share of the steps, then linear decay to 0
+    warmup_ratio: float = field(default=0.1, metadata=key("warmup_ratio"))
+    schedule: str = field(default="linear", metadata=key("schedule"))  # decay after warm-up: linear | cosine
+    max_grad_norm: float = field(default=1.0, metadata=key("max_grad_norm"))  # 0 = no clipping
+    beta1: float = field(default=0.9, metadata=key("adam_beta1"))
+    beta2: float = field(default=0.999, metadata=key("adam_beta2"))
+    eps: float = field(default=1e-6, metadata=key("adam_eps"))
+
+
+@dataclass(frozen=True)
+class EvaluationSettings:
+    """When the dev set is scored during training, and when training stops for want of a better score."""
+
+    # dev evaluation every N optimizer steps (0 = only at the end)
+    every: int = field(default=200, metadata=key("eval_every"))
+    # > 0: evaluate this many times per pass over the data instead of every eval_every
+    per_pass: float = field(default=0.0, metadata=key("evals_per_pass"))
+    # stop after N evaluations without improvement (0 = never stop early)
+    patience: int = field(default=10, metadata=key("patience"))
+    batch_size: int = field(default=128, metadata=key("eval_batch_size"))
+
+
+@dataclass(frozen=True)
+class RecordSettings:
+    """What a run writes as it goes: checkpoints to resume from and log lines."""
+
+    # resumable checkpoint every N steps (0 = only on interrupt)
+    checkpoint_every: int = field(default=200, metadata=key("checkpoint_every"))
+    keep_checkpoints: int = field(default=2, metadata=key("keep_checkpoints"))
+    # steps between lines of train.log (and points sent to the --report-to trackers)
+    log_every: int = field(default=10, metadata=key("log_every"))
+    # none | tensorboard | wandb | mlflow | all (Accelerate's experiment trackers)
+    report_to: str = field(default="none", metadata=key("report_to"))
+    # stop | skip (skip the step, stop after `max_nan_skips`)
+    on_nan: str = field(default="stop", metadata=key("on_nan"))
+    max_nan_skips: int = field(default=10, metadata=key("max_nan_skips"))
+
+
+@dataclass(frozen=True)
+class LoraSettings:
+    """LoRA (sentadapt/lora.py, `--lora r=16`): train rank-r adapters on the encoder's linear layers, base frozen.
+    r 0 = off (every weight trains). alpha 0 = 2 × r; targets: attention | all-linear | names joined by '+'."""
+
+    r: int = field(default=0, metadata=key("lora_r"))
+    alpha: float = field(default=0.0, metadata=key("lora_alpha"))
+    dropout: float = field(default=0.0, metadata=key("lora_dropout"))
+    targets: str = field(default="attention", metadata=key("lora_targets"))
+
+
+@dataclass(frozen=True)
+class DistillationSettings:
+    """Distillation toward the frozen base model or a teacher, for every recipe (sentadapt/train/distill.py)."""
+
+    # the loss gains distill × D(adapted, base) on each batch's sentences. 0 = off (no frozen copy, no extra pass).
+    weight: float = field(default=0.0, metadata=key("distill"))
+    # kl: in-batch similarity distributions | sim-mse: in-batch cosine values | mse: the vectors' squared distance
+    # (not normalised) | cosine: 1 − cos of each vector with its target; or a weighted sum of them,
+    # "kl:1,sim-mse:10,cosine:1" (a weight 0 = that term off): `distill_terms`
+    kind: str = field(default="kl", metadata=key("distill_kind"))
+    temperature: float = field(default=0.05, metadata=key("distill_temperature"))  # softmax temperature of the kl kind
+    # random | neighbours: with a teacher, half of each batch random anchors and half one of each anchor's
+    # `distill_neighbours` nearest examples under the teacher (pairs it ranks close, not only unrelated ones)
+    batches: str = field(default="random", metadata=key("distill_batches"))
+    neighbours: int = field(default=8, metadata=key("distill_neighbours"))
+    # The weight of the recipe's own loss: 0 = the distillation term alone (the recipe's views are then not
+    # computed at all, unless the recipe trains heads of its own: they keep a gradient of 0 for DDP)
+    recipe_weight: float = field(default=1.0, metadata=key("recipe_weight"))
+
+
+@dataclass(frozen=True)
+class TeacherSettings:
+    """With --teacher (RunConfig.teacher) the distillation target is the teacher's cached vectors instead of the
+    base; distill_kind and distill_temperature are shared (kl: any two widths)."""
+
+    weight: float = field(default=1.0, metadata=key("teacher_weight"))  # the distillation term's weight with a teacher
+    # on: a teacher that trails the base on the dev set (the CI of its lead below 0) stops the run before training
+    check: str = field(default="on", metadata=key("teacher_check"))
+    # the distillation target's similarities: α · the teacher's cosines + (1 − α) · the base's (docs/teacher.md,
+    # "Blend targets"); "1" the teacher alone, a number in [0, 1], or "auto": α weighed on the dev set by its rule
+    blend: str = field(default="1", metadata=key("teacher_blend"))
+    # the fields of a --teacher vectors file (.jsonl keys, .parquet columns): what embeddings APIs return
+    text_field: str = field(default="text", metadata=key("teacher_text_field"))
+    vector_field: str = field(default="embedding", metadata=key("teacher_vector_field"))
+
+
+@dataclass(frozen=True)
+class SizeSettings:
+    """The sizes a run trains (Matryoshka) and weighs on dev (evaluation/sizes.py)."""
+
+    # Matryoshka (`--matryoshka 384,192,96`): every loss term, the recipe's and distillation's, summed over these
+    # prefix widths of the exported vectors, largest first (sentence-transformers' MatryoshkaLoss), so each prefix
+    # is an embedding of its own; () = off
+    matryoshka: tuple[int, ...] = field(default=(), metadata=key("matryoshka"))
+    # the weight of each --matryoshka width's term, in its order; () = 2 for the first (largest), 1 for each other
+    matryoshka_weights: tuple[float, ...] = field(default=(), metadata=key("matryoshka_weights"))
+    # --sizes: the sizes the finished run's dev table weighs (evaluation/sizes.py); () = matryoshka's, if any
+    dev: tuple[int, ...] = field(default=(), metadata=key("sizes"))
+
+
 @dataclass(frozen=True)
 class TrainConfig:
     """What the one training loop needs, whatever the recipe. Frozen, like RunConfig: built once (`build_config`),
-    then only read; a changed copy is `dataclasses.replace(config, ...)`."""
+    then only read; a changed copy is `dataclasses.replace(config, ...)`. Settings of one concern are a group (a
+    field holding a frozen dataclass); every setting, grouped or not, has one flat key (`--set KEY=VALUE`, YAML,
+    config.yaml): `flat_keys()`."""
 
     max_steps: int = 0  # optimizer steps; 0 = derived from `epochs`
     epochs: float = 1.0
@@ -61,26 +174,13 @@ class TrainConfig:
     max_epochs: float = 4.0
     batch_size: int = 64  # GLOBAL batch (all processes together) = the in-batch negatives per step
     lr: float = 2e-5
-    weight_decay: float = 0.01
-    warmup_ratio: float = 0.1  # linear warm-up over this share of the steps, then linear decay to 0
     grad_accum: int = 1  # micro-batches per optimizer step (does not add negatives)
-    max_grad_norm: float = 1.0  # 0 = no clipping
     max_length: int = 64  # tokens per sentence in training
     mixed_precision: str = "no"
     # fp32 matmuls on TensorFloat-32 tensor cores (CUDA, Ampere and newer): 10-bit mantissa products, fp32
     # accumulation, ~2× the speed of strict fp32 on an A100/H100. False: strict fp32 (reproducibility).
     tf32: bool = True
-    eval_every: int = 200  # dev evaluation every N optimizer steps (0 = only at the end)
-    evals_per_pass: float = 0.0  # > 0: evaluate this many times per pass over the data instead of every eval_every
-    checkpoint_every: int = 200  # resumable checkpoint every N steps (0 = only on interrupt)
-    keep_checkpoints: int = 2
-    patience: int = 10  # stop after N evaluations without improvement (0 = never stop early)
     seed: int = 42
-    adam_beta1: float = 0.9
-    adam_beta2: float = 0.999
-    adam_eps: float = 1e-6
-    optimizer: str = "adamw"  # adamw | lars (SimCLR-style, for large learning rates on small heads)
-    schedule: str = "linear"  # decay after warm-up: linear | cosine
     length_grouping: bool = True  # random batches, less padding by grouping similar lengths (research/results.md)
     # A training batch's padded length is rounded up to a multiple of this. 0 = 8 on a GPU (tensor-core tiles, and
     # with max_length 64 at most 8 padded lengths for its kernels to warm up to instead of 64), 1 on the CPU
@@ -95,52 +195,14 @@ class TrainConfig:
     # (inductor's fused kernels) | graphs (also CUDA graphs, mode "reduce-overhead"). A step at batch 64-128 is
     # bound by kernel launches; ~25 s of compiling first, recovered after ~1,800 steps (bench/README.md).
     compile: str = "off"
-    # LoRA (sentadapt/lora.py, `--lora r=16`): train rank-r adapters on the encoder's linear layers, base frozen.
-    # 0 = off (every weight trains). alpha 0 = 2 × r; targets: attention | all-linear | names joined by '+'.
-    lora_r: int = 0
-    lora_alpha: float = 0.0
-    lora_dropout: float = 0.0
-    lora_targets: str = "attention"
     dedup: bool = True  # repeated corpus lines would be false negatives in a batch
-    on_nan: str = "stop"  # stop | skip (skip the step, stop after `max_nan_skips`)
-    max_nan_skips: int = 10
-    eval_batch_size: int = 128
-    log_every: int = 10  # steps between lines of train.log (and points sent to the --report-to trackers)
-    report_to: str = "none"  # none | tensorboard | wandb | mlflow | all (Accelerate's experiment trackers)
-    # Distillation toward the frozen base model, for every recipe (sentadapt/train/distill.py): the loss
-    # gains distill × D(adapted, base) on each batch's sentences. 0 = off (no frozen copy, no extra pass).
-    distill: float = 0.0
-    # kl: in-batch similarity distributions | sim-mse: in-batch cosine values | mse: the vectors' squared distance
-    # (not normalised) | cosine: 1 − cos of each vector with its target; or a weighted sum of them,
-    # "kl:1,sim-mse:10,cosine:1" (a weight 0 = that term off): `distill_terms`
-    distill_kind: str = "kl"
-    distill_temperature: float = 0.05  # softmax temperature of the kl kind
-    # With --teacher (RunConfig.teacher) the distillation target is the teacher's cached vectors instead of the
-    # base, weighted by teacher_weight; distill_kind and distill_temperature are shared (kl: any two widths).
-    teacher_weight: float = 1.0
-    # random | neighbours: with a teacher, half of each batch random anchors and half one of each anchor's
-    # `distill_neighbours` nearest examples under the teacher (pairs it ranks close, not only unrelated ones)
-    distill_batches: str = "random"
-    distill_neighbours: int = 8
-    # on: a teacher that trails the base on the dev set (the CI of its lead below 0) stops the run before training
-    teacher_check: str = "on"
-    # the distillation target's similarities: α · the teacher's cosines + (1 − α) · the base's (docs/teacher.md,
-    # "Blend targets"); "1" the teacher alone, a number in [0, 1], or "auto": α weighed on the dev set by its rule
-    teacher_blend: str = "1"
-    # the fields of a --teacher vectors file (.jsonl keys, .parquet columns): what embeddings APIs return
-    teacher_text_field: str = "text"
-    teacher_vector_field: str = "embedding"
-    # The weight of the recipe's own loss: 0 = the distillation term alone (the recipe's views are then not
-    # computed at all, unless the recipe trains heads of its own: they keep a gradient of 0 for DDP)
-    recipe_weight: float = 1.0
-    # Matryoshka (`--matryoshka 384,192,96`): every loss term, the recipe's and distillation's, summed over these
-    # prefix widths of the exported vectors, largest first (sentence-transformers' MatryoshkaLoss), so each prefix
-    # is an embedding of its own; () = off
-    matryoshka: tuple[int, ...] = ()
-    # the weight of each --matryoshka width's term, in its order; () = 2 for the first (largest), 1 for each other
-    matryoshka_weights: tuple[float, ...] = ()
-    # --sizes: the sizes the finished run's dev table weighs (evaluation/sizes.py); () = matryoshka's, if any
-    sizes: tuple[int, ...] = ()
+    optim: OptimizerSettings = field(default_factory=OptimizerSettings)
+    evaluation: EvaluationSettings = field(default_factory=EvaluationSettings)
+    records: RecordSettings = field(default_factory=RecordSettings)
+    lora: LoraSettings = field(default_factory=LoraSettings)
+    distillation: DistillationSettings = field(default_factory=DistillationSettings)
+    teacher: TeacherSettings = field(default_factory=TeacherSettings)
+    dims: SizeSettings = field(default_factory=SizeSettings)
 
     def validate(self) -> None:
         check_range("max_steps", self.max_steps, 0, None)
@@ -148,10 +210,7 @@ class TrainConfig:
         check_range("batch_size", self.batch_size, 2, None, hint="contrastive training needs at least 2 sentences "
                                                                     "per batch for in-batch negatives")
         check_range("lr", self.lr, 0, 1, low_open=True)
-        check_range("weight_decay", self.weight_decay, 0, None)
-        check_range("warmup_ratio", self.warmup_ratio, 0, 1, high_open=True)
         check_range("grad_accum", self.grad_accum, 1, None)
-        check_range("max_grad_norm", self.max_grad_norm, 0, None)
         check_range("max_length", self.max_length, 4, None)
         check_range("pad_multiple", self.pad_multiple, 0, None)
         check_choice("mixed_precision", self.mixed_precision, MIXED_PRECISION)
@@ -159,43 +218,100 @@ class TrainConfig:
         if self.compile != "off" and self.gradient_checkpointing:  # measured: torch 2.13 cannot trace its recompute
             raise ConfigError(f"compile: {self.compile} cannot compile layers that --grad-checkpointing recomputes; "
                               "drop one of the two (compile=off, or no --grad-checkpointing)")
-        check_range("eval_every", self.eval_every, 0, None)
-        check_range("evals_per_pass", self.evals_per_pass, 0, None)
         check_range("min_examples", self.min_examples, 0, None)
         check_range("max_epochs", self.max_epochs, 0, None, low_open=True)
-        check_range("checkpoint_every", self.checkpoint_every, 0, None)
-        check_range("keep_checkpoints", self.keep_checkpoints, 1, None)
-        check_range("patience", self.patience, 0, None)
-        check_range("adam_beta1", self.adam_beta1, 0, 1, high_open=True)
-        check_range("adam_beta2", self.adam_beta2, 0, 1, high_open=True)
-        check_range("adam_eps", self.adam_eps, 0, None, low_open=True)
-        check_choice("on_nan", self.on_nan, ON_NAN)
-        check_choice("optimizer", self.optimizer, ("adamw", "lars"))
-        check_choice("schedule", self.schedule, ("linear", "cosine"))
-        check_range("eval_batch_size", self.eval_batch_size, 1, None)
-        check_range("log_every", self.log_every, 1, None)
-        check_choice("report_to", self.report_to, REPORT_TO)
-        check_range("distill", self.distill, 0, None, hint="0 = off")
-        terms = distill_terms(self.distill_kind)
-        check_range("distill_temperature", self.distill_temperature, 0, None, low_open=True)
-        check_range("teacher_weight", self.teacher_weight, 0, None, low_open=True)
-        check_choice("teacher_check", self.teacher_check, ("on", "off"))
-        check_blend(self.teacher_blend)
-        vector_kind = next((kind for kind, _ in terms if kind in VECTOR_KINDS), None)
-        if str(self.teacher_blend) not in ("1", "1.0") and vector_kind is not None:
-            raise ConfigError(f"teacher_blend: blends the teacher's and the base's similarities, which distill_kind "
-                              f"{vector_kind} does not compare; use distill_kind=kl or sim-mse, or drop "
-                              "teacher_blend")
-        check_choice("distill_batches", self.distill_batches, ("random", "neighbours"))
-        check_range("distill_neighbours", self.distill_neighbours, 1, None)
-        check_range("recipe_weight", self.recipe_weight, 0, None)
-        check_matryoshka(self.matryoshka, self.matryoshka_weights, vector_kind)
-        if any(size < 1 for size in self.sizes) or len(set(self.sizes)) != len(self.sizes):
-            raise ConfigError(f"--sizes: {','.join(map(str, self.sizes))} must list positive sizes, each once "
+        check_optimizer(self.optim)
+        check_range("eval_every", self.evaluation.every, 0, None)
+        check_range("evals_per_pass", self.evaluation.per_pass, 0, None)
+        check_range("patience", self.evaluation.patience, 0, None)
+        check_range("eval_batch_size", self.evaluation.batch_size, 1, None)
+        check_records(self.records)
+        vector_kind = check_distillation(self.distillation, self.teacher)
+        check_matryoshka(self.dims.matryoshka, self.dims.matryoshka_weights, vector_kind)
+        sizes = self.dims.dev
+        if any(size < 1 for size in sizes) or len(set(sizes)) != len(sizes):
+            raise ConfigError(f"--sizes: {','.join(map(str, sizes))} must list positive sizes, each once "
                               "(e.g. 384,192,96)")
-        check_range("lora_r", self.lora_r, 0, None, hint="0 = off; the rank of the adapters")
-        check_range("lora_alpha", self.lora_alpha, 0, None, hint="0 = 2 × lora_r")
-        check_range("lora_dropout", self.lora_dropout, 0, 1, high_open=True)
+        check_range("lora_r", self.lora.r, 0, None, hint="0 = off; the rank of the adapters")
+        check_range("lora_alpha", self.lora.alpha, 0, None, hint="0 = 2 × lora_r")
+        check_range("lora_dropout", self.lora.dropout, 0, 1, high_open=True)
+
+
+# group name → its settings class: the TrainConfig fields whose default is a dataclass of settings
+GROUPS: dict[str, Any] = {f.name: f.default_factory for f in dataclasses.fields(TrainConfig)
+                          if dataclasses.is_dataclass(f.default_factory)}
+
+
+def flat_keys() -> dict[str, tuple[str | None, str]]:
+    """Every training setting's flat key → (its group, or None at the top, its field name), in TrainConfig's order."""
+    keys: dict[str, tuple[str | None, str]] = {}
+    for top in dataclasses.fields(TrainConfig):
+        if top.name in GROUPS:
+            keys.update({f.metadata["key"]: (top.name, f.name) for f in dataclasses.fields(GROUPS[top.name])})
+        else:
+            keys[top.name] = (None, top.name)
+    return keys
+
+
+FLAT_KEYS = flat_keys()
+
+
+def flat_values(train: TrainConfig) -> dict[str, Any]:
+    """The settings under their flat keys: what config.yaml, the summary and the presets read and write."""
+    return {name: getattr(train, field) if group is None else getattr(getattr(train, group), field)
+            for name, (group, field) in FLAT_KEYS.items()}
+
+
+def key_type(name: str) -> Any:
+    """The type of the setting a flat key names."""
+    group, field_name = FLAT_KEYS[name]
+    return typing.get_type_hints(TrainConfig if group is None else GROUPS[group])[field_name]
+
+
+def key_field(name: str) -> dataclasses.Field[Any]:
+    """The dataclass field behind a flat key (its type, default and metadata)."""
+    group, field_name = FLAT_KEYS[name]
+    owner = TrainConfig if group is None else GROUPS[group]
+    return next(f for f in dataclasses.fields(owner) if f.name == field_name)
+
+
+def check_optimizer(optim: OptimizerSettings) -> None:
+    check_choice("optimizer", optim.name, ("adamw", "lars"))
+    check_range("weight_decay", optim.weight_decay, 0, None)
+    check_range("warmup_ratio", optim.warmup_ratio, 0, 1, high_open=True)
+    check_choice("schedule", optim.schedule, ("linear", "cosine"))
+    check_range("max_grad_norm", optim.max_grad_norm, 0, None)
+    check_range("adam_beta1", optim.beta1, 0, 1, high_open=True)
+    check_range("adam_beta2", optim.beta2, 0, 1, high_open=True)
+    check_range("adam_eps", optim.eps, 0, None, low_open=True)
+
+
+def check_records(records: RecordSettings) -> None:
+    check_range("checkpoint_every", records.checkpoint_every, 0, None)
+    check_range("keep_checkpoints", records.keep_checkpoints, 1, None)
+    check_range("log_every", records.log_every, 1, None)
+    check_choice("report_to", records.report_to, REPORT_TO)
+    check_choice("on_nan", records.on_nan, ON_NAN)
+
+
+def check_distillation(distillation: DistillationSettings, teacher: TeacherSettings) -> str | None:
+    """The distillation and teacher settings; returns the first vector kind distill_kind weighs (or None), which
+    Matryoshka and blends cannot be combined with."""
+    check_range("distill", distillation.weight, 0, None, hint="0 = off")
+    terms = distill_terms(distillation.kind)
+    check_range("distill_temperature", distillation.temperature, 0, None, low_open=True)
+    check_range("teacher_weight", teacher.weight, 0, None, low_open=True)
+    check_choice("teacher_check", teacher.check, ("on", "off"))
+    check_blend(teacher.blend)
+    vector_kind = next((kind for kind, _ in terms if kind in VECTOR_KINDS), None)
+    if str(teacher.blend) not in ("1", "1.0") and vector_kind is not None:
+        raise ConfigError(f"teacher_blend: blends the teacher's and the base's similarities, which distill_kind "
+                          f"{vector_kind} does not compare; use distill_kind=kl or sim-mse, or drop "
+                          "teacher_blend")
+    check_choice("distill_batches", distillation.batches, ("random", "neighbours"))
+    check_range("distill_neighbours", distillation.neighbours, 1, None)
+    check_range("recipe_weight", distillation.recipe_weight, 0, None)
+    return vector_kind
 
 
 @dataclass(frozen=True)
@@ -229,7 +345,7 @@ class RunConfig:
 
     def to_dict(self) -> dict[str, Any]:
         data = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
-        data["train"] = dataclasses.asdict(self.train)
+        data["train"] = _plain(flat_values(self.train))  # flat keys, as every config.yaml has held them
         data["recipe_args"] = _plain(dataclasses.asdict(self.recipe_args)) if self.recipe_args is not None else {}
         return data
 
@@ -382,7 +498,10 @@ def coerce(name: str, value: Any, annotation: Any) -> Any:
 
 
 def with_overrides(target: T, overrides: dict[str, Any], where: str) -> T:
-    """A copy of the dataclass `target` with fields from a mapping, types coerced; unknown keys are errors."""
+    """A copy of the dataclass `target` with fields from a mapping, types coerced; unknown keys are errors. A
+    TrainConfig takes flat keys (FLAT_KEYS) and, in YAML, a group as a mapping of its fields (`lora: {r: 16}`)."""
+    if isinstance(target, TrainConfig):
+        return _train_with_overrides(target, overrides, where)  # type: ignore[return-value]
     hints = typing.get_type_hints(type(target))
     names = [f.name for f in dataclasses.fields(target)]  # type: ignore[arg-type]
     changes = {}
@@ -394,6 +513,37 @@ def with_overrides(target: T, overrides: dict[str, Any], where: str) -> T:
             raise ConfigError(f"{where}: " + unknown_name_message("key", key, names))
         changes[key] = coerce(f"{where}: {key}", value, hints[key])
     return dataclasses.replace(target, **changes)  # type: ignore[type-var]
+
+
+def _train_with_overrides(train: TrainConfig, overrides: dict[str, Any], where: str) -> TrainConfig:
+    flat: dict[str, Any] = {}
+    for name, value in overrides.items():
+        if name in GROUPS and isinstance(value, dict):  # a group written out: its fields by their own names
+            fields = {f.name: f.metadata["key"] for f in dataclasses.fields(GROUPS[name])}
+            for inner, inner_value in value.items():
+                if inner not in fields:
+                    raise ConfigError(f"{where}: {name}: " + unknown_name_message("key", inner, list(fields)))
+                flat[fields[inner]] = inner_value
+        else:
+            flat[name] = value
+    top: dict[str, Any] = {}
+    grouped: dict[str, dict[str, Any]] = {}
+    for name, value in flat.items():
+        if name in REMOVED_SETTINGS and name not in FLAT_KEYS:
+            check_removed(f"{where}: {name}", name, value)
+            continue  # a run saved before the option left, with the value that changed nothing
+        if name not in FLAT_KEYS:
+            raise ConfigError(f"{where}: " + unknown_name_message("key", name, list(FLAT_KEYS)))
+        group, field_name = FLAT_KEYS[name]
+        owner = TrainConfig if group is None else GROUPS[group]
+        converted = coerce(f"{where}: {name}", value, typing.get_type_hints(owner)[field_name])
+        if group is None:
+            top[field_name] = converted
+        else:
+            grouped.setdefault(group, {})[field_name] = converted
+    for group, changes in grouped.items():
+        top[group] = dataclasses.replace(getattr(train, group), **changes)
+    return dataclasses.replace(train, **top)
 
 
 def check_removed(where: str, key: str, value: Any) -> None:
@@ -453,7 +603,7 @@ def load_yaml(path: str | Path) -> dict[str, Any]:
 def split_set_options(options: dict[str, Any], recipe_config: Any) -> tuple[dict[str, Any], dict[str, Any]]:
     """Route bare `--set` keys: recipe fields first, then training fields; `train.x`/`recipe.x` are explicit."""
     recipe_fields = {f.name for f in dataclasses.fields(recipe_config)}
-    train_fields = {f.name for f in dataclasses.fields(TrainConfig)}
+    train_fields = set(FLAT_KEYS)
     to_recipe: dict[str, Any] = {}
     to_train: dict[str, Any] = {}
     for key, value in options.items():

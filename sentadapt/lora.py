@@ -26,6 +26,8 @@ if TYPE_CHECKING:
     import torch
     from torch import nn
 
+    from sentadapt.config import TrainConfig
+
 ADAPTER_FOLDER = "lora-adapter"  # inside a saved model folder: the adapters alone, in peft's format
 ADAPTER_NAME = "default"  # peft's name of the one adapter
 DEFAULT_RANK = 16
@@ -82,18 +84,19 @@ def _number(key: str, value: str) -> int | float:
         raise ConfigError(f"--lora: {key}={value} is not {kind}") from None
 
 
-def settings_of(train: Any) -> LoraSettings | None:
+def settings_of(train: TrainConfig) -> LoraSettings | None:
     """The run's LoRA settings from its TrainConfig; None when it trains every weight (lora_r 0)."""
-    if not train.lora_r:
+    lora = train.lora
+    if not lora.r:
         return None
-    return LoraSettings(train.lora_r, train.lora_alpha or 2.0 * train.lora_r, train.lora_dropout, train.lora_targets)
+    return LoraSettings(lora.r, lora.alpha or 2.0 * lora.r, lora.dropout, lora.targets)
 
 
-def check_run(train: Any, recipe: Any) -> None:
+def check_run(train: TrainConfig, recipe: Any) -> None:
     """Before anything loads (no import of peft or torch): peft is installed and the recipe trains the encoder."""
     import importlib.util
 
-    if not train.lora_r:
+    if not train.lora.r:
         return
     if importlib.util.find_spec("peft") is None:
         raise ConfigError(MISSING_PEFT)

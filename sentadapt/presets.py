@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sentadapt.config import TrainConfig, check_choice, with_overrides
+from sentadapt.config import TrainConfig, check_choice, flat_values, with_overrides
 from sentadapt.errors import ModelError
 from sentadapt.resolve import ResolvedModel, hub_file
 from sentadapt.st_modules import module_kind, read_modules, read_pooling_mode
@@ -125,7 +125,7 @@ def with_teacher(preset: Preset, recipe_class: Any) -> Preset:
 def paper_values(recipe_class: Any) -> dict[str, Any]:
     """Every training and recipe field as it is before a preset applies (TrainConfig < the recipe's defaults)."""
     train = with_overrides(TrainConfig(), recipe_class.train_defaults, f"recipe {recipe_class.name} defaults")
-    values = dataclasses.asdict(train)
+    values = flat_values(train)
     values.update(dataclasses.asdict(recipe_class.Config()))  # recipe fields win, as `--set` routes them
     return values
 

@@ -109,9 +109,9 @@ def command_sections() -> list[str]:
     import typer.main
 
     from sentadapt.cli import app
-    from sentadapt.config import TrainConfig
+    from sentadapt.config import FLAT_KEYS
 
-    training_keys = {field.name for field in dataclasses.fields(TrainConfig)}
+    training_keys = set(FLAT_KEYS)
     sections = []
     for name, command in _commands(typer.main.get_command(app), "sentadapt"):
         keys = training_keys if name == "sentadapt adapt" else set()  # the other commands do not train
@@ -179,8 +179,25 @@ def config_rows(cls: type) -> list[Row]:
             for field in dataclasses.fields(cls)]
 
 
+def training_rows() -> list[Row]:
+    """One row per training key: the flat key of each TrainConfig field and of each field of its groups, with the
+    comment written at that field (a group's first field: its group's docstring first)."""
+    from sentadapt.config import FLAT_KEYS, GROUPS, TrainConfig, key_field
+
+    owners = {None: TrainConfig, **GROUPS}
+    rows = []
+    for name, (group, field_name) in FLAT_KEYS.items():
+        owner = owners[group]
+        comment = field_comments(owner).get(field_name, "")
+        if group is not None and field_name == dataclasses.fields(owner)[0].name:
+            comment = " ".join([*(owner.__doc__ or "").split(), comment[:1].upper() + comment[1:]]).strip()
+        field = key_field(name)
+        rows.append(Row(f"`{name}`", _type_name(typing.get_type_hints(owner)[field_name]), _field_default(field),
+                        comment))
+    return rows
+
+
 def set_key_sections() -> list[str]:
-    from sentadapt.config import TrainConfig
     from sentadapt.recipes import RECIPES
 
     header = ("key", "type", "default", "what it does")
@@ -189,7 +206,7 @@ def set_key_sections() -> list[str]:
                 "comma-separated (`--set views=shuffle,token-cutoff`).",
                 "### Training (every recipe)\n\nThe defaults here are before the recipe's paper settings and the "
                 "preset, which change some of them (`sentadapt adapt --dry-run` prints the resolved values).\n\n"
-                + _table(header, config_rows(TrainConfig))]
+                + _table(header, training_rows())]
     for name in sorted(RECIPES.names()):
         recipe = RECIPES.get(name)
         sections.append(f"### Recipe `{name}`\n\n" + _table(header, config_rows(recipe.Config)))

@@ -142,11 +142,12 @@ def _explain_unfinished(run: Path, best: Path | None, note: Note) -> None:
 
 def _lora_settings(config: dict[str, Any]) -> Any:
     """The run's LoRA adapters (config.yaml's train.lora_*), None when it trained every weight."""
-    from sentadapt.config import TrainConfig
+    from sentadapt.config import TrainConfig, with_overrides
     from sentadapt.lora import settings_of
 
     train = config.get("train") or {}
-    return settings_of(TrainConfig(**{k: v for k, v in train.items() if k.startswith("lora_")}))
+    lora = {k: v for k, v in train.items() if k.startswith("lora_")}
+    return settings_of(with_overrides(TrainConfig(), lora, "config.yaml: train"))
 
 
 def _encoder_as_trained(run: Path, request: ExportRequest, note: Note, why: str) -> Encoder:

@@ -207,7 +207,7 @@ def distillation_sim_mse(adapted: Tensor, target: Tensor, similarities: Tensor |
 
 def distillation_loss(kind: str, adapted: Tensor, target: Tensor, temperature: float,
                       similarities: Tensor | None = None) -> Tensor:
-    """`kind` is TrainConfig.distill_kind: kl, sim-mse (in-batch similarity structure), mse or cosine (each
+    """`kind` is the distill_kind setting: kl, sim-mse (in-batch similarity structure), mse or cosine (each
     vector against its target). `similarities`: the structure kinds' target cosines, when not `target`'s own."""
     if kind == "kl":
         return distillation_kl(adapted, target, temperature, similarities)

@@ -33,7 +33,7 @@ def check_run(config: RunConfig, resume: bool, overwrite: bool, dry_run: bool, r
 
     check_choice("--encoding-errors", config.encoding_errors, ENCODING_ERRORS)
     decision_rule(config)  # --decision / --risk
-    resolve_trackers(config.train.report_to)  # a tracker that is not installed: say which extra, before loading
+    resolve_trackers(config.train.records.report_to)  # a tracker that is not installed: say which extra, before loading
     if base is None or base.name != config.base:  # not resolved yet (or for another name than the config's)
         base = resolve_model(config.base)
     check_has_weights(base)
@@ -42,7 +42,7 @@ def check_run(config: RunConfig, resume: bool, overwrite: bool, dry_run: bool, r
     teacher = None
     if config.teacher is not None:  # loads, and is not the base itself
         teacher = check_teacher(config.teacher, base.location)
-    elif config.train.recipe_weight == 0 and config.train.distill == 0:
+    elif config.train.distillation.recipe_weight == 0 and config.train.distillation.weight == 0:
         raise ConfigError("recipe_weight: 0 leaves nothing to train; give --teacher MODEL or --set distill=W, "
                           "or a recipe_weight above 0")
     recipe_class = RECIPES.get(config.recipe)
@@ -60,7 +60,7 @@ def check_run(config: RunConfig, resume: bool, overwrite: bool, dry_run: bool, r
     if require_improvement and dev.name is None:
         raise ConfigError("--require-improvement: needs a labelled dev set to compare with the base model; "
                           "pass --dev FILE (e.g. 100 labelled pairs from your domain) or --dev stsb --data-dir DIR")
-    if config.train.sizes and dev.name is None:
+    if config.train.dims.dev and dev.name is None:
         raise ConfigError("--sizes: weighs each size on the dev set against the base's whole vectors; pass --dev "
                           "FILE (e.g. 100 labelled pairs from your domain) or --dev stsb --data-dir DIR")
     run = ResolvedRun(config, base, recipe_class, dev, teacher)
@@ -105,10 +105,12 @@ def _check_teacher_settings(config: RunConfig) -> None:
     """A teacher's setting changed without a teacher is an error, not a silent no-op."""
     if config.teacher is not None:
         return
-    defaults = type(config.train)()
+    from sentadapt.config import TrainConfig, flat_values
+
+    values, defaults = flat_values(config.train), flat_values(TrainConfig())
     for name in TEACHER_SETTINGS:
-        value = getattr(config.train, name)
-        if value != getattr(defaults, name):
+        value = values[name]
+        if value != defaults[name]:
             raise ConfigError(f"{name}: acts on a teacher's distillation, and this run has no teacher; give "
                               f"--teacher MODEL (or a vectors file), or drop --set {name}={value}")
 
@@ -176,4 +178,4 @@ def _check_free_space(config: RunConfig, resolved: ResolvedModel, output: Path, 
 
     weights = weights_bytes(Path(resolved.location)) if resolved.is_local else None
     if weights is not None:
-        check_free_space(output, weights, config.train.keep_checkpoints, output_is_room)
+        check_free_space(output, weights, config.train.records.keep_checkpoints, output_is_room)

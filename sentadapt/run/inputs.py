@@ -23,7 +23,7 @@ def training_data(config: RunConfig, prompt: str = "") -> TrainingData:
     return TrainingData(sources=tuple(config.corpus), max_length=config.train.max_length,
                         text_column=config.text_column, dedup=config.train.dedup,
                         encoding_errors=config.encoding_errors, streaming=config.streaming, num_proc=config.num_proc,
-                        encode_batch_size=config.train.eval_batch_size, prompt=prompt)
+                        encode_batch_size=config.train.evaluation.batch_size, prompt=prompt)
 
 
 def training_prompt(config: RunConfig, encoder: Encoder, note: Note) -> str:
@@ -55,16 +55,16 @@ def build_inputs(run: ResolvedRun | RunConfig, note: Note, device: str | None = 
     if adapters is not None:  # a target that names no layer fails now, not after the corpus and the base score
         lora.target_modules(encoder.backbone, adapters.targets)
     recipe = run.recipe_class(config.recipe_args, encoder,
-                              Matryoshka.of(config.train.matryoshka, config.train.matryoshka_weights))
+                              Matryoshka.of(config.train.dims.matryoshka, config.train.dims.matryoshka_weights))
     width = recipe.exported_width(encoder)
     recipe.matryoshka.check_width(width)
-    sizes = config.train.matryoshka
+    sizes = config.train.dims.matryoshka
     if sizes and sizes[0] < width:  # the loss then weighs prefixes only: the whole vector is not trained as such
         note(f"--matryoshka {','.join(map(str, sizes))}: the loss weighs these sizes only, so the model's whole "
              f"{width}-dimensional vectors are not trained as such; list {width} first (--matryoshka "
              f"{','.join(map(str, (width, *sizes)))}) to keep them")
-    if config.train.sizes and max(config.train.sizes) > width:
-        raise ConfigError(f"--sizes: {max(config.train.sizes)} is above this model's embedding width {width}; list "
+    if config.train.dims.dev and max(config.train.dims.dev) > width:
+        raise ConfigError(f"--sizes: {max(config.train.dims.dev)} is above this model's embedding width {width}; list "
                           f"sizes up to {width}")
     if stage is not None:
         recipe.use_stage(stage)
@@ -83,7 +83,7 @@ def build_inputs(run: ResolvedRun | RunConfig, note: Note, device: str | None = 
 
 def base_dev_outputs(evaluator: Any, encoder: Encoder, config: RunConfig) -> tuple[float, dict[str, Any]]:
     """(dev score, per-unit outputs) of the base model as the loop scores it (no intervals)."""
-    report = evaluator(encoder, batch_size=config.train.eval_batch_size, intervals=False)
+    report = evaluator(encoder, batch_size=config.train.evaluation.batch_size, intervals=False)
     return report.average, evaluator.outputs_of(report)
 
 

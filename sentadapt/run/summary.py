@@ -8,6 +8,7 @@ import os
 import time
 from typing import Any
 
+from sentadapt.config import flat_values
 from sentadapt.evaluation.sizes import walk_order
 from sentadapt.text_tables import BAD, GOOD, WARN, Cell, TextTable
 
@@ -25,7 +26,7 @@ def preset_lines(config: Any) -> list[str]:
     if not changes:
         kept = f"{config.recipe} declares no tuned-base defaults, so " if preset["name"] == "tuned-base" else ""
         lines.append(f"preset {preset['name']}: {kept}the recipe's paper defaults apply")
-    final = {**dataclasses.asdict(config.train), **dataclasses.asdict(config.recipe_args)}
+    final = {**flat_values(config.train), **dataclasses.asdict(config.recipe_args)}
     for key, old, new in changes:
         overridden = f" (overridden: {final[key]} from the YAML, a flag or --set)" if final.get(key) != new else ""
         lines.append(f"preset {preset['name']}: {key} {old} → {new}{overridden}")
@@ -171,7 +172,8 @@ def run_rows(config: Any) -> list[tuple[str, str]]:
     changed = changed_settings(config)
     rows.append(("settings", ", ".join(f"{key} {_value(value)}" for key, value in changed.items())
                  if changed else "the defaults"))
-    rows.append(("lr", f"{train.lr:g} (peak; {train.schedule} decay after {train.warmup_ratio:.0%} warm-up)"))
+    optim = train.optim
+    rows.append(("lr", f"{train.lr:g} (peak; {optim.schedule} decay after {optim.warmup_ratio:.0%} warm-up)"))
     adapters = settings_of(train)
     if adapters is not None:
         rows.append(("LoRA", f"r {adapters.r}, alpha {adapters.alpha:g}, dropout {adapters.dropout:g}, targets "
@@ -190,7 +192,7 @@ def changed_settings(config: Any) -> dict[str, Any]:
     from sentadapt.recipes import RECIPES
 
     defaults = {**paper_values(RECIPES.get(config.recipe)), **((config.preset or {}).get("values") or {})}
-    final = {**dataclasses.asdict(config.train), **dataclasses.asdict(config.recipe_args)}
+    final = {**flat_values(config.train), **dataclasses.asdict(config.recipe_args)}
     return {key: value for key, value in final.items()
             if key in defaults and value != defaults[key] and not key.startswith("lora_")}
 

@@ -37,7 +37,7 @@ def with_blend(table: Any, config: RunConfig, weigh: Weighing, examples: Any, st
                 progress: Progress, note: Note, processes: Any = None) -> Any:
     """teacher_blend: the α of the run (fixed, or chosen on dev), and for α < 1 the base's table of every example;
     `table` (a teacher/table.TeacherTable) comes back with them."""
-    setting = config.train.teacher_blend
+    setting = config.train.teacher.blend
     scores = None
     if setting == "auto":
         if weigh.base_dev is None:
@@ -61,8 +61,8 @@ def with_blend(table: Any, config: RunConfig, weigh: Weighing, examples: Any, st
     from sentadapt.recipes.base import token_limit
 
     base = cached_table(student, examples.example_texts, len(examples), token_limit(student, config.train.max_length),
-                        config.train.eval_batch_size, lambda total: progress("encoding with the base (once)", total),
-                        processes)
+                        config.train.evaluation.batch_size,
+                        lambda total: progress("encoding with the base (once)", total), processes)
     note(f"blend target: α {alpha:g}; the base's vectors of {len(base.vectors)} sentences "
          + ("from the cache" if base.hit else f"computed in {base.seconds:.1f} s"))
     return dataclasses.replace(table, blend=alpha, base_vectors=base.vectors, blend_scores=scores)

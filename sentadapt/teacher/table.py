@@ -114,9 +114,10 @@ def teacher_table(config: RunConfig, examples: Any, device: str, note: Note,
     resolved here). `processes`: the run's processes (train/ranks.py), which encode the tables together (None:
     this process alone)."""
     assert config.teacher is not None
-    if config.train.distill > 0:
-        note(f"--teacher: the teacher replaces the base as the distillation target (distill={config.train.distill} "
-             f"is not applied; teacher_weight={config.train.teacher_weight})")
+    if config.train.distillation.weight > 0:
+        weights = config.train.distillation.weight, config.train.teacher.weight
+        note(f"--teacher: the teacher replaces the base as the distillation target (distill={weights[0]} is not "
+             f"applied; teacher_weight={weights[1]})")
     weigh = Weighing(config, evaluator, base_dev, note)
     source = source if source is not None else teacher_source(config.teacher)
     if isinstance(source, Path):
@@ -144,12 +145,12 @@ def _model_table(config: RunConfig, resolved: ResolvedModel, examples: Any, devi
     score, lead, timing = None, None, None
     evaluator = weigh.evaluator
     if evaluator is not None:
-        report = evaluator(teacher, batch_size=config.train.eval_batch_size, intervals=False)
+        report = evaluator(teacher, batch_size=config.train.evaluation.batch_size, intervals=False)
         score, lead = weigh(resolved.name, report)
         if student is not None:
             timing = dev_encode_seconds(student, teacher, list(evaluator.sentences)[:TIMED_SENTENCES],
-                                        config.train.eval_batch_size, limit)
-    table = cached_table(teacher, examples.example_texts, len(examples), limit, config.train.eval_batch_size,
+                                        config.train.evaluation.batch_size, limit)
+    table = cached_table(teacher, examples.example_texts, len(examples), limit, config.train.evaluation.batch_size,
                          lambda total: progress(ENCODING, total), processes)
     rows = len(table.vectors)
     note(f"teacher embeddings: cache hit ({rows} sentences)" if table.hit else
@@ -168,7 +169,7 @@ def _file_table(config: RunConfig, examples: Any, note: Note, weigh: Weighing) -
 
     assert config.teacher is not None
     started = time.perf_counter()
-    vectors = read_vectors(Path(config.teacher), config.train.teacher_text_field, config.train.teacher_vector_field)
+    vectors = read_vectors(Path(config.teacher), config.train.teacher.text_field, config.train.teacher.vector_field)
     check_covers(vectors, examples.example_texts, len(examples), TEXT_CHUNK)
     note(f"teacher: vectors from {config.teacher} ({len(vectors.rows)} sentences, {vectors.dim} dims)")
     score, lead = None, None

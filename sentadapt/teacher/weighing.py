@@ -36,7 +36,7 @@ class Weighing:
         lead = self.evaluator.compare_outputs(self.base_dev[1], self.evaluator.outputs_of(report))
         verdict = teacher_verdict(name, report.average, self.base_dev[0], lead, self.evaluator.units(),
                                   self.evaluator.unit_name())
-        if lead.interval is not None and lead.interval[1] < 0 and self.config.train.teacher_check == "on":
+        if lead.interval is not None and lead.interval[1] < 0 and self.config.train.teacher.check == "on":
             raise ConfigError(f"{verdict}; stopped before training. Pick a stronger teacher, or --set "
                               "teacher_check=off to distil it anyway (a student can still gain: docs/teacher.md)")
         self.note(verdict)

@@ -177,7 +177,7 @@ def build_distillation(config: TrainConfig, recipe: RecipeBase, encoder: Any,
     if teacher is not None:
         targets = TeacherTargets(teacher) if blend is None else TeacherTargets(teacher, *blend)
         projection = None
-        vector_kind = next((kind for kind, _ in distill_terms(config.distill_kind) if kind in VECTOR_KINDS),
+        vector_kind = next((kind for kind, _ in distill_terms(config.distillation.kind) if kind in VECTOR_KINDS),
                            None)
         if vector_kind is not None and targets.dim != encoder.embedding_dim:
             if student_sample is None:
@@ -185,13 +185,13 @@ def build_distillation(config: TrainConfig, recipe: RecipeBase, encoder: Any,
                                   f"(student {encoder.embedding_dim}, teacher {targets.dim}) needs the student's "
                                   "vectors to fit a projection on; use distill_kind=kl or sim-mse")
             projection = fitted_projection(student_sample, targets, encoder.embedding_dim)
-        return Distillation(config.teacher_weight, config.distill_kind, config.distill_temperature, targets,
-                            config.recipe_weight, projection, recipe.matryoshka)
-    if config.distill == 0:
+        return Distillation(config.teacher.weight, config.distillation.kind, config.distillation.temperature, targets,
+                            config.distillation.recipe_weight, projection, recipe.matryoshka)
+    if config.distillation.weight == 0:
         return None
     base_targets = BaseTargets(FrozenBase(encoder, backbone=recipe.frozen_backbone(encoder)))
-    return Distillation(config.distill, config.distill_kind, config.distill_temperature, base_targets,
-                        config.recipe_weight,
+    settings = config.distillation
+    return Distillation(settings.weight, settings.kind, settings.temperature, base_targets, settings.recipe_weight,
                         matryoshka=recipe.matryoshka)
 
 

@@ -148,9 +148,9 @@ def passes_for(examples: int, config: RunConfig) -> float:
 
 def eval_interval(examples: int, config: RunConfig) -> int:
     """Steps between dev evaluations: eval_every, or a pass over the data / evals_per_pass (0: only at the end)."""
-    if config.train.evals_per_pass <= 0:
-        return config.train.eval_every
-    return max(1, round(steps_per_epoch(examples, config) / config.train.evals_per_pass))
+    if config.train.evaluation.per_pass <= 0:
+        return config.train.evaluation.every
+    return max(1, round(steps_per_epoch(examples, config) / config.train.evaluation.per_pass))
 
 
 class Trainer:
@@ -178,7 +178,7 @@ class Trainer:
             raise ConfigError("mixed_precision: fp16 needs a CUDA GPU (accelerate would silently train in fp32 "
                               "on CPU); use --mixed-precision bf16 on CPU")
         use_tf32(cfg.tf32)
-        tracker_names = resolve_trackers(cfg.report_to)
+        tracker_names = resolve_trackers(cfg.records.report_to)
         self.accelerator = Accelerator(
             log_with=tracker_names or None,
             project_config=ProjectConfiguration(project_dir=str(self.output),
@@ -196,17 +196,17 @@ class Trainer:
         self.is_main = self.accelerator.is_main_process
         self.environment = describe_run(self.accelerator, cfg)
         self.trackers = Trackers(self.accelerator, tracker_names, run_name=self.output.name)
-        self.records = RunRecords(TrainLog(self.run_dir.train_log), self.trackers, self.reporter, cfg.log_every,
+        self.records = RunRecords(TrainLog(self.run_dir.train_log), self.trackers, self.reporter, cfg.records.log_every,
                                   self.is_main)
         self.state = TrainState(total_steps=total_steps_for(len(inputs.examples), inputs.config))
         self.eval_every = eval_interval(len(inputs.examples), inputs.config)
-        self.lr_at = lr_multiplier(cfg.schedule, self.state.total_steps, cfg.warmup_ratio)
+        self.lr_at = lr_multiplier(cfg.optim.schedule, self.state.total_steps, cfg.optim.warmup_ratio)
         self.selection = DevSelection(inputs.evaluator, inputs.dev_name, inputs.base_dev, inputs.encoder,
-                                      cfg.eval_batch_size, cfg.patience, self.reporter, self.records,
+                                      cfg.evaluation.batch_size, cfg.evaluation.patience, self.reporter, self.records,
                                       lambda: self._save_model(self.run_dir.best))
         self.stop = StopPoll(StopRequest(self.reporter.message), self.accelerator.num_processes,
-                             self._max_over_processes, cfg.log_every)
-        self.nan_rule = NanRule(cfg.on_nan, cfg.max_nan_skips, self.reporter.message)
+                             self._max_over_processes, cfg.records.log_every)
+        self.nan_rule = NanRule(cfg.records.on_nan, cfg.records.max_nan_skips, self.reporter.message)
         self.step_records = StepRecords()  # each step's numbers, on the device until a read-back
         self.throughput = Throughput()
         # Built by _build: whether the run resumes decides when the base model is scored (before the export
@@ -236,8 +236,8 @@ class Trainer:
         self.module = TrainingModule(inputs.encoder, heads, inputs.recipe, distillation).to(self.accelerator.device)
         if cfg.gradient_checkpointing:
             inputs.encoder.enable_gradient_checkpointing()
-        optimizer = build_optimizer(cfg.optimizer, parameter_groups(self.module, cfg.weight_decay), cfg.lr,
-                                    (cfg.adam_beta1, cfg.adam_beta2), cfg.adam_eps)
+        optimizer = build_optimizer(cfg.optim.name, parameter_groups(self.module, cfg.optim.weight_decay), cfg.lr,
+                                    (cfg.optim.beta1, cfg.optim.beta2), cfg.optim.eps)
         # Not passed to accelerator.prepare: it would step the schedule once per process.
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, self.lr_at)
         self.model, self.optimizer = self.accelerator.prepare(self.module, optimizer)
@@ -251,7 +251,7 @@ class Trainer:
         """The base's vectors of the first `rows` examples' texts (what a projection to the teacher starts from)."""
         examples = self.inputs.examples
         texts = examples.example_texts(0, min(rows, len(examples)))
-        return self.inputs.encoder.encode(texts, batch_size=self.train_config.eval_batch_size,
+        return self.inputs.encoder.encode(texts, batch_size=self.train_config.evaluation.batch_size,
                                           max_length=self.train_config.max_length)
 
     def run(self, resume: bool = False) -> Training:
@@ -259,9 +259,9 @@ class Trainer:
         self._build(resume)
         if resume:
             self._resume()
-        guard = StepGuard(cfg.on_nan, cfg.max_nan_skips, self.state.nan_skips, self.accelerator.device)
+        guard = StepGuard(cfg.records.on_nan, cfg.records.max_nan_skips, self.state.nan_skips, self.accelerator.device)
         self.update = GuardedUpdate(self.accelerator, self.model, self.module, self.optimizer, guard,  # type: ignore[arg-type]
-                                    cfg.max_grad_norm)
+                                    cfg.optim.max_grad_norm)
         self.reporter.start(self.state.total_steps, self.state.step)
         try:
             with self.stop.request, compiled_training(self.inputs.encoder.backbone, cfg.compile, self.reporter.message,
@@ -312,13 +312,13 @@ class Trainer:
                 state.step += 1
                 self.throughput.add(cfg.batch_size * cfg.grad_accum)
                 self.reporter.advance(state.step, self.scheduler.get_last_lr()[0], self.throughput.rate())
-                if state.step % cfg.log_every == 0 or state.step == 1:
+                if state.step % cfg.records.log_every == 0 or state.step == 1:
                     self._read_back()
                 if self.stop.requested(state.step):
                     raise KeyboardInterrupt  # a step boundary: the checkpoint run() writes is exact
                 if self.eval_every and state.step % self.eval_every == 0 and self._evaluate():
                     return "early-stopped"
-                if cfg.checkpoint_every and state.step % cfg.checkpoint_every == 0:
+                if cfg.records.checkpoint_every and state.step % cfg.records.checkpoint_every == 0:
                     self._save_checkpoint()
         self._read_back()
         return "completed"
@@ -375,7 +375,8 @@ class Trainer:
         if self.is_main:
             path = write_training_checkpoint(
                 self.checkpoints, self.state.step, self.accelerator.unwrap_model(self.model), self.optimizer,
-                self.scheduler, self.accelerator.scaler, dict(self.state.__dict__), self.train_config.keep_checkpoints)
+                self.scheduler, self.accelerator.scaler, dict(self.state.__dict__),
+                self.train_config.records.keep_checkpoints)
             if self.on_checkpoint is not None:
                 self.on_checkpoint(path)
         else:
