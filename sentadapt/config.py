@@ -262,6 +262,11 @@ def flat_values(train: TrainConfig) -> dict[str, Any]:
             for name, (group, field) in FLAT_KEYS.items()}
 
 
+def train_config(**values: Any) -> TrainConfig:
+    """A TrainConfig from flat keys (`train_config(distill=1.0, lora_r=16)`), each coerced to its type."""
+    return with_overrides(TrainConfig(), values, "TrainConfig")
+
+
 def key_type(name: str) -> Any:
     """The type of the setting a flat key names."""
     group, field_name = FLAT_KEYS[name]

@@ -310,6 +310,7 @@ def test_property_in_range_values_are_always_accepted(temperature: float, lr: fl
         [f"temperature={temperature!r}", f"warmup_ratio={warmup!r}", f"dropout_rate={rate!r}"],
         base="m", corpus=["c.txt"], output="o",
     )
-    assert (config.recipe_args.temperature, config.train.lr, config.train.warmup_ratio) == (temperature, lr, warmup)
+    train = config.train
+    assert (config.recipe_args.temperature, train.lr, train.optim.warmup_ratio) == (temperature, lr, warmup)
     assert (config.train.batch_size, config.recipe_args.dropout_rate) == (batch, rate)
     assert isinstance(config.train, TrainConfig)

@@ -101,12 +101,12 @@ def store(work: Path, results: Path) -> None:
 def trainable_parameters(name: str) -> tuple[int, int]:
     """(trained, total) parameters of the setting's training module, counted on the model itself."""
     from sentadapt import Encoder, lora
-    from sentadapt.config import TrainConfig
+    from sentadapt.config import train_config
 
     encoder = Encoder.load(str(SHARED / "models" / MODEL), device="cpu")
     flags = SETTINGS[name][1]
     spec = flags[flags.index("--lora") + 1] if "--lora" in flags else None
-    settings = lora.settings_of(TrainConfig(**lora.lora_flags(spec)))
+    settings = lora.settings_of(train_config(**lora.lora_flags(spec)))
     if settings is not None:
         lora.attach(encoder, settings)
     return lora.trainable_parameters(encoder)

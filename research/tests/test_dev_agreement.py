@@ -223,7 +223,7 @@ def test_teacher_check_stays_on_as_its_study_prints_and_the_quoted_rows_are_curr
 
     stored = json.loads((RESULTS / "teacher-check.json").read_text())
     assert verdict(stored["cells"]) == stored["verdict"] and stored["verdict"]["cells"] == 330
-    assert TrainConfig().teacher_check == ("off" if stored["verdict"]["default_off"] else "on") == "on"
+    assert TrainConfig().teacher.check == ("off" if stored["verdict"]["default_off"] else "on") == "on"
     findings = (DOCS.parent / "research" / "findings.md").read_text()
     rows = [line for line in lines(stored) if line.startswith("| `") or line.startswith("| l")]
     assert len(rows) == 3 and all(line in findings for line in rows)

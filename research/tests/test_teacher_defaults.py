@@ -27,4 +27,4 @@ def test_the_defaults_are_what_the_pre_registered_rules_print_from_the_stored_st
                                                                          "teacher_risk": None}
     blend = json.loads((RESULTS / "study-k3eb.json").read_text())
     _, met = blend_lines(alone, blend, RESULTS)
-    assert TrainConfig().teacher_blend == ("auto" if met else "1")
+    assert TrainConfig().teacher.blend == ("auto" if met else "1")

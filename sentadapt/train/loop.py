@@ -373,10 +373,9 @@ class Trainer:
         stage_rng_state(self.checkpoints, self.accelerator.process_index)
         self.accelerator.wait_for_everyone()
         if self.is_main:
-            path = write_training_checkpoint(
-                self.checkpoints, self.state.step, self.accelerator.unwrap_model(self.model), self.optimizer,
-                self.scheduler, self.accelerator.scaler, dict(self.state.__dict__),
-                self.train_config.records.keep_checkpoints)
+            model, keep = self.accelerator.unwrap_model(self.model), self.train_config.records.keep_checkpoints
+            path = write_training_checkpoint(self.checkpoints, self.state.step, model, self.optimizer, self.scheduler,
+                                             self.accelerator.scaler, dict(self.state.__dict__), keep)
             if self.on_checkpoint is not None:
                 self.on_checkpoint(path)
         else:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from sentadapt.config import build_config, load_run_config, save_run_config
+from sentadapt.config import build_config, flat_values, load_run_config, save_run_config
 from sentadapt.presets import choose_preset, detect_preset, preset_changes
 from sentadapt.recipes import RECIPES
 from sentadapt.resolve import ResolvedModel, resolve_model
@@ -122,7 +122,7 @@ def test_every_recipes_tuned_base_defaults_name_real_fields(recipe: str, tiny_st
     config = build_config(recipe, recipe_class.Config, recipe_class.train_defaults, None, {}, [],
                           preset_values=preset.values, base=str(tiny_st_dir), corpus=[str(corpus)],
                           output=str(tmp_path))
-    merged = {**vars(config.train), **vars(config.recipe_args)}
+    merged = {**flat_values(config.train), **vars(config.recipe_args)}
     assert all(merged[key] == value for key, value in preset.values.items())
     assert [key for key, _, _ in preset_changes(preset.to_dict(), recipe_class)] == list(preset.values)
 
@@ -137,7 +137,7 @@ def test_config_yaml_keeps_the_preset_and_old_files_still_load(tiny_st_dir: Path
     save_run_config(config, tmp_path / "config.yaml")
     recipes = {name: RECIPES.get(name).Config for name in RECIPES}
     loaded = load_run_config(tmp_path / "config.yaml", recipes)
-    assert loaded.preset == preset.to_dict() and loaded.train.lr == 5e-5 and loaded.train.distill == 1.0
+    assert loaded.preset == preset.to_dict() and loaded.train.lr == 5e-5 and loaded.train.distillation.weight == 1.0
     assert loaded.to_dict() == config.to_dict()
 
     saved = yaml.safe_load((tmp_path / "config.yaml").read_text())

@@ -14,7 +14,7 @@ import yaml
 
 from sentadapt.adapt_options import ADAPT_OPTIONS, REQUEST, RUN, TRAIN, run_fields_without_option
 from sentadapt.cli import app
-from sentadapt.config import RunConfig, TrainConfig, load_run_config, save_run_config
+from sentadapt.config import FLAT_KEYS, RunConfig, load_run_config, save_run_config
 from sentadapt.errors import ConfigError
 from sentadapt.recipes import RECIPES
 from sentadapt.run.adapt import adapt
@@ -56,7 +56,7 @@ def test_the_api_keywords_are_the_spec_options_with_the_same_defaults() -> None:
 
 
 def test_every_config_option_is_a_field_of_its_config_and_every_run_field_is_filled() -> None:
-    train_fields = {f.name for f in dataclasses.fields(TrainConfig)}
+    train_fields = set(FLAT_KEYS)  # a flag names a training setting by its flat key
     run_fields = {f.name for f in dataclasses.fields(RunConfig)}
     for option in ADAPT_OPTIONS:
         assert option.target in (TRAIN, RUN, REQUEST)
@@ -71,7 +71,7 @@ def test_every_field_without_a_flag_is_an_api_keyword(corpus: Path, tiny_model_d
     result = adapt(corpus, output=tmp_path / "run", base=str(tiny_model_dir), dry_run=True, lr=3e-5,
                    distill_kind="mse", temperature=0.07, min_examples="500", set_options=["temperature=0.09"])
     (config,) = result.configs
-    assert (config.train.lr, config.train.distill_kind, config.train.min_examples) == (3e-5, "mse", 500)
+    assert (config.train.lr, config.train.distillation.kind, config.train.min_examples) == (3e-5, "mse", 500)
     assert config.recipe_args.temperature == 0.07  # the keyword is applied after --set strings
     with pytest.raises(ConfigError) as caught:
         adapt(corpus, output=tmp_path / "run", base=str(tiny_model_dir), dry_run=True, distill_knd="mse")

@@ -99,7 +99,7 @@ def test_the_loss_is_the_kl_of_student_and_cached_teacher_similarities(tiny_mode
     output = trainer.module(batch)
     ours = output.parts["distill"].item()
     student = trainer.inputs.encoder.encode(texts)  # eval mode, the export pooling: what the student is
-    plain = 2 * reference_kl(student.double(), teacher.double(), config.train.distill_temperature).item()
+    plain = 2 * reference_kl(student.double(), teacher.double(), config.train.distillation.temperature).item()
     assert ours == pytest.approx(plain, rel=FLOAT32_RTOL) and plain > 1e-3
     assert output.total.item() == ours and "contrastive" not in output.parts  # recipe_weight 0: no views computed
 
@@ -451,6 +451,7 @@ def test_the_passes_follow_the_corpus_size(tiny_model_dir: Path, corpus: Path, t
 def test_a_teacher_brings_its_defaults_above_the_preset_and_below_the_flags(tiny_model_dir: Path, teacher_dir: Path,
                                                                            corpus: Path, tmp_path: Path) -> None:
     from sentadapt.adapt_options import RunFlags, TrainFlags
+    from sentadapt.config import flat_values
     from sentadapt.presets import TEACHER_DEFAULTS
     from sentadapt.run.configs import new_config
     from sentadapt.run.settings import Settings
@@ -462,7 +463,7 @@ def test_a_teacher_brings_its_defaults_above_the_preset_and_below_the_flags(tiny
 
     defaults = config()
     for key, value in TEACHER_DEFAULTS.items():
-        assert getattr(defaults.train, key) == value, key
+        assert flat_values(defaults.train)[key] == value, key
     assert defaults.preset["reason"].endswith("; --teacher: the distillation defaults")
     assert config(lr=3e-4).train.lr == 3e-4  # a flag still wins
 

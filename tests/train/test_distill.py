@@ -9,7 +9,7 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from sentadapt.config import TrainConfig
+from sentadapt.config import TrainConfig, train_config
 from sentadapt.encoder import Encoder
 from sentadapt.recipes.clsr import ClsrConfig, ClsrRecipe
 from sentadapt.recipes.consert import ConsertConfig, ConsertRecipe
@@ -146,7 +146,7 @@ def _prepared(name: str, encoder: Encoder):
              _nli_batch(encoder) if name == "consert-joint" else _sentence_batch(encoder))
     heads = recipe.trainable_heads()
     recipe.prepare_export(encoder, heads)
-    distillation = build_distillation(TrainConfig(distill=1.0), recipe, encoder)
+    distillation = build_distillation(train_config(distill=1.0), recipe, encoder)
     module = TrainingModule(encoder, heads, recipe, distillation).train()
     return recipe, module, distillation, batch
 
@@ -200,7 +200,7 @@ def test_two_steps_log_distill_change_the_weights_and_leave_checkpoints_alone(ti
     for weight in ("0", "5"):
         config = make_config(tiny_model_dir, corpus, tmp_path / f"distill-{weight}", sets=(f"distill={weight}",),
                              max_steps=2, checkpoint_every=2)
-        assert config.train.distill == float(weight)
+        assert config.train.distillation.weight == float(weight)
         train(config)
         runs[weight] = config.output
     log = _log(Path(runs["5"]))
@@ -221,9 +221,11 @@ def test_set_reaches_train_config_for_every_recipe(tiny_model_dir: Path, corpus:
     for recipe in ("consert", "sg-opt", "clsr"):
         config = run_config(recipe, tiny_model_dir, corpus, tmp_path, {},
                             ["distill=0.5", "distill_kind=mse", "distill_temperature=0.1"])
-        assert (config.train.distill, config.train.distill_kind, config.train.distill_temperature) == (0.5, "mse", 0.1)
+        distillation = config.train.distillation
+        assert (distillation.weight, distillation.kind, distillation.temperature) == (0.5, "mse", 0.1)
     defaults = TrainConfig()
-    assert (defaults.distill, defaults.distill_kind, defaults.distill_temperature) == (0.0, "kl", 0.05)
+    assert (defaults.distillation.weight, defaults.distillation.kind, defaults.distillation.temperature) == (
+        0.0, "kl", 0.05)
 
 
 @pytest.mark.parametrize(("option", "message"), [
@@ -261,7 +263,7 @@ def test_a_recipe_of_the_four_required_methods_gets_distillation(tiny_encoder: E
 
     try:
         register_recipe("bare")(Bare)
-        distillation = build_distillation(TrainConfig(distill=1.0, distill_kind="mse"), Bare(ConsertConfig(),
+        distillation = build_distillation(train_config(distill=1.0, distill_kind="mse"), Bare(ConsertConfig(),
                                                                                               tiny_encoder),
                                           tiny_encoder)
         assert distillation is not None

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from sentadapt.config import TrainConfig
+from sentadapt.config import train_config
 from sentadapt.encoder import Encoder
 from sentadapt.recipes.base import WHOLE, Matryoshka
 from sentadapt.recipes.clsr import ClsrConfig, ClsrRecipe
@@ -75,7 +75,7 @@ def _loss(name: str, model: Path, sizes: Matryoshka, distill: bool) -> float:
         batch = _sentence_batch(encoder)
     heads = recipe.trainable_heads()
     recipe.prepare_export(encoder, heads)
-    distillation = build_distillation(TrainConfig(distill=1.0), recipe, encoder) if distill else None
+    distillation = build_distillation(train_config(distill=1.0), recipe, encoder) if distill else None
     module = TrainingModule(encoder, heads, recipe, distillation).train()
     if distill:  # move the weights, or the term is 0 at step 0 whatever its sizes
         with torch.no_grad(), torch.random.fork_rng(devices=[]):

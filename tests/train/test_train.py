@@ -307,12 +307,12 @@ def test_a_step_reads_nothing_back_from_the_device(recipe: str, steps: int, logg
     AdamW keeps its step counts on the device, the finite check and the on_nan rule run there too."""
     calls = count_tensor_calls(monkeypatch, "item", "tolist")
     flags = {"batch_size": 8, "max_length": 16, "max_steps": steps, "eval_every": 0, "checkpoint_every": 0,
-             "log_every": TrainConfig().log_every}
+             "log_every": TrainConfig().records.log_every}
     config = run_config(recipe, tiny_model_dir, toy_corpus, tmp_path / "run", flags, [], "none")
     inputs = build_inputs(config, lambda _t: None)
     (tmp_path / "run").mkdir()
     Trainer(inputs).run()
-    assert TrainConfig().log_every == 10
+    assert TrainConfig().records.log_every == 10
     assert calls["item"] <= 2 * steps, calls  # the acceptance bound: at most 2 per step on average
     assert calls == {"item": 0, "tolist": len(logged)}, calls  # one read-back per logged step
     lines = (tmp_path / "run" / "train.log").read_text().splitlines()
