@@ -78,7 +78,7 @@ def decide_again(run: Path, dev: Path, decision: str = DEFAULT_RULE, risk: float
     base_outputs = score(base_model)
     adapted_outputs = score(str(folder.path))
     delta = evaluator.compare_outputs(base_outputs, adapted_outputs)
-    stored = stored_choice(folder, metrics, base_outputs)
+    stored = stored_choice(folder, adapted_outputs, base_outputs)
     evidence = selection_evidence(evaluator, base_outputs, adapted_outputs, stored)
     made = decide(delta.value, delta.interval, name, evidence, rule)
     task = evaluator.tasks[0]
@@ -126,20 +126,28 @@ def scored(evaluator: Evaluator, model: str, batch_size: int, max_length: int | 
     return Evaluator.outputs_of(report)
 
 
-def stored_choice(folder: RunDir, metrics: dict[str, Any], base_outputs: dict[str, Any],
+def stored_choice(folder: RunDir, adapted_outputs: dict[str, Any], base_outputs: dict[str, Any],
                   ) -> tuple[list[dict[str, Any]], int] | None:
-    """(every evaluation the run made, the index of the one it kept) when these dev pairs are the ones it chose on:
-    its stored base outputs are these, pair for pair. None otherwise (new labels: nothing chosen on them)."""
-    saved = folder.read_dev_outputs()
-    if not saved or "evaluations" not in saved or "base" not in saved:
+    """(every evaluation the run made on these dev pairs, the index of the published model among them) when these are
+    the pairs it chose on: a stored base model's outputs are these, pair for pair (a `--recipe auto` run: any of its
+    candidates'). None otherwise (new labels: nothing was chosen on them)."""
+    runs = [folder]
+    if folder.is_auto() and folder.candidates.is_dir():
+        runs = [RunDir(path) for path in sorted(folder.candidates.iterdir()) if path.is_dir()]
+    options: list[dict[str, Any]] = []
+    for run in runs:
+        saved = run.read_dev_outputs()
+        if saved and "base" in saved and same_outputs(saved["base"], base_outputs):
+            options += [rename(saved["evaluations"][step], base_outputs)
+                        for step in sorted(saved.get("evaluations") or {}, key=int)]
+    if not options:
         return None
-    if not same_outputs(saved["base"], base_outputs):
-        return None
-    steps = sorted(saved["evaluations"], key=int)
-    best = str(metrics.get("best_step"))
-    if best not in saved["evaluations"]:
-        return None
-    return [rename(saved["evaluations"][step], base_outputs) for step in steps], steps.index(best)
+    # the published model is one of them (its outputs, re-encoded); if none matches, it counts as one more option
+    chosen = next((index for index, outputs in enumerate(options) if same_outputs(outputs, adapted_outputs)), None)
+    if chosen is None:
+        options.append(adapted_outputs)
+        chosen = len(options) - 1
+    return options, chosen
 
 
 def same_outputs(stored: dict[str, Any], fresh: dict[str, Any]) -> bool:

@@ -25,12 +25,15 @@ from sentadapt.recipes import RECIPES
 
 # the 52 keys config.yaml's train section held before the groups (the commit before them)
 KEYS_BEFORE = (
-    "max_steps epochs min_examples max_epochs batch_size lr weight_decay warmup_ratio grad_accum max_grad_norm "
-    "max_length mixed_precision tf32 eval_every evals_per_pass checkpoint_every keep_checkpoints patience seed "
-    "adam_beta1 adam_beta2 adam_eps optimizer schedule length_grouping pad_multiple gradient_checkpointing compile "
-    "lora_r lora_alpha lora_dropout lora_targets dedup on_nan max_nan_skips eval_batch_size log_every report_to "
-    "distill distill_kind distill_temperature teacher_weight distill_batches distill_neighbours teacher_check "
-    "teacher_blend teacher_text_field teacher_vector_field recipe_weight matryoshka matryoshka_weights sizes").split()
+    "max_steps", "epochs", "min_examples", "max_epochs", "batch_size", "lr", "weight_decay", "warmup_ratio",
+    "grad_accum", "max_grad_norm", "max_length", "mixed_precision", "tf32", "eval_every", "evals_per_pass",
+    "checkpoint_every", "keep_checkpoints", "patience", "seed", "adam_beta1", "adam_beta2", "adam_eps", "optimizer",
+    "schedule", "length_grouping", "pad_multiple", "gradient_checkpointing", "compile", "lora_r", "lora_alpha",
+    "lora_dropout", "lora_targets", "dedup", "on_nan", "max_nan_skips", "eval_batch_size", "log_every", "report_to",
+    "distill", "distill_kind", "distill_temperature", "teacher_weight", "distill_batches", "distill_neighbours",
+    "teacher_check", "teacher_blend", "teacher_text_field", "teacher_vector_field", "recipe_weight", "matryoshka",
+    "matryoshka_weights", "sizes",
+)
 
 
 def test_at_most_30_top_level_fields_and_the_same_52_keys() -> None:

@@ -158,3 +158,27 @@ def test_decide_refuses_pairs_chosen_for_another_base(finished: Path, tiny_model
         f"(other-labelled.tsv.design.json), but {finished} adapted {base}; choose pairs for this run (sentadapt pairs "
         f"--run {finished})")
     assert (finished / "metrics.json").read_text() == before
+
+
+def test_an_auto_runs_choice_on_these_pairs_is_paid_over_every_candidates_evaluations(tmp_path: Path) -> None:
+    """`--recipe auto` chose among its candidates' evaluations on its dev pairs: deciding again on the same pairs
+    weighs the published model against all of them (the candidates' stored outputs), on other pairs against none."""
+    from sentadapt.run.redecide import stored_choice
+    from sentadapt.run_folder import RunDir
+
+    def outputs(*cosines: float) -> dict:
+        return {"dev.tsv": {"cosine": list(cosines)}}
+
+    run = RunDir(tmp_path / "auto")
+    run.path.mkdir()
+    run.auto_plan.write_text("candidates: [consert, clsr]\n")
+    base = outputs(0.1, 0.5, 0.9)
+    for name, evaluations in (("consert", {"2": outputs(0.2, 0.4, 0.9), "4": outputs(0.3, 0.5, 0.8)}),
+                              ("clsr", {"2": outputs(0.1, 0.6, 0.7)})):
+        run.candidate(name).path.mkdir(parents=True)
+        run.candidate(name).write_dev_outputs({"dev": "dev.tsv", "base": base, "evaluations": evaluations})
+    published = outputs(0.3, 0.5, 0.8)
+    options, chosen = stored_choice(run, {"renamed.tsv": published["dev.tsv"]}, {"renamed.tsv": base["dev.tsv"]})
+    # candidates in name order: clsr's one evaluation, then consert's two; the published model is consert's last
+    assert len(options) == 3 and chosen == 2 and all(list(option) == ["renamed.tsv"] for option in options)
+    assert stored_choice(run, published, outputs(0.1, 0.5, 0.95)) is None  # other pairs: nothing chosen on them
