@@ -6,8 +6,8 @@ risk that the model is no better. What the labels were used for before decides w
 - labels the run never saw (the usual case: `pairs --run` after a run without a dev set): nothing was chosen on them,
   so the risk is the one-sided bootstrap risk of one option;
 - the very pairs the run chose its checkpoint on (the per-pair outputs of its base model match the stored ones): the
-  choice is paid for again with the max-T rule over every evaluation the run made (evaluation/evidence.py), on the
-  labels as they are now.
+  choice is paid for again with the max-T rule over every evaluation the run made (a `--recipe auto` run: every
+  candidate's; evaluation/evidence.py), on the labels as they are now.
 The decision replaces the run's in metrics.json (what `export` and the model card read) and is appended, with the
 labels it read, to metrics.json's `decisions`.
 """
