@@ -386,3 +386,11 @@ def test_no_request_type_carries_a_dict_of_any() -> None:
         loose = [f.name for f in dc.fields(request) if hints[f.name] in (dict[str, typing.Any], typing.Any)
                  or typing.get_args(hints[f.name])[-1:] == (typing.Any,)]
         assert not loose, f"{request.__name__}: {loose}"
+
+
+def test_the_walk_counts_file_changes_and_returns_to_files_already_read() -> None:
+    """tools/walk.py's measure (docs/architecture.md, "Following one teacher run")."""
+    from tools.walk import measure
+
+    order = [("a.py", "f"), ("a.py", "g"), ("b.py", "h"), ("a.py", "i"), ("c.py", "j"), ("b.py", "k")]
+    assert measure(order) == {"functions": 6, "stops": 4, "returns": 2, "files": 3}
