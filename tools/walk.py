@@ -15,6 +15,7 @@ steps, a 3-layer teacher and an 8-pair dev file. From that sequence of files:
 from __future__ import annotations
 
 import argparse
+import itertools
 import os
 import sys
 import tempfile
@@ -61,7 +62,7 @@ def measure(order: list[tuple[str, str]]) -> dict[str, int]:
     files = [path for path, _ in order]
     stops = returns = 0
     visited = {files[0]} if files else set()
-    for previous, current in zip(files, files[1:]):
+    for previous, current in itertools.pairwise(files):
         if current == previous:
             continue
         stops += 1
