@@ -17,6 +17,7 @@ from sentadapt.evaluation.decision import (
     evidence_record,
     small_dev_note,
 )
+from sentadapt.evaluation.design import labels_record
 from sentadapt.evaluation.evaluator import dev_change_record, dev_evidence
 from sentadapt.evaluation.evidence import Evidence
 from sentadapt.evaluation.sizes import SizeTable
@@ -82,6 +83,14 @@ def evidence_of(inputs: TrainingInputs, state: TrainState) -> Evidence | None:
     return dev_evidence(inputs.evaluator, outputs.get("base"), [evaluations[s] for s in steps], chosen)
 
 
+def dev_labels(dev: str | None, evaluator: Any) -> dict[str, Any] | None:
+    """The labels the decision read (evaluation/design.labels_record): a dev file's hash, size and design."""
+    if evaluator is None:
+        return None
+    weighted = any(task.weights is not None for task in evaluator.tasks)
+    return labels_record(dev, evaluator.units(), weighted)
+
+
 def decide_and_record(training: Training, inputs: TrainingInputs, published_step: int,
                       ) -> tuple[dict[str, Any], Decision, str | None]:
     """The decision on the dev evidence, and metrics.json (with dev_outputs.json, what it weighed)."""
@@ -104,6 +113,7 @@ def decide_and_record(training: Training, inputs: TrainingInputs, published_step
     sizes = weigh_sizes(run_dir, inputs, state.dev_outputs, rule.risk)
     metrics = {
         "recipe": config.recipe, "base_model": config.base, "dev": inputs.dev_name,
+        "dev_labels": dev_labels(config.dev, inputs.evaluator),
         "base_score": state.base_score, "best_score": state.best_score,
         "best_step": state.best_step, "dev_change": state.dev_change, "improved": state.improved,
         **change, **decision.to_dict(), "decision_settings": rule.to_dict(),

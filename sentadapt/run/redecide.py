@@ -15,7 +15,6 @@ labels it read, to metrics.json's `decisions`.
 from __future__ import annotations
 
 import functools
-import hashlib
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,7 +24,7 @@ import numpy as np
 
 from sentadapt.errors import ConfigError
 from sentadapt.evaluation.decision import DEFAULT_RISK, DEFAULT_RULE, Decision, DecisionRule, decide, evidence_record
-from sentadapt.evaluation.design import Design, read_design
+from sentadapt.evaluation.design import Design, labels_record, read_design
 from sentadapt.evaluation.evaluator import Delta, Evaluator
 from sentadapt.evaluation.evidence import Evidence, weigh
 from sentadapt.events import Progress
@@ -181,13 +180,12 @@ def record(folder: RunDir, metrics: dict[str, Any], result: DecideResult, rule: 
     """The decision becomes the run's (metrics.json's decision fields) and joins its history, with its labels."""
     history = list(metrics.get("decisions") or [])
     if not history and metrics.get("decision") is not None:  # the run's own decision, first
-        history.append({"by": "sentadapt adapt", "dev": metrics.get("dev"), "decision": metrics.get("decision"),
-                        "reason": metrics.get("decision_reason"), "risk": metrics.get("decision_risk"),
-                        "rule": metrics.get("decision_rule")})
+        history.append({"by": "sentadapt adapt", "dev": metrics.get("dev"), "labels": metrics.get("dev_labels"),
+                        "decision": metrics.get("decision"), "reason": metrics.get("decision_reason"),
+                        "risk": metrics.get("decision_risk"), "rule": metrics.get("decision_rule")})
     history.append({
-        "by": "sentadapt decide", "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "dev": str(result.dev),
-        "dev_sha256": hashlib.sha256(result.dev.read_bytes()).hexdigest(), "pairs": result.pairs,
-        "weighted": result.weighted, "design": result.design.to_dict() if result.design else None,
+        "by": "sentadapt decide", "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "labels": labels_record(result.dev, result.pairs, result.weighted),
         "delta": result.delta.value, "ci": list(result.delta.interval) if result.delta.interval else None,
         "choice_paid": result.choice_paid, "evidence": evidence_record(result.evidence, rule),
         "decision": result.decision.decision, "reason": result.decision.reason, "risk": result.decision.risk,

@@ -95,8 +95,10 @@ def test_after_a_run_pairs_then_decide_records_the_decision(finished: Path, tmp_
     assert "15 labelled pairs in" in said and "estimated for the 40 candidates they were chosen from" in said
     metrics = json.loads((finished / "metrics.json").read_text())
     last = metrics["decisions"][-1]
-    assert metrics["decision"] == last["decision"] and last["weighted"] and last["pairs"] == 15
-    assert last["design"]["guide"] == "run" and last["evidence"]["options"] == 1 and not last["choice_paid"]
+    labels = last["labels"]
+    assert metrics["decision"] == last["decision"] and labels["weighted"] and labels["pairs"] == 15
+    assert labels["file"] == str(dev) and len(labels["sha256"]) == 64
+    assert labels["design"]["guide"] == "run" and last["evidence"]["options"] == 1 and not last["choice_paid"]
     assert f"Δ {last['delta']:+.2f} [{last['ci'][0]:+.2f}, {last['ci'][1]:+.2f}]" in said
 
 
@@ -114,6 +116,8 @@ def test_deciding_on_the_pairs_the_run_chose_on_pays_for_that_choice(tiny_model_
     metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
     first, again = metrics["decisions"]
     assert first["by"] == "sentadapt adapt" and first["decision"] == trained["decision"]
+    assert first["labels"] == again["labels"] == trained["dev_labels"]  # the same file, hashed both times
+    assert trained["dev_labels"]["pairs"] == 8 and not trained["dev_labels"]["weighted"]
     assert again["choice_paid"] and again["evidence"]["options"] == trained["dev_evidence"]["options"] > 1
     assert again["evidence"]["risk"] == pytest.approx(trained["dev_evidence"]["risk"], abs=0.02)
 
