@@ -215,6 +215,29 @@ def coverage_rows(result: dict[str, Any]) -> list[dict[str, Any]]:
             for design in DESIGNS for size in result["sizes"]]
 
 
+def quoted(result: dict[str, Any]) -> dict[str, str]:
+    """The figures README.md and docs/decision.md quote, as they print them."""
+    share = result["share"]
+
+    def spread(values: list[float], fmt: str, unit: str = "") -> str:
+        return f"{fmt.format(min(values))}-{fmt.format(max(values))}{unit}"
+
+    after = [values[f"after {share:g}"] / values["random"] for values in result["errors"].values()]
+    before = [values[f"before {share:g}"] / values["random"] for values in result["errors"].values()]
+    covered = [100 * row["coverage"] for row in coverage_rows(result)]
+    power = {(row["arm"], row["size"]): row for row in power_rows(result)}
+    return {
+        "after": spread([round(r, 2) for r in after], "{:.2f}", "×"),
+        "before": spread([round(r, 2) for r in before], "{:.2f}", "×"),
+        "coverage": spread([round(c, 1) for c in covered], "{:.1f}", " %"),
+        "saved": f"{round(100 * (1 - max(after)))}-{round(100 * (1 - min(after)))} %",
+        "size": str(ERROR_SIZE),
+        "chosen": f"{100 * power[('after', ERROR_SIZE)]['power']:.0f} % (chosen)",
+        "random": f"{100 * power[('random after', ERROR_SIZE)]['power']:.0f} % (random)",
+        "gain": f"{GAIN:+.1f}",
+    }
+
+
 def lines(result: dict[str, Any]) -> list[str]:
     share = result["share"]
     out = [f"Design share (the rule's pick among {', '.join(f'{s:g}' for s in result['shares'])}): {share:g}", "",

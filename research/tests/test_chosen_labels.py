@@ -65,30 +65,13 @@ def test_a_cell_re_derives_from_the_per_pair_outputs(social: Stored, monkeypatch
 
 
 def figures() -> dict[str, str]:
-    """The figures the prose quotes, each computed from the stored study."""
-    share = STORED["share"]
-
-    def spread(values: list[float], fmt: str, unit: str = "") -> str:
-        return f"{fmt.format(min(values))}-{fmt.format(max(values))}{unit}"
-
-    after = [values[f"after {share:g}"] / values["random"] for values in STORED["errors"].values()]
-    before = [values[f"before {share:g}"] / values["random"] for values in STORED["errors"].values()]
-    covered = [100 * row["coverage"] for row in coverage_rows(STORED)]
-    power = {(row["arm"], row["size"]): row for row in power_rows(STORED)}
-    return {
-        "after": spread([round(r, 2) for r in after], "{:.2f}", "×"),
-        "before": spread([round(r, 2) for r in before], "{:.2f}", "×"),
-        "coverage": spread([round(c, 1) for c in covered], "{:.1f}", " %"),
-        "saved": f"{round(100 * (1 - max(after)))}-{round(100 * (1 - min(after)))} %",
-        "chosen": f"{100 * power[('after', 100)]['power']:.0f} % (chosen)",
-        "random": f"{100 * power[('random after', 100)]['power']:.0f} % (random)",
-    }
+    return chosen_labels.quoted(STORED)
 
 
 def test_the_readme_and_the_decision_page_quote_the_stored_study() -> None:
     quoted = figures()
     assert quoted == {"after": "0.69-0.88×", "before": "0.85-1.04×", "coverage": "97.1-99.1 %", "saved": "12-31 %",
-                      "chosen": "60 % (chosen)", "random": "65 % (random)"}
+                      "size": "100", "chosen": "60 % (chosen)", "random": "65 % (random)", "gain": "+1.0"}
     readme = " ".join((REPO / "README.md").read_text(encoding="utf-8").split())
     decision = " ".join((REPO / "docs" / "decision.md").read_text(encoding="utf-8").split())
     for key in ("after", "before", "coverage", "chosen", "random"):
