@@ -48,7 +48,7 @@ class RecipeConfig:
         """Raise ConfigError naming the setting that is out of range (a recipe with ranges overrides this)."""
 
 
-def key(name: str) -> dict[str, str]:
+def flat_key(name: str) -> dict[str, str]:
     """A group field's metadata: the flat key that names it in --set, YAML and config.yaml."""
     return {"key": name}
 
@@ -58,15 +58,15 @@ class OptimizerSettings:
     """The optimizer and its learning-rate schedule."""
 
     # adamw | lars (SimCLR-style, for large learning rates on small heads)
-    name: str = field(default="adamw", metadata=key("optimizer"))
-    weight_decay: float = field(default=0.01, metadata=key("weight_decay"))
+    name: str = field(default="adamw", metadata=flat_key("optimizer"))
+    weight_decay: float = field(default=0.01, metadata=flat_key("weight_decay"))
     # linear warm-up over this share of the steps, then linear decay to 0
-    warmup_ratio: float = field(default=0.1, metadata=key("warmup_ratio"))
-    schedule: str = field(default="linear", metadata=key("schedule"))  # decay after warm-up: linear | cosine
-    max_grad_norm: float = field(default=1.0, metadata=key("max_grad_norm"))  # 0 = no clipping
-    beta1: float = field(default=0.9, metadata=key("adam_beta1"))
-    beta2: float = field(default=0.999, metadata=key("adam_beta2"))
-    eps: float = field(default=1e-6, metadata=key("adam_eps"))
+    warmup_ratio: float = field(default=0.1, metadata=flat_key("warmup_ratio"))
+    schedule: str = field(default="linear", metadata=flat_key("schedule"))  # decay after warm-up: linear | cosine
+    max_grad_norm: float = field(default=1.0, metadata=flat_key("max_grad_norm"))  # 0 = no clipping
+    beta1: float = field(default=0.9, metadata=flat_key("adam_beta1"))
+    beta2: float = field(default=0.999, metadata=flat_key("adam_beta2"))
+    eps: float = field(default=1e-6, metadata=flat_key("adam_eps"))
 
 
 @dataclass(frozen=True)
@@ -74,12 +74,12 @@ class EvaluationSettings:
     """When the dev set is scored during training, and when training stops for want of a better score."""
 
     # dev evaluation every N optimizer steps (0 = only at the end)
-    every: int = field(default=200, metadata=key("eval_every"))
+    every: int = field(default=200, metadata=flat_key("eval_every"))
     # > 0: evaluate this many times per pass over the data instead of every eval_every
-    per_pass: float = field(default=0.0, metadata=key("evals_per_pass"))
+    per_pass: float = field(default=0.0, metadata=flat_key("evals_per_pass"))
     # stop after N evaluations without improvement (0 = never stop early)
-    patience: int = field(default=10, metadata=key("patience"))
-    batch_size: int = field(default=128, metadata=key("eval_batch_size"))
+    patience: int = field(default=10, metadata=flat_key("patience"))
+    batch_size: int = field(default=128, metadata=flat_key("eval_batch_size"))
 
 
 @dataclass(frozen=True)
@@ -87,15 +87,15 @@ class RecordSettings:
     """What a run writes as it goes: checkpoints to resume from and log lines."""
 
     # resumable checkpoint every N steps (0 = only on interrupt)
-    checkpoint_every: int = field(default=200, metadata=key("checkpoint_every"))
-    keep_checkpoints: int = field(default=2, metadata=key("keep_checkpoints"))
+    checkpoint_every: int = field(default=200, metadata=flat_key("checkpoint_every"))
+    keep_checkpoints: int = field(default=2, metadata=flat_key("keep_checkpoints"))
     # steps between lines of train.log (and points sent to the --report-to trackers)
-    log_every: int = field(default=10, metadata=key("log_every"))
+    log_every: int = field(default=10, metadata=flat_key("log_every"))
     # none | tensorboard | wandb | mlflow | all (Accelerate's experiment trackers)
-    report_to: str = field(default="none", metadata=key("report_to"))
+    report_to: str = field(default="none", metadata=flat_key("report_to"))
     # stop | skip (skip the step, stop after `max_nan_skips`)
-    on_nan: str = field(default="stop", metadata=key("on_nan"))
-    max_nan_skips: int = field(default=10, metadata=key("max_nan_skips"))
+    on_nan: str = field(default="stop", metadata=flat_key("on_nan"))
+    max_nan_skips: int = field(default=10, metadata=flat_key("max_nan_skips"))
 
 
 @dataclass(frozen=True)
@@ -103,10 +103,10 @@ class LoraSettings:
     """LoRA (sentadapt/lora.py, `--lora r=16`): train rank-r adapters on the encoder's linear layers, base frozen.
     r 0 = off (every weight trains). alpha 0 = 2 × r; targets: attention | all-linear | names joined by '+'."""
 
-    r: int = field(default=0, metadata=key("lora_r"))
-    alpha: float = field(default=0.0, metadata=key("lora_alpha"))
-    dropout: float = field(default=0.0, metadata=key("lora_dropout"))
-    targets: str = field(default="attention", metadata=key("lora_targets"))
+    r: int = field(default=0, metadata=flat_key("lora_r"))
+    alpha: float = field(default=0.0, metadata=flat_key("lora_alpha"))
+    dropout: float = field(default=0.0, metadata=flat_key("lora_dropout"))
+    targets: str = field(default="attention", metadata=flat_key("lora_targets"))
 
 
 @dataclass(frozen=True)
@@ -114,19 +114,20 @@ class DistillationSettings:
     """Distillation toward the frozen base model or a teacher, for every recipe (sentadapt/train/distill.py)."""
 
     # the loss gains distill × D(adapted, base) on each batch's sentences. 0 = off (no frozen copy, no extra pass).
-    weight: float = field(default=0.0, metadata=key("distill"))
+    weight: float = field(default=0.0, metadata=flat_key("distill"))
     # kl: in-batch similarity distributions | sim-mse: in-batch cosine values | mse: the vectors' squared distance
     # (not normalised) | cosine: 1 − cos of each vector with its target; or a weighted sum of them,
     # "kl:1,sim-mse:10,cosine:1" (a weight 0 = that term off): `distill_terms`
-    kind: str = field(default="kl", metadata=key("distill_kind"))
-    temperature: float = field(default=0.05, metadata=key("distill_temperature"))  # softmax temperature of the kl kind
+    kind: str = field(default="kl", metadata=flat_key("distill_kind"))
+    # softmax temperature of the kl kind
+    temperature: float = field(default=0.05, metadata=flat_key("distill_temperature"))
     # random | neighbours: with a teacher, half of each batch random anchors and half one of each anchor's
     # `distill_neighbours` nearest examples under the teacher (pairs it ranks close, not only unrelated ones)
-    batches: str = field(default="random", metadata=key("distill_batches"))
-    neighbours: int = field(default=8, metadata=key("distill_neighbours"))
+    batches: str = field(default="random", metadata=flat_key("distill_batches"))
+    neighbours: int = field(default=8, metadata=flat_key("distill_neighbours"))
     # The weight of the recipe's own loss: 0 = the distillation term alone (the recipe's views are then not
     # computed at all, unless the recipe trains heads of its own: they keep a gradient of 0 for DDP)
-    recipe_weight: float = field(default=1.0, metadata=key("recipe_weight"))
+    recipe_weight: float = field(default=1.0, metadata=flat_key("recipe_weight"))
 
 
 @dataclass(frozen=True)
@@ -134,15 +135,16 @@ class TeacherSettings:
     """With --teacher (RunConfig.teacher) the distillation target is the teacher's cached vectors instead of the
     base; distill_kind and distill_temperature are shared (kl: any two widths)."""
 
-    weight: float = field(default=1.0, metadata=key("teacher_weight"))  # the distillation term's weight with a teacher
+    # the distillation term's weight with a teacher
+    weight: float = field(default=1.0, metadata=flat_key("teacher_weight"))
     # on: a teacher that trails the base on the dev set (the CI of its lead below 0) stops the run before training
-    check: str = field(default="on", metadata=key("teacher_check"))
+    check: str = field(default="on", metadata=flat_key("teacher_check"))
     # the distillation target's similarities: α · the teacher's cosines + (1 − α) · the base's (docs/teacher.md,
     # "Blend targets"); "1" the teacher alone, a number in [0, 1], or "auto": α weighed on the dev set by its rule
-    blend: str = field(default="1", metadata=key("teacher_blend"))
+    blend: str = field(default="1", metadata=flat_key("teacher_blend"))
     # the fields of a --teacher vectors file (.jsonl keys, .parquet columns): what embeddings APIs return
-    text_field: str = field(default="text", metadata=key("teacher_text_field"))
-    vector_field: str = field(default="embedding", metadata=key("teacher_vector_field"))
+    text_field: str = field(default="text", metadata=flat_key("teacher_text_field"))
+    vector_field: str = field(default="embedding", metadata=flat_key("teacher_vector_field"))
 
 
 @dataclass(frozen=True)
@@ -152,11 +154,11 @@ class SizeSettings:
     # Matryoshka (`--matryoshka 384,192,96`): every loss term, the recipe's and distillation's, summed over these
     # prefix widths of the exported vectors, largest first (sentence-transformers' MatryoshkaLoss), so each prefix
     # is an embedding of its own; () = off
-    matryoshka: tuple[int, ...] = field(default=(), metadata=key("matryoshka"))
+    matryoshka: tuple[int, ...] = field(default=(), metadata=flat_key("matryoshka"))
     # the weight of each --matryoshka width's term, in its order; () = 2 for the first (largest), 1 for each other
-    matryoshka_weights: tuple[float, ...] = field(default=(), metadata=key("matryoshka_weights"))
+    matryoshka_weights: tuple[float, ...] = field(default=(), metadata=flat_key("matryoshka_weights"))
     # --sizes: the sizes the finished run's dev table weighs (evaluation/sizes.py); () = matryoshka's, if any
-    dev: tuple[int, ...] = field(default=(), metadata=key("sizes"))
+    dev: tuple[int, ...] = field(default=(), metadata=flat_key("sizes"))
 
 
 @dataclass(frozen=True)

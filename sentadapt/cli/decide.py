@@ -57,6 +57,6 @@ def render(result: DecideResult) -> None:
     if result.choice_paid:
         console.print("these are the pairs the run chose its checkpoint on: the risk pays for that choice again",
                       highlight=False, soft_wrap=True)
-    verdict = "use the adapted model" if result.decision.decision == "use-adapted" else "keep the base model"
+    verdict = "keep the base model" if result.decision.keep_base else "use the adapted model"
     console.print(f"[bold]{verdict}[/]: {escape(result.decision.reason)}", highlight=False, soft_wrap=True)
     console.print(f"recorded in {escape(str(result.metrics_file))}", highlight=False, soft_wrap=True)

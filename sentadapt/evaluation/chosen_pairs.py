@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from sentadapt.data.pair_files import WEIGHT, pair_records
-from sentadapt.errors import ConfigError, DataError, ModelError
+from sentadapt.errors import ConfigError, DataError
 from sentadapt.evaluation.design import (
     UNIFORM_SHARE,
     Design,
@@ -172,18 +172,21 @@ def choose_pairs(
         return lambda: Encoder.load(model, max_length=max_length, device=device, trust_remote_code=trust_remote_code,
                                     allow_pickle=allow_pickle)
 
+    base_cosines = None
     if pool is None:
         wanted = CANDIDATES_PER_PAIR * n if guide_model is not None else n
         spread = spread_pairs(corpus, load(resolved), n, output, seed, sample, batch_size, text_column, progress,
                               wanted)
         pool = Candidates(spread.sentence1, spread.sentence2, [], [[] for _ in spread.sentence1],
                           ", ".join(spread.corpus.files))
+        base_cosines = spread.cosines  # the base's cosines of these very pairs: not encoded twice
     rng = np.random.default_rng(seed)
     weights = None
     if guide_model is None:
         rows = np.sort(rng.permutation(len(pool))[:n])
     else:
-        base_cosines = pair_cosines(load(resolved)(), pool, batch_size, progress)
+        if base_cosines is None:
+            base_cosines = pair_cosines(load(resolved)(), pool, batch_size, progress)
         guide_cosines = pair_cosines(load(guide_model)(), pool, batch_size, progress)
         probabilities = inclusion_probabilities(disagreement(base_cosines, guide_cosines), n, UNIFORM_SHARE)
         rows = pareto_sample(probabilities, n, rng)
@@ -231,11 +234,7 @@ def next_command(corpus: Sequence[str | Path], candidates_file: Path | None, bas
     if run is not None:
         words = ["sentadapt", "decide", str(run), "--dev", str(output)]
     else:
-        data = [str(item) for item in corpus] or ["CORPUS"]
+        data = [str(item) for item in corpus] or ["CORPUS"]  # candidates alone: the corpus is the user's to name
         words = ["sentadapt", "adapt", *data, "--base", base, "--dev", str(output), "--output", "runs/x"]
-    if candidates_file is not None and not corpus and run is None:
-        words[2] = "CORPUS"
     return " ".join(shlex.quote(word) for word in words)
 
-
-__all__ = ["CANDIDATES_PER_PAIR", "ChosenPairs", "ModelError", "choose_pairs", "read_candidates"]

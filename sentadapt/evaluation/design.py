@@ -36,7 +36,6 @@ from sentadapt.errors import DataError
 
 UNIFORM_SHARE = 0.5  # the defensive share: the pick of the rule in research/findings.md, "Chosen labels"
 DESIGN_SUFFIX = ".design.json"
-GUIDES = ("teacher", "run")  # what the disagreement is with: before training, after it
 
 
 def standard_ranks(values: np.ndarray) -> np.ndarray:

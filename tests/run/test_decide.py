@@ -186,3 +186,20 @@ def test_an_auto_runs_choice_on_these_pairs_is_paid_over_every_candidates_evalua
     # candidates in name order: clsr's one evaluation, then consert's two; the published model is consert's last
     assert len(options) == 3 and chosen == 2 and all(list(option) == ["renamed.tsv"] for option in options)
     assert stored_choice(run, published, outputs(0.1, 0.5, 0.95)) is None  # other pairs: nothing chosen on them
+
+
+def test_from_a_corpus_the_candidates_are_the_spread_proposal_at_five_times_n(tiny_model_dir: Path,
+                                                                             tiny_model_dir_3layers: Path,
+                                                                             tmp_path: Path) -> None:
+    corpus = tmp_path / "corpus.txt"
+    things = ("printer", "server", "vpn")
+    corpus.write_text("".join(f"ticket {i} says the {things[i % 3]} is down\n" for i in range(80)))
+    out = tmp_path / "dev.tsv"
+    result = invoke("pairs", str(corpus), "--base", str(tiny_model_dir), "--teacher", str(tiny_model_dir_3layers),
+                    "-n", "6", "-o", str(out))
+    assert result.exit_code == 0, result.output
+    design = json.loads((tmp_path / "dev.tsv.design.json").read_text())
+    assert (design["candidates"], design["pairs"], design["guide"]) == (30, 6, "teacher")
+    assert out.read_text().splitlines()[1] == "sentence1\tsentence2\tweight\tlabel" and len(rows(out)) == 6
+    said = " ".join(result.output.split())
+    assert "chosen among 30 candidates" in said and f"sentadapt adapt {corpus} --base {tiny_model_dir}" in said
