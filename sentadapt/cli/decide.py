@@ -8,9 +8,9 @@ from typing import TYPE_CHECKING
 import typer
 from rich.markup import escape
 
+from sentadapt.cli import shared_options as shared
 from sentadapt.cli._common import console, friendly_errors, progress_bar
 from sentadapt.errors import NoImprovement
-from sentadapt.options import ALLOW_PICKLE, ALLOW_PICKLE_HELP, TRUST_REMOTE_CODE, TRUST_REMOTE_CODE_HELP
 
 if TYPE_CHECKING:
     from sentadapt.run.redecide import DecideResult
@@ -26,11 +26,11 @@ def decide(
     risk: float = typer.Option(0.2, "--risk", help="The risk rule's limit (as `adapt --risk`)."),
     require_improvement: bool = typer.Option(False, "--require-improvement",
                                              help="Exit with code 3 when the decision is keep-base."),
-    batch_size: int = typer.Option(128, "--batch-size", min=1, help="Sentences encoded at once."),
-    max_length: int | None = typer.Option(None, "--max-length", min=8, help="Default: the model's max_seq_length."),
-    device: str | None = typer.Option(None, "--device", help="cpu, cuda, cuda:1 ... Default: cuda if available."),
-    trust_remote_code: bool = typer.Option(False, TRUST_REMOTE_CODE, help=TRUST_REMOTE_CODE_HELP),
-    allow_pickle: bool = typer.Option(False, ALLOW_PICKLE, help=ALLOW_PICKLE_HELP),
+    batch_size: int = shared.batch_size(),
+    max_length: int | None = shared.max_length(),
+    device: str | None = shared.device(),
+    trust_remote_code: bool = shared.trust_remote_code(),
+    allow_pickle: bool = shared.allow_pickle(),
 ) -> None:
     """Decide again whether to use the run's model, on labels it has not been decided on (e.g. pairs chosen by
     `sentadapt pairs --run RUN`), without training; the decision is recorded in RUN/metrics.json."""

@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING
 import typer
 from rich.markup import escape
 
+from sentadapt.cli import shared_options as shared
 from sentadapt.cli._common import console, draw, friendly_errors, note, progress_bar, render_even_if_unsaved
-from sentadapt.options import ALLOW_PICKLE, ALLOW_PICKLE_HELP, TRUST_REMOTE_CODE, TRUST_REMOTE_CODE_HELP
 from sentadapt.resolve import DEFAULT_BASE_MODEL
 
 if TYPE_CHECKING:
@@ -39,11 +39,11 @@ def diagnose(
     json_out: Path | None = typer.Option(None, "--json", help="Write every figure as JSON (docs/diagnostics.md)."),
     plot: Path | None = typer.Option(None, "--plot", help="Write PNG plots into this folder (needs matplotlib)."),
     seed: int = typer.Option(0, "--seed", help="Seed of the sentence sample and the k-NN token sample."),
-    batch_size: int = typer.Option(32, "--batch-size", min=1, help="Sentences encoded at once."),
-    max_length: int | None = typer.Option(None, "--max-length", min=8, help="Default: the model's max_seq_length."),
-    device: str | None = typer.Option(None, "--device", help="cpu, cuda, cuda:1 ... Default: cuda if available."),
-    trust_remote_code: bool = typer.Option(False, TRUST_REMOTE_CODE, help=TRUST_REMOTE_CODE_HELP),
-    allow_pickle: bool = typer.Option(False, ALLOW_PICKLE, help=ALLOW_PICKLE_HELP),
+    batch_size: int = shared.batch_size(32),
+    max_length: int | None = shared.max_length(),
+    device: str | None = shared.device(),
+    trust_remote_code: bool = shared.trust_remote_code(),
+    allow_pickle: bool = shared.allow_pickle(),
 ) -> None:
     """Anisotropy, isotropy, spectrum, alignment/uniformity, frequency bias, top-k token removal, layer sweep.
 

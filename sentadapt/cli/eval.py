@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING
 import typer
 from rich.markup import escape
 
+from sentadapt.cli import shared_options as shared
 from sentadapt.cli._common import console, draw, friendly_errors, note, progress_bar, render_even_if_unsaved
-from sentadapt.options import ALLOW_PICKLE, ALLOW_PICKLE_HELP, TRUST_REMOTE_CODE, TRUST_REMOTE_CODE_HELP
 
 if TYPE_CHECKING:
     from sentadapt.evaluation.evaluate import EvalResult
@@ -61,13 +61,13 @@ def eval_models(
     document_prompt: str | None = typer.Option(
         None, "--document-prompt", help="Prompt name (or none) for reranking candidates and retrieval documents. "
                                         "Default: the model's 'document', 'passage' or 'corpus' prompt."),
-    batch_size: int = typer.Option(128, "--batch-size", min=1, help="Sentences encoded at once."),
-    max_length: int | None = typer.Option(None, "--max-length", min=8, help="Default: the model's max_seq_length."),
+    batch_size: int = shared.batch_size(),
+    max_length: int | None = shared.max_length(),
     dtype: str = typer.Option(
         "fp32", "--dtype", help="fp32 | bf16 | fp16: bf16/fp16 encode with a copy of the weights cast once to that "
                                 "type (pooling in fp32; faster on GPUs). fp16 needs CUDA; on the CPU use bf16."
     ),
-    device: str | None = typer.Option(None, "--device", help="cpu, cuda, cuda:1 ... Default: cuda if available."),
+    device: str | None = shared.device(),
     dims: str | None = typer.Option(None, "--dims", help="Also score at these sizes (each vector's prefix, as "
                                     "truncate_dim), e.g. 384,192,96: a row each, Δ against the first model's whole."),
     quantize: str | None = typer.Option(None, "--quantize", help="Also at these precisions: none,int8,binary "
@@ -76,8 +76,8 @@ def eval_models(
                                             "line, a sample of your corpus). Default: the evaluated sentences."),
     json_out: Path | None = typer.Option(None, "--json", help="Also write the results (with CIs) as JSON here."),
     show_subsets: bool = typer.Option(False, "--subsets", help="Also print per-subset STS scores."),
-    trust_remote_code: bool = typer.Option(False, TRUST_REMOTE_CODE, help=TRUST_REMOTE_CODE_HELP),
-    allow_pickle: bool = typer.Option(False, ALLOW_PICKLE, help=ALLOW_PICKLE_HELP),
+    trust_remote_code: bool = shared.trust_remote_code(),
+    allow_pickle: bool = shared.allow_pickle(),
 ) -> None:
     """Score models side by side: a column per model with its 95 % CI, Δ against the first model with the
     paired-bootstrap CI (* when it excludes 0)."""

@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING
 
 import typer
 
+from sentadapt.cli import shared_options as shared
 from sentadapt.cli._common import console, friendly_errors, note
-from sentadapt.options import ALLOW_PICKLE, ALLOW_PICKLE_HELP, TRUST_REMOTE_CODE, TRUST_REMOTE_CODE_HELP
 
 if TYPE_CHECKING:
     from sentadapt.exporting import ExportResult
@@ -29,8 +29,8 @@ def export(
     sentences: Path | None = typer.Option(
         None, "--sentences", help="Verify on these sentences (one per line) instead of a built-in sample."),
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace a non-empty OUTPUT."),
-    trust_remote_code: bool = typer.Option(False, TRUST_REMOTE_CODE, help=TRUST_REMOTE_CODE_HELP),
-    allow_pickle: bool = typer.Option(False, ALLOW_PICKLE, help=ALLOW_PICKLE_HELP),
+    trust_remote_code: bool = shared.trust_remote_code(),
+    allow_pickle: bool = shared.allow_pickle(),
     adapters_only: bool = typer.Option(False, "--adapters-only", help="A --lora run's adapters alone (peft), "
                                                                       "to load onto its base; default: merged."),
     dim: int | None = typer.Option(None, "--dim", help="Ship the vectors' first N dimensions (eval --dims)."),

@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING
 import typer
 from rich.markup import escape
 
+from sentadapt.cli import shared_options as shared
 from sentadapt.cli._common import console, friendly_errors, note, progress_bar
-from sentadapt.options import ALLOW_PICKLE, ALLOW_PICKLE_HELP, TRUST_REMOTE_CODE, TRUST_REMOTE_CODE_HELP
 from sentadapt.resolve import DEFAULT_BASE_MODEL
 
 if TYPE_CHECKING:
@@ -41,11 +41,11 @@ def pairs(
                                                              "(at least 3·n are)."),
     text_column: str | None = typer.Option(None, "--text-column", help="Column of .jsonl/.csv/.tsv corpora."),
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing --output file."),
-    batch_size: int = typer.Option(128, "--batch-size", min=1, help="Sentences encoded at once."),
-    max_length: int | None = typer.Option(None, "--max-length", min=8, help="Default: the model's max_seq_length."),
-    device: str | None = typer.Option(None, "--device", help="cpu, cuda, cuda:1 ... Default: cuda if available."),
-    trust_remote_code: bool = typer.Option(False, TRUST_REMOTE_CODE, help=TRUST_REMOTE_CODE_HELP),
-    allow_pickle: bool = typer.Option(False, ALLOW_PICKLE, help=ALLOW_PICKLE_HELP),
+    batch_size: int = shared.batch_size(),
+    max_length: int | None = shared.max_length(),
+    device: str | None = shared.device(),
+    trust_remote_code: bool = shared.trust_remote_code(),
+    allow_pickle: bool = shared.allow_pickle(),
 ) -> None:
     """Propose N sentence pairs from your corpus for you to label (1/0 or a score): near-duplicates, borderline
     and unrelated pairs alike, so the dev set can tell a better model from a worse one. Then pass the labelled
