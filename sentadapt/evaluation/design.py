@@ -124,6 +124,16 @@ def labels_record(dev: str | Path | None, pairs: int, weighted: bool) -> dict[st
             "weighted": weighted, "design": design.to_dict() if design is not None else None}
 
 
+def weighted_note(labels: dict[str, Any] | None) -> str | None:
+    """One line for a run's summary when its dev pairs carry weights: what the dev Δ then estimates."""
+    if not labels or not labels["weighted"]:
+        return None
+    design = labels["design"]
+    population = f"the {design['candidates']} candidates they were chosen from" if design else "their population"
+    return (f"{labels['pairs']} dev pairs weighted by their 'weight' column: the dev Δ estimates {population} "
+            "(docs/decision.md)")
+
+
 def read_design(label_file: str | Path) -> Design | None:
     """The design beside a label file, or None when there is none (a file of weights alone still decides)."""
     path = design_path(label_file)

@@ -17,7 +17,7 @@ from sentadapt.evaluation.decision import (
     evidence_record,
     small_dev_note,
 )
-from sentadapt.evaluation.design import labels_record
+from sentadapt.evaluation.design import labels_record, weighted_note
 from sentadapt.evaluation.evaluator import dev_change_record, dev_evidence
 from sentadapt.evaluation.evidence import Evidence
 from sentadapt.evaluation.sizes import SizeTable
@@ -101,7 +101,8 @@ def decide_and_record(training: Training, inputs: TrainingInputs, published_step
     teacher = inputs.teacher
     rule = decision_rule(config)
     decision = decide(state.dev_change, state.dev_change_ci, inputs.dev_name, evidence, rule)
-    note = small_dev_note(evidence, rule)
+    labels = dev_labels(config.dev, inputs.evaluator)
+    note = "; ".join(part for part in (weighted_note(labels), small_dev_note(evidence, rule)) if part) or None
     if teacher is not None:  # a base kept under a clearly better teacher: say what the user can do
         hint = teacher_lead_note(decision, state.dev_change_ci, teacher.lead)
         note = "; ".join(part for part in (note, hint) if part) or None
@@ -113,7 +114,7 @@ def decide_and_record(training: Training, inputs: TrainingInputs, published_step
     sizes = weigh_sizes(run_dir, inputs, state.dev_outputs, rule.risk)
     metrics = {
         "recipe": config.recipe, "base_model": config.base, "dev": inputs.dev_name,
-        "dev_labels": dev_labels(config.dev, inputs.evaluator),
+        "dev_labels": labels,
         "base_score": state.base_score, "best_score": state.best_score,
         "best_step": state.best_step, "dev_change": state.dev_change, "improved": state.improved,
         **change, **decision.to_dict(), "decision_settings": rule.to_dict(),

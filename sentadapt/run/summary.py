@@ -64,7 +64,7 @@ def summary_table(result: Any, config: Any = None) -> TextTable:
     if result.sizes is not None:
         table.row("smallest size", sizes_text(result.sizes, kept_base=result.decision.decision == "keep-base"))
     if result.decision_note:
-        table.row("dev set size", Cell(result.decision_note, WARN))
+        table.row("dev set", Cell(result.decision_note, WARN))  # its weights, and whether it is too small
     return table
 
 

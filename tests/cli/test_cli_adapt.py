@@ -253,7 +253,7 @@ def test_the_risk_rule_records_its_evidence_every_evaluation_and_a_small_dev_set
     assert evidence["detectable_gain"] > 0.5
     assert metrics["dev_note"].startswith(f"8 dev pairs: gains below ~{evidence['detectable_gain']:.1f} cannot be "
                                           "confirmed at risk 0.20 (~")
-    assert f"dev set size {metrics['dev_note']}" in _flat(result.stdout)
+    assert f"dev set {metrics['dev_note']}" in _flat(result.stdout)
     outputs = json.loads((output / "dev_outputs.json").read_text())
     assert outputs["dev"] == "pairs.tsv" and list(outputs["evaluations"]) == ["2", "4"]
     assert [len(outputs["evaluations"][step]["pairs.tsv"]["cosine"]) for step in ("2", "4")] == [8, 8]

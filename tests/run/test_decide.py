@@ -203,3 +203,21 @@ def test_from_a_corpus_the_candidates_are_the_spread_proposal_at_five_times_n(ti
     assert out.read_text().splitlines()[1] == "sentence1\tsentence2\tweight\tlabel" and len(rows(out)) == 6
     said = " ".join(result.output.split())
     assert "chosen among 30 candidates" in said and f"sentadapt adapt {corpus} --base {tiny_model_dir}" in said
+
+
+def test_adapt_on_a_chosen_dev_set_records_its_labels_and_says_what_the_delta_estimates(
+        tiny_model_dir: Path, tiny_model_dir_3layers: Path, tmp_path: Path) -> None:
+    out = tmp_path / "dev.tsv"
+    chosen = invoke("pairs", "--candidates", str(candidates_file(tmp_path)), "--base", str(tiny_model_dir),
+                    "--teacher", str(tiny_model_dir_3layers), "-n", "12", "-o", str(out))
+    assert chosen.exit_code == 0, chosen.output
+    dev = labelled(out, tmp_path / "labelled.tsv")
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("".join(f"the printer {i} is jammed\n" for i in range(40)))
+    done = run_adapt(str(corpus), "--base", str(tiny_model_dir), "--output", str(tmp_path / "run"), "--dev", str(dev),
+                     "--eval-every", "3", *TRAIN)
+    assert done.exit_code == 0, done.output
+    metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
+    assert metrics["dev_labels"]["weighted"] and metrics["dev_labels"]["design"]["candidates"] == 40
+    assert metrics["dev_note"].startswith("12 dev pairs weighted by their 'weight' column: the dev Δ estimates the 40 "
+                                          "candidates they were chosen from (docs/decision.md)")
