@@ -212,6 +212,15 @@ class RunDir:
         auto` stops)."""
         write_json_file(self.metrics_file, metrics)
 
+    def finished_metrics(self, named: str) -> dict[str, Any]:
+        """metrics.json of a finished run that published its model (what `pairs --run` and `decide` read), or one
+        line naming the argument (`named`) and what to do."""
+        metrics = self.read_metrics() if self.path.is_dir() else None
+        if metrics is None or not self.has_published_model():
+            raise ConfigError(f"{named}: not a finished run with a model in it; finish it (sentadapt adapt --resume "
+                              f"--output {self.path}) or pass the folder a finished `adapt` wrote")
+        return metrics
+
     def read_dev_outputs(self) -> dict[str, Any] | None:
         return self.read_json(self.dev_outputs_file)
 

@@ -68,16 +68,6 @@ def test_a_stored_job_command_reads_as_a_user_types_it() -> None:
                                               "../shared/models/m --output runs/decision/runs/m/news/consert")
 
 
-def test_the_readme_quotes_the_stored_studies() -> None:
-    """README.md's "What to expect" rows for the domain suite and LoRA are what the stored studies give (issue 41
-    item 6: the figures quoted in the README re-derive too)."""
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
-    rows = [*domain_stored.readme_rows(_stored(RESULTS / domain_stored.STUDY)),
-            *lora_suite.readme_rows(_stored(REPO / lora_suite.RESULTS / lora_suite.STUDY))]
-    for row in rows:
-        assert row in readme, row
-
-
 def test_the_eval_tasks_section_is_what_its_stored_per_unit_outputs_give() -> None:
     """research/results.md's "eval-tasks" section: each task's metric and bootstrap CI recomputed from the stored
     per-unit outputs (research/results/eval-tasks/), then drawn."""

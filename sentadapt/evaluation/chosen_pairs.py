@@ -106,10 +106,7 @@ def read_candidates(path: Path) -> Candidates:
 def run_base(run: Path, base: str | None) -> tuple[str, Path]:
     """(the base model of a finished run, the run's model folder); `--base` must name the same model if given."""
     folder = RunDir(run)
-    metrics = folder.read_metrics() if folder.path.is_dir() else None
-    if metrics is None or not folder.has_published_model():
-        raise ConfigError(f"--run {run}: not a finished run with a model in it; finish it (sentadapt adapt --resume "
-                          f"--output {run}) or pass the folder a finished `adapt` wrote")
+    metrics = folder.finished_metrics(f"--run {run}")
     run_base_model = str(metrics.get("base_model") or "")
     if base is not None and not same_model(base, run_base_model):
         raise ConfigError(f"--base {base}: the run {run} adapted {run_base_model}; leave --base out (the run's base "

@@ -63,7 +63,8 @@ def decide_again(run: Path, dev: Path, decision: str = DEFAULT_RULE, risk: float
     """Weigh the run's model against its base on `dev` and record the decision (module docstring)."""
     from sentadapt.evaluation.task_types import resolve_dev_set
 
-    folder, metrics = finished_run(run)
+    folder = RunDir(run)
+    metrics = folder.finished_metrics(str(run))
     base_model = str(metrics.get("base_model") or "")
     design = read_design(dev) if dev.is_file() else None
     if design is not None:
@@ -89,15 +90,6 @@ def decide_again(run: Path, dev: Path, decision: str = DEFAULT_RULE, risk: float
         choice_paid=stored is not None, deleted=max(0, design.pairs - evaluator.units()) if design else 0)
     record(folder, metrics, result, rule)
     return result
-
-
-def finished_run(run: Path) -> tuple[RunDir, dict[str, Any]]:
-    folder = RunDir(run)
-    metrics = folder.read_metrics() if folder.path.is_dir() else None
-    if metrics is None or not folder.has_published_model():
-        raise ConfigError(f"{run}: not a finished run with a model in it; finish it (sentadapt adapt --resume "
-                          f"--output {run}) or pass the folder a finished `adapt` wrote")
-    return folder, metrics
 
 
 def check_design_base(dev: Path, design: Design, base_model: str, run: Path) -> None:
