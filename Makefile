@@ -12,7 +12,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(subst =,_,$(TORCH))
 
-.PHONY: install demo test research bench-eval clean
+.PHONY: install demo test research bench-check bench-eval clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -42,6 +42,10 @@ test: $(STAMP)
 research: $(STAMP)
 	$(BIN)/ruff check research
 	$(BIN)/python -m pytest -q -n 2 -p tests.conftest research/tests
+
+# The benchmarks' own tests (bench/tests: the harnesses that measure against peers), with the product's fixtures.
+bench-check: $(STAMP)
+	$(BIN)/python -m pytest -q -n 2 -p tests.conftest bench/tests
 
 bench-eval: $(STAMP)
 	$(BIN)/python -m bench.bench_eval

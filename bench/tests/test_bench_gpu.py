@@ -14,7 +14,7 @@ import torch
 
 from bench import bench_gpu, gpu_measure
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def test_skips_cleanly_without_a_gpu() -> None:
