@@ -38,12 +38,13 @@ test: $(STAMP)
 	$(BIN)/python -m pytest -q -n 2
 	ATEN_CPU_CAPABILITY=default $(BIN)/python -m pytest -q -m parity
 
-# The research wing (research/README.md): its tests use the product's fixtures (tests/conftest.py) as a plugin.
+# The research wing (research/README.md) and the benchmark harnesses (bench/tests): the consumers outside the product,
+# tested in one session with the product's fixtures (tests/conftest.py) as a plugin.
 research: $(STAMP)
 	$(BIN)/ruff check research
-	$(BIN)/python -m pytest -q -n 2 -p tests.conftest research/tests
+	$(BIN)/python -m pytest -q -n 2 -p tests.conftest research/tests bench/tests
 
-# The benchmarks' own tests (bench/tests: the harnesses that measure against peers), with the product's fixtures.
+# The benchmark harnesses' tests alone (make research runs them too).
 bench-check: $(STAMP)
 	$(BIN)/python -m pytest -q -n 2 -p tests.conftest bench/tests
 
