@@ -119,24 +119,33 @@ def read_scored_pairs(path: str | Path, score_range: tuple[float, float] | None 
     `score_column` names the column holding the gold scores: "label" for a file of graded labels (see
     `score_column_of`)."""
     path = Path(path)
-    columns = ("sentence1", "sentence2", score_column)
     pairs = ScoredPairs(source=str(path))
     weights = DesignWeights(path)
+    for number, s1, s2, record in _labelled_rows(path, score_column, weights):
+        score = _parse_score(record[score_column], path, number, score_column)
+        if score_range is not None and not score_range[0] <= score <= score_range[1]:
+            raise DataError(f"{path}:{number}: score {score:g} is outside [{score_range[0]:g}, {score_range[1]:g}]")
+        pairs.append(s1, s2, score, str(record.get("subset", "") or ""), number)
+    pairs.weights = weights.values
+    return pairs
+
+
+def _labelled_rows(path: Path, column: str, weights: DesignWeights,
+                   ) -> Iterator[tuple[int, str, str, dict[str, object]]]:
+    """(line, sentence1, sentence2, record) of each row of a labelled pairs file, its fields present, its sentences
+    text and its `column` filled in; the row's weight is read once the caller has read the row's label (so a bad
+    label is named before a bad weight, as each reader always did)."""
+    columns = ("sentence1", "sentence2", column)
     for number, record in pair_records(path, columns):
-        missing = [column for column in columns if column not in record]
+        missing = [name for name in columns if name not in record]
         if missing:
             raise DataError(f"{path}:{number}: missing field(s) {', '.join(missing)}")
         s1, s2 = record["sentence1"], record["sentence2"]
         if not isinstance(s1, str) or not isinstance(s2, str) or not s1.strip() or not s2.strip():
             raise DataError(f"{path}:{number}: sentence1 and sentence2 must be non-empty text")
-        _check_labelled(record[score_column], score_column, s1, s2, path, number)
-        score = _parse_score(record[score_column], path, number, score_column)
-        if score_range is not None and not score_range[0] <= score <= score_range[1]:
-            raise DataError(f"{path}:{number}: score {score:g} is outside [{score_range[0]:g}, {score_range[1]:g}]")
-        pairs.append(s1, s2, score, str(record.get("subset", "") or ""), number)
+        _check_labelled(record[column], column, s1, s2, path, number)
+        yield number, s1, s2, record
         weights.read(record, number)
-    pairs.weights = weights.values
-    return pairs
 
 
 def read_user_scored_pairs(path: str | Path) -> ScoredPairs:
@@ -240,18 +249,10 @@ def read_labelled_pairs(path: str | Path, label_column: str = "label") -> Labell
     """Read sentence1/sentence2/label (0 or 1) records from .tsv, .csv or .jsonl (optionally .gz); a pair listed
     twice (in either order) is an error (data/pair_checks.py)."""
     path = Path(path)
-    columns = ("sentence1", "sentence2", label_column)
     pairs = LabelledPairs(source=str(path))
     weights = DesignWeights(path)
-    for number, record in pair_records(path, columns):
-        missing = [column for column in columns if column not in record]
-        if missing:
-            raise DataError(f"{path}:{number}: missing field(s) {', '.join(missing)}")
-        s1, s2 = record["sentence1"], record["sentence2"]
-        if not isinstance(s1, str) or not isinstance(s2, str) or not s1.strip() or not s2.strip():
-            raise DataError(f"{path}:{number}: sentence1 and sentence2 must be non-empty text")
+    for number, s1, s2, record in _labelled_rows(path, label_column, weights):
         value = record[label_column]
-        _check_labelled(value, label_column, s1, s2, path, number)
         label = _binary(value)
         if label is None:
             raise DataError(f"{path}:{number}: {label_column} '{value}' is not 0 or 1; pair classification needs "
@@ -261,7 +262,6 @@ def read_labelled_pairs(path: str | Path, label_column: str = "label") -> Labell
         pairs.sentence2.append(s2)
         pairs.labels.append(label)
         pairs.lines.append(number)
-        weights.read(record, number)
     pairs.weights = weights.values
     if not pairs.labels:
         raise DataError(no_pairs_message(path))
