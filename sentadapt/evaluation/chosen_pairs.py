@@ -129,22 +129,19 @@ def choose_pairs(
     default_base: str,
     n: int,
     output: Path,
-    teacher: str | None = None,
-    run: Path | None = None,
-    seed: int = 0,
-    sample: int = 4000,
-    batch_size: int = 128,
-    max_length: int | None = None,
-    device: str | None = None,
-    text_column: str | None = None,
-    overwrite: bool = False,
-    trust_remote_code: bool = False,
-    allow_pickle: bool = False,
-    progress: Progress | None = None,
+    load: Callable[[Any], Any],
+    teacher: str | None,
+    run: Path | None,
+    seed: int,
+    sample: int,
+    batch_size: int,
+    text_column: str | None,
+    overwrite: bool,
+    progress: Progress | None,
 ) -> ChosenPairs:
     """Choose n of the candidates (module docstring), write them for labelling to `output` and, when a guide chose
-    them, the design beside it. Every option is checked before a model loads."""
-    from sentadapt.encoder import Encoder
+    them, the design beside it; `load(resolved model)` gives an encoder. Every option is checked before a model
+    loads."""
     from sentadapt.resolve import resolve_model
 
     if teacher is not None and run is not None:
@@ -165,15 +162,11 @@ def choose_pairs(
         raise ConfigError(f"-n {n}: --candidates {candidates_file} holds {len(pool)} pairs; pass a smaller -n or "
                           "more candidates")
 
-    def load(model: Any) -> Callable[[], Encoder]:
-        return lambda: Encoder.load(model, max_length=max_length, device=device, trust_remote_code=trust_remote_code,
-                                    allow_pickle=allow_pickle)
-
     base_cosines = None
     if pool is None:
         wanted = CANDIDATES_PER_PAIR * n if guide_model is not None else n
-        spread = spread_pairs(corpus, load(resolved), n, output, seed, sample, batch_size, text_column, progress,
-                              wanted)
+        spread = spread_pairs(corpus, lambda: load(resolved), n, output, seed, sample, batch_size, text_column,
+                              progress, wanted)
         pool = Candidates(spread.sentence1, spread.sentence2, [], [[] for _ in spread.sentence1],
                           ", ".join(spread.corpus.files))
         base_cosines = spread.cosines  # the base's cosines of these very pairs: not encoded twice
@@ -183,8 +176,8 @@ def choose_pairs(
         rows = np.sort(rng.permutation(len(pool))[:n])
     else:
         if base_cosines is None:
-            base_cosines = pair_cosines(load(resolved)(), pool, batch_size, progress)
-        guide_cosines = pair_cosines(load(guide_model)(), pool, batch_size, progress)
+            base_cosines = pair_cosines(load(resolved), pool, batch_size, progress)
+        guide_cosines = pair_cosines(load(guide_model), pool, batch_size, progress)
         probabilities = inclusion_probabilities(disagreement(base_cosines, guide_cosines), n, UNIFORM_SHARE)
         rows = pareto_sample(probabilities, n, rng)
         weights = 1.0 / probabilities[rows]

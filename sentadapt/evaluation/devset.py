@@ -81,25 +81,12 @@ class ProposedPairs:
         return len(self.sentence1)
 
 
-def propose_spread_pairs(
-    corpus: Sequence[str | Path],
-    model: str,
-    n: int,
-    output: Path,
-    seed: int = 0,
-    sample: int = DEFAULT_SAMPLE,
-    batch_size: int = 128,
-    max_length: int | None = None,
-    device: str | None = None,
-    text_column: str | None = None,
-    overwrite: bool = False,
-    trust_remote_code: bool = False,
-    allow_pickle: bool = False,
-    progress: Progress | None = None,
-) -> ProposedPairs:
+def propose_spread_pairs(corpus: Sequence[str | Path], model: str, n: int, output: Path, load: Callable[[Any], Any],
+                         seed: int, sample: int, batch_size: int, text_column: str | None, overwrite: bool,
+                         progress: Progress | None) -> ProposedPairs:
     """Write `n` pairs of sentences from `corpus` for labelling to `output` (.tsv or .csv), spread over the cosine
-    range of `model`; deterministic for a given `seed`. Bad input fails before any weights load."""
-    from sentadapt.encoder import Encoder
+    range of `model` (`load(resolved model)` gives its encoder); deterministic for a given `seed`. Bad input fails
+    before any weights load."""
     from sentadapt.resolve import resolve_model
 
     if not corpus:
@@ -107,12 +94,7 @@ def propose_spread_pairs(
     check_request(n, output, overwrite)
     resolved = resolve_model(model)
     check_sources(corpus)
-
-    def load() -> Encoder:
-        return Encoder.load(resolved, max_length=max_length, device=device, trust_remote_code=trust_remote_code,
-                            allow_pickle=allow_pickle)
-
-    result = spread_pairs(corpus, load, n, output, seed, sample, batch_size, text_column, progress)
+    result = spread_pairs(corpus, lambda: load(resolved), n, output, seed, sample, batch_size, text_column, progress)
     result.next_command = next_step(corpus, model, output)
     write_label_file(result)
     return result

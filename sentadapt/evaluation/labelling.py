@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from sentadapt.evaluation.chosen_pairs import ChosenPairs, choose_pairs
 from sentadapt.evaluation.devset import DEFAULT_SAMPLE, ProposedPairs, propose_spread_pairs
@@ -38,9 +39,14 @@ def propose_pairs(
     before any weights load."""
     from sentadapt.resolve import DEFAULT_BASE_MODEL
 
+    def load(resolved: Any) -> Any:  # called only once every option is checked: no weights load before
+        from sentadapt.encoder import Encoder
+
+        return Encoder.load(resolved, max_length=max_length, device=device, trust_remote_code=trust_remote_code,
+                            allow_pickle=allow_pickle)
+
     if candidates is not None or teacher is not None or run is not None:
-        return choose_pairs(corpus, candidates, model, DEFAULT_BASE_MODEL, n, output, teacher, run, seed, sample,
-                            batch_size, max_length, device, text_column, overwrite, trust_remote_code, allow_pickle,
-                            progress)
-    return propose_spread_pairs(corpus, model or DEFAULT_BASE_MODEL, n, output, seed, sample, batch_size, max_length,
-                                device, text_column, overwrite, trust_remote_code, allow_pickle, progress)
+        return choose_pairs(corpus, candidates, model, DEFAULT_BASE_MODEL, n, output, load, teacher, run, seed, sample,
+                            batch_size, text_column, overwrite, progress)
+    return propose_spread_pairs(corpus, model or DEFAULT_BASE_MODEL, n, output, load, seed, sample, batch_size,
+                                text_column, overwrite, progress)
