@@ -23,7 +23,7 @@ from sentadapt.errors import ConfigError
 from sentadapt.registry import one_line, unknown_name_message
 
 T = TypeVar("T")
-MIXED_PRECISION = ("no", "fp16", "bf16")
+MIXED_PRECISION = ("no", "fp16", "bf16", "auto")  # auto: train/precision.py
 ON_NAN = ("stop", "skip")
 REPORT_TO = ("none", "tensorboard", "wandb", "mlflow", "all")  # --report-to (train/tracking.py)
 # sentadapt.recipes.losses.distillation_loss: kl and sim-mse compare the in-batch similarity structure (any two

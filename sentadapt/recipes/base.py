@@ -47,6 +47,11 @@ class LossOutput:
 
     total: Tensor
     parts: dict[str, Tensor] = field(default_factory=dict)
+    # This process's rows of each example's first text as the model is exported (its pooling and head, dropout
+    # off), with the gradient, when one of the recipe's views is exactly that encoding (ConSERT's `none` view
+    # under the export pooling). The distillation term then reads them instead of a pass of its own: with a
+    # teacher, two encoder passes per step instead of three (bench/README.md, "Where a teacher step's time goes").
+    exported: Tensor | None = None
 
 
 @dataclass(frozen=True)

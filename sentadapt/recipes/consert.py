@@ -173,9 +173,19 @@ class ConsertRecipe(RecipeBase):
 
         first, second = self._encode_pair(encoder, *(self._view(name, input_ids, attention_mask)
                                                      for name in self.config.views))
+        exported = self._exported_rows(encoder, first, second)
         first, second = gather_across_processes(first), gather_across_processes(second)
         loss = self.matryoshka.total(lambda cut: nt_xent(cut(first), cut(second), self.config.temperature))
-        return LossOutput(loss, {"contrastive": loss.detach()})
+        return LossOutput(loss, {"contrastive": loss.detach()}, exported)
+
+    def _exported_rows(self, encoder: Encoder, first: Tensor, second: Tensor) -> Tensor | None:
+        """The `none` view's rows when training pools as the model is exported: then they are the sentences' vectors
+        as evaluated (the same pass, pooling and head, dropout off: every ConSERT view runs without the model's
+        dropout), which the distillation term can reuse. None otherwise (a paper-preset BERT pools [CLS] but
+        trains on the mean)."""
+        if "none" not in self.config.views or self.train_pooling != encoder.pooling:
+            return None
+        return first if self.config.views[0] == "none" else second
 
     def _supervised_loss(self, encoder: Encoder, heads: nn.ModuleDict, batch: dict[str, Tensor]) -> LossOutput:
         import torch

@@ -115,12 +115,14 @@ class Distillation:
         """What the batch of examples `rows` must carry for the target side (the teacher's rows; nothing else)."""
         return self.targets.batch_fields(rows)
 
-    def term(self, recipe: RecipeBase, encoder: Any, batch: dict[str, Tensor]) -> Tensor:
+    def term(self, recipe: RecipeBase, encoder: Any, batch: dict[str, Tensor],
+             exported: Tensor | None = None) -> Tensor:
         """D(student, target) over the global batch, unweighted: both sides gathered from every process (this
         rank's student rows keep their gradient), so the in-batch similarity structure a kl or sim-mse term
-        compares is the whole batch's, as in one process."""
+        compares is the whole batch's, as in one process. `exported`: the student's rows when the recipe's own
+        pass already encoded them as exported (LossOutput.exported); no pass of the term's own then runs."""
         frozen_rows = recipe.frozen_vectors(batch)  # once: the student's input and the base's vectors alike
-        local = student_vectors(encoder, batch, frozen_rows)
+        local = exported if exported is not None else student_vectors(encoder, batch, frozen_rows)
         target = gather_across_processes(self.targets.vectors(encoder, batch, frozen_rows))
         similarities = None
         if BASE_VECTORS in batch:  # a blend target: α · the teacher's cosines + (1 − α) · the base's
@@ -154,7 +156,7 @@ class Distillation:
     def add_to(self, output: LossOutput | None, recipe: RecipeBase, encoder: Any, heads: nn.ModuleDict,
                batch: dict[str, Tensor]) -> LossOutput:
         """The recipe's `output` (None: skipped, recipe_weight 0) plus W · D on this process's sentences."""
-        weighted = self.weight * self.term(recipe, encoder, batch)
+        weighted = self.weight * self.term(recipe, encoder, batch, output.exported if output is not None else None)
         # The term is the global batch's, gathered like the recipe's contrastive terms: the loop multiplies the
         # loss by the process count P before backward and DDP averages the gradients, which gives each rank's
         # rows their share of the global term's gradient. Every rank logs the same, one process's, value.

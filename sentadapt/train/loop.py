@@ -51,6 +51,7 @@ from sentadapt.train.distill import Distillation, build_distillation
 from sentadapt.train.guard import NanRule, ReadStep, StepGuard, StepRecords
 from sentadapt.train.micro_batches import MicroBatches, neighbour_batches, pad_multiple
 from sentadapt.train.optim import build_optimizer, lr_multiplier, rewind_schedule
+from sentadapt.train.precision import resolve_mixed_precision, use_tf32
 from sentadapt.train.prefetch import BatchPrefetcher
 from sentadapt.train.signals import StopPoll, StopRequest, TrainingInterrupted, stopped_by
 from sentadapt.train.state import Training, TrainResult, TrainState
@@ -178,12 +179,13 @@ class Trainer:
             raise ConfigError("mixed_precision: fp16 needs a CUDA GPU (accelerate would silently train in fp32 "
                               "on CPU); use --mixed-precision bf16 on CPU")
         use_tf32(cfg.tf32)
+        precision = resolve_mixed_precision(cfg.mixed_precision, on_gpu=torch.cuda.is_available())
         tracker_names = resolve_trackers(cfg.records.report_to)
         self.accelerator = Accelerator(
             log_with=tracker_names or None,
             project_config=ProjectConfiguration(project_dir=str(self.output),
                                                 logging_dir=str(self.run_dir.tensorboard)),
-            mixed_precision=cfg.mixed_precision,
+            mixed_precision=precision,
             gradient_accumulation_steps=cfg.grad_accum,
             # without CUDA, accelerate only sets up multi-process (gloo) training when told it runs on CPU
             cpu=not torch.cuda.is_available(),
@@ -404,10 +406,3 @@ class Trainer:
             self.records.train_log.trim_after(self.state.step)
         self.reporter.message(f"resumed from {candidate} (step {self.state.step})")
 
-
-def use_tf32(enabled: bool) -> None:
-    """fp32 matmuls and convolutions on TF32 tensor cores (Ampere and newer; no effect elsewhere). A process-wide
-    PyTorch setting: `adapt` owns its process; the value a run used is in metrics.json's environment."""
-    if torch.cuda.is_available():
-        torch.backends.cuda.matmul.allow_tf32 = enabled
-        torch.backends.cudnn.allow_tf32 = enabled

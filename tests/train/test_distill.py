@@ -276,3 +276,58 @@ def test_a_recipe_of_the_four_required_methods_gets_distillation(tiny_encoder: E
         assert distillation.term(Bare(ConsertConfig(), tiny_encoder), tiny_encoder, batch).item() > 1e-4
     finally:
         RECIPES._items.pop("bare", None)  # type: ignore[attr-defined]
+
+
+# ---------------------------------------------------------------------- one pass for the view and the term
+
+def _one_pass_parts(encoder: Encoder, views: tuple[str, ...], train_pooling: str = "mean"):
+    """A ConSERT module toward a teacher table whose views are `views`, the encoder pooling by mean (as a
+    sentence-tuned base exports), and a counter of the encoder's forward passes."""
+    from sentadapt.pooling import Pooling
+    from sentadapt.train.distill import TEACHER_VECTORS, Distillation, TeacherTargets
+
+    encoder.use_pooling(Pooling.from_name("mean", encoder.num_layers))
+    recipe = ConsertRecipe(ConsertConfig(views=views, train_pooling=train_pooling), encoder)
+    targets = TeacherTargets(torch.randn(len(TINY_SENTENCES), 24, generator=torch.Generator().manual_seed(0)))
+    distillation = Distillation(1.0, "kl", 0.05, targets)
+    module = TrainingModule(encoder, recipe.trainable_heads(), recipe, distillation).train()
+    batch = {**_sentence_batch(encoder), TEACHER_VECTORS: targets.table}
+    passes: list[int] = []
+    encoder.register_forward_pre_hook(lambda _module, _args: passes.append(1))
+    return recipe, module, distillation, batch, passes
+
+
+def _gradients(module: TrainingModule, loss: torch.Tensor) -> list[torch.Tensor]:
+    parameters = [p for p in module.parameters() if p.requires_grad]
+    return [g if g is not None else torch.zeros_like(p)
+            for g, p in zip(torch.autograd.grad(loss, parameters, allow_unused=True), parameters, strict=True)]
+
+
+def test_a_none_view_under_the_export_pooling_serves_the_distillation_term(tiny_encoder: Encoder) -> None:
+    """views=none,feature-cutoff: the recipe's one pass of both views gives the term its student rows, so a step
+    runs one encoder pass where a separate clean pass made two; the term and the gradient equal the two-pass
+    step's (the rows are the same encoding: mean pooling, dropout off, the same weights)."""
+    recipe, module, distillation, batch, passes = _one_pass_parts(tiny_encoder, ("none", "feature-cutoff"))
+    torch.manual_seed(3)  # the cutoff view's mask
+    one_pass = module(batch)
+    assert len(passes) == 1
+    torch.manual_seed(3)
+    recipe_output = recipe.compute_loss(module.encoder, module.heads, batch)
+    separate = distillation.term(recipe, module.encoder, batch)  # the term's own clean pass
+    assert len(passes) == 3 and recipe_output.exported is not None
+    assert one_pass.parts["distill"].item() == pytest.approx(separate.item(), rel=1e-5) and separate.item() > 1e-3
+    for ours, theirs in zip(_gradients(module, one_pass.total), _gradients(module, recipe_output.total + separate),
+                            strict=True):
+        torch.testing.assert_close(ours, theirs, rtol=1e-4, atol=1e-6)
+
+
+@pytest.mark.parametrize(("views", "train_pooling"), [(("shuffle", "feature-cutoff"), "mean"),
+                                                      (("none", "feature-cutoff"), "cls")])
+def test_without_an_exported_view_the_term_runs_its_own_pass(tiny_encoder: Encoder, views: tuple[str, ...],
+                                                             train_pooling: str) -> None:
+    """A view that edits the input, or training pooled other than the export (a paper-preset BERT: [CLS] exported,
+    mean trained), is not the student's encoding: the term encodes the batch itself."""
+    recipe, module, _distillation, batch, passes = _one_pass_parts(tiny_encoder, views, train_pooling)
+    module(batch)
+    assert len(passes) == 2
+    assert recipe.compute_loss(module.encoder, module.heads, batch).exported is None

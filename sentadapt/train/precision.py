@@ -1,0 +1,39 @@
+"""The arithmetic a training step runs in: mixed precision (`mixed_precision`) and TF32 matmuls (`tf32`).
+
+`mixed_precision: auto` (a teacher run's default, presets.TEACHER_DEFAULTS) is bf16 autocast on a CPU whose cores
+multiply bf16 natively (AVX-512 BF16 or AMX), fp32 elsewhere — on a CPU without them bf16 is emulated and slower
+than fp32 — and fp32 (TF32 matmuls where `tf32` allows) on a GPU, where the step is bound by kernel launches more
+than by arithmetic at the batches a run uses (bench/README.md). On this project's CPU machine (AVX-512 BF16) bf16
+autocast took a teacher step's encoder passes to about 0.7× of fp32's (bench/README.md, "A faster teacher run").
+The weights and the optimizer stay fp32 (autocast casts each matmul's inputs), and dev scoring and every encode
+run in fp32 whatever training uses.
+"""
+
+from __future__ import annotations
+
+import torch
+
+AUTO = "auto"
+
+
+def cpu_multiplies_bf16() -> bool:
+    """Whether this CPU has native bf16 matrix instructions (AVX-512 BF16 or AMX tiles), as PyTorch reads them
+    from cpuinfo; False when this PyTorch cannot tell."""
+    checks = (getattr(torch.cpu, "_is_avx512_bf16_supported", None), getattr(torch.cpu, "_is_amx_tile_supported", None))
+    return any(check is not None and bool(check()) for check in checks)
+
+
+def resolve_mixed_precision(option: str, on_gpu: bool) -> str:
+    """The precision accelerate is given: `auto` → bf16 on a CPU that multiplies bf16 natively, else no; an explicit
+    no | fp16 | bf16 as given."""
+    if option != AUTO:
+        return option
+    return "bf16" if not on_gpu and cpu_multiplies_bf16() else "no"
+
+
+def use_tf32(enabled: bool) -> None:
+    """fp32 matmuls and convolutions on TF32 tensor cores (Ampere and newer; no effect elsewhere). A process-wide
+    PyTorch setting: `adapt` owns its process; the value a run used is in metrics.json's environment."""
+    if torch.cuda.is_available():
+        torch.backends.cuda.matmul.allow_tf32 = enabled
+        torch.backends.cudnn.allow_tf32 = enabled

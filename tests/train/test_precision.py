@@ -1,0 +1,48 @@
+"""mixed_precision=auto: bf16 autocast only on a CPU that multiplies bf16 natively (the detection faked both ways)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from sentadapt.train import precision
+from sentadapt.train.precision import resolve_mixed_precision
+from tests.conftest import run_adapt
+
+
+@pytest.mark.parametrize(("native", "on_gpu", "expected"), [(True, False, "bf16"), (False, False, "no"),
+                                                            (True, True, "no"), (False, True, "no")])
+def test_auto_is_bf16_only_on_a_cpu_with_native_bf16_matmuls(monkeypatch: pytest.MonkeyPatch, native: bool,
+                                                             on_gpu: bool, expected: str) -> None:
+    monkeypatch.setattr(precision, "cpu_multiplies_bf16", lambda: native)
+    assert resolve_mixed_precision("auto", on_gpu=on_gpu) == expected
+    for explicit in ("no", "bf16", "fp16"):  # an explicit choice is never second-guessed
+        assert resolve_mixed_precision(explicit, on_gpu=on_gpu) == explicit
+
+
+@pytest.mark.parametrize("name", ["_is_avx512_bf16_supported", "_is_amx_tile_supported"])
+def test_either_instruction_set_counts_and_a_torch_without_the_checks_says_no(monkeypatch: pytest.MonkeyPatch,
+                                                                             name: str) -> None:
+    import torch
+
+    for check in ("_is_avx512_bf16_supported", "_is_amx_tile_supported"):
+        monkeypatch.setattr(torch.cpu, check, lambda check=check: check == name, raising=False)
+    assert precision.cpu_multiplies_bf16()
+    for check in ("_is_avx512_bf16_supported", "_is_amx_tile_supported"):
+        monkeypatch.delattr(torch.cpu, check, raising=False)
+    assert not precision.cpu_multiplies_bf16()
+
+
+@pytest.mark.parametrize(("native", "trained_in"), [(True, "bf16"), (False, "no")])
+def test_a_run_with_auto_trains_and_records_what_the_cpu_allows(monkeypatch: pytest.MonkeyPatch, native: bool,
+                                                                trained_in: str, tiny_model_dir: Path, corpus: Path,
+                                                                tmp_path: Path) -> None:
+    monkeypatch.setattr(precision, "cpu_multiplies_bf16", lambda: native)
+    result = run_adapt(str(corpus), "--base", str(tiny_model_dir), "--output", str(tmp_path / "run"),
+                       "--max-steps", "2", "--batch-size", "8", "--mixed-precision", "auto", "--dev", "none")
+    assert result.exit_code == 0, result.output
+    metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
+    assert metrics["environment"]["mixed_precision"] == trained_in
+    assert f"mixed precision {trained_in}" in result.output
