@@ -28,3 +28,24 @@ def test_the_defaults_are_what_the_pre_registered_rules_print_from_the_stored_st
     blend = json.loads((RESULTS / "study-k3eb.json").read_text())
     _, met = blend_lines(alone, blend, RESULTS)
     assert TrainConfig().teacher.blend == ("auto" if met else "1")
+
+
+
+def test_the_faster_teacher_run_stays_opt_in_as_its_rule_says() -> None:
+    """research/findings.md ("A faster teacher run") wrote the rule before k3f's runs: its two levers become the
+    teacher-run default iff every pairing × domain keeps its raw Δ within 0.1 of k3's; teacher_speed applies it to
+    the stored studies. It said no (all-MiniLM-L6-v2 ← all-mpnet-base-v2 fell in all four domains), so a teacher run
+    keeps ConSERT's shuffle + feature-cutoff views and fp32."""
+    from sentadapt.config import TrainConfig
+    from sentadapt.presets import TEACHER_DEFAULTS
+    from sentadapt.recipes.consert import ConsertConfig, ConsertRecipe
+
+    from research.experiments.teacher_speed import verdict
+
+    result = verdict(RESULTS)
+    assert len(result["cells"]) == 8 and not result["adopt"]
+    assert sorted(cell["domain"] for cell in result["cells"] if not cell["held"]) == ["captions", "forums", "glosses",
+                                                                                      "news"]
+    for defaults in (TEACHER_DEFAULTS, ConsertRecipe.tuned_base_defaults, ConsertRecipe.train_defaults):
+        assert "views" not in defaults and "mixed_precision" not in defaults
+    assert ConsertConfig().views == ("shuffle", "feature-cutoff") and TrainConfig().mixed_precision == "no"

@@ -175,9 +175,6 @@ class Trainer:
         self.output = Path(inputs.config.output)
         self.run_dir = RunDir(self.output)
         self.checkpoints = self.run_dir.checkpoints
-        if cfg.mixed_precision == "fp16" and not torch.cuda.is_available():
-            raise ConfigError("mixed_precision: fp16 needs a CUDA GPU (accelerate would silently train in fp32 "
-                              "on CPU); use --mixed-precision bf16 on CPU")
         use_tf32(cfg.tf32)
         precision = resolve_mixed_precision(cfg.mixed_precision, on_gpu=torch.cuda.is_available())
         tracker_names = resolve_trackers(cfg.records.report_to)

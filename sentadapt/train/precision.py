@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import torch
 
+from sentadapt.errors import ConfigError
+
 AUTO = "auto"
 
 
@@ -25,7 +27,10 @@ def cpu_multiplies_bf16() -> bool:
 
 def resolve_mixed_precision(option: str, on_gpu: bool) -> str:
     """The precision accelerate is given: `auto` → bf16 on a CPU that multiplies bf16 natively, else no; an explicit
-    no | fp16 | bf16 as given."""
+    no | fp16 | bf16 as given (fp16 only on a GPU)."""
+    if option == "fp16" and not on_gpu:
+        raise ConfigError("mixed_precision: fp16 needs a CUDA GPU (accelerate would silently train in fp32 on CPU); "
+                          "use --mixed-precision bf16 on CPU")
     if option != AUTO:
         return option
     return "bf16" if not on_gpu and cpu_multiplies_bf16() else "no"

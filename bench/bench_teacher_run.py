@@ -1,0 +1,193 @@
+"""Benchmark (issue 60): the faster teacher run as a whole process, paired against an older checkout of sentadapt and
+against sentence-transformers' own distillation on the same teacher vectors, model, batches and steps.
+
+    python -m bench.bench_teacher_run --prepare runs/teacher-run        # 3,000 STS sentences + a 384-wide vectors file
+    python -m bench.bench_teacher_run --inputs runs/teacher-run --rounds 3 [--old /path/to/checkout]
+
+The run measured (`fast`) is the issue's: `sentadapt adapt corpus.txt --base all-MiniLM-L6-v2 --teacher vectors.jsonl
+--max-steps 30 --dev none` with the teacher run's defaults (ConSERT, tuned-base preset, distillation kl, batch 64,
+neighbour batches) and the two opt-in levers, `--set views=none,feature-cutoff` (the clean view serves the
+distillation term: two encoder passes per step instead of three) and `--mixed-precision auto` (bf16 autocast where
+the CPU multiplies bf16 natively). They stay opt-in: on the suite they cost all-MiniLM-L6-v2 ← all-mpnet-base-v2
+0.16-0.73 of raw Δ per domain (research/findings.md, "A faster teacher run"); the default run is the old one's.
+The vectors are paraphrase-MiniLM-L3-v2's (384 wide) of the same
+sentences, so both students see the same targets. `--old` runs the same command with an older checkout first on
+PYTHONPATH (e.g. `git worktree add ../old a62588b`); each process gets its own corpus cache, warmed by one
+unmeasured run, so every measured run reads its tokens and teacher table from the cache as a user's second run does.
+
+The peer (`st`): sentence-transformers' distillation as its docs train it — MSELoss between the student's vector
+and the teacher's (the "model distillation" example: the teacher's embeddings as labels), through
+SentenceTransformerTrainer, batch 64, 30 steps, max length 64, lr 5e-5 with 10 % warm-up (our run's). It is run
+in fp32 (its CPU default) and with `bf16=True` (the same autocast our `mixed_precision auto` picks here).
+
+Rounds alternate the commands (fast, old, st fp32, st bf16, ...), so drift hits all alike; reported are each
+command's median whole-process seconds and peak RSS (wait4), the training loop's examples/s (ours: train.log's
+last running rate; the peer: a callback timing its steps), and the ratios against `fast` in the same round.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+SHARED = Path("../shared")
+STUDENT = SHARED / "models/all-minilm-l6-v2"
+TEACHER = SHARED / "models/paraphrase-minilm-l3-v2"
+SENTENCES = 3000
+FAST = ["--set", "views=none,feature-cutoff", "--mixed-precision", "auto"]
+SHORT_WORDS = 20  # the issue's "short sentences": at most 20 words (the STS sentences' median is 9)
+STEPS, BATCH, MAX_LENGTH, LR = 30, 64, 64, 5e-5  # the teacher run's batch, max length and tuned-base lr
+
+
+def prepare(folder: Path) -> None:
+    """FOLDER/corpus.txt: 3,000 distinct STS sentences of at most 20 words (a seeded sample, bench.make_sts_corpus);
+    FOLDER/vectors.jsonl: the teacher's vector of each (`text`, `embedding`), as `--teacher FILE.jsonl` reads it."""
+    import random
+
+    from bench.make_sts_corpus import unique_sentences
+    from sentadapt.encoder import Encoder
+
+    sentences = [text for text in unique_sentences(SHARED / "data/sts") if len(text.split()) <= SHORT_WORDS]
+    random.Random(0).shuffle(sentences)
+    sentences = sentences[:SENTENCES]
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "corpus.txt").write_text("".join(f"{text}\n" for text in sentences), encoding="utf-8")
+    vectors = Encoder.load(str(TEACHER), device="cpu").encode(sentences, max_length=128)
+    with (folder / "vectors.jsonl").open("w", encoding="utf-8") as handle:
+        for text, vector in zip(sentences, vectors.tolist(), strict=True):
+            handle.write(json.dumps({"text": text, "embedding": [round(x, 6) for x in vector]}) + "\n")
+    print(f"wrote {folder}/corpus.txt and vectors.jsonl ({len(sentences)} sentences)")
+
+
+def peer(inputs: Path, bf16: bool, output: Path) -> None:
+    """sentence-transformers' MSELoss distillation on the vectors file; prints `RESULT {json}`."""
+    from datasets import Dataset
+    from sentence_transformers import SentenceTransformer, SentenceTransformerTrainer
+    from sentence_transformers import SentenceTransformerTrainingArguments as Arguments
+    from sentence_transformers.sentence_transformer import losses
+    from transformers import set_seed
+
+    from bench.peers import SEED, loop_timer
+
+    rows = [json.loads(line) for line in (inputs / "vectors.jsonl").read_text(encoding="utf-8").splitlines()]
+    set_seed(SEED)
+    model = SentenceTransformer(str(STUDENT), device="cpu")
+    model.max_seq_length = MAX_LENGTH
+    dataset = Dataset.from_dict({"sentence": [row["text"] for row in rows],
+                                 "label": [row["embedding"] for row in rows]})
+    arguments = Arguments(output_dir=str(output), per_device_train_batch_size=BATCH, max_steps=STEPS, learning_rate=LR,
+                          warmup_steps=max(1, STEPS // 10), save_strategy="no", logging_steps=10_000, report_to=[],
+                          bf16=bf16, use_cpu=True, dataloader_drop_last=True, seed=SEED, disable_tqdm=True)
+    timer = loop_timer()
+    SentenceTransformerTrainer(model=model, args=arguments, train_dataset=dataset, loss=losses.MSELoss(model),
+                               callbacks=[timer]).train()
+    model.save(str(output))  # as our run publishes its model
+    print("RESULT " + json.dumps({"examples_per_s": BATCH * STEPS / timer.seconds}))
+
+
+def commands(inputs: Path, old: Path | None, work: Path) -> dict[str, tuple[list[str], dict[str, str], Path]]:
+    """Each measured command, its environment (offline; its own cache folder) and the folder it runs in: `python -m`
+    puts that folder first on sys.path, so the old checkout's runs start in it."""
+    inputs, work = inputs.resolve(), work.resolve()
+    def ours(name: str, extra: tuple[str, ...] = ()) -> list[str]:
+        return [sys.executable, "-m", "sentadapt", "adapt", str(inputs / "corpus.txt"), "--base", str(STUDENT),
+                "--teacher", str(inputs / "vectors.jsonl"), "--max-steps", str(STEPS), "--dev", "none",
+                "--output", str(work / name), "--overwrite", *extra]
+
+    def env(name: str, **extra: str) -> dict[str, str]:
+        return {**os.environ, "HF_HUB_OFFLINE": "1", "SENTADAPT_CACHE": str(work / f"cache-{name}"), **extra}
+
+    here = Path.cwd()
+    found = {"fast": (ours("fast", tuple(FAST)), env("fast"), here)}
+    if old is not None:
+        found["old"] = (ours("old"), env("old", PYTHONPATH=str(old.resolve())), old.resolve())
+    for precision in ("fp32", "bf16"):
+        argv = [sys.executable, "-m", "bench.bench_teacher_run", "--peer", precision, "--inputs", str(inputs),
+                "--output", str(work / f"st-{precision}")]
+        found[f"st {precision}"] = (argv, env("st"), here)
+    return found
+
+
+def timed(argv: list[str], env: dict[str, str], cwd: Path) -> dict[str, Any]:
+    """One whole process: wall seconds, its peak RSS (wait4), its output."""
+    started = time.perf_counter()
+    process = subprocess.Popen(argv, env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    output = process.stdout.read() if process.stdout else ""
+    _, status, usage = os.wait4(process.pid, 0)
+    seconds = time.perf_counter() - started
+    if os.waitstatus_to_exitcode(status):
+        sys.exit(f"{' '.join(argv[:4])} failed:\n{output[-3000:]}")
+    return {"seconds": seconds, "peak_rss_mb": usage.ru_maxrss / 1024, "output": output}
+
+
+def loop_rate(name: str, result: dict[str, Any], work: Path) -> float:
+    if name.startswith("st"):
+        line = next(line for line in result["output"].splitlines() if line.startswith("RESULT "))
+        return float(json.loads(line[len("RESULT "):])["examples_per_s"])
+    # the loop's running rate at its last step
+    last = (work.resolve() / name / "train.log").read_text().splitlines()[-1]
+    return float(json.loads(last)["examples_per_s"])
+
+
+def measure(inputs: Path, old: Path | None, rounds: int, work: Path) -> dict[str, Any]:
+    runs = commands(inputs, old, work)
+    for argv, env, cwd in runs.values():  # warm-up: caches filled, files read once
+        timed(argv, env, cwd)
+    figures: dict[str, list[dict[str, float]]] = {name: [] for name in runs}
+    for round_index in range(rounds):
+        for name, (argv, env, cwd) in runs.items():
+            result = timed(argv, env, cwd)
+            figures[name].append({"seconds": result["seconds"], "peak_rss_mb": result["peak_rss_mb"],
+                                  "examples_per_s": loop_rate(name, result, work)})
+            print(f"round {round_index + 1} {name}: {result['seconds']:.1f} s", flush=True)
+    return figures
+
+
+def report(figures: dict[str, list[dict[str, float]]]) -> list[str]:
+    ours = figures["fast"]
+    lines = [f"{'command':<10} {'wall s':>8} {'loop ex/s':>10} {'peak RSS MB':>12} {'wall vs fast':>13} "
+             f"{'ex/s fast ÷ it':>15}"]
+    for name, runs in figures.items():
+        def median(key: str, runs: list[dict[str, float]] = runs) -> float:
+            return statistics.median(run[key] for run in runs)
+        wall = statistics.median(run["seconds"] / mine["seconds"] for run, mine in zip(runs, ours, strict=True))
+        rate = statistics.median(mine["examples_per_s"] / run["examples_per_s"]
+                                 for run, mine in zip(runs, ours, strict=True))
+        lines.append(f"{name:<10} {median('seconds'):8.1f} {median('examples_per_s'):10.1f} "
+                     f"{median('peak_rss_mb'):12.0f} {wall:12.2f}× {rate:14.2f}×")
+    return lines
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--prepare", type=Path, metavar="FOLDER")
+    parser.add_argument("--inputs", type=Path, default=Path("runs/teacher-run"))
+    parser.add_argument("--old", type=Path, help="an older checkout of sentadapt, run the same way")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--work", type=Path, default=Path("bench/out/teacher-run"))
+    parser.add_argument("--out", type=Path, default=Path("bench/out/teacher-run.json"))
+    parser.add_argument("--peer", choices=["fp32", "bf16"], help=argparse.SUPPRESS)
+    parser.add_argument("--output", type=Path, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.prepare:
+        prepare(args.prepare)
+        return
+    if args.peer:
+        peer(args.inputs, args.peer == "bf16", args.output)
+        return
+    figures = measure(args.inputs, args.old, args.rounds, args.work)
+    print("\n".join(report(figures)))
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(figures, indent=1) + "\n")
+    print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()
