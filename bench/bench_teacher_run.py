@@ -9,7 +9,7 @@ The run measured (`fast`) is the issue's: `sentadapt adapt corpus.txt --base all
 neighbour batches) and the two opt-in levers, `--set views=none,feature-cutoff` (the clean view serves the
 distillation term: two encoder passes per step instead of three) and `--mixed-precision auto` (bf16 autocast where
 the CPU multiplies bf16 natively). They stay opt-in: on the suite they cost all-MiniLM-L6-v2 ← all-mpnet-base-v2
-0.16-0.73 of raw Δ per domain (research/findings.md, "A faster teacher run"); the default run is the old one's.
+0.16-0.74 of raw Δ per domain (research/findings.md, "A faster teacher run"); the default run is the old one's.
 The vectors are paraphrase-MiniLM-L3-v2's (384 wide) of the same
 sentences, so both students see the same targets. `--old` runs the same command with an older checkout first on
 PYTHONPATH (e.g. `git worktree add ../old a62588b`); each process gets its own corpus cache, warmed by one
