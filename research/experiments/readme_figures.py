@@ -4,7 +4,7 @@
 
 `passages()` is the list of passages README.md must hold, word for word (whitespace aside), each with its figures
 recomputed from research/results/ (per-pair outputs and the studies derived from them), the example data or the
-product's constants. research/tests/test_readme_figures.py checks that README.md holds every passage and that every
+product's constants. research/tests/test_doc_figures.py (through doc_figures.py) checks that README.md holds every passage and that every
 number in README.md's prose and tables lies inside one of them, or is one of DEFINITIONS (a number that defines,
 not measures): editing any figure of README.md fails that test.
 """
@@ -156,7 +156,7 @@ def numbers_outside(text: str, passages: list[str]) -> list[str]:
                for m in re.finditer(re.escape(flat(quote)), text)]
     skipped = [(m.start(), m.end()) for m in re.finditer(r"`[^`]*`|\]\([^)]*\)", text)]
     loose = []
-    for m in re.finditer(r"(?<![\w.])[−+\-±~]?\d[\d,]*(?:\.\d+)?", text):
+    for m in re.finditer(r"(?<![\w.])[−+\-±~]?\d(?:[\d,]*\d)?(?:\.\d+)?", text):  # "1,113", not "128,"
         if not any(a <= m.start() and m.end() <= b for a, b in covered + skipped):
             loose.append(text[max(0, m.start() - 30):m.end() + 20])
     return loose

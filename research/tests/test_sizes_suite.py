@@ -34,19 +34,6 @@ def test_the_stored_study_follows_from_the_stored_cosines(stored: dict) -> None:
         assert new["test_delta"] == pytest.approx(old["test_delta"], abs=1e-9)
 
 
-def test_the_figures_quoted_in_docs_sizes_md_are_the_stored_study_s(stored: dict) -> None:
-    """docs/sizes.md quotes the teacher pairing's means; they must be the study's (no hand-kept copy drifts)."""
-    labels = ["384 fp32", "384 int8", "384 binary", "192 fp32", "192 int8", "96 fp32", "96 int8"]
-    text = (REPO / "docs" / "sizes.md").read_text(encoding="utf-8")
-    for variant, name in (("teacher", "without `--matryoshka`"),
-                          ("teacher-mw", "`--matryoshka 384,192,96` (weights 2,1,1, the default)"),
-                          ("teacher-m", "`--matryoshka 384,192,96`, `matryoshka_weights=1,1,1`")):
-        cells = [c for c in stored["cells"] if c["variant"] == variant]
-        means = [sum(c["test_delta"][label] for c in cells) / len(cells) for label in labels]
-        row = f"| {name} | " + " | ".join(f"{mean:+.2f}".replace("-", "−") for mean in means) + " |"
-        assert row in text, row
-
-
 def test_the_teacher_evidence_section_is_what_its_stored_outputs_render(tmp_path: Path) -> None:
     """Issue 41 item 6: research/results.md's "teacher-evidence" section regenerates from research/results/distill/ (tracked
     per-pair outputs) without training; rendered into a copy of the document, nothing changes (~40 s). It runs in
@@ -83,7 +70,7 @@ def test_the_teacher_evidence_section_is_what_its_stored_outputs_render(tmp_path
 def test_the_teacher_figures_quoted_in_teacher_md_are_the_stored_study_s() -> None:
     """docs/teacher.md's "Which teacher" table quotes the default's distillation study (research/results/distill/study-k3.json,
     which the staleness test above re-derives); a hand-kept copy must not drift. README.md's rows of the same study:
-    research/experiments/readme_figures.py (test_readme_figures.py)."""
+    research/experiments/doc_figures.py (test_doc_figures.py)."""
     from research.experiments.distill_suite import headline
 
     result = json.loads((REPO / "research" / "results" / "distill" / "study-k3.json").read_text(encoding="utf-8"))
