@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from research.experiments import readme_figures
-from research.experiments.readme_figures import REPO, RESULTS, flat, numbers_outside
+from research.experiments.readme_figures import NOT_FIGURES, ORDERED_LIST, REPO, RESULTS, flat, numbers_outside
 
 # the pages a user reads (docs/options.md is generated from the code, and tests/test_options_doc.py fails on any
 # edit of it; architecture, internals and development are the maintainers' pages)
@@ -143,9 +143,185 @@ SIZES_DEFINITIONS = (
     "when its dev Δ ≥ 0",
 )
 
+def teacher_passages() -> list[str]:
+    """docs/teacher.md: TEACHER_DEFAULTS and the distillation settings' defaults, the table's and the neighbour
+    search's sizes, and the distillation studies stored in research/results/distill/ (study-k3.json and the others,
+    which research/tests/test_sizes_suite.py re-derives from the per-pair outputs)."""
+    import dataclasses
+    import statistics
+    from types import SimpleNamespace
+
+    from sentadapt.config import DistillationSettings, TeacherSettings, TrainConfig
+    from sentadapt.data.batching import EXACT_NEIGHBOURS, WINDOW
+    from sentadapt.embedding_cache import ENCODE_CHUNK
+    from sentadapt.evaluation.bootstrap import CONFIDENCE
+    from sentadapt.presets import TEACHER_DEFAULTS
+    from sentadapt.teacher.blend import BLEND_TIE, BLENDS
+    from sentadapt.train.distill import PROJECTION_SAMPLE
+    from sentadapt.train.loop import passes_for
+
+    from research.experiments import teacher_check
+    from research.experiments.distill_suite import domain_raw, headline
+    from research.experiments.domain_data import DOMAINS
+    from research.experiments.teacher_evidence import BLEND_GAIN, BLEND_WORST
+
+    distill = RESULTS / "distill"
+    study = _json(distill / "study-k3.json")
+    big, small = headline(study, "l6-mpnet"), headline(study, "l3-l6")
+    share = round(100 * big["news_raw"] / big["news_lead"])
+
+    def lead(pairing: str, domain: str) -> float:
+        return statistics.fmean(c["teacher_lead"] for c in study["cells"]
+                                if c["pairing"] == pairing and c["domain"] == domain and c["size"] == 200)
+
+    def raw(pairing: str, domain: str) -> str:
+        return _signed(domain_raw(study["cells"], pairing, domain))
+
+    applied = {pairing: [c["applied"] for c in study["cells"] if c["pairing"] == pairing] for pairing in ("l6-mpnet",
+                                                                                                       "l3-l6")}
+    worst_small = min(applied["l3-l6"])
+    worst_small_domain = next(c["domain"] for c in study["cells"] if c["pairing"] == "l3-l6"
+                              and c["applied"] == worst_small)
+    check = _json(distill / "teacher-check.json")
+    stopped = [c for c in check["cells"] if c["stopped"]]
+    sizes = teacher_check.SIZES
+    timing = study["runs"]["l6-mpnet/news"]["teacher"]["dev_encode_seconds"]
+
+    def default(config: type, name: str) -> Any:
+        return next(f.default for f in dataclasses.fields(config) if f.metadata.get("flat_key", f.name) == name
+                    or f.name == name)
+
+    temperature = default(DistillationSettings, "temperature")
+    neighbours = default(DistillationSettings, "neighbours")
+    settings = SimpleNamespace(train=SimpleNamespace(epochs=TrainConfig().epochs, **{
+        key: TEACHER_DEFAULTS[key] for key in ("min_examples", "max_epochs")}))
+
+    def passes(sentences: int) -> str:
+        value = passes_for(sentences, settings)  # type: ignore[arg-type]
+        return "one" if value == 1 else f"{value:.2g}"
+
+    table_gb = 1_000_000 * 768 * 4 / 1e9  # 1M × 768 float32
+    check_l3 = _json(distill / "check-l3-mpnet.json")
+
+    def check_mean(key: str, domain: str) -> float:
+        return statistics.fmean(c[key] for c in check_l3["cells"] if c["domain"] == domain and c["size"] == 200)
+
+    objectives = _json(distill / "study-k3xn.json")  # kl:0.38,sim-mse:38,cosine:1.9 against kl alone (k3)
+    summed = headline(objectives, "l6-mpnet")
+
+    social = _json(distill / "study-k3e-social.json")
+    tweets = [c for c in social["cells"] if c["pairing"] == "l6-mpnet" and c["size"] == 200]
+    tweet_raw, tweet_lead = (statistics.fmean(c[k] for c in tweets) for k in ("raw", "teacher_lead"))
+    speed = _speed_passages()
+    return [
+        f"with the paired {100 * CONFIDENCE:.0f} % CI of its lead",
+        f"(glosses: all-mpnet-base-v2 {_signed(lead('l6-mpnet', 'glosses'))} against all-MiniLM-L6-v2, its student "
+        f"{raw('l6-mpnet', 'glosses')})",
+        f"in {len(check['cells'])} drawn dev sets of {sizes[0]}-{sizes[-1]} pairs the check stopped "
+        f"{'one run' if len(stopped) == 1 else f'{len(stopped)} runs'}, whose teacher in fact "
+        f"{'led' if stopped[0]['teacher_lead'] > 0 else 'trailed'} on test and whose student gained "
+        f"{_signed(stopped[0]['raw'])}",
+        f"written to the cache {ENCODE_CHUNK:,} rows at a time",
+        f"a 1M × 768 table ({table_gb:.0f} GB) stays on disk",
+        f"each encodes every N-th block of {ENCODE_CHUNK:,} sentences into a part file",
+        f"(`teacher_weight` W, default {default(TeacherSettings, 'weight'):g})",
+        f"(`recipe_weight`, {default(DistillationSettings, 'recipe_weight'):g} by default)",
+        f"| `min_examples`, `max_epochs` | {TEACHER_DEFAULTS['min_examples']:,}, {TEACHER_DEFAULTS['max_epochs']:g} | "
+        f"the length follows the corpus: passes = min({TEACHER_DEFAULTS['max_epochs']:g}, max(1, "
+        f"{TEACHER_DEFAULTS['min_examples']:,} / sentences)) — 2,700 sentences get {passes(2700)} passes, 8,300 get "
+        f"{passes(8300)}, 100,000 {passes(100_000)} |",
+        f"| `evals_per_pass` | {TEACHER_DEFAULTS['evals_per_pass']:g} |",
+        f"| `patience` | {TEACHER_DEFAULTS['patience']} | {_words(TEACHER_DEFAULTS['patience'])} passes without",
+        f"| `batch_size` | {TEACHER_DEFAULTS['batch_size']} | {2 * TEACHER_DEFAULTS['batch_size']} was measured",
+        f"| `distill` | {TEACHER_DEFAULTS['distill']:g} |",
+        f"one of its {neighbours} nearest sentences under the teacher",
+        f"(`distill_kind=kl`, T {temperature:g},",
+        f"(temperature `distill_temperature`, {temperature:g})",
+        *speed,
+        f"(on up to {PROJECTION_SAMPLE:,} sentences)",
+        f"each followed by one of its `distill_neighbours` ({neighbours}) nearest sentences",
+        f"(exact search up to {EXACT_NEIGHBOURS:,} sentences; above, SimHash windows of {WINDOW:,})",
+        "α ∈ {" + ", ".join(f"{alpha:g}" for alpha in BLENDS) + "}",
+        f"an α within {BLEND_TIE:g} of that score",
+        f"({study['seeds']} split seeds, 100 and 200 dev pairs)",
+        f"the mean raw test Δ is at least the teacher-alone variant's + {BLEND_GAIN:g}",
+        f"below the teacher-alone variant's by more than {BLEND_WORST:g}",
+        f"four domains, {study['seeds']} split seeds, the default decision",
+        f"| all-MiniLM-L6-v2 ← all-mpnet-base-v2 | {big['lead']:+.2f} | {big['raw']:+.2f} | "
+        f"{big['applied_100']:+.2f} / {big['applied_200']:+.2f} | news: lead {big['news_lead']:+.2f}, "
+        f"Δ {big['news_raw']:+.2f} ({share} %), used in {big['news_used']} of {big['news_cells']} draws |",
+        f"| paraphrase-MiniLM-L3-v2 ← all-MiniLM-L6-v2 | {small['lead']:+.2f} | {small['raw']:+.2f} | "
+        f"{small['applied_100']:+.2f} / {small['applied_200']:+.2f} | news: lead {small['news_lead']:+.2f}, "
+        f"Δ {small['news_raw']:+.2f} |",
+        f"where all-mpnet-base-v2 led by {big['news_lead']:+.0f} (news) the student kept {share} % of it",
+        f"(captions {raw('l6-mpnet', 'captions')} raw)",
+        f"({'no' if min(applied['l6-mpnet']) >= 0 else 'a'} draw of this pairing lost anything with it applied; one "
+        f"L3 ← L6 draw on {worst_small_domain} lost {-worst_small:.2f})",
+        f"then {TrainConfig().epochs:g}–{TEACHER_DEFAULTS['max_epochs']:g} passes of training",
+        f"paraphrase-MiniLM-L3-v2 ← all-mpnet-base-v2 gained {_signed(check_mean('raw', 'news'))} raw on news, where "
+        f"that teacher leads the 3-layer base by {_signed(check_mean('teacher_lead', 'news'))} on test (from "
+        f"all-MiniLM-L6-v2: {raw('l3-l6', 'news')}); {_signed(check_mean('raw', 'captions'))} on captions and "
+        f"{_signed(check_mean('raw', 'forums'))} on forums, where it leads by only "
+        f"{_signed(check_mean('teacher_lead', 'captions'))} and {_signed(check_mean('teacher_lead', 'forums'))} (from "
+        f"all-MiniLM-L6-v2: {raw('l3-l6', 'captions')}, {raw('l3-l6', 'forums')}); "
+        f"{_signed(check_mean('raw', 'glosses'))} on glosses ({raw('l3-l6', 'glosses')})",
+        f"a corpus of only {social['runs']['l6-mpnet/social']['examples']} sentences",
+        f"leads all-MiniLM-L6-v2 by {_signed(tweet_lead)} on the test pairs and the student gains {_signed(tweet_raw)} "
+        f"({round(100 * tweet_raw / tweet_lead)} %)",
+        f"confirmed the gain in {sum(c['applied'] != 0 for c in tweets)} of {len(tweets)} draws at 200 dev pairs "
+        f"({_signed(statistics.fmean(c['applied'] for c in tweets))} applied)",
+        f"{_words(len(DOMAINS))} earlier domains",
+        f"trailed on test by {big['raw'] - summed['raw']:.2f} raw (news by {big['news_raw'] - summed['news_raw']:.2f})",
+        f"batches of {2 * TEACHER_DEFAULTS['batch_size']}, a held-out share",
+        f"{1024 / timing['teacher']:.0f} sentences/s in the stored runs",
+        f"(all-MiniLM-L6-v2 encodes {timing['student_speedup']:.1f}× as fast as all-mpnet-base-v2 on the news dev "
+        "sentences in the same runs)",
+        *_asserted_tolerance("tests/teacher/test_teacher.py", "rel=1e-5", "(tested to rel 1e-5)"),
+        *_dev_power_passage(),
+    ]
+
+
+def _speed_passages() -> list[str]:
+    """docs/teacher.md's "Faster, at a cost": the paired timing (bench/results) and the suite's per-domain changes."""
+    import statistics
+
+    from research.experiments.teacher_speed import verdict
+
+    rounds = _json(REPO / "bench/results/teacher-run-2026-11-28/rounds.json")
+    ratio = statistics.median(fast["seconds"] / old["seconds"] for fast, old in zip(rounds["fast"], rounds["old"],
+                                                                                      strict=True))
+    cells = verdict(RESULTS / "distill")["cells"]
+    small = max(abs(c["k3f"] - c["k3"]) for c in cells if c["pairing"] == "l3-l6")
+    falls = sorted(c["k3"] - c["k3f"] for c in cells if c["pairing"] == "l6-mpnet")
+    return [f"a 30-step run took {ratio:.2f}× of the time", f"(within {small:.2f} in every domain)",
+            f"all-MiniLM-L6-v2 ← all-mpnet-base-v2 {falls[0]:.2f} to {falls[-1]:.2f} per domain"]
+
+
+def _dev_power_passage() -> list[str]:
+    from research.experiments.dev_agreement import GAIN
+
+    rows = {row["size"]: row for row in _json(RESULTS / "distill" / "dev-size-power.json")["table"]}
+    return [f"{rows[200]['size']} labelled pairs let the decision use {100 * rows[200]['power']:.0f} % of the students "
+            f"that gained ≥ {GAIN:+.1f} ({100 * rows[200]['false_use']:.0f} % of those that lost); 100 pairs, "
+            f"{100 * rows[100]['power']:.0f} %"]
+
+
+def _words(count: int) -> str:
+    return {1: "one", 2: "two", 3: "three", 4: "four", 5: "five"}[count]
+
+
+TEACHER_DEFINITIONS = (
+    "each batch's loss is W · D(student, teacher)", "`recipe_weight=0`", "N processes, 1/N of the teacher's work each",
+    "α · the teacher's in-batch cosines + (1 − α) · the base's", "α < 1", "1 − cos", "α 1.",
+    "(a bare kind weighs 1; a weight 0 turns a kind off)", "(kl, sim-mse) above 0", "the whole CI below 0",
+    "half of each batch", "200 dev pairs", "200 tweet pairs", "on 2 CPU cores", "two passes without a new best",
+    "rank 0 joins the parts", "dev-200.jsonl", "a domain whose α is 1 reuses", "| Δ with the decision, 100 / 200 dev pairs |",
+)
+
 PAGES = {page.path: page for page in (
     Page("README.md", readme_figures.passages, readme_figures.DEFINITIONS),
     Page("docs/sizes.md", sizes_passages, SIZES_DEFINITIONS),
+    Page("docs/teacher.md", teacher_passages, TEACHER_DEFINITIONS),
 )}
 
 
@@ -163,7 +339,8 @@ def problems(page: Page, text: str, passages: list[str]) -> list[str]:
 def figures(text: str) -> list[re.Match[str]]:
     """The page's numbers outside code blocks, inline code and link targets, as a reader takes them for figures (a
     digit after a letter is part of a name: L6, v2, STS14)."""
-    code = [(m.start(), m.end()) for m in re.finditer(r"```.*?```|`[^`\n]*`|\]\([^)\n]*\)", text, flags=re.S)]
+    pattern = "|".join((r"```.*?```", r"`[^`\n]*`", r"\]\([^)\n]*\)", NOT_FIGURES, ORDERED_LIST.removeprefix("(?m)")))
+    code = [(m.start(), m.end()) for m in re.finditer(pattern, text, flags=re.S | re.M)]
     return [m for m in re.finditer(r"\d+", text) if not any(a <= m.start() < b for a, b in code)
             and not re.match(r"[A-Za-z]", text[m.start() - 1])]
 

@@ -148,13 +148,18 @@ def flat(text: str) -> str:
     return " ".join(text.split())
 
 
+NOT_FIGURES = r"`[^`]*`|\]\([^)]*\)|\b\d{4}-\d{2}-\d{2}\b|\bissues? \d+"
+ORDERED_LIST = r"(?m)^[ \t]*\d+\.[ \t]"  # "1. " at a line's start: a list's marker
+
+
 def numbers_outside(text: str, passages: list[str]) -> list[str]:
     """The numbers of README.md's prose and tables (code blocks, inline code and link targets aside) that no passage
     and no definition covers, each with the words around it."""
-    text = flat(re.sub(r"```.*?```", " ", text, flags=re.S))
+    text = flat(re.sub(ORDERED_LIST, "", re.sub(r"```.*?```", " ", text, flags=re.S)))
     covered = [(m.start(), m.end()) for quote in [*passages, *DEFINITIONS]
                for m in re.finditer(re.escape(flat(quote)), text)]
-    skipped = [(m.start(), m.end()) for m in re.finditer(r"`[^`]*`|\]\([^)]*\)", text)]
+    # not figures: inline code, link targets, dates, issue numbers
+    skipped = [(m.start(), m.end()) for m in re.finditer(NOT_FIGURES, text)]
     loose = []
     for m in re.finditer(r"(?<![\w.])[−+\-±~]?\d(?:[\d,]*\d)?(?:\.\d+)?", text):  # "1,113", not "128,"
         if not any(a <= m.start() and m.end() <= b for a, b in covered + skipped):

@@ -144,6 +144,10 @@ def verdict_lines(verdict: dict[str, Any]) -> list[str]:
             f"cost): **{rule}**."]
 
 
+BLEND_GAIN = 0.1  # docs/teacher.md's rule for teacher_blend=auto: mean raw test Δ at least the teacher alone's + this
+BLEND_WORST = 0.1  # and no domain's applied Δ below the teacher alone's by more than this
+
+
 def blend_lines(alone: dict[str, Any], blend: dict[str, Any], results: Path) -> tuple[list[str], bool]:
     """The blend table and the verdict of docs/teacher.md's rule (True: teacher_blend=auto is the default)."""
     lines = ["| pairing | domain | α (dev-200) | Δ raw alone | Δ raw blend | applied @100 alone → blend | "
@@ -165,7 +169,7 @@ def blend_lines(alone: dict[str, Any], blend: dict[str, Any], results: Path) -> 
             lines.append(f"| {pairing} | {domain} | {alpha} | {raw_alone[-1]:+.2f} | {raw_blend[-1]:+.2f} | "
                          + " | ".join(f"{before:+.2f} → {after:+.2f}" for before, after in applied.values()) + " |")
     gain = float(np.mean(raw_blend) - np.mean(raw_alone)) if raw_alone else float("nan")
-    met = gain >= 0.1 and worst >= -0.1
+    met = gain >= BLEND_GAIN and worst >= -BLEND_WORST
     outcome = "met: teacher_blend=auto is the default" if met else "not met: it stays opt-in"
     lines += ["", f"Mean raw test Δ: {np.mean(raw_alone):+.2f} alone, {np.mean(raw_blend):+.2f} with the blend "
                   f"({gain:+.2f}); the largest drop of a domain's applied Δ (with the evidence): {worst:+.2f}. "
