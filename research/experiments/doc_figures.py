@@ -318,10 +318,43 @@ TEACHER_DEFINITIONS = (
     "rank 0 joins the parts", "dev-200.jsonl", "a domain whose α is 1 reuses", "| Δ with the decision, 100 / 200 dev pairs |",
 )
 
+def cluster_passages() -> list[str]:
+    """docs/cluster.md: exit codes from the signals and the error classes, and what tests/run/test_faults.py does."""
+    import signal
+
+    from sentadapt.errors import ConfigError, DataError, NoImprovement
+
+    def code(signum: int) -> int:
+        return 128 + signum  # the shell's "ended by that signal"
+
+    faults = (REPO / "tests/run/test_faults.py").read_text(encoding="utf-8")
+    step = re.search(r'start\("pause-after-log", (\d+), run, tiny_model_dir, fault_corpus, "--resume", "auto"\)', faults)
+    return [
+        f"writes a checkpoint, stops | {code(signal.SIGINT)} |",
+        f"(pod deletion) | same | {code(signal.SIGTERM)} |", f"`--signal=USR1@SECONDS` | same | {code(signal.SIGUSR1)} |",
+        f"({DataError.exit_code}: data or file error, {ConfigError.exit_code}: bad option, {NoImprovement.exit_code}: "
+        "`--require-improvement`)",
+        f"while the workers exit {code(signal.SIGTERM)}",
+        f"let a stopped run's exit code ({code(signal.SIGTERM)}) not count as a failure",
+        *([f"at step {step[1]}: checkpoint of step {step[1]}, exit {code(signal.SIGTERM)} / {code(signal.SIGUSR1)}"]
+          if step else []),
+        f"`stopped by SIGTERM at step N (exit code {code(signal.SIGTERM)})`",
+    ]
+
+
+CLUSTER_DEFINITIONS = (
+    "The exit code is 128 + the signal number", "~3× the model's size on disk",  # the weights and AdamW's 2 moments
+    "The examples below use 120 s", "120 s before the time limit", "exits 0 without training", "exits 0 rather than",
+    "and exits 1 (its own traceback)", "exits 1 itself", "(default 30 s)", "PID 1", "torchrun exited 1",
+    "(accelerate 1.15:", "`processes: 1`", "`--num_processes 2`", "starts two (gloo)",
+)
+
+
 PAGES = {page.path: page for page in (
     Page("README.md", readme_figures.passages, readme_figures.DEFINITIONS),
     Page("docs/sizes.md", sizes_passages, SIZES_DEFINITIONS),
     Page("docs/teacher.md", teacher_passages, TEACHER_DEFINITIONS),
+    Page("docs/cluster.md", cluster_passages, CLUSTER_DEFINITIONS),
 )}
 
 
