@@ -350,11 +350,48 @@ CLUSTER_DEFINITIONS = (
 )
 
 
+def diagnostics_passages() -> list[str]:
+    """docs/diagnostics.md: the diagnostics' constants and the packaged sample's sizes."""
+    from sentadapt.diagnostics.metrics import FREQUENCY_BUCKET_EDGES, KNN_NEIGHBOURS, frequency_buckets
+    from sentadapt.diagnostics.report import FREQUENCY_SENTENCES, POSITIVE_FRACTION
+    from sentadapt.diagnostics.verdicts import ANISOTROPIC_COSINE, COLLAPSED_COSINE
+
+    sample = REPO / "sentadapt/data/sample"
+    sentences = len((sample / "it-support-sentences.txt").read_text(encoding="utf-8").splitlines())
+    pairs = [line.split("\t") for line in (sample / "it-support-pairs.tsv").read_text(encoding="utf-8").splitlines()[1:]]
+    bands = {round(float(row[2])) for row in pairs}
+    per_band = {sum(round(float(row[2])) == band for row in pairs) for band in bands}
+    edges = FREQUENCY_BUCKET_EDGES
+    ranks = ", ".join(f"{low + 1}–{high}" for low, high in zip((0, *edges[:-1]), edges, strict=True))
+    import inspect
+
+    queries = inspect.signature(frequency_buckets).parameters["knn_queries"].default
+    return [
+        f"(up to {FREQUENCY_SENTENCES:,} sentences of it)",
+        f"above {100 * POSITIVE_FRACTION:.0f} % of the scale (STS-B: > {5 * POSITIVE_FRACTION:g} of 0–5",
+        f"{sentences} sentences of", f"and {len(pairs)} pairs of",
+        *([f"{per_band.pop()} per integer score band"] if len(per_band) == 1 else []),
+        f"Verdict: ≥ {COLLAPSED_COSINE:g} collapsed, ≥ {ANISOTROPIC_COSINE:g} anisotropic",
+        f"bucketed by rank {ranks}, > {edges[-1]}",
+        f"to the {KNN_NEIGHBOURS} nearest other vocabulary embeddings (up to {queries} random tokens per bucket",
+        f"`frequency.png` (norm and {KNN_NEIGHBOURS}-NN distance",
+    ]
+
+
+DIAGNOSTICS_DEFINITIONS = (
+    "the 6-layer default model", "ℓ = 0 (embedding layer)", "I(W) ≥ e⁻² ≈ 0.135", "and 1 is perfectly isotropic",
+    "1 for a rank-1 matrix", "min(N − 1, D)", "(α = 2)", "exp(−2‖f(x) − f(y)‖²)", "(t = 2)", "[−4, 0] (−4:",
+    "the 2 most frequent tokens", "ranks 1–2 and k = 2", "forced to 0", "(cosine 0)", "k = 0 …", "hidden state 0 … L",
+    "hidden states 1 and L", "cls of layer 0",
+)
+
+
 PAGES = {page.path: page for page in (
     Page("README.md", readme_figures.passages, readme_figures.DEFINITIONS),
     Page("docs/sizes.md", sizes_passages, SIZES_DEFINITIONS),
     Page("docs/teacher.md", teacher_passages, TEACHER_DEFINITIONS),
     Page("docs/cluster.md", cluster_passages, CLUSTER_DEFINITIONS),
+    Page("docs/diagnostics.md", diagnostics_passages, DIAGNOSTICS_DEFINITIONS),
 )}
 
 

@@ -148,7 +148,9 @@ def flat(text: str) -> str:
     return " ".join(text.split())
 
 
-NOT_FIGURES = r"`[^`]*`|\]\([^)]*\)|\b\d{4}-\d{2}-\d{2}\b|\bissues? \d+"
+# not figures: inline code, link targets, dates, issue numbers, a citation's year, a paper's section, figure or table
+NOT_FIGURES = (r"`[^`]*`|\]\([^)]*\)|\b\d{4}-\d{2}-\d{2}\b|\bissues? \d+|(?:et al\.|[A-Z][a-z]+),? (?:19|20)\d\d\b"
+               r"|§ ?\d+(?:\.\d+)*|\b(?:Fig\.|Figure|Table) \d+")
 ORDERED_LIST = r"(?m)^[ \t]*\d+\.[ \t]"  # "1. " at a line's start: a list's marker
 
 
@@ -158,7 +160,6 @@ def numbers_outside(text: str, passages: list[str]) -> list[str]:
     text = flat(re.sub(ORDERED_LIST, "", re.sub(r"```.*?```", " ", text, flags=re.S)))
     covered = [(m.start(), m.end()) for quote in [*passages, *DEFINITIONS]
                for m in re.finditer(re.escape(flat(quote)), text)]
-    # not figures: inline code, link targets, dates, issue numbers
     skipped = [(m.start(), m.end()) for m in re.finditer(NOT_FIGURES, text)]
     loose = []
     for m in re.finditer(r"(?<![\w.])[−+\-±~]?\d(?:[\d,]*\d)?(?:\.\d+)?", text):  # "1,113", not "128,"
