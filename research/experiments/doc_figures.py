@@ -386,12 +386,90 @@ DIAGNOSTICS_DEFINITIONS = (
 )
 
 
+def recipes_passages() -> list[str]:
+    """docs/recipes.md: the recipes' constants, and the domain suite's and the LoRA study's stored figures
+    (research/results/decision/domain-suite.json, research/results/lora/study.json)."""
+    from sentadapt.config import DistillationSettings
+    from sentadapt.recipes.sgopt import SgOptConfig
+
+    from research.experiments import decision_study, domain_stored, lora_suite
+    from research.experiments.domain_stored import STUDY, average_delta
+
+    suite = _json(RESULTS / "decision" / STUDY)
+    l6, l3 = decision_study.MODELS
+    head = SgOptConfig().head_hidden
+    widths = (384, 768)  # MiniLM and base-size models: H
+    head_millions = [head * (head + width) / 1e6 for width in widths]
+    tuned = {recipe: _signed(average_delta(suite, l3, recipe)) for recipe in decision_study.RECIPES}
+    consert_l6 = average_delta(suite, l6, "consert")
+    rows = [entry["rows"]["consert"]["test"] for entry in suite["variants"]["default"]["models"][l6].values()]
+    up = sum(row["ci_excludes_0"] and row["delta"] > 0 for row in rows)
+    down = sum(row["ci_excludes_0"] and row["delta"] < 0 for row in rows)
+    peers = [_signed(average_delta(suite, l6, peer)) for peer in decision_study.PEERS]
+    both = (consert_l6 + average_delta(suite, l3, "consert")) / 2
+
+    lora = _json(REPO / lora_suite.RESULTS / lora_suite.STUDY)
+    trained, total = lora["settings"]["lora-r16"]["parameters"]
+    full_total = lora["settings"]["full"]["parameters"][1]
+
+    def lora_figures(name: str) -> tuple[str, str, int]:
+        rows = [lora["domains"][domain][name] for domain in lora["domains"]]
+        raw = sum(row["test"]["delta"] for row in rows) / len(rows)
+        applied = sum(row["test"]["delta"] if row["decision"] == "use-adapted" else 0.0 for row in rows) / len(rows)
+        return _signed(raw), _signed(applied), sum(row["decision"] == "use-adapted" for row in rows)
+
+    def peak_gb(name: str) -> float:
+        return max(lora["domains"][d][name]["peak_rss_mb"] for d in lora["domains"]) / 1000  # results.md's column
+
+    full, r16 = lora_figures(lora_suite.FULL), lora_figures("lora-r16")
+    domains = len(lora["domains"])
+    return [
+        f"through a shared {head}-wide projection head",
+        f"The head adds {head}·({head} + H) ≈ {head_millions[0]:.0f}–{head_millions[1]:.0f}M parameters",
+        f"(any recipe; default {_default(DistillationSettings, 'weight'):g} = off)",
+        f"(default {_default(DistillationSettings, 'temperature'):g}; needs ≥ 3 sentences per process)",
+        f"trains {100 * trained / total:.1f} % of its weights",
+        f"the domain suite's {_words(domains)} domains, {lora_suite.STEPS} steps, {domain_stored.DEV_PAIRS} dev pairs",
+        f"({trained * 4 / 1e6:.1f} MB for all-MiniLM-L6-v2 at r 16)",
+        f"full fine-tuning gains {full[0]} on held-out test on average ({full[1]} with the decision applied, {full[2]} of "
+        f"{domains} domains used); LoRA r 16",
+        f"gains {r16[0]} ({r16[1]} applied, {r16[2]} of {domains})",
+        f"On a {int(full_total / 1e6)}M-parameter model it saves no memory (peak RSS {peak_gb('lora-r16'):.2f} vs "
+        f"{peak_gb(lora_suite.FULL):.2f} GB in these runs)",  # 22,565,376 weights: "22M", as the model is known
+        _suite_passage(),
+        f"drifting | {tuned['consert']} |",
+        f"distillation target | {tuned['sg-opt']} |", f"*is* the base | {tuned['clsr']} |",
+        f"ConSERT averages {_signed(consert_l6)} on test ({_words(up)} domains significantly up, "
+        f"{'none' if down == 0 else _words(down)} down), above sentence-transformers' SimCSE ({peers[0]}), CT "
+        f"({peers[1]}) and TSDAE ({peers[2]}) at the same 100 steps. Over both models and all four domains it "
+        f"averages {_signed(both)}",
+    ]
+
+
+def _suite_passage() -> str:
+    """The domain suite's shape, as docs quote it: four domains, the dev pairs that select, the test pairs' range."""
+    manifest = _json(RESULTS / "decision" / "manifest.json")
+    tests = [entry["test"] for entry in manifest["domains"].values()]
+    dev = manifest["parameters"]["dev_sizes"][2]  # dev.jsonl
+    return (f"{_words(len(manifest['domains']))} domains, {dev} dev pairs select, {min(tests):,}–{max(tests):,} "
+            "held-out test pairs per domain")
+
+
+RECIPES_DEFINITIONS = (
+    "every layer (0..L)", "λ·‖θ_F − θ_T‖²", "(hidden size 2 × the base dimension)", "step 0 is the base model bit",
+    "step 0 *is* the base", "(alpha = 2 × r;", "10× is the usual ratio", "12 bytes per weight saved",
+    "(W + (alpha/r)·B·A", "paraphrase-MiniLM-L3-v2, 100 steps; Δ Spearman × 100", "adds W · D(adapted, base)",
+    "(all-MiniLM, bge, e5, ...)", "r 16", "Qiu et al. 2021", "at batch 64 and 128 tokens",
+)
+
+
 PAGES = {page.path: page for page in (
     Page("README.md", readme_figures.passages, readme_figures.DEFINITIONS),
     Page("docs/sizes.md", sizes_passages, SIZES_DEFINITIONS),
     Page("docs/teacher.md", teacher_passages, TEACHER_DEFINITIONS),
     Page("docs/cluster.md", cluster_passages, CLUSTER_DEFINITIONS),
     Page("docs/diagnostics.md", diagnostics_passages, DIAGNOSTICS_DEFINITIONS),
+    Page("docs/recipes.md", recipes_passages, RECIPES_DEFINITIONS),
 )}
 
 
