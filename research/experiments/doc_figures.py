@@ -463,6 +463,78 @@ RECIPES_DEFINITIONS = (
 )
 
 
+def usage_passages() -> list[str]:
+    """docs/usage.md: the demo's stored run (research/results/demo: its metrics.json, dev and test cosines), the
+    exit codes, the product's constants."""
+    import signal
+
+    from sentadapt.config import RunConfig
+    from sentadapt.errors import NoImprovement
+    from sentadapt.evaluation.bootstrap import CONFIDENCE
+    from sentadapt.evaluation.devset import BINS
+    from sentadapt.evaluation.retrieval import CORPUS_BLOCK, QUERY_BLOCK
+    from sentadapt.evaluation.sts import spearman100
+    from sentadapt.evaluation.tasks import TASKS
+    from sentadapt.exporting.verify import COSINE_LIMIT, ONNX_MAX_ABS_LIMIT
+
+    from research.experiments import decision_study, demo_stored
+
+    demo = REPO / demo_stored.RESULTS
+    metrics = _json(demo / "metrics.json")
+    found = demo_stored.figures(demo)
+    dev_low, dev_high = metrics["dev_change_ci"]
+    test_low, test_high = found["test"].interval
+    evidence = metrics["dev_evidence"]
+
+    def pairs(path: Path) -> int:
+        return len(path.read_text(encoding="utf-8").splitlines()) - 1  # the header
+
+    gold = [float(line.split("\t")[2]) for line in (REPO / demo_stored.TEST).read_text(encoding="utf-8").splitlines()[1:]]
+    test = _json(demo / "test_outputs.json")
+    scores = [spearman100(next(iter(test[name].values()))["cosine"], gold) for name in ("base", "adapted")]
+    significant = not test_low <= 0 <= test_high
+    candidates = len(decision_study.RECIPES)
+    sample = REPO / "sentadapt/data/sample"
+    sentences = len((sample / "it-support-sentences.txt").read_text(encoding="utf-8").splitlines())
+    labelled = pairs(sample / "it-support-pairs.tsv")
+    return [
+        f"`examples/it-support-dev.tsv` ({pairs(REPO / demo_stored.DEV)} pairs)",
+        f"`examples/it-support-test.tsv` ({pairs(REPO / demo_stored.TEST)} pairs that share no",
+        f"({'CPU' if 'cpu' in str(metrics['environment']).lower() else 'GPU'}, {found['steps']} steps, tuned-base preset",
+        f"dev {metrics['base_score']:.2f} → {metrics['best_score']:.2f} at step {metrics['best_step']} "
+        f"(Δ {found['dev']:+.2f} [{dev_low:+.2f}, {dev_high:+.2f}]; risk {found['risk']:.2f} that it is no better, the "
+        f"best of {evidence['options']} evaluations paid for, within the default limit of "
+        f"{_default(RunConfig, 'risk'):.2f}",
+        f"it adds that {evidence['units']} dev pairs cannot confirm gains below ~{evidence['detectable_gain']:.1f})",
+        f"held-out test Spearman {scores[0]:.2f} → {scores[1]:.2f} (Δ {found['test'].value:+.2f} "
+        f"[{test_low:+.2f}, {test_high:+.2f}]: {'significant' if significant else 'not significant'}, the paired "
+        f"{100 * CONFIDENCE:.0f} % CI {'excludes' if significant else 'includes'} 0)",
+        f"its paired {100 * CONFIDENCE:.0f} % bootstrap CI",
+        f"keep-base decision is exit code **{NoImprovement.exit_code}**",
+        f"`--require-improvement` exits {NoImprovement.exit_code} when",
+        f"`--require-improvement` exits {NoImprovement.exit_code} on keep-base",
+        f"with 128 + the signal number ({128 + signal.SIGINT}, {128 + signal.SIGTERM}, {128 + signal.SIGUSR1})",
+        f"at 1 − {1 - CONFIDENCE:g}/K ({100 * (1 - (1 - CONFIDENCE) / candidates):.2f} % for {_words(candidates)}, "
+        "Bonferroni)",
+        f"cosine range into {BINS} equal-width bins",
+        f"and the {len(TASKS)}-task average",
+        f"(a {QUERY_BLOCK:,}-query × {CORPUS_BLOCK:,}-document block",
+        f"Every number carries a **{100 * CONFIDENCE:.0f} % percentile bootstrap",
+        f"({sentences} IT-support sentences and {labelled} labelled pairs",
+        f"cosine ≥ {COSINE_LIMIT:g} to sentadapt's encoder, ONNX max |Δ| ≤ {ONNX_MAX_ABS_LIMIT:.0e}".replace("e-0", "e-"),
+    ]
+
+
+USAGE_DEFINITIONS = (
+    "a few minutes on 2 cores", "one sentence per line (UTF-8", "64-bit hashes", "(10M lines:", "about 2× the corpus",
+    "0/1-labelled pairs", "~100 labelled pairs", "(measured with accelerate 1.15)", "a multiple of 8", "exits 0",
+    "both shared models × 4 domains", "(at least 3·n)", "It needs 2·n distinct", "such as 0–5 → STS",
+    "not all 0/1", "metrics × 100", "(0/1;", "with 0/1 values", "its CI excludes 0", "SICK-R has all 9,927 pairs",
+    "has 4,927", "(top-1 / top-10 variance", "random pairs average cosine 0.62", "[I | 0]", "must exclude 0",
+    "the paired 95 % bootstrap CI", "at batch 96",
+)
+
+
 PAGES = {page.path: page for page in (
     Page("README.md", readme_figures.passages, readme_figures.DEFINITIONS),
     Page("docs/sizes.md", sizes_passages, SIZES_DEFINITIONS),
@@ -470,6 +542,7 @@ PAGES = {page.path: page for page in (
     Page("docs/cluster.md", cluster_passages, CLUSTER_DEFINITIONS),
     Page("docs/diagnostics.md", diagnostics_passages, DIAGNOSTICS_DEFINITIONS),
     Page("docs/recipes.md", recipes_passages, RECIPES_DEFINITIONS),
+    Page("docs/usage.md", usage_passages, USAGE_DEFINITIONS),
 )}
 
 
