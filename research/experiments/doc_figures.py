@@ -535,6 +535,80 @@ USAGE_DEFINITIONS = (
 )
 
 
+def evaluation_passages() -> list[str]:
+    """docs/evaluation.md: its generated power section (research/results/decision/study.json, which
+    research/tests/test_decision_study.py re-derives), the simulation stored in the same study, the evaluators'
+    constants, and the domain suite's stored rows."""
+    from sentadapt.config import RunConfig
+    from sentadapt.evaluation.bootstrap import CONFIDENCE, DEFAULT_RESAMPLES
+    from sentadapt.evaluation.reranking import AT_K
+    from sentadapt.evaluation.retrieval import CORPUS_BLOCK, QUERY_BLOCK, TOP_K
+    from sentadapt.evaluation.tasks import TASKS
+
+    from research.experiments import decision_study
+    from research.experiments.domain_stored import STUDY
+
+    stored = _json(RESULTS / "decision" / "study.json")
+    power = decision_study.render_power(stored, decision_study.COMMAND)
+    simulated = stored["selection_cost"]
+    paid, unpaid = ([100 * row[key] for row in simulated] for key in ("paid", "unpaid"))
+    rhos = [row["rho"] for row in simulated]
+    risk = _default(RunConfig, "risk")
+    candidates = len(decision_study.RECIPES)
+    adjusted = 1 - (1 - CONFIDENCE) / candidates
+    from statistics import NormalDist
+
+    z = {level: NormalDist().inv_cdf(1 - (1 - level) / 2) for level in (CONFIDENCE, adjusted)}
+    suite = _json(RESULTS / "decision" / STUDY)["variants"]["default"]["models"]
+    noise = suite[decision_study.MODELS[0]]["glosses"]["rows"]["sg-opt"]
+    half = 100 * (1 - CONFIDENCE) / 2
+    block_mib = QUERY_BLOCK * CORPUS_BLOCK * 4 / 2**20  # float32 scores
+    return [
+        *_outside_code(power),
+        f"Each query's top {TOP_K} documents by cosine",
+        f"nDCG@{AT_K} (main) = Σ_{{r ≤ {AT_K}}} rel_r / log2(r+1) ÷ Σ_{{r ≤ min(R,{AT_K})}} 1 / log2(r+1)",
+        f"Σ over relevant hits in the top {TOP_K} of precision at that rank, ÷ min({TOP_K}, R)",
+        f"blocks of {QUERY_BLOCK:,} queries × {CORPUS_BLOCK:,} documents are one matmul each, of which only the "
+        f"running top {TOP_K} per query is kept, so the extra memory is one {block_mib:.0f} MiB block",
+        f"A tie exactly at rank {TOP_K}",
+        f"resamples (default {DEFAULT_RESAMPLES:,})",
+        f"the {100 * CONFIDENCE:.0f} % interval is the {half:g}th–{100 - half:g}th percentile",
+        f"(the {len(TASKS)} STS tasks)",
+        f"(default, `--risk {risk:g}`)", f"is at most {risk:g}",
+        f"in about {100 * risk:.0f} % of runs (its stated risk: simulated with K = 4 checkpoints correlated "
+        f"{min(rhos):g}–{max(rhos):g}, {min(paid):.0f}–{max(paid):.0f} %), against {min(unpaid):.0f}–{max(unpaid):.0f} %",
+        f"the paired {100 * CONFIDENCE:.0f} % CI excludes 0 (two-sided; a one-sided risk of {(1 - CONFIDENCE) / 2:g}",
+        f"A 100-pair dev set's {100 * CONFIDENCE:.0f} % CI",
+        f"the best checkpoint with its {100 * CONFIDENCE:.0f} % CI",
+        f"glosses: dev {noise['dev']['delta']:+.2f} \"use\", held-out test {_signed(noise['test']['delta'])})",
+        f"plain {100 * CONFIDENCE:.0f} % interval excludes 0, far more often than {100 * (1 - CONFIDENCE):.0f} % of the time",
+        f"confidence 1 − {1 - CONFIDENCE:g} / K (K = {candidates}: {100 * adjusted:.2f} %)",
+        f"more than Bonferroni costs at K = {candidates}, {z[adjusted]:.2f}/{z[CONFIDENCE]:.2f} ≈ "
+        f"{z[adjusted] / z[CONFIDENCE]:.2f}×",
+        *_asserted_tolerance("tests/evaluation/test_eval_parity_st.py", "abs=1e-6", "within 1e-6"),
+    ]
+
+
+def _outside_code(section: str) -> list[str]:
+    """A generated section's text outside its code blocks, paragraph by paragraph (code blocks are not figures)."""
+    text = re.sub(r"```.*?```", "\n\n", section, flags=re.S)
+    return [part for part in (flat(chunk) for chunk in re.split(r"\n\s*\n", text)) if part]
+
+
+EVALUATION_DEFINITIONS = (
+    "every metric is reported × 100", "with label 0 or 1", "a label is 1 = same meaning, 0 = different",
+    "such as 0-5. All labels 0/1", "is the 0/1 label", "reads a 0/1 `score` column", "a label other than 0/1",
+    "with score > 0 are relevant", "within the top 10 (0 if none)", "1/log2(rank+1)", "positions past 10 discount 0",
+    "N × d × 4 bytes", "(weight of its tie group + 1) / 2", "blocks of ~1M counts", "10,000 pairs × 1,000 resamples",
+    "exactly [0, 0]", "interval excludes 0", "about 8 bytes per unit", "its dev Δ > 0", "(≈ 1 − Φ(Δ/s))",
+    "At a true Δ of 0", "a true loss of −0.5 on 100 pairs", "Δ > 0 and", "any dev Δ > 0", "about ±1.5 wide",
+    "under ~1.5", "100 and 200 dev pairs", "a gain of 0.5 under", "\"100 dev pairs: gains below ~0.7 cannot be "
+    "confirmed at risk 0.20 (~200 for ~0.5;", "as 1/√n, so 4× the pairs halve it", "fill in 1/0", "(Δ ≤ 0",
+    "excludes 0 are eligible", "by √2 ≈ 1.41×", "when > 0", "1995)", "1 / rank of the first", "q_{1−risk}(M)",
+    "with Δ > 0 whose",
+)
+
+
 PAGES = {page.path: page for page in (
     Page("README.md", readme_figures.passages, readme_figures.DEFINITIONS),
     Page("docs/sizes.md", sizes_passages, SIZES_DEFINITIONS),
@@ -543,6 +617,7 @@ PAGES = {page.path: page for page in (
     Page("docs/diagnostics.md", diagnostics_passages, DIAGNOSTICS_DEFINITIONS),
     Page("docs/recipes.md", recipes_passages, RECIPES_DEFINITIONS),
     Page("docs/usage.md", usage_passages, USAGE_DEFINITIONS),
+    Page("docs/evaluation.md", evaluation_passages, EVALUATION_DEFINITIONS),
 )}
 
 
