@@ -16,9 +16,11 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import statistics
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from statistics import NormalDist
 from typing import Any
 
 from research.experiments import readme_figures
@@ -609,6 +611,77 @@ EVALUATION_DEFINITIONS = (
 )
 
 
+def decision_passages() -> list[str]:
+    """docs/decision.md: the stored decision studies (dev-size-power.json, chosen-labels.json, ppi-bound.json,
+    study.json's spread), the social study, and the product's constants."""
+    from sentadapt.config import RunConfig
+    from sentadapt.errors import NoImprovement
+    from sentadapt.evaluation.bootstrap import CONFIDENCE
+
+    from research.experiments import chosen_labels, decision_study, dev_size_power, ppi_bound
+
+    distill = RESULTS / "distill"
+    power = _json(distill / "dev-size-power.json")
+    rows = {row["size"]: row for row in power["table"]}
+    sizes = sorted(rows)
+    from_200 = [rows[size] for size in sizes if size >= 200]
+    labels = _json(distill / chosen_labels.STUDY)
+    quoted = chosen_labels.quoted(labels)
+    ppi = ppi_bound.verdict(_json(distill / "ppi-bound.json")["cells"])
+    spread = _json(RESULTS / "decision" / "study.json")["spread"]
+    z = NormalDist().inv_cdf(1 - (1 - CONFIDENCE) / 2)
+
+    def half_width(model: str) -> float:  # a 100-pair dev set's paired CI at the median σ of ConSERT's runs
+        return z * statistics.median(row["sigma"] for row in spread
+                                     if row["recipe"] == "consert" and row["model"] == model) / 10  # σ/√100
+
+    social = _json(distill / "study-k3e-social.json")
+    tweets = [c for c in social["cells"] if c["pairing"] == "l6-mpnet" and c["size"] == 200]
+    stress = _json(distill / "stress-400.json")  # the teacher-led relaxations at 400 dev pairs
+    relaxed = stress["verdict"]["decisions"]
+
+    def percent(values: list[float]) -> str:
+        low, high = (f"{100 * value:.0f}" for value in (min(values), max(values)))
+        return f"{low} %" if low == high else f"{low}-{high} %"
+
+    return [
+        f"(default **{_default(RunConfig, 'risk'):g}**)",
+        f"paired {100 * CONFIDENCE:.0f} % CI",
+        f"exit code **{NoImprovement.exit_code}**", f"exits {NoImprovement.exit_code} on keep-base",
+        f"turns that into exit {NoImprovement.exit_code}",
+        f"its paired {100 * CONFIDENCE:.0f} % CI is about ±{half_width(decision_study.MODELS[0]):.1f} for ConSERT on "
+        f"all-MiniLM-L6-v2, ±{half_width(decision_study.MODELS[1]):.1f} for the paraphrase-MiniLM-L3-v2",
+        f"Label ~{min(row['size'] for row in power['table'] if row['power'] >= 0.8)} dev pairs or more",
+        f"on the same {rows[sizes[0]]['cells']} draws of the stored runs",
+        *dev_size_power.lines(power),
+        f"From 200 dev pairs on, the decision used {percent([row['power'] for row in from_200])} of the students that "
+        f"gained ≥ {dev_size_power.GAIN:+.1f} on test and {percent([row['false_use'] for row in from_200])} of those "
+        f"that lost",
+        f"At 100 pairs it used {100 * rows[100]['power']:.0f} %, at 50 pairs {100 * rows[50]['power']:.0f} %",
+        f"cannot spare {sizes[-1]} pairs, and on tweets 200 pairs confirmed the student in "
+        f"{sum(c['applied'] != 0 for c in tweets)} of {len(tweets)} draws",
+        f"On the stored runs' {ppi['cells']} cells the median ρ² is {100 * ppi['median_rho_squared']:.0f} %",
+        f"at {stress['size']} dev pairs it raised false use from {100 * relaxed['plain']['false_use']:.0f} % to "
+        f"{100 * relaxed['both']['false_use']:.0f} % with "
+        f"{'no gain' if relaxed['both']['power'] <= relaxed['plain']['power'] else 'a gain'} in power",
+        *_outside_code("\n".join(chosen_labels.lines(labels))),
+        f"the estimate's error is {quoted['after']} that of as many random pairs, and the CI covers at "
+        f"{quoted['coverage'].replace(' %', '')} %; chosen before training, {quoted['before']}",
+        f"at {quoted['size']} labels `decide` used {quoted['chosen']} and {quoted['random']}",
+        f"gained ≥ {quoted['gain']} on test. Reaching 85 % at a gain of {quoted['gain']}",
+        f"{quoted['size']} random labels give; choosing pairs among these pools buys {quoted['saved']}",
+    ]
+
+
+DECISION_DEFINITIONS = (
+    "At a true gain of 0", "gains of +1 on a 100-pair dev set", "CI excludes 0", "A 100-pair dev set",
+    "under ~1.5 this way", "dev Δ > 0", "(Δ +1.20 [-0.35, +2.80]; risk 0.12 that it is no better (best of 4 "
+    "evaluations), limit 0.20)", "gains of ~0.5", "(\"100 dev pairs: gains below ~0.8 cannot be confirmed at risk 0.20 "
+    "(~250 for ~0.5; …)\")", "a 100-pair dev set cannot tell tenths", "(≥ 80 %, ≤ 5 %)", "(1 / its chance",
+    "a one-point gain",
+)
+
+
 PAGES = {page.path: page for page in (
     Page("README.md", readme_figures.passages, readme_figures.DEFINITIONS),
     Page("docs/sizes.md", sizes_passages, SIZES_DEFINITIONS),
@@ -618,6 +691,7 @@ PAGES = {page.path: page for page in (
     Page("docs/recipes.md", recipes_passages, RECIPES_DEFINITIONS),
     Page("docs/usage.md", usage_passages, USAGE_DEFINITIONS),
     Page("docs/evaluation.md", evaluation_passages, EVALUATION_DEFINITIONS),
+    Page("docs/decision.md", decision_passages, DECISION_DEFINITIONS),
 )}
 
 
