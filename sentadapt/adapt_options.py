@@ -129,7 +129,7 @@ ADAPT_OPTIONS: tuple[AdaptOption, ...] = (
     _train("max_length", "--max-length", "Tokens per training sentence."),
     _train("grad_accum", "--grad-accum", "Micro-batches per optimizer step."),
     _train("mixed_precision", "--mixed-precision", "no | fp16 | bf16 | auto (bf16 on a CPU with native bf16 "
-           "matmuls, else no)."),
+           "matmuls, else no; a ConSERT teacher run's default)."),
     _train("tf32", "--tf32", "on (default) | off: fp32 matmuls on TF32 tensor cores (CUDA, Ampere and newer); off is "
            "strict fp32.", cli_type=str | None, from_cli=on_off),
     # named like --grad-accum (HF: gradient_checkpointing); a switch: absent means the config decides

@@ -115,11 +115,12 @@ def choose_preset(option: str | None, resolve: Callable[[], ResolvedModel], reci
 
 
 def with_teacher(preset: Preset, recipe_class: Any) -> Preset:
-    """The preset with TEACHER_DEFAULTS on top, for a recipe that trains the encoder (CLSR keeps its own)."""
+    """The preset with TEACHER_DEFAULTS and the recipe's own teacher_defaults on top, for a recipe that trains the
+    encoder (CLSR keeps its own)."""
     if not getattr(recipe_class, "trains_encoder", True):
         return preset
     return Preset(preset.name, f"{preset.reason}; --teacher: the distillation defaults",
-                  {**preset.values, **TEACHER_DEFAULTS})
+                  {**preset.values, **TEACHER_DEFAULTS, **getattr(recipe_class, "teacher_defaults", {})})
 
 
 def paper_values(recipe_class: Any) -> dict[str, Any]:

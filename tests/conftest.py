@@ -131,6 +131,17 @@ def pairs_tsv(tmp_path: Path) -> Path:
 
 
 @pytest.fixture(autouse=True)
+def _fp32_on_every_cpu(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A ConSERT teacher run's default `mixed_precision: auto` trains in bf16 on a CPU with native bf16 matmuls and
+    in fp32 elsewhere. The detection answers "no" in every test, so an in-process run computes the same float32
+    losses on every CPU (the golden losses, the parity tests); tests/train/test_precision.py fakes both answers and
+    calls the real check. A test that starts sentadapt in a subprocess passes `--mixed-precision` itself."""
+    from sentadapt.train import precision
+
+    monkeypatch.setattr(precision, "cpu_multiplies_bf16", lambda: False)
+
+
+@pytest.fixture(autouse=True)
 def _fresh_accelerate_state() -> Iterator[None]:
     """Accelerate keeps one process-wide state (device, mixed precision) that a second Accelerator may not change:
     after an in-process run in fp32, one in bf16 or fp16 would raise. Cleared after each test, so no test depends

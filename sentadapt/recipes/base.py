@@ -158,6 +158,9 @@ class RecipeBase(abc.ABC):
     # ------------------------------------------------------------------ defaulted class variables
     stage_name: ClassVar[str] = "train"  # the name of a single-stage recipe's one stage (stages_for's default)
     trains_encoder: ClassVar[bool] = True  # False: the encoder stays frozen (CLSR), so `--lora` has nothing to adapt
+    # What a teacher run of this recipe sets above presets.TEACHER_DEFAULTS (presets.with_teacher), each measured on
+    # the suite for this recipe alone; below YAML, flags and --set
+    teacher_defaults: ClassVar[dict[str, Any]] = {}
 
     config: Any  # the recipe's settings (an instance of Config; subclasses narrow the type)
 

@@ -111,6 +111,11 @@ class ConsertRecipe(RecipeBase):
     # higher lr learn the domain without drifting: dev +0.30 vs +0.00 for the paper's settings (lr 2e-5),
     # test +0.19 with no domain significantly below the base, vs +0.35 with one domain significantly below it.
     tuned_base_defaults: ClassVar[dict[str, Any]] = {"lr": 5e-5, "distill": 1.0}
+    # A teacher run trains in bf16 where the CPU multiplies it natively (fp32 elsewhere, and on a GPU): by the rule
+    # written before its runs (research/findings.md, "A faster teacher run"), every pairing × domain of the suite
+    # kept its raw Δ within 0.1 (the largest change 0.08, L3 ← L6 news); the 30-step run took 0.81× of the
+    # fp32 run's time at a62588b (bench/README.md, "The teacher run's default in bf16")
+    teacher_defaults: ClassVar[dict[str, Any]] = {"mixed_precision": "auto"}
     config: ConsertConfig
 
     def __init__(self, config: ConsertConfig, encoder: Encoder, matryoshka: Matryoshka = WHOLE) -> None:

@@ -466,6 +466,21 @@ def test_a_teacher_brings_its_defaults_above_the_preset_and_below_the_flags(tiny
         assert flat_values(defaults.train)[key] == value, key
     assert defaults.preset["reason"].endswith("; --teacher: the distillation defaults")
     assert config(lr=3e-4).train.lr == 3e-4  # a flag still wins
+    # ConSERT's own teacher default (ConsertRecipe.teacher_defaults), above TEACHER_DEFAULTS and below a flag
+    assert defaults.train.mixed_precision == "auto" and defaults.preset["values"]["mixed_precision"] == "auto"
+    assert config(mixed_precision="no").train.mixed_precision == "no"
+
+
+def test_only_consert_s_teacher_run_defaults_to_auto_precision() -> None:
+    """The bf16 default was measured on ConSERT teacher runs alone (research/findings.md, "A faster teacher run"):
+    SG-OPT with a teacher, and any run without one, keep fp32."""
+    from sentadapt.presets import Preset, with_teacher
+    from sentadapt.recipes import RECIPES
+
+    plain = Preset("tuned-base", "test")
+    assert with_teacher(plain, RECIPES.get("consert")).values["mixed_precision"] == "auto"
+    assert "mixed_precision" not in with_teacher(plain, RECIPES.get("sg-opt")).values
+    assert with_teacher(plain, RECIPES.get("clsr")) == plain  # CLSR keeps its own defaults
 
 
 def test_the_summary_reports_passes_the_term_and_the_dev_curve() -> None:
@@ -640,7 +655,8 @@ def test_two_processes_build_the_teacher_table_once_and_train_as_one(tiny_model_
     common = [str(corpus), "--base", str(tiny_model_dir), "--teacher", str(teacher_dir), "--batch-size", "8",
               "--max-steps", "3", "--max-length", "16", "--lr", "1e-3", "--dev", "none", "--set", "views=none,none",
               "--set", "log_every=1", "--set", "distill_batches=random", "--checkpoint-every", "0",
-              "--set", f"distill_kind={kind}"]
+              "--set", f"distill_kind={kind}",
+              "--mixed-precision", "no"]  # float32 equality: the teacher run's bf16 default would round the gather
     runs = {}
     for name, launcher in (("single", [sys.executable, "-m", "sentadapt"]),
                            ("double", [str(Path(sys.executable).parent / "torchrun"), "--standalone",

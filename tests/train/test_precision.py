@@ -9,7 +9,7 @@ import pytest
 
 from sentadapt.train import precision
 from sentadapt.train.precision import cpu_multiplies_bf16, resolve_mixed_precision  # the real check (conftest pins it)
-from tests.conftest import run_adapt
+from tests.conftest import build_tiny_bert, run_adapt
 
 
 @pytest.mark.parametrize(("native", "on_gpu", "expected"), [(True, False, "bf16"), (False, False, "no"),
@@ -46,3 +46,18 @@ def test_a_run_with_auto_trains_and_records_what_the_cpu_allows(monkeypatch: pyt
     metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
     assert metrics["environment"]["mixed_precision"] == trained_in
     assert f"mixed precision {trained_in}" in result.output
+
+
+@pytest.mark.parametrize(("native", "trained_in"), [(True, "bf16"), (False, "no")])
+def test_a_consert_teacher_run_trains_in_bf16_by_default_only_where_the_cpu_allows(
+        monkeypatch: pytest.MonkeyPatch, native: bool, trained_in: str, tiny_model_dir: Path, corpus: Path,
+        tmp_path: Path) -> None:
+    """No precision flag: the teacher run's default (`auto`) decides, and metrics.json records what it trained in."""
+    monkeypatch.setattr(precision, "cpu_multiplies_bf16", lambda: native)
+    teacher = build_tiny_bert(tmp_path / "teacher", seed=1)
+    result = run_adapt(str(corpus), "--base", str(tiny_model_dir), "--teacher", str(teacher), "--output",
+                       str(tmp_path / "run"), "--max-steps", "2", "--batch-size", "8", "--dev", "none")
+    assert result.exit_code == 0, result.output
+    metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
+    assert metrics["environment"]["mixed_precision"] == trained_in
+
