@@ -260,6 +260,7 @@ def test_calibration_given_a_folder_says_it_is_a_folder(tiny_model_dir: Path, pa
                                                         tmp_path: Path) -> None:
     result = run_cli("eval", str(tiny_model_dir), "--pairs", str(pairs_tsv), "--quantize", "int8", "--calibration",
                      str(tmp_path))
+    assert result.exit_code == 2
     assert result.stderr.strip() == (f"Error: --calibration {tmp_path}: is a directory; give a text file of sentences, "
                                      "one per line")
 

@@ -19,6 +19,7 @@ import re
 import statistics
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 from statistics import NormalDist
 from typing import Any
@@ -35,8 +36,10 @@ USER_PAGES = ("README.md", "docs/usage.md", "docs/recipes.md", "docs/teacher.md"
 @dataclass(frozen=True)
 class Page:
     path: str
-    passages: Callable[[], list[str]]
+    passages: Callable[[], list[str]]  # recomputed from stored outputs and constants
     definitions: tuple[str, ...] = ()
+    # passages that hold because the tests the page names assert them (read from the page's text itself)
+    tested: Callable[[str], list[str]] | None = None
 
 
 def _json(path: Path) -> Any:
@@ -710,6 +713,150 @@ DECISION_DEFINITIONS = (
 )
 
 
+def reliability_passages() -> list[str]:
+    """docs/reliability.md's prose: the exit codes from the error classes and the signals, the scale rule's
+    constants (sentadapt/data/pair_checks.py), the step the file-size test starts refusing writes at."""
+    import signal
+
+    from sentadapt.data.pair_checks import ODD_SHARE, STANDARD_SCALES
+    from sentadapt.errors import ConfigError, DataError
+    from sentadapt.presets import TEACHER_DEFAULTS
+
+    limited = re.search(r'start\("file-size-limit", (\d+),', _source("tests/run/test_faults.py"))
+    # the overwrite test's cases: (mode, step, signal), its parametrize list
+    cases = re.findall(r'\("(pause-after-log|pause-in-checkpoint)", (\d+), signal\.(SIG\w+)\)',
+                       _source("tests/run/test_overwrite.py"))
+    stops = ", ".join(f"inside checkpoint {step}" if mode == "pause-in-checkpoint"
+                      else f"step {step}" + (f" by {name}" if name != "SIGINT" else "") for mode, step, name in cases)
+    scales = ", ".join(f"{low:g}–{high:g}" for low, high in STANDARD_SCALES)
+    return [
+        f"a graded column's scale is the smallest of {scales} that holds all its scores but a few — one, or "
+        f"{100 * ODD_SHARE:g} % of a large file, and under a quarter of a tiny one",
+        *([f"inside the training process from step {limited[1]} on"] if limited else []),
+        f"(at {stops})",
+        f"(the teacher-run defaults: neighbour batches, patience {TEACHER_DEFAULTS['patience']}, the length rule",
+        f"(more than one, or {100 * ODD_SHARE:g} % of a large file",
+        f"the exit code is {DataError.exit_code} for a data or file error, {ConfigError.exit_code} for a bad option, "
+        "128 + the signal number",
+        f"({128 + signal.SIGINT} Ctrl-C, {128 + signal.SIGTERM} SIGTERM, {128 + signal.SIGUSR1} SIGUSR1;",
+    ]
+
+
+RELIABILITY_DEFINITIONS = (
+    "weights × (3 × (`keep_checkpoints` + 1) + 3)",  # weights + AdamW's 2 moments per checkpoint, +1 being written
+    "The exit code is 128 + the signal even",
+    # stated, not tested on its own: the row says its handler is the one the rows around it test
+    "| 130 | — (same handler) |",
+    # the scale rule's examples: a score off the scale, scales nothing nearly holds, a file on its own scale
+    "(7.5 or −1 among 0–5 scores)", "(−1…1, 0–50)", "(a 0–100 file)",
+)
+
+TEST_REFERENCE = re.compile(r"`((?:tests/[\w/]+\.py)?(?:::)?(?:test_\w+)?)(?:\[[^\]`]*\])?`")
+SIGNAL_EXITS = {128 + signum: name for signum, name in ((2, "SIGINT"), (15, "SIGTERM"), (10, "SIGUSR1"))}
+
+
+@cache
+def _source(path: str) -> str:
+    return (REPO / path).read_text(encoding="utf-8")
+
+
+def _test_source(path: str, name: str | None) -> str:
+    """A test function's source (up to the next top-level statement), or the whole file without a name; "" when
+    the page names a test that is not there."""
+    text = _source(path)
+    if not name:
+        return text
+    end = r"^(?:def |async def |class |@|\w+ = |#)"
+    # from its decorators (a parametrize names the signals or inputs) to the next top-level statement
+    found = re.search(rf"(?:^@[^\n]*\n(?:[ )\]][^\n]*\n)*)*^(?:async )?def {re.escape(name)}\((?s:.*?)(?={end})",
+                      text + "\n#", flags=re.M)
+    if not found:
+        return ""
+    # and the file's helpers it calls (an `api_error` that asserts the exit code), one level down
+    helpers = [_test_source(path, helper) for helper in dict.fromkeys(re.findall(r"\b(\w+)\(", found.group()))
+               if helper != name and not helper.startswith("test_") and re.search(rf"^def {helper}\(", text, re.M)]
+    return "\n".join([found.group(), *helpers])
+
+
+def _module_constants(path: str) -> str:
+    """A test file's module-level constants (the cases its parametrized tests read) and signal names."""
+    text = _source(path)
+    constants = re.findall(r"^[A-Z][A-Z_0-9]* = (?s:.*?)(?=^\S)", text + "\n#", flags=re.M)
+    return "\n".join([*constants, *re.findall(r"signal\.SIG\w+", text)])
+
+
+def _asserts_exit(body: str, code: int, quoted: str = "") -> bool:
+    """Whether the tests assert this exit code: `exit_code == N` (returncode, code), or 128 + the signal they send."""
+    from sentadapt.errors import ConfigError, DataError
+
+    if re.search(rf"(?:exit_code|returncode|code)\s*==\s*{code}\b", body):
+        return True
+    # a parametrized code: `exit_code == code`, and the case of its @pytest.mark.parametrize whose message shares
+    # the most words with the row's quoted message holds this code
+    cases = re.search(r"^@pytest[^\n]*\n(?:[ )\]][^\n]*\n)*", body, re.M)
+    if re.search(r"(?:exit_code|returncode)\s*==\s*code\b", body) and cases and quoted:
+        words = set(re.findall(r"[a-z]{4,}", quoted.lower()))
+        found = [(len(words & set(re.findall(r"[a-z]{4,}", case[1].lower()))), int(case[0]))
+                 for case in re.findall(r"\(\"[^\"]*\", \([^)]*\), (\d+), \"([^\"]*)", cases.group())]
+        if found and max(found)[1] == code:
+            return True
+    signal_name = SIGNAL_EXITS.get(code)
+    if signal_name and signal_name in body and "128 +" in body:  # 128 + signum, over the signals it sends
+        return True
+    raised = {DataError.exit_code: "DataError", ConfigError.exit_code: "ConfigError"}.get(code)
+    return bool(raised and re.search(rf"raises\((?:\w+\.)?{raised}\b", body))
+
+
+def _asserted(cell: str, body: str, exits: bool, quoted: str = "") -> bool:
+    """Every number of a row's cell appears in the source of the tests the row names; an exit code (the Exit
+    column, or "exit N" / "exit code N" in prose) only where they assert it as one."""
+    cell = re.sub(NOT_FIGURES, " ", cell.replace("−", "-"))
+    # exit codes: the Exit column; in prose "exit N", "exit code N" and a stop signal's 128 + n
+    pattern = r"\d+" if exits else r"\bexit(?: code)? (\d+)|\b(13[08]|143)\b"
+    codes = [int(next((g for g in m.groups() if g), m.group())) for m in re.finditer(pattern, cell)]
+    # exit 0 claims only that nothing failed; a code listed twice ("1 / 1") is not a row's claim
+    if len(set(codes)) < len(codes) or not all(code == 0 or _asserts_exit(body, code, quoted) for code in codes):
+        return False
+    rest = "" if exits else re.sub(r"\bexit(?: code)? \d+|\b(?:13[08]|143)\b", " ", cell)
+    return all(re.search(rf"(?<![\w.]){re.escape(number)}(?![\w.])", body)
+               for number in re.findall(r"(?<![\w.])\d+(?:\.\d+)?", rest))
+
+
+def tested_rows(text: str) -> list[str]:
+    r"""Each table row whose figures the tests it names assert (the quoted messages in inline code are not figures).
+    A table whose header names a test file (`Test (\`tests/run/test_hostile.py::\`)`) gives that file to its rows'
+    bare test names; a row naming a test that does not exist is not covered."""
+    rows, default, exit_column = [], None, -1
+    for line in text.splitlines():
+        if not line.startswith("|"):
+            default, exit_column = None, -1
+            continue
+        refs = [m.group(1) for m in TEST_REFERENCE.finditer(line) if "test" in m.group(1)]
+        if line.startswith(("| Input", "| Fault")):
+            default = next((ref.removesuffix("::") for ref in refs if ref.endswith("::")), None)
+            headers = [cell.strip() for cell in line.split("|")[1:-1]]
+            exit_column = headers.index("Exit") if "Exit" in headers else -1
+            continue
+        sources, path = [], default
+        for ref in refs:
+            if "::" in ref:
+                file, _, name = ref.rpartition("::")
+            else:
+                file, name = (ref, "") if ref.endswith(".py") else ("", ref)
+            path = file or path
+            sources.append(_test_source(path, name or None) if path else "")
+        cells = re.split(r"(?<!\\)\|", re.sub(r"`[^`]*`", " ", line))[1:-1]
+        body = "\n".join(sources)
+        if sources and all(sources):  # what the tests run: their fixtures (tiny models' widths), their files' cases
+            files = {path for path in re.findall(r"(tests/[\w/]+\.py)", line)} | ({default} if default else set())
+            body += "\n" + "\n".join([_source("tests/conftest.py"), *(_module_constants(path) for path in files)])
+        quoted = " ".join(re.findall(r"`([^`]*)`", line.rsplit("|", 2)[0]))  # the row's messages, its tests aside
+        if sources and all(sources) and all(_asserted(cell, body, exits=index == exit_column, quoted=quoted)
+                                            for index, cell in enumerate(cells[:-1])):
+            rows.append(line)
+    return rows
+
+
 PAGES = {page.path: page for page in (
     Page("README.md", readme_figures.passages, readme_figures.DEFINITIONS),
     Page("docs/sizes.md", sizes_passages, SIZES_DEFINITIONS),
@@ -720,6 +867,7 @@ PAGES = {page.path: page for page in (
     Page("docs/usage.md", usage_passages, USAGE_DEFINITIONS),
     Page("docs/evaluation.md", evaluation_passages, EVALUATION_DEFINITIONS),
     Page("docs/decision.md", decision_passages, DECISION_DEFINITIONS),
+    Page("docs/reliability.md", reliability_passages, RELIABILITY_DEFINITIONS, tested_rows),
 )}
 
 
@@ -730,7 +878,8 @@ def text_of(path: str) -> str:
 def problems(page: Page, text: str, passages: list[str]) -> list[str]:
     """What the page lacks (a recomputed passage) or holds unchecked (a number no passage or definition covers)."""
     missing = [f"missing: {passage}" for passage in passages if flat(passage) not in flat(text)]
-    loose = numbers_outside(text, [*passages, *page.definitions])
+    tested = page.tested(text) if page.tested else []
+    loose = numbers_outside(text, [*passages, *tested, *page.definitions])
     return missing + [f"not recomputed by any test: …{number}…" for number in loose]
 
 
@@ -749,7 +898,8 @@ def report() -> list[str]:
         text = text_of(path)
         page = PAGES.get(path)
         covered = page.passages() if page else []
-        loose = numbers_outside(text, [*covered, *(page.definitions if page else ())])
+        tested = page.tested(text) if page and page.tested else []
+        loose = numbers_outside(text, [*covered, *tested, *(page.definitions if page else ())])
         lines.append(f"| {path} | {len(numbers_outside(text, []))} | {len(loose)} |")
     return lines
 

@@ -151,7 +151,7 @@ def flat(text: str) -> str:
 # not figures: inline code, link targets, dates, issue numbers, a citation's year, a paper's section, figure or table
 NOT_FIGURES = (r"`[^`]*`|\]\([^)]*\)|\b\d{4}-\d{2}-\d{2}\b|\bissues? \d+|(?:et al\.|[A-Z][a-z]+),? (?:19|20)\d\d\b"
                r"|§ ?\d+(?:\.\d+)*|\b(?:Fig\.|Figure|Table) \d+"
-               r"|\b[A-Za-z]+-\d+\b|@\d+")  # and names: UTF-8, dev-200.jsonl, nDCG@10
+               r"|\b[A-Za-z]+-\d+\b|@\d+|\b0/1\b")  # and names: UTF-8, dev-200.jsonl, nDCG@10, 0/1 labels
 ORDERED_LIST = r"(?m)^[ \t]*\d+\.[ \t]"  # "1. " at a line's start: a list's marker
 
 

@@ -149,14 +149,15 @@ def test_ctrl_c_at_any_moment_of_adapt_is_one_line_and_exit_130_and_the_same_com
     assert again.exit_code == 0, again.output
 
 
-@pytest.mark.parametrize(("seconds", "signum"), [(0.5, signal.SIGTERM), (1.0, signal.SIGINT), (1.5, signal.SIGTERM)])
+@pytest.mark.parametrize(("seconds", "signum"), [(0.5, signal.SIGTERM), (1.0, signal.SIGINT), (1.5, signal.SIGUSR1)])
 def test_a_stop_signal_at_any_moment_of_eval_is_one_line(seconds: float, signum: int, tiny_model_dir: Path,
                                                          pairs_tsv: Path) -> None:
     code, stderr = stop_after(seconds, [*SENTADAPT, "eval", str(tiny_model_dir), "--pairs", str(pairs_tsv)], signum)
     if code is None:
         pytest.skip("eval finished before the signal on this machine")
     assert code == 128 + signum, stderr
-    name = "interrupted (Ctrl-C)" if signum == signal.SIGINT else f"stopped by SIGTERM (exit code {128 + signum})"
+    name = ("interrupted (Ctrl-C)" if signum == signal.SIGINT
+            else f"stopped by {signal.Signals(signum).name} (exit code {128 + signum})")
     assert stderr.strip() == f"Error: {name} before the command finished; run it again"
 
 

@@ -198,20 +198,20 @@ def test_the_api_and_the_cli_train_record_cache_resume_and_export(tiny_model_dir
     torch.testing.assert_close(theirs.float().cpu(), ours, atol=1e-5, rtol=FLOAT32_RTOL)
 
 
-@pytest.mark.parametrize(("teacher", "sets", "message"), [
-    ("{tmp}/missing", (), "Error: --teacher {tmp}/missing: no such model folder"),
-    ("{tmp}", (), "Error: --teacher {tmp}: not a model folder (no config.json or modules.json); pass a Hugging Face "
+@pytest.mark.parametrize(("teacher", "sets", "code", "message"), [
+    ("{tmp}/missing", (), 1, "Error: --teacher {tmp}/missing: no such model folder"),
+    ("{tmp}", (), 1, "Error: --teacher {tmp}: not a model folder (no config.json or modules.json); pass a Hugging Face "
                   "or sentence-transformers model folder, a sentadapt run directory, or a Hub id"),
-    ("{base}/", (), "Error: --teacher {base}/: is the base model itself; a teacher must be another, stronger model"),
-    ("{teacher}", ("teacher_weight=0",), "Error: teacher_weight: 0.0 is out of range; valid: (0, inf]"),
-    ("{tmp}/vectors.jsonl", (), "Error: --teacher {tmp}/vectors.jsonl: no such file; give a model (folder or Hub "
+    ("{base}/", (), 2, "Error: --teacher {base}/: is the base model itself; a teacher must be another, stronger model"),
+    ("{teacher}", ("teacher_weight=0",), 2, "Error: teacher_weight: 0.0 is out of range; valid: (0, inf]"),
+    ("{tmp}/vectors.jsonl", (), 1, "Error: --teacher {tmp}/vectors.jsonl: no such file; give a model (folder or Hub "
                                 "id) or a vectors file: .jsonl or .json (JSON Lines, or one JSON array, of "
                                 '{{"text", "embedding"}} objects; gzipped as .jsonl.gz / .json.gz), .parquet (the '
                                 "same two columns), or .npy with a .txt of its sentences beside it"),
-    ("{teacher}", ("teacher_check=maybe",), "Error: teacher_check: 'maybe' is not one of on, off"),
+    ("{teacher}", ("teacher_check=maybe",), 2, "Error: teacher_check: 'maybe' is not one of on, off"),
 ])
 def test_bad_input_fails_with_one_line(tiny_model_dir: Path, teacher_dir: Path, corpus: Path, tmp_path: Path,
-                                       teacher: str, sets: tuple[str, ...], message: str) -> None:
+                                       teacher: str, sets: tuple[str, ...], code: int, message: str) -> None:
     names = {"tmp": str(tmp_path), "base": str(tiny_model_dir), "teacher": str(teacher_dir)}
     arguments = [str(corpus), "--recipe", "consert", "--base", str(tiny_model_dir), "--teacher",
                  teacher.format(**names), "--output", str(tmp_path / "run"), "--dev", "none", "--batch-size", "8",
@@ -219,7 +219,7 @@ def test_bad_input_fails_with_one_line(tiny_model_dir: Path, teacher_dir: Path, 
     for setting in sets:
         arguments += ["--set", setting]
     result = run_adapt(*arguments)
-    assert result.exit_code in (1, 2), result.output
+    assert result.exit_code == code, result.output  # 1: a file or model error, 2: a bad option
     lines = result.stderr.strip().splitlines()
     assert lines[-1] == message.format(**names)
     assert len(lines) == 1  # refused before anything loads
