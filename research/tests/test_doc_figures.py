@@ -41,5 +41,5 @@ def test_an_uncovered_number_is_reported_with_its_words() -> None:
 
 def test_the_report_lists_every_user_page_and_the_covered_ones_as_complete() -> None:
     rows = {line.split(" | ")[0].strip("| "): line for line in report()[2:]}
-    assert list(rows) == list(USER_PAGES)
+    assert list(rows) == list(USER_PAGES) and set(PAGES) == set(USER_PAGES)  # every user page is covered
     assert all(rows[path].endswith("| 0 |") for path in PAGES)
