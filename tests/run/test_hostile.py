@@ -114,11 +114,29 @@ def test_an_interrupt_swallowed_while_loading_still_stops_before_training(
 SENTADAPT = [sys.executable, "-m", "sentadapt"]  # what the console script runs: sentadapt/__main__.py
 
 
+def catches(pid: int, signum: int) -> bool:
+    """Whether process `pid` has a handler for `signum` (Linux: the SigCgt mask of /proc/PID/status)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return False
+    caught = next((line.split()[1] for line in status.splitlines() if line.startswith("SigCgt:")), "0")
+    return bool(int(caught, 16) >> (signum - 1) & 1)
+
+
 def stop_after(seconds: float, command: list[str], signum: int = signal.SIGINT) -> tuple[int | None, str]:
-    """Start `command`, send `signum` after `seconds`; (exit code, stderr), or (None, "") when it finished first."""
+    """Start `command`, send `signum` after `seconds`; (exit code, stderr), or (None, "") when it finished first.
+    The signal waits, past `seconds`, until sentadapt's stop handlers are installed (SIGTERM caught: Python itself
+    catches only SIGINT): before `python -m sentadapt` runs its first line the interpreter is still starting (over
+    a second on a loaded machine), and that window is Python's, not sentadapt's."""
     process = subprocess.Popen(command, env={**os.environ, "OMP_NUM_THREADS": "1"}, stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, text=True)
     time.sleep(seconds)
+    deadline = time.monotonic() + 60
+    while sys.platform == "linux" and not catches(process.pid, signal.SIGTERM) and process.poll() is None:
+        if time.monotonic() > deadline:
+            break
+        time.sleep(0.01)
     if process.poll() is not None:
         process.communicate()
         return None, ""
