@@ -277,7 +277,8 @@ def check_recipe_class(name: str, recipe_class: Any) -> None:
     if not (isinstance(recipe_class.Config, type) and issubclass(recipe_class.Config, RecipeConfig)):
         raise TypeError(f"{where}.Config must be a dataclass subclassing sentadapt.config.RecipeConfig")
     for key, value in (("train_defaults", recipe_class.train_defaults),
-                       ("tuned_base_defaults", recipe_class.tuned_base_defaults)):
+                       ("tuned_base_defaults", recipe_class.tuned_base_defaults),
+                       ("teacher_defaults", recipe_class.teacher_defaults)):
         if not isinstance(value, dict):
             raise TypeError(f"{where}.{key} must be a dict of settings")
     abstract = sorted(recipe_class.__abstractmethods__)

@@ -51,7 +51,7 @@ from sentadapt.train.distill import Distillation, build_distillation
 from sentadapt.train.guard import NanRule, ReadStep, StepGuard, StepRecords
 from sentadapt.train.micro_batches import MicroBatches, neighbour_batches, pad_multiple
 from sentadapt.train.optim import build_optimizer, lr_multiplier, rewind_schedule
-from sentadapt.train.precision import resolve_mixed_precision, use_tf32
+from sentadapt.train.precision import hand_back_an_earlier_precision, resolve_mixed_precision, use_tf32
 from sentadapt.train.prefetch import BatchPrefetcher
 from sentadapt.train.signals import StopPoll, StopRequest, TrainingInterrupted, stopped_by
 from sentadapt.train.state import Training, TrainResult, TrainState
@@ -177,6 +177,7 @@ class Trainer:
         self.checkpoints = self.run_dir.checkpoints
         use_tf32(cfg.tf32)
         precision = resolve_mixed_precision(cfg.mixed_precision, on_gpu=torch.cuda.is_available())
+        hand_back_an_earlier_precision(precision)
         tracker_names = resolve_trackers(cfg.records.report_to)
         self.accelerator = Accelerator(
             log_with=tracker_names or None,

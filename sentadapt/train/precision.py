@@ -36,6 +36,23 @@ def resolve_mixed_precision(option: str, on_gpu: bool) -> str:
     return "bf16" if not on_gpu and cpu_multiplies_bf16() else "no"
 
 
+def hand_back_an_earlier_precision(precision: str) -> None:
+    """Let this process's next Accelerator train in `precision` after an earlier run in another one.
+
+    accelerate keeps one mixed precision per process (AcceleratorState) and refuses an Accelerator that asks for
+    another. A process that trains several runs one after the other — `--recipe auto`'s candidates with a teacher:
+    ConSERT in bf16 where the CPU multiplies it natively, SG-OPT in fp32 — clears that state between them, as
+    accelerate's notebook launcher does between launches. The distributed state (PartialState: device, process
+    group) is kept, so every rank of a multi-process run does the same and stays in its group. Nothing happens when
+    no earlier run set a precision, or it is this one."""
+    from accelerate.state import AcceleratorState, GradientState
+
+    earlier = AcceleratorState._shared_state.get("_mixed_precision")
+    if earlier is not None and earlier != precision:
+        AcceleratorState._reset_state(reset_partial_state=False)
+        GradientState._reset_state()
+
+
 def use_tf32(enabled: bool) -> None:
     """fp32 matmuls and convolutions on TF32 tensor cores (Ampere and newer; no effect elsewhere). A process-wide
     PyTorch setting: `adapt` owns its process; the value a run used is in metrics.json's environment."""

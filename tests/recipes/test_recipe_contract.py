@@ -125,6 +125,14 @@ def test_registration_names_the_missing_class_variable(missing: str) -> None:
     assert "incomplete" not in RECIPES
 
 
+@pytest.mark.parametrize("defaults", ["train_defaults", "tuned_base_defaults", "teacher_defaults"])
+def test_registration_refuses_defaults_that_are_not_a_dict(defaults: str) -> None:
+    listed = type("Listed", (RecipeBase,), {**_complete_recipe(), "name": "listed", defaults: [("lr", 1e-5)]})
+    with pytest.raises(TypeError, match=rf"recipe 'listed': Listed.{defaults} must be a dict of settings"):
+        register_recipe("listed")(listed)
+    assert "listed" not in RECIPES
+
+
 def test_registration_refuses_a_wrong_trains_on_and_a_mismatched_name() -> None:
     wrong = type("Wrong", (RecipeBase,), {**_complete_recipe(), "name": "wrong", "trains_on": "sentences"})
     with pytest.raises(TypeError, match=r"recipe 'wrong': Wrong.trains_on is 'sentences'; one of text, pairs"):

@@ -61,3 +61,19 @@ def test_a_consert_teacher_run_trains_in_bf16_by_default_only_where_the_cpu_allo
     metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
     assert metrics["environment"]["mixed_precision"] == trained_in
 
+
+
+def test_an_auto_run_with_a_teacher_trains_each_candidate_in_its_own_precision(
+        monkeypatch: pytest.MonkeyPatch, tiny_model_dir: Path, corpus: Path, pairs_tsv: Path, tmp_path: Path) -> None:
+    """`--recipe auto --teacher`: the ConSERT candidate defaults to bf16 on a native-bf16 CPU, the SG-OPT one to fp32,
+    one after the other in one process (accelerate keeps one process-wide precision)."""
+    monkeypatch.setattr(precision, "cpu_multiplies_bf16", lambda: True)
+    teacher = build_tiny_bert(tmp_path / "teacher", seed=1)
+    output = tmp_path / "auto"
+    result = run_adapt(str(corpus), "--base", str(tiny_model_dir), "--teacher", str(teacher), "--recipe", "auto",
+                       "--candidates", "consert,sg-opt", "--dev", str(pairs_tsv), "--set", "teacher_check=off",
+                       "--output", str(output), "--max-steps", "2", "--batch-size", "8", "--max-length", "16")
+    assert result.exit_code == 0, result.output
+    trained = {name: json.loads((output / "candidates" / name / "metrics.json").read_text())["environment"]
+               ["mixed_precision"] for name in ("consert", "sg-opt")}
+    assert trained == {"consert": "bf16", "sg-opt": "no"}
