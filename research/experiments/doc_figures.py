@@ -14,7 +14,6 @@ and link targets are not figures.
 from __future__ import annotations
 
 import argparse
-import json
 import re
 import statistics
 from collections.abc import Callable
@@ -24,8 +23,24 @@ from pathlib import Path
 from statistics import NormalDist
 from typing import Any
 
+from sentadapt.stop_signals import STOP_SIGNALS
+
 from research.experiments import readme_figures
-from research.experiments.readme_figures import NOT_FIGURES, ORDERED_LIST, REPO, RESULTS, flat, numbers_outside
+from research.experiments.readme_figures import (
+    NOT_FIGURES,
+    ORDERED_LIST,
+    REPO,
+    RESULTS,
+    dev_ci_half_width,
+    enough_dev_pairs,
+    flat,
+    numbers_outside,
+    signed,
+    suite_shape,
+    teacher_passes,
+    words,
+)
+from research.experiments.readme_figures import load_json as _json
 
 # the pages a user reads (docs/options.md is generated from the code, and tests/test_options_doc.py fails on any
 # edit of it; architecture, internals and development are the maintainers' pages)
@@ -42,14 +57,6 @@ class Page:
     tested: Callable[[str], list[str]] | None = None
 
 
-def _json(path: Path) -> Any:
-    return json.loads(path.read_text(encoding="utf-8"))
-
-
-def _signed(value: float) -> str:
-    return f"{value:+.2f}".replace("-", "−")
-
-
 def sizes_passages() -> list[str]:
     """docs/sizes.md: storage arithmetic, the product's constants, and the sizes study's means
     (research/results/sizes/study.json, which research/tests/test_sizes_suite.py re-derives from the stored cosines)."""
@@ -59,7 +66,14 @@ def sizes_passages() -> list[str]:
     from sentadapt.evaluation.forms import PRECISIONS
     from sentadapt.recipes.base import Matryoshka
 
-    from research.experiments.sizes_suite import DOMAINS, SIZES, WEIGHTED_SMALL_SIZES, forms, seed_delta
+    from research.experiments.sizes_suite import (
+        DOMAINS,
+        SIZES,
+        WEIGHTED_SMALL_SIZES,
+        forms,
+        full_size_costs,
+        seed_delta,
+    )
 
     study = _json(RESULTS / "sizes" / "study.json")
     cells = study["cells"]
@@ -89,11 +103,9 @@ def sizes_passages() -> list[str]:
                           ("teacher-m", f"`--matryoshka {','.join(map(str, SIZES))}`, `matryoshka_weights=1,1,1`")):
         chosen = [c for c in cells if c["variant"] == variant]
         rows.append(f"| {name} | " + " | ".join(
-            _signed(sum(c["test_delta"][label] for c in chosen) / len(chosen)) for label in labels) + " |")
+            signed(sum(c["test_delta"][label] for c in chosen) / len(chosen)) for label in labels) + " |")
 
-    costs = {(domain, run): seed_delta(cells, alone, "384 fp32", domain) - seed_delta(cells, run, "384 fp32", domain)  # type: ignore[operator]
-             for domain in DOMAINS for run, alone in (("teacher-mw", "teacher"), ("teacher-mw-s1", "teacher-s1"))
-             if seed_delta(cells, run, "384 fp32", domain) is not None}
+    costs = full_size_costs(cells)
     worst_domain, _ = max(costs, key=lambda key: costs[key])
 
     def plain_cost(variant: str, domain: str | None) -> float:
@@ -152,7 +164,6 @@ def teacher_passages() -> list[str]:
     """docs/teacher.md: TEACHER_DEFAULTS and the distillation settings' defaults, the table's and the neighbour
     search's sizes, and the distillation studies stored in research/results/distill/ (study-k3.json and the others,
     which research/tests/test_sizes_suite.py re-derives from the per-pair outputs)."""
-    import dataclasses
     import statistics
     from types import SimpleNamespace
 
@@ -180,7 +191,7 @@ def teacher_passages() -> list[str]:
                                 if c["pairing"] == pairing and c["domain"] == domain and c["size"] == 200)
 
     def raw(pairing: str, domain: str) -> str:
-        return _signed(domain_raw(study["cells"], pairing, domain))
+        return signed(domain_raw(study["cells"], pairing, domain))
 
     applied = {pairing: [c["applied"] for c in study["cells"] if c["pairing"] == pairing] for pairing in ("l6-mpnet",
                                                                                                        "l3-l6")}
@@ -192,12 +203,8 @@ def teacher_passages() -> list[str]:
     sizes = teacher_check.SIZES
     timing = study["runs"]["l6-mpnet/news"]["teacher"]["dev_encode_seconds"]
 
-    def default(config: type, name: str) -> Any:
-        return next(f.default for f in dataclasses.fields(config) if f.metadata.get("flat_key", f.name) == name
-                    or f.name == name)
-
-    temperature = default(DistillationSettings, "temperature")
-    neighbours = default(DistillationSettings, "neighbours")
+    temperature = _default(DistillationSettings, "temperature")
+    neighbours = _default(DistillationSettings, "neighbours")
     settings = SimpleNamespace(train=SimpleNamespace(epochs=TrainConfig().epochs, **{
         key: TEACHER_DEFAULTS[key] for key in ("min_examples", "max_epochs")}))
 
@@ -220,23 +227,23 @@ def teacher_passages() -> list[str]:
     speed = _speed_passages()
     return [
         f"with the paired {100 * CONFIDENCE:.0f} % CI of its lead",
-        f"(glosses: all-mpnet-base-v2 {_signed(lead('l6-mpnet', 'glosses'))} against all-MiniLM-L6-v2, its student "
+        f"(glosses: all-mpnet-base-v2 {signed(lead('l6-mpnet', 'glosses'))} against all-MiniLM-L6-v2, its student "
         f"{raw('l6-mpnet', 'glosses')})",
         f"in {len(check['cells'])} drawn dev sets of {sizes[0]}-{sizes[-1]} pairs the check stopped "
         f"{'one run' if len(stopped) == 1 else f'{len(stopped)} runs'}, whose teacher in fact "
         f"{'led' if stopped[0]['teacher_lead'] > 0 else 'trailed'} on test and whose student gained "
-        f"{_signed(stopped[0]['raw'])}",
+        f"{signed(stopped[0]['raw'])}",
         f"written to the cache {ENCODE_CHUNK:,} rows at a time",
         f"a 1M × 768 table ({table_gb:.0f} GB) stays on disk",
         f"each encodes every N-th block of {ENCODE_CHUNK:,} sentences into a part file",
-        f"(`teacher_weight` W, default {default(TeacherSettings, 'weight'):g})",
-        f"(`recipe_weight`, {default(DistillationSettings, 'recipe_weight'):g} by default)",
+        f"(`teacher_weight` W, default {_default(TeacherSettings, 'weight'):g})",
+        f"(`recipe_weight`, {_default(DistillationSettings, 'recipe_weight'):g} by default)",
         f"| `min_examples`, `max_epochs` | {TEACHER_DEFAULTS['min_examples']:,}, {TEACHER_DEFAULTS['max_epochs']:g} | "
         f"the length follows the corpus: passes = min({TEACHER_DEFAULTS['max_epochs']:g}, max(1, "
         f"{TEACHER_DEFAULTS['min_examples']:,} / sentences)) — 2,700 sentences get {passes(2700)} passes, 8,300 get "
         f"{passes(8300)}, 100,000 {passes(100_000)} |",
         f"| `evals_per_pass` | {TEACHER_DEFAULTS['evals_per_pass']:g} |",
-        f"| `patience` | {TEACHER_DEFAULTS['patience']} | {_words(TEACHER_DEFAULTS['patience'])} passes without",
+        f"| `patience` | {TEACHER_DEFAULTS['patience']} | {words(TEACHER_DEFAULTS['patience'])} passes without",
         f"| `batch_size` | {TEACHER_DEFAULTS['batch_size']} | {2 * TEACHER_DEFAULTS['batch_size']} was measured",
         f"| `distill` | {TEACHER_DEFAULTS['distill']:g} |",
         f"one of its {neighbours} nearest sentences under the teacher",
@@ -262,20 +269,20 @@ def teacher_passages() -> list[str]:
         f"(captions {raw('l6-mpnet', 'captions')} raw)",
         f"({'no' if min(applied['l6-mpnet']) >= 0 else 'a'} draw of this pairing lost anything with it applied; one "
         f"L3 ← L6 draw on {worst_small_domain} lost {-worst_small:.2f})",
-        f"then {TrainConfig().epochs:g}–{TEACHER_DEFAULTS['max_epochs']:g} passes of training",
-        f"paraphrase-MiniLM-L3-v2 ← all-mpnet-base-v2 gained {_signed(check_mean('raw', 'news'))} raw on news, where "
-        f"that teacher leads the 3-layer base by {_signed(check_mean('teacher_lead', 'news'))} on test (from "
-        f"all-MiniLM-L6-v2: {raw('l3-l6', 'news')}); {_signed(check_mean('raw', 'captions'))} on captions and "
-        f"{_signed(check_mean('raw', 'forums'))} on forums, where it leads by only "
-        f"{_signed(check_mean('teacher_lead', 'captions'))} and {_signed(check_mean('teacher_lead', 'forums'))} (from "
+        *teacher_passes(),
+        f"paraphrase-MiniLM-L3-v2 ← all-mpnet-base-v2 gained {signed(check_mean('raw', 'news'))} raw on news, where "
+        f"that teacher leads the 3-layer base by {signed(check_mean('teacher_lead', 'news'))} on test (from "
+        f"all-MiniLM-L6-v2: {raw('l3-l6', 'news')}); {signed(check_mean('raw', 'captions'))} on captions and "
+        f"{signed(check_mean('raw', 'forums'))} on forums, where it leads by only "
+        f"{signed(check_mean('teacher_lead', 'captions'))} and {signed(check_mean('teacher_lead', 'forums'))} (from "
         f"all-MiniLM-L6-v2: {raw('l3-l6', 'captions')}, {raw('l3-l6', 'forums')}); "
-        f"{_signed(check_mean('raw', 'glosses'))} on glosses ({raw('l3-l6', 'glosses')})",
+        f"{signed(check_mean('raw', 'glosses'))} on glosses ({raw('l3-l6', 'glosses')})",
         f"a corpus of only {social['runs']['l6-mpnet/social']['examples']} sentences",
-        f"leads all-MiniLM-L6-v2 by {_signed(tweet_lead)} on the test pairs and the student gains {_signed(tweet_raw)} "
+        f"leads all-MiniLM-L6-v2 by {signed(tweet_lead)} on the test pairs and the student gains {signed(tweet_raw)} "
         f"({round(100 * tweet_raw / tweet_lead)} %)",
         f"confirmed the gain in {sum(c['applied'] != 0 for c in tweets)} of {len(tweets)} draws at 200 dev pairs "
-        f"({_signed(statistics.fmean(c['applied'] for c in tweets))} applied)",
-        f"{_words(len(DOMAINS))} earlier domains",
+        f"({signed(statistics.fmean(c['applied'] for c in tweets))} applied)",
+        f"{words(len(DOMAINS))} earlier domains",
         f"trailed on test by {big['raw'] - summed['raw']:.2f} raw (news by {big['news_raw'] - summed['news_raw']:.2f})",
         f"batches of {2 * TEACHER_DEFAULTS['batch_size']}, a held-out share",
         f"{1024 / timing['teacher']:.0f} sentences/s in the stored runs",
@@ -318,10 +325,6 @@ def _dev_power_passage() -> list[str]:
     return [f"{rows[200]['size']} labelled pairs let the decision use {100 * rows[200]['power']:.0f} % of the students "
             f"that gained ≥ {GAIN:+.1f} ({100 * rows[200]['false_use']:.0f} % of those that lost); 100 pairs, "
             f"{100 * rows[100]['power']:.0f} %"]
-
-
-def _words(count: int) -> str:
-    return {1: "one", 2: "two", 3: "three", 4: "four", 5: "five"}[count]
 
 
 TEACHER_DEFINITIONS = (
@@ -414,12 +417,12 @@ def recipes_passages() -> list[str]:
     head = SgOptConfig().head_hidden
     widths = (384, 768)  # MiniLM and base-size models: H
     head_millions = [head * (head + width) / 1e6 for width in widths]
-    tuned = {recipe: _signed(average_delta(suite, l3, recipe)) for recipe in decision_study.RECIPES}
+    tuned = {recipe: signed(average_delta(suite, l3, recipe)) for recipe in decision_study.RECIPES}
     consert_l6 = average_delta(suite, l6, "consert")
     rows = [entry["rows"]["consert"]["test"] for entry in suite["variants"]["default"]["models"][l6].values()]
     up = sum(row["ci_excludes_0"] and row["delta"] > 0 for row in rows)
     down = sum(row["ci_excludes_0"] and row["delta"] < 0 for row in rows)
-    peers = [_signed(average_delta(suite, l6, peer)) for peer in decision_study.PEERS]
+    peers = [signed(average_delta(suite, l6, peer)) for peer in decision_study.PEERS]
     both = (consert_l6 + average_delta(suite, l3, "consert")) / 2
 
     lora = _json(REPO / lora_suite.RESULTS / lora_suite.STUDY)
@@ -430,7 +433,7 @@ def recipes_passages() -> list[str]:
         rows = [lora["domains"][domain][name] for domain in lora["domains"]]
         raw = sum(row["test"]["delta"] for row in rows) / len(rows)
         applied = sum(row["test"]["delta"] if row["decision"] == "use-adapted" else 0.0 for row in rows) / len(rows)
-        return _signed(raw), _signed(applied), sum(row["decision"] == "use-adapted" for row in rows)
+        return signed(raw), signed(applied), sum(row["decision"] == "use-adapted" for row in rows)
 
     def peak_gb(name: str) -> float:
         return max(lora["domains"][d][name]["peak_rss_mb"] for d in lora["domains"]) / 1000  # results.md's column
@@ -443,30 +446,21 @@ def recipes_passages() -> list[str]:
         f"(any recipe; default {_default(DistillationSettings, 'weight'):g} = off)",
         f"(default {_default(DistillationSettings, 'temperature'):g}; needs ≥ 3 sentences per process)",
         f"trains {100 * trained / total:.1f} % of its weights",
-        f"the domain suite's {_words(domains)} domains, {lora_suite.STEPS} steps, {domain_stored.DEV_PAIRS} dev pairs",
+        f"the domain suite's {words(domains)} domains, {lora_suite.STEPS} steps, {domain_stored.DEV_PAIRS} dev pairs",
         f"({trained * 4 / 1e6:.1f} MB for all-MiniLM-L6-v2 at r 16)",
         f"full fine-tuning gains {full[0]} on held-out test on average ({full[1]} with the decision applied, {full[2]} of "
         f"{domains} domains used); LoRA r 16",
         f"gains {r16[0]} ({r16[1]} applied, {r16[2]} of {domains})",
         f"On a {int(full_total / 1e6)}M-parameter model it saves no memory (peak RSS {peak_gb('lora-r16'):.2f} vs "
         f"{peak_gb(lora_suite.FULL):.2f} GB in these runs)",  # 22,565,376 weights: "22M", as the model is known
-        _suite_passage(),
+        suite_shape(),
         f"drifting | {tuned['consert']} |",
         f"distillation target | {tuned['sg-opt']} |", f"*is* the base | {tuned['clsr']} |",
-        f"ConSERT averages {_signed(consert_l6)} on test ({_words(up)} domains significantly up, "
-        f"{'none' if down == 0 else _words(down)} down), above sentence-transformers' SimCSE ({peers[0]}), CT "
+        f"ConSERT averages {signed(consert_l6)} on test ({words(up)} domains significantly up, "
+        f"{'none' if down == 0 else words(down)} down), above sentence-transformers' SimCSE ({peers[0]}), CT "
         f"({peers[1]}) and TSDAE ({peers[2]}) at the same 100 steps. Over both models and all four domains it "
-        f"averages {_signed(both)}",
+        f"averages {signed(both)}",
     ]
-
-
-def _suite_passage() -> str:
-    """The domain suite's shape, as docs quote it: four domains, the dev pairs that select, the test pairs' range."""
-    manifest = _json(RESULTS / "decision" / "manifest.json")
-    tests = [entry["test"] for entry in manifest["domains"].values()]
-    dev = manifest["parameters"]["dev_sizes"][2]  # dev.jsonl
-    return (f"{_words(len(manifest['domains']))} domains, {dev} dev pairs select, {min(tests):,}–{max(tests):,} "
-            "held-out test pairs per domain")
 
 
 RECIPES_DEFINITIONS = (
@@ -528,7 +522,7 @@ def usage_passages() -> list[str]:
         f"`--require-improvement` exits {NoImprovement.exit_code} when",
         f"`--require-improvement` exits {NoImprovement.exit_code} on keep-base",
         f"with 128 + the signal number ({128 + signal.SIGINT}, {128 + signal.SIGTERM}, {128 + signal.SIGUSR1})",
-        f"at 1 − {1 - CONFIDENCE:g}/K ({100 * (1 - (1 - CONFIDENCE) / candidates):.2f} % for {_words(candidates)}, "
+        f"at 1 − {1 - CONFIDENCE:g}/K ({100 * (1 - (1 - CONFIDENCE) / candidates):.2f} % for {words(candidates)}, "
         "Bonferroni)",
         f"cosine range into {BINS} equal-width bins",
         f"and the {len(TASKS)}-task average",
@@ -589,7 +583,6 @@ def evaluation_passages() -> list[str]:
     risk = _default(RunConfig, "risk")
     candidates = len(decision_study.RECIPES)
     adjusted = 1 - (1 - CONFIDENCE) / candidates
-    from statistics import NormalDist
 
     z = {level: NormalDist().inv_cdf(1 - (1 - level) / 2) for level in (CONFIDENCE, adjusted)}
     suite = _json(RESULTS / "decision" / STUDY)["variants"]["default"]["models"]
@@ -613,7 +606,7 @@ def evaluation_passages() -> list[str]:
         f"the paired {100 * CONFIDENCE:.0f} % CI excludes 0 (two-sided; a one-sided risk of {(1 - CONFIDENCE) / 2:g}",
         f"A 100-pair dev set's {100 * CONFIDENCE:.0f} % CI",
         f"the best checkpoint with its {100 * CONFIDENCE:.0f} % CI",
-        f"glosses: dev {noise['dev']['delta']:+.2f} \"use\", held-out test {_signed(noise['test']['delta'])})",
+        f"glosses: dev {noise['dev']['delta']:+.2f} \"use\", held-out test {signed(noise['test']['delta'])})",
         f"plain {100 * CONFIDENCE:.0f} % interval excludes 0, far more often than {100 * (1 - CONFIDENCE):.0f} % of the time",
         f"confidence 1 − {1 - CONFIDENCE:g} / K (K = {candidates}: {100 * adjusted:.2f} %)",
         f"more than Bonferroni costs at K = {candidates}, {z[adjusted]:.2f}/{z[CONFIDENCE]:.2f} ≈ "
@@ -659,13 +652,6 @@ def decision_passages() -> list[str]:
     labels = _json(distill / chosen_labels.STUDY)
     quoted = chosen_labels.quoted(labels)
     ppi = ppi_bound.verdict(_json(distill / "ppi-bound.json")["cells"])
-    spread = _json(RESULTS / "decision" / "study.json")["spread"]
-    z = NormalDist().inv_cdf(1 - (1 - CONFIDENCE) / 2)
-
-    def half_width(model: str) -> float:  # a 100-pair dev set's paired CI at the median σ of ConSERT's runs
-        return z * statistics.median(row["sigma"] for row in spread
-                                     if row["recipe"] == "consert" and row["model"] == model) / 10  # σ/√100
-
     social = _json(distill / "study-k3e-social.json")
     tweets = [c for c in social["cells"] if c["pairing"] == "l6-mpnet" and c["size"] == 200]
     stress = _json(distill / "stress-400.json")  # the teacher-led relaxations at 400 dev pairs
@@ -680,9 +666,9 @@ def decision_passages() -> list[str]:
         f"paired {100 * CONFIDENCE:.0f} % CI",
         f"exit code **{NoImprovement.exit_code}**", f"exits {NoImprovement.exit_code} on keep-base",
         f"turns that into exit {NoImprovement.exit_code}",
-        f"its paired {100 * CONFIDENCE:.0f} % CI is about ±{half_width(decision_study.MODELS[0]):.1f} for ConSERT on "
-        f"all-MiniLM-L6-v2, ±{half_width(decision_study.MODELS[1]):.1f} for the paraphrase-MiniLM-L3-v2",
-        f"Label ~{min(row['size'] for row in power['table'] if row['power'] >= 0.8)} dev pairs or more",
+        f"its paired {100 * CONFIDENCE:.0f} % CI is about ±{dev_ci_half_width(decision_study.MODELS[0]):.1f} for ConSERT on "
+        f"all-MiniLM-L6-v2, ±{dev_ci_half_width(decision_study.MODELS[1]):.1f} for the paraphrase-MiniLM-L3-v2",
+        f"Label ~{enough_dev_pairs()} dev pairs or more",
         f"on the same {rows[sizes[0]]['cells']} draws of the stored runs",
         *dev_size_power.lines(power),
         f"From 200 dev pairs on, the decision used {percent([row['power'] for row in from_200])} of the students that "
@@ -752,7 +738,7 @@ RELIABILITY_DEFINITIONS = (
 )
 
 TEST_REFERENCE = re.compile(r"`((?:tests/[\w/]+\.py)?(?:::)?(?:test_\w+)?)(?:\[[^\]`]*\])?`")
-SIGNAL_EXITS = {128 + signum: name for signum, name in ((2, "SIGINT"), (15, "SIGTERM"), (10, "SIGUSR1"))}
+SIGNAL_EXITS = {128 + signum: signum.name for signum in STOP_SIGNALS}  # 130 SIGINT, 143 SIGTERM, 138 SIGUSR1
 
 
 @cache

@@ -23,12 +23,41 @@ RESULTS = REPO / "research" / "results"
 DEFINITIONS = ("Spearman × 100", "when it excludes 0", "a keep-base decision as 0")
 
 
-def _json(path: Path) -> Any:
+def load_json(path: Path) -> Any:
     return json.loads(path.read_text(encoding="utf-8"))
 
 
-def _signed(value: float) -> str:
-    return f"{value:+.2f}".replace("-", "−")  # README writes a minus sign in its tables
+def signed(value: float) -> str:
+    return f"{value:+.2f}".replace("-", "−")  # README and the docs write a minus sign in their tables
+
+
+def words(count: int) -> str:
+    """A small count as the docs' prose writes it."""
+    return {1: "one", 2: "two", 3: "three", 4: "four", 5: "five"}[count]
+
+
+def suite_shape() -> str:
+    """The domain suite as README.md and docs/recipes.md describe it: its domains, the dev pairs that select, the
+    range of held-out test pairs (research/results/decision/manifest.json)."""
+    manifest = load_json(RESULTS / "decision" / "manifest.json")
+    tests = [entry["test"] for entry in manifest["domains"].values()]
+    dev = manifest["parameters"]["dev_sizes"][2]  # dev.jsonl
+    return (f"{words(len(manifest['domains']))} domains, {dev} dev pairs select, {min(tests):,}–{max(tests):,} "
+            "held-out test pairs per domain")
+
+
+def dev_ci_half_width(model: str) -> float:
+    """The paired 95 % CI half-width of a 100-pair dev set at the median σ of ConSERT's runs on `model` in the
+    decision study (docs/evaluation.md's power section)."""
+    spread = [row["sigma"] for row in load_json(RESULTS / "decision" / "study.json")["spread"]
+              if row["recipe"] == "consert" and row["model"] == model]
+    return statistics.NormalDist().inv_cdf(0.975) * statistics.median(spread) / 10  # σ/√100
+
+
+def enough_dev_pairs() -> int:
+    """The smallest dev size at which the decision used 80 % of the students that gained (dev-size-power.json)."""
+    table = load_json(RESULTS / "distill" / "dev-size-power.json")["table"]
+    return min(row["size"] for row in table if row["power"] >= 0.8)
 
 
 def demo() -> list[str]:
@@ -43,7 +72,7 @@ def demo() -> list[str]:
 def chosen_labels() -> list[str]:
     from research.experiments.chosen_labels import STUDY, quoted
 
-    figures = quoted(_json(RESULTS / "distill" / STUDY))
+    figures = quoted(load_json(RESULTS / "distill" / STUDY))
     return [f"these pairs estimate the Δ with {figures['after']} the error of as many random ones (CI coverage "
             f"{figures['coverage']}; chosen before training, `--teacher`: {figures['before']}) but buy no power: at "
             f"{figures['size']} labels `decide` used {figures['chosen']} and {figures['random']} of the students "
@@ -60,7 +89,7 @@ def teacher_passes() -> list[str]:
 def dev_size_power() -> list[str]:
     from research.experiments.dev_agreement import GAIN
 
-    rows = {row["size"]: row for row in _json(RESULTS / "distill" / "dev-size-power.json")["table"]}
+    rows = {row["size"]: row for row in load_json(RESULTS / "distill" / "dev-size-power.json")["table"]}
     at_200, at_100 = rows[200], rows[100]
     return [f"200 pairs used {100 * at_200['power']:.0f} % of the suite's students that gained ≥ {GAIN:+.1f} "
             f"({100 * at_200['false_use']:.0f} % of those that lost), 100 pairs {100 * at_100['power']:.0f} %"]
@@ -73,70 +102,57 @@ def confidence() -> list[str]:
 
 
 def sizes() -> list[str]:
-    from research.experiments.sizes_suite import DOMAINS, WEIGHTED_SMALL_SIZES, seed_delta
+    from research.experiments.sizes_suite import DOMAINS, WEIGHTED_SMALL_SIZES, full_size_costs, seed_delta
 
-    cells = _json(RESULTS / "sizes" / "study.json")["cells"]
-    costs, kept = [], True
+    cells = load_json(RESULTS / "sizes" / "study.json")["cells"]
+    kept = True
     for domain in DOMAINS:
-        for weighted, alone in (("teacher-mw", "teacher"), ("teacher-mw-s1", "teacher-s1")):
-            full, plain = seed_delta(cells, weighted, "384 fp32", domain), seed_delta(cells, alone, "384 fp32", domain)
-            if full is not None and plain is not None:
-                costs.append(plain - full)
         full, half = (seed_delta(cells, "teacher-mw", label, domain) for label in ("384 fp32", "192 fp32"))
         kept = kept and (full is None or full < 0 or (half is not None and half >= 0))
     small = WEIGHTED_SMALL_SIZES[0].split()[0]
-    return [f"the full size then costs at most {max(costs):.2f} against a run without it, and {small} dims "
-            f"{'keep' if kept else 'lose'} the gain"]
+    return [f"the full size then costs at most {max(full_size_costs(cells).values()):.2f} against a run without it, "
+            f"and {small} dims {'keep' if kept else 'lose'} the gain"]
 
 
 def suite() -> list[str]:
-    domains = _json(RESULTS / "decision" / "manifest.json")["domains"]
-    tests = [entry["test"] for entry in domains.values()]
-    dev = _json(RESULTS / "decision" / "manifest.json")["parameters"]["dev_sizes"][2]  # dev.jsonl
-    words = {4: "four", 5: "five"}
-    return [f"The domain suite: {words[len(domains)]} domains, {dev} dev pairs select, {min(tests):,}–{max(tests):,} "
-            "held-out test pairs per domain"]
+    return [f"The domain suite: {suite_shape()}"]
 
 
 def table_rows() -> list[str]:
     from research.experiments import domain_stored, lora_suite
     from research.experiments.distill_suite import headline
 
-    rows = [*domain_stored.readme_rows(_json(RESULTS / "decision" / domain_stored.STUDY)),
-            *lora_suite.readme_rows(_json(REPO / lora_suite.RESULTS / lora_suite.STUDY))]
-    study = _json(RESULTS / "distill" / "study-k3.json")
+    rows = [*domain_stored.readme_rows(load_json(RESULTS / "decision" / domain_stored.STUDY)),
+            *lora_suite.readme_rows(load_json(REPO / lora_suite.RESULTS / lora_suite.STUDY))]
+    study = load_json(RESULTS / "distill" / "study-k3.json")
     sizes = sorted({cell["size"] for cell in study["cells"]})
     big, small = headline(study, "l6-mpnet"), headline(study, "l3-l6")
     share = round(100 * big["news_raw"] / big["news_lead"])
     rows.append(f"| `--teacher all-mpnet-base-v2` (the teacher-run defaults; {study['seeds']} split seeds, "
-                f"{' / '.join(map(str, sizes))} dev pairs) | all-MiniLM-L6-v2 | {_signed(big['raw'])} (news "
-                f"{_signed(big['news_raw'])}: {share} % of the teacher's {_signed(big['news_lead'])}) | "
-                f"{_signed(big['applied_100'])} / {_signed(big['applied_200'])} |")
-    rows.append(f"| `--teacher all-MiniLM-L6-v2` (the same) | paraphrase-MiniLM-L3-v2 | {_signed(small['raw'])} | "
-                f"{_signed(small['applied_100'])} / {_signed(small['applied_200'])} |")
-    social = _json(RESULTS / "distill" / "study-k3e-social.json")
+                f"{' / '.join(map(str, sizes))} dev pairs) | all-MiniLM-L6-v2 | {signed(big['raw'])} (news "
+                f"{signed(big['news_raw'])}: {share} % of the teacher's {signed(big['news_lead'])}) | "
+                f"{signed(big['applied_100'])} / {signed(big['applied_200'])} |")
+    rows.append(f"| `--teacher all-MiniLM-L6-v2` (the same) | paraphrase-MiniLM-L3-v2 | {signed(small['raw'])} | "
+                f"{signed(small['applied_100'])} / {signed(small['applied_200'])} |")
+    social = load_json(RESULTS / "distill" / "study-k3e-social.json")
     cells = {size: [c for c in social["cells"] if c["pairing"] == "l6-mpnet" and c["size"] == size]
              for size in (100, 200)}
     raw = statistics.fmean(c["raw"] for c in cells[200])
     applied = {size: statistics.fmean(c["applied"] for c in chosen) for size, chosen in cells.items()}
     corpus = social["runs"]["l6-mpnet/social"]["examples"]
     rows.append(f"| `--teacher all-mpnet-base-v2` on short social posts (STS14 tweet-news, a corpus of {corpus}) | "
-                f"all-MiniLM-L6-v2 | {_signed(raw)} | {_signed(applied[100])} / {_signed(applied[200])} |")
+                f"all-MiniLM-L6-v2 | {signed(raw)} | {signed(applied[100])} / {signed(applied[200])} |")
     return rows
 
 
 def dev_set_noise() -> list[str]:
-    """The paired CI of a 100-pair dev set (docs/evaluation.md's power section, at the median σ of ConSERT on
-    all-MiniLM-L6-v2) and the dev size at which the decision used 80 % of the gaining students."""
+    """The paired CI of a 100-pair dev set (at the median σ of ConSERT on all-MiniLM-L6-v2) and the dev size at which
+    the decision used 80 % of the gaining students."""
     from research.experiments.decision_study import MODELS
 
-    spread = [row["sigma"] for row in _json(RESULTS / "decision" / "study.json")["spread"]
-              if row["recipe"] == "consert" and row["model"] == MODELS[0]]
-    half_width = statistics.NormalDist().inv_cdf(0.975) * statistics.median(spread) / 10  # σ/√100
-    table = _json(RESULTS / "distill" / "dev-size-power.json")["table"]
-    enough = min(row["size"] for row in table if row["power"] >= 0.8)
-    return [f"a 100-pair dev set cannot tell tenths from noise (its paired 95 % CI is about ±{half_width:.1f})",
-            f"why ~{enough} labelled dev pairs or more are worth having"]
+    return [f"a 100-pair dev set cannot tell tenths from noise (its paired 95 % CI is about "
+            f"±{dev_ci_half_width(MODELS[0]):.1f})",
+            f"why ~{enough_dev_pairs()} labelled dev pairs or more are worth having"]
 
 
 def passages() -> list[str]:

@@ -217,6 +217,19 @@ def seed_delta(cells: list[dict[str, Any]], variant: str, label: str, domain: st
     return _mean(chosen, lambda c: c["test_delta"][label]) if chosen else None
 
 
+def full_size_costs(cells: list[dict[str, Any]]) -> dict[tuple[str, str], float]:
+    """What the default weighting (teacher-mw, and its second training seed) cost at full size against the teacher
+    run of the same seed, per (domain, run) where both ran: the figure README.md and docs/sizes.md quote the largest
+    of."""
+    costs = {}
+    for domain in DOMAINS:
+        for weighted, alone in (("teacher-mw", "teacher"), ("teacher-mw-s1", "teacher-s1")):
+            full, plain = seed_delta(cells, weighted, "384 fp32", domain), seed_delta(cells, alone, "384 fp32", domain)
+            if full is not None and plain is not None:
+                costs[domain, weighted] = plain - full
+    return costs
+
+
 def acceptance(result: dict[str, Any]) -> list[str]:
     """The issue's two targets on the teacher pairing, per domain: means over split seeds, and over the training seeds
     a domain has (a REPLICATES run counts only when both variants have one, so the two sides see the same seeds)."""

@@ -41,8 +41,8 @@ def hand_back_an_earlier_precision(precision: str) -> None:
 
     accelerate keeps one mixed precision per process (AcceleratorState) and refuses an Accelerator that asks for
     another. A process that trains several runs one after the other — `--recipe auto`'s candidates with a teacher:
-    ConSERT in bf16 where the CPU multiplies it natively, SG-OPT in fp32 — clears that state between them, as
-    accelerate's notebook launcher does between launches. The distributed state (PartialState: device, process
+    ConSERT in bf16 where the CPU multiplies it natively, SG-OPT in fp32 — clears that state between them (through
+    accelerate's own `_reset_state`; it offers no public way). The distributed state (PartialState: device, process
     group) is kept, so every rank of a multi-process run does the same and stays in its group. Nothing happens when
     no earlier run set a precision, or it is this one."""
     from accelerate.state import AcceleratorState, GradientState

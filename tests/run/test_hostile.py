@@ -133,9 +133,8 @@ def stop_after(seconds: float, command: list[str], signum: int = signal.SIGINT) 
                                stderr=subprocess.PIPE, text=True)
     time.sleep(seconds)
     deadline = time.monotonic() + 60
-    while sys.platform == "linux" and not catches(process.pid, signal.SIGTERM) and process.poll() is None:
-        if time.monotonic() > deadline:
-            break
+    while (sys.platform == "linux" and process.poll() is None and time.monotonic() < deadline
+           and not catches(process.pid, signal.SIGTERM)):
         time.sleep(0.01)
     if process.poll() is not None:
         process.communicate()

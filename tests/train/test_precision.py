@@ -62,7 +62,6 @@ def test_a_consert_teacher_run_trains_in_bf16_by_default_only_where_the_cpu_allo
     assert metrics["environment"]["mixed_precision"] == trained_in
 
 
-
 def test_an_auto_run_with_a_teacher_trains_each_candidate_in_its_own_precision(
         monkeypatch: pytest.MonkeyPatch, tiny_model_dir: Path, corpus: Path, pairs_tsv: Path, tmp_path: Path) -> None:
     """`--recipe auto --teacher`: the ConSERT candidate defaults to bf16 on a native-bf16 CPU, the SG-OPT one to fp32,
