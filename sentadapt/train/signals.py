@@ -21,7 +21,7 @@ from types import FrameType
 from typing import Any
 
 from sentadapt.errors import SentadaptError
-from sentadapt.stop_signals import STOP_SIGNALS, pending_signal
+from sentadapt.stop_signals import STOP_SIGNALS, interrupt, pending_signal
 
 # The signals that ask for a clean stop (sentadapt.stop_signals: the same ones outside a run), in the order a combined
 # request is named by (highest number wins).
@@ -87,7 +87,8 @@ class StopRequest(_SignalHandlers):
 
     def _handle(self, signum: int, frame: FrameType | None) -> None:
         if self.signum:
-            raise KeyboardInterrupt  # the second request: stop at once
+            interrupt(signum, frame)  # the second request: stop at once (once an import under way has returned)
+            return
         self.signum = signum
         if signum == signal.SIGINT:
             self._on_first("interrupt: finishing this step, then writing a checkpoint (Ctrl-C again to stop at once)")
@@ -152,7 +153,7 @@ class StopAtOnce(_SignalHandlers):
 
     def _handle(self, signum: int, frame: FrameType | None) -> None:
         self.signum = signum
-        raise KeyboardInterrupt
+        interrupt(signum, frame)  # at once, or once an import under way has returned
 
     def stop_if_requested(self) -> None:
         """At a safe point (a stage loaded, before it trains): raise KeyboardInterrupt when a signal came and its

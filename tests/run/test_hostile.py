@@ -166,6 +166,67 @@ def test_ctrl_c_at_any_moment_of_adapt_is_one_line_and_exit_130_and_the_same_com
     assert again.exit_code == 0, again.output
 
 
+# A module that signals its own process while it is being imported, then keeps importing for 0.3 s.
+SIGNALLED_IMPORT = "import os, signal, time\nos.kill(os.getpid(), signal.SIGINT)\ntime.sleep(0.3)\nfinished = True\n"
+AFTER_THE_IMPORT = r'''
+import sys, time
+from sentadapt import stop_signals
+stop_signals.WAIT_AT_MOST_S = float(sys.argv[1])
+stop_signals.stop_signals_raise()
+try:
+    import signalled_import
+    time.sleep(5)
+    print("not interrupted")
+except KeyboardInterrupt:
+    print("interrupted;", "imported" if "signalled_import" in sys.modules else "half-imported",
+          stop_signals.received_signal())
+'''
+
+
+@pytest.mark.parametrize(("wait_at_most", "expected"), [(10.0, "interrupted; imported 2"),
+                                                        (0.1, "interrupted; half-imported 2")])
+def test_a_stop_signal_during_an_import_waits_until_the_import_returns(wait_at_most: float, expected: str,
+                                                                       tmp_path: Path) -> None:
+    """A KeyboardInterrupt raised while torch.distributed's C++ initialiser runs Python aborted the process (exit -6,
+    "terminate called after throwing an instance of 'pybind11::error_already_set'"): the signal is held until the
+    import returns, then raised; an import still running after WAIT_AT_MOST_S is interrupted all the same."""
+    (tmp_path / "signalled_import.py").write_text(SIGNALLED_IMPORT)
+    paths = os.pathsep.join([str(Path(__file__).resolve().parents[2]), str(tmp_path)])
+    result = subprocess.run([sys.executable, "-c", AFTER_THE_IMPORT, str(wait_at_most)], cwd=tmp_path,
+                            env={**os.environ, "PYTHONPATH": paths}, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == expected
+
+
+IN_A_FINALIZER = r'''
+import signal, time
+from sentadapt import stop_signals
+stop_signals.stop_signals_raise()
+
+
+class Finalized:
+    def __del__(self):
+        signal.raise_signal(signal.SIGTERM)  # its handler runs here, where Python cannot raise
+
+
+try:
+    Finalized()
+    time.sleep(5)
+    print("not interrupted")
+except KeyboardInterrupt:
+    print("interrupted", stop_signals.received_signal())
+'''
+
+
+def test_a_stop_signal_raised_inside_a_finalizer_is_raised_again_where_it_can_be(tmp_path: Path) -> None:
+    """Python prints "Exception ignored in ..." and a traceback for a KeyboardInterrupt raised in a finalizer (a
+    tokenizer's `__del__`, importlib's module-lock callback), then carries on: the signal is sent again instead."""
+    paths = os.pathsep.join([str(Path(__file__).resolve().parents[2]), os.environ.get("PYTHONPATH", "")])
+    result = subprocess.run([sys.executable, "-c", IN_A_FINALIZER], cwd=tmp_path, env={**os.environ,
+                            "PYTHONPATH": paths}, capture_output=True, text=True, timeout=60)
+    assert (result.returncode, result.stdout.strip(), result.stderr) == (0, f"interrupted {signal.SIGTERM}", "")
+
+
 @pytest.mark.parametrize(("seconds", "signum"), [(0.5, signal.SIGTERM), (1.0, signal.SIGINT), (1.5, signal.SIGUSR1)])
 def test_a_stop_signal_at_any_moment_of_eval_is_one_line(seconds: float, signum: int, tiny_model_dir: Path,
                                                          pairs_tsv: Path) -> None:
