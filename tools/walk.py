@@ -15,6 +15,7 @@ steps, a 3-layer teacher and an 8-pair dev file. From that sequence of files:
 from __future__ import annotations
 
 import argparse
+import contextlib
 import itertools
 import os
 import sys
@@ -29,12 +30,27 @@ PAIRS = [("the server is down", "the server is not running", 4.5), ("the backup 
          ("login failed", "the password is new", 1.5), ("the red car is big", "a big red car", 5.0)]
 
 
+def import_every_module(package: Path) -> None:
+    """Import each module of the package before the walk starts, so that what module bodies run (registrations,
+    decorators, dataclasses) is never counted, wherever a module happens to be imported first: the walk is the run's
+    calls only, the same whichever command modules import what at start-up. A module needing a missing optional
+    package (onnx, matplotlib) is left out."""
+    import importlib
+    import pkgutil
+
+    for module in pkgutil.walk_packages([str(package)], prefix=f"{package.name}."):
+        if not module.name.endswith("__main__"):
+            with contextlib.suppress(ImportError):
+                importlib.import_module(module.name)
+
+
 def first_calls(package: Path, argv: list[str]) -> list[tuple[str, str]]:
     """(file relative to the package, function) of every package function in the order of its first call."""
     from typer.testing import CliRunner
 
     from sentadapt.cli import app
 
+    import_every_module(package)
     seen: set[Any] = set()
     order: list[tuple[str, str]] = []
     root = str(package) + os.sep
