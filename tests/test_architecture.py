@@ -394,3 +394,12 @@ def test_the_walk_counts_file_changes_and_returns_to_files_already_read() -> Non
 
     order = [("a.py", "f"), ("a.py", "g"), ("b.py", "h"), ("a.py", "i"), ("c.py", "j"), ("b.py", "k")]
     assert measure(order) == {"functions": 6, "stops": 4, "returns": 2, "files": 3}
+
+
+def test_the_walk_counts_a_return_for_each_file_read_again() -> None:
+    """tools/walk.py's measure (docs/architecture.md's walk table): a stop per file change, a return per change into
+    a file already read, whichever file came in between."""
+    from tools.walk import measure
+
+    order = [("a.py", "f"), ("a.py", "g"), ("b.py", "h"), ("a.py", "i"), ("c.py", "j"), ("b.py", "k")]
+    assert measure(order) == {"functions": 6, "stops": 4, "returns": 2, "files": 3}
