@@ -3,20 +3,21 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 from rich.markup import escape
 
-from sentadapt import api
 from sentadapt.cli import shared_options as shared
 from sentadapt.cli._common import console, draw, friendly_errors, note, progress_bar, render_even_if_unsaved
+from sentadapt.resolve import DEFAULT_BASE_MODEL
 
-DEFAULTS = shared.keyword_defaults(api.diagnose)  # the library call's: each default is written once, there
-
+if TYPE_CHECKING:
+    from sentadapt.diagnostics.diagnose import DiagnoseResult
 
 @friendly_errors
 def diagnose(
-    model: str = typer.Argument(DEFAULTS["model"], show_default=False,
+    model: str = typer.Argument(DEFAULT_BASE_MODEL, show_default=False,
                                 help="Model folder, `sentadapt adapt` run directory or Hub id (default: "
                                      "named above)."),
     compare: str | None = typer.Option(None, "--compare", help="A second model: every figure side by side, with Δ."),
@@ -24,23 +25,21 @@ def diagnose(
     pairs: Path | None = typer.Option(
         None, "--pairs", help="Labelled pairs (.tsv/.csv/.jsonl: sentence1, sentence2, score); used instead of STS."
     ),
-    sample: int = typer.Option(DEFAULTS["sample"], "--sample", help="Sentences drawn from the corpus (seeded)."),
+    sample: int = typer.Option(1000, "--sample", help="Sentences drawn from the corpus (seeded)."),
     data_dir: Path | None = typer.Option(
         None, "--data-dir", envvar="SENTADAPT_DATA_DIR",
         help="Folder of STS JSON Lines files: STS-B test (top-k), STS-B dev (layers, alignment).",
     ),
-    sts: str = typer.Option(
-        DEFAULTS["sts"], "--sts", help="Top-k on STS-B test only (stsb) or all 7 STS test sets (all)."),
+    sts: str = typer.Option("stsb", "--sts", help="Top-k on STS-B test only (stsb) or all 7 STS test sets (all)."),
     report: str | None = typer.Option(
         None, "--report", help="Comma list of anisotropy, spectrum, alignment, frequency, topk, layers. Default: all "
         "that have their data.",
     ),
-    max_k: int = typer.Option(
-        DEFAULTS["max_k"], "--max-k", min=1, help="Top-k curve: remove up to this many frequent tokens."),
+    max_k: int = typer.Option(50, "--max-k", min=1, help="Top-k curve: remove up to this many frequent tokens."),
     json_out: Path | None = typer.Option(None, "--json", help="Write every figure as JSON (docs/diagnostics.md)."),
     plot: Path | None = typer.Option(None, "--plot", help="Write PNG plots into this folder (needs matplotlib)."),
-    seed: int = typer.Option(DEFAULTS["seed"], "--seed", help="Seed of the sentence sample and the k-NN token sample."),
-    batch_size: int = shared.batch_size(DEFAULTS["batch_size"]),
+    seed: int = typer.Option(0, "--seed", help="Seed of the sentence sample and the k-NN token sample."),
+    batch_size: int = shared.batch_size(32),
     max_length: int | None = shared.max_length(),
     device: str | None = shared.device(),
     trust_remote_code: bool = shared.trust_remote_code(),
@@ -53,14 +52,15 @@ def diagnose(
     With no --corpus, --pairs or STS data, a small sample shipped with sentadapt (IT-support text) is used.
     """
     options = dict(locals())  # the parameters: diagnose()'s keywords, one spelling
+    from sentadapt.api import diagnose as run_diagnose
 
-    def call() -> api.DiagnoseResult:
-        return api.diagnose(**options, progress=progress_bar, note=note)
+    def call() -> DiagnoseResult:
+        return run_diagnose(**options, progress=progress_bar, note=note)
 
     render_even_if_unsaved(call, render)
 
 
-def render(result: api.DiagnoseResult) -> None:
+def render(result: DiagnoseResult) -> None:
     console.print(draw(result.summary_table()))
     for name, line in result.verdict_lines():
         console.print(f"  [bold]{escape(name)}[/]: {escape(line)}", highlight=False)

@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 from rich.markup import escape
 
-from sentadapt import api
 from sentadapt.cli import shared_options as shared
 from sentadapt.cli._common import console, draw, friendly_errors, note, progress_bar, render_even_if_unsaved
 
-DEFAULTS = shared.keyword_defaults(api.evaluate)  # the library call's: each default is written once, there
+if TYPE_CHECKING:
+    from sentadapt.evaluation.evaluate import EvalResult
 
 
 @friendly_errors
@@ -38,18 +39,17 @@ def eval_models(
     task: str | None = typer.Option(
         None, "--task", help="Force the task type of the --pairs files: sts | pair-classification."
     ),
-    split: str = typer.Option(
-        DEFAULTS["split"], "--split", help="test | dev (STS: STS-B and SICK-R only; retrieval: qrels/SPLIT.tsv)."),
-    aggregate: str = typer.Option(
-        DEFAULTS["aggregate"], "--aggregate", help="STS: all (one correlation per task) | mean | wmean of subsets."),
-    bootstrap: int = typer.Option(
-        DEFAULTS["bootstrap"], "--bootstrap", min=0,
-        help="Resamples for the 95 % percentile CIs (paired for Δ). 0 = off."),
-    seed: int = typer.Option(DEFAULTS["seed"], "--seed", help="Seed of the bootstrap resamples."),
+    split: str = typer.Option("test", "--split", help="test | dev (STS: STS-B and SICK-R only; retrieval: "
+                                                      "qrels/SPLIT.tsv)."),
+    aggregate: str = typer.Option("all", "--aggregate", help="STS: all (one correlation per task) | mean | wmean "
+                                                             "of subsets."),
+    bootstrap: int = typer.Option(1000, "--bootstrap", min=0, help="Resamples for the 95 % percentile CIs (paired "
+                                                                  "for Δ). 0 = off."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the bootstrap resamples."),
     cache_embeddings: bool = typer.Option(
-        DEFAULTS["cache_embeddings"], "--cache-embeddings", help="Keep each model's vectors on disk "
-                                                                 "($SENTADAPT_CACHE), keyed by its weights, pooling, "
-                                                                 "max length and the texts (large corpora)."),
+        False, "--cache-embeddings", help="Keep each model's vectors on disk ($SENTADAPT_CACHE), keyed by its "
+                                          "weights, pooling, max length and the texts (large corpora)."
+    ),
     pooling: str | None = typer.Option(None, "--pooling",
                                        help="Override pooling: cls | mean | max | last2avg | firstlast."),
     prompt: str | None = typer.Option(
@@ -61,12 +61,12 @@ def eval_models(
     document_prompt: str | None = typer.Option(
         None, "--document-prompt", help="Prompt name (or none) for reranking candidates and retrieval documents. "
                                         "Default: the model's 'document', 'passage' or 'corpus' prompt."),
-    batch_size: int = shared.batch_size(DEFAULTS["batch_size"]),
+    batch_size: int = shared.batch_size(),
     max_length: int | None = shared.max_length(),
     dtype: str = typer.Option(
-        DEFAULTS["dtype"], "--dtype", help="fp32 | bf16 | fp16: bf16/fp16 encode with a copy of the weights cast once "
-                                           "to that type (pooling in fp32; faster on GPUs). fp16 needs CUDA; on the "
-                                           "CPU use bf16."),
+        "fp32", "--dtype", help="fp32 | bf16 | fp16: bf16/fp16 encode with a copy of the weights cast once to that "
+                                "type (pooling in fp32; faster on GPUs). fp16 needs CUDA; on the CPU use bf16."
+    ),
     device: str | None = shared.device(),
     dims: str | None = typer.Option(None, "--dims", help="Also score at these sizes (each vector's prefix, as "
                                     "truncate_dim), e.g. 384,192,96: a row each, Δ against the first model's whole."),
@@ -82,14 +82,15 @@ def eval_models(
     """Score models side by side: a column per model with its 95 % CI, Δ against the first model with the
     paired-bootstrap CI (* when it excludes 0)."""
     options = {name: value for name, value in locals().items() if name != "show_subsets"}  # = evaluate's keywords
+    from sentadapt.api import evaluate
 
-    def call() -> api.EvalResult:
-        return api.evaluate(**options, progress=progress_bar, note=note)
+    def call() -> EvalResult:
+        return evaluate(**options, progress=progress_bar, note=note)
 
     render_even_if_unsaved(call, lambda result: render(result, show_subsets))
 
 
-def render(result: api.EvalResult, show_subsets: bool = False) -> None:
+def render(result: EvalResult, show_subsets: bool = False) -> None:
     """A table per evaluator, the data it came from and, with CIs, how to read them."""
     for table, line in zip(result.tables(show_subsets), result.protocols()):
         console.print(draw(table))

@@ -3,48 +3,47 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
-from sentadapt import api
 from sentadapt.cli import shared_options as shared
 from sentadapt.cli._common import console, friendly_errors, note
 
-DEFAULTS = shared.keyword_defaults(api.export)  # the library call's: each default is written once, there
+if TYPE_CHECKING:
+    from sentadapt.exporting import ExportResult
 
 
 @friendly_errors
 def export(
     source: str = typer.Argument(..., help="A run directory (sentadapt adapt --output), a model folder or a Hub id."),
     output: Path = typer.Argument(..., help="Folder to write (built next to it, then renamed into place)."),
-    export_format: str = typer.Option(DEFAULTS["format"], "--format", "-f", help="sentence-transformers | hf | onnx."),
-    dtype: str = typer.Option(
-        DEFAULTS["dtype"], "--dtype", help="fp32 | fp16 (weights cast; sentence-transformers and hf)."),
+    export_format: str = typer.Option("sentence-transformers", "--format", "-f",
+                                      help="sentence-transformers | hf | onnx."),
+    dtype: str = typer.Option("fp32", "--dtype", help="fp32 | fp16 (weights cast; sentence-transformers and hf)."),
     pooling: str | None = typer.Option(None, "--pooling",
                                        help="Override the pooling: cls | mean | max | last2avg | firstlast."),
-    normalize: bool = typer.Option(
-        DEFAULTS["normalize"], "--normalize", help="Add L2 normalisation (unit-length vectors)."),
+    normalize: bool = typer.Option(False, "--normalize", help="Add L2 normalisation (unit-length vectors)."),
     quantize: str | None = typer.Option(None, "--quantize", help="int8: also write a dynamic int8 ONNX model."),
-    checkpoint: str = typer.Option(
-        DEFAULTS["checkpoint"], "--checkpoint", help="For run directories: best | last | STEP."),
+    checkpoint: str = typer.Option("best", "--checkpoint", help="For run directories: best | last | STEP."),
     sentences: Path | None = typer.Option(
         None, "--sentences", help="Verify on these sentences (one per line) instead of a built-in sample."),
-    overwrite: bool = typer.Option(DEFAULTS["overwrite"], "--overwrite", help="Replace a non-empty OUTPUT."),
+    overwrite: bool = typer.Option(False, "--overwrite", help="Replace a non-empty OUTPUT."),
     trust_remote_code: bool = shared.trust_remote_code(),
     allow_pickle: bool = shared.allow_pickle(),
-    adapters_only: bool = typer.Option(
-        DEFAULTS["adapters_only"], "--adapters-only", help="A --lora run's adapters alone (peft), to load onto its "
-                                                           "base; default: merged."),
+    adapters_only: bool = typer.Option(False, "--adapters-only", help="A --lora run's adapters alone (peft), "
+                                                                      "to load onto its base; default: merged."),
     dim: int | None = typer.Option(None, "--dim", help="Ship the vectors' first N dimensions (eval --dims)."),
 ) -> None:
     """Export a model, then prove the export gives the same vectors as sentadapt's encoder."""
     options = dict(locals())  # the parameters: export()'s keywords, one spelling (`format` is a builtin here)
+    from sentadapt.api import export as run_export
 
-    render(api.export(**{"format" if name == "export_format" else name: value for name, value in options.items()},
+    render(run_export(**{"format" if name == "export_format" else name: value for name, value in options.items()},
                       note=note))
 
 
-def render(result: api.ExportResult) -> None:
+def render(result: ExportResult) -> None:
     size = sum((result.output / name).stat().st_size for name in result.files) / 1e6
     console.print(f"wrote {result.output} ({result.format}, {result.dtype}): {len(result.files)} files, "
                   f"{size:.1f} MB; pooling {result.pooling}, dimension {result.dimension}; from {result.source}",

@@ -4,19 +4,20 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 from rich.markup import escape
 
-from sentadapt import api
 from sentadapt.cli import shared_options as shared
 from sentadapt.cli._common import console, friendly_errors, note, progress_bar
 from sentadapt.resolve import DEFAULT_BASE_MODEL
 
+if TYPE_CHECKING:
+    from sentadapt.evaluation.chosen_pairs import ChosenPairs
+    from sentadapt.evaluation.devset import ProposedPairs
+
 BAR_WIDTH = 30
-
-
-DEFAULTS = shared.keyword_defaults(api.propose_pairs)  # the library call's: each default is written once, there
 
 
 @friendly_errors
@@ -35,12 +36,12 @@ def pairs(
                                          f"pairs; default: {DEFAULT_BASE_MODEL}; with --run, the run's)."),
     n: int = typer.Option(200, "-n", help="Pairs to propose (each sentence is used once: needs 2·n sentences)."),
     output: Path = typer.Option(..., "--output", "-o", help="The file to label: .tsv or .csv."),
-    seed: int = typer.Option(DEFAULTS["seed"], "--seed", help="Seed of the sentence sample and of the pairs chosen."),
-    sample: int = typer.Option(
-        DEFAULTS["sample"], "--sample", help="Sentences drawn from the corpus and encoded (at least 3·n are)."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the sentence sample and of the pairs chosen."),
+    sample: int = typer.Option(4000, "--sample", help="Sentences drawn from the corpus and encoded "
+                                                             "(at least 3·n are)."),
     text_column: str | None = typer.Option(None, "--text-column", help="Column of .jsonl/.csv/.tsv corpora."),
-    overwrite: bool = typer.Option(DEFAULTS["overwrite"], "--overwrite", help="Replace an existing --output file."),
-    batch_size: int = shared.batch_size(DEFAULTS["batch_size"]),
+    overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing --output file."),
+    batch_size: int = shared.batch_size(),
     max_length: int | None = shared.max_length(),
     device: str | None = shared.device(),
     trust_remote_code: bool = shared.trust_remote_code(),
@@ -53,16 +54,18 @@ def pairs(
     With --teacher (before training) or --run (after it) the pairs are chosen where the two models disagree, each
     with its weight: a more precise estimate of the Δ from as many labels (docs/decision.md). The default base model is
     sentence-transformers/all-MiniLM-L6-v2, as for `adapt`."""
+    from sentadapt.api import ChosenPairs, propose_pairs
+
     if not corpus and candidates is None:
         raise typer.BadParameter("pass a CORPUS, or --candidates FILE", param_hint="CORPUS")
-    result = api.propose_pairs(corpus or [], base, n, output, seed=seed, sample=sample, batch_size=batch_size,
+    result = propose_pairs(corpus or [], base, n, output, seed=seed, sample=sample, batch_size=batch_size,
                            max_length=max_length, device=device, text_column=text_column, overwrite=overwrite,
                            trust_remote_code=trust_remote_code, allow_pickle=allow_pickle, candidates=candidates,
                            teacher=teacher, run=run, progress=progress_bar)
-    render_chosen(result) if isinstance(result, api.ChosenPairs) else render(result)
+    render_chosen(result) if isinstance(result, ChosenPairs) else render(result)
 
 
-def render(result: api.ProposedPairs) -> None:
+def render(result: ProposedPairs) -> None:
     """How many pairs, the cosine range they cover with the count per bin, where the file is, what to do next."""
     note(f"corpus: {result.corpus.summary()}; {result.sampled} sentences sampled and encoded with {result.model} "
          f"(pooling {result.pooling})")
@@ -80,7 +83,7 @@ def render(result: api.ProposedPairs) -> None:
     console.print(f"  {escape(result.next_command)}", highlight=False, soft_wrap=True)
 
 
-def render_chosen(result: api.ChosenPairs) -> None:
+def render_chosen(result: ChosenPairs) -> None:
     """How many pairs among how many candidates, chosen how, where the file and its design are, what to do next."""
     how = {"teacher": f"where {result.base} and the teacher {result.guide_model} disagree most",
            "run": f"where the run {result.guide_model} and its base {result.base} disagree most",

@@ -1,22 +1,13 @@
-"""The options several commands share, declared once: flag, help and checks; and every command's defaults, taken
-from its library call's signature (`keyword_defaults`), so each is written once and a script and a shell get the same
-run (tests/cli/test_cli_defaults.py)."""
+"""The options several commands share, declared once: flag, help and checks. Each command passes its own default
+where they differ (`--batch-size`); tests/cli/test_cli_defaults.py holds every default equal to the library call's."""
 
 from __future__ import annotations
 
-import inspect
-from collections.abc import Callable
 from typing import Any
 
 import typer
 
 from sentadapt.options import ALLOW_PICKLE, ALLOW_PICKLE_HELP, TRUST_REMOTE_CODE, TRUST_REMOTE_CODE_HELP
-
-
-def keyword_defaults(call: Callable[..., Any]) -> dict[str, Any]:
-    """The defaults of a library call's parameters, by name: what the command's options default to."""
-    return {name: parameter.default for name, parameter in inspect.signature(call).parameters.items()
-            if parameter.default is not inspect.Parameter.empty}
 
 
 def batch_size(default: int = 128) -> Any:

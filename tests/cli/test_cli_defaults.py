@@ -1,8 +1,6 @@
 """Each command's defaults are its library call's (issue 59, item 5): `sentadapt eval|diagnose|export|pairs` and
 `evaluate`/`diagnose`/`export`/`propose_pairs` give the same value to every option both have, so a script and a
-shell get the same run. The commands read them from the call's signature (cli/shared_options.keyword_defaults); this
-holds a default written again as a literal to the same value. (`adapt` is built from one option table:
-tests/run/test_adapt_options.py.)"""
+shell get the same run. (`adapt` is built from one option table: tests/run/test_adapt_options.py.)"""
 
 from __future__ import annotations
 
