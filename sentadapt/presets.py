@@ -120,7 +120,7 @@ def with_teacher(preset: Preset, recipe_class: Any) -> Preset:
     if not getattr(recipe_class, "trains_encoder", True):
         return preset
     return Preset(preset.name, f"{preset.reason}; --teacher: the distillation defaults",
-                  {**preset.values, **TEACHER_DEFAULTS, **getattr(recipe_class, "teacher_defaults", {})})
+                  {**preset.values, **TEACHER_DEFAULTS, **recipe_class.teacher_defaults})
 
 
 def paper_values(recipe_class: Any) -> dict[str, Any]:
