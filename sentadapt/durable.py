@@ -129,8 +129,9 @@ def verify_folder(folder: Path) -> dict[str, Any]:
     return manifest
 
 
-def publish_model(source: Path, output: Path) -> None:
-    """Copy a verified model folder's files into the run directory, each replaced atomically (temp + rename).
+def publish_model(source: Path, output: Path) -> list[str]:
+    """Copy a verified model folder's files into the run directory, each replaced atomically (temp + rename);
+    returns their paths relative to it (what metrics.json records as the run's own model files).
 
     The run directory is itself a sentence-transformers folder; `modules.json` is written last, so a
     reader never finds a model description that points at files from another step.
@@ -144,6 +145,7 @@ def publish_model(source: Path, output: Path) -> None:
     for tmp, destination in staged:
         os.replace(tmp, destination)
     fsync(output)
+    return sorted(str(path.relative_to(source)) for path in files)
 
 
 def _stage_copies(files: list[Path], source: Path, output: Path) -> list[tuple[Path, Path]]:

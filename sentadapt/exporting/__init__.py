@@ -37,7 +37,7 @@ from sentadapt.exporting.request import (
 )
 from sentadapt.options import check_writable_place, checked
 from sentadapt.registry import unknown_name_message
-from sentadapt.run_folder import check_replaceable, is_export_folder
+from sentadapt.run_folder import check_replaceable, foreign_in_export, is_export_folder
 
 __all__ = ["FORMATS", "Check", "ExportRequest", "ExportResult", "check_request", "export", "export_model",
            "read_sentences", "require_packages"]
@@ -93,7 +93,8 @@ def _check_output(request: ExportRequest) -> None:
         if target == source or target in source.parents:
             raise ExportError(f"{output}: would replace the source {request.source}; choose another output")
     if replacing:
-        check_replaceable(str(output), output, "an earlier `sentadapt export`", is_export_folder)
+        check_replaceable(str(output), output, "an earlier `sentadapt export`", is_export_folder,
+                          foreign_in_export)
 
 
 def require_packages(format_name: str) -> None:

@@ -111,8 +111,9 @@ def run_auto(runs: list[auto.CandidateRun], resolved: list[ResolvedRun], output:
             return None
         assert base is not None
         choice = auto.decide_among(runs, evaluator, base[1], dev_name)
-        published = auto.publish_choice(output, choice, runs, _encoder_loader(trust_remote_code, allow_pickle))
-        record = auto.write_auto_metrics(output, runs, choice, base[0], evaluator, dev_name, published)
+        published, model_files = auto.publish_choice(output, choice, runs,
+                                                     _encoder_loader(trust_remote_code, allow_pickle))
+        record = auto.write_auto_metrics(output, runs, choice, base[0], evaluator, dev_name, published, model_files)
         return AutoOutcome(choice, record)
     finally:
         if replacement is not None:

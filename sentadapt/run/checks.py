@@ -12,7 +12,7 @@ from sentadapt.errors import ConfigError
 from sentadapt.resolve import ResolvedModel
 from sentadapt.run.processes import is_main_process
 from sentadapt.run.resolved import DevSet, ResolvedRun
-from sentadapt.run_folder import RunDir, check_replaceable, holds_anything, is_run_folder
+from sentadapt.run_folder import RunDir, check_replaceable, foreign_in_run, holds_anything, is_run_folder
 
 
 def check_run(config: RunConfig, resume: bool, overwrite: bool, dry_run: bool, require_improvement: bool,
@@ -131,8 +131,9 @@ def check_output_folder(output: Path, resume: bool, overwrite: bool, config: Run
     if replacing and not overwrite:
         raise ConfigError(_occupied(output))
     if replacing:
-        check_replaceable(f"--output {output}", output, "a run folder of `sentadapt adapt`", is_run_folder)
-        _check_inputs_outside(config, base, output)
+        _check_inputs_outside(config, base, output)  # first: the more telling line when an input is a foreign file
+        check_replaceable(f"--output {output}", output, "a run folder of `sentadapt adapt`", is_run_folder,
+                          foreign_in_run)
     check_writable(output)
     return replacing
 

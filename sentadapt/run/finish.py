@@ -48,8 +48,8 @@ def finish(training: Training, inputs: TrainingInputs, is_main: bool,
     decision, note, published = Decision(None, "decided on the main process"), None, state.best_step or state.step
     sizes = None
     if is_main:
-        published = publish(RunDir(training.output), state, blind=inputs.evaluator is None)
-        metrics, decision, note = decide_and_record(training, inputs, published)
+        published, model_files = publish(RunDir(training.output), state, blind=inputs.evaluator is None)
+        metrics, decision, note = decide_and_record(training, inputs, published, model_files)
         sizes = metrics["sizes"]
         log_to_trackers(final_values(metrics), state.step)
     wait_for_everyone()
@@ -58,16 +58,17 @@ def finish(training: Training, inputs: TrainingInputs, is_main: bool,
                        len(inputs.examples), sizes)
 
 
-def publish(run_dir: RunDir, state: TrainState, blind: bool) -> int:
-    """Move the chosen model from best/ to the top of the run directory; returns the step it is from."""
+def publish(run_dir: RunDir, state: TrainState, blind: bool) -> tuple[int, list[str]]:
+    """Move the chosen model from best/ to the top of the run directory; returns the step it is from and the files
+    it wrote (relative paths)."""
     best = run_dir.best
     if not best.is_dir():
         raise CheckpointError(f"{best}: missing; the best model (step {state.best_step}) was lost, "
                               "so nothing is published rather than a worse model")
     step = state.step if blind else int(verify_folder(best).get("step", state.best_step or 0))
-    publish_model(best, run_dir.path)
+    model_files = publish_model(best, run_dir.path)
     shutil.rmtree(best)
-    return step
+    return step, model_files
 
 
 def evidence_of(inputs: TrainingInputs, state: TrainState) -> Evidence | None:
@@ -91,7 +92,7 @@ def dev_labels(dev: str | None, evaluator: Any) -> dict[str, Any] | None:
     return labels_record(dev, evaluator.units(), weighted)
 
 
-def decide_and_record(training: Training, inputs: TrainingInputs, published_step: int,
+def decide_and_record(training: Training, inputs: TrainingInputs, published_step: int, model_files: list[str],
                       ) -> tuple[dict[str, Any], Decision, str | None]:
     """The decision on the dev evidence, and metrics.json (with dev_outputs.json, what it weighed)."""
     state, config, run_dir = training.state, inputs.config, RunDir(training.output)
@@ -130,6 +131,7 @@ def decide_and_record(training: Training, inputs: TrainingInputs, published_step
         "distill_loss": None if state.distill_first is None else {
             "first": state.distill_first, "last": state.distill_last},
         "sizes": None if sizes is None else sizes[0].to_dict(),
+        "model_files": model_files,  # what --overwrite may replace besides the run's records (run_folder.py)
     }
     if inputs.evaluator is not None and "base" in state.dev_outputs:
         # the per-unit dev outputs of the base and of every evaluated step: what the decision weighed, so it

@@ -166,6 +166,58 @@ def test_export_overwrite_refuses_a_folder_it_did_not_write_and_replaces_its_own
     assert export(old_run, out, format="hf", overwrite=True).output == out  # its own export: replaced
 
 
+def test_overwrite_refuses_a_run_holding_a_users_file_and_folder_and_touches_neither(
+    run: Path, tiny_model_dir: Path, texts: Path
+) -> None:
+    (run / "notes.txt").write_text("mine")
+    (run / "my-analysis").mkdir()
+    (run / "my-analysis" / "plot.csv").write_text("x\n")
+    before = files_of(run)
+    result = run_adapt(str(texts), "--base", str(tiny_model_dir), "--output", str(run), *COMMON, "--overwrite")
+    assert result.exit_code == 2
+    assert result.stderr.strip() == (
+        f"Error: --output {run}: holds files sentadapt did not write (my-analysis, notes.txt), which --overwrite "
+        "would delete; move them out of the folder, or choose another output")
+    assert files_of(run) == before
+    assert not (run.parent / ".run.replaced").exists()
+
+
+def test_a_run_finished_before_model_files_were_recorded_is_still_replaced_and_a_users_file_still_refused(
+    run: Path, tiny_model_dir: Path, texts: Path
+) -> None:
+    import json
+
+    metrics = json.loads((run / "metrics.json").read_text())
+    assert "modules.json" in metrics.pop("model_files")  # what an older run's metrics.json lacks
+    (run / "metrics.json").write_text(json.dumps(metrics))
+    (run / "README.md").write_text("my notes on this run")
+    refused = run_adapt(str(texts), "--base", str(tiny_model_dir), "--output", str(run), *COMMON, "--overwrite")
+    assert refused.exit_code == 2 and "did not write (README.md)" in refused.stderr
+    (run / "README.md").unlink()
+    replaced = run_adapt(str(texts), "--base", str(tiny_model_dir), "--output", str(run), *COMMON, "--overwrite")
+    assert replaced.exit_code == 0, replaced.output
+
+
+def test_export_overwrite_refuses_an_export_holding_a_users_file_or_folder(old_run: Path, tmp_path: Path) -> None:
+    from sentadapt.errors import ConfigError
+    from sentadapt.exporting import export
+
+    out = tmp_path / "ship"
+    export(old_run, out, format="hf")
+    (out / "DEPLOY-NOTES.txt").write_text("deploy on friday")
+    (out / "k8s").mkdir()
+    (out / "k8s" / "deploy.yaml").write_text("kind: Deployment\n")
+    before = files_of(out)
+    with pytest.raises(ConfigError) as error:
+        export(old_run, out, format="hf", overwrite=True)
+    assert str(error.value) == (f"{out}: holds files sentadapt did not write (DEPLOY-NOTES.txt, k8s), which "
+                                "--overwrite would delete; move them out of the folder, or choose another output")
+    assert files_of(out) == before
+    shutil.rmtree(out / "k8s")
+    (out / "DEPLOY-NOTES.txt").unlink()
+    assert export(old_run, out, format="hf", overwrite=True).output == out
+
+
 def test_pairs_overwrite_replaces_only_its_own_unlabelled_file(tmp_path: Path) -> None:
     from sentadapt.errors import ConfigError
     from sentadapt.evaluation.devset import check_request
