@@ -128,8 +128,8 @@ def decide_among(runs: Sequence[CandidateRun], evaluator: Any, base_outputs: dic
 def publish_choice(output: Path, choice: Choice, runs: Sequence[CandidateRun], load_encoder: Any,
                    ) -> tuple[int | None, list[str]]:
     """Copy the chosen candidate's model to the top of OUTPUT (re-saved by THE encoder, so the folder is exactly
-    what `adapt` writes); returns its published step and the files written. Keep-base: nothing is published, and any model from an
-    earlier choice is not there (a fresh auto run starts from an empty OUTPUT)."""
+    what `adapt` writes); returns its published step and the files written. Keep-base: nothing is published, and
+    any model from an earlier choice is not there (a fresh auto run starts from an empty OUTPUT)."""
     if choice.chosen is None:
         return None, []
     run = next(r for r in runs if r.candidate.name == choice.chosen)
