@@ -55,8 +55,9 @@ RUN_RECORDS = BEFORE_FIRST_CHECKPOINT | {METRICS_FILE, BEST_DIR, AUTO_PLAN_FILE,
 # Encoder.save writes (transformers' weights, config and tokenizer files, sentence-transformers' descriptions)
 MODEL_FILE_NAMES = frozenset({
     "config.json", "model.safetensors", "modules.json", "sentence_bert_config.json",
-    "config_sentence_transformers.json", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "vocab.txt", "vocab.json", "merges.txt",
-    "added_tokens.json", "spiece.model", "sentencepiece.bpe.model", "chat_template.jinja", "lora-adapter"})
+    "config_sentence_transformers.json", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json",
+    "vocab.txt", "vocab.json", "merges.txt", "added_tokens.json", "spiece.model", "sentencepiece.bpe.model",
+    "chat_template.jinja", "lora-adapter"})
 
 
 def checkpoint_name(step: int) -> str:
