@@ -15,6 +15,7 @@ from __future__ import annotations
 import errno
 import hashlib
 import json
+import math
 import os
 import shutil
 from collections.abc import Callable
@@ -58,11 +59,29 @@ def write_text_atomically(path: Path, text: str) -> None:
         tmp.unlink(missing_ok=True)
 
 
+def strict_json(data: Any) -> Any:
+    """`data` with every non-finite float (NaN, ±inf: a correlation of constant scores, an overflow) as None, so
+    what is written is JSON that every reader accepts (JSON has no NaN; Python's `json` would write one)."""
+    if isinstance(data, float):
+        return data if math.isfinite(data) else None
+    if isinstance(data, dict):
+        return {key: strict_json(value) for key, value in data.items()}
+    if isinstance(data, (list, tuple)):
+        return [strict_json(value) for value in data]
+    return data
+
+
+def json_text(data: object, indent: int | None = None) -> str:
+    """Strict JSON text (json.loads(..., allow_nan=False) reads it back) of `data`, one trailing newline."""
+    return json.dumps(strict_json(data), indent=indent, allow_nan=False) + "\n"
+
+
 def write_json_file(path: str | Path, data: object) -> Path:
-    """`data` as indented JSON at `path` (its folder made if missing), written atomically; returns the path."""
+    """`data` as indented, strict JSON at `path` (its folder made if missing), written atomically; returns the
+    path."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    write_text_atomically(path, json.dumps(data, indent=2) + "\n")
+    write_text_atomically(path, json_text(data, indent=2))
     return path
 
 

@@ -243,9 +243,9 @@ class RunDir:
 
     def write_json(self, path: Path, record: Any) -> None:
         """A compact JSON record (per-pair outputs can be large), atomically."""
-        from sentadapt.durable import write_text_atomically
+        from sentadapt.durable import json_text, write_text_atomically
 
-        write_text_atomically(path, json.dumps(record) + "\n")
+        write_text_atomically(path, json_text(record))
 
     def read_config_text(self) -> str:
         return self.config_file.read_text(encoding="utf-8")

@@ -26,6 +26,8 @@ def decide(
     risk: float = typer.Option(0.2, "--risk", help="The risk rule's limit (as `adapt --risk`)."),
     require_improvement: bool = typer.Option(False, "--require-improvement",
                                              help="Exit with code 3 when the decision is keep-base."),
+    redecide: bool = typer.Option(False, "--redecide", help="Decide again on labels already decided on, under "
+                                                            "another rule or limit (refused without it)."),
     batch_size: int = shared.batch_size(),
     max_length: int | None = shared.max_length(),
     device: str | None = shared.device(),
@@ -38,7 +40,7 @@ def decide(
 
     result = decide_again(run, dev, decision=decision, risk=risk, batch_size=batch_size, max_length=max_length,
                           device=device, trust_remote_code=trust_remote_code, allow_pickle=allow_pickle,
-                          progress=progress_bar)
+                          progress=progress_bar, redecide=redecide)
     render(result)
     if require_improvement and result.decision.keep_base:
         raise NoImprovement(f"--require-improvement: keep the base model: {result.decision.reason}")
@@ -59,4 +61,8 @@ def render(result: DecideResult) -> None:
                       highlight=False, soft_wrap=True)
     verdict = "keep the base model" if result.decision.keep_base else "use the adapted model"
     console.print(f"[bold]{verdict}[/]: {escape(result.decision.reason)}", highlight=False, soft_wrap=True)
-    console.print(f"recorded in {escape(str(result.metrics_file))}", highlight=False, soft_wrap=True)
+    for note in result.notes:
+        console.print(f"note: {escape(note)}", highlight=False, soft_wrap=True)
+    replaced = f", replacing {result.replaces}" if result.replaces else ""
+    console.print(f"recorded in {escape(str(result.metrics_file))}{escape(replaced)} (every decision stays in its "
+                  "'decisions')", highlight=False, soft_wrap=True)

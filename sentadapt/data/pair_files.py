@@ -32,6 +32,7 @@ PAIR_FORMATS = (TSV, CSV, JSONL)
 COMMENT = "#"  # lines starting with it at the top of a tsv/csv are a comment header (`sentadapt pairs` writes one)
 # A chosen dev set's column: 1 / the pair's inclusion probability (evaluation/design.py), what each pair stands for
 WEIGHT = "weight"
+DESIGN_SUFFIX = ".design.json"  # FILE.design.json: how `sentadapt pairs` chose FILE's pairs (evaluation/design.py)
 
 
 @dataclass
@@ -126,7 +127,7 @@ def read_scored_pairs(path: str | Path, score_range: tuple[float, float] | None 
         if score_range is not None and not score_range[0] <= score <= score_range[1]:
             raise DataError(f"{path}:{number}: score {score:g} is outside [{score_range[0]:g}, {score_range[1]:g}]")
         pairs.append(s1, s2, score, str(record.get("subset", "") or ""), number)
-    pairs.weights = weights.values
+    pairs.weights = weights.finish()
     return pairs
 
 
@@ -262,7 +263,7 @@ def read_labelled_pairs(path: str | Path, label_column: str = "label") -> Labell
         pairs.sentence2.append(s2)
         pairs.labels.append(label)
         pairs.lines.append(number)
-    pairs.weights = weights.values
+    pairs.weights = weights.finish()
     if not pairs.labels:
         raise DataError(no_pairs_message(path))
     if len(set(pairs.labels)) < 2:
@@ -276,12 +277,16 @@ def read_labelled_pairs(path: str | Path, label_column: str = "label") -> Labell
 class DesignWeights:
     """The 'weight' column of a chosen dev set, checked row by row: in every row or in none, each a positive finite
     number. A weight is 1 / the pair's inclusion probability, so a missing, zero or negative one cannot be guessed:
-    the message says to restore the value `sentadapt pairs` wrote, or to delete the row."""
+    the message says to restore the value `sentadapt pairs` wrote, or to delete the row. With the design `pairs`
+    wrote beside the file (FILE.design.json), the column must be there and each weight between 1 and the number of
+    candidates (a pair stands for at least itself and at most all of them)."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
         self.values: list[float] = []
+        self.lines: list[int] = []
         self.first_without: int | None = None  # the first row read without a weight
+        self.candidates = design_candidates(path)  # None: no design beside the file
 
     def read(self, record: dict[str, object], number: int) -> None:
         value = record.get(WEIGHT)
@@ -298,7 +303,46 @@ class DesignWeights:
         if weight is None or weight <= 0:
             raise DataError(f"{self.path}:{number}: {WEIGHT} '{value}' is not a positive number; it is 1 / the "
                             "chance the pair was chosen: restore the value `sentadapt pairs` wrote, or delete the row")
+        if self.candidates is not None and not 1 <= weight <= self.candidates:
+            bound = "below 1" if weight < 1 else f"above the {self.candidates} candidates the pairs were chosen from"
+            raise DataError(f"{self.path}:{number}: {WEIGHT} '{value}' is {bound}, which no weight of a design can be "
+                            f"(1 / the chance the pair was chosen); restore the value `sentadapt pairs` wrote")
         self.values.append(weight)
+        self.lines.append(number)
+
+    def finish(self) -> list[float]:
+        """The weights read, once every row is: none where a design says there were some, none whose sum a float
+        cannot hold, none that outweighs all the others together (the file would then say what one pair says)."""
+        design = self.path.with_name(self.path.name + DESIGN_SUFFIX)
+        if self.candidates is not None and not self.values and self.first_without is not None:
+            raise DataError(f"{self.path}: has no '{WEIGHT}' column, but {design.name} beside it says `sentadapt "
+                            f"pairs` chose its pairs with weights; put the column back, or delete {design.name} to "
+                            "weigh every pair alike")
+        if len(self.values) < 2:
+            return self.values
+        if not math.isfinite(sum(self.values)):
+            raise DataError(f"{self.path}: the {WEIGHT}s add up past what a float can hold; restore the values "
+                            "`sentadapt pairs` wrote")
+        heaviest = max(range(len(self.values)), key=self.values.__getitem__)
+        rest = math.fsum(self.values[:heaviest] + self.values[heaviest + 1:])
+        if self.values[heaviest] > rest:
+            raise DataError(f"{self.path}:{self.lines[heaviest]}: {WEIGHT} '{self.values[heaviest]:g}' outweighs all "
+                            f"the other pairs together ({rest:g}), so the file would say what this one pair says; "
+                            "restore the value `sentadapt pairs` wrote")
+        return self.values
+
+
+def design_candidates(path: Path) -> int | None:
+    """The number of candidates the design beside `path` drew from, None without a design (a design file that
+    cannot be read is named where the design is read: evaluation/design.read_design)."""
+    design = path.with_name(path.name + DESIGN_SUFFIX)
+    if not design.is_file():
+        return None
+    try:
+        candidates = json.loads(design.read_text(encoding="utf-8"))["candidates"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return candidates if isinstance(candidates, int) and candidates > 0 else None
 
 
 def _binary(value: object) -> int | None:

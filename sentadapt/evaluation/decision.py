@@ -79,9 +79,14 @@ class Decision:
                 "decision_risk": self.risk}
 
 
+NO_CHECKPOINT_GAINED = "no checkpoint beat the base model"  # a run's decision: it chose among its checkpoints
+
+
 def decide(dev_change: float | None, interval: Sequence[float] | None, dev_name: str | None,
-           evidence: Evidence | None = None, rule: DecisionRule | None = None) -> Decision:
-    """The decision from the dev Δ (best − base), its paired 95 % CI and the selection-aware evidence."""
+           evidence: Evidence | None = None, rule: DecisionRule | None = None,
+           no_gain: str = NO_CHECKPOINT_GAINED) -> Decision:
+    """The decision from the dev Δ (best − base), its paired 95 % CI and the selection-aware evidence; `no_gain`
+    says what a Δ ≤ 0 means (`decide` weighs the published model alone: no checkpoint was chosen)."""
     rule = rule or DecisionRule()
     if dev_change is None:
         return Decision(None, "unknown: no dev set, so nothing measured whether the adapted model beats the base "
@@ -90,7 +95,7 @@ def decide(dev_change: float | None, interval: Sequence[float] | None, dev_name:
     shown = f"Δ {dev_change:+.2f}" + (f" [{interval[0]:+.2f}, {interval[1]:+.2f}]" if interval else "")
     on = f" on {dev_name}" if dev_name else ""
     if dev_change <= 0:
-        return Decision(KEEP_BASE, f"no checkpoint beat the base model{on} ({shown})", rule.name, risk)
+        return Decision(KEEP_BASE, f"{no_gain}{on} ({shown})", rule.name, risk)
     if rule.name == POSITIVE:
         return Decision(USE_ADAPTED, f"the adapted model beats the base model{on} ({shown}; rule: any dev Δ > 0)",
                         rule.name, risk)

@@ -32,10 +32,10 @@ from typing import Any
 
 import numpy as np
 
+from sentadapt.data.pair_files import DESIGN_SUFFIX
 from sentadapt.errors import DataError
 
 UNIFORM_SHARE = 0.5  # the defensive share: the pick of the rule in research/findings.md, "Chosen labels"
-DESIGN_SUFFIX = ".design.json"
 
 
 def standard_ranks(values: np.ndarray) -> np.ndarray:

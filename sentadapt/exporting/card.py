@@ -142,6 +142,11 @@ def _training_section(source: LoadedSource) -> str:
     if source.run.metrics:
         metrics = source.run.metrics
         data.append(f"- Steps: {metrics.get('steps')} of {metrics.get('total_steps')}; exported step: {source.step}")
+        last = (metrics.get("decisions") or [{}])[-1]
+        if last.get("by") == "sentadapt decide":  # decided after training, on labels of its own
+            labels = last.get("labels") or {}
+            data.append(f"- Decided on (`sentadapt decide`): `{labels.get('file') or metrics.get('dev')}`"
+                        + (f", {labels['pairs']} labelled pairs" if labels.get("pairs") else ""))
     data.append(f"- Batch size {train.get('batch_size')}, learning rate {train.get('lr')}, "
                 f"max length {train.get('max_length')}, seed {train.get('seed')}")
     if train.get("lora_r"):

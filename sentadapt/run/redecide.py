@@ -8,8 +8,10 @@ risk that the model is no better. What the labels were used for before decides w
 - the very pairs the run chose its checkpoint on (the per-pair outputs of its base model match the stored ones): the
   choice is paid for again with the max-T rule over every evaluation the run made (a `--recipe auto` run: every
   candidate's; evaluation/evidence.py), on the labels as they are now.
-The decision replaces the run's in metrics.json (what `export` and the model card read) and is appended, with the
-labels it read, to metrics.json's `decisions`.
+The decision replaces the run's in metrics.json (what `export` and the model card read), with the dev fields beside
+it (dev, dev_labels, dev_change, its CI and evidence, the scores), and is appended, with the labels it read, to
+metrics.json's `decisions`. Labels already decided on (the same SHA-256) are not decided on again under another rule
+or risk limit unless asked (`--redecide`): trying rules until one says use-adapted is a decision shopped for.
 """
 
 from __future__ import annotations
@@ -23,7 +25,15 @@ from typing import Any
 import numpy as np
 
 from sentadapt.errors import ConfigError
-from sentadapt.evaluation.decision import DEFAULT_RISK, DEFAULT_RULE, Decision, DecisionRule, decide, evidence_record
+from sentadapt.evaluation.decision import (
+    DEFAULT_RISK,
+    DEFAULT_RULE,
+    Decision,
+    DecisionRule,
+    decide,
+    evidence_record,
+    small_dev_note,
+)
 from sentadapt.evaluation.design import Design, labels_record, read_design
 from sentadapt.evaluation.evaluator import Delta, Evaluator
 from sentadapt.evaluation.evidence import Evidence, weigh
@@ -53,13 +63,14 @@ class DecideResult:
     choice_paid: bool  # the labels are those the run chose its checkpoint on: the choice is paid again
     deleted: int  # rows of the design's file no longer there (deleted as unjudgeable)
     notes: list[str] = field(default_factory=list)
+    replaces: str | None = None  # the decision this one replaces, in words (None: the run had none)
 
 
 @checked({"run": "RUN", "dev": "--dev"})
 def decide_again(run: Path, dev: Path, decision: str = DEFAULT_RULE, risk: float = DEFAULT_RISK,
                  batch_size: int = 128, max_length: int | None = None, device: str | None = None,
                  trust_remote_code: bool = False, allow_pickle: bool = False,
-                 progress: Progress | None = None) -> DecideResult:
+                 progress: Progress | None = None, redecide: bool = False) -> DecideResult:
     """Weigh the run's model against its base on `dev` and record the decision (module docstring)."""
     from sentadapt.evaluation.task_types import resolve_dev_set
 
@@ -70,6 +81,7 @@ def decide_again(run: Path, dev: Path, decision: str = DEFAULT_RULE, risk: float
     if design is not None:
         check_design_base(dev, design, base_model, run)
     rule = DecisionRule(decision, risk)
+    check_not_shopping(metrics, dev, rule, redecide)
     name, factory = resolve_dev_set(str(dev), None)
     assert factory is not None
     evaluator = factory()
@@ -80,16 +92,96 @@ def decide_again(run: Path, dev: Path, decision: str = DEFAULT_RULE, risk: float
     delta = evaluator.compare_outputs(base_outputs, adapted_outputs)
     stored = stored_choice(folder, adapted_outputs, base_outputs)
     evidence = selection_evidence(evaluator, base_outputs, adapted_outputs, stored)
-    made = decide(delta.value, delta.interval, name, evidence, rule)
     task = evaluator.tasks[0]
+    metric = evaluator.metric or task.main_metric
+    made = decide(delta.value, delta.interval, f"{name} by {metric} × 100", evidence, rule,
+                  no_gain="the run's model does not beat the base model")
+    notes = [note for note in (design_note(dev, design, run), small_dev_note(evidence, rule)) if note]
     result = DecideResult(
         run=folder.path, metrics_file=folder.metrics_file, dev=dev, base_model=base_model, pairs=evaluator.units(),
         weighted=task.weights is not None,
         design=design, base_score=evaluator.from_outputs(base_outputs).average,
         adapted_score=evaluator.from_outputs(adapted_outputs).average, delta=delta, evidence=evidence, decision=made,
-        choice_paid=stored is not None, deleted=max(0, design.pairs - evaluator.units()) if design else 0)
-    record(folder, metrics, result, rule)
+        choice_paid=stored is not None, deleted=max(0, design.pairs - evaluator.units()) if design else 0,
+        notes=notes, replaces=describe_current(metrics))
+    record(folder, metrics, result, rule, evaluator.describe_metric())
     return result
+
+
+def history_of(metrics: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every decision recorded for the run, oldest first: `adapt`'s own (when it made one), then each `decide`."""
+    history = list(metrics.get("decisions") or [])
+    if not history and metrics.get("decision") is not None:  # the run's own decision, first
+        history.append({"by": "sentadapt adapt", "dev": metrics.get("dev"), "labels": metrics.get("dev_labels"),
+                        "decision": metrics.get("decision"), "reason": metrics.get("decision_reason"),
+                        "risk": metrics.get("decision_risk"),
+                        "rule": metrics.get("decision_settings") or {"rule": metrics.get("decision_rule"),
+                                                                     "max_risk": None}})
+    return history
+
+
+def _rule_of(entry: dict[str, Any]) -> DecisionRule | None:
+    """The rule an entry of the history decided by (records of older versions name the rule alone)."""
+    rule = entry.get("rule")
+    name, limit = (rule.get("rule"), rule.get("max_risk")) if isinstance(rule, dict) else (rule, None)
+    if name is None:
+        return None
+    return DecisionRule(str(name), DEFAULT_RISK if limit is None else float(limit))
+
+
+def check_not_shopping(metrics: dict[str, Any], dev: Path, rule: DecisionRule, redecide: bool) -> None:
+    """Labels decided on before (the same SHA-256) under another rule or limit: refused without --redecide."""
+    import hashlib
+
+    if redecide or not dev.is_file():
+        return
+    digest = hashlib.sha256(dev.read_bytes()).hexdigest()
+    for entry in history_of(metrics):
+        labels = entry.get("labels") or {}
+        earlier = _rule_of(entry)
+        if labels.get("sha256") != digest or earlier is None or _same_rule(earlier, rule):
+            continue
+        raise ConfigError(f"--dev {dev}: these labels (SHA-256 {digest[:12]}) were decided on already by "
+                          f"{entry.get('by')} ({entry.get('decision')}, {_rule_words(earlier)}); deciding again on "
+                          f"them by {_rule_words(rule)} picks the rule after seeing its answer; keep "
+                          f"{_rule_flags(earlier)}, label new pairs, or pass --redecide to replace it anyway")
+
+
+def _same_rule(first: DecisionRule, second: DecisionRule) -> bool:
+    return first.name == second.name and (first.name != "risk" or abs(first.risk - second.risk) < 1e-12)
+
+
+def _rule_words(rule: DecisionRule) -> str:
+    return f"the risk rule at {rule.risk:g}" if rule.name == "risk" else f"the {rule.name} rule"
+
+
+def _rule_flags(rule: DecisionRule) -> str:
+    return f"--decision risk --risk {rule.risk:g}" if rule.name == "risk" else f"--decision {rule.name}"
+
+
+def describe_current(metrics: dict[str, Any]) -> str | None:
+    """The run's decision now, in words, for the line that says what a new decision replaces."""
+    history = history_of(metrics)
+    if not history:
+        return None
+    last = history[-1]
+    labels = last.get("labels") or {}
+    on = labels.get("file") or last.get("dev")
+    risk = last.get("risk")
+    return (f"{last.get('decision')} by {last.get('by')}" + (f" on {on}" if on else "")
+            + (f" (risk {risk:.2f})" if isinstance(risk, (int, float)) else ""))
+
+
+def design_note(dev: Path, design: Design | None, run: Path) -> str | None:
+    """Pairs chosen where another run disagreed with the base: the weights still estimate the candidates' Δ, but
+    the labels were not spent where this run differs."""
+    if design is None or design.guide != "run":
+        return None
+    if Path(design.guide_model).expanduser().resolve() == Path(run).expanduser().resolve():
+        return None
+    return (f"{dev.name}.design.json: its pairs were chosen where {design.guide_model} differs from the base, not "
+            f"{run}; the weighted Δ still estimates the {design.candidates} candidates', with a wider interval than "
+            f"pairs chosen for this run (sentadapt pairs --run {run})")
 
 
 def check_design_base(dev: Path, design: Design, base_model: str, run: Path) -> None:
@@ -168,18 +260,21 @@ def selection_evidence(evaluator: Evaluator, base: dict[str, Any], adapted: dict
                  [value for value, _ in scored_options], chosen, evaluator.units(), evaluator.unit_name())
 
 
-def record(folder: RunDir, metrics: dict[str, Any], result: DecideResult, rule: DecisionRule) -> None:
-    """The decision becomes the run's (metrics.json's decision fields) and joins its history, with its labels."""
-    history = list(metrics.get("decisions") or [])
-    if not history and metrics.get("decision") is not None:  # the run's own decision, first
-        history.append({"by": "sentadapt adapt", "dev": metrics.get("dev"), "labels": metrics.get("dev_labels"),
-                        "decision": metrics.get("decision"), "reason": metrics.get("decision_reason"),
-                        "risk": metrics.get("decision_risk"), "rule": metrics.get("decision_rule")})
+def record(folder: RunDir, metrics: dict[str, Any], result: DecideResult, rule: DecisionRule, metric: str) -> None:
+    """The decision becomes the run's (metrics.json's decision and dev fields: what `export`, the model card and
+    `eval` read) and joins its history, with its labels."""
+    labels = labels_record(result.dev, result.pairs, result.weighted)
+    interval = list(result.delta.interval) if result.delta.interval else None
+    history = history_of(metrics)
     history.append({
-        "by": "sentadapt decide", "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        "labels": labels_record(result.dev, result.pairs, result.weighted),
-        "delta": result.delta.value, "ci": list(result.delta.interval) if result.delta.interval else None,
+        "by": "sentadapt decide", "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "labels": labels,
+        "delta": result.delta.value, "ci": interval,
         "choice_paid": result.choice_paid, "evidence": evidence_record(result.evidence, rule),
         "decision": result.decision.decision, "reason": result.decision.reason, "risk": result.decision.risk,
         "rule": rule.to_dict()})
-    folder.write_metrics({**metrics, **result.decision.to_dict(), "decisions": history})
+    current = {"dev": str(result.dev), "dev_labels": labels, "dev_metric": metric, "base_score": result.base_score,
+               "best_score": result.adapted_score, "dev_change": result.delta.value, "dev_change_ci": interval,
+               "dev_change_ci_excludes_0": result.delta.significant, "improved": result.delta.value > 0,
+               "dev_evidence": evidence_record(result.evidence, rule), "dev_note": "; ".join(result.notes) or None,
+               "decision_settings": rule.to_dict()}
+    folder.write_metrics({**metrics, **current, **result.decision.to_dict(), "decisions": history})

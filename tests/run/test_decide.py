@@ -221,3 +221,124 @@ def test_adapt_on_a_chosen_dev_set_records_its_labels_and_says_what_the_delta_es
     assert metrics["dev_labels"]["weighted"] and metrics["dev_labels"]["design"]["candidates"] == 40
     assert metrics["dev_note"].startswith("12 dev pairs weighted by their 'weight' column: the dev Δ estimates the 40 "
                                           "candidates they were chosen from (docs/decision.md)")
+
+
+# ---------------------------------------------------------------------- issue 67: nothing wrong
+
+
+def strict_metrics(run: Path) -> dict:
+    """metrics.json read as strict JSON: a NaN or an Infinity in it fails here."""
+    def refuse(constant: str) -> None:
+        raise AssertionError(f"metrics.json holds {constant}")
+
+    return json.loads((run / "metrics.json").read_text(), parse_constant=refuse)
+
+
+def design_file(tmp_path: Path, weights: list[str], candidates: int = 40, name: str = "chosen.tsv") -> Path:
+    """A labelled file of `pairs --run`'s shape (a weight column unless `weights` is empty) with its design."""
+    path = tmp_path / name
+    header = "sentence1\tsentence2\t" + ("weight\t" if weights else "") + "label"
+    lines = [f"the server {i} is down\thost {i % 7} failed at {i}\t" + (f"{weights[i]}\t" if weights else "")
+             + f"{(i * 7) % 6}" for i in range(len(weights) or 12)]
+    path.write_text("\n".join([header, *lines]) + "\n")
+    path.with_name(path.name + ".design.json").write_text(json.dumps({
+        "design": "importance (Pareto πps, weight = 1/π)", "guide": "run", "guide_model": "runs/x", "base": "b",
+        "candidates": candidates, "pairs": 12, "uniform_share": 0.5, "seed": 0}))
+    return path
+
+
+@pytest.mark.parametrize(("weights", "message"), [
+    ([], "{path}: has no 'weight' column, but chosen.tsv.design.json beside it says `sentadapt pairs` chose its pairs "
+         "with weights; put the column back, or delete chosen.tsv.design.json to weigh every pair alike"),
+    (["2"] * 4 + ["0.5"] + ["2"] * 7, "{path}:6: weight '0.5' is below 1, which no weight of a design can be (1 / the "
+                                      "chance the pair was chosen); restore the value `sentadapt pairs` wrote"),
+    (["2"] * 3 + ["1e308"] + ["2"] * 8, "{path}:5: weight '1e308' is above the 40 candidates the pairs were chosen "
+                                        "from, which no weight of a design can be (1 / the chance the pair was "
+                                        "chosen); restore the value `sentadapt pairs` wrote"),
+], ids=["weights-removed", "below-1", "1e308"])
+def test_a_designs_file_is_read_with_its_weights_or_refused(weights: list[str], message: str, tmp_path: Path) -> None:
+    from sentadapt.data.pair_files import read_user_scored_pairs
+    from sentadapt.errors import DataError
+
+    path = design_file(tmp_path, weights)
+    with pytest.raises(DataError) as error:
+        read_user_scored_pairs(path)
+    assert str(error.value) == message.format(path=path)
+
+
+@pytest.mark.parametrize(("weights", "message"), [
+    (["1"] * 5 + ["1e308"] + ["1"] * 6, "{path}:7: weight '1e+308' outweighs all the other pairs together (11), so "
+                                        "the file would say what this one pair says; restore the value `sentadapt "
+                                        "pairs` wrote"),
+    (["1e308"] * 12, "{path}: the weights add up past what a float can hold; restore the values `sentadapt pairs` "
+                     "wrote"),
+])
+def test_weights_without_a_design_that_no_estimate_survives_are_refused(weights: list[str], message: str,
+                                                                        tmp_path: Path) -> None:
+    from sentadapt.data.pair_files import read_user_scored_pairs
+    from sentadapt.errors import DataError
+
+    path = design_file(tmp_path, weights)
+    path.with_name(path.name + ".design.json").unlink()
+    with pytest.raises(DataError) as error:
+        read_user_scored_pairs(path)
+    assert str(error.value) == message.format(path=path)
+    path.write_text(path.read_text().replace("1e308", "3"))
+    assert read_user_scored_pairs(path).weights[:2] == [3.0 if weights[0] == "1e308" else 1.0] * 2
+
+
+def test_a_decision_on_labels_decided_on_is_not_shopped_for_and_each_decide_says_what_it_replaces(
+        tiny_model_dir: Path, pairs_tsv: Path, tmp_path: Path) -> None:
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("".join(f"the printer {i} is jammed\n" for i in range(40)))
+    run = tmp_path / "run"
+    done = run_adapt(str(corpus), "--base", str(tiny_model_dir), "--output", str(run), "--dev", str(pairs_tsv),
+                     "--eval-every", "2", *TRAIN)
+    assert done.exit_code == 0, done.output
+    trained = strict_metrics(run)
+    before = (run / "metrics.json").read_text()
+    shopped = invoke("decide", str(run), "--dev", str(pairs_tsv), "--decision", "positive")
+    assert shopped.exit_code == 2
+    digest = trained["dev_labels"]["sha256"]
+    assert " ".join(shopped.output.split()) == (
+        f"Error: --dev {pairs_tsv}: these labels (SHA-256 {digest[:12]}) were decided on already by sentadapt adapt "
+        f"({trained['decision']}, the risk rule at 0.2); deciding again on them by the positive rule picks the rule "
+        "after seeing its answer; keep --decision risk --risk 0.2, label new pairs, or pass --redecide to replace it "
+        "anyway")
+    assert (run / "metrics.json").read_text() == before  # nothing recorded
+    assert invoke("decide", str(run), "--dev", str(pairs_tsv), "--risk", "0.3").exit_code == 2  # another limit too
+
+    same = invoke("decide", str(run), "--dev", str(pairs_tsv))  # the same rule on the same labels: allowed
+    assert same.exit_code == 0, same.output
+    assert (f"replacing {trained['decision']} by sentadapt adapt on {pairs_tsv}"
+            in " ".join(same.output.split()))
+    forced = invoke("decide", str(run), "--dev", str(pairs_tsv), "--decision", "positive", "--redecide")
+    assert forced.exit_code == 0, forced.output
+    assert f"replacing {trained['decision']} by sentadapt decide on {pairs_tsv}" in " ".join(forced.output.split())
+    metrics = strict_metrics(run)
+    assert [entry["by"] for entry in metrics["decisions"]] == ["sentadapt adapt", "sentadapt decide",
+                                                              "sentadapt decide"]
+    assert metrics["decisions"][-1]["rule"] == {"rule": "positive", "max_risk": None}
+    assert metrics["decision_settings"] == {"rule": "positive", "max_risk": None}
+
+
+def test_after_decide_the_dev_fields_and_the_model_card_follow_the_new_decision(finished: Path,
+                                                                               tmp_path: Path) -> None:
+    from sentadapt.exporting import export
+
+    out = tmp_path / "after.tsv"
+    chosen = invoke("pairs", "--candidates", str(candidates_file(tmp_path)), "--run", str(finished), "-n", "15",
+                    "-o", str(out))
+    assert chosen.exit_code == 0, chosen.output
+    dev = labelled(out, tmp_path / "labels.tsv")
+    result = invoke("decide", str(finished), "--dev", str(dev))
+    assert result.exit_code == 0, result.output
+    metrics = strict_metrics(finished)
+    last = metrics["decisions"][-1]
+    assert (metrics["dev"], metrics["dev_labels"], metrics["dev_change"], metrics["dev_change_ci"]) == (
+        str(dev), last["labels"], last["delta"], last["ci"])
+    assert metrics["dev_evidence"] == last["evidence"] and metrics["dev_metric"].startswith("spearman x100")
+    assert metrics["best_score"] - metrics["base_score"] == pytest.approx(last["delta"], abs=1e-9)
+    card = (export(finished, tmp_path / "ship", format="hf").output / "README.md").read_text()
+    assert f"- Decided on (`sentadapt decide`): `{dev}`, 15 labelled pairs" in card
+    assert f"on `{dev}`:" in card and f"Decision: **{metrics['decision']}**" in card
