@@ -266,7 +266,11 @@ class Trainer:
         try:
             with self.stop.request, compiled_training(self.inputs.encoder.backbone, cfg.compile, self.reporter.message,
                                                       self.accelerator.device.type, self.state.steps_left):
-                stopped = self._train_steps()
+                # a run stopped at a step boundary stopped before that step's evaluation (the stop is checked
+                # first): it is made now, on the same weights, so the resumed run evaluates at every step the
+                # uninterrupted one does and the decision's max-T weighs as many evaluations
+                missed = resume and self._evaluation_missed()
+                stopped = "early-stopped" if missed and self._evaluate() else self._train_steps()
         except KeyboardInterrupt:
             path = self._save_checkpoint()
             raise stopped_by(self.stop.signum, self.state.step, path, self.output) from None
@@ -345,6 +349,13 @@ class Trainer:
         if self.accelerator.num_processes > 1:
             flag = self.accelerator.gather(flag)
         return int(flag.max().item())
+
+    def _evaluation_missed(self) -> bool:
+        """The step resumed from is an evaluation step that was not evaluated (same answer on every process: the
+        history is the checkpoint's)."""
+        step = self.state.step
+        return (not self.selection.blind and bool(self.eval_every) and step > 0 and step % self.eval_every == 0
+                and all(entry.get("step") != step for entry in self.state.history))
 
     def _evaluate(self) -> bool:
         """Score the dev set on the main process, keep the model if best; True: stop early (all processes agree)."""

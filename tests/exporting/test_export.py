@@ -208,7 +208,8 @@ def test_failed_verification_leaves_the_previous_output(runs: dict[str, Path], t
     output = tmp_path / "out"
     output.mkdir()
     (output / "keep.txt").write_text("previous export")
-    (output / "manifest.json").write_text('{"files": {}, "format": "hf"}')  # an earlier export: --overwrite may go
+    # an earlier export, keep.txt one of its files: --overwrite may replace it
+    (output / "manifest.json").write_text('{"files": {"keep.txt": "0"}, "format": "hf"}')
     monkeypatch.setattr("sentadapt.exporting.st.COSINE_LIMIT", 1.5)  # unreachable: the check must fail
     with pytest.raises(ExportError, match="verification failed: SentenceTransformer"):
         export_model(ExportRequest(str(runs["sg-opt"]), output, overwrite=True), sentences=SENTENCES[:4])

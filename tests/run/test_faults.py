@@ -510,3 +510,64 @@ def test_resume_refuses_a_corpus_that_changed_since_the_run_started(
     assert resumed.stderr.strip().splitlines()[-1] == (
         f"Error: --resume: {corpus} changed since the run started (its sha256 is not the one in {run / 'config.yaml'});"
         " put the original file back, or start a new run (--overwrite) on the new one")
+
+
+# ------------------------------------------------ a resumed run evaluates where the uninterrupted one does (issue 67)
+
+DEV_ROWS = [("the server is down", "the server is not running", 4.5),
+            ("the backup failed", "the backup job failed", 4.0),
+            ("a man plays a guitar", "a man is playing music", 3.5), ("a woman is cooking", "a person is cooking", 3.0),
+            ("the dog is running fast", "a cat is running", 2.0), ("dns timeout", "the red car is big", 0.0),
+            ("user login failed", "the password is new", 1.5), ("the red car is big", "a big red car", 5.0)]
+
+
+@pytest.fixture(scope="module")
+def fault_dev(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("fault-dev") / "dev.tsv"
+    path.write_text("sentence1\tsentence2\tscore\n" + "".join(f"{a}\t{b}\t{s}\n" for a, b, s in DEV_ROWS))
+    return path
+
+
+def with_dev(dev: Path) -> list[str]:
+    """COMMON with a dev set evaluated every 2 steps (the later options win)."""
+    return ["--dev", str(dev), "--eval-every", "2"]
+
+
+@pytest.fixture(scope="module")
+def straight_with_dev(tiny_model_dir: Path, fault_corpus: Path, fault_dev: Path,
+                      tmp_path_factory: pytest.TempPathFactory) -> Path:
+    output = tmp_path_factory.mktemp("straight-dev") / "run"
+    result = run_adapt(str(fault_corpus), "--base", str(tiny_model_dir), "--output", str(output), *COMMON,
+                       *with_dev(fault_dev))
+    assert result.exit_code == 0, result.output
+    return output
+
+
+@pytest.mark.parametrize(("mode", "step"), [
+    ("pause-after-log", 3),  # before an evaluation step
+    ("pause-after-log", 4),  # on one: the stop is checked before step 4's evaluation
+    ("pause-after-log", 5),  # after one
+    ("pause-in-checkpoint", 4),  # inside the checkpoint written after step 4's evaluation
+], ids=["before-eval-step", "on-eval-step", "after-eval-step", "inside-checkpoint"])
+def test_a_resumed_run_evaluates_at_the_same_steps_and_decides_as_the_uninterrupted_one(
+    mode: str, step: int, tiny_model_dir: Path, fault_corpus: Path, fault_dev: Path, straight_with_dev: Path,
+    tmp_path: Path
+) -> None:
+    run = tmp_path / "run"
+    process, marker = start(mode, step, run, tiny_model_dir, fault_corpus, *with_dev(fault_dev))
+    wait_for_pause(process, marker)
+    process.send_signal(signal.SIGINT)
+    marker.with_suffix(".go").write_text("go")
+    _, stderr = process.communicate()
+    assert process.returncode == 130, stderr
+    resumed = run_adapt("--resume", "--output", str(run))
+    assert resumed.exit_code == 0, resumed.output
+    ours, reference = (json.loads((folder / "metrics.json").read_text()) for folder in (run, straight_with_dev))
+    assert [entry["step"] for entry in ours["history"]] == [entry["step"] for entry in reference["history"]] == [0,
+        2, 4, 6, 8, 10]
+    for mine, theirs in zip(ours["history"], reference["history"]):
+        assert mine["dev"] == pytest.approx(theirs["dev"], abs=1e-3)
+    assert ours["dev_evidence"]["options"] == reference["dev_evidence"]["options"] == 5
+    assert ours["dev_evidence"]["risk"] == pytest.approx(reference["dev_evidence"]["risk"], abs=0.02)
+    assert (ours["decision"], ours["best_step"]) == (reference["decision"], reference["best_step"])
+    assert_same_as_straight(run, straight_with_dev)
