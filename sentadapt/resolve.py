@@ -18,7 +18,7 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 from sentadapt.errors import ModelError
-from sentadapt.run_folder import RunDir
+from sentadapt.run_folder import RunDir, is_run_folder, unfinished_run_message
 
 DEFAULT_BASE_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 
@@ -143,6 +143,8 @@ def resolve_model(name: str | os.PathLike[str]) -> ResolvedModel:
             return ResolvedModel(text, str(path.resolve()), "local")
         if path.is_dir() and RunDir(path).is_auto():
             raise ModelError(_auto_run_without_model(text, path))
+        if path.is_dir() and is_run_folder(path) and not RunDir(path).is_finished():
+            raise ModelError(unfinished_run_message(text, path))
         raise ModelError(
             f"{text}: not a model folder (no config.json or modules.json); pass a Hugging Face or "
             "sentence-transformers model folder, a sentadapt run directory, or a Hub id"

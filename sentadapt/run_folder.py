@@ -60,6 +60,24 @@ MODEL_FILE_NAMES = frozenset({
     "chat_template.jinja", "lora-adapter"})
 
 
+ASIDE_SUFFIX = ".replaced"  # `.NAME.replaced`: the run an `--overwrite` of NAME replaces, until the new one finishes
+
+
+def aside_path(output: Path) -> Path:
+    """Where the run that `--overwrite` replaces waits: a hidden sibling of the output folder (same file system)."""
+    return output.parent / f".{output.name}{ASIDE_SUFFIX}"
+
+
+def unfinished_run_message(text: str, folder: Path) -> str:
+    """What an unfinished run folder is, for a command that needs its model: how to finish it, and where the run an
+    interrupted `--overwrite` replaced waits."""
+    aside = aside_path(folder)
+    waiting = (f"; the run it replaces is kept in {aside} (get it back with: rm -r {text} && mv {aside} {text})"
+               if aside.is_dir() else "")
+    return (f"{text}: an unfinished run of `sentadapt adapt` (no model published yet); finish it with: sentadapt "
+            f"adapt --resume --output {text}{waiting}")
+
+
 def checkpoint_name(step: int) -> str:
     return f"{CHECKPOINT_PREFIX}{step:07d}"
 
@@ -226,10 +244,12 @@ class RunDir:
         """metrics.json of a finished run that published its model (what `pairs --run` and `decide` read), or one
         line naming the argument (`named`) and what to do."""
         metrics = self.read_metrics() if self.path.is_dir() else None
-        if metrics is None or not self.has_published_model():
-            raise ConfigError(f"{named}: not a finished run with a model in it; finish it (sentadapt adapt --resume "
-                              f"--output {self.path}) or pass the folder a finished `adapt` wrote")
-        return metrics
+        if metrics is not None and self.has_published_model():
+            return metrics
+        if self.path.is_dir() and is_run_folder(self.path) and metrics is None:
+            raise ConfigError(unfinished_run_message(named, self.path))
+        raise ConfigError(f"{named}: not a finished run with a model in it; pass the --output folder of a finished "
+                          "`sentadapt adapt`")
 
     def read_dev_outputs(self) -> dict[str, Any] | None:
         return self.read_json(self.dev_outputs_file)

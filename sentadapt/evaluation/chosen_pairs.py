@@ -30,7 +30,7 @@ from sentadapt.evaluation.design import (
     pareto_sample,
     write_design,
 )
-from sentadapt.evaluation.devset import check_request, spread_pairs, write_rows
+from sentadapt.evaluation.devset import check_request, free_run_folder, spread_pairs, write_rows
 from sentadapt.events import Progress
 from sentadapt.run_folder import RunDir
 
@@ -183,7 +183,7 @@ def choose_pairs(
         weights = 1.0 / probabilities[rows]
     guide_kind = None if guide_model is None else ("run" if run is not None else "teacher")
     result = ChosenPairs(output, None, rows, weights, pool, guide_kind, str(run or teacher) if guide_kind else None,
-                         resolved.name, next_command(corpus, candidates_file, base, output, run))
+                         resolved.name, next_command(corpus, candidates_file, base, output, run, teacher))
     write_chosen(result, rng)
     if weights is not None:
         result.design_path = write_design(output, Design(guide_kind or "", result.guide_model or "", resolved.name,
@@ -219,12 +219,14 @@ def write_chosen(result: ChosenPairs, rng: np.random.Generator) -> None:
 
 
 def next_command(corpus: Sequence[str | Path], candidates_file: Path | None, base: str, output: Path,
-                 run: Path | None) -> str:
-    """What to run once the file is labelled: decide on the run (--run), or adapt with the file as the dev set."""
+                 run: Path | None, teacher: str | None = None) -> str:
+    """What to run once the file is labelled: decide on the run (--run), or adapt with the file as the dev set —
+    with the teacher the pairs were chosen for (--teacher) and an output folder that is not there yet."""
     if run is not None:
         words = ["sentadapt", "decide", str(run), "--dev", str(output)]
     else:
         data = [str(item) for item in corpus] or ["CORPUS"]  # candidates alone: the corpus is the user's to name
-        words = ["sentadapt", "adapt", *data, "--base", base, "--dev", str(output), "--output", "runs/x"]
+        words = ["sentadapt", "adapt", *data, "--base", base, *(["--teacher", teacher] if teacher else []),
+                 "--dev", str(output), "--output", str(free_run_folder(output))]
     return " ".join(shlex.quote(word) for word in words)
 

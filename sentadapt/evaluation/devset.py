@@ -323,8 +323,19 @@ def complete_pairs(first: np.ndarray, second: np.ndarray, count: int, n: int,
 
 def next_step(corpus: Sequence[str | Path], model: str, output: Path) -> str:
     """The `adapt` command that uses the labelled file, for the file's comment line."""
-    words = ["sentadapt", "adapt", *map(str, corpus), "--base", model, "--dev", str(output), "--output", "runs/x"]
+    words = ["sentadapt", "adapt", *map(str, corpus), "--base", model, "--dev", str(output), "--output",
+             str(free_run_folder(output))]
     return " ".join(shlex.quote(word) for word in words)
+
+
+def free_run_folder(label_file: Path) -> Path:
+    """runs/NAME for a label file NAME.tsv (runs/NAME-2, -3, ... when taken): where the next `adapt` may write."""
+    stem = Path(label_file).name.split(".")[0] or "adapted"
+    folder = Path("runs") / stem
+    number = 2
+    while folder.exists():
+        folder, number = Path("runs") / f"{stem}-{number}", number + 1
+    return folder
 
 
 def write_label_file(result: ProposedPairs) -> None:

@@ -25,14 +25,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sentadapt.events import Note, quiet
-from sentadapt.run_folder import LOCK_FILE, RunDir
+from sentadapt.run_folder import LOCK_FILE, RunDir, aside_path
 
-ASIDE_SUFFIX = ".replaced"
-
-
-def aside_path(output: Path) -> Path:
-    """Where the run that `--overwrite` replaces waits: a hidden sibling of the output folder (same file system)."""
-    return output.parent / f".{output.name}{ASIDE_SUFFIX}"
+__all__ = ["Replacement", "aside_path", "recover"]
 
 
 def has_replacement(output: Path) -> bool:

@@ -125,8 +125,8 @@ def test_deciding_on_the_pairs_the_run_chose_on_pays_for_that_choice(tiny_model_
 @pytest.mark.parametrize(("args", "message"), [
     (["--teacher", "T", "--run", "R"], "--teacher and --run: pass one (--teacher before training, --run after it)"),
     (["-n", "50"], "-n 50: --candidates {cand} holds 40 pairs; pass a smaller -n or more candidates"),
-    (["--run", "{tmp}"], "--run {tmp}: not a finished run with a model in it; finish it (sentadapt adapt --resume "
-                         "--output {tmp}) or pass the folder a finished `adapt` wrote"),
+    (["--run", "{tmp}"], "--run {tmp}: not a finished run with a model in it; pass the --output folder of a "
+                         "finished `sentadapt adapt`"),
 ])
 def test_bad_pairs_requests_are_one_line(args: list[str], message: str, tiny_model_dir: Path, tmp_path: Path) -> None:
     cand = candidates_file(tmp_path)
@@ -342,3 +342,18 @@ def test_after_decide_the_dev_fields_and_the_model_card_follow_the_new_decision(
     card = (export(finished, tmp_path / "ship", format="hf").output / "README.md").read_text()
     assert f"- Decided on (`sentadapt decide`): `{dev}`, 15 labelled pairs" in card
     assert f"on `{dev}`:" in card and f"Decision: **{metrics['decision']}**" in card
+
+
+def test_pairs_for_a_teacher_names_the_teacher_and_a_free_folder_in_the_next_command(
+        tiny_model_dir: Path, tiny_model_dir_3layers: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "runs" / "t").mkdir(parents=True)  # taken: the command names the next free folder
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("".join(f"ticket {i} says the printer {i % 5} is down\n" for i in range(60)))
+    result = invoke("pairs", str(corpus), "--base", str(tiny_model_dir), "--teacher", str(tiny_model_dir_3layers),
+                    "-n", "5", "-o", "t.tsv")
+    assert result.exit_code == 0, result.output
+    command = (f"sentadapt adapt {corpus} --base {tiny_model_dir} --teacher {tiny_model_dir_3layers} --dev t.tsv "
+               "--output runs/t-2")
+    assert command in " ".join(result.output.split())
+    assert (tmp_path / "t.tsv").read_text().splitlines()[0].endswith(f"Then: {command}")

@@ -269,3 +269,35 @@ def test_resume_on_a_finished_run_says_it_is_finished_and_what_to_do(run: Path, 
     fresh = run_adapt(str(texts), "--base", str(tiny_model_dir), "--output", str(run), *COMMON)
     assert fresh.stderr.strip().splitlines()[-1] == (
         f"Error: --output {run}: holds a finished run; pass --overwrite to replace it, or choose another --output")
+
+
+def test_an_interrupted_replacement_is_named_as_unfinished_by_eval_and_decide_with_the_way_back(
+    run: Path, tiny_model_dir: Path, texts: Path
+) -> None:
+    """eval RUN / decide RUN on a run an `--overwrite` stopped after its first checkpoint: not 'not a model folder',
+    but what it is, how to finish it and where the replaced run waits; a folder that is no run gets no --resume."""
+    from typer.testing import CliRunner
+
+    from sentadapt.cli import app
+
+    process, marker = start("pause-after-log", 2, run, tiny_model_dir, texts, "--overwrite")
+    wait_for_pause(process, marker)
+    process.send_signal(signal.SIGINT)
+    marker.with_suffix(".go").write_text("go")
+    process.communicate()
+    aside = run.parent / ".run.replaced"
+    expected = (f"Error: {run}: an unfinished run of `sentadapt adapt` (no model published yet); finish it with: "
+                f"sentadapt adapt --resume --output {run}; the run it replaces is kept in {aside} (get it back with: "
+                f"rm -r {run} && mv {aside} {run})")
+    runner = CliRunner()
+    evaluated = runner.invoke(app, ["eval", str(run), "--sts", "stsb"])
+    assert evaluated.exit_code != 0 and " ".join(evaluated.stderr.split()) == expected
+    decided = runner.invoke(app, ["decide", str(run), "--dev", str(texts)])
+    assert decided.exit_code == 2 and " ".join(decided.stderr.split()) == expected
+    data = run.parent / "data"
+    data.mkdir()
+    (data / "pairs.tsv").write_text("sentence1\tsentence2\tscore\n")
+    not_a_run = runner.invoke(app, ["decide", str(data), "--dev", str(texts)])
+    assert " ".join(not_a_run.stderr.split()) == (
+        f"Error: {data}: not a finished run with a model in it; pass the --output folder of a finished `sentadapt "
+        "adapt`")
