@@ -135,11 +135,10 @@ def _name_share(table: TextTable, width: int) -> int:
 
 
 def _shorten_header(header: str, limit: int) -> str:
-    """The header's name (its longest line: a model's path) shortened; a short label beside it ("norm", "[mean]")
-    stays as it is."""
-    lines = header.split("\n")
-    longest = max(lines, key=len)
-    return "\n".join(shorten_name(line, limit) if line is longest else line for line in lines)
+    """The header's name (its first line: a model's path) shortened; a label under it ("[norm]", "[mean]") stays
+    whole."""
+    name, *labels = header.split("\n")
+    return "\n".join([shorten_name(name, limit), *labels])
 
 
 def shorten_name(name: str, limit: int) -> str:

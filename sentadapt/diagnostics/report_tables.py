@@ -117,29 +117,52 @@ def topk_table(diagnoses: list[Diagnosis]) -> TextTable:
 
 
 def layers_table(diagnoses: list[Diagnosis]) -> TextTable:
+    """One model: a row per layer, a column per pooling. Two: a row per layer and pooling, with the two models and
+    their Δ (3 poolings × 3 columns would not fit 80 columns)."""
     data = [(d.layers or {}) for d in diagnoses]
     table = TextTable(f"Layer × pooling, Spearman × 100 on {data[0]['source']} (SG-OPT Fig. 1); ★ = best")
     table.column("layer", right=True)
-    for pooling in data[0]["token_poolings"]:
-        _model_columns(table, diagnoses, prefix=pooling)
+    poolings = data[0]["token_poolings"]
     rows: list[tuple[str, list[list[float | None]], list[str]]] = []
     for layer in range(max(len(d["grid"]) for d in data)):  # models may differ in depth (L6 vs L3)
-        names = [f"{p}@{layer}" for p in data[0]["token_poolings"]]
+        names = [f"{p}@{layer}" for p in poolings]
         rows.append((str(layer), [[d["grid"][layer][i] if layer < len(d["grid"]) else None for d in data]
                                   for i in range(len(names))], names))
     empty: list[float | None] = [None] * len(data)
     for mix in ("last2avg", "firstlast"):  # layer mixes are mean-pooled: shown in the mean column
         rows.append((mix, [empty, [d["named"][mix] for d in data], empty], ["", mix, ""]))
+    if len(diagnoses) == 2:
+        return _layers_long(table, diagnoses, data, poolings, rows)
+    for pooling in poolings:
+        _model_columns(table, diagnoses, prefix=pooling)
     for label, per_pooling, names in rows:
         cells: list[str | Cell] = [label]
         for values, name in zip(per_pooling, names):
-            shown = _cells(values, "{:.2f}", "high")
-            for index, d in enumerate(data):
-                if name and d["best"]["pooling"] == name:
-                    shown[index] = Cell(f"{shown[index].text} ★", BEST)
-            cells += shown
+            cells += _starred(_cells(values, "{:.2f}", "high"), data, name)
         table.row(*cells)
     return table
+
+
+def _layers_long(table: TextTable, diagnoses: list[Diagnosis], data: list[dict], poolings: list[str],
+                 rows: list[tuple[str, list[list[float | None]], list[str]]]) -> TextTable:
+    table.column("pooling")
+    _model_columns(table, diagnoses)
+    for label, per_pooling, names in rows:
+        shown = [(pooling, values, name) for pooling, values, name in zip(poolings, per_pooling, names)
+                 if any(value is not None for value in values)]
+        for position, (pooling, values, name) in enumerate(shown):
+            table.row(label if position == 0 else "", pooling if name else "mean",
+                      *_starred(_cells(values, "{:.2f}", "high"), data, name),
+                      section_end=position == len(shown) - 1)
+    return table
+
+
+def _starred(cells: list[Cell], data: list[dict], name: str) -> list[Cell]:
+    """The cells of one pooling with a ★ on each model's best layer × pooling."""
+    for index, record in enumerate(data):
+        if name and record["best"]["pooling"] == name:
+            cells[index] = Cell(f"{cells[index].text} ★", BEST)
+    return cells
 
 
 def _short(diagnosis: Diagnosis) -> str:
@@ -148,7 +171,7 @@ def _short(diagnosis: Diagnosis) -> str:
 
 def _model_columns(table: TextTable, diagnoses: list[Diagnosis], prefix: str = "") -> None:
     for index, diagnosis in enumerate(diagnoses):
-        name = _short(diagnosis) if not prefix else f"{prefix}\n{_short(diagnosis)}" if len(diagnoses) > 1 else prefix
+        name = _short(diagnosis) if not prefix else f"{_short(diagnosis)}\n[{prefix}]" if len(diagnoses) > 1 else prefix
         table.column(name, right=True)
         if index > 0:
             table.column("Δ", right=True)

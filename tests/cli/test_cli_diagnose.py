@@ -211,3 +211,31 @@ def test_real_model_is_less_anisotropic_than_its_embedding_layer_and_a_random_en
     trained_spectrum, untrained_spectrum = metrics.spectrum(trained.embeddings), metrics.spectrum(untrained.embeddings)
     assert trained_spectrum.top1_share < untrained_spectrum.top1_share
     assert trained_spectrum.effective_rank > untrained_spectrum.effective_rank + 20  # measured: 127 vs 73
+
+
+def test_a_comparison_at_80_columns_draws_every_table_whole(
+    tiny_model_dir: Path, tiny_model_dir_3layers: Path, tiny_corpus: Path, pairs_tsv: Path, tmp_path: Path
+) -> None:
+    """A long model name against a short one at a default terminal's width: every line within 80 columns, the
+    layer × pooling table with its title, every layer's label and every Δ whole, the column labels uncut."""
+    import re
+    import shutil
+
+    base = tmp_path / "paraphrase-minilm-l3-v2"
+    shutil.copytree(tiny_model_dir, base)
+    env = {**os.environ, "COLUMNS": "80", "PYTHONPATH": os.pathsep.join(
+        filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")]))}
+    result = subprocess.run([sys.executable, "-m", "sentadapt", "diagnose", str(base), "--compare",
+                             str(tiny_model_dir_3layers), "--corpus", str(tiny_corpus), "--pairs", str(pairs_tsv),
+                             "--max-k", "4"], env=env, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert max(len(line) for line in lines) <= 80
+    text = " ".join(result.stdout.split())
+    assert "Layer × pooling, Spearman × 100 on pairs.tsv (SG-OPT Fig. 1); ★ = best" in text
+    assert "[norm]" in result.stdout and "[3-NN dist.]" in result.stdout
+    start = next(i for i, line in enumerate(lines) if line.startswith("┃") and "pooling" in line)
+    rows = [[cell.strip() for cell in line.strip("│").split("│")] for line in lines[start:] if line.startswith("│")]
+    assert [row[0] for row in rows if row[0]] == ["0", "1", "2", "3", "last2avg", "firstlast"]  # 3 layers + mixes
+    deltas = [row[-1] for row in rows if row[-1]]
+    assert deltas and all(re.fullmatch(r"[+-]\d+\.\d\d", delta) for delta in deltas), deltas
