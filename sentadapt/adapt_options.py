@@ -122,10 +122,13 @@ ADAPT_OPTIONS: tuple[AdaptOption, ...] = (
          "replace | skip.", default="strict"),
     _run("num_proc", "--num-proc", "Processes tokenizing the corpus (default: cores)."),
     _run("streaming", "--streaming", "Stream a Hub dataset corpus (no full download).", default=False),
-    _train("max_steps", "--max-steps", "Optimizer steps (overrides --epochs)."),
+    _train("max_steps", "--max-steps", "Optimizer steps (overrides --epochs). Default: from --epochs and the corpus "
+           "size (`--dry-run` shows the steps)."),
     _train("epochs", "--epochs", "Passes over the corpus (--max-steps wins)."),
-    _train("batch_size", "--batch-size", "Global batch (in-batch negatives + 1)."),
-    _train("lr", "--lr", "Peak learning rate (default: the recipe's or preset's)."),
+    _train("batch_size", "--batch-size", "Sentences per optimizer step, all processes together; each one's "
+           "negatives are the others in its batch, so larger is harder. Default: the recipe's (`--dry-run` shows "
+           "it)."),
+    _train("lr", "--lr", "Peak learning rate. Default: the recipe's or preset's (`--dry-run` shows it)."),
     _train("max_length", "--max-length", "Tokens per training sentence."),
     _train("grad_accum", "--grad-accum", "Micro-batches per optimizer step."),
     _train("mixed_precision", "--mixed-precision", "no | fp16 | bf16 | auto (bf16 on a CPU with native bf16 "
@@ -146,7 +149,8 @@ ADAPT_OPTIONS: tuple[AdaptOption, ...] = (
     _train("sizes", "--sizes", "After training, score the kept model on the dev set at these sizes (fp32, int8, "
          "binary) against the base's whole vectors and name the smallest that keeps the gain at --risk. Default: the "
          "--matryoshka sizes.", cli_type=str | None, from_cli=sizes, metavar="<sizes>"),
-    _train("eval_every", "--eval-every", "Dev evaluation every N steps."),
+    _train("eval_every", "--eval-every", "Dev evaluation every N steps (0: only at the end). Default: the "
+           "recipe's (`--dry-run` shows it)."),
     _train("checkpoint_every", "--checkpoint-every", "Checkpoint every N steps."),
     _train("patience", "--patience", "Evaluations without gain before stopping."),
     _train("seed", "--seed", "Seed of data order and augmentations (default 42)."),
@@ -166,7 +170,7 @@ ADAPT_OPTIONS: tuple[AdaptOption, ...] = (
          "is no better than the base, the choice of checkpoint paid for, is at most --risk) | strict (the dev Δ's "
          "paired 95 % CI excludes 0) | positive (any dev Δ > 0).", default="risk"),
     _run("risk", "--risk", "The risk rule's limit: the largest accepted chance that the adapted model is no better "
-         "than the base (default 0.2).", default=0.2),
+         "than the base.", default=0.2),
     _option("require_improvement", "--require-improvement", "Exit with code 3 when the decision is keep-base: no "
             "checkpoint beats the base model on the dev set, or the evidence does not pass the --decision rule. "
             "For pipelines.", annotation=bool, default=False),

@@ -34,8 +34,8 @@ def decide(
     trust_remote_code: bool = shared.trust_remote_code(),
     allow_pickle: bool = shared.allow_pickle(),
 ) -> None:
-    """Decide again whether to use the run's model, on labels it has not been decided on (e.g. pairs chosen by
-    `sentadapt pairs --run RUN`), without training; the decision is recorded in RUN/metrics.json."""
+    """Decide again whether to use the run's model, on new labels, without training: pairs chosen by `sentadapt
+    pairs --run RUN` or any labelled pairs; the decision is recorded in RUN/metrics.json."""
     from sentadapt.api import decide_again
 
     result = decide_again(run, dev, decision=decision, risk=risk, batch_size=batch_size, max_length=max_length,

@@ -11,7 +11,6 @@ from rich.markup import escape
 
 from sentadapt.cli import shared_options as shared
 from sentadapt.cli._common import console, friendly_errors, note, progress_bar
-from sentadapt.resolve import DEFAULT_BASE_MODEL
 
 if TYPE_CHECKING:
     from sentadapt.evaluation.chosen_pairs import ChosenPairs
@@ -32,8 +31,8 @@ def pairs(
     run: Path | None = typer.Option(None, "--run", help="After training: choose the pairs where this run's model "
                                     "and its base disagree; then `sentadapt decide RUN --dev FILE`."),
     base: str | None = typer.Option(None, "--base", show_default=False,
-                                    help=f"The base model you will adapt: folder or Hub id (its cosines spread the "
-                                         f"pairs; default: {DEFAULT_BASE_MODEL}; with --run, the run's)."),
+                                    help="The base model you will adapt: folder or Hub id (its cosines spread the "
+                                         "pairs; default: named above; with --run, the run's)."),
     n: int = typer.Option(200, "-n", help="Pairs to propose (each sentence is used once: needs 2·n sentences)."),
     output: Path = typer.Option(..., "--output", "-o", help="The file to label: .tsv or .csv."),
     seed: int = typer.Option(0, "--seed", help="Seed of the sentence sample and of the pairs chosen."),

@@ -73,6 +73,9 @@ class ChosenPairs:
 def read_candidates(path: Path) -> Candidates:
     """sentence1/sentence2 records of a .tsv, .csv or .jsonl file; the other columns are kept (reserved names are
     refused: the written file has its own label and weight); a pair listed twice is an error."""
+    if path.is_dir():
+        raise DataError(f"--candidates {path}: a folder; pass one file of pairs (.tsv, .csv or .jsonl with "
+                        "sentence1 and sentence2)")
     if not path.is_file():
         raise DataError(f"--candidates {path}: no such file")
     first: list[str] = []

@@ -27,8 +27,9 @@ def task_type(name: str) -> type[EvalTask]:
     return TASK_TYPES.get(name)
 
 
-def detect_task_type(path: str | Path) -> str:
-    """The task type of a file or folder, from its layout / header / first record."""
+def detect_task_type(path: str | Path, task_option: bool = True) -> str:
+    """The task type of a file or folder, from its layout / header / first record; `task_option`: the command has
+    `--task TYPE` to name it (eval), so the message may suggest it (adapt --dev and decide have none)."""
     path = Path(path)
     if not path.exists():
         raise DataError(f"{path}: no such file or directory")
@@ -43,10 +44,12 @@ def detect_task_type(path: str | Path) -> str:
         if TASK_TYPES.get(name).sniff(path):
             return name
     columns = sorted(sniff_columns(path))
-    found = f"found {', '.join(columns)}" if columns else "no header or JSON object found"
-    raise DataError(f"{path}: cannot tell the task type ({found}); expected sentence1, sentence2 and score (STS) "
-                    "or label (pair classification), or query with positive/negative (reranking); "
-                    "or pass --task TYPE")
+    expected = ("expected sentence1, sentence2 and score (STS) or label (pair classification), or query with "
+                "positive/negative (reranking)")
+    if not columns:
+        raise DataError(f"{path}: no sentence pairs (only blank lines or comments); {expected}")
+    raise DataError(f"{path}: cannot tell the task type (found {', '.join(columns)}); {expected}"
+                    + ("; or pass --task TYPE" if task_option else ""))
 
 
 def read_task(path: str | Path, kind: str | None = None, split: str = "test", aggregate: str = "all") -> EvalTask:
@@ -96,7 +99,7 @@ def resolve_dev_set(
         raise DataError(f"--dev {dev}: no such file or folder; pass stsb, sickr, a labelled pairs file "
                         "(.tsv/.csv/.jsonl with sentence1, sentence2 and score or label), a reranking .jsonl "
                         "or a BEIR retrieval folder")
-    kind = detect_task_type(path)
+    kind = detect_task_type(path, task_option=False)  # adapt --dev, decide: no --task to suggest
     check_metric(metric, kind)
     title = f"{path.name} — {TASK_TYPES.get(kind).title}"
     return path.name, lambda: Evaluator([read_task(path, kind, split="dev")], split="dev", title=title, **options)

@@ -44,6 +44,15 @@ class DevSelection:
         self.records.log({"step": 0, "dev": state.base_score})
         self.reporter.message(f"base model on {self.dev_name}: {state.base_score:.2f}")
 
+    def missed(self, state: TrainState, every: int) -> bool:
+        """The step a run resumes from is an evaluation step it did not evaluate: a stop lands at a step boundary
+        before that step's evaluation (the stop is checked first). Made on resuming, on the same weights, it gives
+        the resumed run the uninterrupted one's evaluations, so the decision's max-T weighs as many. The same on
+        every process (the history is the checkpoint's)."""
+        step = state.step
+        return (not self.blind and bool(every) and step > 0 and step % every == 0
+                and all(entry.get("step") != step for entry in state.history))
+
     def evaluate(self, state: TrainState) -> bool:
         """Score the model at `state.step`, keep it when it is the best so far; True: stop early (patience)."""
         score, outputs = self.score()

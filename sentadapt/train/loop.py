@@ -131,9 +131,12 @@ def steps_per_epoch(examples: int, config: RunConfig) -> int:
 def total_steps_for(examples: int, config: RunConfig) -> int:
     per_epoch = steps_per_epoch(examples, config)
     if per_epoch == 0:
+        # the smallest batch is 2 (a contrastive step needs an in-batch negative): below that only data helps
+        fix = ("add data: a contrastive step needs at least 2 sentences" if examples < 2 * config.train.grad_accum
+               else "lower --batch-size or add data")
         raise ConfigError(
             f"the corpus has {examples} examples, fewer than one step of batch_size {config.train.batch_size} × "
-            f"grad_accum {config.train.grad_accum}; lower --batch-size or add data"
+            f"grad_accum {config.train.grad_accum}; {fix}"
         )
     return config.train.max_steps or max(1, math.ceil(passes_for(examples, config) * per_epoch))
 
@@ -266,10 +269,7 @@ class Trainer:
         try:
             with self.stop.request, compiled_training(self.inputs.encoder.backbone, cfg.compile, self.reporter.message,
                                                       self.accelerator.device.type, self.state.steps_left):
-                # a run stopped at a step boundary stopped before that step's evaluation (the stop is checked
-                # first): it is made now, on the same weights, so the resumed run evaluates at every step the
-                # uninterrupted one does and the decision's max-T weighs as many evaluations
-                missed = resume and self._evaluation_missed()
+                missed = resume and self.selection.missed(self.state, self.eval_every)
                 stopped = "early-stopped" if missed and self._evaluate() else self._train_steps()
         except KeyboardInterrupt:
             path = self._save_checkpoint()
@@ -349,13 +349,6 @@ class Trainer:
         if self.accelerator.num_processes > 1:
             flag = self.accelerator.gather(flag)
         return int(flag.max().item())
-
-    def _evaluation_missed(self) -> bool:
-        """The step resumed from is an evaluation step that was not evaluated (same answer on every process: the
-        history is the checkpoint's)."""
-        step = self.state.step
-        return (not self.selection.blind and bool(self.eval_every) and step > 0 and step % self.eval_every == 0
-                and all(entry.get("step") != step for entry in self.state.history))
 
     def _evaluate(self) -> bool:
         """Score the dev set on the main process, keep the model if best; True: stop early (all processes agree)."""

@@ -19,10 +19,28 @@ def test_help_at_80_columns_names_the_default_model_unbroken(command: str) -> No
 
 
 
-@pytest.mark.parametrize("command", ["adapt", "eval", "diagnose", "export"])
+@pytest.mark.parametrize("command", ["adapt", "eval", "diagnose", "export", "pairs", "decide"])
 def test_no_help_text_is_cut_at_80_columns(command: str) -> None:
     """Rich crops a word longer than the help column with '…' (e.g. 'cls|mean|max|last2avg|firstlast')."""
     result = CliRunner().invoke(app, [command, "--help"], env={"COLUMNS": "80", "TERMINAL_WIDTH": "80"})
     assert result.exit_code == 0, result.output
     cut = [line for line in result.stdout.splitlines() if "…" in line]
     assert not cut, cut
+
+
+def test_the_command_list_gives_each_command_a_whole_sentence() -> None:
+    """Click cuts a command's line at its first '. ' ('e.g. ' ended decide's in the middle of a parenthesis)."""
+    result = CliRunner().invoke(app, ["--help"], env={"COLUMNS": "80", "TERMINAL_WIDTH": "80"})
+    text = " ".join(line.strip("│ ") for line in result.stdout.splitlines())
+    assert "decide Decide again whether to use the run's model, on new labels, without training: pairs chosen by " \
+           "`sentadapt pairs --run RUN` or any labelled pairs. export" in " ".join(text.split())
+
+
+def test_adapt_help_states_each_default_once_and_says_where_the_recipes_are_shown() -> None:
+    result = CliRunner().invoke(app, ["adapt", "--help"], env={"COLUMNS": "200", "TERMINAL_WIDTH": "200"})
+    plain = " ".join(result.stdout.replace("│", " ").split())
+    assert "(default 0.2)" not in plain and "no better than the base. [default: 0.2]" in plain
+    for flag in ("--max-steps", "--batch-size", "--lr", "--eval-every"):
+        described = plain.split(f" {flag} ", 1)[1].split("--dry-run", 1)[0]  # its text, up to --dry-run
+        assert "Default:" in described and len(described) < 200, described
+    assert "in-batch negatives + 1" not in plain
