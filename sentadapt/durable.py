@@ -111,6 +111,7 @@ def write_folder_atomically(target: Path, write: Callable[[Path], None], manifes
     old = target.parent / f".old-{target.name}-{os.getpid()}"
     try:
         write(tmp)
+        _default_modes(tmp)
         files = {str(p.relative_to(tmp)): _sha256(p) for p in sorted(tmp.rglob("*")) if p.is_file()}
         (tmp / MANIFEST).write_text(json.dumps({"files": files, **(manifest_extra or {})}, indent=1) + "\n")
         _fsync_tree(tmp)
@@ -128,6 +129,17 @@ def write_folder_atomically(target: Path, write: Callable[[Path], None], manifes
         if reason is None:
             raise
         raise StorageError(f"{target}: could not be written ({reason})") from None
+
+
+def _default_modes(folder: Path) -> None:
+    """Every file and folder with the modes a plain write gives under the user's umask (0644 and 0755 under 022): a
+    library that writes through a private temporary file (sentence-transformers' weights: 0600) would otherwise
+    leave one file of a shared model unreadable to the others."""
+    umask = os.umask(0o022)
+    os.umask(umask)
+    for path in folder.rglob("*"):
+        if not path.is_symlink():
+            path.chmod((0o777 if path.is_dir() else 0o666) & ~umask)
 
 
 def verify_folder(folder: Path) -> dict[str, Any]:

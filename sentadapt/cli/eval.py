@@ -91,11 +91,12 @@ def eval_models(
 
 
 def render(result: EvalResult, show_subsets: bool = False) -> None:
-    """A table per evaluator, the data it came from and, with CIs, how to read them."""
+    """A table per evaluator, the data it came from and, with CIs, how to read them: all on stdout (the footnotes
+    belong to the table: `eval ... > scores.txt` keeps them)."""
     for table, line in zip(result.tables(show_subsets), result.protocols()):
         console.print(draw(table))
-        note(line)
+        console.print(escape(line), highlight=False, soft_wrap=True)
     if result.bootstrap:
-        note(escape("[low, high]: ") + f"95 % percentile bootstrap CI ({result.bootstrap} resamples of the "
-             f"pairs/queries, seed {result.seed}); Δ CIs are paired (both models on the same resamples); "
-             "* = the Δ's CI excludes 0")
+        console.print(escape("[low, high]: ") + f"95 % percentile bootstrap CI ({result.bootstrap} resamples of the "
+                      f"pairs/queries, seed {result.seed}); Δ CIs are paired (both models on the same resamples); "
+                      "* = the Δ's CI excludes 0", highlight=False, soft_wrap=True)

@@ -90,6 +90,11 @@ def render_chosen(result: ChosenPairs) -> None:
     console.print(f"wrote {len(result)} pairs to label to [bold]{escape(str(result.path))}[/], chosen among "
                   f"{len(result.candidates)} candidates ({escape(result.candidates.source)}) {escape(how)}",
                   highlight=False, soft_wrap=True)
+    if result.short_of:
+        console.print(f"note: {result.short_of} candidates (5·n) were wanted; the corpus's distinct sentences give "
+                      f"{len(result.candidates)} disjoint pairs (each sentence in one pair). Fewer candidates "
+                      "leave less room to choose: more text would sharpen the estimate", highlight=False,
+                      soft_wrap=True)
     if result.weights is not None:
         console.print(f"each row's weight (1 / its chance of being chosen) runs from {result.weights.min():.2f} to "
                       f"{result.weights.max():.2f}; keep the column: the decision reads it. Design: "

@@ -65,6 +65,7 @@ class ChosenPairs:
     guide_model: str | None
     base: str
     next_command: str
+    short_of: int | None = None  # from a corpus: the 5·n candidates asked for when its sentences gave fewer
 
     def __len__(self) -> int:
         return len(self.rows)
@@ -187,6 +188,8 @@ def choose_pairs(
     guide_kind = None if guide_model is None else ("run" if run is not None else "teacher")
     result = ChosenPairs(output, None, rows, weights, pool, guide_kind, str(run or teacher) if guide_kind else None,
                          resolved.name, next_command(corpus, candidates_file, base, output, run, teacher))
+    if candidates_file is None and guide_model is not None and len(pool) < CANDIDATES_PER_PAIR * n:
+        result.short_of = CANDIDATES_PER_PAIR * n  # each sentence is in one candidate pair: 2 per candidate
     write_chosen(result, rng)
     if weights is not None:
         result.design_path = write_design(output, Design(guide_kind or "", result.guide_model or "", resolved.name,

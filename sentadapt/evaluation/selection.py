@@ -185,7 +185,7 @@ def _choose_by_evidence(scores: Sequence[CandidateScore], dev_name: str | None, 
     passed: list[tuple[CandidateScore, Evidence]] = []
     stopped: tuple[CandidateScore, Evidence | None] | None = None
     for index, (score, weighed) in enumerate(zip(scores, evidence)):  # each tested only if all before it passed
-        risks[index] = weighed.risk if weighed is not None and score.change > 0 else None
+        risks[index] = weighed.risk if weighed is not None else None  # a Δ ≤ 0 has its risk too (≥ 0.5)
         if score.change <= 0 or weighed is None or weighed.risk > rule.risk:
             stopped = (score, weighed)
             break

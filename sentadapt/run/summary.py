@@ -273,6 +273,7 @@ def auto_table(record: dict[str, Any]) -> TextTable:
     for header in headers:
         interval = header.endswith("CI")  # the cells that may wrap on a narrow terminal (the interval below)
         table.column(header, right=True, fold=interval, whole=not interval)
+    any_risk = any(row.get("risk") is not None for row in record["candidates"])
     for row in record["candidates"]:
         if row.get("failed"):
             table.row(row["name"], Cell("failed", BAD), *["–"] * (len(headers) - 2), _clock(row["seconds"]))
@@ -280,8 +281,9 @@ def auto_table(record: dict[str, Any]) -> TextTable:
         chosen = row["name"] == record["chosen"]
         if rule == "strict":
             weighed_cells = [_interval(row["dev_change_adjusted_ci"])]
-        elif rule == "risk":
-            weighed_cells = ["–" if row.get("risk") is None else f"{row['risk']:.3f}"]
+        elif rule == "risk":  # no risk: not tested (the walk stopped before it), or none computed (bootstrap off)
+            weighed_cells = [f"{row['risk']:.3f}" if row.get("risk") is not None
+                             else "untested" if any_risk else "–"]
         else:
             weighed_cells = []
         change = f"{row['dev_change']:+.2f}" + (f" {_interval(row['dev_change_ci'])}" if row["dev_change_ci"] else "")

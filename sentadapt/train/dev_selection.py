@@ -42,7 +42,8 @@ class DevSelection:
         state.base_score, state.dev_outputs["base"] = self.base_dev if self.base_dev is not None else self.score()
         state.history.append({"step": 0, "dev": state.base_score})
         self.records.log({"step": 0, "dev": state.base_score})
-        self.reporter.message(f"base model on {self.dev_name}: {state.base_score:.2f}")
+        if self.base_dev is None:  # a score handed in was said where it was made (auto's shared one, a teacher's)
+            self.reporter.message(f"base model on {self.dev_name}: {state.base_score:.2f}")
 
     def missed(self, state: TrainState, every: int) -> bool:
         """The step a run resumes from is an evaluation step it did not evaluate: a stop lands at a step boundary

@@ -51,7 +51,7 @@ def test_eval_sts_from_a_data_dir(tiny_model_dir: Path, tmp_path: Path) -> None:
     result = _run("eval", str(tiny_model_dir), "--sts", "stsb,sickr", "--data-dir", str(tmp_path))
     assert result.exit_code == 0, result.output
     assert "STS-B" in result.stdout and "SICK-R" in result.stdout and "avg" in result.stdout
-    assert "(SentEval pairs)" in result.stderr
+    assert "(SentEval pairs)" in result.stdout  # the data line, under its table
 
 
 @pytest.mark.parametrize(
@@ -137,3 +137,23 @@ def test_cache_embeddings_stores_then_reuses_the_same_vectors(tiny_model_dir: Pa
     scores = [json.loads(path.read_text())[0]["reports"][0]["tasks"]["pairs.tsv"]["spearman"]
               for path in (first_json, second_json)]
     assert scores[0] == scores[1]  # the same vectors read back: bit-identical
+
+
+def test_the_footnotes_are_on_stdout_with_the_table(tiny_model_dir: Path, pairs_tsv: Path) -> None:
+    """`eval ... > scores.txt` keeps what the table's numbers mean: the data line and the CI legend."""
+    result = runner.invoke(app, ["eval", str(tiny_model_dir), "--pairs", str(pairs_tsv), "--device", "cpu"])
+    assert result.exit_code == 0, result.output
+    out = " ".join(result.stdout.split())
+    assert f"data: {pairs_tsv} — protocol: Spearman×100 of cosine" in out
+    assert "[low, high]: 95 % percentile bootstrap CI (1000 resamples" in out
+    assert "data:" not in result.stderr and "[low, high]" not in result.stderr
+
+
+def test_a_long_model_path_is_shown_by_its_folders_own_name() -> None:
+    from sentadapt.evaluation.result_tables import short_names
+
+    assert short_names(["/work/shared/models/paraphrase-minilm-l3-v2", "runs/d"]) == {
+        "/work/shared/models/paraphrase-minilm-l3-v2": "paraphrase-minilm-l3-v2", "runs/d": "runs/d"}
+    # the same folder name twice: as many components as tell them apart
+    assert short_names(["/data/experiments/one/model-final", "/data/experiments/two/model-final"]) == {
+        "/data/experiments/one/model-final": "one/model-final", "/data/experiments/two/model-final": "two/model-final"}

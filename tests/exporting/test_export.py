@@ -203,6 +203,24 @@ def test_hf_export_reloads_with_automodel(runs: dict[str, Path], tmp_path: Path)
     assert "`cls`: the first token ([CLS]) vector" in (output / "README.md").read_text()
 
 
+def test_every_exported_file_is_readable_by_others_as_a_plain_write_makes_it(runs: dict[str, Path],
+                                                                            tmp_path: Path) -> None:
+    """sentence-transformers writes its weights through a private temporary file (0600): a shared model would have
+    one file the others cannot read."""
+    import os
+    import stat
+
+    umask = os.umask(0o022)
+    try:
+        output = export_model(ExportRequest(str(runs["sg-opt"]), tmp_path / "ship"), sentences=SENTENCES[:4]).output
+    finally:
+        os.umask(umask)
+    modes = {str(path.relative_to(output)): stat.S_IMODE(path.stat().st_mode) for path in output.rglob("*")}
+    assert modes["model.safetensors"] == 0o644
+    assert {mode for name, mode in modes.items() if (output / name).is_file()} == {0o644}
+    assert {mode for name, mode in modes.items() if (output / name).is_dir()} == {0o755}
+
+
 def test_failed_verification_leaves_the_previous_output(runs: dict[str, Path], tmp_path: Path,
                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     output = tmp_path / "out"

@@ -173,6 +173,23 @@ def test_auto_trains_each_candidate_and_records_the_choice(corpus: Path, pairs_t
     for row in metrics["candidates"]:
         assert f"{row['name']} {row['dev_score']:.2f} {row['dev_change']:+.2f}" in flat
     assert ("keep the base model" in flat) == (chosen is None)
+    assert _flat(result.stderr).count("base model on pairs.tsv:") == 1  # scored once, said once
+
+
+def test_the_table_gives_a_tested_candidates_risk_and_names_the_untested() -> None:
+    from sentadapt.evaluation.decision import DecisionRule
+    from sentadapt.run.summary import auto_table
+
+    scores = [_score("consert", -0.4, (-1.0, +0.2), (-1.2, +0.4)), *_three()[1:]]
+    choice = choose(scores, "dev.tsv", DecisionRule(), [_risk_evidence(0.7), _risk_evidence(0.01), None])
+    assert choice.chosen is None
+    rows = [{**row, "name": row["name"], "failed": None, "best_step": 2, "seconds": 1.0}
+            for row in choice.to_dict()["candidates"]]
+    record = {"decision_rule": "risk", "adjustment": {"confidence": None}, "candidates": [
+        {**row, "steps": 4} for row in rows], "dev": "dev.tsv", "base_score": 70.0, "chosen": None,
+        "risk_limit": 0.2}
+    cells = [[cell.text for cell in row.cells] for row in auto_table(record).rows]
+    assert [row[3] for row in cells] == ["0.700", "untested", "untested"]  # tested with Δ ≤ 0: its risk, not –
 
 
 def test_auto_publishes_the_chosen_candidate_model(corpus: Path, pairs_tsv: Path, train_pairs: Path,

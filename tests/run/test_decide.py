@@ -357,3 +357,17 @@ def test_pairs_for_a_teacher_names_the_teacher_and_a_free_folder_in_the_next_com
                "--output runs/t-2")
     assert command in " ".join(result.output.split())
     assert (tmp_path / "t.tsv").read_text().splitlines()[0].endswith(f"Then: {command}")
+
+
+def test_from_a_small_corpus_fewer_candidates_than_five_times_n_are_said(tiny_model_dir: Path,
+                                                                         tiny_model_dir_3layers: Path,
+                                                                         tmp_path: Path) -> None:
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("".join(f"ticket {i} says the printer {i % 3} is down\n" for i in range(80)))
+    result = invoke("pairs", str(corpus), "--base", str(tiny_model_dir), "--teacher", str(tiny_model_dir_3layers),
+                    "-n", "10", "-o", str(tmp_path / "dev.tsv"))
+    assert result.exit_code == 0, result.output
+    said = " ".join(result.output.split())
+    assert "chosen among 40 candidates" in said  # 80 sentences: 40 disjoint pairs, not 5·10
+    assert ("note: 50 candidates (5·n) were wanted; the corpus's distinct sentences give 40 disjoint pairs (each "
+            "sentence in one pair)") in said
