@@ -234,7 +234,8 @@ def strict_metrics(run: Path) -> dict:
     return json.loads((run / "metrics.json").read_text(), parse_constant=refuse)
 
 
-def design_file(tmp_path: Path, weights: list[str], candidates: int = 40, name: str = "chosen.tsv") -> Path:
+def design_file(tmp_path: Path, weights: list[str], candidates: int = 40, name: str = "chosen.tsv",
+                base: str = "b") -> Path:
     """A labelled file of `pairs --run`'s shape (a weight column unless `weights` is empty) with its design."""
     path = tmp_path / name
     header = "sentence1\tsentence2\t" + ("weight\t" if weights else "") + "label"
@@ -242,7 +243,7 @@ def design_file(tmp_path: Path, weights: list[str], candidates: int = 40, name: 
              + f"{(i * 7) % 6}" for i in range(len(weights) or 12)]
     path.write_text("\n".join([header, *lines]) + "\n")
     path.with_name(path.name + ".design.json").write_text(json.dumps({
-        "design": "importance (Pareto πps, weight = 1/π)", "guide": "run", "guide_model": "runs/x", "base": "b",
+        "design": "importance (Pareto πps, weight = 1/π)", "guide": "run", "guide_model": "runs/x", "base": base,
         "candidates": candidates, "pairs": 12, "uniform_share": 0.5, "seed": 0}))
     return path
 
@@ -256,14 +257,19 @@ def design_file(tmp_path: Path, weights: list[str], candidates: int = 40, name: 
                                         "from, which no weight of a design can be (1 / the chance the pair was "
                                         "chosen); restore the value `sentadapt pairs` wrote"),
 ], ids=["weights-removed", "below-1", "1e308"])
-def test_a_designs_file_is_read_with_its_weights_or_refused(weights: list[str], message: str, tmp_path: Path) -> None:
+def test_a_designs_file_is_read_with_its_weights_or_refused(weights: list[str], message: str, finished: Path,
+                                                            tmp_path: Path) -> None:
     from sentadapt.data.pair_files import read_user_scored_pairs
     from sentadapt.errors import DataError
 
-    path = design_file(tmp_path, weights)
+    path = design_file(tmp_path, weights, base=strict_metrics(finished)["base_model"])
     with pytest.raises(DataError) as error:
         read_user_scored_pairs(path)
     assert str(error.value) == message.format(path=path)
+    before = (finished / "metrics.json").read_text()
+    result = invoke("decide", str(finished), "--dev", str(path))
+    assert result.exit_code == 1 and " ".join(result.output.split()) == "Error: " + message.format(path=path)
+    assert (finished / "metrics.json").read_text() == before
 
 
 @pytest.mark.parametrize(("weights", "message"), [
@@ -371,3 +377,51 @@ def test_from_a_small_corpus_fewer_candidates_than_five_times_n_are_said(tiny_mo
     assert "chosen among 40 candidates" in said  # 80 sentences: 40 disjoint pairs, not 5·10
     assert ("note: 50 candidates (5·n) were wanted; the corpus's distinct sentences give 40 disjoint pairs (each "
             "sentence in one pair)") in said
+
+
+def test_messages_name_what_helps(finished: Path, tiny_model_dir: Path, tmp_path: Path) -> None:
+    """A dev file of blank lines (adapt --dev, decide: no --task to suggest), a one-line corpus (no batch is small
+    enough: the minimum is 2), --candidates given a folder."""
+    blank = tmp_path / "blank.tsv"
+    blank.write_text("\n\n")
+    decided = invoke("decide", str(finished), "--dev", str(blank))
+    assert decided.exit_code == 1
+    assert " ".join(decided.output.split()) == (
+        f"Error: {blank}: no sentence pairs (only blank lines or comments); expected sentence1, sentence2 and score "
+        "(STS) or label (pair classification), or query with positive/negative (reranking)")
+    one = tmp_path / "one.txt"
+    one.write_text("the printer is jammed\n")
+    adapted = run_adapt(str(one), "--base", str(tiny_model_dir), "--output", str(tmp_path / "run"), "--dev", "none",
+                        *TRAIN)
+    assert adapted.exit_code == 2
+    assert adapted.stderr.strip().splitlines()[-1] == (
+        "Error: the corpus has 1 examples, fewer than one step of batch_size 8 × grad_accum 1; add data: a "
+        "contrastive step needs at least 2 sentences")
+    folder = invoke("pairs", "--candidates", str(tmp_path), "--base", str(tiny_model_dir), "-n", "2", "-o",
+                    str(tmp_path / "d.tsv"))
+    assert folder.exit_code == 1
+    assert " ".join(folder.output.split()) == (
+        f"Error: --candidates {tmp_path}: a folder; pass one file of pairs (.tsv, .csv or .jsonl with sentence1 and "
+        "sentence2)")
+
+
+def test_decides_reason_names_the_metric_and_its_notes_say_what_limits_the_labels(
+        finished: Path, tiny_model_dir: Path, tmp_path: Path) -> None:
+    out = tmp_path / "other-run.tsv"
+    chosen = invoke("pairs", "--candidates", str(candidates_file(tmp_path)), "--run", str(finished), "-n", "12",
+                    "-o", str(out))
+    assert chosen.exit_code == 0, chosen.output
+    dev = labelled(out, tmp_path / "labels.tsv")
+    design = dev.with_name(dev.name + ".design.json")
+    record = json.loads(design.read_text())
+    design.write_text(json.dumps({**record, "guide_model": str(tmp_path / "runs" / "y")}))  # made for another run
+    result = invoke("decide", str(finished), "--dev", str(dev))
+    assert result.exit_code == 0, result.output
+    said = " ".join(result.output.split())
+    metrics = strict_metrics(finished)
+    assert f"on labels.tsv by spearman × 100 (Δ {metrics['dev_change']:+.2f}" in said
+    assert "no checkpoint" not in said  # decide weighs the published model alone
+    assert (f"note: labels.tsv.design.json: its pairs were chosen where {tmp_path / 'runs' / 'y'} differs from the "
+            f"base, not {finished}; the weighted Δ still estimates the 40 candidates'") in said
+    assert "note: 12 dev pairs: gains below" in said  # the small-dev note adapt gives
+    assert metrics["dev_note"].startswith("labels.tsv.design.json: its pairs were chosen where")

@@ -291,7 +291,7 @@ def test_an_interrupted_replacement_is_named_as_unfinished_by_eval_and_decide_wi
                 f"rm -r {run} && mv {aside} {run})")
     runner = CliRunner()
     evaluated = runner.invoke(app, ["eval", str(run), "--sts", "stsb"])
-    assert evaluated.exit_code != 0 and " ".join(evaluated.stderr.split()) == expected
+    assert evaluated.exit_code == 1 and " ".join(evaluated.stderr.split()) == expected
     decided = runner.invoke(app, ["decide", str(run), "--dev", str(texts)])
     assert decided.exit_code == 2 and " ".join(decided.stderr.split()) == expected
     data = run.parent / "data"
