@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import atexit
+import json
 import os
 import shutil
 import signal
@@ -194,12 +195,24 @@ def corpus(tmp_path: Path) -> Path:
 
 
 def run_adapt(*args: str):
-    """`sentadapt adapt ARGS` in-process; exceptions that are bugs propagate (not turned into exit codes)."""
+    """`sentadapt adapt ARGS` in-process; exceptions that are bugs propagate (not turned into exit codes). The run's
+    metrics.json, when there is one, must be strict JSON (no NaN or Infinity: issue 67)."""
     from typer.testing import CliRunner
 
     from sentadapt.cli import app
 
-    return CliRunner().invoke(app, ["adapt", *args], catch_exceptions=False)
+    result = CliRunner().invoke(app, ["adapt", *args], catch_exceptions=False)
+    flags = list(args)
+    for flag in ("--output", "-o"):
+        if flag in flags[:-1]:
+            metrics = Path(flags[flags.index(flag) + 1]) / "metrics.json"
+            if metrics.is_file():
+                json.loads(metrics.read_text(encoding="utf-8"), parse_constant=_refuse_non_finite)
+    return result
+
+
+def _refuse_non_finite(constant: str) -> None:
+    raise AssertionError(f"metrics.json holds {constant}: not strict JSON")
 
 
 def run_config(recipe_name: str, model: Path, corpus: Path, output: Path, flags: dict[str, object],
