@@ -155,7 +155,9 @@ def test_propose_pairs_writes_the_file_pairs_writes(tiny_model_dir: Path, tmp_pa
     proposed = sentadapt.propose_pairs([corpus], str(tiny_model_dir), 4, api_out, device="cpu")
     assert isinstance(proposed, api.ProposedPairs) and len(proposed) == 4
     # the same file, but for its own path in the header's `adapt ... --dev FILE`
-    assert api_out.read_text().replace(str(api_out), "FILE") == cli_out.read_text().replace(str(cli_out), "FILE")
+    # (and the run folder named after it, runs/api or runs/cli)
+    assert (api_out.read_text().replace(str(api_out), "FILE").replace("runs/api", "runs/FILE")
+            == cli_out.read_text().replace(str(cli_out), "FILE").replace("runs/cli", "runs/FILE"))
 
 
 # --------------------------------------------------------------------------------------------------- errors

@@ -95,8 +95,8 @@ def render(result: EvalResult, show_subsets: bool = False) -> None:
     belong to the table: `eval ... > scores.txt` keeps them)."""
     for table, line in zip(result.tables(show_subsets), result.protocols()):
         console.print(draw(table))
-        console.print(escape(line), highlight=False, soft_wrap=True)
+        console.print(escape(line), highlight=False)  # wrapped at the terminal's width, as the table is
     if result.bootstrap:
         console.print(escape("[low, high]: ") + f"95 % percentile bootstrap CI ({result.bootstrap} resamples of the "
                       f"pairs/queries, seed {result.seed}); Δ CIs are paired (both models on the same resamples); "
-                      "* = the Δ's CI excludes 0", highlight=False, soft_wrap=True)
+                      "* = the Δ's CI excludes 0", highlight=False)

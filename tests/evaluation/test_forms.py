@@ -147,7 +147,7 @@ def test_a_model_named_with_an_at_sign_keeps_its_name_in_the_sizes_table(tiny_mo
     formed = evaluate([str(tiny_model_dir), str(model)], pairs=[pairs_tsv], bootstrap=0, dims="16")
     assert [form["model"] for form in formed.forms] == [str(tiny_model_dir)] * 2 + [str(model)] * 2
     text = "\n".join(str(table) for table in formed.tables())
-    assert str(model) in text
+    assert "\ntuned @ v2 " in text  # the row names the folder, " @ " and all (its path is in the lines above)
 
 
 # ---------------------------------------------------------------------- the sizes decision (evaluation/sizes.py)

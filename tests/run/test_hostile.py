@@ -785,7 +785,7 @@ def _auto_record(rule: str) -> dict:
 
 
 @pytest.mark.parametrize(("rule", "column", "cells"), [
-    ("risk", "risk", ["0.031", "–"]),
+    ("risk", "risk", ["0.031", "untested"]),
     ("strict", "97.50 % CI", ["[+0.10, +2.90]", "[-2.10, +0.80]"]),
 ])
 def test_the_auto_summary_names_its_columns_after_the_rule_and_keeps_every_number_at_80_columns(
