@@ -1,12 +1,12 @@
 """Calibrated intervals (issue 68): which standard error of a dev Δ covers at its nominal 95 %.
 The rule was written before this study ran: research/findings.md, "Calibrated intervals and risk (issue 68)".
 
-    python -m research.experiments.calibration --study   # → research/results/calibration/coverage.json (~15 min, 2 cores)
+    python -m research.experiments.calibration --study   # → research/results/calibration/coverage.json.gz (~10 min, 2 cores)
     python -m research.experiments.calibration           # prints the tables from the stored file
 
-Candidates: A, the product's paired percentile bootstrap as it was (1,000 resamples); B, the design jackknife
-(sentadapt/evaluation/variance.py); C, the infinitesimal jackknife (the empirical influence function) with the same
-design factor. B and C give Δ ± 1.96 SE. Cells: synthetic finite pools with a set pool Δ (uniform and chosen designs)
+Candidates: A, the product's paired percentile bootstrap as it was (1,000 resamples); B, the delete-one jackknife
+with the design factor; C, the infinitesimal jackknife (the empirical influence function) with the same factor — the
+rule's pick, now sentadapt/evaluation/variance.py. B and C give Δ ± 1.96 SE. Cells: synthetic finite pools with a set pool Δ (uniform and chosen designs)
 and the ten stored (pairing, domain) cells of the chosen-labels study (uniform, before, after), n = 50/100/200;
 truth = the Δ over the whole pool. Every draw's three intervals are stored (per-draw outputs), so every figure
 regenerates from the file.
@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 RESULTS = Path("research/results/calibration")
-STUDY = "coverage.json"
+STUDY = "coverage.json.gz"  # every draw's Δ, SEs and interval, gzip-compressed JSON (~3 MB)
 SIZES = (50, 100, 200)
 DRAWS = 3000  # per cell: a coverage's Monte-Carlo SE is √(0.95 · 0.05 / 3000) ≈ 0.4 points
 SYNTHETIC_POOL = 1000
@@ -35,7 +35,6 @@ RESAMPLES = 1000
 Z95 = 1.959963984540054
 CANDIDATES = ("A", "B", "C")
 BAND = (0.94, 0.96)
-STEP = 1e-4  # the infinitesimal jackknife's relative weight step (central difference)
 
 
 @dataclass
@@ -117,7 +116,7 @@ def intervals(population: Population, rows: np.ndarray, weights: np.ndarray, inc
               seed: int) -> dict[str, Any]:
     """The weighted Δ (× 100) and each candidate's 95 % interval."""
     from sentadapt.evaluation import bootstrap
-    from sentadapt.evaluation.variance import deleted_values, jackknife_se
+    from sentadapt.evaluation.variance import influence_se, influence_values
 
     gold, base, adapted = population.gold[rows], population.base[rows], population.adapted[rows]
     groups = bootstrap.TieGroups(gold)
@@ -132,20 +131,19 @@ def intervals(population: Population, rows: np.ndarray, weights: np.ndarray, inc
     value = float(delta(np.ones((1, size)))[0])
     replicates = bootstrap.replicate(size, RESAMPLES, bootstrap.task_seed(population.name, seed), {"d": delta})["d"]
     low_a, high_a = bootstrap.interval(replicates)
-    se_b = jackknife_se(value, deleted_values(size, {"d": delta})["d"], size, weights, inclusion)
-    se_c = infinitesimal_se(delta, size, weights, inclusion)
+    se_b = jackknife_se(delta, value, size, weights, inclusion)
+    se_c = influence_se(influence_values(size, {"d": delta})["d"], size, inclusion)  # the product's (C won)
     return {"delta": value, "A": [low_a, high_a], "se_A": float(np.std(replicates, ddof=1)),
             "se_B": se_b, "se_C": se_c}
 
 
-def infinitesimal_se(statistic: Any, size: int, weights: np.ndarray, inclusion: np.ndarray) -> float:
-    """Candidate C: ε_i = ∂θ/∂log w_i (a central difference of each unit's weight), the same design factor."""
-    up = statistic(1.0 + STEP * np.eye(size))
-    down = statistic(1.0 - STEP * np.eye(size))
-    effects = (up - down) / (2 * STEP)
+def jackknife_se(statistic: Any, value: float, size: int, weights: np.ndarray, inclusion: np.ndarray) -> float:
+    """Candidate B: the delete-one jackknife with the design factor (Berger & Skinner 2005),
+    V = n/(n−1) Σ (1 − π_i)(ε_i − ε̄)², ε_i = (1 − w̃_i)(θ̂ − θ̂₍ᵢ₎)."""
+    deleted = statistic(1.0 - np.eye(size))
+    effects = (1.0 - weights / weights.sum()) * (value - deleted)
     factor = 1.0 - np.clip(inclusion, 0.0, 1.0)
-    variance = size / (size - 1) * float(np.sum(factor * (effects - effects.mean()) ** 2))
-    return float(np.sqrt(variance))
+    return float(np.sqrt(size / (size - 1) * np.sum(factor * (effects - effects.mean()) ** 2)))
 
 
 def cells(populations: list[Population]) -> Iterator[tuple[str, str, int]]:
@@ -251,11 +249,35 @@ def main() -> None:
     parser.add_argument("--study", action="store_true", help="run the study and store it")
     parser.add_argument("--workers", type=int, default=2)
     args = parser.parse_args()
-    path = RESULTS / STUDY
     if args.study:
         RESULTS.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(study(args.workers)) + "\n", encoding="utf-8")
-    print("\n".join(lines(json.loads(path.read_text(encoding="utf-8")))))
+        store(study(args.workers))
+    print("\n".join(lines(load())))
+
+
+def rounded(value: Any) -> Any:
+    """Floats to 6 decimals (a coverage reads intervals of width ≥ 0.1): the stored file stays small."""
+    if isinstance(value, float):
+        return round(value, 6)
+    if isinstance(value, dict):
+        return {key: rounded(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [rounded(item) for item in value]
+    return value
+
+
+def store(result: dict[str, Any]) -> None:
+    import gzip
+
+    with gzip.open(RESULTS / STUDY, "wt", encoding="utf-8") as handle:
+        json.dump(rounded(result), handle, separators=(",", ":"))
+
+
+def load() -> dict[str, Any]:
+    import gzip
+
+    with gzip.open(RESULTS / STUDY, "rt", encoding="utf-8") as handle:
+        return json.load(handle)
 
 
 if __name__ == "__main__":

@@ -146,6 +146,7 @@ class DevSet:
             pairs.append(pool.first[index], pool.second[index], float(pool.gold[index]))
         if weights is not None:  # a chosen dev set's design weights (evaluation/design.py), as its 'weight' column
             pairs.weights = [float(weight) for weight in weights]
+            pairs.design = True  # with its .design.json beside it: the weights are 1/π (evaluation/variance.py)
         self.rows, self.name = dev, name
         self.evaluator = Evaluator([ScoredPairsTask(name, pairs)], resamples=resamples)
 

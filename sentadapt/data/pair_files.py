@@ -46,6 +46,7 @@ class ScoredPairs:
     source: str = ""
     lines: list[int] = field(default_factory=list)  # each pair's line in its file (0: not read from a file)
     weights: list[float] = field(default_factory=list)  # design weights of a chosen dev set; empty: every pair alike
+    design: bool = False  # the weights are a design's (1 / inclusion probability: a .design.json beside the file)
 
     def __len__(self) -> int:
         return len(self.scores)
@@ -128,6 +129,7 @@ def read_scored_pairs(path: str | Path, score_range: tuple[float, float] | None 
             raise DataError(f"{path}:{number}: score {score:g} is outside [{score_range[0]:g}, {score_range[1]:g}]")
         pairs.append(s1, s2, score, str(record.get("subset", "") or ""), number)
     pairs.weights = weights.finish()
+    pairs.design = weights.is_design
     return pairs
 
 
@@ -241,6 +243,7 @@ class LabelledPairs:
     source: str = ""
     lines: list[int] = field(default_factory=list)  # each pair's line in its file
     weights: list[float] = field(default_factory=list)  # design weights of a chosen dev set; empty: every pair alike
+    design: bool = False  # the weights are a design's (1 / inclusion probability: a .design.json beside the file)
 
     def __len__(self) -> int:
         return len(self.labels)
@@ -264,6 +267,7 @@ def read_labelled_pairs(path: str | Path, label_column: str = "label") -> Labell
         pairs.labels.append(label)
         pairs.lines.append(number)
     pairs.weights = weights.finish()
+    pairs.design = weights.is_design
     if not pairs.labels:
         raise DataError(no_pairs_message(path))
     if len(set(pairs.labels)) < 2:
@@ -309,6 +313,12 @@ class DesignWeights:
                             f"(1 / the chance the pair was chosen); restore the value `sentadapt pairs` wrote")
         self.values.append(weight)
         self.lines.append(number)
+
+    @property
+    def is_design(self) -> bool:
+        """The weights read are a design's: each is 1 / the pair's inclusion probability (evaluation/variance.py
+        reads them so)."""
+        return self.candidates is not None and bool(self.values)
 
     def finish(self) -> list[float]:
         """The weights read, once every row is: none where a design says there were some, none whose sum a float

@@ -85,6 +85,8 @@ class TaskResult:
     outputs: Outputs = field(repr=False, default_factory=dict)
     intervals: dict[str, tuple[float, float]] = field(default_factory=dict)
     replicates: dict[str, np.ndarray] = field(repr=False, default_factory=dict)
+    # metric → each unit's influence on it (evaluation/variance.py): the calibrated SE's input
+    influence: dict[str, np.ndarray] = field(repr=False, default_factory=dict)
     extras: dict[str, Any] = field(default_factory=dict)  # thresholds, per-subset scores, options
 
     @property
@@ -139,6 +141,12 @@ class EvalTask(ABC):
         alike. The metrics and every bootstrap resample then count unit i weights[i] times."""
         return None
 
+    @property
+    def inclusion(self) -> np.ndarray | None:
+        """Each unit's inclusion probability when its weight is a design's (1/π: `pairs --run/--teacher`), for the
+        variance's finite-population factor (evaluation/variance.py); None: drawn from a large population."""
+        return None
+
     def sided_texts(self) -> list[tuple[str, list[str]]]:
         """`texts()` in the same order, split by side (sentadapt.prompts: PAIR, QUERY, DOCUMENT): which prompt the
         evaluator encodes them with. Pair tasks: one side for both sentences."""
@@ -170,6 +178,7 @@ class SentencePairs(Protocol):
     sentence1: list[str]
     sentence2: list[str]
     weights: list[float]
+    design: bool
 
 
 class CosinePairTask(EvalTask):
@@ -186,6 +195,13 @@ class CosinePairTask(EvalTask):
     @property
     def weights(self) -> np.ndarray | None:
         return np.asarray(self.pairs.weights, dtype=np.float64) if self.pairs.weights else None
+
+    @property
+    def inclusion(self) -> np.ndarray | None:
+        weights = self.weights
+        if weights is None or not getattr(self.pairs, "design", False):
+            return None
+        return np.minimum(1.0, 1.0 / weights)
 
     def texts(self) -> list[str]:
         return [*self.pairs.sentence1, *self.pairs.sentence2]

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from sentadapt.errors import ConfigError
-from sentadapt.evaluation import bootstrap
+from sentadapt.evaluation import bootstrap, variance
 from sentadapt.evaluation.base import EmbeddingTable, EvalTask, TaskResult
 from sentadapt.evaluation.evidence import Evidence, weigh
 from sentadapt.evaluation.forms import VectorForm
@@ -237,8 +237,43 @@ class Evaluator:
             for task, result in zip(self.tasks, results):
                 result.replicates = self.replicates(task, result)
                 result.intervals = {name: bootstrap.interval(values) for name, values in result.replicates.items()}
+                result.influence = self.influence(task, result)
             report.average_interval = bootstrap.interval(self._average_replicates(report))
         return report
+
+    def influence(self, task: EvalTask, result: TaskResult) -> dict[str, np.ndarray]:
+        """metric → each unit's (group's) influence ε, for the smooth metrics (evaluation/variance.py: the paired Δ's
+        calibrated SE reads two models' values)."""
+        statistics = {name: statistic for name, statistic in task.resampled(result.outputs).items()
+                      if name not in variance.NOT_SMOOTH}
+        weights = task.weights
+        if weights is not None:
+            statistics = {name: bootstrap.weighted_by(statistic, weights) for name, statistic in statistics.items()}
+        return variance.influence_values(task.units, statistics)
+
+    def metric_change_se(self, task: EvalTask, first: TaskResult, other: TaskResult, name: str) -> float | None:
+        """The calibrated SE of one task's paired Δ of `name` (other − first); None where the metric has none (a
+        best-threshold metric: the bootstrap's interval stays) or the statistic is undefined nearby."""
+        if name not in first.influence or name not in other.influence:
+            return None
+        se = variance.influence_se(other.influence[name] - first.influence[name], task.units, task.inclusion)
+        return se if np.isfinite(se) else None
+
+    def change_se(self, first: EvalReport, other: EvalReport) -> float | None:
+        """The calibrated SE of the averaged metric's paired Δ: the tasks are independent samples, so their
+        variances add (÷ the number of tasks squared); None when one task has none."""
+        ses = [self.metric_change_se(task, a, b, first.selected(a))
+               for task, a, b in zip(self.tasks, first.tasks, other.tasks)]
+        if any(se is None for se in ses):
+            return None
+        return float(np.sqrt(sum(se * se for se in ses if se is not None))) / len(ses)
+
+    def _change_interval(self, value: float, se: float | None, replicates: np.ndarray,
+                         confidence: float = bootstrap.CONFIDENCE) -> tuple[float, float]:
+        """A paired Δ's interval: value ± z·SE with the calibrated SE, the bootstrap's percentiles without one."""
+        if se is not None:
+            return variance.normal_interval(value, se, confidence)
+        return bootstrap.interval(replicates, confidence)
 
     def replicates(self, task: EvalTask, result: TaskResult, seed: int | None = None) -> dict[str, np.ndarray]:
         """metric → (resamples,) values; the task's seed is the same for every model (paired)."""
@@ -258,12 +293,16 @@ class Evaluator:
         for task, a, b in zip(self.tasks, first.tasks, other.tasks):
             comparison.tasks[a.task] = {
                 name: Delta(b.metrics[name] - a.metrics[name],
-                            bootstrap.interval(b.replicates[name] - a.replicates[name]) if self.resamples else None)
+                            self._change_interval(b.metrics[name] - a.metrics[name],
+                                                  self.metric_change_se(task, a, b, name),
+                                                  b.replicates[name] - a.replicates[name])
+                            if self.resamples else None)
                 for name in task.metric_names
             }
         interval = None
         if self.resamples:
-            interval = bootstrap.interval(self._average_replicates(other) - self._average_replicates(first))
+            interval = self._change_interval(other.average - first.average, self.change_se(first, other),
+                                             self._average_replicates(other) - self._average_replicates(first))
         comparison.average = Delta(other.average - first.average, interval)
         return comparison
 
@@ -291,13 +330,31 @@ class Evaluator:
         a, b = self.from_outputs(first, "first"), self.from_outputs(other, "other")
         return self.compare(a, b).average  # type: ignore[return-value]
 
+    def change_interval(self, first: dict[str, dict[str, list[float]]], other: dict[str, dict[str, list[float]]],
+                        confidences: Sequence[float]) -> tuple[float, float, list[tuple[float, float]] | None]:
+        """(other's average, its Δ over first, the Δ's paired interval at each confidence, or None when the
+        bootstrap is off): evaluation/selection.py adjusts the confidence for several candidates."""
+        a, b = self.from_outputs(first, "first"), self.from_outputs(other, "other")
+        change = b.average - a.average
+        if not self.resamples:
+            return b.average, change, None
+        replicates = self._average_replicates(b) - self._average_replicates(a)
+        se = self.change_se(a, b)
+        return b.average, change, [self._change_interval(change, se, replicates, level) for level in confidences]
+
     def change_replicates(self, first: dict[str, dict[str, list[float]]], other: dict[str, dict[str, list[float]]],
                           ) -> tuple[float, float, np.ndarray | None]:
-        """(other's average, its Δ over first, the Δ's paired bootstrap replicates or None when off): what an
-        interval at any confidence needs (evaluation/selection.py adjusts it for several candidates)."""
+        """(other's average, its Δ over first, the Δ's paired bootstrap replicates or None when off): the bootstrap
+        alone (research/experiments/decision_study.py's power model reads their spread)."""
         a, b = self.from_outputs(first, "first"), self.from_outputs(other, "other")
         replicates = self._average_replicates(b) - self._average_replicates(a) if self.resamples else None
         return b.average, b.average - a.average, replicates
+
+    def change_ses(self, first: dict[str, dict[str, list[float]]],
+                   others: Sequence[dict[str, dict[str, list[float]]]]) -> list[float | None]:
+        """The calibrated SE of each of `others`' paired Δ over `first` (None where a metric has none)."""
+        base = self.from_outputs(first, "first")
+        return [self.change_se(base, self.from_outputs(other, "other")) for other in others]
 
     def average_replicates(self, outputs: dict[str, dict[str, list[float]]]) -> tuple[float, np.ndarray | None]:
         """(the averaged metric, its (B,) bootstrap replicates or None when off) of stored outputs; every model
@@ -345,7 +402,8 @@ def dev_evidence(evaluator: Evaluator | None, base: dict[str, Any] | None, optio
     base_value, base_replicates = evaluator.average_replicates(base)
     scored = [evaluator.average_replicates(outputs) for outputs in options]
     return weigh(base_replicates, [replicates for _, replicates in scored], base_value,  # type: ignore[misc, arg-type]
-                 [value for value, _ in scored], chosen, evaluator.units(), evaluator.unit_name())
+                 [value for value, _ in scored], chosen, evaluator.units(), evaluator.unit_name(),
+                 evaluator.change_ses(base, options))
 
 
 def dev_change_record(evaluator: Evaluator | None, outputs: dict[str, Any]) -> dict[str, Any]:

@@ -103,10 +103,8 @@ def score_candidates(evaluator: Any, base: Outputs, candidates: Sequence[tuple[s
     confidence = adjusted_confidence(len(candidates))
     scores = []
     for name, outputs in candidates:
-        score, change, replicates = evaluator.change_replicates(base, outputs)
-        interval = adjusted = None
-        if replicates is not None:
-            interval, adjusted = bootstrap.interval(replicates), bootstrap.interval(replicates, confidence)
+        score, change, intervals = evaluator.change_interval(base, outputs, (bootstrap.CONFIDENCE, confidence))
+        interval, adjusted = intervals if intervals is not None else (None, None)
         scores.append(CandidateScore(name, score, change, interval, adjusted))
     return scores
 

@@ -9,19 +9,20 @@ covered 97-99 % instead of 95 % and the decision threw away gains the labels had
 - a dev set drawn from a known pool *without* replacement (`pairs --run/--teacher`: a design) varies less than a
   with-replacement draw: by 1 − π_i per pair, nothing for a pair drawn with certainty (π_i = 1).
 
-The estimate here is the delete-one jackknife of the (weighted) statistic with the design factor of Berger & Skinner
-(2005), the rule's pick (research/findings.md, "Calibrated intervals and risk"):
+The estimate here is the infinitesimal jackknife (the empirical influence function: the linearisation of the
+Hájek-weighted statistic) with the design factor of Berger & Skinner (2005), the rule's pick among it, that factor on
+the delete-one jackknife, and the bootstrap (research/findings.md, "Calibrated intervals and risk"):
 
-    ε_i = (1 − w̃_i) · (θ̂ − θ̂₍ᵢ₎)            θ̂₍ᵢ₎: the statistic without pair i,  w̃ = w / Σw
+    ε_i = ∂θ̂ / ∂log w_i                      the statistic's change per relative change of pair i's weight
     V   = n/(n − 1) · Σ_i (1 − π_i) · (ε_i − ε̄)²
 
 with π_i = 1/w_i for a file whose weights are a design's (inclusion probabilities), 0 otherwise (an unknown, large
-population: no finite-population factor). For a paired Δ, θ is the difference of the two models' metric on the same
-pairs, so the jackknife deletes the same pair from both. The statistics are the bootstrap's own (a count block of
-n rows, each with one pair's count set to 0), so every metric the bootstrap resamples has its jackknife; above
-MAX_GROUPS pairs the pairs are deleted in MAX_GROUPS groups (the delete-a-group jackknife). The interval is
-Δ ± z · SE. Best-threshold F1 and accuracy are not smooth in the data (a maximum over thresholds), where the
-jackknife does not estimate a variance: they keep the bootstrap.
+population: no finite-population factor). ε_i is a central difference of the bootstrap's own statistics (a count
+block of n rows, row i counting pair i (1 ± STEP) times), so every metric the bootstrap resamples has one; above
+MAX_GROUPS pairs the weights are moved by groups of pairs. For a paired Δ, θ is the difference of the two models'
+metric on the same pairs: ε_Δ = ε_other − ε_first. The interval is Δ ± z · SE. Best-threshold F1 and accuracy are
+not smooth in the weights (a maximum over thresholds), where no derivative estimates a variance: they keep the
+bootstrap.
 """
 
 from __future__ import annotations
@@ -31,17 +32,20 @@ from statistics import NormalDist
 
 import numpy as np
 
-# Above this many units the jackknife deletes groups of units (a fixed assignment): the cost of n deletions stays at
-# that of MAX_GROUPS (each a pass of the statistic over all units)
+# Above this many units the weights are moved by groups of units (a fixed assignment): the cost of n derivatives
+# stays at that of MAX_GROUPS (two passes of the statistic over all units each)
 MAX_GROUPS = 2000
-# Resampled metrics that are a maximum over thresholds: not smooth, no jackknife variance (the bootstrap stays)
+# Resampled metrics that are a maximum over thresholds: not smooth, no derivative (the bootstrap stays)
 NOT_SMOOTH = frozenset({"f1", "accuracy"})
 _BLOCK_ELEMENTS = 1_000_000
+# The relative weight step of the central difference: small against a weight's own size (1), large against float64's
+# rounding of sums of ~10⁴ ranks (~1e-12 relative), so ε is exact to ~1e-8
+STEP = 1e-4
 
 
 def groups_of(units: int) -> np.ndarray:
-    """(units,) the deletion group of each unit: itself up to MAX_GROUPS units, else a fixed balanced assignment
-    (the same for every model scored on the task, so two models' deletions pair up)."""
+    """(units,) the group of each unit: itself up to MAX_GROUPS units, else a fixed balanced assignment (the same
+    for every model scored on the task, so two models' derivatives pair up)."""
     if units <= MAX_GROUPS:
         return np.arange(units)
     order = np.random.default_rng(units).permutation(units)
@@ -50,35 +54,30 @@ def groups_of(units: int) -> np.ndarray:
     return groups
 
 
-def deleted_values(units: int, statistics: dict[str, Callable[[np.ndarray], np.ndarray]],
-                   ) -> dict[str, np.ndarray]:
-    """metric → (groups,) the statistic with each deletion group's units left out (counts 0, the others 1)."""
+def influence_values(units: int, statistics: dict[str, Callable[[np.ndarray], np.ndarray]],
+                     ) -> dict[str, np.ndarray]:
+    """metric → (groups,) ε_g = ∂θ/∂log w_g: a central difference, each group's counts moved by ± STEP."""
     groups = groups_of(units)
     count = int(groups.max()) + 1 if units else 0
     values: dict[str, list[np.ndarray]] = {name: [] for name in statistics}
     block = max(1, _BLOCK_ELEMENTS // max(units, 1))
     for start in range(0, count, block):
         rows = np.arange(start, min(count, start + block))
-        counts = (groups[None, :] != rows[:, None]).astype(np.float64)
+        moved = (groups[None, :] == rows[:, None]).astype(np.float64) * STEP
         for name, statistic in statistics.items():
-            values[name].append(statistic(counts))
+            values[name].append((statistic(1.0 + moved) - statistic(1.0 - moved)) / (2 * STEP))
     return {name: np.concatenate(parts) if parts else np.zeros(0) for name, parts in values.items()}
 
 
-def jackknife_se(full: float, deleted: np.ndarray, units: int, weights: np.ndarray | None = None,
-                 inclusion: np.ndarray | None = None) -> float:
-    """The design jackknife's SE (module docstring) of a statistic whose value is `full` and whose deletion-group
-    values are `deleted`; `weights` the units' design weights (None: equal), `inclusion` their inclusion
-    probabilities (None: a large population). NaN when the statistic is undefined without some group."""
+def influence_se(effects: np.ndarray, units: int, inclusion: np.ndarray | None = None) -> float:
+    """The SE (module docstring) from the groups' ε; `inclusion` the units' inclusion probabilities (None: a
+    large population). NaN when an ε is not finite (the statistic undefined nearby)."""
     groups = groups_of(units)
-    count = len(deleted)
-    if count < 2 or not np.isfinite(deleted).all():
+    count = len(effects)
+    if count < 2 or not np.isfinite(effects).all():
         return float("nan")
-    unit_weights = np.ones(units) if weights is None else np.asarray(weights, dtype=np.float64)
-    share = np.bincount(groups, weights=unit_weights, minlength=count) / unit_weights.sum()
     sampled = np.ones(units) if inclusion is None else 1.0 - np.clip(inclusion, 0.0, 1.0)
     factor = np.bincount(groups, weights=sampled, minlength=count) / np.bincount(groups, minlength=count)
-    effects = (1.0 - share) * (full - deleted)
     variance = count / (count - 1) * float(np.sum(factor * (effects - effects.mean()) ** 2))
     return float(np.sqrt(max(variance, 0.0)))
 

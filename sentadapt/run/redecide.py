@@ -257,7 +257,8 @@ def selection_evidence(evaluator: Evaluator, base: dict[str, Any], adapted: dict
     base_value, base_replicates = evaluator.average_replicates(base)
     scored_options = [evaluator.average_replicates(outputs) for outputs in options]
     return weigh(base_replicates, [r for _, r in scored_options], base_value,  # type: ignore[arg-type, misc]
-                 [value for value, _ in scored_options], chosen, evaluator.units(), evaluator.unit_name())
+                 [value for value, _ in scored_options], chosen, evaluator.units(), evaluator.unit_name(),
+                 evaluator.change_ses(base, options))
 
 
 def record(folder: RunDir, metrics: dict[str, Any], result: DecideResult, rule: DecisionRule, metric: str) -> None:
