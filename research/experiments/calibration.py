@@ -282,3 +282,24 @@ def load() -> dict[str, Any]:
 
 if __name__ == "__main__":
     main()
+
+
+def reading(result: dict[str, Any]) -> list[str]:
+    """The figures research/findings.md's reading quotes, as it prints them."""
+    table = coverage_table(result)
+
+    def spread(values: list[float], fmt: str) -> str:
+        return f"{fmt.format(min(values))}-{fmt.format(max(values))}"
+
+    def at(size: int, key: str) -> list[float]:
+        return [row[key] for row in table if row["size"] == size]
+
+    inside = [row for row in table if BAND[0] <= row["C"] <= BAND[1]]
+    return [f"the bootstrap's SE was {spread([row['ratio_A'] for row in table], '{:.2f}')}× the true error",
+            f"C's is {spread([row['ratio_C'] for row in table], '{:.2f}')}×",
+            f"C covers within the band in {len(inside)} of the {len(table)} cells",
+            f"at n = 100 it covers {spread([100 * v for v in at(100, 'C')], '{:.1f}')} %, at n = 50 "
+            f"{spread([100 * v for v in at(50, 'C')], '{:.1f}')} % (the bootstrap: "
+            f"{spread([100 * row['A'] for row in table], '{:.1f}')} % everywhere)",
+            f"{spread(at(200, 'ratio_C'), '{:.2f}')} at n = 200, {spread(at(50, 'ratio_C'), '{:.2f}')} at n = 50",
+            f"no cell covers below {100 * min(row['C'] for row in table):.1f} %"]
