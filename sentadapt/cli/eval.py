@@ -98,5 +98,6 @@ def render(result: EvalResult, show_subsets: bool = False) -> None:
         console.print(escape(line), highlight=False)  # wrapped at the terminal's width, as the table is
     if result.bootstrap:
         console.print(escape("[low, high]: ") + f"95 % percentile bootstrap CI ({result.bootstrap} resamples of the "
-                      f"pairs/queries, seed {result.seed}); Δ CIs are paired (both models on the same resamples); "
-                      "* = the Δ's CI excludes 0", highlight=False)
+                      f"pairs/queries, seed {result.seed}); Δ CIs are paired: Δ ± 1.96 × its calibrated SE (the "
+                      "influence function; best-threshold F1/accuracy: the paired bootstrap); * = the Δ's CI "
+                      "excludes 0", highlight=False)

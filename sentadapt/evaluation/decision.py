@@ -157,7 +157,8 @@ def evidence_record(evidence: Evidence | None, rule: DecisionRule) -> dict[str, 
     return {"change": evidence.change, "standard_error": evidence.spread, "confidence": evidence.confidence,
             "risk": evidence.risk, "options": evidence.options, "units": evidence.units,
             "detectable_gain": evidence.detectable_gain(risk), "detectable_at_risk": risk,
-            "method": "paired bootstrap, max-T over every dev evaluation (Westfall & Young)"}
+            "method": "studentised max-T over every dev evaluation (Westfall & Young): the calibrated SE "
+                      "(evaluation/variance.py), the paired bootstrap's joint noise"}
 
 
 def decision_of(metrics: Mapping[str, Any]) -> Decision:
