@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sentadapt.config import FLAT_KEYS, RunConfig, key_type
+from sentadapt.config import DEFAULT_RISK, FLAT_KEYS, RunConfig, key_type
 from sentadapt.errors import ConfigError
 from sentadapt.options import ALLOW_PICKLE, ALLOW_PICKLE_HELP, TRUST_REMOTE_CODE, TRUST_REMOTE_CODE_HELP
 
@@ -170,7 +170,7 @@ ADAPT_OPTIONS: tuple[AdaptOption, ...] = (
          "is no better than the base, the choice of checkpoint paid for, is at most --risk) | strict (the dev Δ's "
          "paired 95 % CI excludes 0) | positive (any dev Δ > 0).", default="risk"),
     _run("risk", "--risk", "The risk rule's limit: the largest accepted chance that the adapted model is no better "
-         "than the base.", default=0.2),
+         "than the base.", default=DEFAULT_RISK),
     _option("require_improvement", "--require-improvement", "Exit with code 3 when the decision is keep-base: no "
             "checkpoint beats the base model on the dev set, or the evidence does not pass the --decision rule. "
             "For pipelines.", annotation=bool, default=False),
@@ -238,7 +238,7 @@ class RunFlags:
     num_proc: int | None = None
     streaming: bool = False
     decision: str = "risk"
-    risk: float = 0.2
+    risk: float = DEFAULT_RISK
 
 
 def given(flags: Any) -> dict[str, Any]:

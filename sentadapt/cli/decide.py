@@ -10,6 +10,7 @@ from rich.markup import escape
 
 from sentadapt.cli import shared_options as shared
 from sentadapt.cli._common import console, friendly_errors, progress_bar
+from sentadapt.config import DEFAULT_RISK
 from sentadapt.errors import NoImprovement
 
 if TYPE_CHECKING:
@@ -23,7 +24,7 @@ def decide(
                                                 "`pairs --teacher/--run` is read as the design's)."),
     decision: str = typer.Option("risk", "--decision", help="The use/keep rule: risk | strict | positive "
                                                             "(as `adapt --decision`)."),
-    risk: float = typer.Option(0.2, "--risk", help="The risk rule's limit (as `adapt --risk`)."),
+    risk: float = typer.Option(DEFAULT_RISK, "--risk", help="The risk rule's limit (as `adapt --risk`)."),
     require_improvement: bool = typer.Option(False, "--require-improvement",
                                              help="Exit with code 3 when the decision is keep-base."),
     redecide: bool = typer.Option(False, "--redecide", help="Decide again on labels already decided on, under "

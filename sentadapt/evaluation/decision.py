@@ -23,6 +23,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from sentadapt.config import DEFAULT_RISK
 from sentadapt.errors import ConfigError
 from sentadapt.evaluation.evidence import Evidence
 
@@ -31,11 +32,8 @@ KEEP_BASE = "keep-base"
 RISK, STRICT, POSITIVE = "risk", "strict", "positive"
 RULES = (RISK, STRICT, POSITIVE)
 DEFAULT_RULE = RISK
-# The default risk, chosen from measurements (bench/decision_study.py → research/results.md, "The decision"): the
-# largest limit tried (0.10-0.40) at which no recipe, nor auto, ended a re-drawn cell below −0.30 and ConSERT and
-# auto used a model no better than the base in at most 1 of 12 cells. At a true gain of 0 it uses the adapted
-# model in one run in five (the max-T risk is calibrated there); real losses far less often.
-DEFAULT_RISK = 0.2
+# DEFAULT_RISK (sentadapt/config.py): at a true gain of 0 the adapted model is used in about one run in ten (the
+# max-T risk is calibrated there); real losses less often.
 # A dev set that cannot call a gain of this size (points × 100 of the main metric) gets a note: the gains
 # adaptation makes on sentence-tuned bases are ~0.2-1.2 (research/results.md).
 GAIN_AT_STAKE = 0.5

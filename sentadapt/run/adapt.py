@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from sentadapt.adapt_options import OPTIONS_BY_NAME, RunFlags, TrainFlags, route
+from sentadapt.config import DEFAULT_RISK
 from sentadapt.errors import ConfigError, NoImprovement
 from sentadapt.lora import lora_flags
 from sentadapt.options import check_at_least, checked
@@ -215,7 +216,7 @@ def adapt(corpus: str | Path | list[str | Path] | tuple[str | Path, ...] = (), *
           checkpoint_every: int | None = None, patience: int | None = None,
           seed: int | None = None, report_to: str | None = None, text_column: str | None = None,
           encoding_errors: str = "strict", num_proc: int | None = None, streaming: bool = False,
-          decision: str = "risk", risk: float = 0.2, prompt: str | None = None,
+          decision: str = "risk", risk: float = DEFAULT_RISK, prompt: str | None = None,
           resume: str | bool | None = None, overwrite: bool = False,
           dry_run: bool = False, trust_remote_code: bool = False, allow_pickle: bool = False,
           require_improvement: bool = False, note: Any = None, progress: Any = None,

@@ -8,7 +8,7 @@ import os
 import time
 from typing import Any
 
-from sentadapt.config import flat_values
+from sentadapt.config import DEFAULT_RISK, flat_values
 from sentadapt.evaluation.sizes import walk_order
 from sentadapt.text_tables import BAD, GOOD, WARN, Cell, TextTable
 
@@ -260,7 +260,7 @@ def auto_table(record: dict[str, Any]) -> TextTable:
         how = f"decision rule: strict, {weighed} = Bonferroni over the candidates"
     elif rule == "risk":
         weighed = "risk"
-        how = (f"decision rule: risk ≤ {record.get('risk_limit', 0.2):g}, candidates tested in order (fixed "
+        how = (f"decision rule: risk ≤ {record.get('risk_limit', DEFAULT_RISK):g}, candidates tested in order (fixed "
                "sequence), each one's risk max-T over its own checkpoints")
     else:
         weighed, how = None, "decision rule: positive (any dev Δ > 0)"
