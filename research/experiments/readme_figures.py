@@ -76,7 +76,7 @@ def chosen_labels() -> list[str]:
     return [f"these pairs estimate the Δ with {figures['after']} the error of as many random ones (CI coverage "
             f"{figures['coverage']}; chosen before training, `--teacher`: {figures['before']}) but buy no power: at "
             f"{figures['size']} labels `decide` used {figures['chosen']} and {figures['random']} of the students "
-            f"that gained ≥ {figures['gain']}"]
+            f"whose Δ over the whole pool the labels come from is ≥ {figures['gain']}"]
 
 
 def teacher_passes() -> list[str]:

@@ -5,7 +5,7 @@ Three are offered (`adapt --decision`):
 
 - **risk** (default): use the adapted model when its dev Δ is positive and the risk that it is no better than
   the base, with the choice of the best of the run's dev evaluations paid for (evaluation/evidence.py), is at
-  most `--risk` (default 0.20). It weighs the evidence a dev set can give instead of asking for a significance
+  most `--risk` (default 0.10, research/findings.md "Calibrated intervals and risk"). It weighs the evidence a dev set can give instead of asking for a significance
   the dev set cannot provide: 100 pairs cannot confirm a gain under ~1.5 at 95 %, and the gains adaptation
   makes on sentence-tuned bases are 0.2-1.2 (docs/evaluation.md has the power table, research/results.md the
   measurements behind the default).
@@ -109,7 +109,7 @@ def decide(dev_change: float | None, interval: Sequence[float] | None, dev_name:
 
 
 def describe_risk(evidence: Evidence, rule: DecisionRule) -> str:
-    """'risk 0.12 that it is no better (best of 4 evaluations), limit 0.20': what a reason quotes of the evidence."""
+    """'risk 0.12 that it is no better (best of 4 evaluations), limit 0.10': what a reason quotes of the evidence."""
     chosen = f"best of {evidence.options} evaluations" if evidence.options > 1 else "one evaluation"
     return f"risk {evidence.risk:.2f} that it is no better ({chosen}), limit {rule.risk:.2f}"
 

@@ -240,19 +240,19 @@ def test_the_risk_rule_records_its_evidence_every_evaluation_and_a_small_dev_set
                     "--batch-size", "8", "--max-steps", "4", "--eval-every", "2", "--max-length", "16", "--lr", "1e-3")
     assert result.exit_code == 0, result.output
     metrics = json.loads((output / "metrics.json").read_text())
-    assert metrics["decision_rule"] == "risk" and metrics["decision_settings"] == {"rule": "risk", "max_risk": 0.2}
+    assert metrics["decision_rule"] == "risk" and metrics["decision_settings"] == {"rule": "risk", "max_risk": 0.1}
     evidence = metrics["dev_evidence"]
     assert evidence["options"] == 2 and evidence["units"] == 8  # steps 2 and 4, on 8 pairs
     assert metrics["decision_risk"] == pytest.approx(evidence["risk"]) == pytest.approx(1 - evidence["confidence"])
     assert evidence["change"] == pytest.approx(metrics["dev_change"])
     used = metrics["decision"] == "use-adapted"
-    assert used == (metrics["dev_change"] > 0 and evidence["risk"] <= 0.2)
-    assert metrics["decision_reason"].endswith("limit 0.20)") if metrics["dev_change"] > 0 else (
+    assert used == (metrics["dev_change"] > 0 and evidence["risk"] <= 0.1)
+    assert metrics["decision_reason"].endswith("limit 0.10)") if metrics["dev_change"] > 0 else (
         metrics["decision_reason"].startswith("no checkpoint beat the base model on pairs.tsv"))
     # 8 pairs cannot confirm a gain of 0.5: the summary says how small a gain they can confirm
     assert evidence["detectable_gain"] > 0.5
     assert metrics["dev_note"].startswith(f"8 dev pairs: gains below ~{evidence['detectable_gain']:.1f} cannot be "
-                                          "confirmed at risk 0.20 (~")
+                                          "confirmed at risk 0.10 (~")
     assert f"dev set {metrics['dev_note']}" in _flat(result.stdout)
     outputs = json.loads((output / "dev_outputs.json").read_text())
     assert outputs["dev"] == "pairs.tsv" and list(outputs["evaluations"]) == ["2", "4"]
@@ -263,7 +263,7 @@ def test_the_risk_rule_records_its_evidence_every_evaluation_and_a_small_dev_set
 
 @pytest.mark.parametrize(("extra", "message"), [
     (["--decision", "maybe"], "Error: --decision: 'maybe' is not a rule; choose one of risk, strict, positive"),
-    (["--risk", "0"], "Error: --risk: 0 is not a probability strictly between 0 and 1 (the default is 0.2)"),
+    (["--risk", "0"], "Error: --risk: 0 is not a probability strictly between 0 and 1 (the default is 0.1)"),
 ])
 def test_bad_decision_options_fail_before_loading(corpus: Path, tiny_model_dir: Path, tmp_path: Path,
                                                   extra: list[str], message: str) -> None:
@@ -300,7 +300,7 @@ def test_resume_names_every_option_it_ignores_lora_prompt_and_dev_included(tmp_p
     from sentadapt.run.settings import Settings
 
     flags = TrainFlags(lr=1e-4, batch_size=None, **lora_flags("r=8,alpha=16"))
-    run_fields = RunFlags(dev="dev.tsv", prompt="query", teacher=None, risk=0.2, decision="strict", num_proc=4)
+    run_fields = RunFlags(dev="dev.tsv", prompt="query", teacher=None, risk=0.1, decision="strict", num_proc=4)
     settings = Settings([], tmp_path, None, None, None, [], None, flags, run_fields)
     # as the command line spells them; --risk at its default and --num-proc (the machine's, applied) are not named
     assert ignored_on_resume(settings) == ["--lr", "--lora", "--dev", "--prompt", "--decision"]

@@ -355,14 +355,15 @@ def test_the_risk_rule_walks_the_candidates_in_order_and_uses_the_largest_delta_
     from sentadapt.evaluation.decision import DecisionRule
 
     scores = _three()
-    choice = choose(scores, "dev.tsv", DecisionRule(), [_risk_evidence(0.15), _risk_evidence(0.05), None])
+    choice = choose(scores, "dev.tsv", DecisionRule("risk", 0.2), [_risk_evidence(0.15), _risk_evidence(0.05), None])
     assert (choice.chosen, choice.decision, choice.rule) == ("sg-opt", USE_ADAPTED, "risk")
     assert choice.reason == ("sg-opt beats the base model on dev.tsv (Δ +1.20 [+0.10, +2.30]; risk 0.05 that it is "
                              "no better (best of 4 evaluations), limit 0.20; candidates tested in order, 3 in all)")
     assert choice.risk == pytest.approx(0.05)
     assert choice.to_dict()["adjustment"]["method"] == "fixed sequence, max-T within each candidate"
     # the second fails: the first, which passed, is used
-    second_fails = choose(scores, "dev.tsv", DecisionRule(), [_risk_evidence(0.15), _risk_evidence(0.4), None])
+    second_fails = choose(scores, "dev.tsv", DecisionRule("risk", 0.2), [_risk_evidence(0.15), _risk_evidence(0.4),
+                                                                          None])
     assert (second_fails.chosen, second_fails.risk) == ("consert", pytest.approx(0.15))
 
 
@@ -370,7 +371,7 @@ def test_the_risk_rule_stops_at_the_first_candidate_that_fails() -> None:
     from sentadapt.evaluation.decision import DecisionRule
 
     scores = _three()
-    kept = choose(scores, "dev.tsv", DecisionRule(), [_risk_evidence(0.35), _risk_evidence(0.01), None])
+    kept = choose(scores, "dev.tsv", DecisionRule("risk", 0.2), [_risk_evidence(0.35), _risk_evidence(0.01), None])
     assert (kept.chosen, kept.decision) == (None, KEEP_BASE)  # sg-opt would pass, but it comes after a failure
     assert kept.reason == ("the first candidate, consert, has not enough evidence on dev.tsv (Δ +0.80 [-0.30, "
                            "+1.90]; risk 0.35 that it is no better (best of 4 evaluations), limit 0.20); the "

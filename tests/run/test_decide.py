@@ -308,8 +308,8 @@ def test_a_decision_on_labels_decided_on_is_not_shopped_for_and_each_decide_says
     digest = trained["dev_labels"]["sha256"]
     assert " ".join(shopped.output.split()) == (
         f"Error: --dev {pairs_tsv}: these labels (SHA-256 {digest[:12]}) were decided on already by sentadapt adapt "
-        f"({trained['decision']}, the risk rule at 0.2); deciding again on them by the positive rule picks the rule "
-        "after seeing its answer; keep --decision risk --risk 0.2, label new pairs, or pass --redecide to replace it "
+        f"({trained['decision']}, the risk rule at 0.1); deciding again on them by the positive rule picks the rule "
+        "after seeing its answer; keep --decision risk --risk 0.1, label new pairs, or pass --redecide to replace it "
         "anyway")
     assert (run / "metrics.json").read_text() == before  # nothing recorded
     assert invoke("decide", str(run), "--dev", str(pairs_tsv), "--risk", "0.3").exit_code == 2  # another limit too
