@@ -637,6 +637,34 @@ EVALUATION_DEFINITIONS = (
 )
 
 
+FRACTION_WORDS = {1 / 2: "half", 1 / 3: "a third", 2 / 3: "two thirds", 1 / 4: "a quarter", 2 / 5: "two fifths",
+                  3 / 5: "three fifths", 3 / 4: "three quarters"}
+COUNT_WORDS = {2: "two", 3: "three", 4: "four", 5: "five", 10: "ten", 20: "twenty"}
+
+
+def fraction_word(value: float) -> str:
+    """A share in words, the nearest of FRACTION_WORDS (a page's "half" is held to the number it stands for)."""
+    return FRACTION_WORDS[min(FRACTION_WORDS, key=lambda fraction: abs(fraction - value))]
+
+
+def words_passages(labels: dict[str, Any]) -> list[str]:
+    """docs/decision.md's numbers written in words, each from what it stands for: the design's uniform share, the
+    default risk as one run in N, and the standard error 85 % power at +1.0 needs at the default risk, as a share of
+    the error 100 random labels give on the stored pools (mean RMSE of the chosen-labels study)."""
+    import statistics as stats
+
+    from sentadapt.config import DEFAULT_RISK
+    from sentadapt.evaluation.design import UNIFORM_SHARE
+
+    z = stats.NormalDist().inv_cdf
+    needed = 1.0 / (z(0.85) + z(1 - DEFAULT_RISK))  # Δ̂ ~ N(1.0, se²) clears z(1 − risk)·se 85 % of the time
+    random_error = stats.mean(cell["random"] for cell in labels["errors"].values())
+    return [f"drawn with a probability that grows with how differently the two models rank it, "
+            f"{fraction_word(UNIFORM_SHARE)} of it spread uniformly",
+            f"in about one run in {COUNT_WORDS[round(1 / DEFAULT_RISK)]} — its stated risk",
+            f"would take a standard error near {fraction_word(needed / random_error)} of what 100 random labels give"]
+
+
 def decision_passages() -> list[str]:
     """docs/decision.md: the stored decision studies (dev-size-power.json, chosen-labels.json, ppi-bound.json,
     study.json's spread), the social study, and the product's constants."""
@@ -688,6 +716,7 @@ def decision_passages() -> list[str]:
         f"{quoted['coverage'].replace(' %', '')} %; chosen before training, {quoted['before']}",
         f"at {quoted['size']} labels `decide` used {quoted['chosen']} and {quoted['random']}",
         f"whose Δ over the whole pool is ≥ {quoted['gain']}", f"Reaching 85 % at a gain of {quoted['gain']}",
+        *words_passages(labels),
         f"{quoted['size']} random labels give; choosing pairs among these pools buys {quoted['saved']}",
     ]
 

@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 
 import pytest
-from sentadapt.config import TrainConfig
+from sentadapt.config import DEFAULT_RISK, TrainConfig
 from sentadapt.evaluation.decision import KEEP_BASE, USE_ADAPTED, DecisionRule, decide
 from sentadapt.evaluation.evaluator import Delta
 from sentadapt.evaluation.evidence import Evidence
@@ -26,10 +26,10 @@ def _evidence(risk: float) -> Evidence:
 
 @pytest.mark.parametrize(("lead", "rule", "limit"), [
     (LEADS, DecisionRule(), 0.4),  # the teacher leads: the teacher-led limit
-    (UNSURE, DecisionRule(), 0.2),  # its CI includes 0: --risk
-    (TRAILS, DecisionRule(), 0.2),
-    (None, DecisionRule(), 0.2),  # no teacher, or not weighed
-    (LEADS, DecisionRule("strict"), 0.2),  # strict and positive ask for what they ask for
+    (UNSURE, DecisionRule(), DEFAULT_RISK),  # its CI includes 0: --risk
+    (TRAILS, DecisionRule(), DEFAULT_RISK),
+    (None, DecisionRule(), DEFAULT_RISK),  # no teacher, or not weighed
+    (LEADS, DecisionRule("strict"), DEFAULT_RISK),  # strict and positive ask for what they ask for
     (LEADS, DecisionRule("risk", 0.1), 0.4),  # the teacher-led limit replaces --risk
 ])
 def test_the_limit_is_the_teacher_led_one_only_when_the_teacher_leads_under_the_risk_rule(lead, rule, limit) -> None:
@@ -62,12 +62,14 @@ def test_the_teacher_led_limit_is_what_the_pre_registered_rule_prints_from_the_s
     stored = json.loads((RESULTS / "study-lead-risk.json").read_text())
     assert lead_risk_verdict(stored["cells"]) == stored["verdict"]
     assert stored["verdict"]["chosen"] == TEACHER_LED_RISK  # what `--set teacher_risk=0.4` asked for
-    # at 0.20 every cell decides as the stored k3e studies' cells (the same draws, the same decision code)
+    # the same draws as the stored k3e studies' cells (their raw test Δs). Their decisions no longer match at 0.20:
+    # the k3e studies were re-derived with issue 68's calibrated risk at its 0.10 default, while this study keeps the
+    # bootstrap's risk it was judged by (research/findings.md, "Calibrated intervals and risk")
     cells = {(c["pairing"], c["domain"], c["size"], c["seed"]): c for c in stored["cells"]}
     for name in ("study-k3e.json", "study-k3e-social.json"):
         for cell in json.loads((RESULTS / name).read_text())["cells"]:
             mine = cells[(cell["pairing"], cell["domain"], cell["size"], cell["seed"])]
-            assert mine["used"]["0.20"] == (cell["applied"] != 0.0) and mine["raw"] == pytest.approx(cell["raw"])
+            assert mine["raw"] == pytest.approx(cell["raw"])
 
 
 def test_runs_keep_their_best_evaluation_as_the_pre_registered_rule_prints() -> None:
