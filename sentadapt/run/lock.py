@@ -9,6 +9,10 @@ from sentadapt.errors import ConfigError
 from sentadapt.events import Note, quiet
 from sentadapt.run_folder import RunDir
 
+# A lock's writer writes its pid right after creating the file (microseconds): an empty lock older than this was
+# left by a run stopped in between (Ctrl-C at that instant), not by a run still starting
+EMPTY_LOCK_STALE_S = 10.0
+
 
 def acquire_lock(output: Path, note: Note = quiet) -> Path:
     """Create `output/.lock` holding our pid in one atomic step (O_EXCL); take over a lock whose process is gone."""
@@ -22,6 +26,11 @@ def acquire_lock(output: Path, note: Note = quiet) -> Path:
                 return lock
             if pid == 0:
                 continue  # released in the meantime: try again
+            if pid is None and _age(lock) > EMPTY_LOCK_STALE_S:
+                note(f"--output {output}: taking over a lock that never got its pid (its run was stopped while "
+                     "taking it)")
+                lock.unlink(missing_ok=True)
+                continue
             if pid is None or _process_alive(pid):
                 holder = f"pid {pid}" if pid is not None else "starting, the lock has no pid yet"
                 raise ConfigError(f"--output {output}: another sentadapt run ({holder}) is writing here; wait for "
@@ -29,8 +38,12 @@ def acquire_lock(output: Path, note: Note = quiet) -> Path:
             note(f"--output {output}: taking over a stale lock (pid {pid} is not running; that run was killed)")
             lock.unlink(missing_ok=True)
             continue
-        with os.fdopen(descriptor, "w") as handle:
-            handle.write(str(os.getpid()))
+        try:
+            with os.fdopen(descriptor, "w") as handle:
+                handle.write(str(os.getpid()))
+        except BaseException:
+            lock.unlink(missing_ok=True)  # stopped before the pid was written: leave no lock that names no one
+            raise
         return lock
     raise ConfigError(f"--output {output}: could not take {lock}; another run keeps replacing it")
 
@@ -48,6 +61,16 @@ def _lock_pid(lock: Path) -> int | None:
     except FileNotFoundError:
         return 0
     return int(text) if text.isdigit() else None
+
+
+def _age(lock: Path) -> float:
+    """Seconds since the lock file was last written (0 when it is gone)."""
+    import time
+
+    try:
+        return time.time() - lock.stat().st_mtime
+    except FileNotFoundError:
+        return 0.0
 
 
 def _process_alive(pid: int) -> bool:

@@ -306,3 +306,25 @@ def test_resume_names_every_option_it_ignores_lora_prompt_and_dev_included(tmp_p
     assert ignored_on_resume(settings) == ["--lr", "--lora", "--dev", "--prompt", "--decision"]
     settings.set_values["temperature"] = 0.05  # an API keyword beyond the options: --set's
     assert ignored_on_resume(settings)[-1] == "--set"
+
+
+def test_an_empty_lock_is_a_run_starting_until_it_is_older_than_a_start_takes(tmp_path: Path) -> None:
+    """A run stopped between creating its lock and writing its pid left an empty lock: the same command must not be
+    refused forever (seen under load: Ctrl-C at 0.5 s, then the same command said 'another sentadapt run')."""
+    import os
+    import time
+
+    from sentadapt.errors import ConfigError
+    from sentadapt.run.lock import EMPTY_LOCK_STALE_S
+    from sentadapt.run.lock import acquire_lock as _acquire_lock
+
+    lock = tmp_path / ".lock"
+    lock.write_text("")
+    with pytest.raises(ConfigError, match="another sentadapt run \\(starting, the lock has no pid yet\\)"):
+        _acquire_lock(tmp_path)
+    old = time.time() - EMPTY_LOCK_STALE_S - 1
+    os.utime(lock, (old, old))
+    notes: list[str] = []
+    assert _acquire_lock(tmp_path, notes.append).read_text() == str(os.getpid())
+    assert notes == [f"--output {tmp_path}: taking over a lock that never got its pid (its run was stopped while "
+                     "taking it)"]
