@@ -1,6 +1,6 @@
-"""Each command's defaults are its library call's (issue 59, item 5): `sentadapt eval|diagnose|export|pairs` and
-`evaluate`/`diagnose`/`export`/`propose_pairs` give the same value to every option both have, so a script and a
-shell get the same run. (`adapt` is built from one option table: tests/run/test_adapt_options.py.)"""
+"""Each command's defaults are its library call's (issue 59, item 5): `sentadapt eval|diagnose|export|pairs|decide`
+and `evaluate`/`diagnose`/`export`/`propose_pairs`/`decide_again` give the same value to every option both have, so
+a script and a shell get the same run. (`adapt` is built from one option table: tests/run/test_adapt_options.py.)"""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 # CLI parameter → library keyword where the names differ; CLI-only options (rendering) are listed as None
-RENAMED = {"export_format": "format", "base": "model", "show_subsets": None}
+RENAMED = {"export_format": "format", "base": "model", "show_subsets": None, "require_improvement": None}
 
 
 def _default(parameter: inspect.Parameter) -> Any:
@@ -22,6 +22,7 @@ def _default(parameter: inspect.Parameter) -> Any:
 
 
 def _pairs() -> list[tuple[str, Any, Any]]:
+    from sentadapt.cli.decide import decide as decide_command
     from sentadapt.cli.diagnose import diagnose as diagnose_command
     from sentadapt.cli.eval import eval_models
     from sentadapt.cli.export import export as export_command
@@ -30,12 +31,14 @@ def _pairs() -> list[tuple[str, Any, Any]]:
     from sentadapt.evaluation.evaluate import evaluate
     from sentadapt.evaluation.labelling import propose_pairs
     from sentadapt.exporting import export
+    from sentadapt.run.redecide import decide_again
 
     return [("eval", eval_models, evaluate), ("diagnose", diagnose_command, diagnose),
-            ("export", export_command, export), ("pairs", pairs_command, propose_pairs)]
+            ("export", export_command, export), ("pairs", pairs_command, propose_pairs),
+            ("decide", decide_command, decide_again)]
 
 
-@pytest.mark.parametrize("command", ["eval", "diagnose", "export", "pairs"])
+@pytest.mark.parametrize("command", ["eval", "diagnose", "export", "pairs", "decide"])
 def test_every_option_of_a_command_has_its_library_calls_default(command: str) -> None:
     _, cli, library = next(pair for pair in _pairs() if pair[0] == command)
     options = inspect.signature(inspect.unwrap(cli)).parameters
