@@ -115,6 +115,15 @@ class LoraSettings:
     dropout: float = field(default=0.0, metadata=flat_key("lora_dropout"))
     targets: str = field(default="attention", metadata=flat_key("lora_targets"))
 
+    def resolved(self) -> LoraSettings:
+        """The settings as the adapters are built (sentadapt/lora.py): alpha 0 made 2 × r."""
+        return dataclasses.replace(self, alpha=self.alpha or 2.0 * self.r)
+
+    @property
+    def scaling(self) -> float:
+        """peft's scale of the adapters' update: alpha / r (of resolved settings)."""
+        return self.alpha / self.r
+
 
 @dataclass(frozen=True)
 class DistillationSettings:

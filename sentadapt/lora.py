@@ -16,10 +16,10 @@ peft is optional (`pip install sentadapt[lora]`); it is imported only when LoRA 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from sentadapt.config import LoraSettings  # one class for the settings and the adapters built from them
 from sentadapt.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -39,20 +39,6 @@ MISSING_PEFT = "--lora: needs peft, which is not installed; pip install 'sentada
 FROZEN_ENCODER = ("--lora: {recipe} keeps the encoder frozen (it trains a head on fixed embeddings), so there is "
                   "nothing for adapters to adapt; drop --lora")
 SPEC_KEYS = {"r": "lora_r", "alpha": "lora_alpha", "dropout": "lora_dropout", "targets": "lora_targets"}
-
-
-@dataclass(frozen=True)
-class LoraSettings:
-    """The adapters of a run (TrainConfig's lora_* fields, resolved)."""
-
-    r: int
-    alpha: float
-    dropout: float
-    targets: str
-
-    @property
-    def scaling(self) -> float:
-        return self.alpha / self.r
 
 
 def lora_flags(spec: str | None) -> dict[str, Any]:
@@ -86,10 +72,7 @@ def _number(key: str, value: str) -> int | float:
 
 def settings_of(train: TrainConfig) -> LoraSettings | None:
     """The run's LoRA settings from its TrainConfig; None when it trains every weight (lora_r 0)."""
-    lora = train.lora
-    if not lora.r:
-        return None
-    return LoraSettings(lora.r, lora.alpha or 2.0 * lora.r, lora.dropout, lora.targets)
+    return train.lora.resolved() if train.lora.r else None
 
 
 def check_run(train: TrainConfig, recipe: Any) -> None:
