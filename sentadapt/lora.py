@@ -75,7 +75,7 @@ def settings_of(train: TrainConfig) -> LoraSettings | None:
     return train.lora.resolved() if train.lora.r else None
 
 
-def check_run(train: TrainConfig, recipe: Any) -> None:
+def check_lora_request(train: TrainConfig, recipe: Any) -> None:
     """Before anything loads (no import of peft or torch): peft is installed and the recipe trains the encoder."""
     import importlib.util
 

@@ -23,7 +23,7 @@ def check_run(config: RunConfig, resume: bool, overwrite: bool, dry_run: bool, r
     from sentadapt.config import check_choice
     from sentadapt.data.corpus import ENCODING_ERRORS, check_has_sentences, check_sources
     from sentadapt.evaluation.decision import decision_rule
-    from sentadapt.lora import check_run as check_lora
+    from sentadapt.lora import check_lora_request
     from sentadapt.prompts import PAIR, read_prompts
     from sentadapt.recipes import RECIPES
     from sentadapt.recipes.base import TEXT
@@ -46,7 +46,7 @@ def check_run(config: RunConfig, resume: bool, overwrite: bool, dry_run: bool, r
         raise ConfigError("recipe_weight: 0 leaves nothing to train; give --teacher MODEL or --set distill=W, "
                           "or a recipe_weight above 0")
     recipe_class = RECIPES.get(config.recipe)
-    check_lora(config.train, recipe_class)  # peft installed; a recipe that trains the encoder
+    check_lora_request(config.train, recipe_class)  # peft installed; a recipe that trains the encoder
     _check_teacher_settings(config)
     check_sources(config.corpus)  # a missing file, a directory, a fake .gz, an unreachable Hub dataset
     config = with_absolute_paths(config)  # config.yaml names them so: --resume works from any directory
