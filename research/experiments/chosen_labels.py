@@ -130,15 +130,29 @@ def coverage(runs: list[Stored], share: float, resamples: int) -> list[dict[str,
     return cells
 
 
-def decided_once(stored: Stored, rows: np.ndarray, weights: Any, resamples: int) -> bool:
-    """`sentadapt decide` on the run's last model: one option, nothing chosen on these labels."""
-    from sentadapt.evaluation.decision import USE_ADAPTED, DecisionRule, decide
+def arm_rows(stored: Stored, arm: str, size: int, seed: int, share: float) -> tuple[np.ndarray, Any]:
+    """(dev rows, weights) of one decision cell: uniform pairs read unweighted for the random arms (as a user gives
+    them), the design's draw with its weights for the others."""
+    if arm in ("random", "random after"):
+        return draw(stored.pool, size, seed, stored.domain)[0], None
+    return stored.rows(arm, size, seed, share, "decision")
+
+
+def last_evidence(stored: Stored, rows: np.ndarray, weights: Any, resamples: int) -> tuple[Any, Any]:
+    """(the last model's paired Δ, its evidence) as `sentadapt decide` weighs it: one option, nothing chosen on
+    these labels."""
     from sentadapt.evaluation.evaluator import dev_evidence
 
     dev = DevSet(stored.pool, rows, resamples, weights=weights)
     base, last = dev.outputs(stored.run.base), dev.outputs(stored.last)
-    delta = dev.evaluator.compare_outputs(base, last)
-    evidence = dev_evidence(dev.evaluator, base, [last], 0)
+    return dev.evaluator.compare_outputs(base, last), dev_evidence(dev.evaluator, base, [last], 0)
+
+
+def decided_once(stored: Stored, rows: np.ndarray, weights: Any, resamples: int) -> bool:
+    """`sentadapt decide` on the run's last model: used or not under the default rule."""
+    from sentadapt.evaluation.decision import USE_ADAPTED, DecisionRule, decide
+
+    delta, evidence = last_evidence(stored, rows, weights, resamples)
     return decide(delta.value, delta.interval, "dev", evidence, DecisionRule()).decision == USE_ADAPTED
 
 
@@ -152,10 +166,7 @@ def decisions(runs: list[Stored], share: float, resamples: int) -> list[dict[str
         for size in SIZES:
             for seed in range(SEEDS):
                 for arm in ARMS:
-                    if arm in ("random", "random after"):
-                        rows, weights = draw(pool, size, seed, stored.domain)[0], None
-                    else:
-                        rows, weights = stored.rows(arm, size, seed, share, "decision")
+                    rows, weights = arm_rows(stored, arm, size, seed, share)
                     test = test_rows(pool, rows)
                     if arm in ("random", "before"):
                         kept = kept_on_dev(run, stored.teacher, pool, rows, resamples, PATIENCE, weights)

@@ -13,8 +13,6 @@ it would use — the truth the study is judged by.
 
 from __future__ import annotations
 
-import argparse
-import json
 from pathlib import Path
 from typing import Any
 
@@ -29,10 +27,17 @@ GAIN = 1.0  # a gain worth using: pool Δ ≥ +1.0 (Spearman × 100)
 
 def study(resamples: int) -> dict[str, Any]:
     from sentadapt.evaluation.design import UNIFORM_SHARE
-    from sentadapt.evaluation.evaluator import dev_evidence
 
-    from research.experiments.chosen_labels import ARMS, RUNS, SEEDS, SIZES, Stored, spearman_change
-    from research.experiments.decision_study import DevSet, draw
+    from research.experiments.chosen_labels import (
+        ARMS,
+        RUNS,
+        SEEDS,
+        SIZES,
+        Stored,
+        arm_rows,
+        last_evidence,
+        spearman_change,
+    )
     from research.experiments.distill_suite import PATIENCE, kept_on_dev, stored_runs
     from research.experiments.domain_data import ALL_DOMAINS
 
@@ -42,23 +47,16 @@ def study(resamples: int) -> dict[str, Any]:
         pool, run = stored.pool, stored.run
         everything = np.arange(len(pool))
         truth = {step: spearman_change(pool, everything, None, run.base, cosines) for step, cosines in run.steps.items()}
-        last = max(run.steps)
         for size in SIZES:
             for seed in range(SEEDS):
                 for arm in ARMS:
-                    if arm in ("random", "random after"):
-                        rows, weights = draw(pool, size, seed, stored.domain)[0], None
-                    else:
-                        rows, weights = stored.rows(arm, size, seed, UNIFORM_SHARE, "decision")
+                    rows, weights = arm_rows(stored, arm, size, seed, UNIFORM_SHARE)
                     if arm in ("random", "before"):
                         kept = kept_on_dev(run, stored.teacher, pool, rows, resamples, PATIENCE, weights)
                         step, change, evidence, stopped = kept.step, kept.delta.value, kept.evidence, kept.stopped
                     else:
-                        dev = DevSet(pool, rows, resamples, weights=weights)
-                        base, model = dev.outputs(run.base), dev.outputs(stored.last)
-                        step, stopped = last, False
-                        change = dev.evaluator.compare_outputs(base, model).value
-                        evidence = dev_evidence(dev.evaluator, base, [model], 0)
+                        delta, evidence = last_evidence(stored, rows, weights, resamples)
+                        step, change, stopped = max(run.steps), delta.value, False
                     cells.append({"pairing": stored.pairing, "domain": stored.domain, "size": size, "seed": seed,
                                   "arm": arm, "step": step, "dev_change": change, "stopped": stopped,
                                   "risk": None if evidence is None else evidence.risk, "pool_change": truth[step]})
@@ -104,15 +102,9 @@ def lines(result: dict[str, Any]) -> list[str]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--study", action="store_true", help="run the study and store it")
-    parser.add_argument("--resamples", type=int, default=1000)
-    args = parser.parse_args()
-    path = RESULTS / STUDY
-    if args.study:
-        RESULTS.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(study(args.resamples)) + "\n", encoding="utf-8")
-    print("\n".join(lines(json.loads(path.read_text(encoding="utf-8")))))
+    from research.experiments.stored_runs import stored_study_main
+
+    stored_study_main(__doc__, RESULTS, STUDY, lambda args: study(args.resamples), lines)
 
 
 if __name__ == "__main__":
