@@ -85,8 +85,9 @@ class TaskResult:
     outputs: Outputs = field(repr=False, default_factory=dict)
     intervals: dict[str, tuple[float, float]] = field(default_factory=dict)
     replicates: dict[str, np.ndarray] = field(repr=False, default_factory=dict)
-    # metric → each unit's influence on it (evaluation/variance.py): the calibrated SE's input
-    influence: dict[str, np.ndarray] = field(repr=False, default_factory=dict)
+    # metric → each unit's influence on it (evaluation/variance.py): the calibrated SE's input, computed when a
+    # paired Δ first needs it (None until then: a lone model's scores never do)
+    influence: dict[str, np.ndarray] | None = field(repr=False, default=None)
     extras: dict[str, Any] = field(default_factory=dict)  # thresholds, per-subset scores, options
 
     @property

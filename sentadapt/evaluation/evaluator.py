@@ -237,26 +237,29 @@ class Evaluator:
             for task, result in zip(self.tasks, results):
                 result.replicates = self.replicates(task, result)
                 result.intervals = {name: bootstrap.interval(values) for name, values in result.replicates.items()}
-                result.influence = self.influence(task, result)
-            report.average_interval = bootstrap.interval(self._average_replicates(report))
+            report.average_interval = bootstrap.interval(self.replicates_of(report))
         return report
 
     def influence(self, task: EvalTask, result: TaskResult) -> dict[str, np.ndarray]:
         """metric → each unit's (group's) influence ε, for the smooth metrics (evaluation/variance.py: the paired Δ's
-        calibrated SE reads two models' values)."""
+        calibrated SE reads two models' values); computed once per result, when first asked for."""
+        if result.influence is not None:
+            return result.influence
         statistics = {name: statistic for name, statistic in task.resampled(result.outputs).items()
                       if name not in variance.NOT_SMOOTH}
         weights = task.weights
         if weights is not None:
             statistics = {name: bootstrap.weighted_by(statistic, weights) for name, statistic in statistics.items()}
-        return variance.influence_values(task.units, statistics)
+        result.influence = variance.influence_values(task.units, statistics)
+        return result.influence
 
     def metric_change_se(self, task: EvalTask, first: TaskResult, other: TaskResult, name: str) -> float | None:
         """The calibrated SE of one task's paired Δ of `name` (other − first); None where the metric has none (a
         best-threshold metric: the bootstrap's interval stays) or the statistic is undefined nearby."""
-        if name not in first.influence or name not in other.influence:
+        if name in variance.NOT_SMOOTH:
             return None
-        se = variance.influence_se(other.influence[name] - first.influence[name], task.units, task.inclusion)
+        effects = self.influence(task, other)[name] - self.influence(task, first)[name]
+        se = variance.influence_se(effects, task.units, task.inclusion)
         return se if np.isfinite(se) else None
 
     def change_se(self, first: EvalReport, other: EvalReport) -> float | None:
@@ -284,7 +287,8 @@ class Evaluator:
             statistics = {name: bootstrap.weighted_by(statistic, weights) for name, statistic in statistics.items()}
         return bootstrap.replicate(task.units, self.resamples, task_seed, statistics)
 
-    def _average_replicates(self, report: EvalReport) -> np.ndarray:
+    def replicates_of(self, report: EvalReport) -> np.ndarray:
+        """The (B,) bootstrap replicates of a scored report's averaged metric (every model: the same resamples)."""
         return np.mean([result.replicates[report.selected(result)] for result in report.tasks], axis=0)
 
     def compare(self, first: EvalReport, other: EvalReport) -> Comparison:
@@ -302,7 +306,7 @@ class Evaluator:
         interval = None
         if self.resamples:
             interval = self._change_interval(other.average - first.average, self.change_se(first, other),
-                                             self._average_replicates(other) - self._average_replicates(first))
+                                             self.replicates_of(other) - self.replicates_of(first))
         comparison.average = Delta(other.average - first.average, interval)
         return comparison
 
@@ -338,7 +342,7 @@ class Evaluator:
         change = b.average - a.average
         if not self.resamples:
             return b.average, change, None
-        replicates = self._average_replicates(b) - self._average_replicates(a)
+        replicates = self.replicates_of(b) - self.replicates_of(a)
         se = self.change_se(a, b)
         return b.average, change, [self._change_interval(change, se, replicates, level) for level in confidences]
 
@@ -347,20 +351,14 @@ class Evaluator:
         """(other's average, its Δ over first, the Δ's paired bootstrap replicates or None when off): the bootstrap
         alone (research/experiments/decision_study.py's power model reads their spread)."""
         a, b = self.from_outputs(first, "first"), self.from_outputs(other, "other")
-        replicates = self._average_replicates(b) - self._average_replicates(a) if self.resamples else None
+        replicates = self.replicates_of(b) - self.replicates_of(a) if self.resamples else None
         return b.average, b.average - a.average, replicates
-
-    def change_ses(self, first: dict[str, dict[str, list[float]]],
-                   others: Sequence[dict[str, dict[str, list[float]]]]) -> list[float | None]:
-        """The calibrated SE of each of `others`' paired Δ over `first` (None where a metric has none)."""
-        base = self.from_outputs(first, "first")
-        return [self.change_se(base, self.from_outputs(other, "other")) for other in others]
 
     def average_replicates(self, outputs: dict[str, dict[str, list[float]]]) -> tuple[float, np.ndarray | None]:
         """(the averaged metric, its (B,) bootstrap replicates or None when off) of stored outputs; every model
         gets the same resamples, so replicates of two models subtract into a paired Δ."""
         report = self.from_outputs(outputs)
-        return report.average, self._average_replicates(report) if self.resamples else None
+        return report.average, self.replicates_of(report) if self.resamples else None
 
     def units(self) -> int:
         return sum(task.units for task in self.tasks)
@@ -399,11 +397,11 @@ def dev_evidence(evaluator: Evaluator | None, base: dict[str, Any] | None, optio
     bootstrap or options."""
     if evaluator is None or base is None or not options or not evaluator.resamples:
         return None
-    base_value, base_replicates = evaluator.average_replicates(base)
-    scored = [evaluator.average_replicates(outputs) for outputs in options]
-    return weigh(base_replicates, [replicates for _, replicates in scored], base_value,  # type: ignore[misc, arg-type]
-                 [value for value, _ in scored], chosen, evaluator.units(), evaluator.unit_name(),
-                 evaluator.change_ses(base, options))
+    first = evaluator.from_outputs(base, "first")  # each model scored once: its replicates and its influence
+    reports = [evaluator.from_outputs(outputs, "other") for outputs in options]
+    return weigh(evaluator.replicates_of(first), [evaluator.replicates_of(report) for report in reports],
+                 first.average, [report.average for report in reports], chosen, evaluator.units(),
+                 evaluator.unit_name(), [evaluator.change_se(first, report) for report in reports])
 
 
 def dev_change_record(evaluator: Evaluator | None, outputs: dict[str, Any]) -> dict[str, Any]:

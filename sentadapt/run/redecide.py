@@ -35,8 +35,8 @@ from sentadapt.evaluation.decision import (
     small_dev_note,
 )
 from sentadapt.evaluation.design import Design, labels_record, read_design
-from sentadapt.evaluation.evaluator import Delta, Evaluator
-from sentadapt.evaluation.evidence import Evidence, weigh
+from sentadapt.evaluation.evaluator import Delta, Evaluator, dev_evidence
+from sentadapt.evaluation.evidence import Evidence
 from sentadapt.events import Progress
 from sentadapt.options import checked
 from sentadapt.run_folder import RunDir
@@ -251,14 +251,9 @@ def rename(outputs: dict[str, Any], like: dict[str, Any]) -> dict[str, Any]:
 
 def selection_evidence(evaluator: Evaluator, base: dict[str, Any], adapted: dict[str, Any],
                        stored: tuple[list[dict[str, Any]], int] | None) -> Evidence | None:
-    if not evaluator.resamples:
-        return None
+    """The evidence for the run's model: alone (new labels), or paid for among the run's stored evaluations."""
     options, chosen = stored if stored is not None else ([adapted], 0)
-    base_value, base_replicates = evaluator.average_replicates(base)
-    scored_options = [evaluator.average_replicates(outputs) for outputs in options]
-    return weigh(base_replicates, [r for _, r in scored_options], base_value,  # type: ignore[arg-type, misc]
-                 [value for value, _ in scored_options], chosen, evaluator.units(), evaluator.unit_name(),
-                 evaluator.change_ses(base, options))
+    return dev_evidence(evaluator, base, options, chosen)
 
 
 def record(folder: RunDir, metrics: dict[str, Any], result: DecideResult, rule: DecisionRule, metric: str) -> None:
