@@ -323,7 +323,7 @@ class DesignWeights:
     def finish(self) -> list[float]:
         """The weights read, once every row is: none where a design says there were some, none whose sum a float
         cannot hold, none that outweighs all the others together (the file would then say what one pair says)."""
-        design = self.path.with_name(self.path.name + DESIGN_SUFFIX)
+        design = design_path(self.path)
         if self.candidates is not None and not self.values and self.first_without is not None:
             raise DataError(f"{self.path}: has no '{WEIGHT}' column, but {design.name} beside it says `sentadapt "
                             f"pairs` chose its pairs with weights; put the column back, or delete {design.name} to "
@@ -342,10 +342,16 @@ class DesignWeights:
         return self.values
 
 
+def design_path(label_file: str | Path) -> Path:
+    """FILE.design.json: where `sentadapt pairs` writes how it chose FILE's pairs."""
+    path = Path(label_file)
+    return path.with_name(path.name + DESIGN_SUFFIX)
+
+
 def design_candidates(path: Path) -> int | None:
     """The number of candidates the design beside `path` drew from, None without a design (a design file that
     cannot be read is named where the design is read: evaluation/design.read_design)."""
-    design = path.with_name(path.name + DESIGN_SUFFIX)
+    design = design_path(path)
     if not design.is_file():
         return None
     try:

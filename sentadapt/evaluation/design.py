@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from sentadapt.data.pair_files import DESIGN_SUFFIX
+from sentadapt.data.pair_files import design_path
 from sentadapt.errors import DataError
 
 UNIFORM_SHARE = 0.5  # the defensive share: the pick of the rule in research/findings.md, "Chosen labels"
@@ -96,11 +96,6 @@ class Design:
 
     def to_dict(self) -> dict[str, Any]:
         return {"design": "importance (Pareto πps, weight = 1/π)", **asdict(self)}
-
-
-def design_path(label_file: str | Path) -> Path:
-    path = Path(label_file)
-    return path.with_name(path.name + DESIGN_SUFFIX)
 
 
 def write_design(label_file: str | Path, design: Design) -> Path:
