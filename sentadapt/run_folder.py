@@ -299,9 +299,7 @@ def foreign_in_run(folder: Path) -> list[str]:
     sorted: neither the run's records, a stage's folder, an interrupted write's temporary, nor a file of the model
     it published (metrics.json's `model_files`; for a run finished before that record, the published model's
     module folders and the file names a model folder holds)."""
-    run_dir = RunDir(folder)
-    metrics = run_dir.read_metrics() if run_dir.is_finished() else None
-    recorded = (metrics or {}).get("model_files")
+    recorded = (RunDir(folder).read_metrics() or {}).get("model_files")
     if isinstance(recorded, list):
         model = {str(name).split("/", 1)[0] for name in recorded}
     else:

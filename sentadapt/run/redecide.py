@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from sentadapt.data.pair_files import design_path
 from sentadapt.errors import ConfigError
 from sentadapt.evaluation.decision import (
     DEFAULT_RISK,
@@ -179,7 +180,7 @@ def design_note(dev: Path, design: Design | None, run: Path) -> str | None:
         return None
     if Path(design.guide_model).expanduser().resolve() == Path(run).expanduser().resolve():
         return None
-    return (f"{dev.name}.design.json: its pairs were chosen where {design.guide_model} differs from the base, not "
+    return (f"{design_path(dev).name}: its pairs were chosen where {design.guide_model} differs from the base, not "
             f"{run}; the weighted Δ still estimates the {design.candidates} candidates', with a wider interval than "
             f"pairs chosen for this run (sentadapt pairs --run {run})")
 
