@@ -92,17 +92,24 @@ def peer(inputs: Path, bf16: bool, output: Path) -> None:
     print("RESULT " + json.dumps({"examples_per_s": BATCH * STEPS / timer.seconds}))
 
 
-def commands(inputs: Path, old: Path | None, work: Path) -> dict[str, tuple[list[str], dict[str, str], Path]]:
+def commands(inputs: Path, old: Path | None, work: Path, isa: str | None = None,
+             ) -> dict[str, tuple[list[str], dict[str, str], Path]]:
     """Each measured command, its environment (offline; its own cache folder) and the folder it runs in: `python -m`
-    puts that folder first on sys.path, so the old checkout's runs start in it."""
+    puts that folder first on sys.path, so the old checkout's runs start in it. `isa` (e.g. avx2): every command runs
+    with PyTorch's kernels for that instruction set (ATEN_CPU_CAPABILITY) and ours in fp32 (`--mixed-precision no`):
+    a CPU without native bf16, where `auto` is fp32, stood in for on one that has it (issue 70)."""
     inputs, work = inputs.resolve(), work.resolve()
+    precision = ("--mixed-precision", "no") if isa else ()
+
     def ours(name: str, extra: tuple[str, ...] = ()) -> list[str]:
         return [sys.executable, "-m", "sentadapt", "adapt", str(inputs / "corpus.txt"), "--base", str(STUDENT),
                 "--teacher", str(inputs / "vectors.jsonl"), "--max-steps", str(STEPS), "--dev", "none",
-                "--output", str(work / name), "--overwrite", *extra]
+                "--output", str(work / name), "--overwrite", *precision, *extra]
 
     def env(name: str, **extra: str) -> dict[str, str]:
-        return {**os.environ, "HF_HUB_OFFLINE": "1", "SENTADAPT_CACHE": str(work / f"cache-{name}"), **extra}
+        kernels = {"ATEN_CPU_CAPABILITY": isa} if isa else {}
+        return {**os.environ, "HF_HUB_OFFLINE": "1", "SENTADAPT_CACHE": str(work / f"cache-{name}"), **kernels,
+                **extra}
 
     here = Path.cwd()
     found = {"default": (ours("default"), env("default"), here),
@@ -137,8 +144,14 @@ def loop_rate(name: str, result: dict[str, Any], work: Path) -> float:
     return float(json.loads(last)["examples_per_s"])
 
 
-def measure(inputs: Path, old: Path | None, rounds: int, work: Path) -> dict[str, Any]:
-    runs = commands(inputs, old, work)
+def measure(inputs: Path, old: Path | None, rounds: int, work: Path, isa: str | None = None,
+            only: list[str] | None = None) -> dict[str, Any]:
+    runs = commands(inputs, old, work, isa)
+    if only:
+        unknown = sorted(set(only) - set(runs))
+        if unknown:
+            sys.exit(f"--only: no command {', '.join(unknown)}; choose among {', '.join(runs)}")
+        runs = {name: runs[name] for name in runs if name in only or name == "default"}
     for argv, env, cwd in runs.values():  # warm-up: caches filled, files read once
         timed(argv, env, cwd)
     figures: dict[str, list[dict[str, float]]] = {name: [] for name in runs}
@@ -174,6 +187,9 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--work", type=Path, default=Path("bench/out/teacher-run"))
     parser.add_argument("--out", type=Path, default=Path("bench/out/teacher-run.json"))
+    parser.add_argument("--isa", choices=["avx2", "avx512"],
+                        help="PyTorch's kernels for this instruction set (ATEN_CPU_CAPABILITY), ours in fp32")
+    parser.add_argument("--only", help="comma-separated commands besides default (views, old, st fp32, st bf16)")
     parser.add_argument("--peer", choices=["fp32", "bf16"], help=argparse.SUPPRESS)
     parser.add_argument("--output", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -183,7 +199,8 @@ def main() -> None:
     if args.peer:
         peer(args.inputs, args.peer == "bf16", args.output)
         return
-    figures = measure(args.inputs, args.old, args.rounds, args.work)
+    figures = measure(args.inputs, args.old, args.rounds, args.work, args.isa,
+                      args.only.split(",") if args.only else None)
     print("\n".join(report(figures)))
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(figures, indent=1) + "\n")

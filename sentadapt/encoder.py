@@ -23,6 +23,7 @@ from torch import nn
 
 from sentadapt.compiling import eager_only, release
 from sentadapt.errors import ConfigError, ModelError
+from sentadapt.length_chunks import ChunkTransform, plan_chunks, real_lengths
 from sentadapt.options import ALLOW_PICKLE, TRUST_REMOTE_CODE
 from sentadapt.pooling import POOLING_NAMES, Pooling
 from sentadapt.prompts import Prompts, read_prompts
@@ -284,6 +285,7 @@ class Encoder(nn.Module):
         pooling: Pooling | None = None,
         head_layers: int | None = None,
         prompt_length: int | None = None,
+        whole_batch: bool = False,
     ) -> torch.Tensor:
         """Sentence vectors for a tokenized batch; differentiable (the training path).
 
@@ -294,17 +296,62 @@ class Encoder(nn.Module):
         `embedding_transform` edits the embedding layer's output (after position embeddings,
         LayerNorm and dropout) for this forward only — how ConSERT's cutoff views are made,
         through a scoped forward hook rather than a patched model class.
+
+        On the CPU, a pass without the model's dropout runs in chunks of similar length, each padded to its own
+        longest row (sentadapt/length_chunks.py); `whole_batch` runs it as one pass (a transform that keeps what
+        it is given, as ConSERT's adversarial view records the embeddings, needs the whole batch at once).
         """
         pooling = pooling or self.pooling
+        chunks = None if whole_batch else self._length_chunks(attention_mask)
+        if chunks is None:
+            pooled = self._pooled(input_ids, attention_mask, token_type_ids, position_ids, embedding_transform,
+                                  pooling, prompt_length)
+        else:
+            pooled = self._pooled_in_chunks(chunks, input_ids, attention_mask, token_type_ids, position_ids,
+                                            embedding_transform, pooling, prompt_length)
+        if head_layers is not None:
+            return self.apply_head(pooled, stop=head_layers, normalize=False)
+        return self.apply_head(pooled)
+
+    def _pooled(self, input_ids: torch.Tensor, attention_mask: torch.Tensor, token_type_ids: torch.Tensor | None,
+                position_ids: torch.Tensor | None, embedding_transform: Callable[[torch.Tensor], torch.Tensor] | None,
+                pooling: Pooling, prompt_length: int | None) -> torch.Tensor:
+        """The backbone's pass and pooling of a batch, before the head."""
         outputs = self.run_backbone(
             input_ids, attention_mask, token_type_ids, position_ids, embedding_transform,
             output_hidden_states=pooling.needs_hidden_states,
         )
-        pooled = pooling(outputs.last_hidden_state, attention_mask, outputs.hidden_states,
-                         self._pooled_prompt(prompt_length))
-        if head_layers is not None:
-            return self.apply_head(pooled, stop=head_layers, normalize=False)
-        return self.apply_head(pooled)
+        return pooling(outputs.last_hidden_state, attention_mask, outputs.hidden_states,
+                       self._pooled_prompt(prompt_length))
+
+    def _length_chunks(self, attention_mask: torch.Tensor) -> list[tuple[torch.Tensor, int]] | None:
+        """(rows, longest length) of each chunk of a CPU pass without dropout, or None to run the batch as one pass
+        (on a GPU, with the model's dropout on, or where one chunk is best)."""
+        if attention_mask.device.type != "cpu" or self.backbone.training:
+            return None
+        lengths = real_lengths(attention_mask)
+        chunks = plan_chunks(lengths)
+        if len(chunks) == 1:
+            return None
+        return [(torch.from_numpy(rows), int(lengths[rows].max())) for rows in chunks]
+
+    def _pooled_in_chunks(self, chunks: list[tuple[torch.Tensor, int]], input_ids: torch.Tensor,
+                          attention_mask: torch.Tensor,
+                          token_type_ids: torch.Tensor | None, position_ids: torch.Tensor | None,
+                          embedding_transform: Callable[[torch.Tensor], torch.Tensor] | None, pooling: Pooling,
+                          prompt_length: int | None) -> torch.Tensor:
+        """`_pooled` chunk by chunk, each trimmed to its longest row, the pooled rows put back in the batch's order."""
+        shape = (input_ids.shape[0], input_ids.shape[1])
+        parts = []
+        for rows, width in chunks:
+
+            def trim(tensor: torch.Tensor | None, rows: torch.Tensor = rows, width: int = width) -> Any:
+                return None if tensor is None else tensor[rows, :width]
+
+            transform = None if embedding_transform is None else ChunkTransform(embedding_transform, rows, shape)
+            parts.append(self._pooled(trim(input_ids), trim(attention_mask), trim(token_type_ids),
+                                      trim(position_ids), transform, pooling, prompt_length))
+        return torch.cat(parts)[torch.argsort(torch.cat([rows for rows, _ in chunks]))]
 
     def enable_gradient_checkpointing(self) -> None:
         """Recompute each transformer layer in backward instead of keeping its activations (transformers' own

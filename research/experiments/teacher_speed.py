@@ -51,11 +51,12 @@ def verdict(work: Path, incumbent: str = INCUMBENT, candidate: str = CANDIDATE) 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--work", type=Path, default=Path("research/results/distill"))
+    parser.add_argument("--incumbent", default=INCUMBENT, help="the variant the candidate must hold against")
     parser.add_argument("--candidate", default=CANDIDATE)
     args = parser.parse_args()
-    result = verdict(args.work, candidate=args.candidate)
+    result = verdict(args.work, incumbent=args.incumbent, candidate=args.candidate)
     for cell in result["cells"]:
-        print(f"{cell['pairing']:9} {cell['domain']:9} {INCUMBENT} {cell[INCUMBENT]:+.2f}  "
+        print(f"{cell['pairing']:9} {cell['domain']:9} {args.incumbent} {cell[args.incumbent]:+.2f}  "
               f"{args.candidate} {cell[args.candidate]:+.2f}  {'held' if cell['held'] else 'FELL'}")
     print(f"adopt {args.candidate}: {'yes' if result['adopt'] else 'no'}")
 

@@ -268,7 +268,7 @@ class ConsertRecipe(RecipeBase):
             transform = record if transform is None else (lambda e, t=transform: t(record(e)))
         with encoder.dropout(view.model_dropout):
             return encoder(view.input_ids, view.attention_mask, position_ids=view.position_ids,
-                           embedding_transform=transform, pooling=self.train_pooling)
+                           embedding_transform=transform, pooling=self.train_pooling, whole_batch=record is not None)
 
     # ------------------------------------------------------------------ model checks
     @staticmethod
