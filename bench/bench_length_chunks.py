@@ -10,7 +10,8 @@ max length 64), as one pass per batch (today's peer: the batch padded to its lon
 
 `--fit`: all-MiniLM-L6-v2's forward + backward (dropout off, one whole pass each) on 11 shapes, best of 3 after a
 warm-up, fitted as `seconds = a + b · rows · length`: `a / b` is the fixed cost of a pass in tokens, what
-PASS_OVERHEAD_TOKENS holds. `--isa avx2` re-runs itself with PyTorch's AVX2 kernels (ATEN_CPU_CAPABILITY).
+PASS_OVERHEAD_TOKENS holds. `--isa avx2` re-runs itself with AVX2 kernels alone (PyTorch's, MKL's, oneDNN's:
+bench.peers.isa_environment).
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ import time
 from pathlib import Path
 
 import numpy as np
+
+from bench.peers import isa_environment
 
 SHARED = Path("../shared")
 STUDENT = SHARED / "models/all-minilm-l6-v2"
@@ -56,7 +59,7 @@ def padding(corpora: list[Path]) -> None:
             for chunk in plan_chunks(lengths[rows]):
                 chunked += len(chunk) * int(lengths[rows][chunk].max())
                 chunk_count += 1
-        print(f"{str(corpus):<40} {len(texts):9,} {lengths.mean():11.1f} {1 - real / whole:17.0%} "
+        print(f"{corpus!s:<40} {len(texts):9,} {lengths.mean():11.1f} {1 - real / whole:17.0%} "
               f"{chunk_count / len(batches):16.1f} {1 - real / chunked:16.0%} {chunked / whole:24.2f}×")
 
 
@@ -94,7 +97,7 @@ def main() -> None:
     args = parser.parse_args()
     if args.isa and os.environ.get("ATEN_CPU_CAPABILITY") != args.isa:
         argv = [sys.executable, "-m", "bench.bench_length_chunks", *sys.argv[1:]]
-        sys.exit(subprocess.call(argv, env={**os.environ, "ATEN_CPU_CAPABILITY": args.isa}))
+        sys.exit(subprocess.call(argv, env={**os.environ, **isa_environment(args.isa)}))
     if args.padding:
         padding(args.padding)
     if args.fit:

@@ -37,6 +37,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from bench.peers import isa_environment
+
 SHARED = Path("../shared")
 STUDENT = SHARED / "models/all-minilm-l6-v2"
 TEACHER = SHARED / "models/paraphrase-minilm-l3-v2"
@@ -96,7 +98,7 @@ def commands(inputs: Path, old: Path | None, work: Path, isa: str | None = None,
              ) -> dict[str, tuple[list[str], dict[str, str], Path]]:
     """Each measured command, its environment (offline; its own cache folder) and the folder it runs in: `python -m`
     puts that folder first on sys.path, so the old checkout's runs start in it. `isa` (e.g. avx2): every command runs
-    with PyTorch's kernels for that instruction set (ATEN_CPU_CAPABILITY) and ours in fp32 (`--mixed-precision no`):
+    with kernels of that instruction set alone (bench.peers.isa_environment) and ours in fp32 (`--mixed-precision no`):
     a CPU without native bf16, where `auto` is fp32, stood in for on one that has it (issue 70)."""
     inputs, work = inputs.resolve(), work.resolve()
     precision = ("--mixed-precision", "no") if isa else ()
@@ -107,7 +109,7 @@ def commands(inputs: Path, old: Path | None, work: Path, isa: str | None = None,
                 "--output", str(work / name), "--overwrite", *precision, *extra]
 
     def env(name: str, **extra: str) -> dict[str, str]:
-        kernels = {"ATEN_CPU_CAPABILITY": isa} if isa else {}
+        kernels = isa_environment(isa) if isa else {}
         return {**os.environ, "HF_HUB_OFFLINE": "1", "SENTADAPT_CACHE": str(work / f"cache-{name}"), **kernels,
                 **extra}
 
@@ -188,7 +190,7 @@ def main() -> None:
     parser.add_argument("--work", type=Path, default=Path("bench/out/teacher-run"))
     parser.add_argument("--out", type=Path, default=Path("bench/out/teacher-run.json"))
     parser.add_argument("--isa", choices=["avx2", "avx512"],
-                        help="PyTorch's kernels for this instruction set (ATEN_CPU_CAPABILITY), ours in fp32")
+                        help="kernels of this instruction set alone (PyTorch's, MKL's, oneDNN's), ours in fp32")
     parser.add_argument("--only", help="comma-separated commands besides default (views, old, st fp32, st bf16)")
     parser.add_argument("--peer", choices=["fp32", "bf16"], help=argparse.SUPPRESS)
     parser.add_argument("--output", type=Path, help=argparse.SUPPRESS)

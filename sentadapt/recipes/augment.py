@@ -285,9 +285,9 @@ def stack_views(first: ViewInputs, second: ViewInputs, position_offset: int = 0)
     rows, length = first.input_ids.shape
     positions = None
     if first.position_ids is not None or second.position_ids is not None:
-        plain = (torch.arange(length, device=first.input_ids.device) + position_offset).expand(rows, length)
-        positions = torch.cat([view.position_ids if view.position_ids is not None else plain
-                               for view in (first, second)])
+        plain = torch.arange(length, device=first.input_ids.device) + position_offset
+        positions = torch.cat([view.position_ids if view.position_ids is not None
+                               else plain.expand(view.input_ids.shape[0], length) for view in (first, second)])
     transform = None
     if first.embedding_transform is not None or second.embedding_transform is not None:
         transform = _RowSplitTransform(rows, first.embedding_transform, second.embedding_transform)

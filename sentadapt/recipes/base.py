@@ -170,6 +170,7 @@ class RecipeBase(abc.ABC):
         prefix sizes its loss is summed over (`--matryoshka`; off by default)."""
         self.config = config
         self.matryoshka = matryoshka
+        self.exported_rows_wanted = False  # want_exported_rows(): a distillation term reads LossOutput.exported
 
     def exported_width(self, encoder: Encoder) -> int:
         """The width of the vectors the model will export (what `--matryoshka` sizes are prefixes of). Default: the
@@ -235,6 +236,12 @@ class RecipeBase(abc.ABC):
         backbone), so distillation's base side shares it instead of copying the backbone. Called once, before
         any step or resumed weights. Default None: distillation copies it."""
         return None
+
+    def want_exported_rows(self) -> None:
+        """A distillation term will compare the batch's sentences as exported: a recipe whose own pass can encode
+        them too (ConSERT stacks them with its views) returns them as LossOutput.exported, which saves the term a
+        pass of its own. Recipes that cannot ignore it."""
+        self.exported_rows_wanted = True
 
     def frozen_vectors(self, batch: dict[str, Tensor]) -> Tensor | None:
         """When the batch's examples are rows of a table of frozen vectors (CLSR), their first texts' rows: the

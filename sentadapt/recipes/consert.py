@@ -176,12 +176,21 @@ class ConsertRecipe(RecipeBase):
     def _unsupervised_loss(self, encoder: Encoder, input_ids: Tensor, attention_mask: Tensor) -> LossOutput:
         from sentadapt.recipes.losses import gather_across_processes, nt_xent
 
-        first, second = self._encode_pair(encoder, *(self._view(name, input_ids, attention_mask)
-                                                     for name in self.config.views))
-        exported = self._exported_rows(encoder, first, second)
+        views = [self._view(name, input_ids, attention_mask) for name in self.config.views]
+        first, second, clean = self._encode_pair(encoder, *views, self._clean_view(encoder, input_ids, attention_mask))
+        exported = clean if clean is not None else self._exported_rows(encoder, first, second)
         first, second = gather_across_processes(first), gather_across_processes(second)
         loss = self.matryoshka.total(lambda cut: nt_xent(cut(first), cut(second), self.config.temperature))
         return LossOutput(loss, {"contrastive": loss.detach()}, exported)
+
+    def _clean_view(self, encoder: Encoder, input_ids: Tensor, attention_mask: Tensor) -> ViewInputs | None:
+        """The sentences as exported, to stack with the views, when a distillation term wants them
+        (want_exported_rows), no view already is them, and training pools as the model is exported. One pass of
+        3 × batch rows instead of the views' 2 × batch and the term's own: 0.92× of the time of the two passes
+        (forward + backward, all-MiniLM-L6-v2, AVX2 kernels, length chunks: research/findings.md, issue 70)."""
+        if not self.exported_rows_wanted or "none" in self.config.views or self.train_pooling != encoder.pooling:
+            return None
+        return ViewInputs(input_ids, attention_mask, None, None, False)
 
     def _exported_rows(self, encoder: Encoder, first: Tensor, second: Tensor) -> Tensor | None:
         """The `none` view's rows when training pools as the model is exported: then they are the sentences' vectors
@@ -235,7 +244,7 @@ class ConsertRecipe(RecipeBase):
                                          False))
             else:
                 inputs.append(self._view(name, ids, mask))
-        first, second = (gather_across_processes(view) for view in self._encode_pair(encoder, *inputs))
+        first, second = (gather_across_processes(view) for view in self._encode_pair(encoder, *inputs)[:2])
         contrastive = self.matryoshka.total(lambda cut: nt_xent(cut(first), cut(second), self.config.temperature))
         parts["contrastive"] = contrastive.detach()
         return LossOutput(classification + self.config.alpha * contrastive, parts)
@@ -252,14 +261,19 @@ class ConsertRecipe(RecipeBase):
     def _plain_view(batch: dict[str, Tensor], side: str) -> ViewInputs:
         return ViewInputs(batch[f"{side}_input_ids"], batch[f"{side}_attention_mask"], None, None, False)
 
-    def _encode_pair(self, encoder: Encoder, first: ViewInputs, second: ViewInputs) -> tuple[Tensor, Tensor]:
-        """Both views in one forward pass of 2B rows (stack_views: half the kernel launches), unless one runs
-        the model's own dropout and so needs a pass of its own."""
+    def _encode_pair(self, encoder: Encoder, first: ViewInputs, second: ViewInputs, clean: ViewInputs | None = None,
+                     ) -> tuple[Tensor, Tensor, Tensor | None]:
+        """Both views in one forward pass of 2B rows (stack_views: half the kernel launches), and the `clean` rows
+        (_clean_view) as a third block of B, unless a view runs the model's own dropout and so needs a pass of its
+        own (the clean rows are then left to the distillation term's pass: None)."""
         if first.model_dropout or second.model_dropout:
-            return self._encode_view(encoder, first), self._encode_view(encoder, second)
-        pooled = self._encode_view(encoder, stack_views(first, second, self.position_offset))
+            return self._encode_view(encoder, first), self._encode_view(encoder, second), None
+        stacked = stack_views(first, second, self.position_offset)
+        if clean is not None:
+            stacked = stack_views(stacked, clean, self.position_offset)
+        pooled = self._encode_view(encoder, stacked)
         rows = first.input_ids.shape[0]
-        return pooled[:rows], pooled[rows:]
+        return pooled[:rows], pooled[rows:2 * rows], None if clean is None else pooled[2 * rows:]
 
     def _encode_view(self, encoder: Encoder, view: ViewInputs, record: Any = None) -> Tensor:
         """One forward pass; internal dropout is on only for the `encoder-dropout` view (paper: off)."""

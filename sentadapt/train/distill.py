@@ -176,6 +176,8 @@ def build_distillation(config: TrainConfig, recipe: RecipeBase, encoder: Any,
     """Toward `teacher` (its vectors of every example) when given; else None when distill = 0; else let the
     base be copied (before any step or resumed weights load). `student_sample(n)`: the student's vectors
     of the first n examples, which a projection is fitted on before training."""
+    if teacher is not None or config.distillation.weight != 0:
+        recipe.want_exported_rows()
     if teacher is not None:
         targets = TeacherTargets(teacher) if blend is None else TeacherTargets(teacher, *blend)
         projection = None

@@ -321,13 +321,46 @@ def test_a_none_view_under_the_export_pooling_serves_the_distillation_term(tiny_
         torch.testing.assert_close(ours, theirs, rtol=1e-4, atol=1e-6)
 
 
+def test_the_clean_rows_ride_in_the_views_pass_when_the_term_wants_them(tiny_encoder: Encoder) -> None:
+    """views=shuffle,feature-cutoff and a term that wants the exported rows (build_distillation asks): the recipe
+    stacks the clean sentences with its two views, one pass of 3 × batch rows, and the term and the gradient equal
+    those of the views' pass and the term's own clean pass."""
+    recipe, module, distillation, batch, passes = _one_pass_parts(tiny_encoder, ("shuffle", "feature-cutoff"))
+    recipe.want_exported_rows()
+    torch.manual_seed(3)  # the shuffle and the cutoff mask
+    one_pass = module(batch)
+    assert len(passes) == 1
+    recipe.exported_rows_wanted = False
+    torch.manual_seed(3)
+    recipe_output = recipe.compute_loss(module.encoder, module.heads, batch)
+    separate = distillation.term(recipe, module.encoder, batch)
+    assert len(passes) == 3 and recipe_output.exported is None
+    assert one_pass.parts["distill"].item() == pytest.approx(separate.item(), rel=1e-5) and separate.item() > 1e-3
+    assert one_pass.parts["contrastive"].item() == pytest.approx(recipe_output.parts["contrastive"].item(), rel=1e-5)
+    for ours, theirs in zip(_gradients(module, one_pass.total), _gradients(module, recipe_output.total + separate),
+                            strict=True):
+        torch.testing.assert_close(ours, theirs, rtol=1e-4, atol=1e-6)
+
+
+def test_build_distillation_asks_the_recipe_for_its_exported_rows(tiny_encoder: Encoder) -> None:
+    from sentadapt.train.distill import build_distillation
+
+    recipe = ConsertRecipe(ConsertConfig(), tiny_encoder)
+    assert build_distillation(TrainConfig(), recipe, tiny_encoder) is None and not recipe.exported_rows_wanted
+    build_distillation(TrainConfig(), recipe, tiny_encoder, teacher=torch.zeros(4, 8))
+    assert recipe.exported_rows_wanted
+
+
 @pytest.mark.parametrize(("views", "train_pooling"), [(("shuffle", "feature-cutoff"), "mean"),
                                                       (("none", "feature-cutoff"), "cls")])
 def test_without_an_exported_view_the_term_runs_its_own_pass(tiny_encoder: Encoder, views: tuple[str, ...],
                                                              train_pooling: str) -> None:
     """A view that edits the input, or training pooled other than the export (a paper-preset BERT: [CLS] exported,
-    mean trained), is not the student's encoding: the term encodes the batch itself."""
+    mean trained), is not the student's encoding: unless the term asks for the rows (it does when
+    build_distillation makes it, above) and training pools as exported, the term encodes the batch itself."""
     recipe, module, _distillation, batch, passes = _one_pass_parts(tiny_encoder, views, train_pooling)
+    if train_pooling == "cls":
+        recipe.want_exported_rows()  # asked, but [CLS]-pooled views are not the exported encoding
     module(batch)
     assert len(passes) == 2
     assert recipe.compute_loss(module.encoder, module.heads, batch).exported is None
