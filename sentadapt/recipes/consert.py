@@ -176,8 +176,9 @@ class ConsertRecipe(RecipeBase):
     def _unsupervised_loss(self, encoder: Encoder, input_ids: Tensor, attention_mask: Tensor) -> LossOutput:
         from sentadapt.recipes.losses import gather_across_processes, nt_xent
 
-        views = [self._view(name, input_ids, attention_mask) for name in self.config.views]
-        first, second, clean = self._encode_pair(encoder, *views, self._clean_view(encoder, input_ids, attention_mask))
+        first_view, second_view = (self._view(name, input_ids, attention_mask) for name in self.config.views)
+        first, second, clean = self._encode_pair(encoder, first_view, second_view,
+                                                 self._clean_view(encoder, input_ids, attention_mask))
         exported = clean if clean is not None else self._exported_rows(encoder, first, second)
         first, second = gather_across_processes(first), gather_across_processes(second)
         loss = self.matryoshka.total(lambda cut: nt_xent(cut(first), cut(second), self.config.temperature))
