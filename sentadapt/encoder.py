@@ -23,7 +23,7 @@ from torch import nn
 
 from sentadapt.compiling import eager_only, release
 from sentadapt.errors import ConfigError, ModelError
-from sentadapt.length_chunks import ChunkTransform, plan_chunks, real_lengths
+from sentadapt.length_chunks import chunk_transform, plan_chunks, real_lengths
 from sentadapt.options import ALLOW_PICKLE, TRUST_REMOTE_CODE
 from sentadapt.pooling import POOLING_NAMES, Pooling
 from sentadapt.prompts import Prompts, read_prompts
@@ -342,22 +342,25 @@ class Encoder(nn.Module):
                           prompt_length: int | None) -> torch.Tensor:
         """`_pooled` chunk by chunk, each trimmed to its longest row, the pooled rows put back in the batch's order.
 
-        The token embeddings are looked up once for the batch and each chunk's pass reads its rows of them: a lookup
-        per chunk would give each chunk's backward a dense gradient of the whole vocabulary table to zero and add
-        (30,522 × 384 floats = 47 MB for all-MiniLM-L6-v2: 10 % of a chunked step, measured)."""
+        The chunks' token embeddings are looked up in one call and each chunk's pass reads its own: a lookup per
+        chunk would give each chunk's backward a dense gradient of the whole vocabulary table to zero and add
+        (30,522 × 384 floats = 47 MB for all-MiniLM-L6-v2: 10 % of a chunked step, measured). A view's transform is
+        sliced to the chunk's rows (length_chunks.chunk_transform)."""
         shape = (input_ids.shape[0], input_ids.shape[1])
+        chunk_ids = [input_ids[rows, :width] for rows, width in chunks]
         table = self.backbone.get_input_embeddings()
-        words = table(input_ids)
+        words = table(torch.cat([ids.reshape(-1) for ids in chunk_ids])).split([ids.numel() for ids in chunk_ids])
         parts = []
-        for rows, width in chunks:
+        for (rows, width), ids, chunk_words in zip(chunks, chunk_ids, words, strict=True):
 
             def trim(tensor: torch.Tensor | None, rows: torch.Tensor = rows, width: int = width) -> Any:
                 return None if tensor is None else tensor[rows, :width]
 
-            transform = None if embedding_transform is None else ChunkTransform(embedding_transform, rows, shape)
-            with _output_replaced(table, trim(words)):
-                parts.append(self._pooled(trim(input_ids), trim(attention_mask), trim(token_type_ids),
-                                          trim(position_ids), transform, pooling, prompt_length))
+            transform = None if embedding_transform is None else chunk_transform(embedding_transform, rows, width,
+                                                                                 shape)
+            with _output_replaced(table, chunk_words.view(*ids.shape, -1)):
+                parts.append(self._pooled(ids, trim(attention_mask), trim(token_type_ids), trim(position_ids),
+                                          transform, pooling, prompt_length))
         return torch.cat(parts)[torch.argsort(torch.cat([rows for rows, _ in chunks]))]
 
     def enable_gradient_checkpointing(self) -> None:

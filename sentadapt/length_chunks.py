@@ -59,6 +59,22 @@ def plan_chunks(lengths: np.ndarray, overhead: int = PASS_OVERHEAD_TOKENS) -> li
     return [order[low:high] for low, high in itertools.pairwise(bounds)]
 
 
+def chunk_transform(transform: Callable[[torch.Tensor], torch.Tensor], rows: torch.Tensor, width: int,
+                    batch_shape: tuple[int, int]) -> Callable[[torch.Tensor], torch.Tensor]:
+    """A whole-batch embedding transform for one chunk's rows: sliced where the transform says how
+    (sliced_transform), else by ChunkTransform's placing of the chunk in a tensor of the whole batch's shape."""
+    sliced = sliced_transform(transform, rows, width)
+    return sliced if sliced is not None else ChunkTransform(transform, rows, batch_shape)
+
+
+def sliced_transform(transform: Callable[[torch.Tensor], torch.Tensor], rows: torch.Tensor, width: int,
+                     ) -> Callable[[torch.Tensor], torch.Tensor] | None:
+    """The transform's own `for_rows(rows, width)` (ConSERT's view masks, two stacked views' split: the whole
+    batch's mask sliced, no tensor of the whole batch built per chunk), or None when it has none."""
+    for_rows = getattr(transform, "for_rows", None)
+    return None if for_rows is None else for_rows(rows, width)
+
+
 @dataclass
 class ChunkTransform:
     """A whole-batch embedding transform (a ConSERT view's cutoff mask, two stacked views' split) applied to one

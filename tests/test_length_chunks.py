@@ -54,31 +54,38 @@ def test_real_lengths_end_at_the_last_attended_token() -> None:
     assert real_lengths(mask).tolist() == [3, 4, 5]
 
 
-def _views_pass(encoder: Encoder, whole_batch: bool) -> tuple[torch.Tensor, list[torch.Tensor]]:
-    """ConSERT's two stacked views (shuffle, feature cutoff) of the sentences, dropout off, on fixed seeds."""
+def _views_pass(encoder: Encoder, whole_batch: bool, cutoff: str, opaque: bool = False,
+                ) -> tuple[torch.Tensor, list[torch.Tensor]]:
+    """ConSERT's two stacked views (shuffle, a cutoff) of the sentences, dropout off, on fixed seeds; `opaque`:
+    their transform wrapped in a function that cannot be sliced (the chunks then place it in the whole batch)."""
     batch = encoder.collate(encoder.tokenize_ids(SENTENCES))
     generator = torch.Generator().manual_seed(7)
     first = make_view("shuffle", batch.input_ids, batch.attention_mask, 0.0, generator)
-    second = make_view("feature-cutoff", batch.input_ids, batch.attention_mask, 0.2, generator)
+    second = make_view(cutoff, batch.input_ids, batch.attention_mask, 0.2, generator)
     view = stack_views(first, second)
+    transform = view.embedding_transform
+    assert transform is not None
     encoder.zero_grad()
     with encoder.dropout(False):
         vectors = encoder(view.input_ids, view.attention_mask, position_ids=view.position_ids,
-                          embedding_transform=view.embedding_transform, whole_batch=whole_batch)
+                          embedding_transform=(lambda e: transform(e)) if opaque else transform,
+                          whole_batch=whole_batch)
     (vectors * torch.linspace(-1, 1, vectors.numel()).view_as(vectors)).sum().backward()
     return vectors.detach(), [p.grad.clone() for p in encoder.parameters() if p.grad is not None]
 
 
-def test_a_chunked_pass_gives_the_whole_batch_vectors_and_gradients(tiny_encoder: Encoder,
+@pytest.mark.parametrize(("cutoff", "opaque"), [("token-cutoff", False), ("feature-cutoff", False),
+                                               ("token-cutoff", True)])
+def test_a_chunked_pass_gives_the_whole_batch_vectors_and_gradients(tiny_encoder: Encoder, cutoff: str, opaque: bool,
                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     tiny_encoder.train()
     calls: list[int] = []
     pooled = tiny_encoder._pooled
     monkeypatch.setattr(tiny_encoder, "_pooled", lambda *args: calls.append(args[0].shape[1]) or pooled(*args))
-    whole, whole_grads = _views_pass(tiny_encoder, whole_batch=True)
+    whole, whole_grads = _views_pass(tiny_encoder, whole_batch=True, cutoff=cutoff)
     assert len(calls) == 1
     monkeypatch.setattr("sentadapt.encoder.plan_chunks", lambda lengths: plan_chunks(lengths, overhead=8))
-    chunked, chunked_grads = _views_pass(tiny_encoder, whole_batch=False)
+    chunked, chunked_grads = _views_pass(tiny_encoder, whole_batch=False, cutoff=cutoff, opaque=opaque)
     assert len(calls) > 2 and max(calls[1:]) == calls[0] and min(calls[1:]) < calls[0] / 3  # trimmed chunks
     # float32 sums in other orders (other matmul shapes): agreement to a few ulps of the values' scale
     torch.testing.assert_close(chunked, whole, rtol=1e-5, atol=1e-5)

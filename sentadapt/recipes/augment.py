@@ -221,6 +221,15 @@ class _LazyZeroMask:
             self.mask = self.draw(embeddings.shape[-1])
         return embeddings.masked_fill(self.mask, 0.0)
 
+    def for_rows(self, rows: Tensor, width: int) -> EmbeddingTransform:
+        """The transform of the batch's `rows`, trimmed to `width` tokens (an encoder pass in length chunks): the
+        whole batch's mask, drawn once, sliced."""
+        def masked(embeddings: Tensor) -> Tensor:
+            if self.mask is None:
+                self.mask = self.draw(embeddings.shape[-1])
+            return embeddings.masked_fill(self.mask[rows, :width], 0.0)
+        return masked
+
 
 def make_view(
     name: str,
@@ -267,6 +276,29 @@ class _RowSplitTransform:
 
         top, bottom = embeddings[:self.rows], embeddings[self.rows:]
         return torch.cat([self.first(top) if self.first else top, self.second(bottom) if self.second else bottom])
+
+    def for_rows(self, rows: Tensor, width: int) -> EmbeddingTransform | None:
+        """The transform of the batch's `rows` (from both views, in any order) trimmed to `width` tokens: each view's
+        own transform on its rows, which are then put back in the order given. None when a view's transform cannot
+        be sliced (length_chunks.sliced_transform)."""
+        import torch
+
+        from sentadapt.length_chunks import sliced_transform
+
+        in_first = rows < self.rows
+        places = [torch.nonzero(in_first).squeeze(1), torch.nonzero(~in_first).squeeze(1)]
+        sides = []
+        for view_transform, view_rows in ((self.first, rows[in_first]), (self.second, rows[~in_first] - self.rows)):
+            sliced = None if view_transform is None else sliced_transform(view_transform, view_rows, width)
+            if view_transform is not None and sliced is None:
+                return None
+            sides.append(sliced)
+        order = torch.argsort(torch.cat(places))
+
+        def split(embeddings: Tensor) -> Tensor:
+            pieces = [embeddings[at] if edit is None else edit(embeddings[at]) for at, edit in zip(places, sides)]
+            return torch.cat(pieces)[order]
+        return split
 
 
 def stack_views(first: ViewInputs, second: ViewInputs, position_offset: int = 0) -> ViewInputs:
