@@ -10,8 +10,8 @@ max length 64), as one pass per batch (today's peer: the batch padded to its lon
 
 `--fit`: all-MiniLM-L6-v2's forward + backward (dropout off, one whole pass each) on 11 shapes, best of 3 after a
 warm-up, fitted as `seconds = a + b · rows · length`: `a / b` is the fixed cost of a pass in tokens, what
-PASS_OVERHEAD_TOKENS holds. `--isa avx2` re-runs itself with AVX2 kernels alone (PyTorch's, MKL's, oneDNN's:
-bench.peers.isa_environment).
+PASS_OVERHEAD_TOKENS holds; and the rate of one fp32 matmul of the model's widths (what the kernels reach).
+`--isa avx2` re-runs itself with AVX2 kernels alone (PyTorch's, MKL's, oneDNN's: bench.peers.isa_environment).
 """
 
 from __future__ import annotations
@@ -84,6 +84,14 @@ def fit() -> None:
         tokens.append(rows * length)
         seconds.append(min(times[1:]))
         print(f"{rows:4} rows × {length:3} tokens: {seconds[-1] * 1000:7.1f} ms", flush=True)
+    left, right = torch.randn(1024, 384, generator=generator), torch.randn(1536, 384, generator=generator)
+    rates = []
+    for _ in range(5):
+        started = time.perf_counter()
+        for _ in range(20):
+            torch.nn.functional.linear(left, right)
+        rates.append(20 * 2 * 1024 * 384 * 1536 / (time.perf_counter() - started) / 1e9)
+    print(f"fp32 matmul 1024×384 · 384×1536: {max(rates):.0f} GFLOP/s")
     slope, intercept = np.polyfit(tokens, seconds, 1)
     print(f"a = {intercept * 1000:.1f} ms per pass, b = {slope * 1000:.3f} ms per token, a / b = "
           f"{intercept / slope:.0f} tokens (ATEN_CPU_CAPABILITY={os.environ.get('ATEN_CPU_CAPABILITY', 'default')})")

@@ -187,8 +187,8 @@ class ConsertRecipe(RecipeBase):
     def _clean_view(self, encoder: Encoder, input_ids: Tensor, attention_mask: Tensor) -> ViewInputs | None:
         """The sentences as exported, to stack with the views, when a distillation term wants them
         (want_exported_rows), no view already is them, and training pools as the model is exported. One pass of
-        3 × batch rows instead of the views' 2 × batch and the term's own: 0.92× of the time of the two passes
-        (forward + backward, all-MiniLM-L6-v2, AVX2 kernels, length chunks: research/findings.md, issue 70)."""
+        3 × batch rows instead of the views' 2 × batch and the term's own of the batch: fewer, larger length chunks
+        on a CPU, fewer kernel launches on a GPU (bench/README.md, "The teacher run on every CPU")."""
         if not self.exported_rows_wanted or "none" in self.config.views or self.train_pooling != encoder.pooling:
             return None
         return ViewInputs(input_ids, attention_mask, None, None, False)
