@@ -252,7 +252,7 @@ def eval_worker(args: argparse.Namespace) -> dict[str, Any]:
     each unique sentence), after a warm-up pass over its first sentences; the host clock synchronised at both
     ends. TF32 is left as sentadapt leaves it and recorded."""
     from bench.bare_loop import StepClock
-    from sentadapt.encoder import Encoder
+    from sentadapt.model.encoder import Encoder
 
     cuda = torch.cuda.is_available()
     encoder = Encoder.load(str(args.model), device="cuda" if cuda else "cpu")
@@ -299,7 +299,7 @@ def row_command(row: Row, ctx: Context, run_dir: Path) -> list[str]:
             command += ["--max-length", str(MAX_LENGTH)]
         if "--tf32" in ctx.flags and ctx.cuda:
             command += ["--tf32", "off" if row.precision == "fp32" else "on"]
-        if row.system == "consert_compiled":  # sentadapt/compiling.py: its transformer layers, torch.compile
+        if row.system == "consert_compiled":  # sentadapt/model/compiling.py: its transformer layers, torch.compile
             command += ["--set", "compile=on"]
         for setting in ctx.settings:
             command += ["--set", setting]

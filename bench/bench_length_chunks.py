@@ -6,7 +6,7 @@
 `--padding`: per corpus, the share of the tokens an encoder pass computes that are padding, for the teacher run's
 batches (neighbour batches of 64 under paraphrase-MiniLM-L3-v2's vectors of the corpus, all-MiniLM-L6-v2's tokenizer,
 max length 64), as one pass per batch (today's peer: the batch padded to its longest row) and as the length chunks
-`sentadapt.length_chunks.plan_chunks` cuts (the chunks per batch, their padding).
+`sentadapt.model.length_chunks.plan_chunks` cuts (the chunks per batch, their padding).
 
 `--fit`: all-MiniLM-L6-v2's forward + backward (dropout off, one whole pass each) on 11 shapes, best of 3 after a
 warm-up, fitted as `seconds = a + b · rows · length`: `a / b` is the fixed cost of a pass in tokens, what
@@ -39,8 +39,8 @@ def padding(corpora: list[Path]) -> None:
     from transformers import AutoTokenizer
 
     from sentadapt.data.batching import plan_neighbour_epoch, teacher_neighbours
-    from sentadapt.encoder import Encoder
-    from sentadapt.length_chunks import plan_chunks
+    from sentadapt.model.encoder import Encoder
+    from sentadapt.model.length_chunks import plan_chunks
 
     tokenizer = AutoTokenizer.from_pretrained(str(STUDENT))
     teacher = Encoder.load(str(TEACHER), device="cpu")
@@ -66,7 +66,7 @@ def padding(corpora: list[Path]) -> None:
 def fit() -> None:
     import torch
 
-    from sentadapt.encoder import Encoder
+    from sentadapt.model.encoder import Encoder
 
     encoder = Encoder.load(str(STUDENT), device="cpu")
     encoder.train()

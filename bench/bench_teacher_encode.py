@@ -98,8 +98,8 @@ def main() -> None:
 
     from sentence_transformers import SentenceTransformer
 
-    from sentadapt.embedding_cache import cached_table
-    from sentadapt.encoder import Encoder
+    from sentadapt.model.embedding_cache import cached_table
+    from sentadapt.model.encoder import Encoder
 
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     began = time.perf_counter()

@@ -54,7 +54,7 @@ def prepare(folder: Path) -> None:
     import random
 
     from bench.make_sts_corpus import unique_sentences
-    from sentadapt.encoder import Encoder
+    from sentadapt.model.encoder import Encoder
 
     sentences = [text for text in unique_sentences(SHARED / "data/sts") if len(text.split()) <= SHORT_WORDS]
     random.Random(0).shuffle(sentences)

@@ -27,7 +27,7 @@ from sentadapt.run.adapt import AdaptResult, adapt
 from sentadapt.run.redecide import DecideResult, decide_again
 
 if TYPE_CHECKING:
-    from sentadapt.encoder import Encoder
+    from sentadapt.model.encoder import Encoder
 
 __all__ = (  # sentadapt.__getattr__ reads this tuple: each name here is also sentadapt.NAME
     "AdaptResult",
@@ -50,7 +50,7 @@ __all__ = (  # sentadapt.__getattr__ reads this tuple: each name here is also se
 def __getattr__(name: str) -> Any:
     """`Encoder` imports torch: loaded when first asked for, so importing the API (and `import sentadapt`) does not."""
     if name == "Encoder":
-        from sentadapt.encoder import Encoder
+        from sentadapt.model.encoder import Encoder
 
         return Encoder
     raise AttributeError(f"module 'sentadapt.api' has no attribute '{name}'")

@@ -107,7 +107,7 @@ class RecordSettings:
 
 @dataclass(frozen=True)
 class LoraSettings:
-    """LoRA (sentadapt/lora.py, `--lora r=16`): train rank-r adapters on the encoder's linear layers, base frozen.
+    """LoRA (sentadapt/model/lora.py, `--lora r=16`): train rank-r adapters on the encoder's linear layers, base frozen.
     r 0 = off (every weight trains). alpha 0 = 2 × r; targets: attention | all-linear | names joined by '+'."""
 
     r: int = field(default=0, metadata=flat_key("lora_r"))
@@ -116,7 +116,7 @@ class LoraSettings:
     targets: str = field(default="attention", metadata=flat_key("lora_targets"))
 
     def resolved(self) -> LoraSettings:
-        """The settings as the adapters are built (sentadapt/lora.py): alpha 0 made 2 × r."""
+        """The settings as the adapters are built (sentadapt/model/lora.py): alpha 0 made 2 × r."""
         return dataclasses.replace(self, alpha=self.alpha or 2.0 * self.r)
 
     @property
@@ -208,7 +208,7 @@ class TrainConfig:
     # memory ~1/L of the layers' (L layers), for about one more forward pass of time (docs/internals.md). In
     # contrastive training the batch is the number of negatives, so the memory saved buys a larger batch.
     gradient_checkpointing: bool = False
-    # torch.compile of the encoder's transformer layers while training on a CUDA GPU (sentadapt/compiling.py; dev
+    # torch.compile of the encoder's transformer layers while training on a CUDA GPU (sentadapt/model/compiling.py; dev
     # scoring and every encode stay eager; on other devices a note, and the run trains uncompiled): off | on
     # (inductor's fused kernels) | graphs (also CUDA graphs, mode "reduce-overhead"). A step at batch 64-128 is
     # bound by kernel launches; ~25 s of compiling first, recovered after ~1,800 steps (bench/README.md).
@@ -359,7 +359,7 @@ class RunConfig:
     risk: float = DEFAULT_RISK
     teacher: str | None = None  # --teacher MODEL: a model whose similarity structure the student distils
     # the base's prompt (a name, or "none") prepended to every training sentence; None: the base's
-    # default_prompt_name, resolved into a name before the run is saved (sentadapt/prompts.py)
+    # default_prompt_name, resolved into a name before the run is saved (sentadapt/model/prompts.py)
     prompt: str | None = None
     # each corpus file's sha256 when the run started (None: a Hub dataset): a resumed run refuses a changed corpus
     corpus_sha256: list[str | None] | None = None
@@ -603,7 +603,7 @@ def parse_set_options(items: list[str]) -> dict[str, str]:
 def load_yaml(path: str | Path) -> dict[str, Any]:
     import yaml
 
-    from sentadapt.file_memo import same_file_once
+    from sentadapt.storage.file_memo import same_file_once
 
     path = Path(path)
     if not path.is_file():

@@ -116,7 +116,7 @@ def tiny_model_dir_3layers(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture
 def tiny_encoder(tiny_model_dir: Path):
-    from sentadapt.encoder import Encoder
+    from sentadapt.model.encoder import Encoder
 
     return Encoder.load(tiny_model_dir, device="cpu")
 

@@ -90,13 +90,13 @@ def test_no_two_modules_import_each_other() -> None:
 def test_cycle_finder_sees_function_level_and_type_checking_imports() -> None:
     """A cycle hidden in a function body or a TYPE_CHECKING block is still a cycle: the finder must see both."""
     graph = {name: _package_imports(path) for name, path in MODULES.items()}
-    assert "sentadapt.encoder" in graph["sentadapt.diagnostics.diagnose"]  # imported inside diagnose() only
-    assert "sentadapt.encoder" in graph["sentadapt.exporting.pipeline"]  # under `if TYPE_CHECKING:` only
+    assert "sentadapt.model.encoder" in graph["sentadapt.diagnostics.diagnose"]  # imported inside diagnose() only
+    assert "sentadapt.model.encoder" in graph["sentadapt.exporting.pipeline"]  # under `if TYPE_CHECKING:` only
     assert "sentadapt.cli.diagnose" in graph["sentadapt.cli"]  # `from sentadapt.cli import diagnose as ...`
 
 
-# The run directory's layout has one owner (sentadapt/run_folder.py): elsewhere its file names are neither spelled as
-# strings nor joined onto a path (`run / "best"`); prose in messages may still name them.
+# The run directory's layout has one owner (sentadapt/storage/run_folder.py): elsewhere its file names are neither
+# spelled as strings nor joined onto a path (`run / "best"`); prose in messages may still name them.
 RUN_FILES = {"config.yaml", "metrics.json", "dev_outputs.json", "train.log", "auto.yaml", "base_dev.json",
              "auto_outcome.json", ".lock", "step-", "stage-"}
 RUN_FOLDERS = {"checkpoints", "best", "candidates", "tensorboard", ".chosen"}
@@ -133,15 +133,13 @@ def test_export_imports_nothing_from_train() -> None:
 # The layers of docs/architecture.md, lowest first: a module may import its own area and the layers below, never
 # a layer above or an area beside it in the same layer (train, export and diagnostics do not know each other).
 LAYERS = [
-    {"errors", "file_memo", "memory"},
+    {"errors"},
     # sentadapt: its __init__
-    {"events", "options", "registry", "durable", "text_tables", "st_modules", "stop_signals", "sentadapt"},
-    {"run_folder", "rowfile"},
-    {"resolve", "pooling", "config"},
-    {"st_format", "presets", "data", "prompts", "lora", "compiling"},
-    {"adapt_options"},
-    {"encoder"},
-    {"embedding_cache"},
+    {"events", "options", "registry", "text_tables", "stop_signals", "sentadapt"},
+    {"storage"},  # durable writes, the run folder, row files, memos, the Hub's files
+    {"config"},
+    {"data"},
+    {"model"},  # the encoder, its pooling, prompts, LoRA, loading and saving (sentence-transformers folders), caches
     {"evaluation", "recipes"},
     {"teacher"},  # the teacher's home: checked, weighed on dev, its table and blend; train/ and run/ use it
     {"diagnostics", "train", "exporting"},
@@ -173,10 +171,10 @@ def test_imports_point_down_the_layers() -> None:
 
 
 def test_layer_checker_flags_an_import_up_and_one_across() -> None:
-    graph = {"sentadapt.encoder": {"sentadapt.train.loop", "sentadapt.pooling"},
+    graph = {"sentadapt.model.encoder": {"sentadapt.train.loop", "sentadapt.model.pooling"},
              "sentadapt.exporting.st": {"sentadapt.train.checkpoint"}}
-    assert _imports_up_or_across(graph) == ["sentadapt.encoder → sentadapt.train.loop",
-                                            "sentadapt.exporting.st → sentadapt.train.checkpoint"]
+    assert _imports_up_or_across(graph) == ["sentadapt.exporting.st → sentadapt.train.checkpoint",
+                                            "sentadapt.model.encoder → sentadapt.train.loop"]
 
 
 def test_the_cli_stays_thin() -> None:
@@ -321,7 +319,7 @@ def test_every_run_config_comes_from_the_one_assembler() -> None:
 
 def _encoder_attributes() -> set[str]:
     """Every attribute the Encoder assigns to itself (`self.X = ...` in encoder.py's Encoder class)."""
-    tree = ast.parse((PACKAGE / "encoder.py").read_text(encoding="utf-8"))
+    tree = ast.parse((PACKAGE / "model" / "encoder.py").read_text(encoding="utf-8"))
     (encoder,) = [node for node in tree.body if isinstance(node, ast.ClassDef) and node.name == "Encoder"]
     return {target.attr for node in ast.walk(encoder) if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign))
             for target in (node.targets if isinstance(node, ast.Assign) else [node.target])
@@ -376,9 +374,9 @@ def test_no_request_type_carries_a_dict_of_any() -> None:
     import dataclasses as dc
     import typing
 
-    from sentadapt.adapt_options import RunFlags, TrainFlags
     from sentadapt.exporting.request import ExportRequest
     from sentadapt.run.adapt import AdaptRequest
+    from sentadapt.run.adapt_options import RunFlags, TrainFlags
     from sentadapt.run.settings import Settings
 
     for request in (AdaptRequest, Settings, TrainFlags, RunFlags, ExportRequest):

@@ -6,9 +6,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from sentadapt.encoder import DenseLayer, Encoder
 from sentadapt.errors import ModelError
-from sentadapt.pooling import Pooling
+from sentadapt.model.encoder import DenseLayer, Encoder
+from sentadapt.model.pooling import Pooling
 from tests.conftest import TINY_SENTENCES
 
 

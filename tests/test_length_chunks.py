@@ -1,5 +1,6 @@
-"""A CPU training pass in chunks of similar length (sentadapt/length_chunks.py, issue 70): the plan is the cheapest cut,
-and a chunked pass gives the whole batch's vectors and gradients, views and their random draws included."""
+"""A CPU training pass in chunks of similar length (sentadapt/model/length_chunks.py, issue 70): the plan is the
+cheapest cut, and a chunked pass gives the whole batch's vectors and gradients, views and their random draws
+included."""
 
 from __future__ import annotations
 
@@ -9,8 +10,8 @@ import numpy as np
 import pytest
 import torch
 
-from sentadapt.encoder import Encoder
-from sentadapt.length_chunks import plan_chunks, real_lengths
+from sentadapt.model.encoder import Encoder
+from sentadapt.model.length_chunks import plan_chunks, real_lengths
 from sentadapt.recipes.augment import make_view, stack_views
 
 SENTENCES = ["the server is down", "a man plays guitar while the woman cooks food in the kitchen", "dns timeout",
@@ -84,7 +85,7 @@ def test_a_chunked_pass_gives_the_whole_batch_vectors_and_gradients(tiny_encoder
     monkeypatch.setattr(tiny_encoder, "_pooled", lambda *args: calls.append(args[0].shape[1]) or pooled(*args))
     whole, whole_grads = _views_pass(tiny_encoder, whole_batch=True, cutoff=cutoff)
     assert len(calls) == 1
-    monkeypatch.setattr("sentadapt.encoder.plan_chunks", lambda lengths: plan_chunks(lengths, overhead=8))
+    monkeypatch.setattr("sentadapt.model.encoder.plan_chunks", lambda lengths: plan_chunks(lengths, overhead=8))
     chunked, chunked_grads = _views_pass(tiny_encoder, whole_batch=False, cutoff=cutoff, opaque=opaque)
     assert len(calls) > 2 and max(calls[1:]) == calls[0] and min(calls[1:]) < calls[0] / 3  # trimmed chunks
     # float32 sums in other orders (other matmul shapes): agreement to a few ulps of the values' scale
@@ -94,19 +95,21 @@ def test_a_chunked_pass_gives_the_whole_batch_vectors_and_gradients(tiny_encoder
         torch.testing.assert_close(chunk_grad, whole_grad, rtol=1e-4, atol=1e-5)
 
 
-def test_passes_with_the_model_dropout_or_on_request_run_whole(tiny_encoder: Encoder,
+def test_passes_with_the_model_dropout_without_gradient_or_on_request_run_whole(tiny_encoder: Encoder,
                                                               monkeypatch: pytest.MonkeyPatch) -> None:
     tiny_encoder.train()
     widths: list[int] = []
     pooled = tiny_encoder._pooled
     monkeypatch.setattr(tiny_encoder, "_pooled", lambda *args: widths.append(args[0].shape[1]) or pooled(*args))
-    monkeypatch.setattr("sentadapt.encoder.plan_chunks", lambda lengths: plan_chunks(lengths, overhead=0))
+    monkeypatch.setattr("sentadapt.model.encoder.plan_chunks", lambda lengths: plan_chunks(lengths, overhead=0))
     batch = tiny_encoder.collate(tiny_encoder.tokenize_ids(SENTENCES))
     with tiny_encoder.dropout(True):  # the model's dropout draws masks over the batch's shape: never chunked
         tiny_encoder(batch.input_ids, batch.attention_mask)
     with tiny_encoder.dropout(False):
         tiny_encoder(batch.input_ids, batch.attention_mask, whole_batch=True)
-    assert widths == [batch.input_ids.shape[1]] * 2
+        with torch.no_grad():  # encode and frozen passes: no gradient, batches sorted by length already
+            tiny_encoder(batch.input_ids, batch.attention_mask)
+    assert widths == [batch.input_ids.shape[1]] * 3
     with tiny_encoder.dropout(False):
         tiny_encoder(batch.input_ids, batch.attention_mask)
-    assert len(widths) > 3
+    assert len(widths) > 4

@@ -299,7 +299,7 @@ def test_flags_show_no_type_in_help_and_the_command_list_gives_one_sentence_each
 
 
 def test_pairs_help_names_the_default_base_whole(monkeypatch: pytest.MonkeyPatch) -> None:
-    from sentadapt.resolve import DEFAULT_BASE_MODEL
+    from sentadapt.model.resolve import DEFAULT_BASE_MODEL
 
     monkeypatch.setenv("COLUMNS", "80")
     text = " ".join(run_cli("pairs", "--help").stdout.split())

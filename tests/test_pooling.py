@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from sentadapt.errors import ConfigError
-from sentadapt.pooling import POOLING_NAMES, Pooling, pool_tokens
+from sentadapt.model.pooling import POOLING_NAMES, Pooling, pool_tokens
 
 # two sentences, 3 positions, 2 features; the second sentence has one padding position
 TOKENS = torch.tensor([[[1.0, 2.0], [3.0, 4.0], [5.0, -6.0]], [[-1.0, 0.0], [7.0, 8.0], [100.0, 100.0]]])

@@ -11,9 +11,9 @@ import pytest
 import torch
 import yaml
 
-from sentadapt.encoder import Encoder
 from sentadapt.errors import ConfigError
-from sentadapt.prompts import DOCUMENT, PAIR, QUERY, PromptChoice, Prompts
+from sentadapt.model.encoder import Encoder
+from sentadapt.model.prompts import DOCUMENT, PAIR, QUERY, PromptChoice, Prompts
 from tests.conftest import TINY_SENTENCES
 
 st = pytest.importorskip("sentence_transformers")

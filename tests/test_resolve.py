@@ -6,7 +6,8 @@ from pathlib import Path
 import pytest
 
 from sentadapt.errors import ModelError
-from sentadapt.resolve import DEFAULT_BASE_MODEL, hub_is_reachable, resolve_model
+from sentadapt.model.resolve import DEFAULT_BASE_MODEL, resolve_model
+from sentadapt.storage.hub import hub_is_reachable
 
 
 def test_local_folder_wins(tiny_model_dir: Path) -> None:

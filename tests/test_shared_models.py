@@ -10,9 +10,9 @@ import torch
 from scipy.stats import spearmanr
 
 from sentadapt.data.pair_files import read_scored_pairs
-from sentadapt.encoder import Encoder
 from sentadapt.evaluation.sts import StsEvaluator
 from sentadapt.evaluation.tasks import TASKS
+from sentadapt.model.encoder import Encoder
 from tests.conftest import SHARED_MODELS, SHARED_STS, needs_shared
 
 pytestmark = [pytest.mark.shared, needs_shared()]

@@ -25,8 +25,8 @@ LINK = "[usage](docs/usage.md#the-demo)"
 
 def store(run: Path, results: Path) -> None:
     """Copy the run's records and score the test pairs with the base and the run's model (their cosines only)."""
-    from sentadapt.encoder import Encoder
     from sentadapt.evaluation.sts import StsEvaluator
+    from sentadapt.model.encoder import Encoder
 
     results.mkdir(parents=True, exist_ok=True)
     for name in ("dev_outputs.json", "metrics.json"):

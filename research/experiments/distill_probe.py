@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import torch
 from scipy.stats import spearmanr
-from sentadapt.encoder import Encoder
+from sentadapt.model.encoder import Encoder
 from sentadapt.recipes.losses import distillation_loss
 
 

@@ -152,7 +152,7 @@ def pool_cosines(folder: Path, model: str, name: str, pool: Pool) -> np.ndarray:
     if path.is_file():
         return np.load(path)
     import torch
-    from sentadapt.encoder import Encoder
+    from sentadapt.model.encoder import Encoder
 
     encoder = Encoder.load(model, device="cpu")
     first, second = encoder.encode(pool.first, max_length=128), encoder.encode(pool.second, max_length=128)

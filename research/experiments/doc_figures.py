@@ -169,9 +169,9 @@ def teacher_passages() -> list[str]:
 
     from sentadapt.config import DistillationSettings, TeacherSettings, TrainConfig
     from sentadapt.data.batching import EXACT_NEIGHBOURS, WINDOW
-    from sentadapt.embedding_cache import ENCODE_CHUNK
     from sentadapt.evaluation.bootstrap import CONFIDENCE
-    from sentadapt.presets import TEACHER_DEFAULTS
+    from sentadapt.model.embedding_cache import ENCODE_CHUNK
+    from sentadapt.recipes.presets import TEACHER_DEFAULTS
     from sentadapt.teacher.blend import BLEND_TIE, BLENDS
     from sentadapt.train.distill import PROJECTION_SAMPLE
     from sentadapt.train.loop import passes_for
@@ -339,7 +339,8 @@ TEACHER_DEFINITIONS = (
     "each batch's loss is W · D(student, teacher)", "`recipe_weight=0`", "N processes, 1/N of the teacher's work each",
     "α · the teacher's in-batch cosines + (1 − α) · the base's", "α < 1", "1 − cos", "α 1.",
     "(a bare kind weighs 1; a weight 0 turns a kind off)", "(kl, sim-mse) above 0", "the whole CI below 0",
-    "half of each batch", "200 dev pairs", "encodes 2 × batch rows per step instead of 3 × batch", "200 tweet pairs", "on 2 CPU cores", "two passes without a new best",
+    "half of each batch", "200 dev pairs", "encodes 2 × batch rows per step instead of 3 × batch",
+    "200 tweet pairs", "on 2 CPU cores", "two passes without a new best",
     "rank 0 joins the parts", "dev-200.jsonl", "a domain whose α is 1 reuses", "| Δ with the decision, 100 / 200 dev pairs |",
 )
 
@@ -744,7 +745,7 @@ def reliability_passages() -> list[str]:
 
     from sentadapt.data.pair_checks import ODD_SHARE, STANDARD_SCALES
     from sentadapt.errors import ConfigError, DataError
-    from sentadapt.presets import TEACHER_DEFAULTS
+    from sentadapt.recipes.presets import TEACHER_DEFAULTS
 
     limited = re.search(r'start\("file-size-limit", (\d+),', _source("tests/run/test_faults.py"))
     # the overwrite test's cases: (mode, step, signal), its parametrize list

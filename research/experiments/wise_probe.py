@@ -40,7 +40,7 @@ MATCH = 1e-3  # α = 1 against k3's stored last-step cosines: the same run, or t
 def interpolated_cosines(student_folder: Path, pool: Pool, alpha: float) -> np.ndarray:
     """The pool pairs' cosines under θ_α (the base's encoder with every backbone weight interpolated)."""
     import torch
-    from sentadapt.encoder import Encoder
+    from sentadapt.model.encoder import Encoder
 
     base, student = Encoder.load(L6, device="cpu"), Encoder.load(student_folder, device="cpu")
     mixed = {name: alpha * student.backbone.state_dict()[name] + (1 - alpha) * value

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 from sentadapt.config import REMOVED_SETTINGS, TrainConfig
-from sentadapt.presets import TEACHER_DEFAULTS
+from sentadapt.recipes.presets import TEACHER_DEFAULTS
 
 from research.experiments.distill_suite import (
     DEV_RULES,

@@ -38,9 +38,9 @@ def test_the_faster_teacher_run_s_defaults_are_what_its_rules_say() -> None:
     so ConSERT keeps its shuffle + feature-cutoff views; bf16 alone (k3bf) held in all 8 cells, so a ConSERT teacher
     run defaults to `mixed_precision: auto` (and only ConSERT: nothing else was measured)."""
     from sentadapt.config import TrainConfig
-    from sentadapt.presets import TEACHER_DEFAULTS
     from sentadapt.recipes import RECIPES
     from sentadapt.recipes.consert import ConsertConfig, ConsertRecipe
+    from sentadapt.recipes.presets import TEACHER_DEFAULTS
 
     from research.experiments.teacher_speed import verdict
 

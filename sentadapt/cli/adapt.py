@@ -10,10 +10,10 @@ from typing import Any
 import typer
 from rich.markup import escape
 
-from sentadapt.adapt_options import ADAPT_OPTIONS, AdaptOption, from_command_line
 from sentadapt.cli._common import TONES, console, draw, friendly_errors, note, progress_bar
 from sentadapt.cli.command import SentadaptCommand
 from sentadapt.cli.progress import RichReporter
+from sentadapt.run.adapt_options import ADAPT_OPTIONS, AdaptOption, from_command_line
 
 RESUME_LAST = "last"  # what a bare `--resume` means (AdaptCommand spells it out)
 
@@ -65,7 +65,7 @@ def adapt(**options: Any) -> None:
         _print_auto_summary(outcome.output, outcome.auto.record)
 
 
-# the command's options are the run spec's (sentadapt/adapt_options.py): typer reads them from this signature
+# the command's options are the run spec's (sentadapt/run/adapt_options.py): typer reads them from this signature
 adapt.__signature__ = inspect.Signature([_parameter(option) for option in ADAPT_OPTIONS])  # type: ignore[attr-defined]
 
 

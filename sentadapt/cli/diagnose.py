@@ -10,7 +10,7 @@ from rich.markup import escape
 
 from sentadapt.cli import shared_options as shared
 from sentadapt.cli._common import console, draw, friendly_errors, note, progress_bar, render_even_if_unsaved
-from sentadapt.resolve import DEFAULT_BASE_MODEL
+from sentadapt.model.resolve import DEFAULT_BASE_MODEL
 
 if TYPE_CHECKING:
     from sentadapt.diagnostics.diagnose import DiagnoseResult

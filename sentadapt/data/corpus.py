@@ -36,7 +36,7 @@ from sentadapt.data.textfile import (
     table_reader,
 )
 from sentadapt.errors import ConfigError, DataError
-from sentadapt.resolve import hub_is_reachable
+from sentadapt.storage.hub import hub_is_reachable
 
 TEXT_COLUMNS = ("text", "sentence")  # picked automatically, in this order, when a file has several columns
 

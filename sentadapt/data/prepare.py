@@ -56,9 +56,9 @@ from sentadapt.data.corpus import (
     scan_corpus,
     text_hashes,
 )
-from sentadapt.durable import fsync
 from sentadapt.errors import ConfigError, DataError
 from sentadapt.events import Progress, no_progress
+from sentadapt.storage.durable import fsync
 
 FORMAT_VERSION = 1  # bump when the layout or the reading rules change: old entries are then misses
 COMPLETE = "COMPLETE"

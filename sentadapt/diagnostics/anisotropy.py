@@ -15,8 +15,8 @@ import torch
 
 from sentadapt.diagnostics.metrics import CrossGroupCosine
 from sentadapt.diagnostics.states import hidden_state_batches, special_token_ids
-from sentadapt.encoder import Encoder
-from sentadapt.pooling import pool_tokens
+from sentadapt.model.encoder import Encoder
+from sentadapt.model.pooling import pool_tokens
 
 
 @dataclass

@@ -14,11 +14,11 @@ from pathlib import Path
 from sentadapt.diagnostics import parse_reports, report_tables
 from sentadapt.diagnostics.report import DiagnoseInputs, Diagnosis, comparison_dict, gather_inputs
 from sentadapt.diagnostics.report import diagnose as run_reports
-from sentadapt.durable import write_json_file
 from sentadapt.errors import DataError
 from sentadapt.events import Note, Progress, quiet
+from sentadapt.model.resolve import DEFAULT_BASE_MODEL
 from sentadapt.options import check_at_least, check_output_file, check_output_folder, checked, save_result
-from sentadapt.resolve import DEFAULT_BASE_MODEL
+from sentadapt.storage.durable import write_json_file
 from sentadapt.text_tables import TextTable
 
 
@@ -83,7 +83,7 @@ def diagnose(
 
     Bad options and data raise `ConfigError` / `DataError` / `ModelError` before any model loads."""
     from sentadapt.evaluation.tasks import resolve_data_dir
-    from sentadapt.resolve import resolve_model
+    from sentadapt.model.resolve import resolve_model
 
     note = note or quiet
     check_at_least("--max-k", max_k, 1)
@@ -109,7 +109,7 @@ def diagnose(
              f"({SAMPLE_DESCRIPTION}); pass your own data for figures about your domain")
     for name, why in inputs.skipped.items():
         note(f"skipping {name}: {why}")
-    from sentadapt.encoder import Encoder  # torch loads here, after every check
+    from sentadapt.model.encoder import Encoder  # torch loads here, after every check
 
     diagnoses = []
     for target in resolved:

@@ -17,8 +17,8 @@ import torch
 from sentadapt.data.pair_files import ScoredPairs
 from sentadapt.diagnostics.scoring import PairScorer
 from sentadapt.diagnostics.states import hidden_state_batches
-from sentadapt.encoder import Encoder
-from sentadapt.pooling import TOKEN_POOLINGS, Pooling
+from sentadapt.model.encoder import Encoder
+from sentadapt.model.pooling import TOKEN_POOLINGS, Pooling
 
 LAYER_MIXES = ("last2avg", "firstlast")
 MODEL_POOLING = "model"

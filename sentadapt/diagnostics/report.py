@@ -37,8 +37,8 @@ from sentadapt.errors import ConfigError, DataError
 if TYPE_CHECKING:  # torch loads when a model does, not when inputs are checked
     import torch
 
-    from sentadapt.encoder import Encoder
     from sentadapt.events import Progress
+    from sentadapt.model.encoder import Encoder
 
 SCHEMA = "sentadapt.diagnose/1"
 FREQUENCY_SENTENCES = 100_000  # token counting is cheap, but a 10M-line corpus need not be read for a top-50 list

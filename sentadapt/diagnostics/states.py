@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import torch
 
-from sentadapt.encoder import Encoder
+from sentadapt.model.encoder import Encoder
 
 
 @dataclass

@@ -21,9 +21,9 @@ import torch
 
 from sentadapt.diagnostics.scoring import PairScorer
 from sentadapt.diagnostics.states import hidden_state_batches
-from sentadapt.encoder import Encoder
 from sentadapt.events import Progress, progress_step
-from sentadapt.pooling import Pooling
+from sentadapt.model.encoder import Encoder
+from sentadapt.model.pooling import Pooling
 
 AVERAGE = "avg"
 

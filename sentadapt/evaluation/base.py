@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 import numpy as np
 
-from sentadapt.prompts import PAIR
+from sentadapt.model.prompts import PAIR
 from sentadapt.registry import Registry
 
 if TYPE_CHECKING:
@@ -149,7 +149,7 @@ class EvalTask(ABC):
         return None
 
     def sided_texts(self) -> list[tuple[str, list[str]]]:
-        """`texts()` in the same order, split by side (sentadapt.prompts: PAIR, QUERY, DOCUMENT): which prompt the
+        """`texts()` in the same order, split by side (sentadapt.model.prompts: PAIR, QUERY, DOCUMENT): which prompt the
         evaluator encodes them with. Pair tasks: one side for both sentences."""
         return [(PAIR, self.texts())]
 

@@ -32,7 +32,7 @@ from sentadapt.evaluation.design import (
 )
 from sentadapt.evaluation.devset import check_request, free_run_folder, spread_pairs, write_rows
 from sentadapt.events import Progress
-from sentadapt.run_folder import RunDir
+from sentadapt.storage.run_folder import RunDir
 
 CANDIDATES_PER_PAIR = 5  # from a corpus: the spread proposal at 5·n pairs is the population the n stand for
 RESERVED_COLUMNS = ("label", "score", WEIGHT)  # what the written file's own columns are
@@ -146,7 +146,7 @@ def choose_pairs(
     """Choose n of the candidates (module docstring), write them for labelling to `output` and, when a guide chose
     them, the design beside it; `load(resolved model)` gives an encoder. Every option is checked before a model
     loads."""
-    from sentadapt.resolve import resolve_model
+    from sentadapt.model.resolve import resolve_model
 
     if teacher is not None and run is not None:
         raise ConfigError("--teacher and --run: pass one (--teacher before training, --run after it)")

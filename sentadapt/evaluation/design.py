@@ -99,7 +99,7 @@ class Design:
 
 
 def write_design(label_file: str | Path, design: Design) -> Path:
-    from sentadapt.durable import write_text_atomically
+    from sentadapt.storage.durable import write_text_atomically
 
     path = design_path(label_file)
     write_text_atomically(path, json.dumps(design.to_dict(), indent=2) + "\n")

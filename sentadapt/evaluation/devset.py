@@ -40,10 +40,10 @@ from sentadapt.data.corpus import (
     text_hashes,
 )
 from sentadapt.data.pair_files import LABEL_RULE
-from sentadapt.durable import write_text_atomically
 from sentadapt.errors import ConfigError, DataError, StorageError
 from sentadapt.events import Progress
 from sentadapt.options import check_writable_place
+from sentadapt.storage.durable import write_text_atomically
 
 if TYPE_CHECKING:
     import torch
@@ -87,7 +87,7 @@ def propose_spread_pairs(corpus: Sequence[str | Path], model: str, n: int, outpu
     """Write `n` pairs of sentences from `corpus` for labelling to `output` (.tsv or .csv), spread over the cosine
     range of `model` (`load(resolved model)` gives its encoder); deterministic for a given `seed`. Bad input fails
     before any weights load."""
-    from sentadapt.resolve import resolve_model
+    from sentadapt.model.resolve import resolve_model
 
     if not corpus:
         raise ConfigError("CORPUS: pass the text files to propose pairs from, or --candidates FILE")

@@ -12,14 +12,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sentadapt.durable import write_json_file
 from sentadapt.errors import ConfigError
 from sentadapt.evaluation.evaluator import Comparison, EvalReport, Evaluator
 from sentadapt.evaluation.forms import forms_of, parse_dims, parse_precisions
 from sentadapt.evaluation.forms import resolved as resolved_forms
 from sentadapt.events import Note, Progress, progress_step, quiet
+from sentadapt.model.prompts import SIDES, PromptChoice, Prompts, read_prompts
 from sentadapt.options import check_at_least, check_output_file, checked, save_result
-from sentadapt.prompts import SIDES, PromptChoice, Prompts, read_prompts
+from sentadapt.storage.durable import write_json_file
 from sentadapt.text_tables import TextTable
 
 SPLITS = ("test", "dev")
@@ -146,8 +146,8 @@ def evaluate(
 
     Bad options and data raise `ConfigError` / `DataError` / `ModelError` before any model loads. `progress`
     (description, total) → context manager yielding advance(n), and `note` (one line) report as the CLI does."""
-    from sentadapt.encoder import Encoder, check_dtype, default_device
-    from sentadapt.resolve import check_has_weights, resolve_model
+    from sentadapt.model.encoder import Encoder, check_dtype, default_device
+    from sentadapt.model.resolve import check_has_weights, resolve_model
 
     note = note or quiet
     check_at_least("--bootstrap", bootstrap, 0)
@@ -231,7 +231,7 @@ def evaluate(
 def _check_forms_fit(forms: Sequence[Any], models: Sequence[Any]) -> None:
     """--dims/--quantize against every local model's width, read from its files (a Hub model is checked as it
     loads)."""
-    from sentadapt.st_format import layout_width
+    from sentadapt.model.st_format import layout_width
 
     for model in models:
         width = layout_width(Path(model.location)) if model.is_local else None

@@ -3,7 +3,7 @@
 The same object serves `sentadapt eval` and training's dev checks (the loop calls it and reads
 `.average`), so a dev number during `adapt` equals the `eval` number. Every unique text across the
 tasks is encoded once per call and prompt (queries and documents may get different prompts, see
-sentadapt/prompts.py); reports keep per-unit outputs (not embeddings), from which intervals and the
+sentadapt/model/prompts.py); reports keep per-unit outputs (not embeddings), from which intervals and the
 paired Δ between two models (or the base model and the best checkpoint) are computed.
 """
 
@@ -22,7 +22,7 @@ from sentadapt.evaluation.base import EmbeddingTable, EvalTask, TaskResult
 from sentadapt.evaluation.evidence import Evidence, weigh
 from sentadapt.evaluation.forms import VectorForm
 from sentadapt.events import Note, quiet
-from sentadapt.prompts import PromptChoice
+from sentadapt.model.prompts import PromptChoice
 
 
 @dataclass
@@ -200,7 +200,7 @@ class Evaluator:
                  progress: Callable[[int], None] | None, note: Note, prompts: PromptChoice | None,
                  ) -> tuple[dict[str, str], EmbeddingTable]:
         """Every unique (prompt, text) encoded once: (side → its prompt, the table of their vectors)."""
-        from sentadapt.encoder import Encoder
+        from sentadapt.model.encoder import Encoder
 
         assert isinstance(encoder, Encoder)
         side_prompts, groups = self.prompt_groups(encoder, prompts)
@@ -221,7 +221,7 @@ class Evaluator:
                  dtype: str, pooling: object | None, progress: Callable[[int], None] | None,
                  note: Note) -> Any:
         if self.cache_embeddings and pooling is None:
-            from sentadapt.embedding_cache import cached_vectors
+            from sentadapt.model.embedding_cache import cached_vectors
 
             return cached_vectors(encoder, texts, batch_size, max_length, dtype, progress, note, prompt=prompt)
         return encoder.encode(texts, batch_size=batch_size, max_length=max_length, dtype=dtype, pooling=pooling,

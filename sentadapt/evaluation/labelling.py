@@ -37,10 +37,10 @@ def propose_pairs(
     over the cosine range of `model` (None: the default base model); with `candidates` (pairs to choose among),
     `teacher` or `run`, chosen as evaluation/chosen_pairs.py says, and a ChosenPairs is returned. Bad input fails
     before any weights load."""
-    from sentadapt.resolve import DEFAULT_BASE_MODEL
+    from sentadapt.model.resolve import DEFAULT_BASE_MODEL
 
     def load(resolved: Any) -> Any:  # called only once every option is checked: no weights load before
-        from sentadapt.encoder import Encoder
+        from sentadapt.model.encoder import Encoder
 
         return Encoder.load(resolved, max_length=max_length, device=device, trust_remote_code=trust_remote_code,
                             allow_pickle=allow_pickle)

@@ -20,7 +20,7 @@ import numpy as np
 from sentadapt.data.beir import BeirCollection, is_beir_folder, read_beir
 from sentadapt.evaluation import bootstrap, ranking
 from sentadapt.evaluation.base import TASK_TYPES, EmbeddingTable, EvalTask, Outputs
-from sentadapt.prompts import DOCUMENT, QUERY
+from sentadapt.model.prompts import DOCUMENT, QUERY
 
 if TYPE_CHECKING:
     import torch

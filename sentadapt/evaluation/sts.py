@@ -46,7 +46,7 @@ def load_task(name: str, split: str, data_dir: Path | None) -> ScoredPairs:
 
 
 def _load_from_hub(task: StsTask, split: str) -> ScoredPairs:
-    from sentadapt.resolve import hub_is_reachable
+    from sentadapt.storage.hub import hub_is_reachable
 
     if split not in task.hub_splits:
         raise DataError(f"{task.name}: the hub dataset {task.hub_dataset} has no '{split}' split; use --data-dir")

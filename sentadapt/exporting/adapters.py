@@ -1,7 +1,7 @@
 """`export --adapters-only`: a LoRA run's adapters alone, in peft's layout, for users who keep one base model and
 load several adapters onto it (a few MB instead of a whole model).
 
-The run already saved them beside its merged model (sentadapt/lora.py, `lora-adapter/`); this copies them and
+The run already saved them beside its merged model (sentadapt/model/lora.py, `lora-adapter/`); this copies them and
 proves they reproduce the merged model: the base is loaded as its `adapter_config.json` names it, the adapters are
 loaded onto it by transformers' own reader (`load_adapter`, what sentence-transformers calls too), and its vectors
 must equal the run's on the verification sentences.
@@ -16,21 +16,21 @@ from typing import TYPE_CHECKING
 
 from sentadapt.errors import ExportError
 from sentadapt.exporting.verify import COSINE_LIMIT, compare
-from sentadapt.run_folder import RunDir
+from sentadapt.storage.run_folder import RunDir
 
 if TYPE_CHECKING:
     import torch
 
-    from sentadapt.encoder import Encoder
     from sentadapt.events import Note
     from sentadapt.exporting.request import Check, ExportRequest
+    from sentadapt.model.encoder import Encoder
 
 ADAPTER_FILES = ("adapter_config.json", "adapter_model.safetensors")
 
 
 def write_adapters(encoder: Encoder, folder: Path, request: ExportRequest, texts: list[str],
                    reference: torch.Tensor, note: Note) -> list[Check]:
-    from sentadapt.lora import ADAPTER_FOLDER
+    from sentadapt.model.lora import ADAPTER_FOLDER
 
     source = Path(request.source)
     layout = RunDir(source).layout_folder() if RunDir(source).is_run() else source
@@ -47,7 +47,7 @@ def write_adapters(encoder: Encoder, folder: Path, request: ExportRequest, texts
 
 
 def _base_with_adapters(base: str, folder: Path, trained: Encoder) -> Encoder:
-    from sentadapt.encoder import Encoder
+    from sentadapt.model.encoder import Encoder
 
     encoder = Encoder.load(base, device="cpu")
     if encoder.pooling_name != trained.pooling_name or len(encoder.head) != len(trained.head):

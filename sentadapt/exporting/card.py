@@ -16,9 +16,9 @@ from sentadapt.errors import SentadaptError
 from sentadapt.evaluation.decision import decision_of
 
 if TYPE_CHECKING:
-    from sentadapt.encoder import Encoder
     from sentadapt.exporting.request import ExportRequest
     from sentadapt.exporting.source import LoadedSource
+    from sentadapt.model.encoder import Encoder
 
 
 def model_card(request: ExportRequest, source: LoadedSource, encoder: Encoder) -> str:
@@ -47,7 +47,7 @@ def find_licence(source: LoadedSource) -> str | None:
 
 
 def _base_model_folders(source: LoadedSource) -> list[Path]:
-    from sentadapt.resolve import OFFLINE_MODEL_PACKAGES, resolve_model
+    from sentadapt.model.resolve import OFFLINE_MODEL_PACKAGES, resolve_model
 
     folders = [source.model_folder] if source.model_folder is not None else []
     base = source.base_model

@@ -17,16 +17,16 @@ from sentadapt.exporting.verify import COSINE_LIMIT, FP16_COSINE_LIMIT, compare
 if TYPE_CHECKING:
     import torch
 
-    from sentadapt.encoder import Encoder
     from sentadapt.events import Note
     from sentadapt.exporting.request import Check, ExportRequest
+    from sentadapt.model.encoder import Encoder
 
 
 def write_hf(encoder: Encoder, folder: Path, request: ExportRequest, texts: list[str], reference: torch.Tensor,
              note: Note) -> list[Check]:
     import torch
 
-    from sentadapt.encoder import Encoder
+    from sentadapt.model.encoder import Encoder
 
     if len(encoder.head):
         raise ExportError(f"{request.source}: has a Dense head ({len(encoder.head)} layers, e.g. CLSR's MLP) that the "

@@ -25,9 +25,9 @@ from sentadapt.exporting.verify import ONNX_MAX_ABS_LIMIT, compare
 if TYPE_CHECKING:
     import torch
 
-    from sentadapt.encoder import Encoder
     from sentadapt.events import Note
     from sentadapt.exporting.request import Check, ExportRequest
+    from sentadapt.model.encoder import Encoder
 
 MODEL_FILE = "model.onnx"
 INT8_FILE = "model_int8.onnx"

@@ -13,7 +13,7 @@ from sentadapt.exporting.request import Check, ExportRequest, ExportResult
 if TYPE_CHECKING:
     import torch
 
-    from sentadapt.encoder import Encoder
+    from sentadapt.model.encoder import Encoder
 
 Writer = Callable[["Encoder", Path, ExportRequest, list[str], "torch.Tensor", Note], list[Check]]
 
@@ -38,10 +38,10 @@ def _writer(request: ExportRequest) -> Writer:
 
 
 def run_export(request: ExportRequest, note: Note, sentences: Sequence[str] | None) -> ExportResult:
-    from sentadapt.durable import write_folder_atomically
     from sentadapt.exporting.card import model_card
     from sentadapt.exporting.source import load_source
     from sentadapt.exporting.verify import SAMPLE_SENTENCES
+    from sentadapt.storage.durable import write_folder_atomically
 
     source = load_source(request, note)
     encoder = source.encoder

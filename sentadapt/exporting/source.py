@@ -13,12 +13,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sentadapt.errors import ConfigError, ExportError
-from sentadapt.run_folder import CHECKPOINT_WEIGHTS_FILE, RunDir, checkpoint_step, manifest_step
+from sentadapt.storage.run_folder import CHECKPOINT_WEIGHTS_FILE, RunDir, checkpoint_step, manifest_step
 
 if TYPE_CHECKING:
-    from sentadapt.encoder import Encoder
     from sentadapt.events import Note
     from sentadapt.exporting.request import ExportRequest
+    from sentadapt.model.encoder import Encoder
 
 ENCODER_PREFIX = "encoder."
 
@@ -55,7 +55,7 @@ def load_source(request: ExportRequest, note: Note) -> LoadedSource:
 
 
 def _load_model(request: ExportRequest, note: Note) -> LoadedSource:
-    from sentadapt.resolve import resolve_model
+    from sentadapt.model.resolve import resolve_model
 
     resolved = resolve_model(request.source)
     note(f"loading {request.source}")
@@ -65,7 +65,7 @@ def _load_model(request: ExportRequest, note: Note) -> LoadedSource:
 
 
 def _load_encoder(model: Any, request: ExportRequest) -> Encoder:
-    from sentadapt.encoder import Encoder
+    from sentadapt.model.encoder import Encoder
 
     encoder = Encoder.load(model, pooling=request.pooling, device="cpu", trust_remote_code=request.trust_remote_code,
                            allow_pickle=request.allow_pickle)
@@ -97,7 +97,7 @@ def _load_run(folder: Path, request: ExportRequest, note: Note) -> LoadedSource:
     adapters = _lora_settings(config)
     if adapters is not None:  # the checkpoint holds base + adapters: rebuilt as trained, then merged
         encoder = _encoder_as_trained(folder, request, note, "its checkpoints hold LoRA adapters")
-        from sentadapt import lora
+        from sentadapt.model import lora
 
         lora.attach(encoder, adapters)
     elif layout is not None:
@@ -143,7 +143,7 @@ def _explain_unfinished(run: Path, best: Path | None, note: Note) -> None:
 def _lora_settings(config: dict[str, Any]) -> Any:
     """The run's LoRA adapters (config.yaml's train.lora_*), None when it trained every weight."""
     from sentadapt.config import TrainConfig, with_overrides
-    from sentadapt.lora import settings_of
+    from sentadapt.model.lora import settings_of
 
     train = config.get("train") or {}
     lora = {k: v for k, v in train.items() if k.startswith("lora_")}
@@ -154,8 +154,8 @@ def _encoder_as_trained(run: Path, request: ExportRequest, note: Note, why: str)
     """The encoder with the layout the run trained and saves (pooling, Dense head), rebuilt from config.yaml as
     `adapt` builds it: the last stage's base model, then the recipe's prepare_export (CLSR adds its MLP)."""
     from sentadapt.config import load_run_config
-    from sentadapt.encoder import Encoder
-    from sentadapt.pooling import Pooling
+    from sentadapt.model.encoder import Encoder
+    from sentadapt.model.pooling import Pooling
     from sentadapt.recipes import RECIPES
 
     run_dir = RunDir(run)  # its own path: the directory may have moved since config.yaml was written
@@ -195,7 +195,7 @@ def _load_checkpoint_weights(encoder: Encoder, checkpoint: Path, layout: Path) -
     """Verify the checkpoint's checksums, then load its `encoder.*` tensors; returns its step."""
     from safetensors.torch import load_file
 
-    from sentadapt.durable import verify_folder
+    from sentadapt.storage.durable import verify_folder
 
     manifest = verify_folder(checkpoint)
     state = load_file(str(checkpoint / CHECKPOINT_WEIGHTS_FILE))

@@ -20,9 +20,9 @@ from sentadapt.exporting.verify import COSINE_LIMIT, FP16_COSINE_LIMIT, compare
 if TYPE_CHECKING:
     import torch
 
-    from sentadapt.encoder import Encoder
     from sentadapt.events import Note
     from sentadapt.exporting.request import Check, ExportRequest
+    from sentadapt.model.encoder import Encoder
 
 
 def _modules() -> Any:
@@ -95,7 +95,7 @@ def _weighted_layers(layer_class: type, encoder: Encoder) -> Any:
 
 
 def _dense(dense_class: type, layer: Any) -> Any:
-    from sentadapt.st_format import SAFE_ACTIVATIONS
+    from sentadapt.model.st_format import SAFE_ACTIVATIONS
 
     linear = layer.linear
     return dense_class(
@@ -111,7 +111,7 @@ def write_sentence_transformers(encoder: Encoder, folder: Path, request: ExportR
     import torch
     from sentence_transformers import SentenceTransformer
 
-    from sentadapt.encoder import Encoder
+    from sentadapt.model.encoder import Encoder
 
     with tempfile.TemporaryDirectory(prefix="sentadapt-export-") as stage:
         model = build_sentence_transformer(encoder, Path(stage))

@@ -283,7 +283,7 @@ class _RowSplitTransform:
         be sliced (length_chunks.sliced_transform)."""
         import torch
 
-        from sentadapt.length_chunks import sliced_transform
+        from sentadapt.model.length_chunks import sliced_transform
 
         in_first = rows < self.rows
         places = [torch.nonzero(in_first).squeeze(1), torch.nonzero(~in_first).squeeze(1)]

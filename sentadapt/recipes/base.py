@@ -23,7 +23,7 @@ if TYPE_CHECKING:  # recipes import torch where they compute, so `adapt` validat
     from torch import Tensor, nn
 
     from sentadapt.data.batching import RowPairs, TokenizedExamples
-    from sentadapt.encoder import Encoder
+    from sentadapt.model.encoder import Encoder
 
 # What a recipe trains on; its `load_examples` reads and batches the data accordingly.
 #   sentences: unlabeled text, one sentence per example      → input_ids, attention_mask

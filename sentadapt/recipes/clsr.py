@@ -1,7 +1,7 @@
 """CLSR (Qiu, Ding, Chen, ICON 2021): contrastive learning of an MLP on top of frozen sentence embeddings.
 
 The pretrained encoder is frozen, so each unique training sentence is encoded once (and cached on
-disk, `sentadapt.embedding_cache`); training then runs at MLP speed over the cached vectors. Model:
+disk, `sentadapt.model.embedding_cache`); training then runs at MLP speed over the cached vectors. Model:
 frozen encoder + pooling (mean by default, the paper's best) → MLP encoder e (one hidden layer with
 ReLU, then a linear output layer; both exported as sentence-transformers Dense modules) → linear
 projection head h (training only, dropped at export); `init: identity` starts e and h as the identity
@@ -21,14 +21,14 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from sentadapt.config import RecipeConfig, check_choice, check_range
 from sentadapt.events import Progress
-from sentadapt.pooling import POOLING_NAMES, Pooling
+from sentadapt.model.pooling import POOLING_NAMES, Pooling
 from sentadapt.recipes.base import PAIRS, WHOLE, Cut, LossOutput, Matryoshka, RecipeBase, TrainingData, register_recipe
 
 if TYPE_CHECKING:
     from torch import Tensor, nn
 
     from sentadapt.data.batching import RowPairs
-    from sentadapt.encoder import Encoder
+    from sentadapt.model.encoder import Encoder
 
 RELU = "torch.nn.modules.activation.ReLU"
 IDENTITY = "torch.nn.modules.linear.Identity"
@@ -84,7 +84,7 @@ class ClsrRecipe(RecipeBase):
         import torch
         from torch import nn
 
-        from sentadapt.st_format import DenseLayer
+        from sentadapt.model.st_format import DenseLayer
 
         super().__init__(config, encoder, matryoshka)
         encoder.backbone.requires_grad_(False)  # the encoder is frozen: only the MLP and projection train
@@ -133,7 +133,7 @@ class ClsrRecipe(RecipeBase):
         """Positive pairs → rows of a matrix of frozen vectors, each unique sentence encoded once (cached)."""
         from sentadapt.data.batching import RowPairs
         from sentadapt.data.positives import read_positive_pairs
-        from sentadapt.embedding_cache import cached_frozen_vectors
+        from sentadapt.model.embedding_cache import cached_frozen_vectors
 
         pairs = read_positive_pairs(data.sources, self.config.min_score)
         for line in pairs.notes:

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from sentadapt.config import RecipeConfig, check_choice, check_range
 from sentadapt.errors import ConfigError
 from sentadapt.events import Progress
-from sentadapt.pooling import POOLING_NAMES, Pooling
+from sentadapt.model.pooling import POOLING_NAMES, Pooling
 from sentadapt.recipes.augment import AUGMENTATIONS, ViewInputs, make_view, stack_views
 from sentadapt.recipes.base import (
     TEXT,
@@ -44,7 +44,7 @@ if TYPE_CHECKING:
     from torch import Tensor, nn
 
     from sentadapt.data.batching import TokenizedExamples
-    from sentadapt.encoder import Encoder
+    from sentadapt.model.encoder import Encoder
 
 MODES = ("unsup", "joint", "sup-unsup", "joint-unsup", "sup")
 SUPERVISED_VIEWS = ("adversarial",)

@@ -15,14 +15,14 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from torch import Tensor, nn
 
-    from sentadapt.encoder import Encoder
+    from sentadapt.model.encoder import Encoder
 
 
 class FrozenBase:
     def __init__(self, encoder: Encoder, backbone: nn.Module | None = None) -> None:
         """A frozen copy of `encoder`'s backbone and head; pass `backbone` to share an existing frozen copy
         (SG-OPT's guide) instead of holding a second one."""
-        from sentadapt.encoder import Encoder
+        from sentadapt.model.encoder import Encoder
 
         frozen_backbone = backbone if backbone is not None else copy.deepcopy(encoder.backbone)
         frozen = Encoder(frozen_backbone, encoder.tokenizer, encoder.pooling, copy.deepcopy(list(encoder.head)),  # type: ignore[arg-type]

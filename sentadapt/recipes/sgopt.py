@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from sentadapt.config import RecipeConfig, check_choice, check_range
 from sentadapt.errors import ConfigError
-from sentadapt.pooling import POOLING_NAMES, Pooling
+from sentadapt.model.pooling import POOLING_NAMES, Pooling
 from sentadapt.recipes.base import (
     TEXT,
     WHOLE,
@@ -59,7 +59,7 @@ from sentadapt.recipes.base import (
 if TYPE_CHECKING:
     from torch import Tensor, nn
 
-    from sentadapt.encoder import Encoder
+    from sentadapt.model.encoder import Encoder
 
 OBJECTIVES = ("sg", "opt1", "opt2", "sg-opt")
 VIEW_POOLINGS = ("max", "mean")
@@ -229,7 +229,7 @@ class SgOptRecipe(RecipeBase):
         """h_{i,k}: the guide's hidden states layer_min..layer_max, each pooled over real tokens → (B, K, H)."""
         import torch
 
-        from sentadapt.pooling import pool_tokens
+        from sentadapt.model.pooling import pool_tokens
 
         guide = self._guide_on(device if device is not None else input_ids.device)
         with torch.no_grad():
@@ -246,7 +246,7 @@ class SgOptRecipe(RecipeBase):
         if encoder.lora is not None:  # θ_T = θ_F + (alpha / r)·B·A on the adapted layers, θ_F elsewhere
             import torch
 
-            from sentadapt import lora
+            from sentadapt.model import lora
 
             return torch.stack([delta.pow(2).sum() for delta in lora.weight_deltas(encoder.backbone)]).sum()
         reference = self._reference_on(encoder.device)

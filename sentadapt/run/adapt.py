@@ -9,11 +9,11 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from sentadapt.adapt_options import OPTIONS_BY_NAME, RunFlags, TrainFlags, route
 from sentadapt.config import DEFAULT_RISK
 from sentadapt.errors import ConfigError, NoImprovement
-from sentadapt.lora import lora_flags
+from sentadapt.model.lora import lora_flags
 from sentadapt.options import check_at_least, checked
+from sentadapt.run.adapt_options import OPTIONS_BY_NAME, RunFlags, TrainFlags, route
 from sentadapt.run.checks import check_run
 from sentadapt.run.configs import new_config_and_base, recipe_of
 from sentadapt.run.lock import held_by_another
@@ -23,7 +23,7 @@ from sentadapt.run.resolved import ResolvedRun
 from sentadapt.run.resume import FINISHED, RESTART, RESUME_LAST, ignored_on_resume, resume_auto_mode, resumed_config
 from sentadapt.run.settings import Events, Settings
 from sentadapt.run.stages import train_run
-from sentadapt.run_folder import CONFIG_FILE, RunDir
+from sentadapt.storage.run_folder import CONFIG_FILE, RunDir
 from sentadapt.text_tables import TextTable
 
 AUTO = "auto"
@@ -257,9 +257,9 @@ def request_from(options: dict[str, Any], config_keys: dict[str, Any] | None = N
 
 def _check_config_keys(config_keys: dict[str, Any]) -> None:
     """A keyword beyond adapt's options must be a training or recipe setting (what `--set` takes)."""
-    from sentadapt.adapt_options import config_keys as train_keys
     from sentadapt.recipes import RECIPES
     from sentadapt.registry import unknown_name_message
+    from sentadapt.run.adapt_options import config_keys as train_keys
 
     known = set(train_keys()) | {f.name for name in RECIPES for f in fields(RECIPES.get(name).Config)}
     for key in config_keys:

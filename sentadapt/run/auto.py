@@ -20,14 +20,14 @@ from pathlib import Path
 from typing import Any
 
 from sentadapt.config import RunConfig, load_run_config
-from sentadapt.durable import publish_model, write_folder_atomically, write_text_atomically
 from sentadapt.errors import ConfigError
 from sentadapt.evaluation.decision import KEEP_BASE, decision_rule
 from sentadapt.evaluation.selection import Choice, choose, weigh_candidates
 from sentadapt.recipes import RECIPES
 from sentadapt.run.candidates import AUTO, Candidate, parse_candidates
 from sentadapt.run.stages import write_config
-from sentadapt.run_folder import OUTCOME_FILE, RunDir, candidate_folder
+from sentadapt.storage.durable import publish_model, write_folder_atomically, write_text_atomically
+from sentadapt.storage.run_folder import OUTCOME_FILE, RunDir, candidate_folder
 
 NEW, RESUME, FINISHED = "new", "resume", "finished"
 

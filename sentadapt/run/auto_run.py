@@ -14,7 +14,7 @@ from typing import Any
 
 from sentadapt.errors import ConfigError
 from sentadapt.events import Note
-from sentadapt.resolve import ResolvedModel
+from sentadapt.model.resolve import ResolvedModel
 from sentadapt.run import auto
 from sentadapt.run.checks import check_output_folder, check_run
 from sentadapt.run.processes import device, is_main_process
@@ -32,7 +32,7 @@ class AutoOutcome:
 def plan_auto(settings: Settings, candidates_option: list[str]) -> tuple[list[auto.CandidateRun], ResolvedModel]:
     """The candidate runs of a new auto run (configs built and checked as `adapt --recipe NAME` would), and the
     base model, resolved once for all of them."""
-    from sentadapt.resolve import DEFAULT_BASE_MODEL, resolve_model
+    from sentadapt.model.resolve import DEFAULT_BASE_MODEL, resolve_model
     from sentadapt.run.candidates import (
         auto_yaml_settings,
         candidate_config,
@@ -126,7 +126,7 @@ def _base_dev(output: Path, run: ResolvedRun, trust_remote_code: bool, allow_pic
               say: Note) -> tuple[float, dict[str, Any]]:
     """The base model's dev score and outputs: scored once (as the user has it: its own pooling) and shared by
     every candidate, so all Δs are against the same numbers; kept in OUTPUT/base_dev.json for --resume."""
-    from sentadapt.encoder import Encoder
+    from sentadapt.model.encoder import Encoder
     from sentadapt.run.inputs import base_dev_outputs
 
     saved = auto.load_base_dev(output)
@@ -178,7 +178,7 @@ def _train_candidate(run: auto.CandidateRun, resolved: ResolvedRun, index: int, 
 
 
 def _rescore(run: auto.CandidateRun, evaluator: Any, trust_remote_code: bool, allow_pickle: bool) -> None:
-    from sentadapt.encoder import Encoder
+    from sentadapt.model.encoder import Encoder
 
     encoder = Encoder.load(str(run.folder), device=device(), trust_remote_code=trust_remote_code,
                            allow_pickle=allow_pickle)
@@ -188,7 +188,7 @@ def _rescore(run: auto.CandidateRun, evaluator: Any, trust_remote_code: bool, al
 
 def _encoder_loader(trust_remote_code: bool, allow_pickle: bool) -> Callable[[str], Any]:
     def load(folder: str) -> Any:
-        from sentadapt.encoder import Encoder
+        from sentadapt.model.encoder import Encoder
 
         return Encoder.load(folder, device="cpu", trust_remote_code=trust_remote_code, allow_pickle=allow_pickle)
 

@@ -27,7 +27,7 @@ from sentadapt.recipes import RECIPES
 from sentadapt.recipes.base import PAIRS, TEXT
 from sentadapt.registry import one_line
 from sentadapt.run.settings import Settings
-from sentadapt.run_folder import RunDir
+from sentadapt.storage.run_folder import RunDir
 
 AUTO = "auto"
 _NAME_CHARACTERS = re.compile(r"[^A-Za-z0-9._-]+")

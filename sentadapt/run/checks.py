@@ -9,10 +9,10 @@ from pathlib import Path
 
 from sentadapt.config import RunConfig
 from sentadapt.errors import ConfigError
-from sentadapt.resolve import ResolvedModel
+from sentadapt.model.resolve import ResolvedModel
 from sentadapt.run.processes import is_main_process
 from sentadapt.run.resolved import DevSet, ResolvedRun
-from sentadapt.run_folder import RunDir, check_replaceable, foreign_in_run, holds_anything, is_run_folder
+from sentadapt.storage.run_folder import RunDir, check_replaceable, foreign_in_run, holds_anything, is_run_folder
 
 
 def check_run(config: RunConfig, resume: bool, overwrite: bool, dry_run: bool, require_improvement: bool,
@@ -23,11 +23,11 @@ def check_run(config: RunConfig, resume: bool, overwrite: bool, dry_run: bool, r
     from sentadapt.config import check_choice
     from sentadapt.data.corpus import ENCODING_ERRORS, check_has_sentences, check_sources
     from sentadapt.evaluation.decision import decision_rule
-    from sentadapt.lora import check_lora_request
-    from sentadapt.prompts import PAIR, read_prompts
+    from sentadapt.model.lora import check_lora_request
+    from sentadapt.model.prompts import PAIR, read_prompts
+    from sentadapt.model.resolve import check_has_weights, resolve_model
     from sentadapt.recipes import RECIPES
     from sentadapt.recipes.base import TEXT
-    from sentadapt.resolve import check_has_weights, resolve_model
     from sentadapt.teacher import check_teacher
     from sentadapt.train.tracking import resolve_trackers
 

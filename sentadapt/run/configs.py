@@ -11,7 +11,7 @@ from typing import Any
 
 from sentadapt.config import RunConfig
 from sentadapt.errors import ConfigError
-from sentadapt.resolve import ResolvedModel
+from sentadapt.model.resolve import ResolvedModel
 from sentadapt.run.settings import Settings
 
 
@@ -31,7 +31,7 @@ def new_config(settings: Settings) -> RunConfig:
 def new_config_and_base(settings: Settings) -> tuple[RunConfig, ResolvedModel | None]:
     """`new_config`, and the base model when preset detection resolved it (None when it did not need it): given to
     `check_run` so that the base is resolved once."""
-    from sentadapt.resolve import DEFAULT_BASE_MODEL, resolve_model
+    from sentadapt.model.resolve import DEFAULT_BASE_MODEL, resolve_model
 
     if not settings.corpus:
         raise ConfigError("CORPUS: give at least one corpus file (or --resume to continue a run)")
@@ -55,11 +55,11 @@ def assemble(recipe_name: str, settings: Settings, resolve_base: Callable[[], Re
     model when the preset needs to look at it (called at most once). A single run reads its `--config` file
     (`yaml_path`: its train and recipe_args); `--recipe auto` gives the file's `train:` values (`yaml_train`, read
     once for every candidate) and each candidate's own settings (`candidate_values`, above everything)."""
-    from sentadapt.adapt_options import given
     from sentadapt.config import build_config
-    from sentadapt.presets import choose_preset
+    from sentadapt.model.resolve import DEFAULT_BASE_MODEL
     from sentadapt.recipes import RECIPES
-    from sentadapt.resolve import DEFAULT_BASE_MODEL
+    from sentadapt.recipes.presets import choose_preset
+    from sentadapt.run.adapt_options import given
 
     recipe_class = RECIPES.get(recipe_name)
     # the preset: the tuned-base defaults when the base is sentence-tuned, and the teacher-run defaults on top

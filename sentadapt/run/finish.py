@@ -8,7 +8,6 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from sentadapt.durable import publish_model, verify_folder
 from sentadapt.errors import CheckpointError
 from sentadapt.evaluation.decision import (
     Decision,
@@ -21,7 +20,8 @@ from sentadapt.evaluation.design import labels_record, weighted_note
 from sentadapt.evaluation.evaluator import dev_change_record, dev_evidence
 from sentadapt.evaluation.evidence import Evidence
 from sentadapt.evaluation.sizes import SizeTable
-from sentadapt.run_folder import RunDir
+from sentadapt.storage.durable import publish_model, verify_folder
+from sentadapt.storage.run_folder import RunDir
 from sentadapt.teacher import teacher_lead_note
 from sentadapt.train.loop import Trainer, TrainingInputs
 from sentadapt.train.state import Training, TrainResult, TrainState
@@ -149,8 +149,8 @@ def weigh_sizes(run_dir: RunDir, inputs: TrainingInputs, dev_outputs: dict[str, 
     """--matryoshka or --sizes: the published model scored on the dev set at each size and precision, weighed
     against the base's whole vectors (evaluation/sizes.py), with the per-unit outputs behind each row; None when no
     size was asked or there is no dev set."""
-    from sentadapt.encoder import Encoder
     from sentadapt.evaluation.sizes import decision_forms, size_table
+    from sentadapt.model.encoder import Encoder
 
     train = inputs.config.train
     sizes = train.dims.dev or train.dims.matryoshka

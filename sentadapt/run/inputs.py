@@ -4,15 +4,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from sentadapt import lora
 from sentadapt.config import RunConfig
-from sentadapt.encoder import Encoder
 from sentadapt.errors import ConfigError
 from sentadapt.events import Note, Progress, no_progress
-from sentadapt.prompts import PAIR
+from sentadapt.model import lora
+from sentadapt.model.encoder import Encoder
+from sentadapt.model.prompts import PAIR
 from sentadapt.recipes.base import Matryoshka, TrainingData
 from sentadapt.run.resolved import ResolvedRun, resolve_run
-from sentadapt.run_folder import RunDir
+from sentadapt.storage.run_folder import RunDir
 from sentadapt.teacher import teacher_table
 from sentadapt.train.loop import TrainingInputs
 from sentadapt.train.ranks import training_processes

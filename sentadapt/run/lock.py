@@ -7,7 +7,7 @@ from pathlib import Path
 
 from sentadapt.errors import ConfigError
 from sentadapt.events import Note, quiet
-from sentadapt.run_folder import RunDir
+from sentadapt.storage.run_folder import RunDir
 
 # A lock's writer writes its pid right after creating the file (microseconds): an empty lock older than this was
 # left by a run stopped in between (Ctrl-C at that instant), not by a run still starting

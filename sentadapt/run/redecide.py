@@ -40,7 +40,7 @@ from sentadapt.evaluation.evaluator import Delta, Evaluator, dev_evidence
 from sentadapt.evaluation.evidence import Evidence
 from sentadapt.events import Progress
 from sentadapt.options import checked
-from sentadapt.run_folder import RunDir
+from sentadapt.storage.run_folder import RunDir
 
 SAME_OUTPUTS = 1e-4  # |cosine| difference within which stored per-pair outputs are the same pairs re-encoded
 
@@ -200,7 +200,7 @@ def scored(evaluator: Evaluator, model: str, batch_size: int, max_length: int | 
     """The model's per-unit outputs on the dev set (no intervals: the comparison draws them, paired)."""
     from contextlib import nullcontext
 
-    from sentadapt.encoder import Encoder
+    from sentadapt.model.encoder import Encoder
 
     encoder = Encoder.load(model, max_length=max_length, device=device, trust_remote_code=trust_remote_code,
                            allow_pickle=allow_pickle)

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sentadapt.events import Note, quiet
-from sentadapt.run_folder import LOCK_FILE, RunDir, aside_path
+from sentadapt.storage.run_folder import LOCK_FILE, RunDir, aside_path
 
 __all__ = ["Replacement", "aside_path", "recover"]
 

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sentadapt.config import RunConfig
-from sentadapt.resolve import ResolvedModel, resolve_model
+from sentadapt.model.resolve import ResolvedModel, resolve_model
 
 if TYPE_CHECKING:
     from sentadapt.evaluation.evaluator import Evaluator

@@ -11,7 +11,7 @@ from pathlib import Path
 from sentadapt.config import RunConfig
 from sentadapt.events import Note, quiet
 from sentadapt.run.settings import Settings
-from sentadapt.run_folder import RunDir
+from sentadapt.storage.run_folder import RunDir
 
 RESUME_LAST = "last"  # continue from the last checkpoint (a bare `--resume`)
 RESTART = "restart"  # `--resume auto` on a run that stopped before its first checkpoint: start it again
@@ -51,7 +51,7 @@ def resumed_config(output: Path, num_proc: int | None = None) -> RunConfig:
 def ignored_on_resume(settings: Settings, extra: Sequence[str] = ()) -> list[str]:
     """The options a resumed run does not apply (its saved config is authoritative; only --num-proc, a setting of
     the machine, applies), as the command line spells them."""
-    from sentadapt.adapt_options import OPTIONS_BY_NAME, given
+    from sentadapt.run.adapt_options import OPTIONS_BY_NAME, given
 
     ignored: list[str] = []
     for key in given(settings.flags):

@@ -8,9 +8,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sentadapt.adapt_options import RunFlags, TrainFlags
 from sentadapt.config import RunConfig
 from sentadapt.events import Note, Progress, quiet
+from sentadapt.run.adapt_options import RunFlags, TrainFlags
 from sentadapt.run.processes import is_main_process
 
 # a config value given by name: what a TrainConfig or recipe field holds

@@ -15,7 +15,7 @@ from sentadapt.run.processes import device, is_main_process
 from sentadapt.run.replacement import Replacement
 from sentadapt.run.resolved import ResolvedRun
 from sentadapt.run.settings import Events
-from sentadapt.run_folder import RunDir
+from sentadapt.storage.run_folder import RunDir
 from sentadapt.train.signals import StopAtOnce, stopped_early
 
 
@@ -101,8 +101,8 @@ def write_config(config: RunConfig) -> None:
 def _train_stage(trainer: Any, resume: bool, output: Path) -> Any:
     """Train, then publish and decide (run/finish.py); a write that fails (disk full, file too large, no
     permission) becomes one line that says what is intact and how to continue."""
-    from sentadapt.durable import describe_write_failure
     from sentadapt.run.finish import train_stage
+    from sentadapt.storage.durable import describe_write_failure
 
     try:
         return train_stage(trainer, resume)
@@ -118,7 +118,7 @@ def _train_stage(trainer: Any, resume: bool, output: Path) -> Any:
 
 
 def _after_write_failure(checkpoints: Path, output: Path) -> str:
-    from sentadapt.run_folder import list_checkpoints
+    from sentadapt.storage.run_folder import list_checkpoints
 
     found = list_checkpoints(checkpoints)
     if not found:

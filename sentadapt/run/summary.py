@@ -15,8 +15,8 @@ from sentadapt.text_tables import BAD, GOOD, WARN, Cell, TextTable
 
 def preset_lines(config: Any) -> list[str]:
     """Which defaults apply and why, and each value the preset changed (paper value → preset value)."""
-    from sentadapt.presets import preset_changes
     from sentadapt.recipes import RECIPES
+    from sentadapt.recipes.presets import preset_changes
 
     preset = config.preset
     if not preset:
@@ -161,7 +161,7 @@ def dev_curve(history: list[dict[str, float]], most: int = 8) -> str:
 def run_rows(config: Any) -> list[tuple[str, str]]:
     """What ran, as the user gave it: the base and the recipe, the defaults and every setting that differs from
     them, the effective learning rate, and LoRA, the prompt and the teacher when used."""
-    from sentadapt.lora import settings_of
+    from sentadapt.model.lora import settings_of
 
     train = config.train
     rows = [("base model", shown_path(config.base)), ("corpus", ", ".join(map(shown_path, config.corpus))),
@@ -188,8 +188,8 @@ def run_rows(config: Any) -> list[tuple[str, str]]:
 def changed_settings(config: Any) -> dict[str, Any]:
     """Every training and recipe setting whose value differs from the recipe's defaults under the run's preset
     (what the YAML, the flags and --set changed); the LoRA fields have their own row."""
-    from sentadapt.presets import paper_values
     from sentadapt.recipes import RECIPES
+    from sentadapt.recipes.presets import paper_values
 
     defaults = {**paper_values(RECIPES.get(config.recipe)), **((config.preset or {}).get("values") or {})}
     final = {**flat_values(config.train), **dataclasses.asdict(config.recipe_args)}
@@ -294,7 +294,7 @@ def auto_table(record: dict[str, Any]) -> TextTable:
 
 def auto_verdict(record: dict[str, Any], output: Any) -> Cell:
     """The choice of an auto run in one line, toned good (a candidate is used) or bad (the base is kept)."""
-    from sentadapt.run_folder import RunDir
+    from sentadapt.storage.run_folder import RunDir
 
     reason = record["decision_reason"]
     if record["chosen"] is None:

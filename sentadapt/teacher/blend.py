@@ -57,7 +57,7 @@ def with_blend(table: Any, config: RunConfig, weigh: Weighing, examples: Any, st
         alpha = float(setting)
     if alpha >= 1 or student is None:
         return dataclasses.replace(table, blend_scores=scores)
-    from sentadapt.embedding_cache import cached_table
+    from sentadapt.model.embedding_cache import cached_table
     from sentadapt.recipes.base import token_limit
 
     base = cached_table(student, examples.example_texts, len(examples), token_limit(student, config.train.max_length),

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from sentadapt.errors import ConfigError, ModelError
-from sentadapt.resolve import ResolvedModel
+from sentadapt.model.resolve import ResolvedModel
 
 
 def teacher_source(teacher: str) -> ResolvedModel | Path:
@@ -20,7 +20,7 @@ def check_teacher(teacher: str, base_location: str) -> ResolvedModel | Path:
     """Before any weights load: the teacher must resolve to a model that holds weights and is not the base model
     itself, or be a vectors file that exists (its contents are read once the corpus is, in `teacher_table`).
     Returns the teacher resolved (`teacher_source`), for the run to load without resolving it again."""
-    from sentadapt.resolve import check_has_weights
+    from sentadapt.model.resolve import check_has_weights
 
     resolved = teacher_source(teacher)
     if isinstance(resolved, Path):
@@ -40,7 +40,7 @@ def check_teacher(teacher: str, base_location: str) -> ResolvedModel | Path:
 
 def resolve_teacher(teacher: str) -> ResolvedModel:
     """resolve_model's ModelError, naming the option: "--teacher PATH: no such model folder"."""
-    from sentadapt.resolve import resolve_model
+    from sentadapt.model.resolve import resolve_model
 
     try:
         return resolve_model(teacher)

@@ -4,7 +4,7 @@ A model teacher encodes the examples' texts ONCE, before training (in eval mode,
 tokenizes for itself, so the vocabularies may differ); a vectors file (data/vectors.py: .jsonl, .parquet, .npy +
 .txt) is looked up by text instead. Either way the table is written to the cache as a .npy file
 (`embedding_cache.cached_table` / `file_table`, keyed by the teacher and the texts): a second run on the same corpus,
-or `--resume`, reads it back, and the process reads only each batch's rows (sentadapt/rowfile.py; the loop puts
+or `--resume`, reads it back, and the process reads only each batch's rows (sentadapt/storage/rowfile.py; the loop puts
 them in the batch, train/distill.py), so a 1M × 768 table (3 GB) stays on disk. Row i of the
 table is example i of the recipe's examples (the sentence, an NLI premise, the first sentence of a pair: what
 distillation's student side embeds, train/distill.py).
@@ -30,8 +30,8 @@ from sentadapt.teacher.weighing import Weighing
 if TYPE_CHECKING:
     from sentadapt.config import RunConfig
     from sentadapt.evaluation.evaluator import Delta
-    from sentadapt.resolve import ResolvedModel
-    from sentadapt.rowfile import RowFile
+    from sentadapt.model.resolve import ResolvedModel
+    from sentadapt.storage.rowfile import RowFile
 
 ENCODING = "encoding with the teacher (once)"  # the progress bar's description
 TIMED_SENTENCES = 1_024  # dev sentences both models encode to compare their speed (best of 2 each): enough to time
@@ -134,8 +134,8 @@ def _model_table(config: RunConfig, resolved: ResolvedModel, examples: Any, devi
                  student: Any, processes: Any) -> TeacherTable:
     """Load the teacher, weigh it on the dev set and time it against `student` on the dev sentences, then take its
     vectors of every example's text (cached), and let the teacher go."""
-    from sentadapt.embedding_cache import cached_table
-    from sentadapt.encoder import Encoder
+    from sentadapt.model.embedding_cache import cached_table
+    from sentadapt.model.encoder import Encoder
     from sentadapt.recipes.base import token_limit
 
     teacher = Encoder.load(resolved, device=device, trust_remote_code=trust_remote_code, allow_pickle=allow_pickle)
@@ -165,7 +165,7 @@ def _file_table(config: RunConfig, examples: Any, note: Note, weigh: Weighing) -
     import time
 
     from sentadapt.data.vectors import check_covers, read_vectors
-    from sentadapt.embedding_cache import TEXT_CHUNK, file_table
+    from sentadapt.model.embedding_cache import TEXT_CHUNK, file_table
 
     assert config.teacher is not None
     started = time.perf_counter()

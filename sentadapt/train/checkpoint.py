@@ -19,9 +19,9 @@ from typing import Any
 import torch
 from safetensors.torch import load_file, save_file
 
-from sentadapt.durable import verify_folder, write_folder_atomically
 from sentadapt.errors import CheckpointError
-from sentadapt.run_folder import CHECKPOINT_WEIGHTS_FILE, checkpoint_name, list_checkpoints
+from sentadapt.storage.durable import verify_folder, write_folder_atomically
+from sentadapt.storage.run_folder import CHECKPOINT_WEIGHTS_FILE, checkpoint_name, list_checkpoints
 
 
 def newest_usable_checkpoint(folder: Path, report: Callable[[str], None]) -> Path | None:

@@ -28,7 +28,7 @@ from sentadapt.errors import ConfigError
 from sentadapt.recipes.base import WHOLE, LossOutput, Matryoshka, RecipeBase
 from sentadapt.recipes.frozen_base import FrozenBase, clean_embeddings
 from sentadapt.recipes.losses import blended_cosines, distillation_loss, gather_across_processes
-from sentadapt.rowfile import RowFile
+from sentadapt.storage.rowfile import RowFile
 
 TEACHER_VECTORS = "teacher_vectors"  # the batch key of the teacher's vectors of the batch's examples
 BASE_VECTORS = "base_vectors"  # with a blend target: the base's vectors of the batch's examples
@@ -64,7 +64,7 @@ class BaseTargets:
 
 class TeacherTargets:
     """The teacher's cached vectors: row i of `table` belongs to example i. The batch builder (on the prefetch
-    thread, on the host) reads the batch's rows from the table's file into the batch (sentadapt/rowfile.py), so
+    thread, on the host) reads the batch's rows from the table's file into the batch (sentadapt/storage/rowfile.py), so
     the table stays on disk and the step reads no value back to find them. A Tensor table (tests) is indexed."""
 
     def __init__(self, table: RowFile | Tensor, base: RowFile | Tensor | None = None, alpha: float = 1.0) -> None:

@@ -29,16 +29,16 @@ from typing import Any
 import torch
 from torch import nn
 
-from sentadapt import lora
-from sentadapt.compiling import compiled_training, step_marker
 from sentadapt.config import RunConfig
 from sentadapt.data.batching import RowPairs, TokenizedExamples
-from sentadapt.durable import recover_interrupted_writes, write_folder_atomically
-from sentadapt.encoder import Encoder
 from sentadapt.errors import ConfigError, SentadaptError
 from sentadapt.evaluation.evaluator import Evaluator
+from sentadapt.model import lora
+from sentadapt.model.compiling import compiled_training, step_marker
+from sentadapt.model.encoder import Encoder
 from sentadapt.recipes.base import Recipe
-from sentadapt.run_folder import RunDir
+from sentadapt.storage.durable import recover_interrupted_writes, write_folder_atomically
+from sentadapt.storage.run_folder import RunDir
 from sentadapt.teacher.table import TeacherTable
 from sentadapt.train.checkpoint import (
     load_training_checkpoint,

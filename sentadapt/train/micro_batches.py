@@ -18,7 +18,7 @@ from sentadapt.data.batching import (
     shard,
     teacher_neighbours,
 )
-from sentadapt.memory import release_freed_memory
+from sentadapt.storage.memory import release_freed_memory
 from sentadapt.train.distill import Distillation
 
 

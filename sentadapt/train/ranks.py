@@ -12,7 +12,7 @@ def training_processes() -> Any:
     here, before the Trainer's Accelerator, which reuses it."""
     import os
 
-    from sentadapt.embedding_cache import Processes
+    from sentadapt.model.embedding_cache import Processes
 
     if int(os.environ.get("WORLD_SIZE", "1")) <= 1:
         return Processes()

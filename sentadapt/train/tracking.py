@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from sentadapt.config import REPORT_TO
-from sentadapt.durable import write_text_atomically
 from sentadapt.evaluation.decision import decision_of
+from sentadapt.storage.durable import write_text_atomically
 
 
 class Reporter(Protocol):

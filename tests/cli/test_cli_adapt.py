@@ -294,8 +294,8 @@ def yaml_value(path: Path, key: str) -> object:
 
 
 def test_resume_names_every_option_it_ignores_lora_prompt_and_dev_included(tmp_path: Path) -> None:
-    from sentadapt.adapt_options import RunFlags, TrainFlags
-    from sentadapt.lora import lora_flags
+    from sentadapt.model.lora import lora_flags
+    from sentadapt.run.adapt_options import RunFlags, TrainFlags
     from sentadapt.run.resume import ignored_on_resume
     from sentadapt.run.settings import Settings
 

@@ -193,7 +193,7 @@ def test_real_model_is_less_anisotropic_than_its_embedding_layer_and_a_random_en
     from sentadapt.diagnostics import metrics
     from sentadapt.diagnostics.anisotropy import sample_pass
     from sentadapt.diagnostics.report import gather_inputs
-    from sentadapt.encoder import Encoder
+    from sentadapt.model.encoder import Encoder
     from tests.conftest import SHARED_MODELS, SHARED_STS
 
     sentences = gather_inputs(["anisotropy"], data_dir=SHARED_STS, sample=200).sentences

@@ -9,8 +9,8 @@ import pytest
 from typer.testing import CliRunner
 
 from sentadapt.cli import app
-from sentadapt.encoder import Encoder
 from sentadapt.evaluation.sts import StsEvaluator
+from sentadapt.model.encoder import Encoder
 from tests.conftest import FLOAT32_RTOL
 
 runner = CliRunner()

@@ -6,7 +6,7 @@ import pytest
 from typer.testing import CliRunner
 
 from sentadapt.cli import app
-from sentadapt.resolve import DEFAULT_BASE_MODEL
+from sentadapt.model.resolve import DEFAULT_BASE_MODEL
 
 
 @pytest.mark.parametrize("command", ["adapt", "diagnose"])

@@ -30,8 +30,8 @@ from sentadapt.data.prepare import (
     prepare_sentences,
     tokenizer_fingerprint,
 )
-from sentadapt.encoder import Encoder, pad_batch
 from sentadapt.errors import ConfigError, DataError
+from sentadapt.model.encoder import Encoder, pad_batch
 from tests.conftest import ASSETS, run_adapt, run_config
 
 REPO = Path(__file__).resolve().parents[2]

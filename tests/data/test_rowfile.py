@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from sentadapt.rowfile import RowFile, write_rows
+from sentadapt.storage.rowfile import RowFile, write_rows
 
 
 def _written(path: Path, matrix: np.ndarray, block: int = 3) -> RowFile:

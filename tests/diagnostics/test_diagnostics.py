@@ -18,7 +18,7 @@ from sentadapt.diagnostics.scoring import PairScorer
 from sentadapt.diagnostics.topk import frequency_ranks, token_counts, topk_curve
 from sentadapt.errors import ConfigError, DataError
 from sentadapt.evaluation.sts import StsEvaluator
-from sentadapt.pooling import Pooling
+from sentadapt.model.pooling import Pooling
 from tests.conftest import FLOAT32_RTOL, TINY_SENTENCES
 
 # ------------------------------------------------------------------ random-pair cosine

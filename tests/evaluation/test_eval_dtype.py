@@ -14,13 +14,13 @@ import pytest
 import torch
 from typer.testing import CliRunner
 
-from sentadapt import encoder as encoder_module
 from sentadapt.cli import app
-from sentadapt.encoder import FP16_ON_CPU, DenseLayer, Encoder
 from sentadapt.errors import ConfigError
 from sentadapt.evaluation.sts import StsEvaluator
 from sentadapt.evaluation.tasks import TASKS
-from sentadapt.pooling import Pooling
+from sentadapt.model import encoder as encoder_module
+from sentadapt.model.encoder import FP16_ON_CPU, DenseLayer, Encoder
+from sentadapt.model.pooling import Pooling
 from tests.conftest import ASSETS, SHARED_MODELS, SHARED_STS, TINY_SENTENCES, needs_shared
 
 runner = CliRunner()

@@ -15,10 +15,10 @@ import torch
 
 from sentadapt.data.beir import read_beir
 from sentadapt.data.pair_files import read_labelled_pairs
-from sentadapt.encoder import Encoder
 from sentadapt.evaluation.base import EmbeddingTable, EvalTask, TaskResult
 from sentadapt.evaluation.retrieval import RetrievalTask
 from sentadapt.evaluation.task_types import read_task
+from sentadapt.model.encoder import Encoder
 from tests.evaluation.test_eval_tasks import SENTENCES
 
 st = pytest.importorskip("sentence_transformers")

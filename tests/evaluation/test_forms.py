@@ -12,8 +12,8 @@ import torch
 from scipy.stats import spearmanr
 from typer.testing import CliRunner
 
-from sentadapt.encoder import Encoder
 from sentadapt.evaluation.forms import BINARY, INT8, VectorForm, int8_ranges, scoring_vectors, to_binary, to_int8
+from sentadapt.model.encoder import Encoder
 from tests.conftest import needs_shared
 
 st = pytest.importorskip("sentence_transformers")

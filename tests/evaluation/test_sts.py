@@ -9,10 +9,10 @@ import torch
 from scipy.stats import spearmanr
 
 from sentadapt.data.pair_files import read_scored_pairs
-from sentadapt.encoder import Encoder
 from sentadapt.errors import ConfigError, DataError
 from sentadapt.evaluation.sts import StsEvaluator, score_task
 from sentadapt.evaluation.tasks import parse_task_list
+from sentadapt.model.encoder import Encoder
 from tests.conftest import FLOAT32_RTOL
 
 

@@ -13,10 +13,10 @@ from safetensors.torch import load_file
 from typer.testing import CliRunner
 
 from sentadapt.cli import app
-from sentadapt.durable import write_folder_atomically
-from sentadapt.encoder import Encoder
 from sentadapt.errors import ExportError
 from sentadapt.exporting import ExportRequest, export_model
+from sentadapt.model.encoder import Encoder
+from sentadapt.storage.durable import write_folder_atomically
 from tests.conftest import (
     FLOAT32_RTOL,
     SHARED_MODELS,

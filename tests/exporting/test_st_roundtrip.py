@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from sentadapt.encoder import DenseLayer, Encoder
+from sentadapt.model.encoder import DenseLayer, Encoder
 from tests.conftest import TINY_SENTENCES
 
 st = pytest.importorskip("sentence_transformers")

@@ -11,7 +11,7 @@ import torch
 from typer.testing import CliRunner
 
 from sentadapt.cli import app
-from sentadapt.encoder import Encoder
+from sentadapt.model.encoder import Encoder
 from sentadapt.recipes.clsr import nt_xent_without_duplicates
 from sentadapt.recipes.losses import nt_xent
 from sentadapt.train.optim import LARS, lr_multiplier

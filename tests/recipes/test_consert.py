@@ -8,8 +8,8 @@ import torch
 from typer.testing import CliRunner
 
 from sentadapt.cli import app
-from sentadapt.encoder import Encoder
 from sentadapt.errors import ConfigError
+from sentadapt.model.encoder import Encoder
 from sentadapt.recipes import RECIPES
 from sentadapt.recipes.consert import ConsertConfig, ConsertRecipe
 
@@ -91,7 +91,7 @@ def test_roberta_positions_are_offset_past_padding(tmp_path: Path) -> None:
     class Tok:
         pad_token_id = 1
 
-    encoder = Encoder(backbone, Tok(), pooling=__import__("sentadapt.pooling").pooling.Pooling("mean"))
+    encoder = Encoder(backbone, Tok(), pooling=__import__("sentadapt.model.pooling").model.pooling.Pooling("mean"))
     recipe = ConsertRecipe(ConsertConfig(), encoder)
     assert recipe.position_offset == 2  # padding_idx + 1, not 0 (the official code's bug)
     mask = torch.tensor([[1, 1, 1, 0]])
@@ -144,7 +144,7 @@ def test_identity_positions_reproduce_the_plain_forward_on_roberta() -> None:
     """The offset is read from the position table, so an unshuffled view equals the default positions."""
     from transformers import RobertaConfig, RobertaModel
 
-    from sentadapt.pooling import Pooling
+    from sentadapt.model.pooling import Pooling
 
     config = RobertaConfig(vocab_size=60, hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
                            intermediate_size=37, max_position_embeddings=40, pad_token_id=1)
@@ -175,7 +175,7 @@ def test_export_pooling_auto_keeps_a_declared_pooling(tiny_model_dir: Path, tmp_
 def test_distilbert_takes_every_view() -> None:
     from transformers import DistilBertConfig, DistilBertModel
 
-    from sentadapt.pooling import Pooling
+    from sentadapt.model.pooling import Pooling
 
     config = DistilBertConfig(vocab_size=60, dim=32, n_layers=2, n_heads=2, hidden_dim=37, max_position_embeddings=40,
                               pad_token_id=0)

@@ -1,5 +1,5 @@
-"""`adapt --lora`: adapters on the encoder's linear layers (sentadapt/lora.py) — trained, resumed, saved merged and
-apart, exported, and the bad values refused in one line."""
+"""`adapt --lora`: adapters on the encoder's linear layers (sentadapt/model/lora.py) — trained, resumed, saved merged
+and apart, exported, and the bad values refused in one line."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from sentadapt.encoder import Encoder
 from sentadapt.errors import ConfigError
-from sentadapt.lora import LoraSettings, attach, lora_flags, merged_state_dict, target_modules
+from sentadapt.model.encoder import Encoder
+from sentadapt.model.lora import LoraSettings, attach, lora_flags, merged_state_dict, target_modules
 from sentadapt.train.loop import TrainingInterrupted
 from tests.conftest import FLOAT32_RTOL, TINY_SENTENCES, run_adapt, run_config
 from tests.train.test_train import Recorder, train

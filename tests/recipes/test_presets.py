@@ -10,9 +10,9 @@ import pytest
 import yaml
 
 from sentadapt.config import build_config, flat_values, load_run_config, save_run_config
-from sentadapt.presets import choose_preset, detect_preset, preset_changes
+from sentadapt.model.resolve import ResolvedModel, resolve_model
 from sentadapt.recipes import RECIPES
-from sentadapt.resolve import ResolvedModel, resolve_model
+from sentadapt.recipes.presets import choose_preset, detect_preset, preset_changes
 from tests.conftest import run_adapt
 
 REPO = Path(__file__).resolve().parents[2]
@@ -21,7 +21,7 @@ REPO = Path(__file__).resolve().parents[2]
 @pytest.fixture(scope="module")
 def tiny_st_dir(tiny_model_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The tiny BERT saved as a sentence-transformers folder (modules.json: Transformer, Pooling mean)."""
-    from sentadapt.encoder import Encoder
+    from sentadapt.model.encoder import Encoder
 
     folder = tmp_path_factory.mktemp("tiny-st") / "st"
     Encoder.load(tiny_model_dir, device="cpu").save(folder)
@@ -155,8 +155,8 @@ def test_a_recipe_yaml_repeats_its_recipes_defaults_exactly(path: Path) -> None:
     changed in the code without the file fails here."""
     import yaml
 
-    from sentadapt.presets import paper_values
     from sentadapt.recipes import RECIPES
+    from sentadapt.recipes.presets import paper_values
 
     data = yaml.safe_load(path.read_text(encoding="utf-8"))
     values = paper_values(RECIPES.get(data["recipe"]))

@@ -22,10 +22,10 @@ from safetensors.torch import load_file
 from typer.testing import CliRunner
 
 from sentadapt.config import RecipeConfig
-from sentadapt.encoder import Encoder
+from sentadapt.model.encoder import Encoder
+from sentadapt.model.st_format import read_layout
 from sentadapt.recipes import RECIPES
 from sentadapt.recipes.base import RecipeBase, register_recipe
-from sentadapt.st_format import read_layout
 from sentadapt.train.loop import TrainingInterrupted
 from tests.conftest import FLOAT32_RTOL, TINY_SENTENCES, run_adapt, run_config
 from tests.train.test_train import Recorder, train

@@ -14,8 +14,8 @@ import pytest
 import torch
 import yaml
 
-from sentadapt.encoder import Encoder
 from sentadapt.errors import ConfigError
+from sentadapt.model.encoder import Encoder
 from sentadapt.recipes import RECIPES
 from sentadapt.recipes.losses import nt_xent, opt1_loss, opt2_loss, opt3_loss, squared_distance
 from sentadapt.recipes.sgopt import SgOptConfig, SgOptRecipe

@@ -1,5 +1,5 @@
-"""The run spec (sentadapt/adapt_options.py): the CLI's `adapt` options, the API's keywords and the config agree, and a
-config field with nothing else written is a `--set` key, an API keyword and a config.yaml entry (issue 35)."""
+"""The run spec (sentadapt/run/adapt_options.py): the CLI's `adapt` options, the API's keywords and the config agree,
+and a config field with nothing else written is a `--set` key, an API keyword and a config.yaml entry (issue 35)."""
 
 from __future__ import annotations
 
@@ -12,12 +12,12 @@ import pytest
 import typer.main
 import yaml
 
-from sentadapt.adapt_options import ADAPT_OPTIONS, REQUEST, RUN, TRAIN, run_fields_without_option
 from sentadapt.cli import app
 from sentadapt.config import FLAT_KEYS, RunConfig, load_run_config, save_run_config
 from sentadapt.errors import ConfigError
 from sentadapt.recipes import RECIPES
 from sentadapt.run.adapt import adapt
+from sentadapt.run.adapt_options import ADAPT_OPTIONS, REQUEST, RUN, TRAIN, run_fields_without_option
 from tests.conftest import run_adapt
 
 API_ONLY = ("note", "progress", "config_keys")  # callbacks and the config keywords: no flag of their own
@@ -126,7 +126,7 @@ def test_the_flags_classes_declare_every_option_of_their_target_with_its_type_an
     import dataclasses
     import typing
 
-    from sentadapt import adapt_options
+    from sentadapt.run import adapt_options
 
     cls = getattr(adapt_options, flags_class)
     hints = typing.get_type_hints(cls)

@@ -197,8 +197,8 @@ def test_auto_publishes_the_chosen_candidate_model(corpus: Path, pairs_tsv: Path
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     """Force a choice (the rule is tested above): the top of OUTPUT then encodes as the candidate does."""
     import sentadapt.run.auto as auto
-    from sentadapt.encoder import Encoder
     from sentadapt.evaluation.selection import Choice
+    from sentadapt.model.encoder import Encoder
 
     def choose_first(runs, evaluator, base_outputs, dev_name):
         return Choice(runs[0].candidate.name, USE_ADAPTED, "forced", 0.975, ())
@@ -290,7 +290,7 @@ def test_an_interrupted_candidate_resumes_and_the_choice_matches_a_straight_run(
 
 def test_a_keep_base_auto_run_says_why_it_has_no_model(tmp_path: Path) -> None:
     from sentadapt.errors import ModelError
-    from sentadapt.resolve import resolve_model
+    from sentadapt.model.resolve import resolve_model
 
     run = tmp_path / "run"
     (run / "candidates").mkdir(parents=True)

@@ -168,7 +168,7 @@ def test_an_auto_runs_choice_on_these_pairs_is_paid_over_every_candidates_evalua
     """`--recipe auto` chose among its candidates' evaluations on its dev pairs: deciding again on the same pairs
     weighs the published model against all of them (the candidates' stored outputs), on other pairs against none."""
     from sentadapt.run.redecide import stored_choice
-    from sentadapt.run_folder import RunDir
+    from sentadapt.storage.run_folder import RunDir
 
     def outputs(*cosines: float) -> dict:
         return {"dev.tsv": {"cosine": list(cosines)}}

@@ -26,8 +26,8 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from sentadapt.durable import verify_folder
-from sentadapt.run_folder import list_checkpoints
+from sentadapt.storage.durable import verify_folder
+from sentadapt.storage.run_folder import list_checkpoints
 from tests.conftest import FLOAT32_RTOL, poison, run_adapt
 
 COMMON = ["--batch-size", "8", "--max-steps", "10", "--max-length", "16", "--dev", "none", "--checkpoint-every", "1",
@@ -450,7 +450,7 @@ def test_infinite_gradients_with_a_finite_loss_stop_before_the_weights_change(
 
 def test_recovery_puts_back_a_folder_caught_between_its_two_renames(tmp_path: Path) -> None:
     """kill -9 after `best` was renamed to `.old-best-PID` and before the new one was renamed into place."""
-    from sentadapt.durable import recover_interrupted_writes, write_folder_atomically
+    from sentadapt.storage.durable import recover_interrupted_writes, write_folder_atomically
 
     write_folder_atomically(tmp_path / "best", lambda folder: (folder / "weights").write_text("good"))
     (tmp_path / "best").rename(tmp_path / ".old-best-4242")

@@ -419,7 +419,7 @@ def run_cli(*args: str):
 def test_a_json_path_that_is_a_folder_is_refused_before_any_model_loads(
     command: str, tiny_model_dir: Path, pairs_tsv: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from sentadapt.encoder import Encoder
+    from sentadapt.model.encoder import Encoder
 
     monkeypatch.setattr(Encoder, "load", lambda *a, **k: pytest.fail("a model loaded before --json was checked"))
     folder = tmp_path / "emptydir"

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from sentadapt.run_folder import RunDir
+from sentadapt.storage.run_folder import RunDir
 from tests.conftest import run_adapt
 from tests.recipes.test_consert import nli_file  # noqa: F401  (a fixture)
 from tests.teacher.test_teacher import build_tiny_teacher
@@ -41,10 +41,10 @@ def _count_calls(monkeypatch: pytest.MonkeyPatch, module: str, name: str) -> Cou
 @pytest.fixture
 def resolved_models(monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
     # modules that import resolve_model by name at their top: loaded now, so their copy is counted too
-    import sentadapt.encoder
+    import sentadapt.model.encoder
     import sentadapt.run.resolved  # noqa: F401
 
-    return _count_calls(monkeypatch, "sentadapt.resolve", "resolve_model")
+    return _count_calls(monkeypatch, "sentadapt.model.resolve", "resolve_model")
 
 
 @pytest.fixture
@@ -140,7 +140,7 @@ def test_a_run_parses_the_model_folder_files_and_the_config_yaml_once(tiny_model
 
     import yaml
 
-    import sentadapt.st_modules as st_modules
+    import sentadapt.model.st_modules as st_modules
 
     model = tmp_path / "st-model"
     shutil.copytree(tiny_model_dir, model)

@@ -18,7 +18,7 @@ import torch
 from safetensors.torch import load_file
 
 from sentadapt.data.batching import plan_epoch
-from sentadapt.encoder import Encoder
+from sentadapt.model.encoder import Encoder
 from sentadapt.run.finish import train_stage
 from sentadapt.run.inputs import build_inputs
 from sentadapt.run.resume import resumed_config
@@ -450,9 +450,9 @@ def test_the_passes_follow_the_corpus_size(tiny_model_dir: Path, corpus: Path, t
 
 def test_a_teacher_brings_its_defaults_above_the_preset_and_below_the_flags(tiny_model_dir: Path, teacher_dir: Path,
                                                                            corpus: Path, tmp_path: Path) -> None:
-    from sentadapt.adapt_options import RunFlags, TrainFlags
     from sentadapt.config import flat_values
-    from sentadapt.presets import TEACHER_DEFAULTS
+    from sentadapt.recipes.presets import TEACHER_DEFAULTS
+    from sentadapt.run.adapt_options import RunFlags, TrainFlags
     from sentadapt.run.configs import new_config
     from sentadapt.run.settings import Settings
 
@@ -474,8 +474,8 @@ def test_a_teacher_brings_its_defaults_above_the_preset_and_below_the_flags(tiny
 def test_only_consert_s_teacher_run_defaults_to_auto_precision() -> None:
     """The bf16 default was measured on ConSERT teacher runs alone (research/findings.md, "A faster teacher run"):
     SG-OPT with a teacher, and any run without one, keep fp32."""
-    from sentadapt.presets import Preset, with_teacher
     from sentadapt.recipes import RECIPES
+    from sentadapt.recipes.presets import Preset, with_teacher
 
     plain = Preset("tuned-base", "test")
     assert with_teacher(plain, RECIPES.get("consert")).values["mixed_precision"] == "auto"
@@ -603,8 +603,8 @@ def test_processes_build_one_table_together_each_encoding_its_share(tmp_path: Pa
     in block order; the table is byte for byte the one-process table and no part file is left."""
     import threading
 
-    import sentadapt.embedding_cache as cache
-    from sentadapt.embedding_cache import Processes
+    import sentadapt.model.embedding_cache as cache
+    from sentadapt.model.embedding_cache import Processes
 
     monkeypatch.setenv("SENTADAPT_CACHE", str(tmp_path / "cache"))
     texts = [f"sentence {i}" for i in range(1000)]

@@ -1,4 +1,4 @@
-"""`--set compile=on|graphs`: the transformer layers compiled for training only (sentadapt/compiling.py)."""
+"""`--set compile=on|graphs`: the transformer layers compiled for training only (sentadapt/model/compiling.py)."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ import pytest
 import torch
 from torch import nn
 
-from sentadapt.compiling import compile_layers, eager_only, release, repeated_layers
 from sentadapt.config import coerce
-from sentadapt.encoder import Encoder, cast_copy
 from sentadapt.errors import ConfigError
+from sentadapt.model.compiling import compile_layers, eager_only, release, repeated_layers
+from sentadapt.model.encoder import Encoder, cast_copy
 from sentadapt.run.finish import train_stage
 from sentadapt.run.inputs import build_inputs
 from sentadapt.run.stages import write_config
@@ -159,7 +159,7 @@ def test_a_yaml_on_or_off_is_the_setting_not_the_word_true() -> None:
 
 
 def test_a_long_gpu_run_without_compile_gets_a_hint_and_a_short_or_cpu_one_does_not(tiny_encoder: Encoder) -> None:
-    from sentadapt.compiling import COMPILE_PAYS_STEPS, compiled_training
+    from sentadapt.model.compiling import COMPILE_PAYS_STEPS, compiled_training
 
     def notes(setting: str, device_type: str, steps: int) -> list[str]:
         said: list[str] = []

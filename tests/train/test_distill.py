@@ -10,12 +10,12 @@ import torch
 from safetensors.torch import load_file
 
 from sentadapt.config import TrainConfig, train_config
-from sentadapt.encoder import Encoder
+from sentadapt.model.encoder import Encoder
 from sentadapt.recipes.clsr import ClsrConfig, ClsrRecipe
 from sentadapt.recipes.consert import ConsertConfig, ConsertRecipe
 from sentadapt.recipes.losses import distillation_kl, distillation_loss, distillation_mse
 from sentadapt.recipes.sgopt import SgOptConfig, SgOptRecipe
-from sentadapt.run_folder import checkpoint_name
+from sentadapt.storage.run_folder import checkpoint_name
 from sentadapt.train.distill import build_distillation
 from sentadapt.train.loop import TrainingModule
 from tests.conftest import TINY_SENTENCES, run_adapt, run_config
@@ -283,7 +283,7 @@ def test_a_recipe_of_the_four_required_methods_gets_distillation(tiny_encoder: E
 def _one_pass_parts(encoder: Encoder, views: tuple[str, ...], train_pooling: str = "mean"):
     """A ConSERT module toward a teacher table whose views are `views`, the encoder pooling by mean (as a
     sentence-tuned base exports), and a counter of the encoder's forward passes."""
-    from sentadapt.pooling import Pooling
+    from sentadapt.model.pooling import Pooling
     from sentadapt.train.distill import TEACHER_VECTORS, Distillation, TeacherTargets
 
     encoder.use_pooling(Pooling.from_name("mean", encoder.num_layers))

@@ -9,8 +9,8 @@ import pytest
 import torch
 
 from sentadapt.config import distill_terms
-from sentadapt.encoder import Encoder
 from sentadapt.errors import ConfigError
+from sentadapt.model.encoder import Encoder
 from sentadapt.recipes.consert import ConsertConfig, ConsertRecipe
 from sentadapt.recipes.frozen_base import clean_embeddings
 from sentadapt.recipes.losses import distillation_loss

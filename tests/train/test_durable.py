@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from sentadapt.durable import replace_durably, write_text_atomically
+from sentadapt.storage.durable import replace_durably, write_text_atomically
 
 
 def test_write_text_atomically_replaces_and_leaves_nothing_else(tmp_path: Path) -> None:

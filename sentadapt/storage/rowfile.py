@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from sentadapt.durable import replace_durably
+from sentadapt.storage.durable import replace_durably
 
 DTYPE = np.dtype("<f4")
 

@@ -19,9 +19,10 @@ from pathlib import Path
 from typing import Any
 
 from sentadapt.errors import ConfigError, ModelError
+from sentadapt.model.resolve import ResolvedModel
+from sentadapt.model.st_modules import module_kind, read_json, read_modules
 from sentadapt.registry import one_line
-from sentadapt.resolve import ResolvedModel, hub_file
-from sentadapt.st_modules import module_kind, read_json, read_modules
+from sentadapt.storage.hub import hub_file
 
 CONFIG_FILE = "config_sentence_transformers.json"
 NO_PROMPT = "none"  # the option value that asks for no prompt

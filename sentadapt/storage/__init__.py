@@ -1,0 +1,1 @@
+"""Where bytes live: durable writes, the run folder and its files, row files, memos, the Hugging Face Hub."""
