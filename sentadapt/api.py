@@ -18,11 +18,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from sentadapt.diagnostics.diagnose import DiagnoseResult, diagnose
-from sentadapt.evaluation.chosen_pairs import ChosenPairs
-from sentadapt.evaluation.devset import ProposedPairs
 from sentadapt.evaluation.evaluate import EvalResult, evaluate
-from sentadapt.evaluation.labelling import propose_pairs
 from sentadapt.exporting import ExportResult, export
+from sentadapt.pairs.chosen import ChosenPairs
+from sentadapt.pairs.devset import ProposedPairs
+from sentadapt.pairs.labelling import propose_pairs
 from sentadapt.run.adapt import AdaptResult, adapt
 from sentadapt.run.redecide import DecideResult, decide_again
 

@@ -22,7 +22,7 @@ from typing import Any, TypeVar
 from sentadapt.errors import ConfigError
 from sentadapt.registry import one_line, unknown_name_message
 
-# The risk rule's default limit (evaluation/decision.py), declared here, the lowest module every reader imports (the
+# The risk rule's default limit (decision/rule.py), declared here, the lowest module every reader imports (the
 # command line too, which must not load numpy). Chosen by the rule written before its study (research/findings.md,
 # "Calibrated intervals and risk (issue 68)"): the largest of 0.05-0.20 whose use of a model no better than the base
 # (judged by its Δ over the whole pool) stays ≤ 5 % at every dev size from 50 to 200 labels, with the calibrated
@@ -165,7 +165,7 @@ class TeacherSettings:
 
 @dataclass(frozen=True)
 class SizeSettings:
-    """The sizes a run trains (Matryoshka) and weighs on dev (evaluation/sizes.py)."""
+    """The sizes a run trains (Matryoshka) and weighs on dev (decision/sizes.py)."""
 
     # Matryoshka (`--matryoshka 384,192,96`): every loss term, the recipe's and distillation's, summed over these
     # prefix widths of the exported vectors, largest first (sentence-transformers' MatryoshkaLoss), so each prefix
@@ -173,7 +173,7 @@ class SizeSettings:
     matryoshka: tuple[int, ...] = field(default=(), metadata=flat_key("matryoshka"))
     # the weight of each --matryoshka width's term, in its order; () = 2 for the first (largest), 1 for each other
     matryoshka_weights: tuple[float, ...] = field(default=(), metadata=flat_key("matryoshka_weights"))
-    # --sizes: the sizes the finished run's dev table weighs (evaluation/sizes.py); () = matryoshka's, if any
+    # --sizes: the sizes the finished run's dev table weighs (decision/sizes.py); () = matryoshka's, if any
     dev: tuple[int, ...] = field(default=(), metadata=flat_key("sizes"))
 
 
@@ -354,7 +354,7 @@ class RunConfig:
     streaming: bool = False  # stream Hub datasets instead of downloading them whole first
     num_proc: int | None = None  # corpus preparation workers; None: one per available core
     preset: dict[str, Any] | None = None  # {name, reason, values}: the defaults the run started from (presets.py)
-    # the use/keep rule (evaluation/decision.py): risk | strict | positive, and the risk rule's limit
+    # the use/keep rule (decision/rule.py): risk | strict | positive, and the risk rule's limit
     decision: str = "risk"
     risk: float = DEFAULT_RISK
     teacher: str | None = None  # --teacher MODEL: a model whose similarity structure the student distils

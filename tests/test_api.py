@@ -142,7 +142,7 @@ def test_diagnose_gives_the_figures_of_diagnose_json(tiny_model_dir: Path, tiny_
 
 
 def test_propose_pairs_writes_the_file_pairs_writes(tiny_model_dir: Path, tmp_path: Path) -> None:
-    from sentadapt.evaluation.labelling import propose_pairs
+    from sentadapt.pairs.labelling import propose_pairs
 
     assert sentadapt.propose_pairs is propose_pairs  # the library call of `sentadapt pairs`, public as is
     corpus = tmp_path / "corpus.txt"

@@ -140,7 +140,8 @@ LAYERS = [
     {"config"},
     {"data"},
     {"model"},  # the encoder, its pooling, prompts, LoRA, loading and saving (sentence-transformers folders), caches
-    {"evaluation", "recipes"},
+    {"evaluation", "recipes"},  # scoring: task types, the evaluator, bootstrap and variance, paired evidence
+    {"decision", "pairs"},  # the use/keep decision | pairs for the user to label
     {"teacher"},  # the teacher's home: checked, weighed on dev, its table and blend; train/ and run/ use it
     {"diagnostics", "train", "exporting"},
     {"run"},  # orchestration of `adapt` (settings, config, checks, resume, stages, finish): drives train/

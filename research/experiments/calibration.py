@@ -65,7 +65,7 @@ def generator(*parts: object) -> np.random.Generator:
 def synthetic(target: float, size: int = SYNTHETIC_POOL) -> Population:
     """Gold 0-5 from a latent z; the base ranks like a sentence-tuned model (ρ ≈ 0.8 with gold); the adapted model is
     the base moved toward z by t and away by fresh noise (0.3): t solved so that the pool Δ is `target`."""
-    from sentadapt.evaluation.design import disagreement
+    from sentadapt.pairs.design import disagreement
 
     rng = generator("synthetic", target, size)
     z = rng.normal(size=size)
@@ -98,7 +98,7 @@ def stored() -> list[Population]:
 def draw(population: Population, design: str, size: int, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(rows, weights, inclusion probabilities) of one dev set: uniform (π = n/M) or chosen by a guide's
     disagreement, as `pairs` draws them."""
-    from sentadapt.evaluation.design import UNIFORM_SHARE, inclusion_probabilities, pareto_sample
+    from sentadapt.pairs.design import UNIFORM_SHARE, inclusion_probabilities, pareto_sample
 
     rng = generator(population.name, design, size, seed)
     count = len(population.gold)

@@ -6,7 +6,7 @@ The rule was written before this study ran: research/findings.md, "Chosen labels
 
 Every figure follows from the stored per-pair outputs of the k3e teacher runs (research/results/distill/runs: the pool's
 cosines of the base and of every evaluated step), the teacher's pool cosines and the pools' gold scores. The designs
-are the product's own (sentadapt/evaluation/design.py), the dev Δ, its interval and the decision the product's
+are the product's own (sentadapt/pairs/design.py), the dev Δ, its interval and the decision the product's
 evaluator and `decide`; a chosen dev set is read with its weights, as `adapt --dev` and `sentadapt decide` read the
 file `pairs --teacher` / `pairs --run` wrote.
 """
@@ -51,7 +51,7 @@ def generator(*parts: object) -> np.random.Generator:
 def chosen(disagreement: np.ndarray, size: int, share: float, rng: np.random.Generator,
            ) -> tuple[np.ndarray, np.ndarray]:
     """(rows, weights) as `pairs --teacher/--run` chooses them among the pool's pairs."""
-    from sentadapt.evaluation.design import inclusion_probabilities, pareto_sample
+    from sentadapt.pairs.design import inclusion_probabilities, pareto_sample
 
     probabilities = inclusion_probabilities(disagreement, size, share)
     rows = pareto_sample(probabilities, size, rng)
@@ -68,7 +68,7 @@ class Stored:
     """One stored run with the two disagreements the designs read."""
 
     def __init__(self, stored: Any) -> None:
-        from sentadapt.evaluation.design import disagreement
+        from sentadapt.pairs.design import disagreement
 
         self.pairing, self.domain, self.pool = stored.pairing, stored.domain, stored.pool
         self.run, self.teacher = stored.run, stored.teacher
@@ -150,7 +150,7 @@ def last_evidence(stored: Stored, rows: np.ndarray, weights: Any, resamples: int
 
 def decided_once(stored: Stored, rows: np.ndarray, weights: Any, resamples: int) -> bool:
     """`sentadapt decide` on the run's last model: used or not under the default rule."""
-    from sentadapt.evaluation.decision import USE_ADAPTED, DecisionRule, decide
+    from sentadapt.decision.rule import USE_ADAPTED, DecisionRule, decide
 
     delta, evidence = last_evidence(stored, rows, weights, resamples)
     return decide(delta.value, delta.interval, "dev", evidence, DecisionRule()).decision == USE_ADAPTED
@@ -158,7 +158,7 @@ def decided_once(stored: Stored, rows: np.ndarray, weights: Any, resamples: int)
 
 def decisions(runs: list[Stored], share: float, resamples: int) -> list[dict[str, Any]]:
     """Every arm of every cell: used or not, and the raw test Δ of the model it would use."""
-    from sentadapt.evaluation.decision import DecisionRule
+    from sentadapt.decision.rule import DecisionRule
 
     cells = []
     for stored in runs:

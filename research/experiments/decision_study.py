@@ -44,9 +44,9 @@ from typing import Any
 
 import numpy as np
 from sentadapt.data.pair_files import ScoredPairs
-from sentadapt.evaluation.decision import POSITIVE, RISK, STRICT, DecisionRule, decide
+from sentadapt.decision.rule import POSITIVE, RISK, STRICT, DecisionRule, decide
+from sentadapt.decision.selection import choose, weigh_candidates
 from sentadapt.evaluation.evaluator import Evaluator, dev_evidence
-from sentadapt.evaluation.selection import choose, weigh_candidates
 from sentadapt.evaluation.sts import ScoredPairsTask, spearman100
 from tools.doc_sections import write_atomically, write_section
 
@@ -65,7 +65,7 @@ PEERS = ("simcse", "ct", "tsdae")  # research/experiments/peer_runs.py (stored f
 AUTO = "auto"
 DEV_SIZES = (100, 200)
 DEV_NAME = "dev.jsonl"
-# the rules compared; the first is the default `adapt` uses (evaluation/decision.py)
+# the rules compared; the first is the default `adapt` uses (decision/rule.py)
 RULES: dict[str, DecisionRule] = {
     "risk ≤ 0.20 (default)": DecisionRule(RISK, 0.2),
     "risk ≤ 0.10": DecisionRule(RISK, 0.1),
@@ -144,7 +144,7 @@ class DevSet:
         pairs = ScoredPairs(source=name)
         for index in dev:
             pairs.append(pool.first[index], pool.second[index], float(pool.gold[index]))
-        if weights is not None:  # a chosen dev set's design weights (evaluation/design.py), as its 'weight' column
+        if weights is not None:  # a chosen dev set's design weights (pairs/design.py), as its 'weight' column
             pairs.weights = [float(weight) for weight in weights]
             pairs.design = True  # with its .design.json beside it: the weights are 1/π (evaluation/variance.py)
         self.rows, self.name = dev, name

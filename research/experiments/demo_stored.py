@@ -39,7 +39,7 @@ def store(run: Path, results: Path) -> None:
 
 def figures(results: Path = RESULTS) -> dict[str, Any]:
     """The test Δ with its CI and the dev Δ with its risk, recomputed from the stored outputs."""
-    from sentadapt.evaluation.decision import DecisionRule, decide
+    from sentadapt.decision.rule import DecisionRule, decide
     from sentadapt.evaluation.evaluator import dev_evidence
     from sentadapt.evaluation.sts import StsEvaluator
 

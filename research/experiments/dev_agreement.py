@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from sentadapt.evaluation.decision import USE_ADAPTED, DecisionRule
+from sentadapt.decision.rule import USE_ADAPTED, DecisionRule
 from sentadapt.evaluation.evaluator import Delta
 
 from research.experiments.decision_study import Run, test_change

@@ -30,7 +30,7 @@ SEEDS = 10
 
 
 def study(results: Path, resamples: int) -> dict[str, Any]:
-    from sentadapt.evaluation.decision import DecisionRule
+    from sentadapt.decision.rule import DecisionRule
 
     cells = []
     for stored in stored_runs(results, STRESS_RUNS, DOMAINS, required=True):

@@ -219,13 +219,13 @@ class Kept:
         return self.lead.interval is not None and self.lead.interval[1] < 0
 
     def decide(self, rule: Any) -> Any:
-        from sentadapt.evaluation.decision import decide
+        from sentadapt.decision.rule import decide
 
         return decide(self.delta.value, self.delta.interval, "dev", self.evidence, rule)
 
     def used(self, rule: Any) -> bool:
         """Whether the library ships the kept step under `rule` (a stopped run ships nothing)."""
-        from sentadapt.evaluation.decision import USE_ADAPTED
+        from sentadapt.decision.rule import USE_ADAPTED
 
         return self.decide(rule).decision == USE_ADAPTED and not self.stopped
 
@@ -258,7 +258,7 @@ def cell(run: Any, teacher: np.ndarray, pool: Pool, dev_rows: np.ndarray, test: 
          resamples: int, patience: int, agreed: dict[str, Any] | None = None) -> dict[str, Any]:
     """What adapt does with one drawn dev set, scored on the drawn test pairs; with `agreed` (the run's held-out
     agreement record, --set teacher_evidence=on) also what the decision with the teacher's evidence does."""
-    from sentadapt.evaluation.decision import DecisionRule
+    from sentadapt.decision.rule import DecisionRule
 
     from research.experiments.teacher_led import agreement, with_teacher_evidence
 

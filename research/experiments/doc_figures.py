@@ -488,11 +488,11 @@ def usage_passages() -> list[str]:
     from sentadapt.config import RunConfig
     from sentadapt.errors import NoImprovement
     from sentadapt.evaluation.bootstrap import CONFIDENCE
-    from sentadapt.evaluation.devset import BINS
     from sentadapt.evaluation.retrieval import CORPUS_BLOCK, QUERY_BLOCK
     from sentadapt.evaluation.sts import spearman100
     from sentadapt.evaluation.tasks import TASKS
     from sentadapt.exporting.verify import COSINE_LIMIT, ONNX_MAX_ABS_LIMIT
+    from sentadapt.pairs.devset import BINS
 
     from research.experiments import decision_study, demo_stored
 
@@ -662,7 +662,7 @@ def words_passages(labels: dict[str, Any]) -> list[str]:
     import statistics as stats
 
     from sentadapt.config import DEFAULT_RISK
-    from sentadapt.evaluation.design import UNIFORM_SHARE
+    from sentadapt.pairs.design import UNIFORM_SHARE
 
     z = stats.NormalDist().inv_cdf
     needed = 1.0 / (z(0.85) + z(1 - DEFAULT_RISK))  # Δ̂ ~ N(1.0, se²) clears z(1 − risk)·se 85 % of the time

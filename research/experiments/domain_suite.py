@@ -41,7 +41,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sentadapt.evaluation.decision import STRICT, DecisionRule, decide, decision_of  # no torch
+from sentadapt.decision.rule import STRICT, DecisionRule, decide, decision_of  # no torch
 from tools.doc_sections import write_atomically, write_section
 
 from research.experiments.domain_data import DOMAINS

@@ -43,7 +43,7 @@ RAW_DROP_LIMIT = 0.10  # nor lower the mean raw test Δ by more than this
 def cell_decisions(run: Run, teacher: np.ndarray, pool: Any, dev_rows: np.ndarray, test: np.ndarray,
                    resamples: int) -> dict[str, Any]:
     """One drawn dev set: what adapt keeps and, for each limit, whether the student is used."""
-    from sentadapt.evaluation.decision import DecisionRule
+    from sentadapt.decision.rule import DecisionRule
 
     from research.experiments.teacher_led import TEACHER_LED_RISK, teacher_led_rule
 

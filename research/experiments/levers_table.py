@@ -15,7 +15,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from sentadapt.evaluation.decision import USE_ADAPTED, decide  # the rule `adapt` applies to its runs
+from sentadapt.decision.rule import USE_ADAPTED, decide  # the rule `adapt` applies to its runs
 
 from research.experiments.domain_render import applied_delta, delta_cell, rows_of
 

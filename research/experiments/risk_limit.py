@@ -26,7 +26,7 @@ GAIN = 1.0  # a gain worth using: pool Δ ≥ +1.0 (Spearman × 100)
 
 
 def study(resamples: int) -> dict[str, Any]:
-    from sentadapt.evaluation.design import UNIFORM_SHARE
+    from sentadapt.pairs.design import UNIFORM_SHARE
 
     from research.experiments.chosen_labels import (
         ARMS,

@@ -22,7 +22,7 @@ metrics.json (its settings, dev curve and sizes table).
 
 Study: per domain and split seed (5), decision_study.draw's 200 dev pairs and the test pairs sharing no sentence
 with them; per variant and form, Spearman × 100 on test and its Δ against the base's 384 fp32 on the same pairs.
-The sizes decision (evaluation/sizes.py, its rule written before these runs) is applied on each drawn dev set, and
+The sizes decision (decision/sizes.py, its rule written before these runs) is applied on each drawn dev set, and
 the test Δ of the form it names is reported (the base's 384 fp32 when it names none: Δ 0).
 """
 
@@ -158,7 +158,7 @@ def spearman(gold: np.ndarray, cosines: np.ndarray) -> float:
 
 
 def study(results: Path, seeds: int, resamples: int, pools: Path = POOLS) -> dict[str, Any]:
-    from sentadapt.evaluation.sizes import size_table
+    from sentadapt.decision.sizes import size_table
 
     labels = [form.label(SIZES[0]) for form in forms()]
     cells: list[dict[str, Any]] = []
@@ -368,7 +368,7 @@ def section(result: dict[str, Any]) -> str:
           if (weighted := weighting(result)[0]) else []),
         *(["A second training seed (`adapt --seed 1`; planned in research/findings.md before its runs) of both teacher "
            "variants, at 384 fp32:", "", *replicated, ""] if (replicated := replication(result)) else []),
-        "The sizes decision (evaluation/sizes.py: the fewest bytes whose dev Δ ≥ 0 at risk ≤ 0.20) on each drawn dev "
+        "The sizes decision (decision/sizes.py: the fewest bytes whose dev Δ ≥ 0 at risk ≤ 0.20) on each drawn dev "
         "set, and the test Δ of what it named (none → the base's 384 fp32, Δ 0):",
         "",
         *decisions(result),

@@ -35,7 +35,7 @@ def sizes_for(pool_size: int) -> tuple[int, ...]:
 
 
 def study(results: Path, resamples: int) -> dict[str, Any]:
-    from sentadapt.evaluation.decision import USE_ADAPTED, DecisionRule
+    from sentadapt.decision.rule import USE_ADAPTED, DecisionRule
 
     cells = []
     for stored in stored_runs(results, STRESS_RUNS, DOMAINS, required=True):

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from sentadapt.decision.rule import KEEP_BASE, RISK, USE_ADAPTED, Decision, DecisionRule
 from sentadapt.evaluation import bootstrap
-from sentadapt.evaluation.decision import KEEP_BASE, RISK, USE_ADAPTED, Decision, DecisionRule
 from sentadapt.evaluation.sts import spearman100
 
 SEED = 7  # the agreement pairs' own resampling seed (bootstrap.task_seed would key it by a task name)

@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from sentadapt.evaluation.decision import decision_of  # no torch
+from sentadapt.decision.rule import decision_of  # no torch
 from tools.doc_sections import write_atomically, write_section
 
 from research.experiments.doc_sections import current_command

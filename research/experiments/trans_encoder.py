@@ -311,7 +311,7 @@ def train_bi(encoder: Any, texts: list[str], pairs: np.ndarray, labels: np.ndarr
 # --------------------------------------------------------------------------------------------------- decision
 def dev_decision(track: DevTrack) -> dict[str, Any]:
     """`adapt`'s decision on the best dev checkpoint: Δ, paired 95 % CI, max-T evidence over every evaluation."""
-    from sentadapt.evaluation.decision import DecisionRule, decide, evidence_record
+    from sentadapt.decision.rule import DecisionRule, decide, evidence_record
     from sentadapt.evaluation.evaluator import dev_evidence
 
     assert track.best is not None

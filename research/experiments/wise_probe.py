@@ -76,7 +76,7 @@ def decided(run: Run, teacher: np.ndarray, pool: Pool, dev_rows: np.ndarray, res
             options: list[np.ndarray]) -> tuple[int, bool]:
     """The option adapt would keep on this dev set (the best, the first of equals, its choice paid for, as among a
     run's evaluations) and whether the library uses it in a teacher run."""
-    from sentadapt.evaluation.decision import DecisionRule
+    from sentadapt.decision.rule import DecisionRule
 
     from research.experiments.teacher_led import TEACHER_LED_RISK, teacher_led_rule
 

@@ -34,7 +34,7 @@ def social() -> Stored:
 
 
 def test_the_rule_picks_the_share_the_product_uses() -> None:
-    from sentadapt.evaluation.design import UNIFORM_SHARE
+    from sentadapt.pairs.design import UNIFORM_SHARE
 
     assert rule_share(STORED["errors"]) == STORED["share"] == UNIFORM_SHARE == 0.5
     # the tie rule: a share within 0.01 of the best's largest ratio and larger wins

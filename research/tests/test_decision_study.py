@@ -72,7 +72,7 @@ def test_the_summary_counts_what_the_user_ends_with() -> None:
 
 def test_the_power_model_uses_a_null_model_at_the_rules_stated_rates() -> None:
     study = decision_study
-    from sentadapt.evaluation.decision import DecisionRule
+    from sentadapt.decision.rule import DecisionRule
 
     assert study.normal_power(0.0, 100, 6.0, DecisionRule("risk", 0.2)) == pytest.approx(0.2)
     assert study.normal_power(0.0, 100, 6.0, DecisionRule("strict")) == pytest.approx(0.025, abs=1e-6)

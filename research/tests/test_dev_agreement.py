@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from sentadapt.evaluation.decision import KEEP_BASE, Decision
+from sentadapt.decision.rule import KEEP_BASE, Decision
 from sentadapt.evaluation.evaluator import Delta
 
 from research.experiments.teacher_led import DEV_PAIRS, agreement, dev_agreement, dev_pair_cosines
@@ -81,7 +81,7 @@ def test_the_study_cells_recompute_from_the_stored_runs() -> None:
 
 
 def test_the_reason_names_the_dev_pairs_when_the_evidence_turns_keep_base_into_use() -> None:
-    from sentadapt.evaluation.decision import USE_ADAPTED, DecisionRule
+    from sentadapt.decision.rule import USE_ADAPTED, DecisionRule
 
     from research.experiments.teacher_led import Agreement, with_teacher_evidence
 
@@ -133,7 +133,7 @@ def test_the_teacher_run_defaults_are_what_the_stress_test_at_400_dev_pairs_prin
 ])
 def test_lead_evidence_uses_a_student_of_a_clearly_better_teacher_unless_dev_shows_it_worse(lead, dev_ci,
                                                                                           used) -> None:
-    from sentadapt.evaluation.decision import KEEP_BASE, USE_ADAPTED, DecisionRule
+    from sentadapt.decision.rule import KEEP_BASE, USE_ADAPTED, DecisionRule
     from sentadapt.evaluation.evaluator import Delta
 
     from research.experiments.teacher_led import with_teacher_lead
@@ -149,7 +149,7 @@ def test_lead_evidence_uses_a_student_of_a_clearly_better_teacher_unless_dev_sho
 
 
 def test_the_studys_lead_evidence_is_the_librarys_on_every_stored_cell() -> None:
-    from sentadapt.evaluation.decision import KEEP_BASE, USE_ADAPTED, Decision, DecisionRule
+    from sentadapt.decision.rule import KEEP_BASE, USE_ADAPTED, Decision, DecisionRule
 
     from research.experiments.dev_agreement import _lead, lead_only_used
     from research.experiments.teacher_led import with_teacher_lead

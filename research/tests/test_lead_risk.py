@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from sentadapt.config import DEFAULT_RISK, TrainConfig
-from sentadapt.evaluation.decision import KEEP_BASE, USE_ADAPTED, DecisionRule, decide
+from sentadapt.decision.rule import KEEP_BASE, USE_ADAPTED, DecisionRule, decide
 from sentadapt.evaluation.evaluator import Delta
 from sentadapt.evaluation.evidence import Evidence
 

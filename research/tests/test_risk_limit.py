@@ -15,7 +15,7 @@ STORED = json.loads((REPO / risk_limit.RESULTS / risk_limit.STUDY).read_text(enc
 
 
 def test_the_rule_picks_the_products_default() -> None:
-    from sentadapt.evaluation.decision import DEFAULT_RISK
+    from sentadapt.decision.rule import DEFAULT_RISK
 
     rows = risk_limit.table(STORED)
     assert len(STORED["cells"]) == 10 * 3 * STORED["seeds"] * 4

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from scipy.stats import spearmanr
-from sentadapt.evaluation.decision import KEEP_BASE, USE_ADAPTED, Decision, DecisionRule
+from sentadapt.decision.rule import KEEP_BASE, USE_ADAPTED, Decision, DecisionRule
 from sentadapt.evaluation.evaluator import Delta
 
 from research.experiments.teacher_led import Agreement, agreement, with_teacher_evidence

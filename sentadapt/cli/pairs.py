@@ -13,8 +13,8 @@ from sentadapt.cli import shared_options as shared
 from sentadapt.cli._common import console, friendly_errors, note, progress_bar
 
 if TYPE_CHECKING:
-    from sentadapt.evaluation.chosen_pairs import ChosenPairs
-    from sentadapt.evaluation.devset import ProposedPairs
+    from sentadapt.pairs.chosen import ChosenPairs
+    from sentadapt.pairs.devset import ProposedPairs
 
 BAR_WIDTH = 30
 

@@ -30,9 +30,9 @@ PAIR_COLUMNS = ("sentence1", "sentence2", "score")
 LABEL_RULE = "1 = same meaning, 0 = different, or a similarity score such as 0-5"
 PAIR_FORMATS = (TSV, CSV, JSONL)
 COMMENT = "#"  # lines starting with it at the top of a tsv/csv are a comment header (`sentadapt pairs` writes one)
-# A chosen dev set's column: 1 / the pair's inclusion probability (evaluation/design.py), what each pair stands for
+# A chosen dev set's column: 1 / the pair's inclusion probability (pairs/design.py), what each pair stands for
 WEIGHT = "weight"
-DESIGN_SUFFIX = ".design.json"  # FILE.design.json: how `sentadapt pairs` chose FILE's pairs (evaluation/design.py)
+DESIGN_SUFFIX = ".design.json"  # FILE.design.json: how `sentadapt pairs` chose FILE's pairs (pairs/design.py)
 
 
 @dataclass
@@ -350,7 +350,7 @@ def design_path(label_file: str | Path) -> Path:
 
 def design_candidates(path: Path) -> int | None:
     """The number of candidates the design beside `path` drew from, None without a design (a design file that
-    cannot be read is named where the design is read: evaluation/design.read_design)."""
+    cannot be read is named where the design is read: pairs/design.read_design)."""
     design = design_path(path)
     if not design.is_file():
         return None

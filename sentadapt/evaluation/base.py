@@ -138,7 +138,7 @@ class EvalTask(ABC):
 
     @property
     def weights(self) -> np.ndarray | None:
-        """Design weights of the units (a chosen dev set: evaluation/design.py), or None when every unit counts
+        """Design weights of the units (a chosen dev set: pairs/design.py), or None when every unit counts
         alike. The metrics and every bootstrap resample then count unit i weights[i] times."""
         return None
 

@@ -82,7 +82,7 @@ def weighted_by(statistic: Callable[[np.ndarray], np.ndarray], weights: np.ndarr
                 ) -> Callable[[np.ndarray], np.ndarray]:
     """The statistic of a design-weighted sample: each resample's counts times the units' design weights.
 
-    A chosen dev set (evaluation/design.py) is n draws, each standing for 1/π_i pairs of the population it was drawn
+    A chosen dev set (pairs/design.py) is n draws, each standing for 1/π_i pairs of the population it was drawn
     from; resampling the draws with replacement and weighting each by 1/π_i is the with-replacement bootstrap of
     the weighted (Hájek) estimator. Every statistic below takes real-valued weights: the average rank of a tie group
     of weight t after weight s is s + (t + 1)/2, whose sum over groups is still T(T + 1)/2 for T = Σ weights."""

@@ -337,7 +337,7 @@ class Evaluator:
     def change_interval(self, first: dict[str, dict[str, list[float]]], other: dict[str, dict[str, list[float]]],
                         confidences: Sequence[float]) -> tuple[float, float, list[tuple[float, float]] | None]:
         """(other's average, its Δ over first, the Δ's paired interval at each confidence, or None when the
-        bootstrap is off): evaluation/selection.py adjusts the confidence for several candidates."""
+        bootstrap is off): decision/selection.py adjusts the confidence for several candidates."""
         a, b = self.from_outputs(first, "first"), self.from_outputs(other, "other")
         change = b.average - a.average
         if not self.resamples:

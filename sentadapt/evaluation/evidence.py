@@ -1,7 +1,7 @@
 """How strongly a dev set says that the chosen model beats the base model, with the choice paid for.
 
 A run evaluates several models on the same dev set (every checkpoint; with `--recipe auto`, each candidate's
-checkpoints, weighed one candidate at a time: evaluation/selection.py) and keeps the best. The best of several
+checkpoints, weighed one candidate at a time: decision/selection.py) and keeps the best. The best of several
 noisy Δs is optimistic, so its plain interval overstates the evidence. The confidence here pays for the choice
 with the max-T rule of Westfall & Young (1993), on the paired bootstrap replicates the evaluator already draws
 (same resamples for every model):

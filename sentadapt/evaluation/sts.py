@@ -105,7 +105,7 @@ class ScoredPairsTask(CosinePairTask):
         from scipy.stats import pearsonr
 
         cosines = outputs["cosine"]
-        if self.weights is not None:  # a chosen dev set: the pool's correlations, estimated (evaluation/design.py)
+        if self.weights is not None:  # a chosen dev set: the pool's correlations, estimated (pairs/design.py)
             return self._weighted_metrics(cosines, self.weights)
         subsets = {subset: spearman100(cosines[rows], self.gold[rows]) for subset, rows in self.subsets.items()
                    if len(set(self.gold[rows].tolist())) > 1}

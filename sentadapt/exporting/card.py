@@ -12,8 +12,8 @@ import contextlib
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from sentadapt.decision.rule import decision_of
 from sentadapt.errors import SentadaptError
-from sentadapt.evaluation.decision import decision_of
 
 if TYPE_CHECKING:
     from sentadapt.exporting.request import ExportRequest
@@ -91,7 +91,7 @@ def _summary(request: ExportRequest, source: LoadedSource) -> str:
 
 
 def _keep_base_notice(source: LoadedSource) -> str:
-    """A run whose decision is keep-base says so before anything else (evaluation/decision.py)."""
+    """A run whose decision is keep-base says so before anything else (decision/rule.py)."""
     metrics = source.run.metrics if source.run else None
     if not metrics:
         return ""

@@ -112,7 +112,7 @@ def _load_run(folder: Path, request: ExportRequest, note: Note) -> LoadedSource:
 
 def _note_keep_base(folder: Path, metrics: dict[str, Any] | None, base: str, note: Note) -> None:
     """A run that decided keep-base is exported when asked, but not without saying so (the card says it too)."""
-    from sentadapt.evaluation.decision import decision_of
+    from sentadapt.decision.rule import decision_of
 
     if metrics is None:  # an unfinished run has not decided
         return

@@ -56,8 +56,8 @@ class AdaptOutcome:
 
     @property
     def decision(self) -> Any:
-        """The run's Decision (evaluation/decision.py), or None when nothing was trained on this process."""
-        from sentadapt.evaluation.decision import Decision
+        """The run's Decision (decision/rule.py), or None when nothing was trained on this process."""
+        from sentadapt.decision.rule import Decision
 
         if self.result is not None:
             return self.result.decision
@@ -271,7 +271,7 @@ def _result(outcome: AdaptOutcome) -> AdaptResult:
     metrics = RunDir(outcome.output).read_metrics() or {}
     decided = outcome.decision
     if decided is None and metrics:  # --resume auto on a finished run: its recorded decision
-        from sentadapt.evaluation.decision import decision_of
+        from sentadapt.decision.rule import decision_of
 
         decided = decision_of(metrics)
     summary = None

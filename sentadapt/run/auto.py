@@ -1,5 +1,5 @@
 """`adapt --recipe auto`, the run directory's side: the plan, the base model's dev outputs (scored once and
-shared by every candidate), each candidate's outcome, the choice (evaluation/selection.py), the chosen
+shared by every candidate), each candidate's outcome, the choice (decision/selection.py), the chosen
 candidate's model published at the top of OUTPUT, and OUTPUT/metrics.json. No printing (the CLI does it).
 
     OUTPUT/auto.yaml                      the plan: candidates in training order, what they share
@@ -20,9 +20,9 @@ from pathlib import Path
 from typing import Any
 
 from sentadapt.config import RunConfig, load_run_config
+from sentadapt.decision.rule import KEEP_BASE, decision_rule
+from sentadapt.decision.selection import Choice, choose, weigh_candidates
 from sentadapt.errors import ConfigError
-from sentadapt.evaluation.decision import KEEP_BASE, decision_rule
-from sentadapt.evaluation.selection import Choice, choose, weigh_candidates
 from sentadapt.recipes import RECIPES
 from sentadapt.run.candidates import AUTO, Candidate, parse_candidates
 from sentadapt.run.stages import write_config

@@ -1,6 +1,6 @@
 """`adapt --recipe auto` from start to end, for the API and the CLI alike: plan the candidates (run/candidates.py),
 check them as single runs are checked, train each in order through the single-run lifecycle (finished ones
-skipped, an interrupted one resumed), then choose (evaluation/selection.py) and publish (run/auto.py). Prints
+skipped, an interrupted one resumed), then choose (decision/selection.py) and publish (run/auto.py). Prints
 nothing: notes go to the `Events`; the caller renders the record.
 """
 

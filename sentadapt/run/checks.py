@@ -22,7 +22,7 @@ def check_run(config: RunConfig, resume: bool, overwrite: bool, dry_run: bool, r
     `dev`: already resolved (preset detection; --recipe auto's candidates share them)."""
     from sentadapt.config import check_choice
     from sentadapt.data.corpus import ENCODING_ERRORS, check_has_sentences, check_sources
-    from sentadapt.evaluation.decision import decision_rule
+    from sentadapt.decision.rule import decision_rule
     from sentadapt.model.lora import check_lora_request
     from sentadapt.model.prompts import PAIR, read_prompts
     from sentadapt.model.resolve import check_has_weights, resolve_model

@@ -8,18 +8,18 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from sentadapt.errors import CheckpointError
-from sentadapt.evaluation.decision import (
+from sentadapt.decision.rule import (
     Decision,
     decide,
     decision_rule,
     evidence_record,
     small_dev_note,
 )
-from sentadapt.evaluation.design import labels_record, weighted_note
+from sentadapt.decision.sizes import SizeTable
+from sentadapt.errors import CheckpointError
 from sentadapt.evaluation.evaluator import dev_change_record, dev_evidence
 from sentadapt.evaluation.evidence import Evidence
-from sentadapt.evaluation.sizes import SizeTable
+from sentadapt.pairs.design import labels_record, weighted_note
 from sentadapt.storage.durable import publish_model, verify_folder
 from sentadapt.storage.run_folder import RunDir
 from sentadapt.teacher import teacher_lead_note
@@ -85,7 +85,7 @@ def evidence_of(inputs: TrainingInputs, state: TrainState) -> Evidence | None:
 
 
 def dev_labels(dev: str | None, evaluator: Any) -> dict[str, Any] | None:
-    """The labels the decision read (evaluation/design.labels_record): a dev file's hash, size and design."""
+    """The labels the decision read (pairs/design.labels_record): a dev file's hash, size and design."""
     if evaluator is None:
         return None
     weighted = any(task.weights is not None for task in evaluator.tasks)
@@ -147,9 +147,9 @@ def decide_and_record(training: Training, inputs: TrainingInputs, published_step
 def weigh_sizes(run_dir: RunDir, inputs: TrainingInputs, dev_outputs: dict[str, Any], risk: float,
                 ) -> tuple[SizeTable, dict[str, Any]] | None:
     """--matryoshka or --sizes: the published model scored on the dev set at each size and precision, weighed
-    against the base's whole vectors (evaluation/sizes.py), with the per-unit outputs behind each row; None when no
+    against the base's whole vectors (decision/sizes.py), with the per-unit outputs behind each row; None when no
     size was asked or there is no dev set."""
-    from sentadapt.evaluation.sizes import decision_forms, size_table
+    from sentadapt.decision.sizes import decision_forms, size_table
     from sentadapt.model.encoder import Encoder
 
     train = inputs.config.train

@@ -25,8 +25,7 @@ from typing import Any
 import numpy as np
 
 from sentadapt.data.pair_files import design_path
-from sentadapt.errors import ConfigError
-from sentadapt.evaluation.decision import (
+from sentadapt.decision.rule import (
     DEFAULT_RISK,
     DEFAULT_RULE,
     Decision,
@@ -35,11 +34,12 @@ from sentadapt.evaluation.decision import (
     evidence_record,
     small_dev_note,
 )
-from sentadapt.evaluation.design import Design, labels_record, read_design
+from sentadapt.errors import ConfigError
 from sentadapt.evaluation.evaluator import Delta, Evaluator, dev_evidence
 from sentadapt.evaluation.evidence import Evidence
 from sentadapt.events import Progress
 from sentadapt.options import checked
+from sentadapt.pairs.design import Design, labels_record, read_design
 from sentadapt.storage.run_folder import RunDir
 
 SAME_OUTPUTS = 1e-4  # |cosine| difference within which stored per-pair outputs are the same pairs re-encoded
@@ -187,7 +187,7 @@ def design_note(dev: Path, design: Design | None, run: Path) -> str | None:
 
 def check_design_base(dev: Path, design: Design, base_model: str, run: Path) -> None:
     """Pairs chosen for another base model stand for another comparison: refuse them, naming both."""
-    from sentadapt.evaluation.chosen_pairs import same_model
+    from sentadapt.pairs.chosen import same_model
 
     if not same_model(design.base, base_model) and Path(design.base).name != Path(base_model).name:
         raise ConfigError(f"--dev {dev}: its pairs were chosen for the base model {design.base} "

@@ -9,7 +9,7 @@ import time
 from typing import Any
 
 from sentadapt.config import DEFAULT_RISK, flat_values
-from sentadapt.evaluation.sizes import walk_order
+from sentadapt.decision.sizes import walk_order
 from sentadapt.text_tables import BAD, GOOD, WARN, Cell, TextTable
 
 
@@ -70,7 +70,7 @@ def summary_table(result: Any, config: Any = None) -> TextTable:
 
 def sizes_text(sizes: dict[str, Any], kept_base: bool = False) -> str:
     """The sizes decision in one line: the smallest size and precision that keeps the gain, or that none does, and
-    where the fixed-sequence walk stopped (rows after it are not weighed, however they score: evaluation/sizes.py).
+    where the fixed-sequence walk stopped (rows after it are not weighed, however they score: decision/sizes.py).
     `kept_base`: the decision kept the base, so a named size is the adapted model's that scores as the base's
     whole vectors on dev, at less storage. A row's `below` is the share of resamples in which it scores below the
     base's whole vectors: each size's own figure, not the decision's risk (which weighs every evaluated step)."""
@@ -102,7 +102,7 @@ def _weighed(row: dict[str, Any]) -> str:
 
 
 def _first_failing(rows: list[dict[str, Any]]) -> int | None:
-    """The index of the row where the walk stopped (evaluation/sizes.named_in_sequence's order), None if none."""
+    """The index of the row where the walk stopped (decision/sizes.named_in_sequence's order), None if none."""
     return next((index for index in walk_order(rows) if not rows[index]["keeps_gain"]), None)
 
 
@@ -206,7 +206,7 @@ def _value(value: Any) -> str:
 
 
 def decision_cell(decision: Any) -> Cell:
-    """The run's decision (evaluation/decision.py) in plain words: use the adapted model, or keep the base."""
+    """The run's decision (decision/rule.py) in plain words: use the adapted model, or keep the base."""
     if decision.keep_base:
         # the path is the `output` row above: a long one would be cut short in this cell
         return Cell(f"keep the base model: {decision.reason}. The run directory (output, above) still holds what "

@@ -9,8 +9,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from sentadapt.decision.rule import KEEP_BASE, Decision
 from sentadapt.errors import ConfigError
-from sentadapt.evaluation.decision import KEEP_BASE, Decision
 from sentadapt.events import Note
 
 if TYPE_CHECKING:

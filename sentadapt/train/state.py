@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sentadapt.evaluation.decision import Decision
+from sentadapt.decision.rule import Decision
 from sentadapt.teacher.table import TeacherTable
 
 
@@ -84,7 +84,7 @@ class TrainResult:
     decision_note: str | None = None  # a weighted dev set (design.weighted_note); too small for the gains at stake
     teacher: TeacherTable | None = None  # --teacher: its dev score and speed, beside the student's
     examples: int = 0  # training examples: steps × global batch / examples = passes over the data
-    sizes: dict[str, Any] | None = None  # --matryoshka/--sizes: metrics.json's "sizes" (evaluation/sizes.py)
+    sizes: dict[str, Any] | None = None  # --matryoshka/--sizes: metrics.json's "sizes" (decision/sizes.py)
 
     @property
     def passes(self) -> float | None:

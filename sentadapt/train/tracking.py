@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from sentadapt.config import REPORT_TO
-from sentadapt.evaluation.decision import decision_of
+from sentadapt.decision.rule import decision_of
 from sentadapt.storage.durable import write_text_atomically
 
 
@@ -158,7 +158,7 @@ def tracker_values(record: dict[str, Any]) -> dict[str, float]:
 
 def final_values(metrics: dict[str, Any]) -> dict[str, float | str]:
     """The end of the run for the trackers: base and best dev score, the change, and the decision
-    (use-adapted | keep-base | unknown) with its reason (evaluation/decision.py)."""
+    (use-adapted | keep-base | unknown) with its reason (decision/rule.py)."""
     decision = decision_of(metrics)
     values: dict[str, float | str] = {"final/decision": decision.decision or "unknown",
                                       "final/verdict": decision.reason,

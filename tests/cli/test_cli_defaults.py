@@ -29,8 +29,8 @@ def _pairs() -> list[tuple[str, Any, Any]]:
     from sentadapt.cli.pairs import pairs as pairs_command
     from sentadapt.diagnostics.diagnose import diagnose
     from sentadapt.evaluation.evaluate import evaluate
-    from sentadapt.evaluation.labelling import propose_pairs
     from sentadapt.exporting import export
+    from sentadapt.pairs.labelling import propose_pairs
     from sentadapt.run.redecide import decide_again
 
     return [("eval", eval_models, evaluate), ("diagnose", diagnose_command, diagnose),

@@ -8,8 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from sentadapt.errors import ConfigError
-from sentadapt.evaluation.decision import (
+from sentadapt.decision.rule import (
     POSITIVE,
     RISK,
     STRICT,
@@ -19,6 +18,7 @@ from sentadapt.evaluation.decision import (
     decision_of,
     small_dev_note,
 )
+from sentadapt.errors import ConfigError
 from sentadapt.evaluation.evidence import Evidence, weigh
 from tests.conftest import noisy_outputs, sts_dev_evaluator
 
@@ -182,7 +182,7 @@ def test_dev_evidence_pays_for_the_checkpoint_chosen_on_the_same_dev_set(tmp_pat
 
 
 def test_a_kept_base_under_a_clearly_better_teacher_gets_a_note_naming_what_to_do() -> None:
-    from sentadapt.evaluation.decision import KEEP_BASE, USE_ADAPTED, Decision
+    from sentadapt.decision.rule import KEEP_BASE, USE_ADAPTED, Decision
     from sentadapt.evaluation.evaluator import Delta
     from sentadapt.teacher import teacher_lead_note
 

@@ -1,11 +1,11 @@
-"""evaluation/design.py: the importance design that chooses which pairs to label (issue 58)."""
+"""pairs/design.py: the importance design that chooses which pairs to label (issue 58)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from sentadapt.evaluation.design import disagreement, inclusion_probabilities, pareto_sample
+from sentadapt.pairs.design import disagreement, inclusion_probabilities, pareto_sample
 
 
 def test_probabilities_sum_to_n_with_a_uniform_floor_and_caps_at_one() -> None:

@@ -150,11 +150,11 @@ def test_a_model_named_with_an_at_sign_keeps_its_name_in_the_sizes_table(tiny_mo
     assert "\ntuned @ v2 " in text  # the row names the folder, " @ " and all (its path is in the lines above)
 
 
-# ---------------------------------------------------------------------- the sizes decision (evaluation/sizes.py)
+# ---------------------------------------------------------------------- the sizes decision (decision/sizes.py)
 
 
 def test_the_smallest_size_is_the_fewest_bytes_that_keeps_the_base_score_at_the_risk(tmp_path: Path) -> None:
-    from sentadapt.evaluation.sizes import decision_forms, size_table
+    from sentadapt.decision.sizes import decision_forms, size_table
     from tests.conftest import noisy_outputs, sts_dev_evaluator
 
     gold = np.random.default_rng(0).uniform(0, 5, 300)
@@ -184,7 +184,7 @@ def test_the_smallest_size_is_the_fewest_bytes_that_keeps_the_base_score_at_the_
 def test_a_matryoshka_run_records_its_sizes_and_the_outputs_that_recompute_them(tiny_model_dir: Path,
                                                                                  pairs_tsv: Path,
                                                                                  tmp_path: Path) -> None:
-    from sentadapt.evaluation.sizes import decision_forms, size_table
+    from sentadapt.decision.sizes import decision_forms, size_table
     from sentadapt.evaluation.task_types import resolve_dev_set
     from tests.conftest import run_adapt
 
@@ -299,7 +299,7 @@ def test_the_summary_line_says_when_only_the_whole_vectors_keep_the_gain_and_whe
 
 
 def test_the_walk_stops_at_the_first_size_that_does_not_keep_the_gain() -> None:
-    from sentadapt.evaluation.sizes import SizeRow, named_in_sequence
+    from sentadapt.decision.sizes import SizeRow, named_in_sequence
 
     def row(dim: int, precision: str, bytes_per_vector: float, keeps: bool) -> SizeRow:
         return SizeRow({"dim": dim, "precision": precision, "bytes_per_vector": bytes_per_vector}, 80.0, 0.1, None,

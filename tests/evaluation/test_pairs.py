@@ -15,8 +15,8 @@ from typer.testing import CliRunner
 
 from sentadapt.cli import app
 from sentadapt.errors import DataError
-from sentadapt.evaluation.devset import BINS, bin_of, choose_pairs, complete_pairs, sample_corpus
 from sentadapt.evaluation.task_types import detect_task_type, read_task, resolve_dev_set
+from sentadapt.pairs.devset import BINS, bin_of, choose_pairs, complete_pairs, sample_corpus
 from tests.conftest import SHARED_MODELS, needs_shared
 
 runner = CliRunner()
@@ -254,7 +254,7 @@ def test_complete_pairs_pairs_up_the_leftovers() -> None:
 def test_real_model_spreads_pairs_over_the_range_and_the_labelled_file_is_read(tmp_path: Path) -> None:
     """all-MiniLM-L6-v2 on the example IT-support corpus: the chosen pairs cover the cosine range, no sentence twice,
     seeded; filled in with 0/1 it is a pair-classification dev set, with scores an STS one."""
-    from sentadapt.evaluation.labelling import propose_pairs
+    from sentadapt.pairs.labelling import propose_pairs
 
     corpus, model = ROOT / "examples" / "it-support-corpus.txt", str(SHARED_MODELS / "all-minilm-l6-v2")
     out = tmp_path / "to-label.tsv"

@@ -9,8 +9,8 @@ import pytest
 from scipy.stats import spearmanr
 
 from sentadapt.evaluation import bootstrap
-from sentadapt.evaluation.design import disagreement, inclusion_probabilities, pareto_sample
 from sentadapt.evaluation.variance import groups_of, influence_se, influence_values, normal_interval
+from sentadapt.pairs.design import disagreement, inclusion_probabilities, pareto_sample
 
 Z95 = 1.959963984540054
 

@@ -9,15 +9,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from sentadapt.errors import ConfigError
-from sentadapt.evaluation.decision import KEEP_BASE, USE_ADAPTED
-from sentadapt.evaluation.selection import (
+from sentadapt.decision.rule import KEEP_BASE, USE_ADAPTED
+from sentadapt.decision.selection import (
     CandidateScore,
     adjusted_confidence,
     choose,
     choose_unadjusted,
     score_candidates,
 )
+from sentadapt.errors import ConfigError
 from sentadapt.run.candidates import Candidate, Inputs, parse_candidates, plan_candidates, split_inputs
 from tests.conftest import FLOAT32_RTOL, noisy_outputs, run_adapt, sts_dev_evaluator
 
@@ -177,7 +177,7 @@ def test_auto_trains_each_candidate_and_records_the_choice(corpus: Path, pairs_t
 
 
 def test_the_table_gives_a_tested_candidates_risk_and_names_the_untested() -> None:
-    from sentadapt.evaluation.decision import DecisionRule
+    from sentadapt.decision.rule import DecisionRule
     from sentadapt.run.summary import auto_table
 
     scores = [_score("consert", -0.4, (-1.0, +0.2), (-1.2, +0.4)), *_three()[1:]]
@@ -197,7 +197,7 @@ def test_auto_publishes_the_chosen_candidate_model(corpus: Path, pairs_tsv: Path
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     """Force a choice (the rule is tested above): the top of OUTPUT then encodes as the candidate does."""
     import sentadapt.run.auto as auto
-    from sentadapt.evaluation.selection import Choice
+    from sentadapt.decision.selection import Choice
     from sentadapt.model.encoder import Encoder
 
     def choose_first(runs, evaluator, base_outputs, dev_name):
@@ -352,7 +352,7 @@ def _three() -> list[CandidateScore]:
 
 
 def test_the_risk_rule_walks_the_candidates_in_order_and_uses_the_largest_delta_that_passed() -> None:
-    from sentadapt.evaluation.decision import DecisionRule
+    from sentadapt.decision.rule import DecisionRule
 
     scores = _three()
     choice = choose(scores, "dev.tsv", DecisionRule("risk", 0.2), [_risk_evidence(0.15), _risk_evidence(0.05), None])
@@ -368,7 +368,7 @@ def test_the_risk_rule_walks_the_candidates_in_order_and_uses_the_largest_delta_
 
 
 def test_the_risk_rule_stops_at_the_first_candidate_that_fails() -> None:
-    from sentadapt.evaluation.decision import DecisionRule
+    from sentadapt.decision.rule import DecisionRule
 
     scores = _three()
     kept = choose(scores, "dev.tsv", DecisionRule("risk", 0.2), [_risk_evidence(0.35), _risk_evidence(0.01), None])
@@ -387,9 +387,9 @@ def test_the_risk_rule_stops_at_the_first_candidate_that_fails() -> None:
 
 def test_a_single_candidate_is_decided_exactly_as_a_single_run(tmp_path: Path) -> None:
     """auto --candidates consert decides as adapt --recipe consert: the same max-T over the same evaluations."""
-    from sentadapt.evaluation.decision import DecisionRule, decide
+    from sentadapt.decision.rule import DecisionRule, decide
+    from sentadapt.decision.selection import weigh_candidates
     from sentadapt.evaluation.evaluator import dev_evidence
-    from sentadapt.evaluation.selection import weigh_candidates
 
     rng = np.random.default_rng(0)
     gold = rng.uniform(0, 5, 80)

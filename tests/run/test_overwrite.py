@@ -220,7 +220,7 @@ def test_export_overwrite_refuses_an_export_holding_a_users_file_or_folder(old_r
 
 def test_pairs_overwrite_replaces_only_its_own_unlabelled_file(tmp_path: Path) -> None:
     from sentadapt.errors import ConfigError
-    from sentadapt.evaluation.devset import check_request
+    from sentadapt.pairs.devset import check_request
 
     mine = tmp_path / "labels.tsv"
     mine.write_text("sentence1\tsentence2\tscore\na\tb\t1\n")

@@ -31,8 +31,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from sentadapt.decision.rule import KEEP_BASE, POSITIVE, STRICT, USE_ADAPTED, DecisionRule, describe_risk
 from sentadapt.evaluation import bootstrap
-from sentadapt.evaluation.decision import KEEP_BASE, POSITIVE, STRICT, USE_ADAPTED, DecisionRule, describe_risk
 from sentadapt.evaluation.evaluator import dev_evidence
 from sentadapt.evaluation.evidence import Evidence
 

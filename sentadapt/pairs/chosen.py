@@ -1,9 +1,9 @@
 """`sentadapt pairs --candidates FILE` / `--teacher M` / `--run DIR`: choose which pairs to label.
 
 The candidates are the pairs a user already has (a file with sentence1/sentence2 columns; its other columns are kept)
-or, from a corpus, the pairs `sentadapt pairs` would propose (evaluation/devset.py) at CANDIDATES_PER_PAIR times the
+or, from a corpus, the pairs `sentadapt pairs` would propose (pairs/devset.py) at CANDIDATES_PER_PAIR times the
 size. Among them n are chosen:
-- with `--teacher M` (before training) or `--run DIR` (after it), by the importance design of evaluation/design.py,
+- with `--teacher M` (before training) or `--run DIR` (after it), by the importance design of pairs/design.py,
   toward the pairs where the base model and the teacher (or the run's model) rank the candidates differently; each
   row carries its weight and FILE.design.json records the design, so the dev Δ estimates the candidates' Δ;
 - with neither, uniformly at random (every weight equal: no weight column).
@@ -22,7 +22,8 @@ import numpy as np
 
 from sentadapt.data.pair_files import WEIGHT, pair_records
 from sentadapt.errors import ConfigError, DataError
-from sentadapt.evaluation.design import (
+from sentadapt.events import Progress
+from sentadapt.pairs.design import (
     UNIFORM_SHARE,
     Design,
     disagreement,
@@ -30,8 +31,7 @@ from sentadapt.evaluation.design import (
     pareto_sample,
     write_design,
 )
-from sentadapt.evaluation.devset import check_request, free_run_folder, spread_pairs, write_rows
-from sentadapt.events import Progress
+from sentadapt.pairs.devset import check_request, free_run_folder, spread_pairs, write_rows
 from sentadapt.storage.run_folder import RunDir
 
 CANDIDATES_PER_PAIR = 5  # from a corpus: the spread proposal at 5·n pairs is the population the n stand for

@@ -1,5 +1,5 @@
 """`sentadapt pairs`: pairs for a person to label — spread over the base model's cosines from a corpus
-(evaluation/devset.py), or chosen among candidates where two models disagree (evaluation/chosen_pairs.py)."""
+(pairs/devset.py), or chosen among candidates where two models disagree (pairs/chosen.py)."""
 
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from sentadapt.evaluation.chosen_pairs import ChosenPairs, choose_pairs
-from sentadapt.evaluation.devset import DEFAULT_SAMPLE, ProposedPairs, propose_spread_pairs
 from sentadapt.events import Progress
 from sentadapt.options import checked
+from sentadapt.pairs.chosen import ChosenPairs, choose_pairs
+from sentadapt.pairs.devset import DEFAULT_SAMPLE, ProposedPairs, propose_spread_pairs
 
 
 @checked({"corpus": "CORPUS", "model": "--base", "n": "-n"})
@@ -35,7 +35,7 @@ def propose_pairs(
 ) -> ProposedPairs | ChosenPairs:
     """Write `n` pairs to label to `output` (.tsv or .csv); deterministic for a given `seed`. From `corpus`, spread
     over the cosine range of `model` (None: the default base model); with `candidates` (pairs to choose among),
-    `teacher` or `run`, chosen as evaluation/chosen_pairs.py says, and a ChosenPairs is returned. Bad input fails
+    `teacher` or `run`, chosen as pairs/chosen.py says, and a ChosenPairs is returned. Bad input fails
     before any weights load."""
     from sentadapt.model.resolve import DEFAULT_BASE_MODEL
 
