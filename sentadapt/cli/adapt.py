@@ -115,6 +115,6 @@ def _print_preset(config: Any) -> None:
 
 
 def _print_summary(result: Any, config: Any = None) -> None:
-    from sentadapt.run.summary import summary_table
+    from sentadapt.run.summary import adapt_summary_table
 
-    console.print(draw(summary_table(result, config)))
+    console.print(draw(adapt_summary_table(result, config)))

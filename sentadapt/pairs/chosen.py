@@ -31,7 +31,7 @@ from sentadapt.pairs.design import (
     pareto_sample,
     write_design,
 )
-from sentadapt.pairs.devset import check_request, free_run_folder, spread_pairs, write_rows
+from sentadapt.pairs.devset import check_pairs_request, free_run_folder, spread_pairs, write_pairs_file
 from sentadapt.storage.run_folder import RunDir
 
 CANDIDATES_PER_PAIR = 5  # from a corpus: the spread proposal at 5·n pairs is the population the n stand for
@@ -153,7 +153,7 @@ def choose_pairs(
     if bool(corpus) == (candidates_file is not None):
         raise ConfigError("pass a CORPUS to propose pairs from, or --candidates FILE to choose among, not both"
                           if corpus else "pass a CORPUS or --candidates FILE")
-    check_request(n, output, overwrite)
+    check_pairs_request(n, output, overwrite)
     guide_folder = None
     if run is not None:
         base, guide_folder = run_base(run, base)
@@ -221,7 +221,7 @@ def write_chosen(result: ChosenPairs, rng: np.random.Generator) -> None:
     for position, row in enumerate(result.rows):
         weight = [f"{result.weights[position]:.6g}"] if result.weights is not None else []
         rows.append([pool.sentence1[row], pool.sentence2[row], *pool.extra[row], *weight, ""])
-    write_rows(result.path, result.next_command, header, rows)
+    write_pairs_file(result.path, result.next_command, header, rows)
 
 
 def next_command(corpus: Sequence[str | Path], candidates_file: Path | None, base: str, output: Path,

@@ -91,7 +91,7 @@ def propose_spread_pairs(corpus: Sequence[str | Path], model: str, n: int, outpu
 
     if not corpus:
         raise ConfigError("CORPUS: pass the text files to propose pairs from, or --candidates FILE")
-    check_request(n, output, overwrite)
+    check_pairs_request(n, output, overwrite)
     resolved = resolve_model(model)
     check_sources(corpus)
     result = spread_pairs(corpus, lambda: load(resolved), n, output, seed, sample, batch_size, text_column, progress)
@@ -105,7 +105,7 @@ def spread_pairs(corpus: Sequence[str | Path], load: Callable[[], Any], n: int, 
                  wanted: int | None = None) -> ProposedPairs:
     """The n pairs of the module docstring, not yet written (`load()` gives the base model's encoder); with
     `wanted`, up to that many (as many as the sentences allow, at least n: the candidates of a chosen dev set)."""
-    sentences, report = sample_corpus(corpus, max(sample, 3 * (wanted or n)), seed, text_column)
+    sentences, report = sample_sentences(corpus, max(sample, 3 * (wanted or n)), seed, text_column)
     if report.sentences < 2 * n:
         raise DataError(f"{', '.join(report.files)}: {report.sentences} distinct sentences; -n {n} needs at least "
                         f"{2 * n} (each sentence is used in one pair only); pass more text or a smaller -n")
@@ -117,7 +117,7 @@ def spread_pairs(corpus: Sequence[str | Path], load: Callable[[], Any], n: int, 
     rng = np.random.default_rng(seed & _MASK64)
     first, second, cosines = candidate_pairs(units, rng)
     edges = bin_edges(cosines)
-    chosen = choose_pairs(first, second, bin_of(cosines, edges), BINS, n, rng)
+    chosen = pick_per_bin(first, second, bin_of(cosines, edges), BINS, n, rng)
     a, b = complete_pairs(first[chosen], second[chosen], len(sentences), n, rng)
     order = rng.permutation(n)  # random row order: no anchoring on a sorted list
     a, b = a[order], b[order]
@@ -131,7 +131,7 @@ def spread_pairs(corpus: Sequence[str | Path], load: Callable[[], Any], n: int, 
     return result
 
 
-def check_request(n: int, output: Path, overwrite: bool) -> None:
+def check_pairs_request(n: int, output: Path, overwrite: bool) -> None:
     """The options, checked before the corpus is read or the model loads."""
     if n < 1:
         raise ConfigError(f"-n {n}: must be ≥ 1 (the number of pairs to propose)")
@@ -166,8 +166,8 @@ def _check_replaceable_label_file(path: Path) -> None:
 # ------------------------------------------------------------------------------------------------ the sample
 
 
-def sample_corpus(sources: Sequence[str | Path], size: int, seed: int,
-                  text_column: str | None = None) -> tuple[list[str], CorpusReport]:
+def sample_sentences(sources: Sequence[str | Path], size: int, seed: int,
+                     text_column: str | None = None) -> tuple[list[str], CorpusReport]:
     """At most `size` distinct sentences of the corpus, a seeded uniform sample, read as `adapt` reads a corpus
     (same formats, blank lines skipped, duplicates dropped); the report counts the whole corpus."""
     sampler = _SmallestKeys(size, seed)
@@ -276,7 +276,7 @@ def bin_of(cosines: np.ndarray, edges: np.ndarray) -> np.ndarray:
     return np.clip(np.searchsorted(edges, cosines, side="right") - 1, 0, len(edges) - 2)
 
 
-def choose_pairs(first: np.ndarray, second: np.ndarray, which: np.ndarray, bins: int, n: int,
+def pick_per_bin(first: np.ndarray, second: np.ndarray, which: np.ndarray, bins: int, n: int,
                  rng: np.random.Generator) -> np.ndarray:
     """Indices of at most `n` candidates taken round-robin from the bins (`which`: each candidate's bin; highest
     similarity first in each round, seeded order inside a bin), skipping candidates with a sentence already used.
@@ -341,11 +341,11 @@ def free_run_folder(label_file: Path) -> Path:
 def write_label_file(result: ProposedPairs) -> None:
     """A one-line comment (how to label, what to run next), the header and one row per pair with an empty label,
     written atomically: an interrupted run never leaves half a file."""
-    write_rows(result.path, result.next_command, ["sentence1", "sentence2", "label"],
+    write_pairs_file(result.path, result.next_command, ["sentence1", "sentence2", "label"],
                [[s1, s2, ""] for s1, s2 in zip(result.sentence1, result.sentence2)])
 
 
-def write_rows(path: Path, next_command: str, header: list[str], rows: list[list[str]]) -> None:
+def write_pairs_file(path: Path, next_command: str, header: list[str], rows: list[list[str]]) -> None:
     """A label file: the comment line `--overwrite` recognises, the header, the rows (.tsv or .csv), atomically."""
     delimiter = LABEL_FORMATS[path.suffix.lower()]
     buffer = io.StringIO()

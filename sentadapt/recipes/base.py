@@ -211,7 +211,7 @@ class RecipeBase(abc.ABC):
         if self.needs != "sentences":
             raise DataError(f"recipe {self.name}: needs '{self.needs}' examples, which only the recipe's own "
                             "load_examples can read")
-        return read_sentences(data, encoder, note, progress)
+        return sentence_examples(data, encoder, note, progress)
 
     # ------------------------------------------------------------------ model and loss (required)
     @abc.abstractmethod
@@ -311,8 +311,8 @@ def token_limit(encoder: Encoder, max_length: int) -> int:
     return min(max_length, limit) if limit is not None else max_length
 
 
-def read_sentences(data: TrainingData, encoder: Encoder, note: Callable[[str], None],
-                   progress: Progress | None = None) -> TokenizedExamples:
+def sentence_examples(data: TrainingData, encoder: Encoder, note: Callable[[str], None],
+                      progress: Progress | None = None) -> TokenizedExamples:
     """The inputs as one sentence per line → memory-mapped token ids, read and tokenized once (data/prepare.py)."""
     from sentadapt.data.prepare import prepare_sentences
 
@@ -325,8 +325,8 @@ def read_sentences(data: TrainingData, encoder: Encoder, note: Callable[[str], N
     return prepared.examples
 
 
-def read_nli(files: Sequence[str], data: TrainingData, encoder: Encoder, note: Callable[[str], None],
-             progress: Progress | None = None) -> TokenizedExamples:
+def nli_examples(files: Sequence[str], data: TrainingData, encoder: Encoder, note: Callable[[str], None],
+                 progress: Progress | None = None) -> TokenizedExamples:
     """Labelled NLI files → token ids of premises and hypotheses, and labels (data/prepare.py)."""
     from sentadapt.data.prepare import prepare_nli
 

@@ -34,10 +34,10 @@ from sentadapt.recipes.base import (
     Matryoshka,
     RecipeBase,
     TrainingData,
-    read_nli,
-    read_sentences,
+    nli_examples,
     register_recipe,
     resolve_export_pooling,
+    sentence_examples,
 )
 
 if TYPE_CHECKING:
@@ -156,8 +156,8 @@ class ConsertRecipe(RecipeBase):
                       progress: Progress) -> TokenizedExamples:
         """The corpus (unsupervised stage), or the NLI files of `--set nli=FILE` (supervised stages)."""
         if self.needs == "nli":
-            return read_nli(self.config.nli, data, encoder, note, progress)
-        return read_sentences(data, encoder, note, progress)
+            return nli_examples(self.config.nli, data, encoder, note, progress)
+        return sentence_examples(data, encoder, note, progress)
 
     def trainable_heads(self) -> nn.ModuleDict:
         return self._heads

@@ -276,9 +276,9 @@ def _result(outcome: AdaptOutcome) -> AdaptResult:
         decided = decision_of(metrics)
     summary = None
     if outcome.result is not None:
-        from sentadapt.run.summary import summary_table
+        from sentadapt.run.summary import adapt_summary_table
 
-        summary = summary_table(outcome.result, outcome.configs[-1])
+        summary = adapt_summary_table(outcome.result, outcome.configs[-1])
     return AdaptResult(outcome.output, outcome.status, decided.decision if decided else None,
                        decided.reason if decided else "", decided.rule if decided else None,
                        decided.risk if decided else None, metrics, tuple(outcome.configs), summary)

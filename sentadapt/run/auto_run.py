@@ -16,7 +16,7 @@ from sentadapt.errors import ConfigError
 from sentadapt.events import Note
 from sentadapt.model.resolve import ResolvedModel
 from sentadapt.run import auto
-from sentadapt.run.checks import check_output_folder, check_run
+from sentadapt.run.checks import check_run, check_run_output
 from sentadapt.run.processes import device, is_main_process
 from sentadapt.run.resolved import DevSet, ResolvedRun, same_dev
 from sentadapt.run.settings import Events, Settings
@@ -75,7 +75,7 @@ def check_auto(runs: list[auto.CandidateRun], output: Path, resume: bool, overwr
         resolved.append(check_run(run.config, resume, True, dry_run, require_improvement, known_base, known_dev))
     if dry_run:
         return resolved
-    check_output_folder(output, resume, overwrite, resolved[0].config, resolved[0].base)
+    check_run_output(output, resume, overwrite, resolved[0].config, resolved[0].base)
     return resolved
 
 

@@ -117,11 +117,11 @@ def _check_teacher_settings(config: RunConfig) -> None:
 
 def _check_output(config: RunConfig, base: ResolvedModel, resume: bool, overwrite: bool) -> None:
     output = Path(config.output)
-    replacing = check_output_folder(output, resume, overwrite, config, base)
+    replacing = check_run_output(output, resume, overwrite, config, base)
     _check_free_space(config, base, output, output_is_room=not replacing)
 
 
-def check_output_folder(output: Path, resume: bool, overwrite: bool, config: RunConfig, base: ResolvedModel) -> bool:
+def check_run_output(output: Path, resume: bool, overwrite: bool, config: RunConfig, base: ResolvedModel) -> bool:
     """--output can take this run: a folder (or none yet), writable; one that holds something only with --resume,
     or with --overwrite when sentadapt wrote it and the run reads nothing from inside it. Returns whether the new
     run replaces what is there."""

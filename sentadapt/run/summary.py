@@ -33,7 +33,7 @@ def preset_lines(config: Any) -> list[str]:
     return lines
 
 
-def summary_table(result: Any, config: Any = None) -> TextTable:
+def adapt_summary_table(result: Any, config: Any = None) -> TextTable:
     """A finished stage (a TrainResult) of the run `config` (its RunConfig): where it is, how long it ran and on
     what, what ran (the settings, LoRA, prompt, teacher, as the user gave them), the dev scores and the decision
     in plain words."""

@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 from sentadapt.cli import app
 from sentadapt.errors import DataError
 from sentadapt.evaluation.task_types import detect_task_type, read_task, resolve_dev_set
-from sentadapt.pairs.devset import BINS, bin_of, choose_pairs, complete_pairs, sample_corpus
+from sentadapt.pairs.devset import BINS, bin_of, complete_pairs, pick_per_bin, sample_sentences
 from tests.conftest import SHARED_MODELS, needs_shared
 
 runner = CliRunner()
@@ -218,12 +218,12 @@ def test_corpus_sample_reads_like_adapt_and_does_not_depend_on_order(tmp_path: P
     plain.write_bytes(b"\xef\xbb\xbf" + "\r\n".join([*lines, "", *lines[:5], "  "]).encode() + b"\r\n")
     packed = tmp_path / "b.txt.gz"
     packed.write_bytes(gzip.compress("\n".join(reversed(lines)).encode()))
-    sample, report = sample_corpus([plain], 10, seed=0)
+    sample, report = sample_sentences([plain], 10, seed=0)
     assert len(sample) == 10 and len(set(sample)) == 10 and set(sample) <= set(lines)
     assert report.sentences == 30 and report.skipped == {"blank": 2, "duplicate": 5}
-    assert sample_corpus([packed], 10, seed=0)[0] == sample  # same sentences, any order, any format
-    assert sample_corpus([plain], 10, seed=1)[0] != sample
-    assert sorted(sample_corpus([plain], 100, seed=0)[0]) == sorted(lines)
+    assert sample_sentences([packed], 10, seed=0)[0] == sample  # same sentences, any order, any format
+    assert sample_sentences([plain], 10, seed=1)[0] != sample
+    assert sorted(sample_sentences([plain], 100, seed=0)[0]) == sorted(lines)
 
 
 def test_round_robin_takes_every_bin_and_uses_no_sentence_twice() -> None:
@@ -234,7 +234,7 @@ def test_round_robin_takes_every_bin_and_uses_no_sentence_twice() -> None:
     cosines = np.concatenate([rng.uniform(-0.2, 0.2, 2900), rng.uniform(0.2, 0.9, 100)])  # mostly unrelated
     edges = np.linspace(-0.2, 0.9, BINS + 1)
     which = bin_of(cosines, edges)
-    chosen = choose_pairs(first, second, which, BINS, 40, np.random.default_rng(1))
+    chosen = pick_per_bin(first, second, which, BINS, 40, np.random.default_rng(1))
     a, b = complete_pairs(first[chosen], second[chosen], count, 40, np.random.default_rng(1))
     assert len(a) == 40 and len(set(a.tolist()) | set(b.tolist())) == 80
     counts = np.bincount(which[chosen], minlength=BINS)

@@ -220,20 +220,20 @@ def test_export_overwrite_refuses_an_export_holding_a_users_file_or_folder(old_r
 
 def test_pairs_overwrite_replaces_only_its_own_unlabelled_file(tmp_path: Path) -> None:
     from sentadapt.errors import ConfigError
-    from sentadapt.pairs.devset import check_request
+    from sentadapt.pairs.devset import check_pairs_request
 
     mine = tmp_path / "labels.tsv"
     mine.write_text("sentence1\tsentence2\tscore\na\tb\t1\n")
     with pytest.raises(ConfigError) as error:
-        check_request(10, mine, overwrite=True)
+        check_pairs_request(10, mine, overwrite=True)
     assert str(error.value) == (f"--output {mine}: not a file `sentadapt pairs` wrote (its first line is not the '# "
                                 "Label each pair' comment); --overwrite replaces only such a file; choose another name")
     proposed = tmp_path / "to-label.tsv"
     proposed.write_text("# Label each pair: …\nsentence1\tsentence2\tlabel\na\tb\t\nc\td\t\n")
-    check_request(10, proposed, overwrite=True)  # nothing labelled yet: replaced
+    check_pairs_request(10, proposed, overwrite=True)  # nothing labelled yet: replaced
     proposed.write_text("# Label each pair: …\nsentence1\tsentence2\tlabel\na\tb\t4\nc\td\t\n")
     with pytest.raises(ConfigError) as error:
-        check_request(10, proposed, overwrite=True)
+        check_pairs_request(10, proposed, overwrite=True)
     assert str(error.value) == (f"--output {proposed}: 1 of its 2 pairs are labelled, and --overwrite would lose them; "
                                 "move the file, or choose another --output")
 
