@@ -19,7 +19,7 @@ HEARTBEAT_S = 20.0  # under 30 s: a log shows a line at least every half minute 
 Describe = Callable[[], str]
 
 
-def interval() -> float:
+def heartbeat_seconds() -> float:
     value = os.environ.get("SENTADAPT_HEARTBEAT_S", "")
     return float(value) if value.replace(".", "", 1).isdigit() else HEARTBEAT_S
 
@@ -64,7 +64,7 @@ def heartbeat(console: Console) -> Iterator[None]:
     if console.is_terminal or _current:
         yield
         return
-    beat = Heartbeat(console, interval())
+    beat = Heartbeat(console, heartbeat_seconds())
     _current.append(beat)
     beat.start()
     try:

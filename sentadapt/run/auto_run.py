@@ -17,7 +17,7 @@ from sentadapt.events import Note
 from sentadapt.model.resolve import ResolvedModel
 from sentadapt.run import auto
 from sentadapt.run.checks import check_run, check_run_output
-from sentadapt.run.processes import device, is_main_process
+from sentadapt.run.processes import is_main_process, training_device
 from sentadapt.run.resolved import DevSet, ResolvedRun, same_dev
 from sentadapt.run.settings import Events, Settings
 from sentadapt.run.stages import claim_output, train_run
@@ -134,7 +134,8 @@ def _base_dev(output: Path, run: ResolvedRun, trust_remote_code: bool, allow_pic
         return saved
     evaluator = run.dev.evaluator
     assert evaluator is not None  # check_auto made sure there is a dev set
-    encoder = Encoder.load(run.base, device=device(), trust_remote_code=trust_remote_code, allow_pickle=allow_pickle)
+    encoder = Encoder.load(run.base, device=training_device(), trust_remote_code=trust_remote_code,
+                           allow_pickle=allow_pickle)
     base = base_dev_outputs(evaluator, encoder, run.config)  # as the loop scores the base
     auto.save_base_dev(output, *base)
     say(f"base model on {evaluator.title if len(evaluator.tasks) > 1 else evaluator.tasks[0].name}: {base[0]:.2f} "
@@ -180,7 +181,7 @@ def _train_candidate(run: auto.CandidateRun, resolved: ResolvedRun, index: int, 
 def _rescore(run: auto.CandidateRun, evaluator: Any, trust_remote_code: bool, allow_pickle: bool) -> None:
     from sentadapt.model.encoder import Encoder
 
-    encoder = Encoder.load(str(run.folder), device=device(), trust_remote_code=trust_remote_code,
+    encoder = Encoder.load(str(run.folder), device=training_device(), trust_remote_code=trust_remote_code,
                            allow_pickle=allow_pickle)
     report = evaluator(encoder, batch_size=run.config.train.evaluation.batch_size, intervals=False)
     auto.save_outcome(run, evaluator.outputs_of(report), None)

@@ -27,7 +27,7 @@ def release_processes() -> None:
         dist.destroy_process_group()  # type: ignore[union-attr]
 
 
-def device() -> str:
+def training_device() -> str:
     import torch
 
     if torch.cuda.is_available():

@@ -11,7 +11,7 @@ from typing import Any
 from sentadapt.config import RunConfig
 from sentadapt.errors import ConfigError, StorageError
 from sentadapt.run.lock import acquire_lock
-from sentadapt.run.processes import device, is_main_process
+from sentadapt.run.processes import is_main_process, training_device
 from sentadapt.run.replacement import Replacement
 from sentadapt.run.resolved import ResolvedRun
 from sentadapt.run.settings import Events
@@ -68,7 +68,7 @@ def train_run(run: ResolvedRun, resume: bool, overwrite: bool, trust_remote_code
             if main and not stage_resume and not stage_dir.has_config():
                 write_config(stage_config)  # an earlier stage's folder: what `--resume` of that stage reads back
             # later stages start from the previous stage's model, not the base: scored anew
-            inputs = build_inputs(run.for_stage(stage_config), events.note, device=device(),
+            inputs = build_inputs(run.for_stage(stage_config), events.note, device=training_device(),
                                   trust_remote_code=trust_remote_code, allow_pickle=allow_pickle, stage=stage,
                                   progress=events.progress, base_dev=base_dev if number == 1 else None)
             reporter = events.reporter() if events.reporter is not None else NoteReporter(events.note)
