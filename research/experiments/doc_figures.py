@@ -316,7 +316,10 @@ def _speed_passages() -> list[str]:
     falls = sorted(c["k3"] - c["k3f"] for c in views if c["pairing"] == "l6-mpnet")
     bf16 = verdict(RESULTS / "distill", candidate="k3bf")["cells"]
     largest = max(abs(c["k3bf"] - c["k3"]) for c in bf16)
+    chunks = verdict(RESULTS / "distill", incumbent="k3bf", candidate="k3c")["cells"]
+    chunks_largest = max(abs(c["k3c"] - c["k3bf"]) for c in chunks)
     return [f"kept its raw Δ within {largest:.2f}",
+            f"pairing × domain kept its raw Δ within {chunks_largest:.2f} of the default before",
             f"the teacher run's batches were {min(shares)}-{max(shares)} % padding on the suite's corpora",
             f"The 30-step run of bench/README.md (all-MiniLM-L6-v2, 3,000 short sentences, 384-wide vectors from a file, "
             f"the whole process) took {ratio('avx2'):.2f}× of the time it took at commit a62588b in fp32 with AVX2 "
