@@ -53,7 +53,7 @@ def adapt(**options: Any) -> None:
     The default base model is sentence-transformers/all-MiniLM-L6-v2 (offline copy: sentadapt\\[offline-model]).
     """
     from sentadapt.run.adapt import request_from, run
-    from sentadapt.run.processes import release_processes
+    from sentadapt.run.execute.processes import release_processes
 
     try:
         outcome = run(request_from(from_command_line(options)), cli_events())
@@ -71,7 +71,7 @@ adapt.__signature__ = inspect.Signature([_parameter(option) for option in ADAPT_
 
 def cli_events() -> Any:
     """The library's events rendered here: notes and progress bars on stderr, the training line, the summary."""
-    from sentadapt.run.settings import Events
+    from sentadapt.run.plan.settings import Events
 
     return Events(note=note, progress=progress_bar, reporter=RichReporter,
                   stage_done=lambda result, config: _print_summary(result, config))

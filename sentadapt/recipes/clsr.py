@@ -63,7 +63,7 @@ class ClsrConfig(RecipeConfig):
 class ClsrRecipe(RecipeBase):
     name: ClassVar[str] = "clsr"
     Config: ClassVar[type] = ClsrConfig
-    trains_on: ClassVar[str] = PAIRS  # what --recipe auto gives it of the inputs (run/candidates.py)
+    trains_on: ClassVar[str] = PAIRS  # what --recipe auto gives it of the inputs (run/auto/candidates.py)
     trains_encoder: ClassVar[bool] = False  # an MLP on frozen embeddings
     # Paper: batch 512, temperature 0.1, LARS at lr 0.5 with weight decay 1e-4, linear warm-up then cosine
     # decay, 2000 epochs. LARS measured better than AdamW here (research/findings.md); fewer epochs fit a CPU.

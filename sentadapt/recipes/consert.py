@@ -99,7 +99,7 @@ class ConsertConfig(RecipeConfig):
 class ConsertRecipe(RecipeBase):
     name: ClassVar[str] = "consert"
     Config: ClassVar[type] = ConsertConfig
-    trains_on: ClassVar[str] = TEXT  # what --recipe auto gives it of the inputs (run/candidates.py)
+    trains_on: ClassVar[str] = TEXT  # what --recipe auto gives it of the inputs (run/auto/candidates.py)
     # paper §4.1 (unsupervised): batch 96, max length 64, eval every 200 steps, patience 10, 10 % warm-up.
     # lr: the paper's 5e-7 was later called too low by its author; see recipes/consert.yaml for what we measured.
     train_defaults: ClassVar[dict[str, Any]] = {

@@ -100,7 +100,7 @@ class SgOptConfig(RecipeConfig):
 class SgOptRecipe(RecipeBase):
     name: ClassVar[str] = "sg-opt"
     Config: ClassVar[type] = SgOptConfig
-    trains_on: ClassVar[str] = TEXT  # what --recipe auto gives it of the inputs (run/candidates.py)
+    trains_on: ClassVar[str] = TEXT  # what --recipe auto gives it of the inputs (run/auto/candidates.py)
     # paper Appendix A.1 and the official script: AdamW betas (0.9, 0.9), lr 5e-5, batch 16, 1 epoch,
     # no weight decay, 10 % warm-up, STS-B dev every 50 steps, stop after 10 evaluations without gain,
     # max length 128 (sentence-transformers' default there). Gradient clipping 1.0 is the loop's default.

@@ -14,15 +14,22 @@ from sentadapt.errors import ConfigError, NoImprovement
 from sentadapt.model.lora import lora_flags
 from sentadapt.options import check_at_least, checked
 from sentadapt.run.adapt_options import OPTIONS_BY_NAME, RunFlags, TrainFlags, route
-from sentadapt.run.checks import check_run
-from sentadapt.run.configs import new_config_and_base, recipe_of
-from sentadapt.run.lock import held_by_another
-from sentadapt.run.processes import is_main_process
-from sentadapt.run.replacement import aside_path, recover
-from sentadapt.run.resolved import ResolvedRun
-from sentadapt.run.resume import FINISHED, RESTART, RESUME_LAST, ignored_on_resume, resume_auto_mode, resumed_config
-from sentadapt.run.settings import Events, Settings
-from sentadapt.run.stages import train_run
+from sentadapt.run.execute.lock import held_by_another
+from sentadapt.run.execute.processes import is_main_process
+from sentadapt.run.execute.replacement import aside_path, recover
+from sentadapt.run.execute.stages import train_run
+from sentadapt.run.plan.checks import check_run
+from sentadapt.run.plan.configs import new_config_and_base, recipe_of
+from sentadapt.run.plan.resolved import ResolvedRun
+from sentadapt.run.plan.resume import (
+    FINISHED,
+    RESTART,
+    RESUME_LAST,
+    ignored_on_resume,
+    resume_auto_mode,
+    resumed_config,
+)
+from sentadapt.run.plan.settings import Events, Settings
 from sentadapt.storage.run_folder import CONFIG_FILE, RunDir
 from sentadapt.text_tables import TextTable
 
@@ -126,8 +133,8 @@ def _note_ignored(request: AdaptRequest, events: Events, saved: str, extra: tupl
 
 
 def _adapt_auto(request: AdaptRequest, events: Events, resume: bool, overwrite: bool) -> AdaptOutcome:
-    from sentadapt.run.auto import read_plan
-    from sentadapt.run.auto_run import check_auto, plan_auto, run_auto
+    from sentadapt.run.auto.choice import read_plan
+    from sentadapt.run.auto.launch import check_auto, plan_auto, run_auto
 
     output = Path(request.settings.output)
     base = None  # the base model, when planning resolved it (preset detection)

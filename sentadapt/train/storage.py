@@ -55,7 +55,7 @@ def directory_bytes(folder: Path) -> int:
 def check_free_space(output: Path, weights: int, keep_checkpoints: int, output_is_room: bool = True) -> None:
     """Raise StorageError before training when the run cannot fit. What `output` already holds counts as room when
     the run reuses it (`output_is_room`); not under --overwrite, which keeps the run it replaces until the new one
-    has finished (run/replacement.py)."""
+    has finished (run/execute/replacement.py)."""
     if os.environ.get(SKIP_ENV) == "1":
         return
     existing = output

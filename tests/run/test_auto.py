@@ -18,7 +18,7 @@ from sentadapt.decision.selection import (
     score_candidates,
 )
 from sentadapt.errors import ConfigError
-from sentadapt.run.candidates import Candidate, Inputs, parse_candidates, plan_candidates, split_inputs
+from sentadapt.run.auto.candidates import Candidate, Inputs, parse_candidates, plan_candidates, split_inputs
 from tests.conftest import FLOAT32_RTOL, noisy_outputs, run_adapt, sts_dev_evaluator
 
 # ---------------------------------------------------------------- --candidates and the inputs
@@ -196,7 +196,7 @@ def test_auto_publishes_the_chosen_candidate_model(corpus: Path, pairs_tsv: Path
                                                    tiny_model_dir: Path, tmp_path: Path,
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     """Force a choice (the rule is tested above): the top of OUTPUT then encodes as the candidate does."""
-    import sentadapt.run.auto as auto
+    import sentadapt.run.auto.choice as auto
     from sentadapt.decision.selection import Choice
     from sentadapt.model.encoder import Encoder
 

@@ -19,10 +19,10 @@ from safetensors.torch import load_file
 
 from sentadapt.data.batching import plan_epoch
 from sentadapt.model.encoder import Encoder
+from sentadapt.run.execute.inputs import build_inputs
+from sentadapt.run.execute.stages import write_config
 from sentadapt.run.finish import train_stage
-from sentadapt.run.inputs import build_inputs
-from sentadapt.run.resume import resumed_config
-from sentadapt.run.stages import write_config
+from sentadapt.run.plan.resume import resumed_config
 from sentadapt.train.distill import TEACHER_VECTORS
 from sentadapt.train.loop import Trainer, TrainingInterrupted
 from tests.conftest import ASSETS, FLOAT32_RTOL, TINY_SENTENCES, run_adapt, run_config
@@ -453,8 +453,8 @@ def test_a_teacher_brings_its_defaults_above_the_preset_and_below_the_flags(tiny
     from sentadapt.config import flat_values
     from sentadapt.recipes.presets import TEACHER_DEFAULTS
     from sentadapt.run.adapt_options import RunFlags, TrainFlags
-    from sentadapt.run.configs import new_config
-    from sentadapt.run.settings import Settings
+    from sentadapt.run.plan.configs import new_config
+    from sentadapt.run.plan.settings import Settings
 
     def config(**flags: object):
         return new_config(Settings(corpus=(str(corpus),), output=tmp_path / "run", recipe="consert",

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from sentadapt.config import RunConfig
 from sentadapt.events import Note, quiet
-from sentadapt.run.settings import Settings
+from sentadapt.run.plan.settings import Settings
 from sentadapt.storage.run_folder import RunDir
 
 RESUME_LAST = "last"  # continue from the last checkpoint (a bare `--resume`)

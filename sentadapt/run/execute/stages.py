@@ -1,5 +1,5 @@
 """A checked run trained, stage after stage, under its output folder's lock: config.yaml written first, an
-`--overwrite`n run set aside until the new one finishes, every stage built (run/inputs.py) and trained
+`--overwrite`n run set aside until the new one finishes, every stage built (run/execute/inputs.py) and trained
 (train/loop.py), then published and decided (run/finish.py); a failed write becomes one line."""
 
 from __future__ import annotations
@@ -10,19 +10,19 @@ from typing import Any
 
 from sentadapt.config import RunConfig
 from sentadapt.errors import ConfigError, StorageError
-from sentadapt.run.lock import acquire_lock
-from sentadapt.run.processes import is_main_process, training_device
-from sentadapt.run.replacement import Replacement
-from sentadapt.run.resolved import ResolvedRun
-from sentadapt.run.settings import Events
+from sentadapt.run.execute.lock import acquire_lock
+from sentadapt.run.execute.processes import is_main_process, training_device
+from sentadapt.run.execute.replacement import Replacement
+from sentadapt.run.plan.resolved import ResolvedRun
+from sentadapt.run.plan.settings import Events
 from sentadapt.storage.run_folder import RunDir
 from sentadapt.train.signals import StopAtOnce, stopped_early
 
 
 def claim_output(output: Path, replace: bool, note: Callable[[str], None]) -> tuple[Path, Replacement]:
     """Lock the output folder (made if missing) for this process; with `replace`, the run it holds is set aside until
-    the new one finishes (run/replacement.py); without, a run an earlier --overwrite set aside still waits for this
-    one (resumed) to finish. Returns the lock and the replacement to settle at the end. The lock is taken before
+    the new one finishes (run/execute/replacement.py); without, a run an earlier --overwrite set aside still waits for
+    this one (resumed) to finish. Returns the lock and the replacement to settle at the end. The lock is taken before
     anything moves, so --overwrite never touches what a live run is writing."""
     if output.is_dir():
         acquire_lock(output, note)
@@ -36,7 +36,7 @@ def train_run(run: ResolvedRun, resume: bool, overwrite: bool, trust_remote_code
     """Train every stage of the recipe under the output folder's lock; returns the last stage's TrainResult (None
     on ranks other than 0). `run`: what check_run resolved. `base_dev`: the base model's dev score and outputs
     when already known (auto)."""
-    from sentadapt.run.inputs import build_inputs, stage_outputs
+    from sentadapt.run.execute.inputs import build_inputs, stage_outputs
     from sentadapt.train.loop import Trainer
     from sentadapt.train.tracking import NoteReporter
 

@@ -10,7 +10,7 @@ the same flags. Every candidate trains the same number of optimizer steps with t
 
 The run directory: OUTPUT/auto.yaml (the plan), OUTPUT/candidates/NAME/ (one full run each, resumable),
 OUTPUT/base_dev.json (the base model's dev outputs, scored once), and, when a candidate is chosen, its model
-at the top of OUTPUT with the choice in OUTPUT/metrics.json (run/auto.py).
+at the top of OUTPUT with the choice in OUTPUT/metrics.json (run/auto/choice.py).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from sentadapt.errors import ConfigError
 from sentadapt.recipes import RECIPES
 from sentadapt.recipes.base import PAIRS, TEXT
 from sentadapt.registry import one_line
-from sentadapt.run.settings import Settings
+from sentadapt.run.plan.settings import Settings
 from sentadapt.storage.run_folder import RunDir
 
 AUTO = "auto"
@@ -158,9 +158,9 @@ def auto_yaml_settings(path: str | Path | None) -> tuple[dict[str, Any], list[st
 
 def candidate_config(candidate: Candidate, inputs: Inputs, output: Path, settings: Settings,
                      resolve_base: Callable[[], Any], yaml_train: dict[str, Any]) -> RunConfig:
-    """The candidate's RunConfig from the one assembler (run/configs.py), as `adapt --recipe RECIPE` with the same
+    """The candidate's RunConfig from the one assembler (run/plan/configs.py), as `adapt --recipe RECIPE` with the same
     flags builds it, its own settings on top; an error names the candidate."""
-    from sentadapt.run.configs import assemble
+    from sentadapt.run.plan.configs import assemble
 
     try:
         return assemble(candidate.recipe, settings, resolve_base, corpus=inputs.for_recipe(candidate.recipe),

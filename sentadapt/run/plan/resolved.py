@@ -46,8 +46,8 @@ def same_dev(config: RunConfig, other: RunConfig) -> bool:
 
 @dataclass(frozen=True)
 class ResolvedRun:
-    """A RunConfig with what it names resolved: made by `run.checks.check_run` (every check passed) or, for a config
-    built by hand (tests, bench), by `resolve_run` (no checks)."""
+    """A RunConfig with what it names resolved: made by `run.plan.checks.check_run` (every check passed) or, for a
+    config built by hand (tests, bench), by `resolve_run` (no checks)."""
 
     config: RunConfig
     base: ResolvedModel  # config.base resolved

@@ -14,7 +14,7 @@ training, a full disk):
 A process killed outright (SIGKILL, a lost node) cannot say so itself: the next `adapt` into NAME does (`recover`),
 before anything else.
 
-Only the main process touches the folders; the lock (run/lock.py) is held throughout.
+Only the main process touches the folders; the lock (run/execute/lock.py) is held throughout.
 """
 
 from __future__ import annotations

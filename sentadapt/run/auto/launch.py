@@ -1,6 +1,6 @@
-"""`adapt --recipe auto` from start to end, for the API and the CLI alike: plan the candidates (run/candidates.py),
+"""`adapt --recipe auto` from start to end, for the API and the CLI alike: plan the candidates (run/auto/candidates.py),
 check them as single runs are checked, train each in order through the single-run lifecycle (finished ones
-skipped, an interrupted one resumed), then choose (decision/selection.py) and publish (run/auto.py). Prints
+skipped, an interrupted one resumed), then choose (decision/selection.py) and publish (run/auto/choice.py). Prints
 nothing: notes go to the `Events`; the caller renders the record.
 """
 
@@ -15,12 +15,12 @@ from typing import Any
 from sentadapt.errors import ConfigError
 from sentadapt.events import Note
 from sentadapt.model.resolve import ResolvedModel
-from sentadapt.run import auto
-from sentadapt.run.checks import check_run, check_run_output
-from sentadapt.run.processes import is_main_process, training_device
-from sentadapt.run.resolved import DevSet, ResolvedRun, same_dev
-from sentadapt.run.settings import Events, Settings
-from sentadapt.run.stages import claim_output, train_run
+from sentadapt.run.auto import choice as auto
+from sentadapt.run.execute.processes import is_main_process, training_device
+from sentadapt.run.execute.stages import claim_output, train_run
+from sentadapt.run.plan.checks import check_run, check_run_output
+from sentadapt.run.plan.resolved import DevSet, ResolvedRun, same_dev
+from sentadapt.run.plan.settings import Events, Settings
 
 
 @dataclass
@@ -33,7 +33,7 @@ def plan_auto(settings: Settings, candidates_option: list[str]) -> tuple[list[au
     """The candidate runs of a new auto run (configs built and checked as `adapt --recipe NAME` would), and the
     base model, resolved once for all of them."""
     from sentadapt.model.resolve import DEFAULT_BASE_MODEL, resolve_model
-    from sentadapt.run.candidates import (
+    from sentadapt.run.auto.candidates import (
         auto_yaml_settings,
         candidate_config,
         check_budget,
@@ -127,7 +127,7 @@ def _base_dev(output: Path, run: ResolvedRun, trust_remote_code: bool, allow_pic
     """The base model's dev score and outputs: scored once (as the user has it: its own pooling) and shared by
     every candidate, so all Δs are against the same numbers; kept in OUTPUT/base_dev.json for --resume."""
     from sentadapt.model.encoder import Encoder
-    from sentadapt.run.inputs import base_dev_outputs
+    from sentadapt.run.execute.inputs import base_dev_outputs
 
     saved = auto.load_base_dev(output)
     if saved is not None:

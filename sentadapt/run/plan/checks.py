@@ -1,5 +1,5 @@
 """The checks before anything loads (`check_run`): model, corpus files, dev set, decision rule, teacher, output
-directory; what they resolve is kept for the run (train/resolved ... run/resolved.py), not resolved again."""
+directory; what they resolve is kept for the run (train/resolved ... run/plan/resolved.py), not resolved again."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from pathlib import Path
 from sentadapt.config import RunConfig
 from sentadapt.errors import ConfigError
 from sentadapt.model.resolve import ResolvedModel
-from sentadapt.run.processes import is_main_process
-from sentadapt.run.resolved import DevSet, ResolvedRun
+from sentadapt.run.execute.processes import is_main_process
+from sentadapt.run.plan.resolved import DevSet, ResolvedRun
 from sentadapt.storage.run_folder import RunDir, check_replaceable, foreign_in_run, holds_anything, is_run_folder
 
 

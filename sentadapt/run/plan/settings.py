@@ -11,7 +11,7 @@ from typing import Any
 from sentadapt.config import RunConfig
 from sentadapt.events import Note, Progress, quiet
 from sentadapt.run.adapt_options import RunFlags, TrainFlags
-from sentadapt.run.processes import is_main_process
+from sentadapt.run.execute.processes import is_main_process
 
 # a config value given by name: what a TrainConfig or recipe field holds
 ConfigValue = bool | int | float | str | tuple[int, ...] | tuple[float, ...] | tuple[str, ...] | None

@@ -12,7 +12,7 @@ from typing import Any
 from sentadapt.config import RunConfig
 from sentadapt.errors import ConfigError
 from sentadapt.model.resolve import ResolvedModel
-from sentadapt.run.settings import Settings
+from sentadapt.run.plan.settings import Settings
 
 
 def recipe_of(config_file: Path | None) -> str | None:
