@@ -150,7 +150,7 @@ def retrieval_search(path: Path, dim: int = 384) -> dict[str, Any]:
     from sentence_transformers.util import cos_sim
 
     from sentadapt.data.beir import read_beir
-    from sentadapt.evaluation.base import EmbeddingTable
+    from sentadapt.evaluation.contract import EmbeddingTable
     from sentadapt.evaluation.evaluator import Evaluator
     from sentadapt.evaluation.retrieval import RetrievalTask
 

@@ -17,13 +17,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from sentadapt.diagnostics.diagnose import DiagnoseResult, diagnose
+from sentadapt.diagnostics.analysis import DiagnoseResult, diagnose
 from sentadapt.evaluation.evaluate import EvalResult, evaluate
 from sentadapt.exporting import ExportResult, export
 from sentadapt.pairs.chosen import ChosenPairs
 from sentadapt.pairs.devset import ProposedPairs
 from sentadapt.pairs.labelling import propose_pairs
-from sentadapt.run.adapt import AdaptResult, adapt
+from sentadapt.run.dispatch import AdaptResult, adapt
 from sentadapt.run.redecide import DecideResult, decide_again
 
 if TYPE_CHECKING:

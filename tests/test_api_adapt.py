@@ -25,7 +25,7 @@ def _cli_args(model: Path, dev: Path) -> list[str]:
 
 def test_the_api_and_the_cli_write_the_same_run(corpus: Path, tiny_model_dir: Path, pairs_tsv: Path,
                                                 tmp_path: Path) -> None:
-    from sentadapt.run.adapt import adapt
+    from sentadapt.run.dispatch import adapt
 
     api_dir, cli_dir = tmp_path / "api", tmp_path / "cli"
     notes: list[str] = []
@@ -59,7 +59,7 @@ def test_the_api_and_the_cli_write_the_same_run(corpus: Path, tiny_model_dir: Pa
 
 def test_the_api_refuses_bad_settings_with_the_clis_one_line_messages(corpus: Path, tiny_model_dir: Path,
                                                                        tmp_path: Path) -> None:
-    from sentadapt.run.adapt import adapt
+    from sentadapt.run.dispatch import adapt
 
     with pytest.raises(ConfigError) as error:
         adapt([], output=tmp_path / "run", base=str(tiny_model_dir))
@@ -75,7 +75,7 @@ def test_the_api_refuses_bad_settings_with_the_clis_one_line_messages(corpus: Pa
 
 def test_a_dry_run_returns_the_resolved_config_and_loads_nothing(corpus: Path, tiny_model_dir: Path,
                                                                  tmp_path: Path) -> None:
-    from sentadapt.run.adapt import adapt
+    from sentadapt.run.dispatch import adapt
 
     result = adapt(corpus, output=tmp_path / "run", base=str(tiny_model_dir), dry_run=True, lr=3e-5,
                    set_options=["temperature=0.07"])
@@ -87,7 +87,7 @@ def test_a_dry_run_returns_the_resolved_config_and_loads_nothing(corpus: Path, t
 
 def test_require_improvement_raises_no_improvement_through_the_api(corpus: Path, tiny_model_dir: Path,
                                                                     pairs_tsv: Path, tmp_path: Path) -> None:
-    from sentadapt.run.adapt import adapt
+    from sentadapt.run.dispatch import adapt
 
     output = tmp_path / "run"
     # lr 1e-30: the weights stay bit-identical (see test_cli_adapt), so the dev score ties the base model

@@ -90,7 +90,7 @@ def test_no_two_modules_import_each_other() -> None:
 def test_cycle_finder_sees_function_level_and_type_checking_imports() -> None:
     """A cycle hidden in a function body or a TYPE_CHECKING block is still a cycle: the finder must see both."""
     graph = {name: _package_imports(path) for name, path in MODULES.items()}
-    assert "sentadapt.model.encoder" in graph["sentadapt.diagnostics.diagnose"]  # imported inside diagnose() only
+    assert "sentadapt.model.encoder" in graph["sentadapt.diagnostics.analysis"]  # imported inside diagnose() only
     assert "sentadapt.model.encoder" in graph["sentadapt.exporting.pipeline"]  # under `if TYPE_CHECKING:` only
     assert "sentadapt.cli.diagnose" in graph["sentadapt.cli"]  # `from sentadapt.cli import diagnose as ...`
 
@@ -377,8 +377,8 @@ def test_no_request_type_carries_a_dict_of_any() -> None:
     import typing
 
     from sentadapt.exporting.request import ExportRequest
-    from sentadapt.run.adapt import AdaptRequest
     from sentadapt.run.adapt_options import RunFlags, TrainFlags
+    from sentadapt.run.dispatch import AdaptRequest
     from sentadapt.run.plan.settings import Settings
 
     for request in (AdaptRequest, Settings, TrainFlags, RunFlags, ExportRequest):

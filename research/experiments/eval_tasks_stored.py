@@ -27,7 +27,7 @@ from typing import Any, ClassVar
 import numpy as np
 from sentadapt.data.pair_files import LabelledPairs
 from sentadapt.evaluation import bootstrap
-from sentadapt.evaluation.base import EvalTask, Outputs
+from sentadapt.evaluation.contract import EvalTask, Outputs
 from sentadapt.evaluation.evaluator import Evaluator
 from sentadapt.evaluation.pairclass import PairClassificationTask
 from tools.doc_sections import write_atomically, write_section

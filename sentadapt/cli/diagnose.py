@@ -13,7 +13,7 @@ from sentadapt.cli._common import console, draw, friendly_errors, note, progress
 from sentadapt.model.resolve import DEFAULT_BASE_MODEL
 
 if TYPE_CHECKING:
-    from sentadapt.diagnostics.diagnose import DiagnoseResult
+    from sentadapt.diagnostics.analysis import DiagnoseResult
 
 @friendly_errors
 def diagnose(

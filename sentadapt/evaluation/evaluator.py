@@ -18,7 +18,7 @@ import numpy as np
 
 from sentadapt.errors import ConfigError
 from sentadapt.evaluation import bootstrap, variance
-from sentadapt.evaluation.base import EmbeddingTable, EvalTask, TaskResult
+from sentadapt.evaluation.contract import EmbeddingTable, EvalTask, TaskResult
 from sentadapt.evaluation.evidence import Evidence, weigh
 from sentadapt.evaluation.forms import VectorForm
 from sentadapt.events import Note, quiet

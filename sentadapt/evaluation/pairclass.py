@@ -17,7 +17,7 @@ import numpy as np
 
 from sentadapt.data.pair_files import LabelledPairs, labels_are_graded, read_labelled_pairs, sniff_columns
 from sentadapt.evaluation import bootstrap
-from sentadapt.evaluation.base import TASK_TYPES, CosinePairTask, Outputs
+from sentadapt.evaluation.contract import TASK_TYPES, CosinePairTask, Outputs
 
 
 @TASK_TYPES.register("pair-classification")

@@ -15,7 +15,7 @@ import numpy as np
 from sentadapt.data.pair_files import sniff_columns
 from sentadapt.data.rerank_files import RerankRows, read_rerank
 from sentadapt.evaluation import bootstrap, ranking
-from sentadapt.evaluation.base import TASK_TYPES, EmbeddingTable, EvalTask, Outputs
+from sentadapt.evaluation.contract import TASK_TYPES, EmbeddingTable, EvalTask, Outputs
 from sentadapt.model.prompts import DOCUMENT, QUERY
 
 AT_K = 10

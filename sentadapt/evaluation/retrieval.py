@@ -19,7 +19,7 @@ import numpy as np
 
 from sentadapt.data.beir import BeirCollection, is_beir_folder, read_beir
 from sentadapt.evaluation import bootstrap, ranking
-from sentadapt.evaluation.base import TASK_TYPES, EmbeddingTable, EvalTask, Outputs
+from sentadapt.evaluation.contract import TASK_TYPES, EmbeddingTable, EvalTask, Outputs
 from sentadapt.model.prompts import DOCUMENT, QUERY
 
 if TYPE_CHECKING:

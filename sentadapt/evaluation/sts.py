@@ -25,7 +25,7 @@ from sentadapt.data.pair_files import (
 )
 from sentadapt.errors import ConfigError, DataError
 from sentadapt.evaluation import bootstrap
-from sentadapt.evaluation.base import TASK_TYPES, CosinePairTask, Outputs, TaskResult, cosine_scores
+from sentadapt.evaluation.contract import TASK_TYPES, CosinePairTask, Outputs, TaskResult, cosine_scores
 from sentadapt.evaluation.evaluator import Evaluator
 from sentadapt.evaluation.tasks import AGGREGATIONS, DATA_DIR_ENV, TASKS, StsTask
 

@@ -14,7 +14,7 @@ from typing import Any
 from sentadapt.data.pair_files import sniff_columns
 from sentadapt.errors import ConfigError, DataError
 from sentadapt.evaluation import pairclass, reranking, retrieval, sts  # noqa: F401  (registers the task types)
-from sentadapt.evaluation.base import TASK_TYPES, EvalTask
+from sentadapt.evaluation.contract import TASK_TYPES, EvalTask
 from sentadapt.evaluation.evaluator import Evaluator
 from sentadapt.evaluation.tasks import TASKS, resolve_data_dir
 

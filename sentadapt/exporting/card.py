@@ -16,8 +16,8 @@ from sentadapt.decision.rule import decision_of
 from sentadapt.errors import SentadaptError
 
 if TYPE_CHECKING:
+    from sentadapt.exporting.origin import LoadedSource
     from sentadapt.exporting.request import ExportRequest
-    from sentadapt.exporting.source import LoadedSource
     from sentadapt.model.encoder import Encoder
 
 

@@ -39,7 +39,7 @@ def _writer(request: ExportRequest) -> Writer:
 
 def run_export(request: ExportRequest, note: Note, sentences: Sequence[str] | None) -> ExportResult:
     from sentadapt.exporting.card import model_card
-    from sentadapt.exporting.source import load_source
+    from sentadapt.exporting.origin import load_source
     from sentadapt.exporting.verify import SAMPLE_SENTENCES
     from sentadapt.storage.durable import write_folder_atomically
 

@@ -199,7 +199,7 @@ def choose_pairs(
 
 def pair_cosines(encoder: Any, pool: Candidates, batch_size: int, progress: Progress | None) -> np.ndarray:
     """Each candidate pair's cosine under `encoder`, every unique sentence encoded once."""
-    from sentadapt.evaluation.base import EmbeddingTable, cosine_scores
+    from sentadapt.evaluation.contract import EmbeddingTable, cosine_scores
 
     texts = list(dict.fromkeys([*pool.sentence1, *pool.sentence2]))
     with progress(f"encoding {encoder.name}", len(texts)) if progress else nullcontext(None) as advance:

@@ -11,7 +11,7 @@ request (`--resume`, `--dry-run`, ...) and are declared here with their type and
   order;
 - `sentadapt.adapt()`'s keywords are checked against it (tests/run/test_adapt_options.py: names and defaults), and every
   other `TrainConfig` or recipe field is a keyword too (`adapt(..., distill_kind="mse")` = `--set distill_kind=mse`);
-- the given values are routed to the config (`route`, called by run/adapt.py's `request_from` for the CLI and
+- the given values are routed to the config (`route`, called by run/dispatch.py's `request_from` for the CLI and
   the API alike), so no list of options is written twice.
 
 A new config field is a `--set` key, an API keyword and a config.yaml entry with nothing else to write; a new flag

@@ -27,7 +27,7 @@ def _pairs() -> list[tuple[str, Any, Any]]:
     from sentadapt.cli.eval import eval_models
     from sentadapt.cli.export import export as export_command
     from sentadapt.cli.pairs import pairs as pairs_command
-    from sentadapt.diagnostics.diagnose import diagnose
+    from sentadapt.diagnostics.analysis import diagnose
     from sentadapt.evaluation.evaluate import evaluate
     from sentadapt.exporting import export
     from sentadapt.pairs.labelling import propose_pairs

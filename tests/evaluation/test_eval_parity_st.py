@@ -15,7 +15,7 @@ import torch
 
 from sentadapt.data.beir import read_beir
 from sentadapt.data.pair_files import read_labelled_pairs
-from sentadapt.evaluation.base import EmbeddingTable, EvalTask, TaskResult
+from sentadapt.evaluation.contract import EmbeddingTable, EvalTask, TaskResult
 from sentadapt.evaluation.retrieval import RetrievalTask
 from sentadapt.evaluation.task_types import read_task
 from sentadapt.model.encoder import Encoder

@@ -16,8 +16,8 @@ from sentadapt.cli import app
 from sentadapt.config import FLAT_KEYS, RunConfig, load_run_config, save_run_config
 from sentadapt.errors import ConfigError
 from sentadapt.recipes import RECIPES
-from sentadapt.run.adapt import adapt
 from sentadapt.run.adapt_options import ADAPT_OPTIONS, REQUEST, RUN, TRAIN, run_fields_without_option
+from sentadapt.run.dispatch import adapt
 from tests.conftest import run_adapt
 
 API_ONLY = ("note", "progress", "config_keys")  # callbacks and the config keywords: no flag of their own

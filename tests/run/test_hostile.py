@@ -456,7 +456,7 @@ def disk_full(*_args: object, **_kwargs: object) -> None:
 def test_a_json_write_that_fails_at_the_end_prints_the_results_then_one_line(
     command: str, tiny_model_dir: Path, pairs_tsv: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from sentadapt.diagnostics.diagnose import DiagnoseResult
+    from sentadapt.diagnostics.analysis import DiagnoseResult
     from sentadapt.evaluation.evaluate import EvalResult
 
     monkeypatch.setattr(EvalResult if command == "eval" else DiagnoseResult, "write_json", disk_full)
@@ -685,7 +685,7 @@ def test_the_summary_reports_the_effective_lr_every_changed_setting_lora_prompt_
 
 def test_result_objects_print_their_intervals_rounded(tiny_model_dir: Path, pairs_tsv: Path) -> None:
     import sentadapt
-    from sentadapt.run.adapt import AdaptResult
+    from sentadapt.run.dispatch import AdaptResult
 
     evaluated = sentadapt.evaluate([tiny_model_dir, tiny_model_dir], pairs=[pairs_tsv], bootstrap=50)
     text = repr(evaluated)
