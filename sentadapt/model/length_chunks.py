@@ -62,9 +62,9 @@ def plan_chunks(lengths: np.ndarray, overhead: int = PASS_OVERHEAD_TOKENS) -> li
 def chunk_transform(transform: Callable[[torch.Tensor], torch.Tensor], rows: torch.Tensor, width: int,
                     batch_shape: tuple[int, int]) -> Callable[[torch.Tensor], torch.Tensor]:
     """A whole-batch embedding transform for one chunk's rows: sliced where the transform says how
-    (sliced_transform), else by ChunkTransform's placing of the chunk in a tensor of the whole batch's shape."""
+    (sliced_transform), else by PlacedInBatch's placing of the chunk in a tensor of the whole batch's shape."""
     sliced = sliced_transform(transform, rows, width)
-    return sliced if sliced is not None else ChunkTransform(transform, rows, batch_shape)
+    return sliced if sliced is not None else PlacedInBatch(transform, rows, batch_shape)
 
 
 def sliced_transform(transform: Callable[[torch.Tensor], torch.Tensor], rows: torch.Tensor, width: int,
@@ -76,11 +76,11 @@ def sliced_transform(transform: Callable[[torch.Tensor], torch.Tensor], rows: to
 
 
 @dataclass
-class ChunkTransform:
-    """A whole-batch embedding transform (a ConSERT view's cutoff mask, two stacked views' split) applied to one
-    chunk: the chunk's embeddings are placed in a zero tensor of the batch's shape, the transform runs on it, and the
-    chunk's rows and columns are taken back. A mask drawn on the transform's first call is drawn for the whole batch,
-    so the random numbers drawn are those of an unchunked pass."""
+class PlacedInBatch:
+    """A whole-batch embedding transform that cannot be sliced (ConSERT's adversarial perturbation, any plain
+    function) applied to one chunk: the chunk's embeddings are placed in a zero tensor of the batch's shape, the
+    transform runs on it, and the chunk's rows and columns are taken back. A mask drawn on the transform's first call
+    is drawn for the whole batch, so the random numbers drawn are those of an unchunked pass."""
 
     transform: Callable[[torch.Tensor], torch.Tensor]
     rows: torch.Tensor

@@ -217,18 +217,17 @@ class _LazyZeroMask:
     mask: Tensor | None = None
 
     def __call__(self, embeddings: Tensor) -> Tensor:
-        if self.mask is None:
-            self.mask = self.draw(embeddings.shape[-1])
-        return embeddings.masked_fill(self.mask, 0.0)
+        return embeddings.masked_fill(self._drawn(embeddings.shape[-1]), 0.0)
 
     def for_rows(self, rows: Tensor, width: int) -> EmbeddingTransform:
         """The transform of the batch's `rows`, trimmed to `width` tokens (an encoder pass in length chunks): the
         whole batch's mask, drawn once, sliced."""
-        def masked(embeddings: Tensor) -> Tensor:
-            if self.mask is None:
-                self.mask = self.draw(embeddings.shape[-1])
-            return embeddings.masked_fill(self.mask[rows, :width], 0.0)
-        return masked
+        return lambda embeddings: embeddings.masked_fill(self._drawn(embeddings.shape[-1])[rows, :width], 0.0)
+
+    def _drawn(self, hidden: int) -> Tensor:
+        if self.mask is None:
+            self.mask = self.draw(hidden)
+        return self.mask
 
 
 def make_view(
