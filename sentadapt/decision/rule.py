@@ -136,6 +136,20 @@ def small_dev_note(evidence: Evidence | None, rule: DecisionRule) -> str | None:
             "docs/evaluation.md)")
 
 
+def teacher_lead_note(decision: Decision, interval: Sequence[float] | None, lead: Any) -> str | None:
+    """One line when a run keeps the base although its teacher leads the base on dev (CI above 0) and the student is
+    not significantly worse there: the student's share of that lead may be real yet below what the dev set can
+    show, and more labelled pairs would show it. None otherwise. (It does not let the lead decide: at 400 dev pairs
+    the one student that rule added lost; research/findings.md.)"""
+    if decision.decision != KEEP_BASE or lead is None or lead.interval is None:
+        return None
+    if lead.interval[0] <= 0 or interval is None or interval[1] <= 0:
+        return None
+    return (f"the teacher leads the base on dev ({lead.value:+.2f} [{lead.interval[0]:+.2f}, {lead.interval[1]:+.2f}])"
+            " and the student is within noise of the base there: its share of that lead may be real but too small "
+            "for this dev set to show; label more pairs to see it (`sentadapt pairs` proposes them; docs/decision.md)")
+
+
 def _round_up(value: float) -> int:
     step = 50 if value < 1000 else 500
     return int(-(-value // step) * step)

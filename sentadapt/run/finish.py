@@ -14,6 +14,7 @@ from sentadapt.decision.rule import (
     decision_rule,
     evidence_record,
     small_dev_note,
+    teacher_lead_note,
 )
 from sentadapt.decision.sizes import SizeTable
 from sentadapt.errors import CheckpointError
@@ -22,7 +23,6 @@ from sentadapt.evaluation.evidence import Evidence
 from sentadapt.pairs.design import labels_record, weighted_note
 from sentadapt.storage.durable import publish_model, verify_folder
 from sentadapt.storage.run_folder import RunDir
-from sentadapt.teacher import teacher_lead_note
 from sentadapt.train.loop import Trainer, TrainingInputs
 from sentadapt.train.state import Training, TrainResult, TrainState
 from sentadapt.train.tracking import TrainLog, final_values, hyperparameters

@@ -15,6 +15,5 @@ from __future__ import annotations
 
 from sentadapt.teacher.source import check_teacher, teacher_source
 from sentadapt.teacher.table import TeacherTable, teacher_table
-from sentadapt.teacher.weighing import teacher_lead_note
 
-__all__ = ["TeacherTable", "check_teacher", "teacher_lead_note", "teacher_source", "teacher_table"]
+__all__ = ["TeacherTable", "check_teacher", "teacher_source", "teacher_table"]

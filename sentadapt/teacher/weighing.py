@@ -1,15 +1,13 @@
 """The teacher weighed on the dev set before its corpus is encoded: its score and lead over the base with a paired
 CI (`Weighing`, said in one line by `teacher_verdict`; a teacher that trails significantly stops the run unless
-`--set teacher_check=off`), and, after training, the note for a base kept under a teacher whose lead is
-established (`teacher_lead_note`: run/finish.py's seam)."""
+`--set teacher_check=off`). What the decision says of that lead after training is decision/rule.py's
+(`teacher_lead_note`)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from sentadapt.decision.rule import KEEP_BASE, Decision
 from sentadapt.errors import ConfigError
 from sentadapt.events import Note
 
@@ -58,17 +56,3 @@ def teacher_verdict(name: str, teacher: float | None, base: float, lead: Delta, 
                 "keeps a gain")
     return (f"{head}: no sign it leads; the student may still gain (it learns the teacher's structure on top "
             "of the recipe), and the run keeps the base unless it gains on dev")
-
-
-def teacher_lead_note(decision: Decision, interval: Sequence[float] | None, lead: Any) -> str | None:
-    """One line when a run keeps the base although its teacher leads the base on dev (CI above 0) and the student is
-    not significantly worse there: the student's share of that lead may be real yet below what the dev set can
-    show, and more labelled pairs would show it. None otherwise. (It does not let the lead decide: at 400 dev pairs
-    the one student that rule added lost; research/findings.md.)"""
-    if decision.decision != KEEP_BASE or lead is None or lead.interval is None:
-        return None
-    if lead.interval[0] <= 0 or interval is None or interval[1] <= 0:
-        return None
-    return (f"the teacher leads the base on dev ({lead.value:+.2f} [{lead.interval[0]:+.2f}, {lead.interval[1]:+.2f}])"
-            " and the student is within noise of the base there: its share of that lead may be real but too small "
-            "for this dev set to show; label more pairs to see it (`sentadapt pairs` proposes them; docs/decision.md)")

@@ -182,9 +182,8 @@ def test_dev_evidence_pays_for_the_checkpoint_chosen_on_the_same_dev_set(tmp_pat
 
 
 def test_a_kept_base_under_a_clearly_better_teacher_gets_a_note_naming_what_to_do() -> None:
-    from sentadapt.decision.rule import KEEP_BASE, USE_ADAPTED, Decision
+    from sentadapt.decision.rule import KEEP_BASE, USE_ADAPTED, Decision, teacher_lead_note
     from sentadapt.evaluation.evaluator import Delta
-    from sentadapt.teacher import teacher_lead_note
 
     keep = Decision(KEEP_BASE, "not enough evidence on dev.tsv (Δ -0.04 [-3.05, +3.25]; risk 0.52 …)", "risk", 0.52)
     leads = Delta(12.96, (6.16, 19.41))
