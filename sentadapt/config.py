@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from sentadapt.errors import ConfigError
+from sentadapt.options import DEFAULT_ENCODING_ERRORS, ENCODE_BATCH_SIZE, TEXT_FIELD, VECTOR_FIELD
 from sentadapt.registry import one_line, unknown_name_message
 
 # The risk rule's default limit (decision/rule.py), declared here, the lowest module every reader imports (the
@@ -28,6 +29,7 @@ from sentadapt.registry import one_line, unknown_name_message
 # (judged by its Δ over the whole pool) stays ≤ 5 % at every dev size from 50 to 200 labels, with the calibrated
 # risk; it was 0.20 with the bootstrap's.
 DEFAULT_RISK = 0.1
+DEFAULT_DECISION = "risk"  # the use/keep rule (decision/rule.py: risk | strict | positive)
 
 T = TypeVar("T")
 MIXED_PRECISION = ("no", "fp16", "bf16", "auto")  # auto: train/precision.py
@@ -86,7 +88,7 @@ class EvaluationSettings:
     per_pass: float = field(default=0.0, metadata=flat_key("evals_per_pass"))
     # stop after N evaluations without improvement (0 = never stop early)
     patience: int = field(default=10, metadata=flat_key("patience"))
-    batch_size: int = field(default=128, metadata=flat_key("eval_batch_size"))
+    batch_size: int = field(default=ENCODE_BATCH_SIZE, metadata=flat_key("eval_batch_size"))
 
 
 @dataclass(frozen=True)
@@ -159,8 +161,8 @@ class TeacherSettings:
     # "Blend targets"); "1" the teacher alone, a number in [0, 1], or "auto": α weighed on the dev set by its rule
     blend: str = field(default="1", metadata=flat_key("teacher_blend"))
     # the fields of a --teacher vectors file (.jsonl keys, .parquet columns): what embeddings APIs return
-    text_field: str = field(default="text", metadata=flat_key("teacher_text_field"))
-    vector_field: str = field(default="embedding", metadata=flat_key("teacher_vector_field"))
+    text_field: str = field(default=TEXT_FIELD, metadata=flat_key("teacher_text_field"))
+    vector_field: str = field(default=VECTOR_FIELD, metadata=flat_key("teacher_vector_field"))
 
 
 @dataclass(frozen=True)
@@ -350,12 +352,12 @@ class RunConfig:
     dev_metric: str | None = None  # the dev task's metric that selects checkpoints (None: its main metric)
     data_dir: str | None = None
     text_column: str | None = None
-    encoding_errors: str = "strict"  # strict | replace | skip (invalid UTF-8 lines in the corpus)
+    encoding_errors: str = DEFAULT_ENCODING_ERRORS  # strict | replace | skip (invalid UTF-8 lines in the corpus)
     streaming: bool = False  # stream Hub datasets instead of downloading them whole first
     num_proc: int | None = None  # corpus preparation workers; None: one per available core
     preset: dict[str, Any] | None = None  # {name, reason, values}: the defaults the run started from (presets.py)
     # the use/keep rule (decision/rule.py): risk | strict | positive, and the risk rule's limit
-    decision: str = "risk"
+    decision: str = DEFAULT_DECISION
     risk: float = DEFAULT_RISK
     teacher: str | None = None  # --teacher MODEL: a model whose similarity structure the student distils
     # the base's prompt (a name, or "none") prepended to every training sentence; None: the base's

@@ -21,6 +21,16 @@ T = TypeVar("T")
 # errors that name them all use these)
 TRUST_REMOTE_CODE, TRUST_REMOTE_CODE_HELP = "--trust-remote-code", "Allow model code from the Hub."
 ALLOW_PICKLE, ALLOW_PICKLE_HELP = "--allow-pickle", "Allow pickle (.bin) weights you trust."
+
+# Defaults that commands, library calls and the layers under them share, each written once here (the test of
+# tests/test_architecture.py fails on a literal default written in two modules); a package's own defaults live in
+# its __init__ (evaluation/, diagnostics/, pairs/) or beside their owner.
+ENCODE_BATCH_SIZE = 128  # sentences encoded at once: eval, the dev set, decide, pairs, cached vectors
+VECTOR_DTYPE = "fp32"  # the vectors' precision: eval --dtype, export --dtype, Encoder.encode
+TEST_SPLIT = "test"  # the split scored when none is named (STS, BEIR folders, task files)
+DEFAULT_ENCODING_ERRORS = "strict"  # invalid UTF-8 in a text file: stop and name the line (adapt --encoding-errors)
+# a vectors file's fields (.jsonl keys, .parquet columns): what embeddings APIs return (--set teacher_text_field)
+TEXT_FIELD, VECTOR_FIELD = "text", "embedding"
 F = TypeVar("F", bound=Callable[..., Any])
 
 

@@ -125,6 +125,72 @@ def test_layout_finder_sees_a_joined_folder_and_a_file_name(tmp_path: Path) -> N
     assert _run_layout_literals(sample) == ["line 2: / 'best'", "line 3: 'metrics.json'"]
 
 
+# ------------------------------------------------------- every default written once (issue 69)
+# A default is written in one module and imported where another needs it (a command's option, the library call
+# under it, the helper under that): the same parameter given the same literal default in two modules is two
+# declarations of one value that drift apart (`risk=0.2` was once written six times). "Not given" markers (None,
+# True/False, "", empty containers, ...) are not values and are not counted, nor is 0 where it is a counter's start
+# (step, seconds, a prompt's length); a seed's 0 is a chosen value and counts.
+_NOT_VALUES = (None, True, False, "", (), [], {}, ...)
+
+
+def _literal(node: ast.AST | None) -> object:
+    try:
+        return ast.literal_eval(node) if node is not None else ...
+    except ValueError:
+        return ...  # a name or an expression: imported or computed, not a literal
+
+
+def _literal_defaults(path: Path) -> list[tuple[str, str]]:
+    """(parameter, repr of its literal default) for every keyword default, dataclass field default and typer
+    Option/Argument default in the file."""
+    found: list[tuple[str, object]] = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            positional = node.args.posonlyargs + node.args.args
+            found += [(arg.arg, _literal(default)) for arg, default in
+                      zip(positional[len(positional) - len(node.args.defaults):], node.args.defaults, strict=True)]
+            found += [(arg.arg, _literal(default)) for arg, default in
+                      zip(node.args.kwonlyargs, node.args.kw_defaults, strict=True) if default is not None]
+        elif isinstance(node, ast.ClassDef):
+            for statement in node.body:
+                if isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name):
+                    value = statement.value
+                    if isinstance(value, ast.Call) and getattr(value.func, "id", "") == "field":
+                        value = next((k.value for k in value.keywords if k.arg == "default"), None)
+                    found.append((statement.target.id, _literal(value)))
+        elif isinstance(node, ast.Call) and getattr(node.func, "attr", "") in ("Option", "Argument") and node.args:
+            flags = [arg.value for arg in node.args[1:] if isinstance(arg, ast.Constant)]
+            name = str(flags[0]).lstrip("-").replace("-", "_") if flags else "argument"
+            found.append((name, _literal(node.args[0])))
+    return [(name, repr(value)) for name, value in found
+            if not any(value is marker or (type(value) is type(marker) and value == marker) for marker in _NOT_VALUES)
+            and not (type(value) in (int, float) and value == 0 and not name.endswith("seed"))]
+
+
+def _repeated_defaults(paths: list[Path], root: Path) -> list[str]:
+    where: dict[tuple[str, str], set[str]] = {}
+    for path in paths:
+        for key in _literal_defaults(path):
+            where.setdefault(key, set()).add(str(path.relative_to(root)))
+    return sorted(f"{name}={value}: {', '.join(sorted(files))}" for (name, value), files in where.items()
+                  if len(files) > 1)
+
+
+def test_no_default_is_written_in_two_modules() -> None:
+    repeated = _repeated_defaults(SOURCES, PACKAGE)
+    assert not repeated, f"write each default once and import it (a constant beside its owner): {repeated}"
+
+
+def test_default_finder_sees_a_keyword_a_field_and_an_option(tmp_path: Path) -> None:
+    (tmp_path / "a.py").write_text("def f(x, *, risk=0.2, seed=None): ...\n")
+    (tmp_path / "b.py").write_text("import typer\nfrom dataclasses import dataclass, field\n@dataclass\nclass C:\n"
+                                   "    risk: float = field(default=0.2)\n    flag: bool = False\n"
+                                   "def g(seed=typer.Option(7, '--seed')): ...\n")
+    (tmp_path / "c.py").write_text("def h(seed=7, step=0): ...\nclass D:\n    step: int = 0\n")
+    assert _repeated_defaults(sorted(tmp_path.glob("*.py")), tmp_path) == ["risk=0.2: a.py, b.py", "seed=7: b.py, c.py"]
+
+
 def test_export_imports_nothing_from_train() -> None:
     for path in sorted((PACKAGE / "exporting").rglob("*.py")):
         assert not {n for n in _package_imports(path) if n.startswith("sentadapt.train")}, path.name

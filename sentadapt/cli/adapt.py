@@ -74,7 +74,7 @@ def cli_events() -> Any:
     from sentadapt.run.plan.settings import Events
 
     return Events(note=note, progress=progress_bar, reporter=RichReporter,
-                  stage_done=lambda result, config: _print_summary(result, config))
+                  stage_done=_print_summary)
 
 
 def _print_auto_summary(output: Path, record: dict[str, Any]) -> None:
@@ -103,15 +103,11 @@ def _print_dry_run(config: Any, resolved: Any) -> None:
     # the terminal width and no text rewritten (rich turns `:rocket:` in a path into an emoji).
     sys.stdout.write(yaml.safe_dump(config.to_dict(), sort_keys=False))
     sys.stdout.flush()
-    _print_preset(config)
-    note(f"model: {resolved.name} → {resolved.location} ({resolved.source}); nothing loaded (--dry-run)")
-
-
-def _print_preset(config: Any) -> None:
     from sentadapt.run.summary import preset_lines
 
     for line in preset_lines(config):
         note(escape(line))
+    note(f"model: {resolved.name} → {resolved.location} ({resolved.source}); nothing loaded (--dry-run)")
 
 
 def _print_summary(result: Any, config: Any = None) -> None:

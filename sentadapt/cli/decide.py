@@ -10,7 +10,7 @@ from rich.markup import escape
 
 from sentadapt.cli import shared_options as shared
 from sentadapt.cli._common import console, friendly_errors, progress_bar
-from sentadapt.config import DEFAULT_RISK
+from sentadapt.config import DEFAULT_DECISION, DEFAULT_RISK
 from sentadapt.errors import NoImprovement
 
 if TYPE_CHECKING:
@@ -22,7 +22,7 @@ def decide(
     run: Path = typer.Argument(..., help="A finished run directory (sentadapt adapt --output)."),
     dev: Path = typer.Option(..., "--dev", help="Labelled pairs (.tsv/.csv/.jsonl; a 'weight' column from "
                                                 "`pairs --teacher/--run` is read as the design's)."),
-    decision: str = typer.Option("risk", "--decision", help="The use/keep rule: risk | strict | positive "
+    decision: str = typer.Option(DEFAULT_DECISION, "--decision", help="The use/keep rule: risk | strict | positive "
                                                             "(as `adapt --decision`)."),
     risk: float = typer.Option(DEFAULT_RISK, "--risk", help="The risk rule's limit (as `adapt --risk`)."),
     require_improvement: bool = typer.Option(False, "--require-improvement",

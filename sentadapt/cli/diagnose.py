@@ -10,6 +10,7 @@ from rich.markup import escape
 
 from sentadapt.cli import shared_options as shared
 from sentadapt.cli._common import console, draw, friendly_errors, note, progress_bar, render_even_if_unsaved
+from sentadapt.diagnostics import DIAGNOSE_BATCH_SIZE, SAMPLE_SEED, SAMPLE_SENTENCES, TOPK_MAX, TOPK_STS
 from sentadapt.model.resolve import DEFAULT_BASE_MODEL
 
 if TYPE_CHECKING:
@@ -25,21 +26,21 @@ def diagnose(
     pairs: Path | None = typer.Option(
         None, "--pairs", help="Labelled pairs (.tsv/.csv/.jsonl: sentence1, sentence2, score); used instead of STS."
     ),
-    sample: int = typer.Option(1000, "--sample", help="Sentences drawn from the corpus (seeded)."),
+    sample: int = typer.Option(SAMPLE_SENTENCES, "--sample", help="Sentences drawn from the corpus (seeded)."),
     data_dir: Path | None = typer.Option(
         None, "--data-dir", envvar="SENTADAPT_DATA_DIR",
         help="Folder of STS JSON Lines files: STS-B test (top-k), STS-B dev (layers, alignment).",
     ),
-    sts: str = typer.Option("stsb", "--sts", help="Top-k on STS-B test only (stsb) or all 7 STS test sets (all)."),
+    sts: str = typer.Option(TOPK_STS, "--sts", help="Top-k on STS-B test only (stsb) or all 7 STS test sets (all)."),
     report: str | None = typer.Option(
         None, "--report", help="Comma list of anisotropy, spectrum, alignment, frequency, topk, layers. Default: all "
         "that have their data.",
     ),
-    max_k: int = typer.Option(50, "--max-k", min=1, help="Top-k curve: remove up to this many frequent tokens."),
+    max_k: int = typer.Option(TOPK_MAX, "--max-k", min=1, help="Top-k curve: remove up to this many frequent tokens."),
     json_out: Path | None = typer.Option(None, "--json", help="Write every figure as JSON (docs/diagnostics.md)."),
     plot: Path | None = typer.Option(None, "--plot", help="Write PNG plots into this folder (needs matplotlib)."),
-    seed: int = typer.Option(0, "--seed", help="Seed of the sentence sample and the k-NN token sample."),
-    batch_size: int = shared.batch_size(32),
+    seed: int = typer.Option(SAMPLE_SEED, "--seed", help="Seed of the sentence sample and the k-NN token sample."),
+    batch_size: int = shared.batch_size(DIAGNOSE_BATCH_SIZE),
     max_length: int | None = shared.max_length(),
     device: str | None = shared.device(),
     trust_remote_code: bool = shared.trust_remote_code(),

@@ -10,6 +10,8 @@ from rich.markup import escape
 
 from sentadapt.cli import shared_options as shared
 from sentadapt.cli._common import console, draw, friendly_errors, note, progress_bar, render_even_if_unsaved
+from sentadapt.evaluation import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, STS_AGGREGATE
+from sentadapt.options import TEST_SPLIT, VECTOR_DTYPE
 
 if TYPE_CHECKING:
     from sentadapt.evaluation.evaluate import EvalResult
@@ -39,13 +41,13 @@ def eval_models(
     task: str | None = typer.Option(
         None, "--task", help="Force the task type of the --pairs files: sts | pair-classification."
     ),
-    split: str = typer.Option("test", "--split", help="test | dev (STS: STS-B and SICK-R only; retrieval: "
+    split: str = typer.Option(TEST_SPLIT, "--split", help="test | dev (STS: STS-B and SICK-R only; retrieval: "
                                                       "qrels/SPLIT.tsv)."),
-    aggregate: str = typer.Option("all", "--aggregate", help="STS: all (one correlation per task) | mean | wmean "
-                                                             "of subsets."),
-    bootstrap: int = typer.Option(1000, "--bootstrap", min=0, help="Resamples for the 95 % percentile CIs (paired "
-                                                                  "for Δ). 0 = off."),
-    seed: int = typer.Option(0, "--seed", help="Seed of the bootstrap resamples."),
+    aggregate: str = typer.Option(STS_AGGREGATE, "--aggregate", help="STS: all (one correlation per task) | mean | "
+                                                                     "wmean of subsets."),
+    bootstrap: int = typer.Option(BOOTSTRAP_RESAMPLES, "--bootstrap", min=0, help="Resamples for the 95 % percentile "
+                                                                                  "CIs (paired for Δ). 0 = off."),
+    seed: int = typer.Option(BOOTSTRAP_SEED, "--seed", help="Seed of the bootstrap resamples."),
     cache_embeddings: bool = typer.Option(
         False, "--cache-embeddings", help="Keep each model's vectors on disk ($SENTADAPT_CACHE), keyed by its "
                                           "weights, pooling, max length and the texts (large corpora)."
@@ -64,8 +66,9 @@ def eval_models(
     batch_size: int = shared.batch_size(),
     max_length: int | None = shared.max_length(),
     dtype: str = typer.Option(
-        "fp32", "--dtype", help="fp32 | bf16 | fp16: bf16/fp16 encode with a copy of the weights cast once to that "
-                                "type (pooling in fp32; faster on GPUs). fp16 needs CUDA; on the CPU use bf16."
+        VECTOR_DTYPE, "--dtype", help="fp32 | bf16 | fp16: bf16/fp16 encode with a copy of the weights cast once to "
+                                      "that type (pooling in fp32; faster on GPUs). fp16 needs CUDA; on the CPU use "
+                                      "bf16."
     ),
     device: str | None = shared.device(),
     dims: str | None = typer.Option(None, "--dims", help="Also score at these sizes (each vector's prefix, as "

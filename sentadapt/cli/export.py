@@ -9,6 +9,8 @@ import typer
 
 from sentadapt.cli import shared_options as shared
 from sentadapt.cli._common import console, friendly_errors, note
+from sentadapt.exporting.request import DEFAULT_CHECKPOINT, DEFAULT_FORMAT
+from sentadapt.options import VECTOR_DTYPE
 
 if TYPE_CHECKING:
     from sentadapt.exporting import ExportResult
@@ -18,14 +20,15 @@ if TYPE_CHECKING:
 def export(
     source: str = typer.Argument(..., help="A run directory (sentadapt adapt --output), a model folder or a Hub id."),
     output: Path = typer.Argument(..., help="Folder to write (built next to it, then renamed into place)."),
-    export_format: str = typer.Option("sentence-transformers", "--format", "-f",
+    export_format: str = typer.Option(DEFAULT_FORMAT, "--format", "-f",
                                       help="sentence-transformers | hf | onnx."),
-    dtype: str = typer.Option("fp32", "--dtype", help="fp32 | fp16 (weights cast; sentence-transformers and hf)."),
+    dtype: str = typer.Option(VECTOR_DTYPE, "--dtype",
+                              help="fp32 | fp16 (weights cast; sentence-transformers and hf)."),
     pooling: str | None = typer.Option(None, "--pooling",
                                        help="Override the pooling: cls | mean | max | last2avg | firstlast."),
     normalize: bool = typer.Option(False, "--normalize", help="Add L2 normalisation (unit-length vectors)."),
     quantize: str | None = typer.Option(None, "--quantize", help="int8: also write a dynamic int8 ONNX model."),
-    checkpoint: str = typer.Option("best", "--checkpoint", help="For run directories: best | last | STEP."),
+    checkpoint: str = typer.Option(DEFAULT_CHECKPOINT, "--checkpoint", help="For run directories: best | last | STEP."),
     sentences: Path | None = typer.Option(
         None, "--sentences", help="Verify on these sentences (one per line) instead of a built-in sample."),
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace a non-empty OUTPUT."),

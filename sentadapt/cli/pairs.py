@@ -11,6 +11,7 @@ from rich.markup import escape
 
 from sentadapt.cli import shared_options as shared
 from sentadapt.cli._common import console, friendly_errors, note, progress_bar
+from sentadapt.pairs import PAIRS_SEED
 
 if TYPE_CHECKING:
     from sentadapt.pairs.chosen import ChosenPairs
@@ -35,7 +36,7 @@ def pairs(
                                          "pairs; default: named above; with --run, the run's)."),
     n: int = typer.Option(200, "-n", help="Pairs to propose (each sentence is used once: needs 2·n sentences)."),
     output: Path = typer.Option(..., "--output", "-o", help="The file to label: .tsv or .csv."),
-    seed: int = typer.Option(0, "--seed", help="Seed of the sentence sample and of the pairs chosen."),
+    seed: int = typer.Option(PAIRS_SEED, "--seed", help="Seed of the sentence sample and of the pairs chosen."),
     sample: int = typer.Option(4000, "--sample", help="Sentences drawn from the corpus and encoded "
                                                              "(at least 3·n are)."),
     text_column: str | None = typer.Option(None, "--text-column", help="Column of .jsonl/.csv/.tsv corpora."),
@@ -77,9 +78,7 @@ def render(result: ProposedPairs) -> None:
         bar = "█" * round(BAR_WIDTH * int(counts[index]) / widest)
         console.print(f"  {edges[index]:+.2f} … {edges[index + 1]:+.2f}  {int(counts[index]):4d}  {bar}",
                       highlight=False)
-    console.print("next: fill in the label column (1 = same meaning, 0 = different, or a score such as 0-5) in "
-                  "every row, delete rows you cannot judge, then:", highlight=False, soft_wrap=True)
-    console.print(f"  {escape(result.next_command)}", highlight=False, soft_wrap=True)
+    _print_next(result.next_command)
 
 
 def render_chosen(result: ChosenPairs) -> None:
@@ -99,6 +98,10 @@ def render_chosen(result: ChosenPairs) -> None:
         console.print(f"each row's weight (1 / its chance of being chosen) runs from {result.weights.min():.2f} to "
                       f"{result.weights.max():.2f}; keep the column: the decision reads it. Design: "
                       f"{escape(str(result.design_path))}", highlight=False, soft_wrap=True)
+    _print_next(result.next_command)
+
+
+def _print_next(command: str) -> None:
     console.print("next: fill in the label column (1 = same meaning, 0 = different, or a score such as 0-5) in "
                   "every row, delete rows you cannot judge, then:", highlight=False, soft_wrap=True)
-    console.print(f"  {escape(result.next_command)}", highlight=False, soft_wrap=True)
+    console.print(f"  {escape(command)}", highlight=False, soft_wrap=True)

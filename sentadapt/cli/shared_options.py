@@ -7,10 +7,16 @@ from typing import Any
 
 import typer
 
-from sentadapt.options import ALLOW_PICKLE, ALLOW_PICKLE_HELP, TRUST_REMOTE_CODE, TRUST_REMOTE_CODE_HELP
+from sentadapt.options import (
+    ALLOW_PICKLE,
+    ALLOW_PICKLE_HELP,
+    ENCODE_BATCH_SIZE,
+    TRUST_REMOTE_CODE,
+    TRUST_REMOTE_CODE_HELP,
+)
 
 
-def batch_size(default: int = 128) -> Any:
+def batch_size(default: int = ENCODE_BATCH_SIZE) -> Any:
     return typer.Option(default, "--batch-size", min=1, help="Sentences encoded at once.")
 
 

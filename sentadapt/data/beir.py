@@ -18,6 +18,7 @@ from pathlib import Path
 
 from sentadapt.data.textfile import json_objects, text_lines
 from sentadapt.errors import DataError
+from sentadapt.options import TEST_SPLIT
 
 
 @dataclass
@@ -29,7 +30,7 @@ class BeirCollection:
     relevant: list[list[int]]  # per evaluated query, rows of corpus_ids
     source: str = ""
     skipped_queries: int = 0
-    split: str = "test"
+    split: str = TEST_SPLIT
     qrels_path: str = field(default="")
     query_self_rows: list[int] = field(default_factory=list)  # corpus row whose _id equals the query's, else -1
 
@@ -74,7 +75,7 @@ def _read_texts(path: Path, what: str, with_title: bool) -> dict[str, str]:
     return texts
 
 
-def read_beir(folder: str | Path, split: str = "test") -> BeirCollection:
+def read_beir(folder: str | Path, split: str = TEST_SPLIT) -> BeirCollection:
     folder = Path(folder)
     if not folder.is_dir():
         raise DataError(f"{folder}: not a directory; a retrieval collection is a BEIR folder (corpus.jsonl, "

@@ -36,11 +36,13 @@ from sentadapt.data.textfile import (
     table_reader,
 )
 from sentadapt.errors import ConfigError, DataError
+from sentadapt.options import DEFAULT_ENCODING_ERRORS
 from sentadapt.storage.hub import hub_is_reachable
 
 TEXT_COLUMNS = ("text", "sentence")  # picked automatically, in this order, when a file has several columns
 
 # Skip reasons (keys of CorpusReport.skipped).
+MIN_CHARS = 1  # a line shorter than this (after stripping) is dropped: blank lines
 BLANK = "blank"
 DUPLICATE = "duplicate"
 INVALID_UTF8 = "invalid UTF-8"
@@ -103,8 +105,8 @@ def read_corpus(
     sources: Sequence[str | Path],
     text_column: str | None = None,
     dedup: bool = True,
-    encoding_errors: str = "strict",
-    min_chars: int = 1,
+    encoding_errors: str = DEFAULT_ENCODING_ERRORS,
+    min_chars: int = MIN_CHARS,
 ) -> Corpus:
     """Read and concatenate `sources` (in order) into one list of stripped, non-blank sentences, in memory.
 
@@ -129,8 +131,8 @@ def scan_corpus(
     sources: Sequence[str | Path],
     consume: Callable[[list[str | None]], None],
     text_column: str | None = None,
-    encoding_errors: str = "strict",
-    min_chars: int = 1,
+    encoding_errors: str = DEFAULT_ENCODING_ERRORS,
+    min_chars: int = MIN_CHARS,
     on_bytes: Callable[[int], None] | None = None,
     streaming: bool = False,
 ) -> CorpusReport:
@@ -235,7 +237,7 @@ class _FoundText(Exception):
 
 
 def check_has_sentences(sources: Sequence[str | Path], text_column: str | None = None,
-                        encoding_errors: str = "strict") -> None:
+                        encoding_errors: str = DEFAULT_ENCODING_ERRORS) -> None:
     """Before any model loads: the local corpus files hold at least one sentence (`check_not_empty`'s message).
     Reading stops at the first batch with a sentence, so a large corpus costs one batch of lines; Hub datasets
     are counted when they are read."""

@@ -402,7 +402,10 @@ def _check_labelled(value: object, column: str, s1: str, s2: str, path: Path, nu
         )
 
 
-def _quoted(text: str, limit: int = 40) -> str:
+QUOTED_CHARS = 40  # of a sentence quoted in an error line
+
+
+def _quoted(text: str, limit: int = QUOTED_CHARS) -> str:
     """A sentence cut short for a one-line message."""
     text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"

@@ -46,6 +46,7 @@ import numpy as np
 from sentadapt.data.batching import TextRows, TokenizedExamples
 from sentadapt.data.corpus import (
     KEEP,
+    MIN_CHARS,
     CorpusReport,
     check_not_empty,
     check_options,
@@ -58,6 +59,7 @@ from sentadapt.data.corpus import (
 )
 from sentadapt.errors import ConfigError, DataError
 from sentadapt.events import Progress, no_progress
+from sentadapt.options import DEFAULT_ENCODING_ERRORS
 from sentadapt.storage.durable import fsync
 
 FORMAT_VERSION = 1  # bump when the layout or the reading rules change: old entries are then misses
@@ -96,7 +98,8 @@ class Prepared:
 
 def prepare_sentences(
     sources: Sequence[str | Path], tokenizer: Any, max_length: int, *, text_column: str | None = None,
-    dedup: bool = True, encoding_errors: str = "strict", min_chars: int = 1, streaming: bool = False,
+    dedup: bool = True, encoding_errors: str = DEFAULT_ENCODING_ERRORS, min_chars: int = MIN_CHARS,
+    streaming: bool = False,
     num_proc: int | None = None, progress: Progress | None = None, prompt: str = "",
 ) -> Prepared:
     """One-sentence-per-line corpora (plain text, .gz, .jsonl/.csv/.tsv, Hub datasets) → token ids of each

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from sentadapt.errors import DataError
+from sentadapt.options import DEFAULT_ENCODING_ERRORS
 
 TEXT, JSONL, TSV, CSV = "text", "jsonl", "tsv", "csv"
 _FORMAT_OF_SUFFIX = {".jsonl": JSONL, ".json": JSONL, ".tsv": TSV, ".csv": CSV}
@@ -91,7 +92,7 @@ class Utf8Lines:
     again line by line.
     """
 
-    def __init__(self, path: Path, encoding_errors: str = "strict",
+    def __init__(self, path: Path, encoding_errors: str = DEFAULT_ENCODING_ERRORS,
                  on_bytes: Callable[[int], None] | None = None, fix: str = SAVE_AS_UTF8) -> None:
         self.path = path
         self.encoding_errors = encoding_errors

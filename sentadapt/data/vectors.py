@@ -26,6 +26,7 @@ import numpy as np
 
 from sentadapt.data.textfile import json_objects, open_binary, printable, text_lines
 from sentadapt.errors import DataError
+from sentadapt.options import TEXT_FIELD, VECTOR_FIELD
 
 VECTOR_SUFFIXES = (".jsonl", ".jsonl.gz", ".json", ".json.gz", ".parquet", ".npy")
 VECTOR_FORMATS = (".jsonl or .json (JSON Lines, or one JSON array, of {\"text\", \"embedding\"} objects; gzipped as "
@@ -87,7 +88,7 @@ def check_vectors_file(path: Path, name: str | None = None) -> str:
     return suffix
 
 
-def read_vectors(path: Path, text_field: str = "text", vector_field: str = "embedding") -> TextVectors:
+def read_vectors(path: Path, text_field: str = TEXT_FIELD, vector_field: str = VECTOR_FIELD) -> TextVectors:
     suffix = check_vectors_file(path)
     # where row i sits in the file, named only for an error message (not built for every row of a large file)
     place: Callable[[int], str]

@@ -23,7 +23,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sentadapt.config import DEFAULT_RISK
+from sentadapt.config import DEFAULT_DECISION, DEFAULT_RISK
 from sentadapt.errors import ConfigError
 from sentadapt.evaluation.evidence import Evidence
 
@@ -31,7 +31,7 @@ USE_ADAPTED = "use-adapted"
 KEEP_BASE = "keep-base"
 RISK, STRICT, POSITIVE = "risk", "strict", "positive"
 RULES = (RISK, STRICT, POSITIVE)
-DEFAULT_RULE = RISK
+DEFAULT_RULE = DEFAULT_DECISION
 # DEFAULT_RISK (sentadapt/config.py): at a true gain of 0 the adapted model is used in about one run in ten (the
 # max-T risk is calibrated there); real losses less often.
 # A dev set that cannot call a gain of this size (points × 100 of the main metric) gets a note: the gains

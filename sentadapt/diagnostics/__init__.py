@@ -13,6 +13,14 @@ from __future__ import annotations
 from sentadapt.errors import ConfigError
 from sentadapt.registry import unknown_name_message
 
+# the defaults `sentadapt diagnose` and `diagnose()` share with the reports under them, written once
+SAMPLE_SENTENCES = 1000  # drawn from the corpus (seeded)
+SAMPLE_SEED = 0  # of the sentence sample and the k-NN token sample
+TOPK_STS = "stsb"  # top-k on STS-B test (all: the 7 STS test sets)
+TOPK_MAX = 50  # the top-k curve removes up to this many frequent tokens
+DIAGNOSE_BATCH_SIZE = 32  # sentences through the model at once (every hidden layer is kept)
+LAYERS_BATCH_SIZE = 64  # the reports' own passes (hidden states, top-k removal, the layer sweep) when called alone
+
 # name → what it needs besides the model ("sentences": a corpus sample; "pairs": labelled pairs or STS data)
 REPORTS: dict[str, str] = {
     "anisotropy": "sentences",  # random-pair cosines per layer (Ethayarajh) + isotropy I(W) (Mu & Viswanath)

@@ -11,7 +11,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sentadapt.diagnostics import parse_reports, report_tables
+from sentadapt.diagnostics import (
+    DIAGNOSE_BATCH_SIZE,
+    SAMPLE_SEED,
+    SAMPLE_SENTENCES,
+    TOPK_MAX,
+    TOPK_STS,
+    parse_reports,
+    report_tables,
+)
 from sentadapt.diagnostics.report import DiagnoseInputs, Diagnosis, comparison_dict, gather_inputs
 from sentadapt.diagnostics.report import diagnose as run_reports
 from sentadapt.errors import DataError
@@ -59,15 +67,15 @@ def diagnose(
     compare: str | Path | None = None,
     corpus: str | Path | None = None,
     pairs: str | Path | None = None,
-    sample: int = 1000,
+    sample: int = SAMPLE_SENTENCES,
     data_dir: str | Path | None = None,
-    sts: str = "stsb",
+    sts: str = TOPK_STS,
     report: str | Sequence[str] | None = None,
-    max_k: int = 50,
+    max_k: int = TOPK_MAX,
     json_out: str | Path | None = None,
     plot: str | Path | None = None,
-    seed: int = 0,
-    batch_size: int = 32,
+    seed: int = SAMPLE_SEED,
+    batch_size: int = DIAGNOSE_BATCH_SIZE,
     max_length: int | None = None,
     device: str | None = None,
     trust_remote_code: bool = False,

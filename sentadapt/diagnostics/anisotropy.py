@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import torch
 
+from sentadapt.diagnostics import DIAGNOSE_BATCH_SIZE
 from sentadapt.diagnostics.metrics import CrossGroupCosine
 from sentadapt.diagnostics.states import hidden_state_batches, special_token_ids
 from sentadapt.model.encoder import Encoder
@@ -29,7 +30,7 @@ class SamplePass:
 def sample_pass(
     encoder: Encoder,
     sentences: Sequence[str],
-    batch_size: int = 32,
+    batch_size: int = DIAGNOSE_BATCH_SIZE,
     max_length: int | None = None,
     progress: Callable[[int], None] | None = None,
 ) -> SamplePass:

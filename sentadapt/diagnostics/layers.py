@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 import torch
 
 from sentadapt.data.pair_files import ScoredPairs
+from sentadapt.diagnostics import LAYERS_BATCH_SIZE
 from sentadapt.diagnostics.scoring import PairScorer
 from sentadapt.diagnostics.states import hidden_state_batches
 from sentadapt.model.encoder import Encoder
@@ -71,7 +72,7 @@ def layer_sweep(
     encoder: Encoder,
     pairs: ScoredPairs,
     source: str,
-    batch_size: int = 64,
+    batch_size: int = LAYERS_BATCH_SIZE,
     max_length: int | None = None,
     progress: Callable[[int], None] | None = None,
 ) -> LayerSweep:

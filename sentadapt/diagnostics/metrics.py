@@ -14,6 +14,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from sentadapt.diagnostics import SAMPLE_SEED
+
 KNN_NEIGHBOURS = 3
 FREQUENCY_BUCKET_EDGES = (10, 100, 1_000, 10_000)  # frequency ranks 1–10, 11–100, 101–1000, 1001–10000, >10000
 
@@ -163,7 +165,7 @@ def frequency_buckets(
     exclude_ids: tuple[int, ...] = (),
     edges: tuple[int, ...] = FREQUENCY_BUCKET_EDGES,
     knn_queries: int = 100,
-    seed: int = 0,
+    seed: int = SAMPLE_SEED,
 ) -> tuple[list[FrequencyBucket], float]:
     """Token-embedding norm and k-NN distance per frequency-rank bucket, and Spearman(rank, norm).
 

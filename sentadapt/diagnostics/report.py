@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from sentadapt.data.pair_files import ScoredPairs, read_scored_pairs
-from sentadapt.diagnostics import REPORTS
+from sentadapt.diagnostics import DIAGNOSE_BATCH_SIZE, REPORTS, SAMPLE_SEED, SAMPLE_SENTENCES, TOPK_MAX, TOPK_STS
 from sentadapt.diagnostics.verdicts import (
     alignment_verdict,
     cosine_verdict,
@@ -68,9 +68,9 @@ def gather_inputs(
     corpus: Path | None = None,
     pairs: Path | None = None,
     data_dir: Path | None = None,
-    sample: int = 1000,
-    seed: int = 0,
-    sts: str = "stsb",
+    sample: int = SAMPLE_SENTENCES,
+    seed: int = SAMPLE_SEED,
+    sts: str = TOPK_STS,
     bundled_sample: bool = False,
 ) -> DiagnoseInputs:
     """Read what the reports need. `requested` None = every report that has its data (the rest are skipped).
@@ -315,10 +315,10 @@ def json_safe(value: object) -> object:
 def diagnose(
     encoder: Encoder,
     inputs: DiagnoseInputs,
-    max_k: int = 50,
-    batch_size: int = 32,
+    max_k: int = TOPK_MAX,
+    batch_size: int = DIAGNOSE_BATCH_SIZE,
     max_length: int | None = None,
-    seed: int = 0,
+    seed: int = SAMPLE_SEED,
     progress: Progress | None = None,
 ) -> Diagnosis:
     """Run `inputs.reports` on one model. `progress` is the CLI's progress_bar (description, total)."""

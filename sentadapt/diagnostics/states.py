@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import torch
 
+from sentadapt.diagnostics import LAYERS_BATCH_SIZE
 from sentadapt.model.encoder import Encoder
 
 
@@ -35,7 +36,7 @@ def unique_texts(texts: Sequence[str]) -> list[str]:
 def hidden_state_batches(
     encoder: Encoder,
     texts: Sequence[str],
-    batch_size: int = 64,
+    batch_size: int = LAYERS_BATCH_SIZE,
     max_length: int | None = None,
     progress: Callable[[int], None] | None = None,
 ) -> Iterator[HiddenBatch]:

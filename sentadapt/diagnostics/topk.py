@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from sentadapt.diagnostics import LAYERS_BATCH_SIZE
 from sentadapt.diagnostics.scoring import PairScorer
 from sentadapt.diagnostics.states import hidden_state_batches
 from sentadapt.events import Progress, progress_step
@@ -85,7 +86,7 @@ def topk_curve(
     frequency_texts: Sequence[str],
     frequency_source: str,
     max_k: int,
-    batch_size: int = 64,
+    batch_size: int = LAYERS_BATCH_SIZE,
     max_length: int | None = None,
     progress: Progress | None = None,
 ) -> TopKCurve:

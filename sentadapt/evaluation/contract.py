@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 import numpy as np
 
 from sentadapt.model.prompts import PAIR
+from sentadapt.options import TEST_SPLIT
 from sentadapt.registry import Registry
 
 if TYPE_CHECKING:
@@ -125,7 +126,7 @@ class EvalTask(ABC):
 
     @classmethod
     @abstractmethod
-    def read(cls, path: Path, split: str = "test") -> EvalTask:
+    def read(cls, path: Path, split: str = TEST_SPLIT) -> EvalTask:
         """Read and validate the whole file; a DataError names the file and line (or id)."""
 
     @property

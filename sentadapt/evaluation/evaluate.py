@@ -13,12 +13,21 @@ from pathlib import Path
 from typing import Any
 
 from sentadapt.errors import ConfigError
+from sentadapt.evaluation import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, STS_AGGREGATE
 from sentadapt.evaluation.evaluator import Comparison, EvalReport, Evaluator
 from sentadapt.evaluation.forms import forms_of, parse_dims, parse_precisions
 from sentadapt.evaluation.forms import resolved as resolved_forms
 from sentadapt.events import Note, Progress, progress_step, quiet
 from sentadapt.model.prompts import SIDES, PromptChoice, Prompts, read_prompts
-from sentadapt.options import check_at_least, check_output_file, checked, save_result
+from sentadapt.options import (
+    ENCODE_BATCH_SIZE,
+    TEST_SPLIT,
+    VECTOR_DTYPE,
+    check_at_least,
+    check_output_file,
+    checked,
+    save_result,
+)
 from sentadapt.storage.durable import write_json_file
 from sentadapt.text_tables import TextTable
 
@@ -110,18 +119,18 @@ def evaluate(
     rerank: Sequence[str | Path] = (),
     retrieval: Sequence[str | Path] = (),
     task: str | None = None,
-    split: str = "test",
-    aggregate: str = "all",
-    bootstrap: int = 1000,
-    seed: int = 0,
+    split: str = TEST_SPLIT,
+    aggregate: str = STS_AGGREGATE,
+    bootstrap: int = BOOTSTRAP_RESAMPLES,
+    seed: int = BOOTSTRAP_SEED,
     cache_embeddings: bool = False,
     pooling: str | None = None,
     prompt: str | None = None,
     query_prompt: str | None = None,
     document_prompt: str | None = None,
-    batch_size: int = 128,
+    batch_size: int = ENCODE_BATCH_SIZE,
     max_length: int | None = None,
-    dtype: str = "fp32",
+    dtype: str = VECTOR_DTYPE,
     device: str | None = None,
     dims: str | Sequence[int] | None = None,
     quantize: str | Sequence[str] | None = None,

@@ -17,12 +17,13 @@ from typing import Any
 import numpy as np
 
 from sentadapt.errors import ConfigError
-from sentadapt.evaluation import bootstrap, variance
+from sentadapt.evaluation import STS_AGGREGATE, bootstrap, variance
 from sentadapt.evaluation.contract import EmbeddingTable, EvalTask, TaskResult
 from sentadapt.evaluation.evidence import Evidence, weigh
 from sentadapt.evaluation.forms import VectorForm
 from sentadapt.events import Note, quiet
 from sentadapt.model.prompts import PromptChoice
+from sentadapt.options import ENCODE_BATCH_SIZE, TEST_SPLIT, VECTOR_DTYPE
 
 
 @dataclass
@@ -58,7 +59,7 @@ class EvalReport:
     metric: str | None  # the metric averaged (None: each task's main metric)
     seconds: float = 0.0
     average_interval: tuple[float, float] | None = None
-    aggregate: str = "all"
+    aggregate: str = STS_AGGREGATE
     prompts: dict[str, str] = field(default_factory=dict)  # side → the prompt its texts got (non-empty only)
 
     def selected(self, result: TaskResult) -> str:
@@ -96,7 +97,7 @@ class Comparison:
 class Evaluator:
     """Scores an encoder on fixed tasks; see the module docstring."""
 
-    def __init__(self, tasks: Sequence[EvalTask], split: str = "test", title: str | None = None,
+    def __init__(self, tasks: Sequence[EvalTask], split: str = TEST_SPLIT, title: str | None = None,
                  metric: str | None = None, resamples: int = bootstrap.DEFAULT_RESAMPLES,
                  seed: int = bootstrap.DEFAULT_SEED, cache_embeddings: bool = False) -> None:
         if not tasks:
@@ -149,9 +150,9 @@ class Evaluator:
     def __call__(
         self,
         encoder: object,
-        batch_size: int = 128,
+        batch_size: int = ENCODE_BATCH_SIZE,
         max_length: int | None = None,
-        dtype: str = "fp32",
+        dtype: str = VECTOR_DTYPE,
         pooling: object | None = None,
         progress: Callable[[int], None] | None = None,
         note: Note = quiet,
@@ -172,7 +173,7 @@ class Evaluator:
         return report
 
     def score_forms(self, encoder: Any, forms: Sequence[VectorForm], calibration: np.ndarray | None = None,
-                    batch_size: int = 128, max_length: int | None = None, dtype: str = "fp32",
+                    batch_size: int = ENCODE_BATCH_SIZE, max_length: int | None = None, dtype: str = VECTOR_DTYPE,
                     progress: Callable[[int], None] | None = None, note: Note = quiet,
                     prompts: PromptChoice | None = None) -> list[EvalReport]:
         """One report per form (evaluation/forms.py: a size and precision), from one encoding of every text.

@@ -18,6 +18,7 @@ import numpy as np
 from sentadapt.data.pair_files import LabelledPairs, labels_are_graded, read_labelled_pairs, sniff_columns
 from sentadapt.evaluation import bootstrap
 from sentadapt.evaluation.contract import TASK_TYPES, CosinePairTask, Outputs
+from sentadapt.options import TEST_SPLIT
 
 
 @TASK_TYPES.register("pair-classification")
@@ -39,7 +40,7 @@ class PairClassificationTask(CosinePairTask):
         return "label" in columns and ("score" in columns or not labels_are_graded(path))
 
     @classmethod
-    def read(cls, path: Path, split: str = "test") -> PairClassificationTask:
+    def read(cls, path: Path, split: str = TEST_SPLIT) -> PairClassificationTask:
         # forced onto a file without a 'label' column, a 0/1 'score' column is the label
         column = "label" if "label" in sniff_columns(path) or "score" not in sniff_columns(path) else "score"
         return cls(path.name, read_labelled_pairs(path, label_column=column))

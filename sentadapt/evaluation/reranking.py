@@ -17,6 +17,7 @@ from sentadapt.data.rerank_files import RerankRows, read_rerank
 from sentadapt.evaluation import bootstrap, ranking
 from sentadapt.evaluation.contract import TASK_TYPES, EmbeddingTable, EvalTask, Outputs
 from sentadapt.model.prompts import DOCUMENT, QUERY
+from sentadapt.options import TEST_SPLIT
 
 AT_K = 10
 
@@ -43,7 +44,7 @@ class RerankingTask(EvalTask):
         return "query" in sniff_columns(path)
 
     @classmethod
-    def read(cls, path: Path, split: str = "test") -> RerankingTask:
+    def read(cls, path: Path, split: str = TEST_SPLIT) -> RerankingTask:
         return cls(path.name, read_rerank(path))
 
     @property

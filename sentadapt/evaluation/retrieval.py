@@ -21,6 +21,7 @@ from sentadapt.data.beir import BeirCollection, is_beir_folder, read_beir
 from sentadapt.evaluation import bootstrap, ranking
 from sentadapt.evaluation.contract import TASK_TYPES, EmbeddingTable, EvalTask, Outputs
 from sentadapt.model.prompts import DOCUMENT, QUERY
+from sentadapt.options import TEST_SPLIT
 
 if TYPE_CHECKING:
     import torch
@@ -88,7 +89,7 @@ class RetrievalTask(EvalTask):
         return is_beir_folder(path)
 
     @classmethod
-    def read(cls, path: Path, split: str = "test") -> RetrievalTask:
+    def read(cls, path: Path, split: str = TEST_SPLIT) -> RetrievalTask:
         return cls(path.name, read_beir(path, split))
 
     @property

@@ -24,10 +24,11 @@ from sentadapt.data.pair_files import (
     sniff_columns,
 )
 from sentadapt.errors import ConfigError, DataError
-from sentadapt.evaluation import bootstrap
+from sentadapt.evaluation import STS_AGGREGATE, bootstrap
 from sentadapt.evaluation.contract import TASK_TYPES, CosinePairTask, Outputs, TaskResult, cosine_scores
 from sentadapt.evaluation.evaluator import Evaluator
 from sentadapt.evaluation.tasks import AGGREGATIONS, DATA_DIR_ENV, TASKS, StsTask
+from sentadapt.options import TEST_SPLIT
 
 
 def load_task(name: str, split: str, data_dir: Path | None) -> ScoredPairs:
@@ -77,7 +78,7 @@ class ScoredPairsTask(CosinePairTask):
     metric_names = ("spearman", "pearson")
     description = "sentence1, sentence2, score (a number, e.g. 0–5)"
 
-    def __init__(self, name: str, pairs: ScoredPairs, aggregate: str = "all") -> None:
+    def __init__(self, name: str, pairs: ScoredPairs, aggregate: str = STS_AGGREGATE) -> None:
         super().__init__(name, pairs.source)
         if aggregate not in AGGREGATIONS:
             raise ConfigError(f"--aggregate: '{aggregate}' is not one of {', '.join(AGGREGATIONS)}")
@@ -98,7 +99,7 @@ class ScoredPairsTask(CosinePairTask):
         return "score" in columns
 
     @classmethod
-    def read(cls, path: Path, split: str = "test", aggregate: str = "all") -> ScoredPairsTask:
+    def read(cls, path: Path, split: str = TEST_SPLIT, aggregate: str = STS_AGGREGATE) -> ScoredPairsTask:
         return cls(path.name, read_user_scored_pairs(path), aggregate)
 
     def metrics(self, outputs: Outputs) -> tuple[dict[str, float], dict[str, Any]]:
@@ -158,18 +159,18 @@ class StsEvaluator(Evaluator):
     """The STS tasks (or a scored-pairs file) as an Evaluator; the same object serves `eval` and training."""
 
     @classmethod
-    def from_sts(cls, names: list[str], split: str, data_dir: Path | None, aggregate: str = "all",
+    def from_sts(cls, names: list[str], split: str, data_dir: Path | None, aggregate: str = STS_AGGREGATE,
                  **options: Any) -> StsEvaluator:
         tasks = [ScoredPairsTask(name, load_task(name, split, data_dir), aggregate) for name in names]
         return cls(tasks, split=split, title=f"STS ({split})", **options)
 
     @classmethod
-    def from_pairs(cls, tasks: dict[str, ScoredPairs], aggregate: str = "all", split: str = "pairs",
+    def from_pairs(cls, tasks: dict[str, ScoredPairs], aggregate: str = STS_AGGREGATE, split: str = "pairs",
                    **options: Any) -> StsEvaluator:
         return cls([ScoredPairsTask(name, pairs, aggregate) for name, pairs in tasks.items()], split=split, **options)
 
     @classmethod
-    def from_pairs_file(cls, path: str | Path, aggregate: str = "all", **options: Any) -> StsEvaluator:
+    def from_pairs_file(cls, path: str | Path, aggregate: str = STS_AGGREGATE, **options: Any) -> StsEvaluator:
         return cls([ScoredPairsTask(Path(path).name, read_user_scored_pairs(path), aggregate)], split="pairs",
                    **options)
 

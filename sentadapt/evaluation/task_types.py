@@ -13,10 +13,11 @@ from typing import Any
 
 from sentadapt.data.pair_files import sniff_columns
 from sentadapt.errors import ConfigError, DataError
-from sentadapt.evaluation import pairclass, reranking, retrieval, sts  # noqa: F401  (registers the task types)
+from sentadapt.evaluation import STS_AGGREGATE, pairclass, reranking, retrieval, sts  # noqa: F401  (registers the task types)
 from sentadapt.evaluation.contract import TASK_TYPES, EvalTask
 from sentadapt.evaluation.evaluator import Evaluator
 from sentadapt.evaluation.tasks import TASKS, resolve_data_dir
+from sentadapt.options import TEST_SPLIT
 
 # most specific first: a reranking row has 'query'; a pairs file with 0/1 'label's is classification, 'score' (or a
 # 'label' column of graded scores) STS
@@ -52,7 +53,8 @@ def detect_task_type(path: str | Path, task_option: bool = True) -> str:
                     + ("; or pass --task TYPE" if task_option else ""))
 
 
-def read_task(path: str | Path, kind: str | None = None, split: str = "test", aggregate: str = "all") -> EvalTask:
+def read_task(path: str | Path, kind: str | None = None, split: str = TEST_SPLIT,
+              aggregate: str = STS_AGGREGATE) -> EvalTask:
     """Read one file or folder as a task of type `kind` (None: detected)."""
     path = Path(path)
     kind = kind or detect_task_type(path)

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from sentadapt.errors import ConfigError, DataError
+from sentadapt.options import TEST_SPLIT
 from sentadapt.registry import unknown_name_message
 
 DATA_DIR_ENV = "SENTADAPT_DATA_DIR"
@@ -41,7 +42,7 @@ TASKS: dict[str, StsTask] = {
 }
 
 
-def parse_task_list(spec: str, split: str = "test") -> list[str]:
+def parse_task_list(spec: str, split: str = TEST_SPLIT) -> list[str]:
     """'all' or a comma list ('stsb,sickr') → task names; 'all' keeps the tasks that have `split`."""
     names = [part.strip().lower() for part in spec.split(",") if part.strip()]
     if not names:

@@ -28,6 +28,8 @@ from sentadapt.events import Note, quiet
 from sentadapt.exporting.pipeline import run_export
 from sentadapt.exporting.request import (
     CHECKPOINT_CHOICES,
+    DEFAULT_CHECKPOINT,
+    DEFAULT_FORMAT,
     EXPORT_DTYPES,
     FORMATS,
     QUANTIZATIONS,
@@ -35,7 +37,7 @@ from sentadapt.exporting.request import (
     ExportRequest,
     ExportResult,
 )
-from sentadapt.options import check_writable_place, checked
+from sentadapt.options import VECTOR_DTYPE, check_writable_place, checked
 from sentadapt.registry import unknown_name_message
 from sentadapt.storage.run_folder import check_replaceable, foreign_in_export, is_export_folder
 
@@ -120,12 +122,12 @@ def export(
     source: str | Path,
     output: str | Path,
     *,
-    format: str = "sentence-transformers",
-    dtype: str = "fp32",
+    format: str = DEFAULT_FORMAT,
+    dtype: str = VECTOR_DTYPE,
     pooling: str | None = None,
     normalize: bool = False,
     quantize: str | None = None,
-    checkpoint: str | int = "best",
+    checkpoint: str | int = DEFAULT_CHECKPOINT,
     sentences: str | Path | Sequence[str] | None = None,
     overwrite: bool = False,
     trust_remote_code: bool = False,

@@ -119,7 +119,11 @@ def session(path: Path, threads: int | None = None) -> Any:
     return onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
 
 
-def onnx_encode(onnx_session: Any, encoder: Encoder, texts: Sequence[str], batch_size: int = 64) -> torch.Tensor:
+CHECK_BATCH_SIZE = 64  # sentences per ONNX Runtime call while the export is checked
+
+
+def onnx_encode(onnx_session: Any, encoder: Encoder, texts: Sequence[str],
+                batch_size: int = CHECK_BATCH_SIZE) -> torch.Tensor:
     """Sentence vectors from an ONNX export, tokenized and batched exactly as `Encoder.encode` does."""
     import torch
 

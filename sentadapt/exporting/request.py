@@ -5,21 +5,25 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from sentadapt.options import VECTOR_DTYPE
+
 FORMATS = ("sentence-transformers", "hf", "onnx")
 EXPORT_DTYPES = ("fp32", "fp16")
 QUANTIZATIONS = ("int8",)
 CHECKPOINT_CHOICES = "best | last | a step number"
+# what `sentadapt export` and `export()` do when not told: written once
+DEFAULT_FORMAT, DEFAULT_CHECKPOINT = "sentence-transformers", "best"
 
 @dataclass(frozen=True)
 class ExportRequest:
     source: str
     output: Path
-    format: str = "sentence-transformers"
-    dtype: str = "fp32"
+    format: str = DEFAULT_FORMAT
+    dtype: str = VECTOR_DTYPE
     pooling: str | None = None
     normalize: bool = False
     quantize: str | None = None
-    checkpoint: str = "best"
+    checkpoint: str = DEFAULT_CHECKPOINT
     overwrite: bool = False
     trust_remote_code: bool = False
     allow_pickle: bool = False

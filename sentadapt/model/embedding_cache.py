@@ -23,6 +23,7 @@ import torch
 from safetensors.torch import load_file, save_file
 
 from sentadapt.events import Advance, Note, no_progress, quiet
+from sentadapt.options import ENCODE_BATCH_SIZE, VECTOR_DTYPE
 from sentadapt.storage.durable import replace_durably
 from sentadapt.storage.memory import release_freed_memory
 from sentadapt.storage.rowfile import RowFile, write_rows
@@ -60,7 +61,7 @@ def cached_frozen_vectors(
     encoder: Encoder,
     texts: Sequence[str],
     max_length: int,
-    batch_size: int = 128,
+    batch_size: int = ENCODE_BATCH_SIZE,
     progress: Advance | None = None,
     note: Note = quiet,
     prompt: str = "",
@@ -88,9 +89,9 @@ def cached_frozen_vectors(
 def cached_vectors(
     encoder: Encoder,
     texts: Sequence[str],
-    batch_size: int = 128,
+    batch_size: int = ENCODE_BATCH_SIZE,
     max_length: int | None = None,
-    dtype: str = "fp32",
+    dtype: str = VECTOR_DTYPE,
     progress: Advance | None = None,
     note: Note = quiet,
     prompt: str = "",
@@ -141,7 +142,7 @@ class Processes:
 
 
 def cached_table(encoder: Encoder, texts: Callable[[int, int], list[str]], rows: int, max_length: int,
-                 batch_size: int = 128, progress: Callable[[int], Any] | None = None,
+                 batch_size: int = ENCODE_BATCH_SIZE, progress: Callable[[int], Any] | None = None,
                  processes: Processes | None = None) -> CachedTable:
     """The whole encoder's vectors of `rows` texts (repeats allowed), read TEXT_CHUNK at a time through
     `texts(start, stop)` to key the cache, then encoded and appended ENCODE_CHUNK rows at a time to a .npy file

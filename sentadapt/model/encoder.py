@@ -28,7 +28,7 @@ from sentadapt.model.pooling import POOLING_NAMES, Pooling
 from sentadapt.model.prompts import Prompts, read_prompts
 from sentadapt.model.resolve import ResolvedModel, check_has_weights, resolve_model
 from sentadapt.model.st_format import DenseLayer, FolderLayout, read_layout, write_sentence_transformers_folder
-from sentadapt.options import ALLOW_PICKLE, TRUST_REMOTE_CODE
+from sentadapt.options import ALLOW_PICKLE, ENCODE_BATCH_SIZE, TRUST_REMOTE_CODE, VECTOR_DTYPE
 
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 DEFAULT_MAX_LENGTH = 128
@@ -536,9 +536,9 @@ class Encoder(nn.Module):
     def encode(
         self,
         texts: Sequence[str],
-        batch_size: int = 128,
+        batch_size: int = ENCODE_BATCH_SIZE,
         max_length: int | None = None,
-        dtype: str = "fp32",
+        dtype: str = VECTOR_DTYPE,
         pooling: Pooling | None = None,
         progress: Callable[[int], None] | None = None,
         prompt: str | None = None,
@@ -576,9 +576,9 @@ class Encoder(nn.Module):
     def encode_frozen_part(
         self,
         texts: Sequence[str],
-        batch_size: int = 128,
+        batch_size: int = ENCODE_BATCH_SIZE,
         max_length: int | None = None,
-        dtype: str = "fp32",
+        dtype: str = VECTOR_DTYPE,
         progress: Callable[[int], None] | None = None,
         prompt: str = "",
     ) -> torch.Tensor:

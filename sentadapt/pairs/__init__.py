@@ -1,2 +1,4 @@
 """Pairs for the user to label: proposed from a corpus (devset.py), chosen by a design (chosen.py, design.py), labelled
 (labelling.py)."""
+
+PAIRS_SEED = 0  # of the sentence sample and of the pairs chosen (`sentadapt pairs --seed`, propose_pairs)

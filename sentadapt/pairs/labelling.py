@@ -8,7 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from sentadapt.events import Progress
-from sentadapt.options import checked
+from sentadapt.options import ENCODE_BATCH_SIZE, checked
+from sentadapt.pairs import PAIRS_SEED
 from sentadapt.pairs.chosen import ChosenPairs, choose_pairs
 from sentadapt.pairs.devset import DEFAULT_SAMPLE, ProposedPairs, propose_spread_pairs
 
@@ -19,9 +20,9 @@ def propose_pairs(
     model: str | None,
     n: int,
     output: Path,
-    seed: int = 0,
+    seed: int = PAIRS_SEED,
     sample: int = DEFAULT_SAMPLE,
-    batch_size: int = 128,
+    batch_size: int = ENCODE_BATCH_SIZE,
     max_length: int | None = None,
     device: str | None = None,
     text_column: str | None = None,

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 from sentadapt.config import RecipeConfig
 from sentadapt.errors import ConfigError, DataError
 from sentadapt.events import Progress
+from sentadapt.options import DEFAULT_ENCODING_ERRORS
 from sentadapt.registry import Registry
 
 if TYPE_CHECKING:  # recipes import torch where they compute, so `adapt` validates options in well under a second
@@ -34,6 +35,8 @@ DATA_KINDS = ("sentences", "nli", "pairs")
 # one-sentence-per-line text, or labelled pairs files (NLI, scored or two-column pairs).
 TEXT, PAIRS = "text", "pairs"
 TRAINS_ON = (TEXT, PAIRS)
+# NT-Xent's τ where a recipe's paper sets 0.1: ConSERT (Yan et al. 2021, §4.1) and CLSR
+CONTRASTIVE_TEMPERATURE = 0.1
 # The class variables every recipe must define (register_recipe checks them).
 REQUIRED_CLASS_VARIABLES = ("name", "Config", "trains_on", "train_defaults", "tuned_base_defaults")
 
@@ -63,7 +66,7 @@ class TrainingData:
     max_length: int  # --max-length (capped by the model's position table where token ids are made)
     text_column: str | None = None
     dedup: bool = True
-    encoding_errors: str = "strict"
+    encoding_errors: str = DEFAULT_ENCODING_ERRORS
     streaming: bool = False
     num_proc: int | None = None
     encode_batch_size: int = 128  # --eval-batch-size: batches for encoding with a frozen model (CLSR)

@@ -22,7 +22,17 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from sentadapt.config import RecipeConfig, check_choice, check_range
 from sentadapt.events import Progress
 from sentadapt.model.pooling import POOLING_NAMES, Pooling
-from sentadapt.recipes.base import PAIRS, WHOLE, Cut, LossOutput, Matryoshka, RecipeBase, TrainingData, register_recipe
+from sentadapt.recipes.base import (
+    CONTRASTIVE_TEMPERATURE,
+    PAIRS,
+    WHOLE,
+    Cut,
+    LossOutput,
+    Matryoshka,
+    RecipeBase,
+    TrainingData,
+    register_recipe,
+)
 
 if TYPE_CHECKING:
     from torch import Tensor, nn
@@ -45,7 +55,7 @@ class ClsrConfig(RecipeConfig):
     hidden_dim: int = 0  # MLP hidden size; 0 = the base model's dimension
     output_dim: int = 0  # exported embedding size; 0 = the base model's dimension (paper: 768 for BERT-base)
     projection_dim: int = 0  # training-only projection; 0 = output_dim (paper: same dimension)
-    temperature: float = 0.1
+    temperature: float = CONTRASTIVE_TEMPERATURE
     min_score: float = 4.0  # scored pairs kept for training (paper: STS-B pairs scoring above 4)
     # random: nn.Linear's default init (the paper's) | identity: the MLP starts as the identity map, so step 0
     # is the base model bit for bit (hidden_dim 0 → 2 × the base dimension; see identity_mlp)

@@ -27,6 +27,7 @@ from sentadapt.events import Progress
 from sentadapt.model.pooling import POOLING_NAMES, Pooling
 from sentadapt.recipes.augment import AUGMENTATIONS, ViewInputs, make_view, stack_views
 from sentadapt.recipes.base import (
+    CONTRASTIVE_TEMPERATURE,
     TEXT,
     WHOLE,
     Cut,
@@ -63,7 +64,7 @@ class ConsertConfig(RecipeConfig):
     feature_cutoff_rate: float = 0.2
     dropout_rate: float = 0.2
     span_cutoff_rate: float = 0.2
-    temperature: float = 0.1
+    temperature: float = CONTRASTIVE_TEMPERATURE
     train_pooling: str = "mean"  # paper: mean of the last layer in training ...
     # ... and at evaluation the last-two-layer average, unless the base model declares its own pooling
     # (a sentence-transformers folder): "auto" keeps that one, since switching a mean-trained model to

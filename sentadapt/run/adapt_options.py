@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sentadapt.config import DEFAULT_RISK, FLAT_KEYS, RunConfig, key_type
+from sentadapt.config import DEFAULT_DECISION, DEFAULT_RISK, FLAT_KEYS, RunConfig, key_type
 from sentadapt.errors import ConfigError
 from sentadapt.options import ALLOW_PICKLE, ALLOW_PICKLE_HELP, TRUST_REMOTE_CODE, TRUST_REMOTE_CODE_HELP
 
@@ -237,7 +237,7 @@ class RunFlags:
     encoding_errors: str = "strict"
     num_proc: int | None = None
     streaming: bool = False
-    decision: str = "risk"
+    decision: str = DEFAULT_DECISION
     risk: float = DEFAULT_RISK
 
 

@@ -9,10 +9,10 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from sentadapt.config import DEFAULT_RISK
+from sentadapt.config import DEFAULT_DECISION, DEFAULT_RISK
 from sentadapt.errors import ConfigError, NoImprovement
 from sentadapt.model.lora import lora_flags
-from sentadapt.options import check_at_least, checked
+from sentadapt.options import DEFAULT_ENCODING_ERRORS, check_at_least, checked
 from sentadapt.run.adapt_options import OPTIONS_BY_NAME, RunFlags, TrainFlags, route
 from sentadapt.run.execute.lock import held_by_another
 from sentadapt.run.execute.processes import is_main_process
@@ -222,8 +222,8 @@ def adapt(corpus: str | Path | list[str | Path] | tuple[str | Path, ...] = (), *
           sizes: tuple[int, ...] | list[int] | str | None = None, eval_every: int | None = None,
           checkpoint_every: int | None = None, patience: int | None = None,
           seed: int | None = None, report_to: str | None = None, text_column: str | None = None,
-          encoding_errors: str = "strict", num_proc: int | None = None, streaming: bool = False,
-          decision: str = "risk", risk: float = DEFAULT_RISK, prompt: str | None = None,
+          encoding_errors: str = DEFAULT_ENCODING_ERRORS, num_proc: int | None = None, streaming: bool = False,
+          decision: str = DEFAULT_DECISION, risk: float = DEFAULT_RISK, prompt: str | None = None,
           resume: str | bool | None = None, overwrite: bool = False,
           dry_run: bool = False, trust_remote_code: bool = False, allow_pickle: bool = False,
           require_improvement: bool = False, note: Any = None, progress: Any = None,

@@ -38,7 +38,7 @@ from sentadapt.errors import ConfigError
 from sentadapt.evaluation.evaluator import Delta, Evaluator, dev_evidence
 from sentadapt.evaluation.evidence import Evidence
 from sentadapt.events import Progress
-from sentadapt.options import checked
+from sentadapt.options import ENCODE_BATCH_SIZE, checked
 from sentadapt.pairs.design import Design, labels_record, read_design
 from sentadapt.storage.run_folder import RunDir
 
@@ -69,7 +69,7 @@ class DecideResult:
 
 @checked({"run": "RUN", "dev": "--dev"})
 def decide_again(run: Path, dev: Path, decision: str = DEFAULT_RULE, risk: float = DEFAULT_RISK,
-                 batch_size: int = 128, max_length: int | None = None, device: str | None = None,
+                 batch_size: int = ENCODE_BATCH_SIZE, max_length: int | None = None, device: str | None = None,
                  trust_remote_code: bool = False, allow_pickle: bool = False,
                  progress: Progress | None = None, redecide: bool = False) -> DecideResult:
     """Weigh the run's model against its base on `dev` and record the decision (module docstring)."""

@@ -23,7 +23,7 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
-from sentadapt.config import VECTOR_KINDS, TrainConfig, distill_terms
+from sentadapt.config import VECTOR_KINDS, DistillationSettings, TrainConfig, distill_terms
 from sentadapt.errors import ConfigError
 from sentadapt.recipes.base import WHOLE, LossOutput, Matryoshka, RecipeBase
 from sentadapt.recipes.frozen_base import FrozenBase, clean_embeddings
@@ -98,7 +98,7 @@ def _rows(table: RowFile | Tensor, rows: Sequence[int] | np.ndarray) -> Tensor:
 
 class Distillation:
     def __init__(self, weight: float, kind: str, temperature: float, targets: BaseTargets | TeacherTargets,
-                 recipe_weight: float = 1.0, projection: nn.Linear | None = None,
+                 recipe_weight: float = DistillationSettings.recipe_weight, projection: nn.Linear | None = None,
                  matryoshka: Matryoshka = WHOLE) -> None:
         self.weight, self.temperature = weight, temperature
         self.terms = distill_terms(kind)  # (kind, weight) pairs: D is their weighted sum
