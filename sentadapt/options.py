@@ -105,7 +105,7 @@ def checked(names: dict[str, str] | None = None) -> Callable[[F], F]:
             for name, value in bound.arguments.items():
                 if name in hints:
                     option = (names or {}).get(name, f"--{name.replace('_', '-')}")
-                    bound.arguments[name] = _conform(option, value, hints[name])
+                    bound.arguments[name] = conform(option, value, hints[name])
             return function(*bound.args, **bound.kwargs)
 
         return wrapper  # type: ignore[return-value]
@@ -113,7 +113,7 @@ def checked(names: dict[str, str] | None = None) -> Callable[[F], F]:
     return decorate
 
 
-def _conform(option: str, value: Any, hint: Any) -> Any:
+def conform(option: str, value: Any, hint: Any) -> Any:
     """`value` if it matches `hint`, a one-item list for a lone item where a list is expected, else ConfigError."""
     if _matches(value, hint):
         return Path(value) if hint is Path and isinstance(value, str) else value  # the call may use .suffix

@@ -4,15 +4,18 @@ takes as keywords, and where each value lands in the run's config.
 A flag that sets a config field names the field (`target` "train" → `TrainConfig`, "run" → `RunConfig`): its type
 and its default come from that field, so they are written once, in `config.py`; the command line's default is
 None ("the config decides": defaults < the recipe's paper settings < the preset < `--config` < flags < `--set`),
-except for the run fields that the command itself defaults (`--decision risk`). The other options steer the
-request (`--resume`, `--dry-run`, ...) and are declared here with their type and default. From this one table:
+except for the run fields whose default the command shows (`--decision`; `CONFIG_DEFAULT`: the field's). The other
+options steer the request (`--resume`, `--dry-run`, ...) and are declared here with their type and default. From
+this one table:
 
 - the CLI's `adapt` command is generated (cli/adapt.py: its signature is built from this table), options in this
   order;
 - `sentadapt.adapt()`'s keywords are checked against it (tests/run/test_adapt_options.py: names and defaults), and every
   other `TrainConfig` or recipe field is a keyword too (`adapt(..., distill_kind="mse")` = `--set distill_kind=mse`);
-- the given values are routed to the config (`route`, called by run/dispatch.py's `request_from` for the CLI and
-  the API alike), so no list of options is written twice.
+- `sentadapt.adapt()`'s signature is generated from it as the command's is (run/dispatch.py);
+- the given values are routed (`route`, called by run/dispatch.py's `request_from` for the CLI and the API alike):
+  a config option's value by its config key into the request's `flags`, the others to the request, so no list of
+  options is written twice.
 
 A new config field is a `--set` key, an API keyword and a config.yaml entry with nothing else to write; a new flag
 for it is one `AdaptOption` here.
@@ -22,16 +25,17 @@ from __future__ import annotations
 
 import dataclasses
 import typing
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sentadapt.config import DEFAULT_DECISION, DEFAULT_RISK, FLAT_KEYS, RunConfig, key_type
+from sentadapt.config import FLAT_KEYS, RunConfig, key_type
 from sentadapt.errors import ConfigError
 from sentadapt.options import ALLOW_PICKLE, ALLOW_PICKLE_HELP, TRUST_REMOTE_CODE, TRUST_REMOTE_CODE_HELP
 
 TRAIN, RUN, REQUEST = "train", "run", "request"  # where an option's value goes
+CONFIG_DEFAULT = object()  # a RUN option's default: its RunConfig field's (shown by --help, given to the config)
 
 
 def on_off(option: str, value: str | None) -> bool | None:
@@ -66,6 +70,11 @@ class AdaptOption:
     # the command line's type when it differs from the value's (`--tf32 on|off` for a bool), and the conversion
     cli_type: Any = None
     from_cli: Callable[[str, Any], Any] | None = None
+    names_a_path: bool = False  # a RUN option naming a file or folder: the API takes a Path too
+
+    def __post_init__(self) -> None:
+        if self.default is CONFIG_DEFAULT:
+            object.__setattr__(self, "default", _run_defaults()[self.name])
 
     @property
     def value_type(self) -> Any:
@@ -74,6 +83,24 @@ class AdaptOption:
             return self.annotation
         field_type = key_type(self.name) if self.target == TRAIN else typing.get_type_hints(RunConfig)[self.name]
         return field_type if self.target == RUN and self.default is not None else field_type | None
+
+    @property
+    def api_type(self) -> Any:
+        """What `sentadapt.adapt()` takes: the value's type, a Path too where the option names a file or folder,
+        a list of sizes also as the command line's comma list ("384,192,96")."""
+        kind = self.value_type
+        if self.from_cli is sizes:
+            kind = kind | str
+        return kind | Path if self.names_a_path else kind
+
+    @property
+    def api_name(self) -> str:
+        """How a type error names the option: its flag (CORPUS for the corpus)."""
+        return self.flag or "CORPUS"
+
+
+def _run_defaults() -> dict[str, Any]:
+    return {f.name: f.default for f in dataclasses.fields(RunConfig)}
 
 
 def _option(name: str, flag: str, help: str, **settings: Any) -> AdaptOption:
@@ -90,38 +117,42 @@ def _run(name: str, flag: str, help: str, **settings: Any) -> AdaptOption:
 
 ADAPT_OPTIONS: tuple[AdaptOption, ...] = (
     _option("corpus", "", "Text files (one sentence per line; .gz, .jsonl/.csv/.tsv with --text-column) or a Hub "
-            "dataset id. Not needed with --resume.", annotation=list[str], default=()),
+            "dataset id. Not needed with --resume.", annotation=str | Path | Sequence[str | Path], cli_type=list[str],
+            default=()),
     _option("recipe", "--recipe", "consert (default, or the --config file's recipe) | sg-opt | clsr | auto (train "
             "every recipe the inputs allow, keep one only if the dev set proves it; needs --dev and --max-steps).",
             annotation=str | None),
     _option("candidates", "--candidates", "--recipe auto: the candidates, comma-separated; each a recipe name, "
             "optionally with settings after colons (e.g. consert, consert:lr=1e-5, sg-opt written without spaces). "
-            "Default: every recipe the inputs allow.", annotation=list[str], default=(), metavar="<spec>"),
+            "Default: every recipe the inputs allow.", annotation=Sequence[str], cli_type=list[str], default=(),
+            metavar="<spec>"),
     _option("base", "--base", "Base model: folder or Hub id (default: named above).", annotation=str | None),
     _run("teacher", "--teacher", "A stronger model (folder or Hub id, any width) whose in-batch similarities the "
          "student learns (kl, weight --set teacher_weight=W, default 1); it encodes the corpus once before training "
          "(cached) and replaces the base as distill's target. Or a file of vectors you already have: .jsonl/.json "
-         "({text, embedding} objects, also .gz), .parquet, or .npy with a .txt of its sentences."),
+         "({text, embedding} objects, also .gz), .parquet, or .npy with a .txt of its sentences.", names_a_path=True),
     _option("output", "--output", "Run directory (becomes a sentence-transformers model).", short="-o",
             annotation=str | Path, cli_type=Path, default=...),
-    _option("config", "--config", "Recipe YAML, e.g. recipes/consert.yaml.", annotation=Path | None),
-    _option("set_options", "--set", "Override any config key: --set temperature=0.05", annotation=list[str],
+    _option("config", "--config", "Recipe YAML, e.g. recipes/consert.yaml.", annotation=str | Path | None,
+            cli_type=Path | None),
+    _option("set_options", "--set", "Override any config key: --set temperature=0.05", annotation=Sequence[str],
+            cli_type=list[str],
             default=(), metavar="<k=v>"),
     _option("preset", "--preset", "Which defaults apply: auto (default: tuned-base when --base is a "
             "sentence-transformers model, else paper) | paper | tuned-base.", annotation=str | None),
     _run("dev", "--dev", "stsb | sickr | a task FILE (scored or 0/1-labelled pairs, reranking .jsonl) | a BEIR "
-         "retrieval DIR | none. Default: STS-B dev when STS data is available."),
+         "retrieval DIR | none. Default: STS-B dev when STS data is available.", names_a_path=True),
     _run("dev_metric", "--dev-metric", "Dev metric that selects checkpoints (e.g. f1, mrr@10). Default: the task's "
          "main metric (spearman, ap, map, ndcg@10)."),
     _run("data_dir", "--data-dir", "Folder of STS JSON Lines files (for --dev stsb|sickr).",
-         envvar="SENTADAPT_DATA_DIR", cli_type=Path | None),
+         envvar="SENTADAPT_DATA_DIR", cli_type=Path | None, names_a_path=True),
     _run("text_column", "--text-column", "Column of .jsonl/.csv/.tsv corpora."),
     _run("prompt", "--prompt", "The base's prompt (e.g. query) prepended to every training sentence, or none. "
          "Default: the base's default_prompt_name, else none. Dev scores use the prompts eval uses."),
     _run("encoding_errors", "--encoding-errors", "Invalid UTF-8 in the corpus: strict (stop, name the line) | "
-         "replace | skip.", default="strict"),
+         "replace | skip.", default=CONFIG_DEFAULT),
     _run("num_proc", "--num-proc", "Processes tokenizing the corpus (default: cores)."),
-    _run("streaming", "--streaming", "Stream a Hub dataset corpus (no full download).", default=False),
+    _run("streaming", "--streaming", "Stream a Hub dataset corpus (no full download).", default=CONFIG_DEFAULT),
     _train("max_steps", "--max-steps", "Optimizer steps (overrides --epochs). Default: from --epochs and the corpus "
            "size (`--dry-run` shows the steps)."),
     _train("epochs", "--epochs", "Passes over the corpus (--max-steps wins)."),
@@ -168,9 +199,9 @@ ADAPT_OPTIONS: tuple[AdaptOption, ...] = (
             default=False),
     _run("decision", "--decision", "The use/keep rule: risk (default: use the adapted model when the risk that it "
          "is no better than the base, the choice of checkpoint paid for, is at most --risk) | strict (the dev Δ's "
-         "paired 95 % CI excludes 0) | positive (any dev Δ > 0).", default="risk"),
+         "paired 95 % CI excludes 0) | positive (any dev Δ > 0).", default=CONFIG_DEFAULT),
     _run("risk", "--risk", "The risk rule's limit: the largest accepted chance that the adapted model is no better "
-         "than the base.", default=DEFAULT_RISK),
+         "than the base.", default=CONFIG_DEFAULT),
     _option("require_improvement", "--require-improvement", "Exit with code 3 when the decision is keep-base: no "
             "checkpoint beats the base model on the dev set, or the evidence does not pass the --decision rule. "
             "For pipelines.", annotation=bool, default=False),
@@ -188,81 +219,20 @@ def config_keys() -> list[str]:
 LORA_FIELDS = ("lora_r", "lora_alpha", "lora_dropout", "lora_targets")  # what `--lora SPEC` sets (lora.lora_flags)
 
 
-def flag_fields(target: str, extra: tuple[str, ...] = ()) -> list[tuple[str, Any, Any]]:
-    """(name, type, default) of each option of `target` as a flags class declares it (its config field's type;
-    default None: not given, or the option's own default): what TrainFlags and RunFlags must spell
-    (tests/run/test_adapt_options.py holds them equal, so a new option is still one entry plus one typed line)."""
-    fields = [(option.name, option.value_type, option.default if option.target == RUN else None)
-              for option in ADAPT_OPTIONS if option.target == target]
-    return fields + [(key, (key_type(key) if target == TRAIN else typing.get_type_hints(RunConfig)[key]) | None, None)
-                     for key in extra]
-
-
-@dataclass(frozen=True)
-class TrainFlags:
-    """adapt's options that set TrainConfig fields (None: not given)."""
-
-    max_steps: int | None = None
-    epochs: float | None = None
-    batch_size: int | None = None
-    lr: float | None = None
-    max_length: int | None = None
-    grad_accum: int | None = None
-    mixed_precision: str | None = None
-    tf32: bool | None = None
-    gradient_checkpointing: bool | None = None
-    matryoshka: tuple[int, ...] | None = None
-    sizes: tuple[int, ...] | None = None
-    eval_every: int | None = None
-    checkpoint_every: int | None = None
-    patience: int | None = None
-    seed: int | None = None
-    report_to: str | None = None
-    lora_r: int | None = None  # the four LORA_FIELDS: what `--lora SPEC` sets (lora.lora_flags)
-    lora_alpha: float | None = None
-    lora_dropout: float | None = None
-    lora_targets: str | None = None
-
-
-@dataclass(frozen=True)
-class RunFlags:
-    """adapt's options that set RunConfig fields (their defaults as the CLI's)."""
-
-    teacher: str | None = None
-    dev: str | None = None
-    dev_metric: str | None = None
-    data_dir: str | None = None
-    text_column: str | None = None
-    prompt: str | None = None
-    encoding_errors: str = "strict"
-    num_proc: int | None = None
-    streaming: bool = False
-    decision: str = DEFAULT_DECISION
-    risk: float = DEFAULT_RISK
-
-
-def given(flags: Any) -> dict[str, Any]:
-    """The fields of a TrainFlags or RunFlags that were given (not None), by name: what the config layers take."""
-    return {field.name: getattr(flags, field.name) for field in dataclasses.fields(flags)
-            if getattr(flags, field.name) is not None}
-
-
-def route(values: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
-    """The values of ADAPT_OPTIONS split by where they go: (TrainConfig fields, RunConfig fields, the request's)."""
-    train: dict[str, Any] = {}
-    run: dict[str, Any] = {}
+def route(values: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The values of ADAPT_OPTIONS split by where they go: (the config options given, by config key — a TrainConfig
+    flat key or a RunConfig field; None is not given —, the request's own)."""
+    config: dict[str, Any] = {}
     request: dict[str, Any] = {}
     for option in ADAPT_OPTIONS:
         if option.name not in values:
             continue
         value = values[option.name]
-        if option.target == TRAIN:
-            train[option.name] = value
-        elif option.target == RUN:
-            run[option.name] = str(value) if isinstance(value, Path) else value
-        else:
+        if option.target == REQUEST:
             request[option.name] = value
-    return train, run, request
+        elif value is not None:
+            config[option.name] = str(value) if isinstance(value, Path) else value
+    return config, request
 
 
 def from_command_line(values: Mapping[str, Any]) -> dict[str, Any]:

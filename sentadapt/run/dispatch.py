@@ -5,15 +5,16 @@ returns what happened; the caller renders it (the CLI: rich tables; the API: a r
 from __future__ import annotations
 
 import dataclasses
+import inspect
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from sentadapt.config import DEFAULT_DECISION, DEFAULT_RISK
 from sentadapt.errors import ConfigError, NoImprovement
+from sentadapt.events import Note, Progress
 from sentadapt.model.lora import lora_flags
-from sentadapt.options import DEFAULT_ENCODING_ERRORS, check_at_least, checked
-from sentadapt.run.adapt_options import OPTIONS_BY_NAME, RunFlags, TrainFlags, route
+from sentadapt.options import check_at_least, conform
+from sentadapt.run.adapt_options import ADAPT_OPTIONS, OPTIONS_BY_NAME, route
 from sentadapt.run.execute.lock import held_by_another
 from sentadapt.run.execute.processes import is_main_process
 from sentadapt.run.execute.replacement import aside_path, recover
@@ -29,7 +30,7 @@ from sentadapt.run.plan.resume import (
     resume_auto_mode,
     resumed_config,
 )
-from sentadapt.run.plan.settings import Events, Settings
+from sentadapt.run.plan.settings import ConfigValue, Events, Settings
 from sentadapt.storage.run_folder import CONFIG_FILE, RunDir
 from sentadapt.text_tables import TextTable
 
@@ -79,7 +80,7 @@ def run(request: AdaptRequest, events: Events | None = None) -> AdaptOutcome:
     a kept base with require_improvement)."""
     events = events or Events()
     settings = request.settings
-    check_at_least("--num-proc", settings.run_fields.num_proc, 1)
+    check_at_least("--num-proc", settings.num_proc, 1)
     output = Path(settings.output)
     if not request.dry_run and is_main_process() and aside_path(output).is_dir() and not held_by_another(output):
         recover(output, events.note)  # a run an earlier, killed --overwrite set aside: back before anything reads
@@ -99,7 +100,7 @@ def run(request: AdaptRequest, events: Events | None = None) -> AdaptOutcome:
     restart = mode != RESTART and RunDir(output).never_started()  # stopped before its first checkpoint
     base = None  # the base model, when making the config resolved it (preset detection)
     if resume:
-        config = resumed_config(output, settings.run_fields.num_proc)
+        config = resumed_config(output, settings.num_proc)
         _note_ignored(request, events, CONFIG_FILE)
     else:
         config, base = new_config_and_base(settings)
@@ -208,26 +209,7 @@ def _dev_line(metrics: dict[str, Any]) -> str:
     return line
 
 
-@checked({"corpus": "CORPUS", "set_options": "--set", "note": "note", "progress": "progress"})
-def adapt(corpus: str | Path | list[str | Path] | tuple[str | Path, ...] = (), *, output: str | Path,
-          recipe: str | None = None, base: str | None = None, teacher: str | Path | None = None,
-          dev: str | Path | None = None,
-          dev_metric: str | None = None, data_dir: str | Path | None = None, config: str | Path | None = None,
-          set_options: list[str] | tuple[str, ...] = (), preset: str | None = None,
-          candidates: list[str] | tuple[str, ...] = (), max_steps: int | None = None, epochs: float | None = None,
-          batch_size: int | None = None, lr: float | None = None, max_length: int | None = None,
-          grad_accum: int | None = None, mixed_precision: str | None = None, tf32: bool | None = None,
-          gradient_checkpointing: bool | None = None, lora: str | None = None,
-          matryoshka: tuple[int, ...] | list[int] | str | None = None,
-          sizes: tuple[int, ...] | list[int] | str | None = None, eval_every: int | None = None,
-          checkpoint_every: int | None = None, patience: int | None = None,
-          seed: int | None = None, report_to: str | None = None, text_column: str | None = None,
-          encoding_errors: str = DEFAULT_ENCODING_ERRORS, num_proc: int | None = None, streaming: bool = False,
-          decision: str = DEFAULT_DECISION, risk: float = DEFAULT_RISK, prompt: str | None = None,
-          resume: str | bool | None = None, overwrite: bool = False,
-          dry_run: bool = False, trust_remote_code: bool = False, allow_pickle: bool = False,
-          require_improvement: bool = False, note: Any = None, progress: Any = None,
-          **config_keys: Any) -> AdaptResult:
+def adapt(corpus: Any = (), **options: Any) -> AdaptResult:
     """Adapt `base` to the corpus with a recipe (`sentadapt adapt`, same options and defaults; `set_options` are
     `--set key=value` strings, `resume` is True/"last" or "auto", `teacher` is `--teacher`; `prompt`: the base's
     prompt name for the training sentences, or "none"; default its default_prompt_name; `lora` is `--lora`'s spec,
@@ -236,27 +218,58 @@ def adapt(corpus: str | Path | list[str | Path] | tuple[str | Path, ...] = (), *
     `adapt("corpus.txt", output="runs/x", distill_kind="mse", temperature=0.05)`. Raises the project's
     typed errors with the CLI's one-line messages (`NoImprovement` for a kept base with `require_improvement`).
     Prints nothing: `note` gets one line per event, `progress(description, total)` may return a progress bar
-    context."""
-    options = {name: value for name, value in locals().items() if name in OPTIONS_BY_NAME}
-    options["corpus"] = [corpus] if isinstance(corpus, (str, Path)) else list(corpus)
+    context. (The keywords are adapt_options.ADAPT_OPTIONS', as the command's options are: the signature below is
+    generated from that table.)"""
+    options = _checked_options({"corpus": corpus, **options})
+    note, progress = options.pop("note", None), options.pop("progress", None)
+    config_keys = {name: options.pop(name) for name in list(options) if name not in OPTIONS_BY_NAME}
+    options["corpus"] = [options["corpus"]] if isinstance(options["corpus"], (str, Path)) else list(options["corpus"])
     _check_config_keys(config_keys)
     request = request_from(options, config_keys)
     outcome = run(request, Events(note=note or (lambda _text: None), progress=progress))
     return _result(outcome)
 
 
+def _api_signature() -> inspect.Signature:
+    """adapt()'s signature from the option table: the corpus first (positional too), every other option a typed
+    keyword with its default, the callbacks, then any training or recipe setting (**config_keys)."""
+    keyword = inspect.Parameter.KEYWORD_ONLY
+    corpus, *others = ADAPT_OPTIONS
+    parameters = [inspect.Parameter("corpus", inspect.Parameter.POSITIONAL_OR_KEYWORD, default=corpus.default,
+                                    annotation=corpus.api_type)]
+    parameters += [inspect.Parameter(option.name, keyword, annotation=option.api_type,
+                                     default=inspect.Parameter.empty if option.default is ... else option.default)
+                   for option in others]
+    parameters += [inspect.Parameter("note", keyword, default=None, annotation=Note | None),
+                   inspect.Parameter("progress", keyword, default=None, annotation=Progress | None),
+                   inspect.Parameter("config_keys", inspect.Parameter.VAR_KEYWORD, annotation=ConfigValue)]
+    return inspect.Signature(parameters, return_annotation=AdaptResult)
+
+
+adapt.__signature__ = _api_signature()  # type: ignore[attr-defined]
+
+
+def _checked_options(given: dict[str, Any]) -> dict[str, Any]:
+    """The keywords checked as the command line's parser checks its options: a missing required one, a wrong type
+    (a ConfigError naming the flag); a lone string where a list is expected becomes a list of one."""
+    for option in ADAPT_OPTIONS:
+        if option.default is ... and option.name not in given:
+            raise ConfigError(f"adapt(): missing the keyword '{option.name}' ({option.api_name})")
+        if option.name in given:
+            given[option.name] = conform(option.api_name, given[option.name], option.api_type)
+    return given
+
+
 def request_from(options: dict[str, Any], config_keys: dict[str, Any] | None = None) -> AdaptRequest:
     """The request `adapt` runs, from its options by name (adapt_options.ADAPT_OPTIONS; the CLI and the API both call
     this): config options routed to the config's fields, the others to the request."""
-    train, run_fields, own = route(options)
-    train.update(lora_flags(own.get("lora")))
+    flags, own = route(options)
+    flags.update(lora_flags(own.get("lora")))
     config_file = own.get("config")
     resume = own.get("resume")
     settings = Settings([str(path) for path in own.get("corpus") or ()], Path(own["output"]), own.get("recipe"),
                         own.get("base"), None if config_file is None else Path(config_file),
-                        list(own.get("set_options") or ()), own.get("preset"), TrainFlags(**train),
-                        RunFlags(**{key: value for key, value in run_fields.items() if value is not None}),
-                        dict(config_keys or {}))
+                        list(own.get("set_options") or ()), own.get("preset"), flags, dict(config_keys or {}))
     return AdaptRequest(settings, list(own.get("candidates") or ()), RESUME_LAST if resume is True else resume or None,
                         bool(own.get("overwrite")), bool(own.get("dry_run")), bool(own.get("trust_remote_code")),
                         bool(own.get("allow_pickle")), bool(own.get("require_improvement")))

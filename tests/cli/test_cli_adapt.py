@@ -295,13 +295,12 @@ def yaml_value(path: Path, key: str) -> object:
 
 def test_resume_names_every_option_it_ignores_lora_prompt_and_dev_included(tmp_path: Path) -> None:
     from sentadapt.model.lora import lora_flags
-    from sentadapt.run.adapt_options import RunFlags, TrainFlags
     from sentadapt.run.plan.resume import ignored_on_resume
     from sentadapt.run.plan.settings import Settings
 
-    flags = TrainFlags(lr=1e-4, batch_size=None, **lora_flags("r=8,alpha=16"))
-    run_fields = RunFlags(dev="dev.tsv", prompt="query", teacher=None, risk=0.1, decision="strict", num_proc=4)
-    settings = Settings([], tmp_path, None, None, None, [], None, flags, run_fields)
+    flags = {"lr": 1e-4, **lora_flags("r=8,alpha=16"), "dev": "dev.tsv", "prompt": "query", "risk": 0.1,
+             "decision": "strict", "num_proc": 4}
+    settings = Settings([], tmp_path, None, None, None, [], None, flags)
     # as the command line spells them; --risk at its default and --num-proc (the machine's, applied) are not named
     assert ignored_on_resume(settings) == ["--lr", "--lora", "--dev", "--prompt", "--decision"]
     settings.set_values["temperature"] = 0.05  # an API keyword beyond the options: --set's

@@ -452,14 +452,12 @@ def test_a_teacher_brings_its_defaults_above_the_preset_and_below_the_flags(tiny
                                                                            corpus: Path, tmp_path: Path) -> None:
     from sentadapt.config import flat_values
     from sentadapt.recipes.presets import TEACHER_DEFAULTS
-    from sentadapt.run.adapt_options import RunFlags, TrainFlags
     from sentadapt.run.plan.configs import new_config
     from sentadapt.run.plan.settings import Settings
 
     def config(**flags: object):
         return new_config(Settings(corpus=(str(corpus),), output=tmp_path / "run", recipe="consert",
-                                   base=str(tiny_model_dir), flags=TrainFlags(**flags),
-                                   run_fields=RunFlags(teacher=str(teacher_dir))))
+                                   base=str(tiny_model_dir), flags={**flags, "teacher": str(teacher_dir)}))
 
     defaults = config()
     for key, value in TEACHER_DEFAULTS.items():

@@ -59,14 +59,13 @@ def assemble(recipe_name: str, settings: Settings, resolve_base: Callable[[], Re
     from sentadapt.model.resolve import DEFAULT_BASE_MODEL
     from sentadapt.recipes import RECIPES
     from sentadapt.recipes.presets import choose_preset
-    from sentadapt.run.adapt_options import given
 
     recipe_class = RECIPES.get(recipe_name)
     # the preset: the tuned-base defaults when the base is sentence-tuned, and the teacher-run defaults on top
-    preset = choose_preset(settings.preset, resolve_base, recipe_class, settings.run_fields.teacher is not None)
-    flags = {**(yaml_train or {}), **given(settings.flags)}
+    preset = choose_preset(settings.preset, resolve_base, recipe_class, settings.flags.get("teacher") is not None)
+    flags = {**(yaml_train or {}), **settings.train_flags()}
     return build_config(recipe_name, recipe_class.Config, recipe_class.train_defaults, yaml_path, flags,
                         list(settings.set_options), set_values={**settings.set_values, **(candidate_values or {})},
                         preset_values=preset.values, preset=preset.to_dict(),
                         base=settings.base or DEFAULT_BASE_MODEL, corpus=corpus, output=output,
-                        **given(settings.run_fields))
+                        **settings.run_flags())

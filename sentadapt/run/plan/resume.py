@@ -51,12 +51,12 @@ def resumed_config(output: Path, num_proc: int | None = None) -> RunConfig:
 def ignored_on_resume(settings: Settings, extra: Sequence[str] = ()) -> list[str]:
     """The options a resumed run does not apply (its saved config is authoritative; only --num-proc, a setting of
     the machine, applies), as the command line spells them."""
-    from sentadapt.run.adapt_options import OPTIONS_BY_NAME, given
+    from sentadapt.run.adapt_options import OPTIONS_BY_NAME
 
     ignored: list[str] = []
-    for key in given(settings.flags):
+    for key in settings.train_flags():
         ignored.append("--lora" if key.startswith("lora_") else OPTIONS_BY_NAME[key].flag)
-    for key, value in given(settings.run_fields).items():
+    for key, value in settings.run_flags().items():
         envvar = OPTIONS_BY_NAME[key].envvar
         from_environment = envvar is not None and str(value) == os.environ.get(envvar)
         if value != OPTIONS_BY_NAME[key].default and key != "num_proc" and not from_environment:

@@ -8,9 +8,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sentadapt.config import RunConfig
+from sentadapt.config import FLAT_KEYS, RunConfig
 from sentadapt.events import Note, Progress, quiet
-from sentadapt.run.adapt_options import RunFlags, TrainFlags
 from sentadapt.run.execute.processes import is_main_process
 
 # a config value given by name: what a TrainConfig or recipe field holds
@@ -43,8 +42,22 @@ class Settings:
     config_file: Path | None = None
     set_options: Sequence[str] = ()
     preset: str | None = None
-    # the options that set config fields, typed dataclasses generated from the run spec (never a second list)
-    flags: TrainFlags = field(default_factory=TrainFlags)  # TrainConfig fields: max_steps, lr, batch_size, …
-    run_fields: RunFlags = field(default_factory=RunFlags)  # RunConfig fields: dev, dev_metric, decision, …
+    # the options given that set config fields, by config key (run/adapt_options.py: their types are the fields'):
+    # a TrainConfig flat key (lr, batch_size, lora_r, …) or a RunConfig field (dev, teacher, decision, …)
+    flags: dict[str, ConfigValue] = field(default_factory=dict)
     # any TrainConfig or recipe field as a typed value (the API's keywords beyond its options): --set's precedence
     set_values: dict[str, ConfigValue] = field(default_factory=dict)
+
+    def train_flags(self) -> dict[str, ConfigValue]:
+        """The flags that set TrainConfig fields, by flat key."""
+        return {key: value for key, value in self.flags.items() if key in FLAT_KEYS}
+
+    def run_flags(self) -> dict[str, ConfigValue]:
+        """The flags that set RunConfig fields."""
+        return {key: value for key, value in self.flags.items() if key not in FLAT_KEYS}
+
+    @property
+    def num_proc(self) -> int | None:
+        """--num-proc: the one setting of the machine, not the run (a resumed run applies it)."""
+        value = self.flags.get("num_proc")
+        return value if isinstance(value, int) else None
