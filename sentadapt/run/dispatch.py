@@ -6,14 +6,15 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from sentadapt.errors import ConfigError, NoImprovement
 from sentadapt.events import Note, Progress
 from sentadapt.model.lora import lora_flags
-from sentadapt.options import check_at_least, conform
+from sentadapt.options import check_at_least, checked
 from sentadapt.run.adapt_options import ADAPT_OPTIONS, OPTIONS_BY_NAME, route
 from sentadapt.run.execute.lock import held_by_another
 from sentadapt.run.execute.processes import is_main_process
@@ -35,6 +36,7 @@ from sentadapt.storage.run_folder import CONFIG_FILE, RunDir
 from sentadapt.text_tables import TextTable
 
 AUTO = "auto"
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 @dataclass
@@ -209,25 +211,17 @@ def _dev_line(metrics: dict[str, Any]) -> str:
     return line
 
 
-def adapt(corpus: Any = (), **options: Any) -> AdaptResult:
-    """Adapt `base` to the corpus with a recipe (`sentadapt adapt`, same options and defaults; `set_options` are
-    `--set key=value` strings, `resume` is True/"last" or "auto", `teacher` is `--teacher`; `prompt`: the base's
-    prompt name for the training sentences, or "none"; default its default_prompt_name; `lora` is `--lora`'s spec,
-    e.g. "r=16,alpha=32"; `matryoshka` is `--matryoshka`'s sizes, e.g. (384, 192, 96)).
-    Every other training or recipe setting is a keyword too, typed, with `--set`'s precedence:
-    `adapt("corpus.txt", output="runs/x", distill_kind="mse", temperature=0.05)`. Raises the project's
-    typed errors with the CLI's one-line messages (`NoImprovement` for a kept base with `require_improvement`).
-    Prints nothing: `note` gets one line per event, `progress(description, total)` may return a progress bar
-    context. (The keywords are adapt_options.ADAPT_OPTIONS', as the command's options are: the signature below is
-    generated from that table.)"""
-    options = _checked_options({"corpus": corpus, **options})
-    note, progress = options.pop("note", None), options.pop("progress", None)
-    config_keys = {name: options.pop(name) for name in list(options) if name not in OPTIONS_BY_NAME}
-    options["corpus"] = [options["corpus"]] if isinstance(options["corpus"], (str, Path)) else list(options["corpus"])
-    _check_config_keys(config_keys)
-    request = request_from(options, config_keys)
-    outcome = run(request, Events(note=note or (lambda _text: None), progress=progress))
-    return _result(outcome)
+def _from_the_option_table(function: F) -> F:
+    """adapt()'s signature and type hints generated from the option table, as the command's are, then `checked`
+    as every public call is: a wrong type is a ConfigError naming the flag, a lone string where a list is expected
+    a list of one."""
+    signature = _api_signature()
+    function.__signature__ = signature  # type: ignore[attr-defined]
+    # the options and the callbacks; not **config_keys (each a setting of its own type: build_config checks them)
+    function.__annotations__ = {name: parameter.annotation for name, parameter in signature.parameters.items()
+                                if parameter.kind is not inspect.Parameter.VAR_KEYWORD}
+    return checked({**{option.name: option.api_name for option in ADAPT_OPTIONS},
+                    "note": "note", "progress": "progress"})(function)
 
 
 def _api_signature() -> inspect.Signature:
@@ -246,18 +240,25 @@ def _api_signature() -> inspect.Signature:
     return inspect.Signature(parameters, return_annotation=AdaptResult)
 
 
-adapt.__signature__ = _api_signature()  # type: ignore[attr-defined]
-
-
-def _checked_options(given: dict[str, Any]) -> dict[str, Any]:
-    """The keywords checked as the command line's parser checks its options: a missing required one, a wrong type
-    (a ConfigError naming the flag); a lone string where a list is expected becomes a list of one."""
-    for option in ADAPT_OPTIONS:
-        if option.default is ... and option.name not in given:
-            raise ConfigError(f"adapt(): missing the keyword '{option.name}' ({option.api_name})")
-        if option.name in given:
-            given[option.name] = conform(option.api_name, given[option.name], option.api_type)
-    return given
+@_from_the_option_table
+def adapt(corpus: Any = (), **options: Any) -> AdaptResult:
+    """Adapt `base` to the corpus with a recipe (`sentadapt adapt`, same options and defaults; `set_options` are
+    `--set key=value` strings, `resume` is True/"last" or "auto", `teacher` is `--teacher`; `prompt`: the base's
+    prompt name for the training sentences, or "none"; default its default_prompt_name; `lora` is `--lora`'s spec,
+    e.g. "r=16,alpha=32"; `matryoshka` is `--matryoshka`'s sizes, e.g. (384, 192, 96)).
+    Every other training or recipe setting is a keyword too, typed, with `--set`'s precedence:
+    `adapt("corpus.txt", output="runs/x", distill_kind="mse", temperature=0.05)`. Raises the project's
+    typed errors with the CLI's one-line messages (`NoImprovement` for a kept base with `require_improvement`).
+    Prints nothing: `note` gets one line per event, `progress(description, total)` may return a progress bar
+    context. (The keywords are adapt_options.ADAPT_OPTIONS', as the command's options are: the signature is
+    generated from that table by `_from_the_option_table`.)"""
+    note, progress = options.pop("note", None), options.pop("progress", None)
+    config_keys = {name: options.pop(name) for name in list(options) if name not in OPTIONS_BY_NAME}
+    options["corpus"] = [corpus] if isinstance(corpus, (str, Path)) else list(corpus)
+    _check_config_keys(config_keys)
+    request = request_from(options, config_keys)
+    outcome = run(request, Events(note=note or (lambda _text: None), progress=progress))
+    return _result(outcome)
 
 
 def request_from(options: dict[str, Any], config_keys: dict[str, Any] | None = None) -> AdaptRequest:
