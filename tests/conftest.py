@@ -218,7 +218,7 @@ def _refuse_non_finite(constant: str) -> None:
 def run_config(recipe_name: str, model: Path, corpus: Path, output: Path, flags: dict[str, object],
                sets: list[str], dev: str | None = "none"):
     """A RunConfig built as `adapt` builds it: the recipe's paper defaults < `flags` < `--set` values."""
-    from sentadapt.config import build_config
+    from sentadapt.config.layers import build_config
     from sentadapt.recipes import RECIPES
 
     recipe = RECIPES.get(recipe_name)

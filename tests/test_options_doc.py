@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sentadapt.config import FLAT_KEYS
+from sentadapt.config.schema import FLAT_KEYS
 from tools import options_doc
 
 

@@ -109,7 +109,7 @@ def command_sections() -> list[str]:
     import typer.main
 
     from sentadapt.cli import app
-    from sentadapt.config import FLAT_KEYS
+    from sentadapt.config.schema import FLAT_KEYS
 
     training_keys = set(FLAT_KEYS)
     sections = []
@@ -182,7 +182,7 @@ def config_rows(cls: type) -> list[Row]:
 def training_rows() -> list[Row]:
     """One row per training key: the flat key of each TrainConfig field and of each field of its groups, with the
     comment written at that field (a group's first field: its group's docstring first)."""
-    from sentadapt.config import FLAT_KEYS, GROUPS, TrainConfig, key_field
+    from sentadapt.config.schema import FLAT_KEYS, GROUPS, TrainConfig, key_field
 
     owners = {None: TrainConfig, **GROUPS}
     rows = []

@@ -60,7 +60,7 @@ class Page:
 def sizes_passages() -> list[str]:
     """docs/sizes.md: storage arithmetic, the product's constants, and the sizes study's means
     (research/results/sizes/study.json, which research/tests/test_sizes_suite.py re-derives from the stored cosines)."""
-    from sentadapt.config import RunConfig
+    from sentadapt.config.schema import RunConfig
     from sentadapt.evaluation.bootstrap import CONFIDENCE
     from sentadapt.evaluation.evaluate import CALIBRATION_LIMIT
     from sentadapt.evaluation.forms import PRECISIONS
@@ -167,7 +167,7 @@ def teacher_passages() -> list[str]:
     import statistics
     from types import SimpleNamespace
 
-    from sentadapt.config import DistillationSettings, TeacherSettings, TrainConfig
+    from sentadapt.config.schema import DistillationSettings, TeacherSettings, TrainConfig
     from sentadapt.data.batching import EXACT_NEIGHBOURS, WINDOW
     from sentadapt.evaluation.bootstrap import CONFIDENCE
     from sentadapt.model.embedding_cache import ENCODE_CHUNK
@@ -418,7 +418,7 @@ DIAGNOSTICS_DEFINITIONS = (
 def recipes_passages() -> list[str]:
     """docs/recipes.md: the recipes' constants, and the domain suite's and the LoRA study's stored figures
     (research/results/decision/domain-suite.json, research/results/lora/study.json)."""
-    from sentadapt.config import DistillationSettings
+    from sentadapt.config.schema import DistillationSettings
     from sentadapt.recipes.sgopt import SgOptConfig
 
     from research.experiments import decision_study, domain_stored, lora_suite
@@ -488,7 +488,7 @@ def usage_passages() -> list[str]:
     exit codes, the product's constants."""
     import signal
 
-    from sentadapt.config import RunConfig
+    from sentadapt.config.schema import RunConfig
     from sentadapt.errors import NoImprovement
     from sentadapt.evaluation.bootstrap import CONFIDENCE
     from sentadapt.evaluation.retrieval import CORPUS_BLOCK, QUERY_BLOCK
@@ -578,7 +578,7 @@ def evaluation_passages() -> list[str]:
     """docs/evaluation.md: its generated power section (research/results/decision/study.json, which
     research/tests/test_decision_study.py re-derives), the simulation stored in the same study, the evaluators'
     constants, and the domain suite's stored rows."""
-    from sentadapt.config import RunConfig
+    from sentadapt.config.schema import RunConfig
     from sentadapt.evaluation.bootstrap import CONFIDENCE, DEFAULT_RESAMPLES
     from sentadapt.evaluation.reranking import AT_K
     from sentadapt.evaluation.retrieval import CORPUS_BLOCK, QUERY_BLOCK, TOP_K
@@ -664,7 +664,7 @@ def words_passages(labels: dict[str, Any]) -> list[str]:
     the error 100 random labels give on the stored pools (mean RMSE of the chosen-labels study)."""
     import statistics as stats
 
-    from sentadapt.config import DEFAULT_RISK
+    from sentadapt.config.schema import DEFAULT_RISK
     from sentadapt.pairs.design import UNIFORM_SHARE
 
     z = stats.NormalDist().inv_cdf
@@ -679,7 +679,7 @@ def words_passages(labels: dict[str, Any]) -> list[str]:
 def decision_passages() -> list[str]:
     """docs/decision.md: the stored decision studies (dev-size-power.json, chosen-labels.json, ppi-bound.json,
     study.json's spread), the social study, and the product's constants."""
-    from sentadapt.config import RunConfig
+    from sentadapt.config.schema import RunConfig
     from sentadapt.errors import NoImprovement
     from sentadapt.evaluation.bootstrap import CONFIDENCE
 

@@ -80,7 +80,7 @@ def chosen_labels() -> list[str]:
 
 
 def teacher_passes() -> list[str]:
-    from sentadapt.config import TrainConfig
+    from sentadapt.config.schema import TrainConfig
     from sentadapt.recipes.presets import TEACHER_DEFAULTS
 
     return [f"then {TrainConfig().epochs:g}–{TEACHER_DEFAULTS['max_epochs']:g} passes of training"]

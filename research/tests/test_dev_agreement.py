@@ -110,7 +110,8 @@ def test_the_teacher_led_defaults_stand_as_the_check_on_the_third_pairing_prints
 def test_the_teacher_run_defaults_are_what_the_stress_test_at_400_dev_pairs_prints() -> None:
     """research/findings.md, "The teacher-led decision at 400 dev pairs": written before it was computed; the dev-pair
     evidence used two students that lost, so both teacher-led relaxations went back to off."""
-    from sentadapt.config import REMOVED_SETTINGS, TrainConfig
+    from sentadapt.config.layers import REMOVED_SETTINGS
+    from sentadapt.config.schema import TrainConfig
 
     from research.experiments.dev_agreement import stress_verdict, teacher_defaults
 
@@ -217,7 +218,7 @@ def test_the_dev_size_table_recomputes_agrees_with_the_stress_test_and_is_the_on
 
 def test_teacher_check_stays_on_as_its_study_prints_and_the_quoted_rows_are_current() -> None:
     """research/findings.md, "Stopping a run whose teacher trails on dev": written before the study."""
-    from sentadapt.config import TrainConfig
+    from sentadapt.config.schema import TrainConfig
 
     from research.experiments.teacher_check import lines, verdict
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from sentadapt.config import REMOVED_SETTINGS, TrainConfig
+from sentadapt.config.layers import REMOVED_SETTINGS
+from sentadapt.config.schema import TrainConfig
 from sentadapt.recipes.presets import TEACHER_DEFAULTS
 
 from research.experiments.distill_suite import (

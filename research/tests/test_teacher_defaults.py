@@ -12,7 +12,8 @@ RESULTS = Path(__file__).resolve().parents[1] / "results" / "distill"
 def test_the_defaults_are_what_the_pre_registered_rules_print_from_the_stored_studies() -> None:
     """docs/decision.md and docs/teacher.md wrote each lever's adoption rule before its runs; the code applies them
     to the studies stored in research/results/distill, and the defaults follow what it prints."""
-    from sentadapt.config import REMOVED_SETTINGS, TrainConfig
+    from sentadapt.config.layers import REMOVED_SETTINGS
+    from sentadapt.config.schema import TrainConfig
 
     from research.experiments.teacher_evidence import blend_lines
 
@@ -37,7 +38,7 @@ def test_the_faster_teacher_run_s_defaults_are_what_its_rules_say() -> None:
     the stored studies. Both levers together (k3f) fell on all-MiniLM-L6-v2 ← all-mpnet-base-v2 in all four domains,
     so ConSERT keeps its shuffle + feature-cutoff views; bf16 alone (k3bf) held in all 8 cells, so a ConSERT teacher
     run defaults to `mixed_precision: auto` (and only ConSERT: nothing else was measured)."""
-    from sentadapt.config import TrainConfig
+    from sentadapt.config.schema import TrainConfig
     from sentadapt.recipes import RECIPES
     from sentadapt.recipes.consert import ConsertConfig, ConsertRecipe
     from sentadapt.recipes.presets import TEACHER_DEFAULTS

@@ -10,7 +10,7 @@ from rich.markup import escape
 
 from sentadapt.cli import shared_options as shared
 from sentadapt.cli._common import console, friendly_errors, progress_bar
-from sentadapt.config import DEFAULT_DECISION, DEFAULT_RISK
+from sentadapt.config.schema import DEFAULT_DECISION, DEFAULT_RISK
 from sentadapt.errors import NoImprovement
 
 if TYPE_CHECKING:

@@ -23,7 +23,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sentadapt.config import DEFAULT_DECISION, DEFAULT_RISK
+from sentadapt.config.schema import DEFAULT_DECISION, DEFAULT_RISK
 from sentadapt.errors import ConfigError
 from sentadapt.evaluation.evidence import Evidence
 
@@ -32,7 +32,7 @@ KEEP_BASE = "keep-base"
 RISK, STRICT, POSITIVE = "risk", "strict", "positive"
 RULES = (RISK, STRICT, POSITIVE)
 DEFAULT_RULE = DEFAULT_DECISION
-# DEFAULT_RISK (sentadapt/config.py): at a true gain of 0 the adapted model is used in about one run in ten (the
+# DEFAULT_RISK (sentadapt/config/schema.py): at a true gain of 0 the adapted model is used in about one run in ten (the
 # max-T risk is calibrated there); real losses less often.
 # A dev set that cannot call a gain of this size (points × 100 of the main metric) gets a note: the gains
 # adaptation makes on sentence-tuned bases are ~0.2-1.2 (research/results.md).

@@ -19,14 +19,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sentadapt.config import LoraSettings  # one class for the settings and the adapters built from them
+from sentadapt.config.schema import LoraSettings  # one class for the settings and the adapters built from them
 from sentadapt.errors import ConfigError
 
 if TYPE_CHECKING:
     import torch
     from torch import nn
 
-    from sentadapt.config import TrainConfig
+    from sentadapt.config.schema import TrainConfig
 
 ADAPTER_FOLDER = "lora-adapter"  # inside a saved model folder: the adapters alone, in peft's format
 ADAPTER_NAME = "default"  # peft's name of the one adapter

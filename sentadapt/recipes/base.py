@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
-from sentadapt.config import RecipeConfig
+from sentadapt.config.schema import RecipeConfig
 from sentadapt.errors import ConfigError, DataError
 from sentadapt.events import Progress
 from sentadapt.options import DEFAULT_ENCODING_ERRORS

@@ -21,7 +21,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from sentadapt.config import RecipeConfig, check_choice, check_range
+from sentadapt.config.checks import check_choice, check_range
+from sentadapt.config.schema import RecipeConfig
 from sentadapt.errors import ConfigError
 from sentadapt.events import Progress
 from sentadapt.model.pooling import POOLING_NAMES, Pooling

@@ -2,7 +2,7 @@
 takes as keywords, and where each value lands in the run's config.
 
 A flag that sets a config field names the field (`target` "train" → `TrainConfig`, "run" → `RunConfig`): its type
-and its default come from that field, so they are written once, in `config.py`; the command line's default is
+and its default come from that field, so they are written once, in `config/schema.py`; the command line's default is
 None ("the config decides": defaults < the recipe's paper settings < the preset < `--config` < flags < `--set`),
 except for the run fields whose default the command shows (`--decision`; `CONFIG_DEFAULT`: the field's). The other
 options steer the request (`--resume`, `--dry-run`, ...) and are declared here with their type and default. From
@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sentadapt.config import FLAT_KEYS, RunConfig, key_type
+from sentadapt.config.schema import FLAT_KEYS, RunConfig, key_type
 from sentadapt.errors import ConfigError
 from sentadapt.options import ALLOW_PICKLE, ALLOW_PICKLE_HELP, TRUST_REMOTE_CODE, TRUST_REMOTE_CODE_HELP
 
@@ -49,7 +49,7 @@ def on_off(option: str, value: str | None) -> bool | None:
 
 def sizes(option: str, value: str | None) -> tuple[int, ...] | None:
     """A comma list of widths (`--matryoshka 384,192,96`); None: not given."""
-    from sentadapt.config import coerce
+    from sentadapt.config.layers import coerce
 
     return None if value is None else coerce(option, value, tuple[int, ...])
 

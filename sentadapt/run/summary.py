@@ -8,7 +8,7 @@ import os
 import time
 from typing import Any
 
-from sentadapt.config import DEFAULT_RISK, flat_values
+from sentadapt.config.schema import DEFAULT_RISK, flat_values
 from sentadapt.decision.sizes import walk_order
 from sentadapt.text_tables import BAD, GOOD, WARN, Cell, TextTable
 

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from sentadapt.events import Note, Progress
 
 if TYPE_CHECKING:
-    from sentadapt.config import RunConfig
+    from sentadapt.config.schema import RunConfig
     from sentadapt.teacher.weighing import Weighing
 
 BLENDS = (0.25, 0.5, 0.75, 1.0)  # the α teacher_blend=auto weighs (0 would be the base itself: nothing to learn)

@@ -28,7 +28,7 @@ from sentadapt.teacher.source import teacher_source
 from sentadapt.teacher.weighing import Weighing
 
 if TYPE_CHECKING:
-    from sentadapt.config import RunConfig
+    from sentadapt.config.schema import RunConfig
     from sentadapt.evaluation.evaluator import Delta
     from sentadapt.model.resolve import ResolvedModel
     from sentadapt.storage.rowfile import RowFile

@@ -12,7 +12,7 @@ from sentadapt.errors import ConfigError
 from sentadapt.events import Note
 
 if TYPE_CHECKING:
-    from sentadapt.config import RunConfig
+    from sentadapt.config.schema import RunConfig
     from sentadapt.evaluation.evaluator import Delta
 
 

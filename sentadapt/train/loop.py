@@ -29,7 +29,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from sentadapt.config import RunConfig
+from sentadapt.config.schema import RunConfig
 from sentadapt.data.batching import RowPairs, TokenizedExamples
 from sentadapt.errors import ConfigError, SentadaptError
 from sentadapt.evaluation.evaluator import Evaluator

@@ -412,7 +412,7 @@ def test_padding_to_a_multiple_rounds_the_longest_up_and_masks_the_extra_positio
 
 
 def test_pad_multiple_auto_is_8_on_a_gpu_and_1_on_the_cpu() -> None:
-    from sentadapt.config import TrainConfig
+    from sentadapt.config.schema import TrainConfig
     from sentadapt.train.micro_batches import pad_multiple
 
     assert pad_multiple(TrainConfig(), torch.device("cpu")) == 1

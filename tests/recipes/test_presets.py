@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from sentadapt.config import build_config, flat_values, load_run_config, save_run_config
+from sentadapt.config.layers import build_config, load_run_config, save_run_config
+from sentadapt.config.schema import flat_values
 from sentadapt.model.resolve import ResolvedModel, resolve_model
 from sentadapt.recipes import RECIPES
 from sentadapt.recipes.presets import choose_preset, detect_preset, preset_changes

@@ -21,7 +21,7 @@ import torch
 from safetensors.torch import load_file
 from typer.testing import CliRunner
 
-from sentadapt.config import RecipeConfig
+from sentadapt.config.schema import RecipeConfig
 from sentadapt.model.encoder import Encoder
 from sentadapt.model.st_format import read_layout
 from sentadapt.recipes import RECIPES

@@ -13,7 +13,8 @@ import typer.main
 import yaml
 
 from sentadapt.cli import app
-from sentadapt.config import FLAT_KEYS, RunConfig, load_run_config, save_run_config
+from sentadapt.config.layers import load_run_config, save_run_config
+from sentadapt.config.schema import FLAT_KEYS, RunConfig
 from sentadapt.errors import ConfigError
 from sentadapt.recipes import RECIPES
 from sentadapt.run.adapt_options import ADAPT_OPTIONS, REQUEST, RUN, TRAIN, run_fields_without_option

@@ -450,7 +450,7 @@ def test_the_passes_follow_the_corpus_size(tiny_model_dir: Path, corpus: Path, t
 
 def test_a_teacher_brings_its_defaults_above_the_preset_and_below_the_flags(tiny_model_dir: Path, teacher_dir: Path,
                                                                            corpus: Path, tmp_path: Path) -> None:
-    from sentadapt.config import flat_values
+    from sentadapt.config.schema import flat_values
     from sentadapt.recipes.presets import TEACHER_DEFAULTS
     from sentadapt.run.plan.configs import new_config
     from sentadapt.run.plan.settings import Settings

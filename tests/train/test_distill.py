@@ -9,7 +9,8 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from sentadapt.config import TrainConfig, train_config
+from sentadapt.config.layers import train_config
+from sentadapt.config.schema import TrainConfig
 from sentadapt.model.encoder import Encoder
 from sentadapt.recipes.clsr import ClsrConfig, ClsrRecipe
 from sentadapt.recipes.consert import ConsertConfig, ConsertRecipe

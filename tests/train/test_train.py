@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from sentadapt.config import TrainConfig
+from sentadapt.config.schema import TrainConfig
 from sentadapt.run.execute.inputs import build_inputs
 from sentadapt.run.execute.stages import write_config
 from sentadapt.run.finish import train_stage

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sentadapt.config import RunConfig
+from sentadapt.config.schema import RunConfig
 from sentadapt.errors import ConfigError
 from sentadapt.events import Note, Progress, no_progress
 from sentadapt.model import lora

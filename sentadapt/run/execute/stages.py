@@ -8,7 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from sentadapt.config import RunConfig
+from sentadapt.config.schema import RunConfig
 from sentadapt.errors import ConfigError, StorageError
 from sentadapt.run.execute.lock import acquire_lock
 from sentadapt.run.execute.processes import is_main_process, training_device
@@ -91,7 +91,7 @@ def train_run(run: ResolvedRun, resume: bool, overwrite: bool, trust_remote_code
 def write_config(config: RunConfig) -> None:
     """config.yaml in the run folder `config.output`: the one writer of that file. Written before training, so
     `--resume` (and `--recipe auto`'s plan) read back exactly the settings the run trains with."""
-    from sentadapt.config import save_run_config
+    from sentadapt.config.layers import save_run_config
 
     run_dir = RunDir(Path(config.output))
     run_dir.path.mkdir(parents=True, exist_ok=True)

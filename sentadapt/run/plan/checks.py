@@ -7,7 +7,7 @@ import dataclasses
 import os
 from pathlib import Path
 
-from sentadapt.config import RunConfig
+from sentadapt.config.schema import RunConfig
 from sentadapt.errors import ConfigError
 from sentadapt.model.resolve import ResolvedModel
 from sentadapt.run.execute.processes import is_main_process
@@ -20,7 +20,7 @@ def check_run(config: RunConfig, resume: bool, overwrite: bool, dry_run: bool, r
     """Fail fast, before any weights load: model, corpus files, dev set, decision rule, output directory. Returns
     the run resolved, for `train_run`: what was resolved and read here is not resolved or read again. `base`,
     `dev`: already resolved (preset detection; --recipe auto's candidates share them)."""
-    from sentadapt.config import check_choice
+    from sentadapt.config.checks import check_choice
     from sentadapt.data.corpus import ENCODING_ERRORS, check_has_sentences, check_sources
     from sentadapt.decision.rule import decision_rule
     from sentadapt.model.lora import check_lora_request
@@ -105,7 +105,7 @@ def _check_teacher_settings(config: RunConfig) -> None:
     """A teacher's setting changed without a teacher is an error, not a silent no-op."""
     if config.teacher is not None:
         return
-    from sentadapt.config import TrainConfig, flat_values
+    from sentadapt.config.schema import TrainConfig, flat_values
 
     values, defaults = flat_values(config.train), flat_values(TrainConfig())
     for name in TEACHER_SETTINGS:

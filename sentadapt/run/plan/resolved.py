@@ -11,7 +11,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sentadapt.config import RunConfig
+from sentadapt.config.schema import RunConfig
 from sentadapt.model.resolve import ResolvedModel, resolve_model
 
 if TYPE_CHECKING:

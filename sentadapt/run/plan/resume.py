@@ -8,7 +8,7 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from sentadapt.config import RunConfig
+from sentadapt.config.schema import RunConfig
 from sentadapt.events import Note, quiet
 from sentadapt.run.plan.settings import Settings
 from sentadapt.storage.run_folder import RunDir
@@ -39,7 +39,7 @@ def resume_auto_mode(output: Path, note: Note = quiet) -> str | None:
 
 def resumed_config(output: Path, num_proc: int | None = None) -> RunConfig:
     """The saved config.yaml of a run to resume (authoritative); only the machine setting num_proc may change."""
-    from sentadapt.config import load_run_config
+    from sentadapt.config.layers import load_run_config
     from sentadapt.recipes import RECIPES
 
     config = load_run_config(RunDir(output).config_file, {name: RECIPES.get(name).Config for name in RECIPES})

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sentadapt.config import FLAT_KEYS, RunConfig
+from sentadapt.config.schema import FLAT_KEYS, RunConfig
 from sentadapt.events import Note, Progress, quiet
 from sentadapt.run.execute.processes import is_main_process
 

@@ -1,0 +1,272 @@
+"""The run configuration's layers, merged in one direction into a validated RunConfig (`build_config`).
+
+Precedence (later wins): dataclass defaults < the recipe's training defaults (its paper's settings)
+< the recipe's tuned-base defaults, when the base is sentence-tuned (recipes/presets.py) < the YAML file (`--config`)
+< command-line flags (`--lr`, `--batch-size`, ...) < `--set key=value`.
+Unknown keys are errors that suggest the closest name; every value is coerced to its field's type and checked against
+its valid range before any weights load. The resolved config is saved with every run and read back to resume it.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import types
+import typing
+from pathlib import Path
+from typing import Any, TypeVar
+
+from sentadapt.config.schema import FLAT_KEYS, GROUPS, RunConfig, TrainConfig
+from sentadapt.errors import ConfigError
+from sentadapt.registry import one_line, unknown_name_message
+
+T = TypeVar("T")
+# Options that studies measured and the product did not adopt, removed in issue 59, with the value that left runs as
+# they are: a run saved with it resumes; with another value, or given as --set, it is a one-line error naming where
+# the evidence is (docs/teacher.md, "What was tried").
+REMOVED_SETTINGS = {"teacher_evidence": "off", "teacher_risk": None, "agreement_holdout": 1000,
+                    "mask_neighbours": False, "distill_neighbour_share": 1.0}
+
+
+def train_config(**values: Any) -> TrainConfig:
+    """A TrainConfig from flat keys (`train_config(distill=1.0, lora_r=16)`), each coerced to its type."""
+    return with_overrides(TrainConfig(), values, "TrainConfig")
+
+def coerce(name: str, value: Any, annotation: Any) -> Any:
+    """Turn a YAML/CLI value into the field's type, or raise ConfigError naming the key."""
+    origin = typing.get_origin(annotation)
+    if origin in (typing.Union, types.UnionType):
+        options = [a for a in typing.get_args(annotation) if a is not type(None)]
+        empty = value is None or (isinstance(value, str) and value.lower() in ("none", "null", ""))
+        if empty and type(None) in typing.get_args(annotation):
+            return None
+        return coerce(name, value, options[0])
+    if origin in (tuple, list):
+        items = value.split(",") if isinstance(value, str) else value
+        if not isinstance(items, (list, tuple)):
+            raise ConfigError(f"{name}: expected a comma-separated list, got {value!r}")
+        (item_type, *_) = typing.get_args(annotation) or (str,)
+        converted = [coerce(name, item.strip() if isinstance(item, str) else item, item_type) for item in items]
+        return tuple(converted) if origin is tuple else converted
+    if annotation is bool:
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, str) and value.lower() in ("true", "yes", "1", "on", "false", "no", "0", "off"):
+            return value.lower() in ("true", "yes", "1", "on")
+        raise ConfigError(f"{name}: expected true or false, got {value!r}")
+    if annotation is int:
+        if isinstance(value, bool):
+            raise ConfigError(f"{name}: expected an integer, got {value!r}")
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            raise ConfigError(f"{name}: expected an integer, got {value!r}") from None
+        if not number.is_integer():
+            raise ConfigError(f"{name}: expected an integer, got {value!r}")
+        return int(number)
+    if annotation is float:
+        try:
+            return float(value)  # YAML reads "2e-5" as a string: accept it here
+        except (TypeError, ValueError):
+            raise ConfigError(f"{name}: expected a number, got {value!r}") from None
+    if annotation is str:
+        if isinstance(value, (dict, list)):
+            raise ConfigError(f"{name}: expected text, got {value!r}")
+        if isinstance(value, bool):  # YAML 1.1 reads a bare on/off (or yes/no) as a boolean
+            return "on" if value else "off"
+        return str(value)
+    return value
+
+
+def with_overrides(target: T, overrides: dict[str, Any], where: str) -> T:
+    """A copy of the dataclass `target` with fields from a mapping, types coerced; unknown keys are errors. A
+    TrainConfig takes flat keys (FLAT_KEYS) and, in YAML, a group as a mapping of its fields (`lora: {r: 16}`)."""
+    if isinstance(target, TrainConfig):
+        return _train_with_overrides(target, overrides, where)  # type: ignore[return-value]
+    hints = typing.get_type_hints(type(target))
+    names = [f.name for f in dataclasses.fields(target)]  # type: ignore[arg-type]
+    changes = {}
+    for key, value in overrides.items():
+        if key in REMOVED_SETTINGS and key not in names:
+            check_removed(f"{where}: {key}", key, value)
+            continue  # a run saved before the option left, with the value that changed nothing
+        if key not in names:
+            raise ConfigError(f"{where}: " + unknown_name_message("key", key, names))
+        changes[key] = coerce(f"{where}: {key}", value, hints[key])
+    return dataclasses.replace(target, **changes)  # type: ignore[type-var]
+
+
+def _train_with_overrides(train: TrainConfig, overrides: dict[str, Any], where: str) -> TrainConfig:
+    flat: dict[str, Any] = {}
+    for name, value in overrides.items():
+        if name in GROUPS and isinstance(value, dict):  # a group written out: its fields by their own names
+            fields = {f.name: f.metadata["key"] for f in dataclasses.fields(GROUPS[name])}
+            for inner, inner_value in value.items():
+                if inner not in fields:
+                    raise ConfigError(f"{where}: {name}: " + unknown_name_message("key", inner, list(fields)))
+                flat[fields[inner]] = inner_value
+        else:
+            flat[name] = value
+    top: dict[str, Any] = {}
+    grouped: dict[str, dict[str, Any]] = {}
+    for name, value in flat.items():
+        if name in REMOVED_SETTINGS and name not in FLAT_KEYS:
+            check_removed(f"{where}: {name}", name, value)
+            continue  # a run saved before the option left, with the value that changed nothing
+        if name not in FLAT_KEYS:
+            raise ConfigError(f"{where}: " + unknown_name_message("key", name, list(FLAT_KEYS)))
+        group, field_name = FLAT_KEYS[name]
+        owner = TrainConfig if group is None else GROUPS[group]
+        converted = coerce(f"{where}: {name}", value, typing.get_type_hints(owner)[field_name])
+        if group is None:
+            top[field_name] = converted
+        else:
+            grouped.setdefault(group, {})[field_name] = converted
+    for group, changes in grouped.items():
+        top[group] = dataclasses.replace(getattr(train, group), **changes)
+    return dataclasses.replace(train, **top)
+
+
+def check_removed(where: str, key: str, value: Any) -> None:
+    """A removed option (REMOVED_SETTINGS) at the value that changed nothing passes (a saved run resumes); any other
+    value is one line saying it is gone and where its evidence is."""
+    default = REMOVED_SETTINGS[key]
+    if value is None or value == default or (str(value).lower() in ("off", "false", "none") and not default):
+        return
+    if default is not None and not isinstance(default, bool) and _same_number(value, default):
+        return
+    raise ConfigError(f"{where}: {key} was removed (studies measured it and did not adopt it: docs/teacher.md, "
+                      "\"What was tried\"); drop it (a run trained with it resumes only with the sentadapt that "
+                      "trained it)")
+
+
+def _same_number(value: Any, default: Any) -> bool:
+    try:
+        return float(value) == float(default)
+    except (TypeError, ValueError):
+        return False
+
+
+def parse_set_options(items: list[str]) -> dict[str, str]:
+    """`--set key=value` pairs → dict (values stay strings; the field type converts them)."""
+    parsed: dict[str, str] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(f"--set: '{one_line(item)}' is not key=value (e.g. --set temperature=0.05)")
+        parsed[key.strip()] = value.strip()
+    return parsed
+
+
+def load_yaml(path: str | Path) -> dict[str, Any]:
+    import yaml
+
+    from sentadapt.storage.file_memo import same_file_once
+
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f"--config: {path}: no such file")
+    try:  # parsed once per process while unchanged (the recipe's name, auto's candidates and the config read it)
+        data = copy.deepcopy(same_file_once(path, lambda p: yaml.safe_load(p.read_text(encoding="utf-8")))) or {}
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        where = f":{mark.line + 1}" if mark is not None else ""
+        raise ConfigError(f"{path}{where}: invalid YAML ({getattr(error, 'problem', error)})") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: expected a mapping with recipe, train and recipe_args")
+    allowed = {"recipe", "version", "train", "recipe_args", "description"}
+    for key in data:
+        if key not in allowed:
+            raise ConfigError(f"{path}: " + unknown_name_message("top-level key", key, sorted(allowed)))
+    return data
+
+
+def split_set_options(options: dict[str, Any], recipe_config: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Route bare `--set` keys: recipe fields first, then training fields; `train.x`/`recipe.x` are explicit."""
+    recipe_fields = {f.name for f in dataclasses.fields(recipe_config)}
+    train_fields = set(FLAT_KEYS)
+    to_recipe: dict[str, Any] = {}
+    to_train: dict[str, Any] = {}
+    for key, value in options.items():
+        scope, dot, name = key.partition(".")
+        if dot and scope == "train":
+            to_train[name] = value
+        elif dot and scope in ("recipe", "recipe_args"):
+            to_recipe[name] = value
+        elif key in recipe_fields:
+            to_recipe[key] = value
+        elif key in train_fields:
+            to_train[key] = value
+        elif key in REMOVED_SETTINGS:
+            check_removed(f"--set {key}", key, value)  # the value that changed nothing: accepted, as before
+        else:
+            raise ConfigError("--set: " + unknown_name_message("key", key, sorted(recipe_fields | train_fields)))
+    return to_recipe, to_train
+
+
+def build_config(
+    recipe_name: str,
+    recipe_config_class: type,
+    recipe_train_defaults: dict[str, Any],
+    yaml_path: str | Path | None,
+    flag_overrides: dict[str, Any],
+    set_options: list[str],
+    preset_values: dict[str, Any] | None = None,
+    set_values: dict[str, Any] | None = None,
+    **run_fields: Any,
+) -> RunConfig:
+    """Merge defaults < recipe training defaults < preset values < YAML < flags < --set into a validated
+    RunConfig. `preset_values` (a recipe's tuned-base defaults) may name training or recipe fields; `set_values`
+    are typed `--set` values (the API's config keywords)."""
+    train = TrainConfig()
+    train = with_overrides(train, recipe_train_defaults, f"recipe {recipe_name} defaults")
+    recipe_args = recipe_config_class()
+    preset_recipe, preset_train = split_set_options(preset_values or {}, recipe_args)
+    recipe_args = with_overrides(recipe_args, preset_recipe, f"recipe {recipe_name} tuned_base_defaults")
+    train = with_overrides(train, preset_train, f"recipe {recipe_name} tuned_base_defaults")
+    if yaml_path is not None:
+        data = load_yaml(yaml_path)
+        if data.get("recipe", recipe_name) != recipe_name:
+            raise ConfigError(
+                f"{yaml_path}: is a config for recipe '{data['recipe']}', but --recipe is '{recipe_name}'"
+            )
+        train = with_overrides(train, data.get("train") or {}, f"{yaml_path}: train")
+        recipe_args = with_overrides(recipe_args, data.get("recipe_args") or {}, f"{yaml_path}: recipe_args")
+    train = with_overrides(train, {k: v for k, v in flag_overrides.items() if v is not None}, "option")
+    to_recipe, to_train = split_set_options({**parse_set_options(set_options), **(set_values or {})}, recipe_args)
+    recipe_args = with_overrides(recipe_args, to_recipe, "--set")
+    train = with_overrides(train, to_train, "--set")
+    train.validate()
+    recipe_args.validate()
+    return RunConfig(recipe=recipe_name, train=train, recipe_args=recipe_args, **run_fields)
+
+
+def save_run_config(config: RunConfig, path: Path) -> None:
+    import yaml
+
+    tmp = path.with_name(f".tmp-{path.name}")
+    tmp.write_text(yaml.safe_dump(config.to_dict(), sort_keys=False), encoding="utf-8")
+    tmp.replace(path)
+
+
+def load_run_config(path: Path, recipe_configs: dict[str, type]) -> RunConfig:
+    """Read a run's saved config.yaml back (for --resume): the saved values are authoritative."""
+    import yaml
+
+    if not path.is_file():
+        raise ConfigError(f"--resume: {path} not found; is this a sentadapt run directory?")
+    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    train = TrainConfig()
+    train = with_overrides(train, data.get("train") or {}, f"{path}: train")
+    recipe_class = recipe_configs.get(data["recipe"])
+    if recipe_class is None:
+        raise ConfigError(f"{path}: unknown recipe '{data['recipe']}'")
+    recipe_args = recipe_class()
+    recipe_args = with_overrides(recipe_args, data.get("recipe_args") or {}, f"{path}: recipe_args")
+    # every saved field as written (not coerced: "none" is a value of dev and prompt, unlike None); a field a run
+    # saved before it existed gets today's default, except the prompt: runs saved before prompts trained without one
+    saved = {f.name: data[f.name] for f in dataclasses.fields(RunConfig)
+             if f.name in data and f.name not in ("train", "recipe_args")
+             and (data[f.name] is not None or f.default is None)}
+    saved.setdefault("prompt", "none")
+    return RunConfig(train=train, recipe_args=recipe_args, **saved)
