@@ -97,11 +97,11 @@ def _print_dry_runs(outcome: Any) -> None:
 
 
 def _print_dry_run(config: Any, resolved: Any) -> None:
-    import yaml
+    from sentadapt.config.layers import dry_run_yaml
 
     # Plain writes, not rich: the output is a config file (`--dry-run > run.yaml`), so no line may be wrapped at
     # the terminal width and no text rewritten (rich turns `:rocket:` in a path into an emoji).
-    sys.stdout.write(yaml.safe_dump(config.to_dict(), sort_keys=False))
+    sys.stdout.write(dry_run_yaml(config))
     sys.stdout.flush()
     from sentadapt.run.summary import preset_lines
 

@@ -174,7 +174,7 @@ def load_yaml(path: str | Path) -> dict[str, Any]:
         raise ConfigError(f"{path}{where}: invalid YAML ({getattr(error, 'problem', error)})") from None
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: expected a mapping with recipe, train and recipe_args")
-    allowed = {"recipe", "version", "train", "recipe_args", "description"}
+    allowed = {"recipe", "version", "train", "recipe_args", "description", "candidates"}  # candidates: recipe auto
     for key in data:
         if key not in allowed:
             raise ConfigError(f"{path}: " + unknown_name_message("top-level key", key, sorted(allowed)))
@@ -213,32 +213,104 @@ def build_config(
     set_options: list[str],
     preset_values: dict[str, Any] | None = None,
     set_values: dict[str, Any] | None = None,
+    *,
+    yaml_train: dict[str, Any] | None = None,
+    candidate_values: dict[str, Any] | None = None,
     **run_fields: Any,
 ) -> RunConfig:
-    """Merge defaults < recipe training defaults < preset values < YAML < flags < --set into a validated
-    RunConfig. `preset_values` (a recipe's tuned-base defaults) may name training or recipe fields; `set_values`
-    are typed `--set` values (the API's config keywords)."""
-    train = TrainConfig()
-    train = with_overrides(train, recipe_train_defaults, f"recipe {recipe_name} defaults")
-    recipe_args = recipe_config_class()
-    preset_recipe, preset_train = split_set_options(preset_values or {}, recipe_args)
-    recipe_args = with_overrides(recipe_args, preset_recipe, f"recipe {recipe_name} tuned_base_defaults")
-    train = with_overrides(train, preset_train, f"recipe {recipe_name} tuned_base_defaults")
-    if yaml_path is not None:
+    """Merge defaults < recipe training defaults < preset values < YAML < flags < --set < a candidate's own values
+    into a validated RunConfig whose `sources` say which layer set each value. `preset_values` (a recipe's tuned-base
+    defaults) may name training or recipe fields; `set_values` are typed `--set` values (the API's config keywords).
+    `yaml_train`: the `train:` values of a `--recipe auto` config file (`yaml_path` names it, read already)."""
+    merged = _Merge(TrainConfig(), recipe_config_class())
+    merged.apply(recipe_train_defaults, {}, f"recipe {recipe_name} defaults", PAPER)
+    preset = run_fields.get("preset") or {}
+    preset_recipe, preset_train = split_set_options(preset_values or {}, merged.recipe_args)
+    merged.apply(preset_train, preset_recipe, f"recipe {recipe_name} tuned_base_defaults",
+                 f"preset {preset.get('name', '')}".strip())
+    if yaml_train is not None:
+        merged.apply(yaml_train, {}, "option", Path(yaml_path or "--config").name)
+    elif yaml_path is not None:
         data = load_yaml(yaml_path)
         if data.get("recipe", recipe_name) != recipe_name:
             raise ConfigError(
                 f"{yaml_path}: is a config for recipe '{data['recipe']}', but --recipe is '{recipe_name}'"
             )
-        train = with_overrides(train, data.get("train") or {}, f"{yaml_path}: train")
-        recipe_args = with_overrides(recipe_args, data.get("recipe_args") or {}, f"{yaml_path}: recipe_args")
-    train = with_overrides(train, {k: v for k, v in flag_overrides.items() if v is not None}, "option")
-    to_recipe, to_train = split_set_options({**parse_set_options(set_options), **(set_values or {})}, recipe_args)
-    recipe_args = with_overrides(recipe_args, to_recipe, "--set")
-    train = with_overrides(train, to_train, "--set")
-    train.validate()
-    recipe_args.validate()
-    return RunConfig(recipe=recipe_name, train=train, recipe_args=recipe_args, **run_fields)
+        if "candidates" in data:
+            raise ConfigError(f"{yaml_path}: candidates: a list for recipe: auto; drop it, or set recipe: auto")
+        merged.apply(data.get("train") or {}, data.get("recipe_args") or {}, f"{yaml_path}: train",
+                     Path(yaml_path).name, recipe_where=f"{yaml_path}: recipe_args")
+    merged.apply({k: v for k, v in flag_overrides.items() if v is not None}, {}, "option", FLAG)
+    to_recipe, to_train = split_set_options({**parse_set_options(set_options), **(set_values or {})},
+                                            merged.recipe_args)
+    merged.apply(to_train, to_recipe, "--set", SET)
+    candidate_recipe, candidate_train = split_set_options(candidate_values or {}, merged.recipe_args)
+    merged.apply(candidate_train, candidate_recipe, "--set", CANDIDATE)
+    merged.train.validate()
+    merged.recipe_args.validate()
+    return RunConfig(recipe=recipe_name, train=merged.train, recipe_args=merged.recipe_args, sources=merged.sources,
+                     **run_fields)
+
+
+# Where a value came from, as `adapt --dry-run` shows it (a layer's name; the preset's is "preset NAME" and the
+# --config file's its file name)
+DEFAULT, PAPER, FLAG, SET, CANDIDATE = "default", "paper", "flag", "--set", "candidate"
+
+
+class _Merge:
+    """The training and recipe settings as the layers are applied, lowest first, and the layer that set each
+    (`sources`: "train.KEY" or "recipe_args.KEY" → the layer's name)."""
+
+    def __init__(self, train: TrainConfig, recipe_args: Any) -> None:
+        self.train = train
+        self.recipe_args = recipe_args
+        self.sources: dict[str, str] = {}
+
+    def apply(self, train: dict[str, Any], recipe: dict[str, Any], where: str, source: str, *,
+              recipe_where: str | None = None) -> None:
+        # the recipe's values first: of errors in both, the recipe's is the one named
+        self.recipe_args = with_overrides(self.recipe_args, recipe, recipe_where or where)
+        self.train = with_overrides(self.train, train, where)
+        self.sources.update({f"recipe_args.{key}": source for key in recipe})
+        self.sources.update({f"train.{key}": source for key in _flat_names(train)})
+
+
+def _flat_names(values: dict[str, Any]) -> list[str]:
+    """The flat keys a layer's training values name: a group written as a mapping (`lora: {r: 16}`) by its fields'."""
+    names: list[str] = []
+    for name, value in values.items():
+        if name in GROUPS and isinstance(value, dict):
+            keys = {f.name: f.metadata["key"] for f in dataclasses.fields(GROUPS[name])}
+            names.extend(keys[inner] for inner in value)
+        else:
+            names.append(name)
+    return names
+
+
+def dry_run_yaml(config: RunConfig) -> str:
+    """The config as `adapt --dry-run` prints it: config.yaml's mapping, each training and recipe value followed by
+    the layer it came from (`# default`, `# paper`, `# preset tuned-base`, the --config file's name, `# flag`,
+    `# --set`, `# candidate`). The comments leave it valid YAML that loads as the config."""
+    import yaml
+
+    lines = yaml.safe_dump(config.to_dict(), sort_keys=False, width=_NO_WRAP).splitlines()
+    keyed: dict[int, str] = {}  # line number → the "train.KEY" or "recipe_args.KEY" it starts
+    section = ""
+    for number, line in enumerate(lines):
+        if not line.startswith(" "):
+            section = line.partition(":")[0]
+        key, colon, _ = line[2:].partition(":")
+        if section in ("train", "recipe_args") and line.startswith("  ") and colon and key.isidentifier():
+            keyed[number] = f"{section}.{key}"
+    width = max(len(lines[number]) for number in keyed) + 2
+    for number, key in keyed.items():
+        lines[number] = f"{lines[number]:<{width}}# {config.sources.get(key, DEFAULT)}"
+    return "\n".join([_SOURCES_NOTE, *lines, ""])
+
+
+_SOURCES_NOTE = ("# where each training and recipe value came from, later layers winning: default < paper < preset\n"
+                 "# < the --config file < flag < --set < a --recipe auto candidate's own")
+_NO_WRAP = 1 << 30  # a value on one line, so that its comment follows it (yaml wraps long scalars at 80 columns)
 
 
 def save_run_config(config: RunConfig, path: Path) -> None:

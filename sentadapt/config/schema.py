@@ -350,9 +350,12 @@ class RunConfig:
     corpus_sha256: list[str | None] | None = None
     train: TrainConfig = field(default_factory=TrainConfig)
     recipe_args: Any = None  # the recipe's own Config dataclass
+    # which layer set each training and recipe value ("train.lr" → "preset tuned-base"; config/layers.py): what
+    # `adapt --dry-run` shows. Not saved: a resumed run's values all come from its config.yaml
+    sources: dict[str, str] = field(default_factory=dict, compare=False, repr=False, metadata={"saved": False})
 
     def to_dict(self) -> dict[str, Any]:
-        data = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        data = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.metadata.get("saved", True)}
         data["train"] = _plain(flat_values(self.train))  # flat keys, as every config.yaml has held them
         data["recipe_args"] = _plain(dataclasses.asdict(self.recipe_args)) if self.recipe_args is not None else {}
         return data

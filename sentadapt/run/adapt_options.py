@@ -208,7 +208,8 @@ ADAPT_OPTIONS: tuple[AdaptOption, ...] = (
 )
 OPTIONS_BY_NAME = {option.name: option for option in ADAPT_OPTIONS}
 # RunConfig fields that `adapt` fills itself rather than from an option of the same name
-_FILLED_BY_ADAPT = {"recipe", "base", "corpus", "output", "preset", "corpus_sha256", "train", "recipe_args"}
+_FILLED_BY_ADAPT = {"recipe", "base", "corpus", "output", "preset", "corpus_sha256", "train", "recipe_args",
+                    "sources"}
 
 
 def config_keys() -> list[str]:

@@ -62,3 +62,61 @@ def test_auto_dry_run_is_valid_yaml_at_width_40_with_a_200_character_path(corpus
     assert all(d["output"].startswith(str(output) + os.sep) and d["dev"] == str(pairs_tsv) for d in documents)
     assert _dry_run(1000, *args) == narrow
     assert not output.exists()
+
+
+def _sources(text: str) -> dict[str, str]:
+    """`section.key` → the comment after it, for each training and recipe value the dry run printed."""
+    sources, section = {}, ""
+    for line in text.splitlines():
+        if not line.startswith((" ", "#")):
+            section = line.partition(":")[0]
+        value, hash_mark, comment = line.partition("  # ")
+        if line.startswith("  ") and hash_mark:
+            sources[f"{section}.{value.strip().partition(':')[0]}"] = comment
+    return sources
+
+
+def test_dry_run_says_which_layer_set_each_value(corpus: Path, tiny_model_dir: Path, tmp_path: Path) -> None:
+    """Issue 69: default < paper < preset < the --config file < flag < --set, each value annotated with the layer that
+    set it last; the comments leave a YAML document that loads as the config."""
+    config_file = tmp_path / "mine.yaml"
+    config_file.write_text("recipe: consert\ntrain:\n  lr: 3e-5\n  batch_size: 16\n  lora: {r: 8}\n"
+                           "recipe_args:\n  temperature: 0.07\n")
+    text = _dry_run(80, str(corpus), "--base", str(tiny_model_dir), "--output", str(tmp_path / "run"), "--dev",
+                    "none", "--config", str(config_file), "--batch-size", "8", "--set", "warmup_ratio=0.2")
+    sources = _sources(text)
+    assert {key: sources[key] for key in ("train.lr", "train.lora_r", "recipe_args.temperature", "train.batch_size",
+                                          "train.warmup_ratio", "train.seed", "train.max_length")} == {
+        "train.lr": "mine.yaml", "train.lora_r": "mine.yaml", "recipe_args.temperature": "mine.yaml",
+        "train.batch_size": "flag", "train.warmup_ratio": "--set", "train.seed": "default", "train.max_length": "paper"}
+    printed = yaml.safe_load(text)
+    assert printed["train"]["lr"] == 3e-5 and printed["train"]["batch_size"] == 8
+    assert printed["recipe_args"]["temperature"] == 0.07 and printed["train"]["lora_r"] == 8
+    assert set(sources) == {f"train.{key}" for key in printed["train"]} | {
+        f"recipe_args.{key}" for key in printed["recipe_args"]}
+
+
+def test_an_auto_config_file_lists_its_candidates_and_each_candidate_value_says_so(
+        corpus: Path, pairs_tsv: Path, tiny_model_dir: Path, tmp_path: Path) -> None:
+    """docs/usage.md: a `recipe: auto` config file with a `train:` section and a `candidates:` list (refused as an
+    unknown key before); a candidate's own setting is annotated `candidate`, the file's `train:` values by its name."""
+    config_file = tmp_path / "auto.yaml"
+    config_file.write_text("recipe: auto\ntrain:\n  lr: 3e-5\ncandidates: [consert, 'consert:lr=1e-5']\n")
+    text = _dry_run(80, str(corpus), "--recipe", "auto", "--base", str(tiny_model_dir), "--dev", str(pairs_tsv),
+                    "--output", str(tmp_path / "run"), "--max-steps", "4", "--config", str(config_file))
+    documents = text.split("\n---\n")
+    assert [yaml.safe_load(d)["train"]["lr"] for d in documents] == [3e-5, 1e-5]
+    assert [_sources(d)["train.lr"] for d in documents] == ["auto.yaml", "candidate"]
+    assert [_sources(d)["train.max_steps"] for d in documents] == ["flag", "flag"]
+
+
+def test_a_single_recipe_config_file_with_candidates_is_refused(corpus: Path, tiny_model_dir: Path,
+                                                                tmp_path: Path) -> None:
+    config_file = tmp_path / "mine.yaml"
+    config_file.write_text("recipe: consert\ncandidates: [consert]\n")
+    result = subprocess.run([sys.executable, "-m", "sentadapt", "adapt", str(corpus), "--base", str(tiny_model_dir),
+                             "--output", str(tmp_path / "run"), "--config", str(config_file), "--dry-run"],
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2 and not result.stdout
+    assert result.stderr == (f"Error: {config_file}: candidates: a list for recipe: auto; drop it, or set recipe: "
+                             "auto\n")

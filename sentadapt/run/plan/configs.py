@@ -43,18 +43,17 @@ def new_config_and_base(settings: Settings) -> tuple[RunConfig, ResolvedModel | 
         resolved.append(resolve_model(base_name))
         return resolved[0]
 
-    config = assemble(recipe_name, settings, resolve_base, corpus=list(settings.corpus), output=str(settings.output),
-                      yaml_path=settings.config_file)
+    config = assemble(recipe_name, settings, resolve_base, corpus=list(settings.corpus), output=str(settings.output))
     return config, resolved[0] if resolved else None
 
 
 def assemble(recipe_name: str, settings: Settings, resolve_base: Callable[[], ResolvedModel], *, corpus: list[str],
-             output: str, yaml_path: Path | None = None, yaml_train: dict[str, Any] | None = None,
+             output: str, yaml_train: dict[str, Any] | None = None,
              candidate_values: dict[str, Any] | None = None) -> RunConfig:
     """Every run's RunConfig, in the layers of the module docstring, lowest first. `resolve_base()` gives the base
-    model when the preset needs to look at it (called at most once). A single run reads its `--config` file
-    (`yaml_path`: its train and recipe_args); `--recipe auto` gives the file's `train:` values (`yaml_train`, read
-    once for every candidate) and each candidate's own settings (`candidate_values`, above everything)."""
+    model when the preset needs to look at it (called at most once). A single run reads its `--config` file (its
+    train and recipe_args); `--recipe auto` gives the file's `train:` values (`yaml_train`, read once for every
+    candidate) and each candidate's own settings (`candidate_values`, above everything)."""
     from sentadapt.config.layers import build_config
     from sentadapt.model.resolve import DEFAULT_BASE_MODEL
     from sentadapt.recipes import RECIPES
@@ -63,9 +62,9 @@ def assemble(recipe_name: str, settings: Settings, resolve_base: Callable[[], Re
     recipe_class = RECIPES.get(recipe_name)
     # the preset: the tuned-base defaults when the base is sentence-tuned, and the teacher-run defaults on top
     preset = choose_preset(settings.preset, resolve_base, recipe_class, settings.flags.get("teacher") is not None)
-    flags = {**(yaml_train or {}), **settings.train_flags()}
-    return build_config(recipe_name, recipe_class.Config, recipe_class.train_defaults, yaml_path, flags,
-                        list(settings.set_options), set_values={**settings.set_values, **(candidate_values or {})},
+    return build_config(recipe_name, recipe_class.Config, recipe_class.train_defaults, settings.config_file,
+                        settings.train_flags(), list(settings.set_options), set_values=settings.set_values,
+                        yaml_train=yaml_train, candidate_values=candidate_values,
                         preset_values=preset.values, preset=preset.to_dict(),
                         base=settings.base or DEFAULT_BASE_MODEL, corpus=corpus, output=output,
                         **settings.run_flags())
