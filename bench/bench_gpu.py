@@ -207,7 +207,7 @@ def sentadapt_worker(cli_args: list[str]) -> None:
     """`sentadapt CLI_ARGS` in this process (the same entry point as the console script), then the peak GPU
     memory the run allocated, which its run record does not hold."""
     from bench.gpu_measure import tf32_state
-    from sentadapt.cli import main as sentadapt_main
+    from sentadapt.cli import app as sentadapt_main
 
     sys.argv = ["sentadapt", *cli_args]
     code: int | str | None = 0

@@ -21,7 +21,7 @@ class TimedRun:
 def timed_run(recipe_name: str, flags: dict[str, Any], *, base: str, corpus: list[str], output: str,
               device: str | None = None) -> TimedRun:
     """Train `recipe_name` with its defaults overridden by `flags`, no dev set; return the two timings."""
-    from sentadapt.config.layers import build_config
+    from sentadapt.config.merging import build_config
     from sentadapt.recipes import RECIPES
     from sentadapt.run.execute.inputs import build_inputs
     from sentadapt.run.finish import train_stage

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import sys
 
-from sentadapt.stop_signals import (
+from sentadapt.stopping.process import (
     exit_as_stopped,
     interrupted_line,
     received_signal,
@@ -20,9 +20,9 @@ from sentadapt.stop_signals import (
 def main() -> None:
     stop_signals_raise()
     try:
-        from sentadapt.cli import main as command_line
+        from sentadapt.cli import app
 
-        command_line()
+        app()
     except KeyboardInterrupt:  # while the modules load, or while typer builds the command: nothing has started
         stopped(None)
     except SystemExit as done:

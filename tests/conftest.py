@@ -18,8 +18,8 @@ import torch
 
 # `make test &` or `nohup make test` starts the suite with SIGINT ignored, and an ignored signal stays ignored across
 # exec: every `sentadapt` the tests start would then ignore the Ctrl-C they send (the product rightly keeps an
-# inherited SIG_IGN: stop_signals.py). A handler, unlike SIG_IGN, is reset to the default on exec, so with this one the
-# children start with SIGINT as a terminal gives it. Each xdist worker loads this file, so each sets it.
+# inherited SIG_IGN: stopping/process.py). A handler, unlike SIG_IGN, is reset to the default on exec, so with this one
+# the children start with SIGINT as a terminal gives it. Each xdist worker loads this file, so each sets it.
 if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
 
@@ -218,7 +218,7 @@ def _refuse_non_finite(constant: str) -> None:
 def run_config(recipe_name: str, model: Path, corpus: Path, output: Path, flags: dict[str, object],
                sets: list[str], dev: str | None = "none"):
     """A RunConfig built as `adapt` builds it: the recipe's paper defaults < `flags` < `--set` values."""
-    from sentadapt.config.layers import build_config
+    from sentadapt.config.merging import build_config
     from sentadapt.recipes import RECIPES
 
     recipe = RECIPES.get(recipe_name)

@@ -200,8 +200,9 @@ def test_export_imports_nothing_from_train() -> None:
 # a layer above or an area beside it in the same layer (train, export and diagnostics do not know each other).
 LAYERS = [
     # sentadapt: its __init__ (it imports nothing of the package when it loads)
-    {"errors", "events", "text_tables", "stop_signals", "sentadapt"},
-    {"options", "registry", "storage"},  # storage: durable writes, the run folder, row files, memos, the Hub's files
+    {"errors", "events", "text_tables", "sentadapt"},
+    {"options", "registry", "storage", "stopping"},  # storage: durable writes, the run folder, row files, memos, the
+    # Hub's files; stopping: a stop signal anywhere (one line, exit 128 + N) and during training (a checkpoint)
     {"config", "data"},
     {"model"},  # the encoder, its pooling, prompts, LoRA, loading and saving (sentence-transformers folders), caches
     {"evaluation", "recipes"},  # scoring: task types, the evaluator, bootstrap and variance, paired evidence
@@ -231,6 +232,37 @@ def test_the_house_has_at_most_ten_floors() -> None:
     """Issue 69: a chain of imports a reader can follow; a new floor means the longest chain grew (find the import
     that made it, and whether the module belongs on a floor that exists)."""
     assert len(LAYERS) <= 10
+
+
+def test_the_package_root_holds_at_most_eight_modules() -> None:
+    """Issue 69: the root is the package's door (its __init__, __main__, the public calls) and what every room
+    shares (errors, events, options, registry, tables); anything else has a room."""
+    assert len(list(PACKAGE.glob("*.py"))) <= 8, sorted(path.name for path in PACKAGE.glob("*.py"))
+
+
+def _names_defined_twice(paths: list[Path]) -> dict[str, list[str]]:
+    """Each public function or class name defined at the top of more than one module → those modules."""
+    where: dict[str, list[str]] = {}
+    for path in paths:
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            defines = isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+            if defines and not node.name.startswith("_"):
+                where.setdefault(node.name, []).append(path.name)
+    return {name: modules for name, modules in where.items() if len(modules) > 1}
+
+
+def test_no_file_name_or_public_name_is_used_twice() -> None:
+    """Issue 69: a name found by grep is the one meant (`diagnose` was three functions, `render` five)."""
+    names = [path.name for path in SOURCES if path.name != "__init__.py"]
+    assert sorted({name for name in names if names.count(name) > 1}) == []
+    assert _names_defined_twice(SOURCES) == {}
+
+
+def test_the_twice_finder_sees_a_function_and_a_class_and_skips_private_names(tmp_path: Path) -> None:
+    (tmp_path / "a.py").write_text("def render():\n    pass\nclass Result:\n    pass\ndef _draw():\n    pass\n")
+    (tmp_path / "b.py").write_text("class render:\n    pass\ndef Result():\n    pass\ndef _draw():\n    pass\n")
+    assert _names_defined_twice([tmp_path / "a.py", tmp_path / "b.py"]) == {"render": ["a.py", "b.py"],
+                                                                            "Result": ["a.py", "b.py"]}
 
 
 def test_every_area_has_a_layer() -> None:

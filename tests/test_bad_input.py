@@ -14,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from sentadapt.config.layers import build_config
+from sentadapt.config.merging import build_config
 from sentadapt.config.schema import TrainConfig
 from sentadapt.data.nli import NLI_LABELS, NliPairs, read_nli
 from sentadapt.data.pair_files import ScoredPairs, read_scored_pairs

@@ -183,7 +183,7 @@ def test_an_option_the_studies_rejected_is_gone_but_its_neutral_value_still_read
 
 
 def test_a_saved_run_with_a_removed_option_at_its_neutral_value_resumes(tmp_path: Path) -> None:
-    from sentadapt.config.layers import load_run_config
+    from sentadapt.config.merging import load_run_config
     from sentadapt.recipes import RECIPES
 
     saved = tmp_path / "config.yaml"

@@ -185,7 +185,7 @@ def test_the_corpus_cache_tokenizes_with_the_prompt(prompted_dir: Path, corpus: 
 def test_adapt_records_the_prompt_and_refuses_an_unknown_one(prompted_dir: Path, tiny_model_dir: Path,
                                                              corpus: Path, tmp_path: Path) -> None:
     from sentadapt import adapt
-    from sentadapt.config.layers import load_run_config
+    from sentadapt.config.merging import load_run_config
     from sentadapt.recipes import RECIPES
 
     options = {"max_steps": 2, "dev": "none", "dry_run": True}

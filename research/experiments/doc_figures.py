@@ -23,7 +23,7 @@ from pathlib import Path
 from statistics import NormalDist
 from typing import Any
 
-from sentadapt.stop_signals import STOP_SIGNALS
+from sentadapt.stopping.process import STOP_SIGNALS
 
 from research.experiments import readme_figures
 from research.experiments.readme_figures import (

@@ -101,7 +101,7 @@ def store(work: Path, results: Path) -> None:
 def trainable_parameters(name: str) -> tuple[int, int]:
     """(trained, total) parameters of the setting's training module, counted on the model itself."""
     from sentadapt import Encoder, lora
-    from sentadapt.config.layers import train_config
+    from sentadapt.config.merging import train_config
 
     encoder = Encoder.load(str(SHARED / "models" / MODEL), device="cpu")
     flags = SETTINGS[name][1]

@@ -110,7 +110,7 @@ def test_the_teacher_led_defaults_stand_as_the_check_on_the_third_pairing_prints
 def test_the_teacher_run_defaults_are_what_the_stress_test_at_400_dev_pairs_prints() -> None:
     """research/findings.md, "The teacher-led decision at 400 dev pairs": written before it was computed; the dev-pair
     evidence used two students that lost, so both teacher-led relaxations went back to off."""
-    from sentadapt.config.layers import REMOVED_SETTINGS
+    from sentadapt.config.merging import REMOVED_SETTINGS
     from sentadapt.config.schema import TrainConfig
 
     from research.experiments.dev_agreement import stress_verdict, teacher_defaults

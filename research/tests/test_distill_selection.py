@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from sentadapt.config.layers import REMOVED_SETTINGS
+from sentadapt.config.merging import REMOVED_SETTINGS
 from sentadapt.config.schema import TrainConfig
 from sentadapt.recipes.presets import TEACHER_DEFAULTS
 

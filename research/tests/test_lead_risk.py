@@ -49,7 +49,7 @@ def test_a_risk_between_the_limits_uses_the_student_of_a_leading_teacher_and_say
 
 
 def test_teacher_risk_left_the_product_and_the_rule_without_a_limit_is_the_plain_rule() -> None:
-    from sentadapt.config.layers import REMOVED_SETTINGS
+    from sentadapt.config.merging import REMOVED_SETTINGS
 
     assert "teacher_risk" not in {f.name for f in dataclasses.fields(TrainConfig)}
     assert REMOVED_SETTINGS["teacher_risk"] is None  # a run saved with the default still resumes

@@ -12,7 +12,7 @@ RESULTS = Path(__file__).resolve().parents[1] / "results" / "distill"
 def test_the_defaults_are_what_the_pre_registered_rules_print_from_the_stored_studies() -> None:
     """docs/decision.md and docs/teacher.md wrote each lever's adoption rule before its runs; the code applies them
     to the studies stored in research/results/distill, and the defaults follow what it prints."""
-    from sentadapt.config.layers import REMOVED_SETTINGS
+    from sentadapt.config.merging import REMOVED_SETTINGS
     from sentadapt.config.schema import TrainConfig
 
     from research.experiments.teacher_evidence import blend_lines

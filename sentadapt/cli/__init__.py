@@ -5,14 +5,14 @@ from __future__ import annotations
 import typer
 
 from sentadapt import __version__
-from sentadapt.cli import adapt as adapt_command
-from sentadapt.cli import cache as cache_command
-from sentadapt.cli import decide as decide_command
-from sentadapt.cli import diagnose as diagnose_command
-from sentadapt.cli import eval as eval_command
-from sentadapt.cli import export as export_command
-from sentadapt.cli import pairs as pairs_command
+from sentadapt.cli import cache
+from sentadapt.cli.adapt import AdaptCommand, adapt_command
 from sentadapt.cli.command import SentadaptCommand, SentadaptGroup
+from sentadapt.cli.decide import decide_command
+from sentadapt.cli.diagnose import diagnose_command
+from sentadapt.cli.eval import eval_command
+from sentadapt.cli.export import export_command
+from sentadapt.cli.pairs import pairs_command
 
 app = typer.Typer(
     name="sentadapt",
@@ -22,13 +22,13 @@ app = typer.Typer(
     cls=SentadaptGroup,
     pretty_exceptions_show_locals=False,
 )
-app.command(name="adapt", cls=adapt_command.AdaptCommand)(adapt_command.adapt)
-app.command(name="eval", cls=SentadaptCommand)(eval_command.eval_models)
-app.command(name="pairs", cls=SentadaptCommand)(pairs_command.pairs)
-app.command(name="decide", cls=SentadaptCommand)(decide_command.decide)
-app.command(name="export", cls=SentadaptCommand)(export_command.export)
-app.command(name="diagnose", cls=SentadaptCommand)(diagnose_command.diagnose)
-app.add_typer(cache_command.app, name="cache")
+app.command(name="adapt", cls=AdaptCommand)(adapt_command)
+app.command(name="eval", cls=SentadaptCommand)(eval_command)
+app.command(name="pairs", cls=SentadaptCommand)(pairs_command)
+app.command(name="decide", cls=SentadaptCommand)(decide_command)
+app.command(name="export", cls=SentadaptCommand)(export_command)
+app.command(name="diagnose", cls=SentadaptCommand)(diagnose_command)
+app.add_typer(cache.app, name="cache")
 
 
 def _version(value: bool) -> None:
@@ -42,7 +42,3 @@ def _root(
     version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Show the version."),
 ) -> None:
     """sentadapt: adapt | eval | diagnose | export sentence-embedding models; pairs: a dev set to label."""
-
-
-def main() -> None:
-    app()

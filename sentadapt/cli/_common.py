@@ -15,7 +15,7 @@ from rich.table import Table
 
 from sentadapt.cli.heartbeat import activity, heartbeat
 from sentadapt.errors import ResultNotWritten, SentadaptError
-from sentadapt.stop_signals import interrupted_line, received_signal, told
+from sentadapt.stopping.process import interrupted_line, received_signal, told
 from sentadapt.text_tables import TextTable, fit, min_width, only_numbers
 
 TONES = {"good": "green", "bad": "red", "dim": "dim", "strong": "bold", "best": "bold green", "warn": "yellow"}

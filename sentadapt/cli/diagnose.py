@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from sentadapt.diagnostics.analysis import DiagnoseResult
 
 @friendly_errors
-def diagnose(
+def diagnose_command(
     model: str = typer.Argument(DEFAULT_BASE_MODEL, show_default=False,
                                 help="Model folder, `sentadapt adapt` run directory or Hub id (default: "
                                      "named above)."),
@@ -58,10 +58,10 @@ def diagnose(
     def call() -> DiagnoseResult:
         return run_diagnose(**options, progress=progress_bar, note=note)
 
-    render_even_if_unsaved(call, render)
+    render_even_if_unsaved(call, _render)
 
 
-def render(result: DiagnoseResult) -> None:
+def _render(result: DiagnoseResult) -> None:
     console.print(draw(result.summary_table()))
     for name, line in result.verdict_lines():
         console.print(f"  [bold]{escape(name)}[/]: {escape(line)}", highlight=False)

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
 
 @friendly_errors
-def eval_models(
+def eval_command(
     models: list[str] = typer.Argument(..., help="Model folders, run directories or Hub ids (several → compared)."),
     sts: str | None = typer.Option(None, "--sts", help="'all' or a comma list of tasks (sts12, sts13, sts14, sts15, "
                                    "sts16, stsb, sickr). Default: all (unless a task file is given)."),
@@ -90,10 +90,10 @@ def eval_models(
     def call() -> EvalResult:
         return evaluate(**options, progress=progress_bar, note=note)
 
-    render_even_if_unsaved(call, lambda result: render(result, show_subsets))
+    render_even_if_unsaved(call, lambda result: _render(result, show_subsets))
 
 
-def render(result: EvalResult, show_subsets: bool = False) -> None:
+def _render(result: EvalResult, show_subsets: bool = False) -> None:
     """A table per evaluator, the data it came from and, with CIs, how to read them: all on stdout (the footnotes
     belong to the table: `eval ... > scores.txt` keeps them)."""
     for table, line in zip(result.tables(show_subsets), result.protocols()):

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 
 
 @friendly_errors
-def export(
+def export_command(
     source: str = typer.Argument(..., help="A run directory (sentadapt adapt --output), a model folder or a Hub id."),
     output: Path = typer.Argument(..., help="Folder to write (built next to it, then renamed into place)."),
     export_format: str = typer.Option(DEFAULT_FORMAT, "--format", "-f",
@@ -42,11 +42,11 @@ def export(
     options = dict(locals())  # the parameters: export()'s keywords, one spelling (`format` is a builtin here)
     from sentadapt.api import export as run_export
 
-    render(run_export(**{"format" if name == "export_format" else name: value for name, value in options.items()},
+    _render(run_export(**{"format" if name == "export_format" else name: value for name, value in options.items()},
                       note=note))
 
 
-def render(result: ExportResult) -> None:
+def _render(result: ExportResult) -> None:
     size = sum((result.output / name).stat().st_size for name in result.files) / 1e6
     console.print(f"wrote {result.output} ({result.format}, {result.dtype}): {len(result.files)} files, "
                   f"{size:.1f} MB; pooling {result.pooling}, dimension {result.dimension}; from {result.source}",

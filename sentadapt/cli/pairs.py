@@ -21,7 +21,7 @@ BAR_WIDTH = 30
 
 
 @friendly_errors
-def pairs(
+def pairs_command(
     corpus: list[str] = typer.Argument(None, show_default=False,
                                        help="Text files (one sentence per line; .gz, .jsonl/.csv/.tsv with "
                                             "--text-column) or a Hub dataset id: what `adapt` reads."),
@@ -62,10 +62,10 @@ def pairs(
                            max_length=max_length, device=device, text_column=text_column, overwrite=overwrite,
                            trust_remote_code=trust_remote_code, allow_pickle=allow_pickle, candidates=candidates,
                            teacher=teacher, run=run, progress=progress_bar)
-    render_chosen(result) if isinstance(result, ChosenPairs) else render(result)
+    _render_chosen(result) if isinstance(result, ChosenPairs) else _render(result)
 
 
-def render(result: ProposedPairs) -> None:
+def _render(result: ProposedPairs) -> None:
     """How many pairs, the cosine range they cover with the count per bin, where the file is, what to do next."""
     note(f"corpus: {result.corpus.summary()}; {result.sampled} sentences sampled and encoded with {result.model} "
          f"(pooling {result.pooling})")
@@ -81,7 +81,7 @@ def render(result: ProposedPairs) -> None:
     _print_next(result.next_command)
 
 
-def render_chosen(result: ChosenPairs) -> None:
+def _render_chosen(result: ChosenPairs) -> None:
     """How many pairs among how many candidates, chosen how, where the file and its design are, what to do next."""
     how = {"teacher": f"where {result.base} and the teacher {result.guide_model} disagree most",
            "run": f"where the run {result.guide_model} and its base {result.base} disagree most",

@@ -3,7 +3,7 @@
 `RunConfig` is what a run needs and saves as config.yaml; `TrainConfig` what the one training loop needs, its settings
 of one concern grouped (a field holding a frozen dataclass). Every training setting has one flat key (`--set
 KEY=VALUE`, YAML, config.yaml, `FLAT_KEYS`). How the values are merged into one (defaults < paper < tuned base <
-YAML < flags < --set) is config/layers.py's; the generic range and choice checks are config/checks.py's.
+YAML < flags < --set) is config/merging.py's; the generic range and choice checks are config/validation.py's.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import typing
 from dataclasses import dataclass, field
 from typing import Any
 
-from sentadapt.config.checks import (
+from sentadapt.config.validation import (
     MIXED_PRECISION,
     ON_NAN,
     REPORT_TO,
@@ -350,7 +350,7 @@ class RunConfig:
     corpus_sha256: list[str | None] | None = None
     train: TrainConfig = field(default_factory=TrainConfig)
     recipe_args: Any = None  # the recipe's own Config dataclass
-    # which layer set each training and recipe value ("train.lr" → "preset tuned-base"; config/layers.py): what
+    # which layer set each training and recipe value ("train.lr" → "preset tuned-base"; config/merging.py): what
     # `adapt --dry-run` shows. Not saved: a resumed run's values all come from its config.yaml
     sources: dict[str, str] = field(default_factory=dict, compare=False, repr=False, metadata={"saved": False})
 

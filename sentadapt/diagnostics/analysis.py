@@ -20,8 +20,7 @@ from sentadapt.diagnostics import (
     parse_reports,
     report_tables,
 )
-from sentadapt.diagnostics.report import DiagnoseInputs, Diagnosis, comparison_dict, gather_inputs
-from sentadapt.diagnostics.report import diagnose as run_reports
+from sentadapt.diagnostics.report import DiagnoseInputs, Diagnosis, comparison_dict, gather_inputs, run_reports
 from sentadapt.errors import DataError
 from sentadapt.events import Note, Progress, quiet
 from sentadapt.model.resolve import DEFAULT_BASE_MODEL

@@ -312,7 +312,7 @@ def json_safe(value: object) -> object:
 # ---------------------------------------------------------------------------------------------- running
 
 
-def diagnose(
+def run_reports(
     encoder: Encoder,
     inputs: DiagnoseInputs,
     max_k: int = TOPK_MAX,

@@ -142,7 +142,7 @@ def _explain_unfinished(run: Path, best: Path | None, note: Note) -> None:
 
 def _lora_settings(config: dict[str, Any]) -> Any:
     """The run's LoRA adapters (config.yaml's train.lora_*), None when it trained every weight."""
-    from sentadapt.config.layers import with_overrides
+    from sentadapt.config.merging import with_overrides
     from sentadapt.config.schema import TrainConfig
     from sentadapt.model.lora import settings_of
 
@@ -154,7 +154,7 @@ def _lora_settings(config: dict[str, Any]) -> Any:
 def _encoder_as_trained(run: Path, request: ExportRequest, note: Note, why: str) -> Encoder:
     """The encoder with the layout the run trained and saves (pooling, Dense head), rebuilt from config.yaml as
     `adapt` builds it: the last stage's base model, then the recipe's prepare_export (CLSR adds its MLP)."""
-    from sentadapt.config.layers import load_run_config
+    from sentadapt.config.merging import load_run_config
     from sentadapt.model.encoder import Encoder
     from sentadapt.model.pooling import Pooling
     from sentadapt.recipes import RECIPES

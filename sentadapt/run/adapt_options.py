@@ -49,7 +49,7 @@ def on_off(option: str, value: str | None) -> bool | None:
 
 def sizes(option: str, value: str | None) -> tuple[int, ...] | None:
     """A comma list of widths (`--matryoshka 384,192,96`); None: not given."""
-    from sentadapt.config.layers import coerce
+    from sentadapt.config.merging import coerce
 
     return None if value is None else coerce(option, value, tuple[int, ...])
 

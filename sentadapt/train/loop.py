@@ -37,6 +37,7 @@ from sentadapt.model import lora
 from sentadapt.model.compiling import compiled_training, step_marker
 from sentadapt.model.encoder import Encoder
 from sentadapt.recipes.base import Recipe
+from sentadapt.stopping.training import StopPoll, StopRequest, TrainingInterrupted, stopped_by
 from sentadapt.storage.durable import recover_interrupted_writes, write_folder_atomically
 from sentadapt.storage.run_folder import RunDir
 from sentadapt.teacher.table import TeacherTable
@@ -53,7 +54,6 @@ from sentadapt.train.micro_batches import MicroBatches, neighbour_batches, pad_m
 from sentadapt.train.optim import build_optimizer, lr_multiplier, rewind_schedule
 from sentadapt.train.precision import hand_back_an_earlier_precision, resolve_mixed_precision, use_tf32
 from sentadapt.train.prefetch import BatchPrefetcher
-from sentadapt.train.signals import StopPoll, StopRequest, TrainingInterrupted, stopped_by
 from sentadapt.train.state import Training, TrainResult, TrainState
 from sentadapt.train.tracking import (
     Reporter,

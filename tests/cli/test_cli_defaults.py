@@ -22,11 +22,11 @@ def _default(parameter: inspect.Parameter) -> Any:
 
 
 def _pairs() -> list[tuple[str, Any, Any]]:
-    from sentadapt.cli.decide import decide as decide_command
-    from sentadapt.cli.diagnose import diagnose as diagnose_command
-    from sentadapt.cli.eval import eval_models
-    from sentadapt.cli.export import export as export_command
-    from sentadapt.cli.pairs import pairs as pairs_command
+    from sentadapt.cli.decide import decide_command
+    from sentadapt.cli.diagnose import diagnose_command
+    from sentadapt.cli.eval import eval_command as eval_models
+    from sentadapt.cli.export import export_command
+    from sentadapt.cli.pairs import pairs_command
     from sentadapt.diagnostics.analysis import diagnose
     from sentadapt.evaluation.evaluate import evaluate
     from sentadapt.exporting import export

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from sentadapt.config.layers import build_config, load_run_config, save_run_config
+from sentadapt.config.merging import build_config, load_run_config, save_run_config
 from sentadapt.config.schema import flat_values
 from sentadapt.model.resolve import ResolvedModel, resolve_model
 from sentadapt.recipes import RECIPES

@@ -13,7 +13,7 @@ import typer.main
 import yaml
 
 from sentadapt.cli import app
-from sentadapt.config.layers import load_run_config, save_run_config
+from sentadapt.config.merging import load_run_config, save_run_config
 from sentadapt.config.schema import FLAT_KEYS, RunConfig
 from sentadapt.errors import ConfigError
 from sentadapt.recipes import RECIPES
@@ -98,9 +98,9 @@ def test_config_yaml_reads_back_every_field_it_wrote(corpus: Path, tiny_model_di
 
 
 @pytest.mark.parametrize(("command", "call", "cli_only", "renamed"), [
-    ("sentadapt.cli.eval:eval_models", "sentadapt.api:evaluate", {"show_subsets"}, {}),
-    ("sentadapt.cli.diagnose:diagnose", "sentadapt.api:diagnose", set(), {}),
-    ("sentadapt.cli.export:export", "sentadapt.api:export", set(), {"export_format": "format"}),
+    ("sentadapt.cli.eval:eval_command", "sentadapt.api:evaluate", {"show_subsets"}, {}),
+    ("sentadapt.cli.diagnose:diagnose_command", "sentadapt.api:diagnose", set(), {}),
+    ("sentadapt.cli.export:export_command", "sentadapt.api:export", set(), {"export_format": "format"}),
 ])
 def test_a_command_passes_its_options_to_its_call_by_name(command: str, call: str, cli_only: set[str],
                                                           renamed: dict[str, str]) -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from sentadapt.config.layers import load_run_config, save_run_config, train_config, with_overrides
+from sentadapt.config.merging import load_run_config, save_run_config, train_config, with_overrides
 from sentadapt.config.schema import FLAT_KEYS, GROUPS, RunConfig, TrainConfig, flat_values
 from sentadapt.errors import ConfigError
 from sentadapt.recipes import RECIPES

@@ -72,9 +72,9 @@ def log(self, record):  # after step STEP is logged, before its interrupt check 
 
 
 checkpoint.save_file, tracking.RunRecords.log = save_file, log
-from sentadapt.cli import main
+from sentadapt.cli import app
 sys.argv = ["sentadapt", "adapt", *sys.argv[4:]]
-main()
+app()
 '''
 
 

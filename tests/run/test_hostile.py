@@ -47,9 +47,9 @@ def build_inputs(*args, **kwargs):
 
 
 inputs.build_inputs = build_inputs
-from sentadapt.cli import main
+from sentadapt.cli import app
 sys.argv = ["sentadapt", "adapt", *sys.argv[2:]]
-main()
+app()
 '''
 
 
@@ -170,7 +170,7 @@ def test_ctrl_c_at_any_moment_of_adapt_is_one_line_and_exit_130_and_the_same_com
 SIGNALLED_IMPORT = "import os, signal, time\nos.kill(os.getpid(), signal.SIGINT)\ntime.sleep(0.3)\nfinished = True\n"
 AFTER_THE_IMPORT = r'''
 import sys, time
-from sentadapt import stop_signals
+from sentadapt.stopping import process as stop_signals
 stop_signals.WAIT_AT_MOST_S = float(sys.argv[1])
 stop_signals.stop_signals_raise()
 try:
@@ -200,7 +200,7 @@ def test_a_stop_signal_during_an_import_waits_until_the_import_returns(wait_at_m
 
 IN_A_FINALIZER = r'''
 import signal, time
-from sentadapt import stop_signals
+from sentadapt.stopping import process as stop_signals
 stop_signals.stop_signals_raise()
 
 

@@ -9,7 +9,7 @@ import pytest
 import torch
 from torch import nn
 
-from sentadapt.config.layers import coerce
+from sentadapt.config.merging import coerce
 from sentadapt.errors import ConfigError
 from sentadapt.model.compiling import compile_layers, eager_only, release, repeated_layers
 from sentadapt.model.encoder import Encoder, cast_copy

@@ -9,7 +9,7 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from sentadapt.config.layers import train_config
+from sentadapt.config.merging import train_config
 from sentadapt.config.schema import TrainConfig
 from sentadapt.model.encoder import Encoder
 from sentadapt.recipes.clsr import ClsrConfig, ClsrRecipe

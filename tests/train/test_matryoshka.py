@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from sentadapt.config.layers import train_config
+from sentadapt.config.merging import train_config
 from sentadapt.model.encoder import Encoder
 from sentadapt.recipes.base import WHOLE, Matryoshka
 from sentadapt.recipes.clsr import ClsrConfig, ClsrRecipe

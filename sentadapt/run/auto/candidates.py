@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sentadapt.config.layers import load_yaml, parse_set_options, with_overrides
+from sentadapt.config.merging import load_yaml, parse_set_options, with_overrides
 from sentadapt.config.schema import RunConfig, TrainConfig
 from sentadapt.errors import ConfigError
 from sentadapt.recipes import RECIPES

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sentadapt.config.layers import load_run_config
+from sentadapt.config.merging import load_run_config
 from sentadapt.config.schema import RunConfig
 from sentadapt.decision.rule import KEEP_BASE, decision_rule
 from sentadapt.decision.selection import Choice, choose, weigh_candidates

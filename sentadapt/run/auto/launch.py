@@ -84,7 +84,7 @@ def run_auto(runs: list[auto.CandidateRun], resolved: list[ResolvedRun], output:
     """Train the candidates in order (finished ones skipped, an interrupted one resumed), then choose and publish.
     `resolved`: each candidate's run as check_auto resolved it. Returns the outcome on the main process, None on the
     others."""
-    from sentadapt.train.signals import TrainingInterrupted
+    from sentadapt.stopping.training import TrainingInterrupted
 
     events = (events or Events()).for_process()
     main = is_main_process()

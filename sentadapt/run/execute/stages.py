@@ -15,8 +15,8 @@ from sentadapt.run.execute.processes import is_main_process, training_device
 from sentadapt.run.execute.replacement import Replacement
 from sentadapt.run.plan.resolved import ResolvedRun
 from sentadapt.run.plan.settings import Events
+from sentadapt.stopping.training import StopAtOnce, stopped_early
 from sentadapt.storage.run_folder import RunDir
-from sentadapt.train.signals import StopAtOnce, stopped_early
 
 
 def claim_output(output: Path, replace: bool, note: Callable[[str], None]) -> tuple[Path, Replacement]:
@@ -91,7 +91,7 @@ def train_run(run: ResolvedRun, resume: bool, overwrite: bool, trust_remote_code
 def write_config(config: RunConfig) -> None:
     """config.yaml in the run folder `config.output`: the one writer of that file. Written before training, so
     `--resume` (and `--recipe auto`'s plan) read back exactly the settings the run trains with."""
-    from sentadapt.config.layers import save_run_config
+    from sentadapt.config.merging import save_run_config
 
     run_dir = RunDir(Path(config.output))
     run_dir.path.mkdir(parents=True, exist_ok=True)

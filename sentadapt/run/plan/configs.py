@@ -18,7 +18,7 @@ from sentadapt.run.plan.settings import Settings
 def recipe_of(config_file: Path | None) -> str | None:
     if config_file is None:
         return None
-    from sentadapt.config.layers import load_yaml
+    from sentadapt.config.merging import load_yaml
 
     return load_yaml(config_file).get("recipe")
 
@@ -54,7 +54,7 @@ def assemble(recipe_name: str, settings: Settings, resolve_base: Callable[[], Re
     model when the preset needs to look at it (called at most once). A single run reads its `--config` file (its
     train and recipe_args); `--recipe auto` gives the file's `train:` values (`yaml_train`, read once for every
     candidate) and each candidate's own settings (`candidate_values`, above everything)."""
-    from sentadapt.config.layers import build_config
+    from sentadapt.config.merging import build_config
     from sentadapt.model.resolve import DEFAULT_BASE_MODEL
     from sentadapt.recipes import RECIPES
     from sentadapt.recipes.presets import choose_preset

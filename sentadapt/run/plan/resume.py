@@ -39,7 +39,7 @@ def resume_auto_mode(output: Path, note: Note = quiet) -> str | None:
 
 def resumed_config(output: Path, num_proc: int | None = None) -> RunConfig:
     """The saved config.yaml of a run to resume (authoritative); only the machine setting num_proc may change."""
-    from sentadapt.config.layers import load_run_config
+    from sentadapt.config.merging import load_run_config
     from sentadapt.recipes import RECIPES
 
     config = load_run_config(RunDir(output).config_file, {name: RECIPES.get(name).Config for name in RECIPES})

@@ -1,4 +1,4 @@
-"""A stop signal outside a training step (which train/signals.py handles): Ctrl-C (SIGINT), SIGTERM or SIGUSR1
+"""A stop signal outside a training step (which stopping/training.py handles): Ctrl-C (SIGINT), SIGTERM or SIGUSR1
 raises KeyboardInterrupt at once, and which signal came is remembered, so that the command ends with one line and
 exit 128 + that signal whatever it was doing: importing its modules, loading a model, evaluating, exporting.
 A signal that comes while a module is being imported waits until the import returns: a KeyboardInterrupt raised in

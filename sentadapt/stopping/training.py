@@ -21,10 +21,10 @@ from types import FrameType
 from typing import Any
 
 from sentadapt.errors import SentadaptError
-from sentadapt.stop_signals import STOP_SIGNALS, interrupt, pending_signal
+from sentadapt.stopping.process import STOP_SIGNALS, interrupt, pending_signal
 
-# The signals that ask for a clean stop (sentadapt.stop_signals: the same ones outside a run), in the order a combined
-# request is named by (highest number wins).
+# The signals that ask for a clean stop (sentadapt.stopping.process: the same ones outside a run), in the order a
+# combined request is named by (highest number wins).
 
 
 def exit_code_for(signum: int) -> int:
