@@ -16,7 +16,7 @@ from rich.table import Table
 from sentadapt.cli.heartbeat import activity, heartbeat
 from sentadapt.errors import ResultNotWritten, SentadaptError
 from sentadapt.stopping.process import interrupted_line, received_signal, told
-from sentadapt.text_tables import TextTable, fit, min_width, only_numbers
+from sentadapt.text_tables import Cell, TextTable, fit, min_width, only_numbers
 
 TONES = {"good": "green", "bad": "red", "dim": "dim", "strong": "bold", "best": "bold green", "warn": "yellow"}
 
@@ -82,6 +82,13 @@ def progress_bar(description: str, total: int) -> Iterator[Callable[[int], None]
 
 def note(message: str) -> None:
     err_console.print(message, highlight=False, soft_wrap=True)
+
+
+def say(lines: list[str] | list[Cell]) -> None:
+    """A result's lines on stdout, as they are (never markup), a Cell's tone as its colour."""
+    for line in lines:
+        text, tone = (line.text, line.tone) if isinstance(line, Cell) else (line, "")
+        console.print(f"[{TONES[tone]}]{escape(text)}[/]" if tone else escape(text), highlight=False, soft_wrap=True)
 
 
 def draw(table: TextTable, width: int | None = None) -> Table:

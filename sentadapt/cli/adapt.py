@@ -86,28 +86,18 @@ def _print_auto_summary(output: Path, record: dict[str, Any]) -> None:
 
 
 def _print_dry_runs(outcome: Any) -> None:
-    """Each resolved config as a YAML document (stdout), with its preset notes (stderr); one per auto candidate."""
-    for index, run in enumerate(outcome.resolved):
-        config = run.config
-        if outcome.candidates:
-            if index:
-                sys.stdout.write("---\n")
-            note(f"candidate {index + 1}/{len(outcome.configs)}: {outcome.candidates[index]} → {config.output}")
-        _print_dry_run(config, run.base)
+    """Each resolved config as a YAML document on stdout, its notes on stderr. Plain writes, not rich: the output
+    is a config file (`--dry-run > run.yaml`), so no line may be wrapped at the terminal width and no text
+    rewritten (rich turns `:rocket:` in a path into an emoji)."""
+    from sentadapt.run.summary import dry_run_documents
 
-
-def _print_dry_run(config: Any, resolved: Any) -> None:
-    from sentadapt.config.merging import dry_run_yaml
-
-    # Plain writes, not rich: the output is a config file (`--dry-run > run.yaml`), so no line may be wrapped at
-    # the terminal width and no text rewritten (rich turns `:rocket:` in a path into an emoji).
-    sys.stdout.write(dry_run_yaml(config))
-    sys.stdout.flush()
-    from sentadapt.run.summary import preset_lines
-
-    for line in preset_lines(config):
-        note(escape(line))
-    note(f"model: {resolved.name} → {resolved.location} ({resolved.source}); nothing loaded (--dry-run)")
+    for document in dry_run_documents(outcome):
+        for line in document.before:
+            note(escape(line))
+        sys.stdout.write(document.text)
+        sys.stdout.flush()
+        for line in document.after:
+            note(escape(line))
 
 
 def _print_summary(result: Any, config: Any = None) -> None:

@@ -3,18 +3,13 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import typer
-from rich.markup import escape
 
 from sentadapt.cli import shared_options as shared
-from sentadapt.cli._common import console, friendly_errors, progress_bar
+from sentadapt.cli._common import friendly_errors, progress_bar, say
 from sentadapt.config.schema import DEFAULT_DECISION, DEFAULT_RISK
 from sentadapt.errors import NoImprovement
-
-if TYPE_CHECKING:
-    from sentadapt.run.redecide import DecideResult
 
 
 @friendly_errors
@@ -42,28 +37,6 @@ def decide_command(
     result = decide_again(run, dev, decision=decision, risk=risk, batch_size=batch_size, max_length=max_length,
                           device=device, trust_remote_code=trust_remote_code, allow_pickle=allow_pickle,
                           progress=progress_bar, redecide=redecide)
-    _render(result)
+    say(result.lines())
     if require_improvement and result.decision.keep_base:
         raise NoImprovement(f"--require-improvement: keep the base model: {result.decision.reason}")
-
-
-def _render(result: DecideResult) -> None:
-    """The estimate with its CI and what it stands for, the decision, where it is recorded."""
-    population = (f"estimated for the {result.design.candidates} candidates they were chosen from (weighted)"
-                  if result.design else "weighted by the file's 'weight' column" if result.weighted
-                  else "the pairs themselves")
-    console.print(f"{result.pairs} labelled pairs in {escape(str(result.dev))}: {population}"
-                  + (f"; {result.deleted} of the design's pairs were deleted" if result.deleted else ""),
-                  highlight=False, soft_wrap=True)
-    console.print(f"base {escape(result.base_model)}: {result.base_score:.2f}; the run's model: "
-                  f"{result.adapted_score:.2f}; Δ {result.delta}", highlight=False, soft_wrap=True)
-    if result.choice_paid:
-        console.print("these are the pairs the run chose its checkpoint on: the risk pays for that choice again",
-                      highlight=False, soft_wrap=True)
-    verdict = "keep the base model" if result.decision.keep_base else "use the adapted model"
-    console.print(f"[bold]{verdict}[/]: {escape(result.decision.reason)}", highlight=False, soft_wrap=True)
-    for note in result.notes:
-        console.print(f"note: {escape(note)}", highlight=False, soft_wrap=True)
-    replaced = f", replacing {result.replaces}" if result.replaces else ""
-    console.print(f"recorded in {escape(str(result.metrics_file))}{escape(replaced)} (every decision stays in its "
-                  "'decisions')", highlight=False, soft_wrap=True)

@@ -16,6 +16,7 @@ from sentadapt.model.resolve import DEFAULT_BASE_MODEL
 if TYPE_CHECKING:
     from sentadapt.diagnostics.analysis import DiagnoseResult
 
+
 @friendly_errors
 def diagnose_command(
     model: str = typer.Argument(DEFAULT_BASE_MODEL, show_default=False,

@@ -100,7 +100,4 @@ def _render(result: EvalResult, show_subsets: bool = False) -> None:
         console.print(draw(table))
         console.print(escape(line), highlight=False)  # wrapped at the terminal's width, as the table is
     if result.bootstrap:
-        console.print(escape("[low, high]: ") + f"95 % percentile bootstrap CI ({result.bootstrap} resamples of the "
-                      f"pairs/queries, seed {result.seed}); Δ CIs are paired: Δ ± 1.96 × its calibrated SE (the "
-                      "influence function; best-threshold F1/accuracy: the paired bootstrap); * = the Δ's CI "
-                      "excludes 0", highlight=False)
+        console.print(escape(result.intervals_note()), highlight=False)

@@ -3,17 +3,13 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import typer
 
 from sentadapt.cli import shared_options as shared
-from sentadapt.cli._common import console, friendly_errors, note
+from sentadapt.cli._common import friendly_errors, note, say
 from sentadapt.exporting.request import DEFAULT_CHECKPOINT, DEFAULT_FORMAT
 from sentadapt.options import VECTOR_DTYPE
-
-if TYPE_CHECKING:
-    from sentadapt.exporting import ExportResult
 
 
 @friendly_errors
@@ -42,16 +38,5 @@ def export_command(
     options = dict(locals())  # the parameters: export()'s keywords, one spelling (`format` is a builtin here)
     from sentadapt.api import export as run_export
 
-    _render(run_export(**{"format" if name == "export_format" else name: value for name, value in options.items()},
-                      note=note))
-
-
-def _render(result: ExportResult) -> None:
-    size = sum((result.output / name).stat().st_size for name in result.files) / 1e6
-    console.print(f"wrote {result.output} ({result.format}, {result.dtype}): {len(result.files)} files, "
-                  f"{size:.1f} MB; pooling {result.pooling}, dimension {result.dimension}; from {result.source}",
-                  highlight=False, soft_wrap=True)
-    for check in result.checks:
-        bound = f" (needed {check.limit})" if check.limit else " (reported, not bounded)"
-        console.print(f"verified: {check.label} on {check.sentences} sentences: min cosine {check.min_cosine:.6f}, "
-                      f"max |Δ| {check.max_abs:.2e}{bound}", highlight=False, soft_wrap=True)
+    say(run_export(**{"format" if name == "export_format" else name: value for name, value in options.items()},
+                   note=note).lines())

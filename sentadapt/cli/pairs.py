@@ -4,20 +4,13 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import typer
 from rich.markup import escape
 
 from sentadapt.cli import shared_options as shared
-from sentadapt.cli._common import console, friendly_errors, note, progress_bar
+from sentadapt.cli._common import friendly_errors, note, progress_bar, say
 from sentadapt.pairs import PAIRS_SEED
-
-if TYPE_CHECKING:
-    from sentadapt.pairs.chosen import ChosenPairs
-    from sentadapt.pairs.devset import ProposedPairs
-
-BAR_WIDTH = 30
 
 
 @friendly_errors
@@ -62,46 +55,6 @@ def pairs_command(
                            max_length=max_length, device=device, text_column=text_column, overwrite=overwrite,
                            trust_remote_code=trust_remote_code, allow_pickle=allow_pickle, candidates=candidates,
                            teacher=teacher, run=run, progress=progress_bar)
-    _render_chosen(result) if isinstance(result, ChosenPairs) else _render(result)
-
-
-def _render(result: ProposedPairs) -> None:
-    """How many pairs, the cosine range they cover with the count per bin, where the file is, what to do next."""
-    note(f"corpus: {result.corpus.summary()}; {result.sampled} sentences sampled and encoded with {result.model} "
-         f"(pooling {result.pooling})")
-    edges, counts = result.edges, result.counts
-    console.print(f"wrote {len(result)} pairs to label to [bold]{escape(str(result.path))}[/]; base-model cosine "
-                  f"{result.cosines.min():.2f} to {result.cosines.max():.2f}, pairs per bin:", highlight=False,
-                  soft_wrap=True)
-    widest = max(int(counts.max()), 1)
-    for index in reversed(range(len(counts))):  # most similar first, as a person reads a histogram of pairs
-        bar = "█" * round(BAR_WIDTH * int(counts[index]) / widest)
-        console.print(f"  {edges[index]:+.2f} … {edges[index + 1]:+.2f}  {int(counts[index]):4d}  {bar}",
-                      highlight=False)
-    _print_next(result.next_command)
-
-
-def _render_chosen(result: ChosenPairs) -> None:
-    """How many pairs among how many candidates, chosen how, where the file and its design are, what to do next."""
-    how = {"teacher": f"where {result.base} and the teacher {result.guide_model} disagree most",
-           "run": f"where the run {result.guide_model} and its base {result.base} disagree most",
-           None: "uniformly at random"}[result.guide]
-    console.print(f"wrote {len(result)} pairs to label to [bold]{escape(str(result.path))}[/], chosen among "
-                  f"{len(result.candidates)} candidates ({escape(result.candidates.source)}) {escape(how)}",
-                  highlight=False, soft_wrap=True)
-    if result.short_of:
-        console.print(f"note: {result.short_of} candidates (5·n) were wanted; the corpus's distinct sentences give "
-                      f"{len(result.candidates)} disjoint pairs (each sentence in one pair). Fewer candidates "
-                      "leave less room to choose: more text would sharpen the estimate", highlight=False,
-                      soft_wrap=True)
-    if result.weights is not None:
-        console.print(f"each row's weight (1 / its chance of being chosen) runs from {result.weights.min():.2f} to "
-                      f"{result.weights.max():.2f}; keep the column: the decision reads it. Design: "
-                      f"{escape(str(result.design_path))}", highlight=False, soft_wrap=True)
-    _print_next(result.next_command)
-
-
-def _print_next(command: str) -> None:
-    console.print("next: fill in the label column (1 = same meaning, 0 = different, or a score such as 0-5) in "
-                  "every row, delete rows you cannot judge, then:", highlight=False, soft_wrap=True)
-    console.print(f"  {escape(command)}", highlight=False, soft_wrap=True)
+    if not isinstance(result, ChosenPairs):
+        note(escape(result.sampled_note()))
+    say(result.lines())

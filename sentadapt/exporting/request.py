@@ -41,6 +41,11 @@ class Check:
     max_abs: float
     limit: str  # what had to hold, e.g. "cosine ≥ 0.9999"; "" when only reported (int8 drift)
 
+    def line(self) -> str:
+        bound = f"needed {self.limit}" if self.limit else "reported, not bounded"
+        return (f"verified: {self.label} on {self.sentences} sentences: min cosine {self.min_cosine:.6f}, max |Δ| "
+                f"{self.max_abs:.2e} ({bound})")
+
 
 @dataclass
 class ExportResult:
@@ -52,3 +57,10 @@ class ExportResult:
     dimension: int
     files: list[str] = field(default_factory=list)
     checks: list[Check] = field(default_factory=list)
+
+    def lines(self) -> list[str]:
+        """What `sentadapt export` prints: what was written, then each check of its vectors."""
+        size = sum((self.output / name).stat().st_size for name in self.files) / 1e6
+        return [f"wrote {self.output} ({self.format}, {self.dtype}): {len(self.files)} files, {size:.1f} MB; pooling "
+                f"{self.pooling}, dimension {self.dimension}; from {self.source}",
+                *[check.line() for check in self.checks]]

@@ -31,7 +31,13 @@ from sentadapt.pairs.design import (
     pareto_sample,
     write_design,
 )
-from sentadapt.pairs.devset import check_pairs_request, free_run_folder, spread_pairs, write_pairs_file
+from sentadapt.pairs.devset import (
+    check_pairs_request,
+    free_run_folder,
+    label_then,
+    spread_pairs,
+    write_pairs_file,
+)
 from sentadapt.storage.run_folder import RunDir
 
 CANDIDATES_PER_PAIR = 5  # from a corpus: the spread proposal at 5·n pairs is the population the n stand for
@@ -69,6 +75,24 @@ class ChosenPairs:
 
     def __len__(self) -> int:
         return len(self.rows)
+
+    def lines(self) -> list[str]:
+        """What `sentadapt pairs` prints: how many pairs among how many candidates, chosen how, where the file and
+        its design are, what to do next."""
+        how = {"teacher": f"where {self.base} and the teacher {self.guide_model} disagree most",
+               "run": f"where the run {self.guide_model} and its base {self.base} disagree most",
+               None: "uniformly at random"}[self.guide]
+        lines = [f"wrote {len(self)} pairs to label to {self.path}, chosen among {len(self.candidates)} candidates "
+                 f"({self.candidates.source}) {how}"]
+        if self.short_of:
+            lines.append(f"note: {self.short_of} candidates (5·n) were wanted; the corpus's distinct sentences give "
+                         f"{len(self.candidates)} disjoint pairs (each sentence in one pair). Fewer candidates leave "
+                         "less room to choose: more text would sharpen the estimate")
+        if self.weights is not None:
+            lines.append(f"each row's weight (1 / its chance of being chosen) runs from {self.weights.min():.2f} to "
+                         f"{self.weights.max():.2f}; keep the column: the decision reads it. Design: "
+                         f"{self.design_path}")
+        return lines + label_then(self.next_command)
 
 
 def read_candidates(path: Path) -> Candidates:

@@ -60,6 +60,9 @@ LABEL_FILE_MARK = "# Label each pair"  # the first line of a file `pairs` wrote:
 _MASK64 = (1 << 64) - 1
 
 
+BAR_WIDTH = 30  # characters of the fullest bin's bar in the printed histogram
+
+
 @dataclass
 class ProposedPairs:
     """What `propose_pairs` wrote: the pairs in file order, each with the base model's cosine."""
@@ -79,6 +82,26 @@ class ProposedPairs:
 
     def __len__(self) -> int:
         return len(self.sentence1)
+
+    def sampled_note(self) -> str:
+        return (f"corpus: {self.corpus.summary()}; {self.sampled} sentences sampled and encoded with {self.model} "
+                f"(pooling {self.pooling})")
+
+    def lines(self) -> list[str]:
+        """What `sentadapt pairs` prints: how many pairs, the cosine range they cover with the count per bin (most
+        similar first, as a person reads a histogram of pairs), where the file is, what to do next."""
+        widest, edges = max(int(self.counts.max()), 1), self.edges
+        bins = [f"  {edges[index]:+.2f} … {edges[index + 1]:+.2f}  {int(count):4d}  "
+                + "█" * round(BAR_WIDTH * int(count) / widest)
+                for index, count in reversed(list(enumerate(self.counts)))]
+        return [f"wrote {len(self)} pairs to label to {self.path}; base-model cosine {self.cosines.min():.2f} to "
+                f"{self.cosines.max():.2f}, pairs per bin:", *bins, *label_then(self.next_command)]
+
+
+def label_then(command: str) -> list[str]:
+    """The lines after a file of pairs to label: how to label it, and the command that reads it."""
+    return ["next: fill in the label column (1 = same meaning, 0 = different, or a score such as 0-5) in every row, "
+            "delete rows you cannot judge, then:", f"  {command}"]
 
 
 def propose_spread_pairs(corpus: Sequence[str | Path], model: str, n: int, output: Path, load: Callable[[Any], Any],

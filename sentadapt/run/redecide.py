@@ -41,6 +41,7 @@ from sentadapt.events import Progress
 from sentadapt.options import ENCODE_BATCH_SIZE, checked
 from sentadapt.pairs.design import Design, labels_record, read_design
 from sentadapt.storage.run_folder import RunDir
+from sentadapt.text_tables import Cell
 
 SAME_OUTPUTS = 1e-4  # |cosine| difference within which stored per-pair outputs are the same pairs re-encoded
 
@@ -65,6 +66,24 @@ class DecideResult:
     deleted: int  # rows of the design's file no longer there (deleted as unjudgeable)
     notes: list[str] = field(default_factory=list)
     replaces: str | None = None  # the decision this one replaces, in words (None: the run had none)
+
+    def lines(self) -> list[Cell]:
+        """What `sentadapt decide` prints: the estimate and what it stands for, the decision (strong), where it is
+        recorded."""
+        population = (f"estimated for the {self.design.candidates} candidates they were chosen from (weighted)"
+                      if self.design else "weighted by the file's 'weight' column" if self.weighted
+                      else "the pairs themselves")
+        deleted = f"; {self.deleted} of the design's pairs were deleted" if self.deleted else ""
+        paid = ["these are the pairs the run chose its checkpoint on: the risk pays for that choice again"]
+        verdict = "keep the base model" if self.decision.keep_base else "use the adapted model"
+        replaced = f", replacing {self.replaces}" if self.replaces else ""
+        return [Cell(f"{self.pairs} labelled pairs in {self.dev}: {population}{deleted}"),
+                Cell(f"base {self.base_model}: {self.base_score:.2f}; the run's model: {self.adapted_score:.2f}; "
+                     f"Δ {self.delta}"),
+                *[Cell(line) for line in paid if self.choice_paid],
+                Cell(f"{verdict}: {self.decision.reason}", "strong"),
+                *[Cell(f"note: {note}") for note in self.notes],
+                Cell(f"recorded in {self.metrics_file}{replaced} (every decision stays in its 'decisions')")]
 
 
 @checked({"run": "RUN", "dev": "--dev"})

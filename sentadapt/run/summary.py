@@ -33,6 +33,32 @@ def preset_lines(config: Any) -> list[str]:
     return lines
 
 
+@dataclasses.dataclass(frozen=True)
+class DryRunDocument:
+    """One resolved config as `adapt --dry-run` prints it: notes before it (stderr), the YAML document (stdout, a
+    config file: `--dry-run > run.yaml`), notes after it (the preset's, the model resolved)."""
+
+    before: list[str]
+    text: str
+    after: list[str]
+
+
+def dry_run_documents(outcome: Any) -> list[DryRunDocument]:
+    """Each config `adapt --dry-run` resolved (an AdaptOutcome's), one per `--recipe auto` candidate."""
+    from sentadapt.config.merging import dry_run_yaml
+
+    documents = []
+    for index, run in enumerate(outcome.resolved):
+        config, base = run.config, run.base
+        before = [f"candidate {index + 1}/{len(outcome.configs)}: {outcome.candidates[index]} → {config.output}"
+                  ] if outcome.candidates else []
+        after = [*preset_lines(config),
+                 f"model: {base.name} → {base.location} ({base.source}); nothing loaded (--dry-run)"]
+        separator = "---\n" if index and outcome.candidates else ""  # YAML's documents, one per candidate
+        documents.append(DryRunDocument(before, separator + dry_run_yaml(config), after))
+    return documents
+
+
 def adapt_summary_table(result: Any, config: Any = None) -> TextTable:
     """A finished stage (a TrainResult) of the run `config` (its RunConfig): where it is, how long it ran and on
     what, what ran (the settings, LoRA, prompt, teacher, as the user gave them), the dev scores and the decision

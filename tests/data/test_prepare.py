@@ -20,11 +20,11 @@ import pytest
 import torch
 
 from sentadapt.data.batching import GROUPING_WINDOW, TokenizedExamples, plan_epoch
+from sentadapt.data.cache_contents import cache_entries
 from sentadapt.data.corpus import read_corpus
 from sentadapt.data.nli import read_nli
 from sentadapt.data.prepare import (
     COMPLETE,
-    cache_entries,
     corpora_dir,
     prepare_nli,
     prepare_sentences,

@@ -409,3 +409,17 @@ def test_exporting_a_keep_base_run_says_so(runs: dict[str, Path], tmp_path: Path
     kept = json.loads((runs["consert"] / "metrics.json").read_text())["decision"]
     plain = _export(runs["consert"], tmp_path / "plain")
     assert ("this run decided keep-base" in plain.stderr) == (kept == "keep-base")
+
+
+def test_the_result_says_what_the_command_printed(runs: dict[str, Path], tmp_path: Path) -> None:
+    """Issue 69: what a command prints is its result's (`ExportResult.lines()`): a notebook gets the same lines."""
+    from sentadapt import export
+
+    printed = _export(runs["sg-opt"], tmp_path / "cli", count=20)
+    assert printed.exit_code == 0, printed.output
+    result = export(runs["sg-opt"], tmp_path / "api", sentences=tmp_path / "sentences.txt")
+    lines = result.lines()
+    assert lines[0].startswith(f"wrote {tmp_path / 'api'} (sentence-transformers, fp32): ")
+    assert [line.replace(str(tmp_path / "api"), "OUT") for line in lines[1:]] == [
+        line.replace(str(tmp_path / "cli"), "OUT") for line in printed.stdout.splitlines()[1:]]
+    assert len(lines) == 1 + len(result.checks) and lines[1].startswith("verified: SentenceTransformer(OUT) on 20 ")
