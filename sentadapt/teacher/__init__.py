@@ -13,7 +13,7 @@ blend.py (blend targets); the vectors-file reader is data/vectors.py.
 
 from __future__ import annotations
 
-from sentadapt.teacher.source import check_teacher, teacher_source
+from sentadapt.teacher.source import check_teacher, resolve_source
 from sentadapt.teacher.table import TeacherTable, teacher_table
 
-__all__ = ["TeacherTable", "check_teacher", "teacher_source", "teacher_table"]
+__all__ = ["TeacherTable", "check_teacher", "resolve_source", "teacher_table"]

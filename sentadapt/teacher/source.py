@@ -9,7 +9,7 @@ from sentadapt.errors import ConfigError, ModelError
 from sentadapt.model.resolve import ResolvedModel
 
 
-def teacher_source(teacher: str) -> ResolvedModel | Path:
+def resolve_source(teacher: str) -> ResolvedModel | Path:
     """--teacher as a vectors file (its path) or a model (resolved)."""
     from sentadapt.data.vectors import is_vectors_path
 
@@ -19,10 +19,10 @@ def teacher_source(teacher: str) -> ResolvedModel | Path:
 def check_teacher(teacher: str, base_location: str) -> ResolvedModel | Path:
     """Before any weights load: the teacher must resolve to a model that holds weights and is not the base model
     itself, or be a vectors file that exists (its contents are read once the corpus is, in `teacher_table`).
-    Returns the teacher resolved (`teacher_source`), for the run to load without resolving it again."""
+    Returns the teacher resolved (`resolve_source`), for the run to load without resolving it again."""
     from sentadapt.model.resolve import check_has_weights
 
-    resolved = teacher_source(teacher)
+    resolved = resolve_source(teacher)
     if isinstance(resolved, Path):
         from sentadapt.data.vectors import check_vectors_file
 

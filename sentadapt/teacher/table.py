@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from sentadapt.events import Note, Progress
 from sentadapt.teacher.blend import with_blend
-from sentadapt.teacher.source import teacher_source
+from sentadapt.teacher.source import resolve_source
 from sentadapt.teacher.weighing import Weighing
 
 if TYPE_CHECKING:
@@ -107,10 +107,10 @@ def teacher_table(config: RunConfig, examples: Any, device: str, note: Note,
                   progress: Progress, trust_remote_code: bool = False,
                   allow_pickle: bool = False, evaluator: Any = None, student: Any = None,
                   base_dev: tuple[float, dict[str, Any]] | None = None,
-                  source: ResolvedModel | Path | None = None, processes: Any = None) -> TeacherTable:
+                  teacher_source: ResolvedModel | Path | None = None, processes: Any = None) -> TeacherTable:
     """The teacher's vectors of every example (from its model, or looked up in its vectors file), its dev score
     weighed against the base's `base_dev` (score, per-unit outputs) when there is a dev set, and — for a model —
-    its speed against `student` on the dev sentences. `source`: the teacher as check_run resolved it (None:
+    its speed against `student` on the dev sentences. `teacher_source`: --teacher as check_run resolved it (None:
     resolved here). `processes`: the run's processes (train/ranks.py), which encode the tables together (None:
     this process alone)."""
     assert config.teacher is not None
@@ -119,7 +119,7 @@ def teacher_table(config: RunConfig, examples: Any, device: str, note: Note,
         note(f"--teacher: the teacher replaces the base as the distillation target (distill={weights[0]} is not "
              f"applied; teacher_weight={weights[1]})")
     weigh = Weighing(config, evaluator, base_dev, note)
-    source = source if source is not None else teacher_source(config.teacher)
+    source = teacher_source if teacher_source is not None else resolve_source(config.teacher)
     if isinstance(source, Path):
         table = _file_table(config, examples, note, weigh)
     else:

@@ -75,8 +75,8 @@ def build_inputs(run: ResolvedRun | RunConfig, note: Note, device: str | None = 
         if base_dev is None and evaluator is not None:  # the loop reuses it
             base_dev = base_dev_outputs(evaluator, encoder, config)
         teacher = teacher_table(config, examples, device or "cpu", note, progress or no_progress, trust_remote_code,
-                                allow_pickle, evaluator, student=encoder, base_dev=base_dev, source=run.teacher,
-                                processes=training_processes())
+                                allow_pickle, evaluator, student=encoder, base_dev=base_dev,
+                                teacher_source=run.teacher_source, processes=training_processes())
     return TrainingInputs(config, encoder, recipe, examples, evaluator, run.dev.name, base_dev=base_dev,
                           teacher=teacher)
 

@@ -39,9 +39,9 @@ def check_run(config: RunConfig, resume: bool, overwrite: bool, dry_run: bool, r
     check_has_weights(base)
     # --prompt: a name of the base's prompts (or none); the default resolved to a name, so config.yaml says it
     config = dataclasses.replace(config, prompt=read_prompts(base).name_for(PAIR, config.prompt, base.name))
-    teacher = None
+    teacher_source = None
     if config.teacher is not None:  # loads, and is not the base itself
-        teacher = check_teacher(config.teacher, base.location)
+        teacher_source = check_teacher(config.teacher, base.location)
     elif config.train.distillation.recipe_weight == 0 and config.train.distillation.weight == 0:
         raise ConfigError("recipe_weight: 0 leaves nothing to train; give --teacher MODEL or --set distill=W, "
                           "or a recipe_weight above 0")
@@ -63,7 +63,7 @@ def check_run(config: RunConfig, resume: bool, overwrite: bool, dry_run: bool, r
     if config.train.dims.dev and dev.name is None:
         raise ConfigError("--sizes: weighs each size on the dev set against the base's whole vectors; pass --dev "
                           "FILE (e.g. 100 labelled pairs from your domain) or --dev stsb --data-dir DIR")
-    run = ResolvedRun(config, base, recipe_class, dev, teacher)
+    run = ResolvedRun(config, base, recipe_class, dev, teacher_source)
     if not dry_run and is_main_process():  # other ranks would see the directory rank 0 just made
         _check_output(config, base, resume, overwrite)
     return run

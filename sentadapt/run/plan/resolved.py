@@ -53,7 +53,8 @@ class ResolvedRun:
     base: ResolvedModel  # config.base resolved
     recipe_class: Any  # the recipe's class (a sentadapt.recipes.base.Recipe subclass)
     dev: DevSet
-    teacher: ResolvedModel | Path | None = None  # --teacher: a model resolved, or a vectors file; None: no teacher
+    # --teacher resolved: a model, or a vectors file; None: no teacher (config.teacher is the argument as given)
+    teacher_source: ResolvedModel | Path | None = None
 
     def for_stage(self, stage_config: RunConfig) -> ResolvedRun:
         """The run of one stage: a later stage starts from the previous stage's model, a folder that exists only
@@ -65,7 +66,7 @@ class ResolvedRun:
 def resolve_run(config: RunConfig) -> ResolvedRun:
     """Resolve a config that `check_run` did not (a RunConfig built in code): no checks, each name resolved once."""
     from sentadapt.recipes import RECIPES
-    from sentadapt.teacher import teacher_source
+    from sentadapt.teacher import resolve_source
 
-    teacher = None if config.teacher is None else teacher_source(config.teacher)
-    return ResolvedRun(config, resolve_model(config.base), RECIPES.get(config.recipe), DevSet.of(config), teacher)
+    source = None if config.teacher is None else resolve_source(config.teacher)
+    return ResolvedRun(config, resolve_model(config.base), RECIPES.get(config.recipe), DevSet.of(config), source)
