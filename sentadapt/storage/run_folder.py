@@ -370,22 +370,21 @@ def is_export_folder(folder: Path) -> bool:
 
 
 def _yaml_has_keys(path: Path, keys: Sequence[str]) -> bool:
-    if not path.is_file():
-        return False
     import yaml
 
-    try:
-        record = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (yaml.YAMLError, UnicodeDecodeError):
-        return False
-    return isinstance(record, dict) and all(key in record for key in keys)
+    return _has_keys(path, keys, yaml.safe_load, yaml.YAMLError)
 
 
 def _json_has_keys(path: Path, keys: Sequence[str]) -> bool:
+    return _has_keys(path, keys, json.loads, json.JSONDecodeError)
+
+
+def _has_keys(path: Path, keys: Sequence[str], parse: Callable[[str], Any], invalid: type[Exception]) -> bool:
+    """Whether `path` is a file that parses into a mapping holding every one of `keys` (an unreadable one does not)."""
     if not path.is_file():
         return False
     try:
-        record = json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError):
+        record = parse(path.read_text(encoding="utf-8"))
+    except (invalid, UnicodeDecodeError):
         return False
     return isinstance(record, dict) and all(key in record for key in keys)
