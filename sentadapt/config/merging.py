@@ -32,6 +32,7 @@ def train_config(**values: Any) -> TrainConfig:
     """A TrainConfig from flat keys (`train_config(distill=1.0, lora_r=16)`), each coerced to its type."""
     return with_overrides(TrainConfig(), values, "TrainConfig")
 
+
 def coerce(name: str, value: Any, annotation: Any) -> Any:
     """Turn a YAML/CLI value into the field's type, or raise ConfigError naming the key."""
     origin = typing.get_origin(annotation)
@@ -341,4 +342,7 @@ def load_run_config(path: Path, recipe_configs: dict[str, type]) -> RunConfig:
              if f.name in data and f.name not in ("train", "recipe_args")
              and (data[f.name] is not None or f.default is None)}
     saved.setdefault("prompt", "none")
-    return RunConfig(train=train, recipe_args=recipe_args, **saved)
+    # a resumed run's values all come from its config.yaml, whatever layer set them when it started
+    sources = dict.fromkeys([*(f"train.{key}" for key in FLAT_KEYS),
+                             *(f"recipe_args.{f.name}" for f in dataclasses.fields(recipe_args))], path.name)
+    return RunConfig(train=train, recipe_args=recipe_args, sources=sources, **saved)

@@ -14,6 +14,7 @@ CHECKPOINT_CHOICES = "best | last | a step number"
 # what `sentadapt export` and `export()` do when not told: written once
 DEFAULT_FORMAT, DEFAULT_CHECKPOINT = "sentence-transformers", "best"
 
+
 @dataclass(frozen=True)
 class ExportRequest:
     source: str

@@ -120,3 +120,18 @@ def test_a_single_recipe_config_file_with_candidates_is_refused(corpus: Path, ti
     assert result.returncode == 2 and not result.stdout
     assert result.stderr == (f"Error: {config_file}: candidates: a list for recipe: auto; drop it, or set recipe: "
                              "auto\n")
+
+
+def test_a_resumed_run_says_its_values_come_from_its_config_yaml(tmp_path: Path) -> None:
+    from sentadapt.config.merging import dry_run_yaml, load_run_config, save_run_config, train_config
+    from sentadapt.config.schema import RunConfig
+    from sentadapt.recipes import RECIPES
+
+    recipe = RECIPES.get("consert")
+    saved = RunConfig(recipe="consert", base="m", corpus=["c.txt"], output="o", train=train_config(lr=3e-5),
+                      recipe_args=recipe.Config(), sources={"train.lr": "flag"})
+    save_run_config(saved, tmp_path / "config.yaml")
+    loaded = load_run_config(tmp_path / "config.yaml", {"consert": recipe.Config})
+    text = dry_run_yaml(loaded)
+    assert set(_sources(text).values()) == {"config.yaml"}
+    assert yaml.safe_load(text) == saved.to_dict() and loaded == saved  # sources are not saved nor compared
