@@ -297,11 +297,13 @@ def dry_run_yaml(config: RunConfig) -> str:
     lines = yaml.safe_dump(config.to_dict(), sort_keys=False, width=_NO_WRAP).splitlines()
     keyed: dict[int, str] = {}  # line number → the "train.KEY" or "recipe_args.KEY" it starts
     section = ""
-    for number, line in enumerate(lines):
-        if not line.startswith(" "):
+    for number, (line, following) in enumerate(zip(lines, [*lines[1:], None])):
+        if line and not line.startswith(" "):  # a top-level key (an empty line is inside a text with line breaks)
             section = line.partition(":")[0]
         key, colon, _ = line[2:].partition(":")
-        if section in ("train", "recipe_args") and line.startswith("  ") and colon and key.isidentifier():
+        # not a value that goes on over the next lines (a text with a line break): a # there would be its text
+        whole = following is None or (following != "" and not following.startswith("   "))
+        if section in ("train", "recipe_args") and line.startswith("  ") and colon and key.isidentifier() and whole:
             keyed[number] = f"{section}.{key}"
     width = max(len(lines[number]) for number in keyed) + 2
     for number, key in keyed.items():

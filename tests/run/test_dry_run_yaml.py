@@ -135,3 +135,21 @@ def test_a_resumed_run_says_its_values_come_from_its_config_yaml(tmp_path: Path)
     text = dry_run_yaml(loaded)
     assert set(_sources(text).values()) == {"config.yaml"}
     assert yaml.safe_load(text) == saved.to_dict() and loaded == saved  # sources are not saved nor compared
+
+
+def test_a_value_with_a_line_break_or_a_hash_keeps_the_dry_run_valid_yaml() -> None:
+    """A comment after the first line of a text that goes on would be part of the text: such a value is left
+    without one, and every other value keeps its own."""
+    from sentadapt.config.merging import dry_run_yaml, train_config
+    from sentadapt.config.schema import RunConfig
+    from sentadapt.recipes import RECIPES
+
+    recipe = RECIPES.get("consert")
+    config = RunConfig(recipe="consert", base="m", corpus=["c.txt"], output="o",
+                       train=train_config(lora_targets="query\nkey", teacher_text_field="a # b"),
+                       recipe_args=recipe.Config(), sources={"train.lora_targets": "flag", "train.distill": "--set"})
+    text = dry_run_yaml(config)
+    assert yaml.safe_load(text) == config.to_dict()
+    sources = _sources(text)
+    assert "train.lora_targets" not in sources and sources["train.teacher_text_field"] == "default"
+    assert sources["train.distill"] == "--set" and sources["recipe_args.temperature"] == "default"
