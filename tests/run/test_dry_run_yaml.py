@@ -68,7 +68,7 @@ def _sources(text: str) -> dict[str, str]:
     """`section.key` → the comment after it, for each training and recipe value the dry run printed."""
     sources, section = {}, ""
     for line in text.splitlines():
-        if not line.startswith((" ", "#")):
+        if line and not line.startswith((" ", "#")):
             section = line.partition(":")[0]
         value, hash_mark, comment = line.partition("  # ")
         if line.startswith("  ") and hash_mark:
