@@ -69,3 +69,42 @@ def test_slugs_are_githubs() -> None:
     assert slug("`sentadapt adapt --recipe auto`") == "sentadapt-adapt---recipe-auto"
     assert slug("Big bases on modest hardware: `--lora`") == "big-bases-on-modest-hardware---lora"
     assert slug("`sentadapt pairs` — propose pairs") == "sentadapt-pairs--propose-pairs"
+
+
+API_CALL = re.compile(r"^- `(adapt|evaluate|export|diagnose|propose_pairs|decide_again)\((.*?)\)`\s*→",
+                      re.DOTALL | re.MULTILINE)
+
+
+def _documented_defaults(text: str) -> dict[str, dict[str, object]]:
+    """docs/usage.md's list of the calls: each call's `keyword=literal` defaults as the page writes them."""
+    import ast
+
+    calls: dict[str, dict[str, object]] = {}
+    for name, arguments in API_CALL.findall(text):
+        defaults = calls.setdefault(name, {})
+        for keyword, value in re.findall(r"(\w+)=([^,]+)", " ".join(arguments.split())):
+            try:
+                defaults[keyword] = ast.literal_eval(value.strip())
+            except (ValueError, SyntaxError):
+                continue  # a name (DEFAULT_BASE_MODEL), not a value
+    return calls
+
+
+def test_the_api_defaults_in_the_usage_page_are_the_calls_defaults() -> None:
+    """The usage page once said risk=0.2 after the default became 0.1: each default it writes is the call's."""
+    import inspect
+
+    import sentadapt
+
+    calls = _documented_defaults((REPOSITORY / "docs" / "usage.md").read_text(encoding="utf-8"))
+    assert set(calls) == {"adapt", "evaluate", "export", "diagnose", "propose_pairs", "decide_again"}
+    wrong = {f"{name}({keyword}={value!r}): the call's default is {parameter.default!r}"
+             for name, defaults in calls.items() for keyword, value in defaults.items()
+             for parameter in [inspect.signature(getattr(sentadapt, name)).parameters[keyword]]
+             if parameter.default != value and not (value == () and parameter.default in ((), None, []))}
+    assert not wrong
+
+
+def test_the_default_reader_takes_literals_and_skips_names() -> None:
+    text = "- `adapt(corpus, *, risk=0.1, model=DEFAULT_BASE_MODEL,\n  seed=0, sts=None, ...)` → `AdaptResult`\n"
+    assert _documented_defaults(text) == {"adapt": {"risk": 0.1, "seed": 0, "sts": None}}

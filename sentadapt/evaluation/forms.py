@@ -39,10 +39,6 @@ class VectorForm:
     dim: int | None = None
     precision: str = FULL
 
-    @property
-    def is_full(self) -> bool:
-        return self.dim is None and self.precision == FULL
-
     def width(self, model_width: int) -> int:
         return model_width if self.dim is None else self.dim
 

@@ -24,10 +24,6 @@ from sentadapt.options import TEST_SPLIT
 DETECTION_ORDER = ("retrieval", "reranking", "pair-classification", "sts")
 
 
-def task_type(name: str) -> type[EvalTask]:
-    return TASK_TYPES.get(name)
-
-
 def detect_task_type(path: str | Path, task_option: bool = True) -> str:
     """The task type of a file or folder, from its layout / header / first record; `task_option`: the command has
     `--task TYPE` to name it (eval), so the message may suggest it (adapt --dev and decide have none)."""
