@@ -17,7 +17,6 @@ from sentadapt.model.lora import lora_flags
 from sentadapt.options import check_at_least, checked
 from sentadapt.run.adapt_options import ADAPT_OPTIONS, OPTIONS_BY_NAME, route
 from sentadapt.run.execute.lock import held_by_another
-from sentadapt.run.execute.processes import is_main_process
 from sentadapt.run.execute.replacement import aside_path, recover
 from sentadapt.run.execute.stages import train_run
 from sentadapt.run.plan.checks import check_run
@@ -34,6 +33,7 @@ from sentadapt.run.plan.resume import (
 from sentadapt.run.plan.settings import ConfigValue, Events, Settings
 from sentadapt.storage.run_folder import CONFIG_FILE, RunDir
 from sentadapt.text_tables import TextTable
+from sentadapt.train.ranks import is_main_process
 
 AUTO = "auto"
 F = TypeVar("F", bound=Callable[..., Any])

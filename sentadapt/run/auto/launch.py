@@ -16,11 +16,11 @@ from sentadapt.errors import ConfigError
 from sentadapt.events import Note
 from sentadapt.model.resolve import ResolvedModel
 from sentadapt.run.auto import choice as auto
-from sentadapt.run.execute.processes import is_main_process, training_device
 from sentadapt.run.execute.stages import claim_output, train_run
 from sentadapt.run.plan.checks import check_run, check_run_output
 from sentadapt.run.plan.resolved import DevSet, ResolvedRun, same_dev
 from sentadapt.run.plan.settings import Events, Settings
+from sentadapt.train.ranks import is_main_process, training_device
 
 
 @dataclass

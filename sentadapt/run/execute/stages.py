@@ -11,12 +11,12 @@ from typing import Any
 from sentadapt.config.schema import RunConfig
 from sentadapt.errors import ConfigError, StorageError
 from sentadapt.run.execute.lock import acquire_lock
-from sentadapt.run.execute.processes import is_main_process, training_device
 from sentadapt.run.execute.replacement import Replacement
 from sentadapt.run.plan.resolved import ResolvedRun
 from sentadapt.run.plan.settings import Events
 from sentadapt.stopping.training import StopAtOnce, stopped_early
 from sentadapt.storage.run_folder import RunDir
+from sentadapt.train.ranks import is_main_process, training_device
 
 
 def claim_output(output: Path, replace: bool, note: Callable[[str], None]) -> tuple[Path, Replacement]:

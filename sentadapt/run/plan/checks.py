@@ -10,9 +10,9 @@ from pathlib import Path
 from sentadapt.config.schema import RunConfig
 from sentadapt.errors import ConfigError
 from sentadapt.model.resolve import ResolvedModel
-from sentadapt.run.execute.processes import is_main_process
 from sentadapt.run.plan.resolved import DevSet, ResolvedRun
 from sentadapt.storage.run_folder import RunDir, check_replaceable, foreign_in_run, holds_anything, is_run_folder
+from sentadapt.train.ranks import is_main_process
 
 
 def check_run(config: RunConfig, resume: bool, overwrite: bool, dry_run: bool, require_improvement: bool,

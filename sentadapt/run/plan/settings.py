@@ -10,7 +10,7 @@ from typing import Any
 
 from sentadapt.config.schema import FLAT_KEYS, RunConfig
 from sentadapt.events import Note, Progress, quiet
-from sentadapt.run.execute.processes import is_main_process
+from sentadapt.train.ranks import is_main_process
 
 # a config value given by name: what a TrainConfig or recipe field holds
 ConfigValue = bool | int | float | str | tuple[int, ...] | tuple[float, ...] | tuple[str, ...] | None
