@@ -289,13 +289,13 @@ def _flat_names(values: dict[str, Any]) -> list[str]:
 
 
 def dry_run_yaml(config: RunConfig) -> str:
-    """The config as `adapt --dry-run` prints it: config.yaml's mapping, each training and recipe value followed by
-    the layer it came from (`# default`, `# paper`, `# preset tuned-base`, the --config file's name, `# flag`,
-    `# --set`, `# candidate`). The comments leave it valid YAML that loads as the config."""
+    """The config as `adapt --dry-run` prints it: config.yaml's mapping, each run option, training and recipe value
+    followed by the layer it came from (`# default`, `# paper`, `# preset tuned-base`, the --config file's name,
+    `# flag`, `# --set`, `# candidate`). The comments leave it valid YAML that loads as the config."""
     import yaml
 
     lines = yaml.safe_dump(config.to_dict(), sort_keys=False, width=_NO_WRAP).splitlines()
-    keyed: dict[int, str] = {}  # line number → the "train.KEY" or "recipe_args.KEY" it starts
+    keyed: dict[int, str] = {}  # line number → the "train.KEY", "recipe_args.KEY" or run option it starts
     section = ""
     for number, (line, following) in enumerate(zip(lines, [*lines[1:], None])):
         if line and not line.startswith(" "):  # a top-level key (an empty line is inside a text with line breaks)
@@ -305,14 +305,21 @@ def dry_run_yaml(config: RunConfig) -> str:
         whole = following is None or (following != "" and not following.startswith("   "))
         if section in ("train", "recipe_args") and line.startswith("  ") and colon and key.isidentifier() and whole:
             keyed[number] = f"{section}.{key}"
-    width = max(len(lines[number]) for number in keyed) + 2
+        elif line and not line.startswith(" ") and section in config.sources and whole:  # a run option
+            keyed[number] = section
+    # the comments in a column per block (the run's options, train, recipe_args): a long path aligns only its own
+    widths: dict[str, int] = {}
     for number, key in keyed.items():
+        block = key.partition(".")[0] if "." in key else ""
+        widths[block] = max(widths.get(block, 0), len(lines[number]) + 2)
+    for number, key in keyed.items():
+        width = widths[key.partition(".")[0] if "." in key else ""]
         lines[number] = f"{lines[number]:<{width}}# {config.sources.get(key, DEFAULT)}"
     return "\n".join([_SOURCES_NOTE, *lines, ""])
 
 
-_SOURCES_NOTE = ("# where each training and recipe value came from, later layers winning: default < paper < preset\n"
-                 "# < the --config file < flag < --set < a --recipe auto candidate's own")
+_SOURCES_NOTE = ("# where each option, training and recipe value came from, later layers winning: default < paper <\n"
+                 "# preset < the --config file < flag < --set < a --recipe auto candidate's own")
 _NO_WRAP = 1 << 30  # a value on one line, so that its comment follows it (yaml wraps long scalars at 80 columns)
 
 
@@ -345,6 +352,6 @@ def load_run_config(path: Path, recipe_configs: dict[str, type]) -> RunConfig:
              and (data[f.name] is not None or f.default is None)}
     saved.setdefault("prompt", "none")
     # a resumed run's values all come from its config.yaml, whatever layer set them when it started
-    sources = dict.fromkeys([*(f"train.{key}" for key in FLAT_KEYS),
+    sources = dict.fromkeys([*saved, *(f"train.{key}" for key in FLAT_KEYS),
                              *(f"recipe_args.{f.name}" for f in dataclasses.fields(recipe_args))], path.name)
     return RunConfig(train=train, recipe_args=recipe_args, sources=sources, **saved)

@@ -350,8 +350,9 @@ class RunConfig:
     corpus_sha256: list[str | None] | None = None
     train: TrainConfig = field(default_factory=TrainConfig)
     recipe_args: Any = None  # the recipe's own Config dataclass
-    # which layer set each training and recipe value ("train.lr" → "preset tuned-base"; config/merging.py): what
-    # `adapt --dry-run` shows. Not saved: a resumed run's values all come from its config.yaml
+    # which layer set each value ("train.lr" → "preset tuned-base", "dev" → "flag"; config/merging.py,
+    # run/plan/configs.py): what `adapt --dry-run` shows. Not saved: a resumed run's values all come from its
+    # config.yaml
     sources: dict[str, str] = field(default_factory=dict, compare=False, repr=False, metadata={"saved": False})
 
     def to_dict(self) -> dict[str, Any]:

@@ -65,14 +65,14 @@ def test_auto_dry_run_is_valid_yaml_at_width_40_with_a_200_character_path(corpus
 
 
 def _sources(text: str) -> dict[str, str]:
-    """`section.key` → the comment after it, for each training and recipe value the dry run printed."""
+    """`section.key` (or a run option's name) → the comment after it, for each value the dry run annotated."""
     sources, section = {}, ""
     for line in text.splitlines():
         if line and not line.startswith((" ", "#")):
             section = line.partition(":")[0]
         value, hash_mark, comment = line.partition("  # ")
-        if line.startswith("  ") and hash_mark:
-            sources[f"{section}.{value.strip().partition(':')[0]}"] = comment
+        if hash_mark and not line.startswith("#"):
+            sources[f"{section}.{value.strip().partition(':')[0]}" if line.startswith("  ") else section] = comment
     return sources
 
 
@@ -92,8 +92,13 @@ def test_dry_run_says_which_layer_set_each_value(corpus: Path, tiny_model_dir: P
     printed = yaml.safe_load(text)
     assert printed["train"]["lr"] == 3e-5 and printed["train"]["batch_size"] == 8
     assert printed["recipe_args"]["temperature"] == 0.07 and printed["train"]["lora_r"] == 8
+    options = {"recipe", "base", "dev", "dev_metric", "data_dir", "text_column", "encoding_errors", "streaming",
+               "num_proc", "decision", "risk", "teacher", "prompt"}  # the run's own: a flag or its default
     assert set(sources) == {f"train.{key}" for key in printed["train"]} | {
-        f"recipe_args.{key}" for key in printed["recipe_args"]}
+        f"recipe_args.{key}" for key in printed["recipe_args"]} | options
+    assert {key: sources[key] for key in ("recipe", "base", "dev", "decision", "risk", "teacher")} == {
+        "recipe": "mine.yaml", "base": "flag", "dev": "flag", "decision": "default", "risk": "default",
+        "teacher": "default"}
 
 
 def test_an_auto_config_file_lists_its_candidates_and_each_candidate_value_says_so(
@@ -108,6 +113,7 @@ def test_an_auto_config_file_lists_its_candidates_and_each_candidate_value_says_
     assert [yaml.safe_load(d)["train"]["lr"] for d in documents] == [3e-5, 1e-5]
     assert [_sources(d)["train.lr"] for d in documents] == ["auto.yaml", "candidate"]
     assert [_sources(d)["train.max_steps"] for d in documents] == ["flag", "flag"]
+    assert [(_sources(d)["recipe"], _sources(d)["dev"]) for d in documents] == [("candidate", "flag")] * 2
 
 
 def test_a_single_recipe_config_file_with_candidates_is_refused(corpus: Path, tiny_model_dir: Path,

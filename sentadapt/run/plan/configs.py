@@ -5,6 +5,7 @@ preset for the base (the tuned-base defaults, and the teacher-run defaults with 
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -62,9 +63,29 @@ def assemble(recipe_name: str, settings: Settings, resolve_base: Callable[[], Re
     recipe_class = RECIPES.get(recipe_name)
     # the preset: the tuned-base defaults when the base is sentence-tuned, and the teacher-run defaults on top
     preset = choose_preset(settings.preset, resolve_base, recipe_class, settings.flags.get("teacher") is not None)
-    return build_config(recipe_name, recipe_class.Config, recipe_class.train_defaults, settings.config_file,
-                        settings.train_flags(), list(settings.set_options), set_values=settings.set_values,
-                        yaml_train=yaml_train, candidate_values=candidate_values,
-                        preset_values=preset.values, preset=preset.to_dict(),
-                        base=settings.base or DEFAULT_BASE_MODEL, corpus=corpus, output=output,
-                        **settings.run_flags())
+    config = build_config(recipe_name, recipe_class.Config, recipe_class.train_defaults, settings.config_file,
+                          settings.train_flags(), list(settings.set_options), set_values=settings.set_values,
+                          yaml_train=yaml_train, candidate_values=candidate_values,
+                          preset_values=preset.values, preset=preset.to_dict(),
+                          base=settings.base or DEFAULT_BASE_MODEL, corpus=corpus, output=output,
+                          **settings.run_flags())
+    return dataclasses.replace(config, sources={**config.sources, **_run_sources(settings, candidate_values)})
+
+
+def _run_sources(settings: Settings, candidate_values: dict[str, Any] | None) -> dict[str, str]:
+    """Where the run's own options came from (a flag, or their default; an auto candidate's recipe is the
+    candidate's), as `--dry-run` shows them beside the training values' (config/merging.py's)."""
+    from sentadapt.config.merging import CANDIDATE, DEFAULT, FLAG
+    from sentadapt.run.adapt_options import ADAPT_OPTIONS, RUN
+
+    # a value equal to its field's default is the default: the command line passes --decision, --risk,
+    # --encoding-errors and --streaming with their defaults whether typed or not
+    defaults = {field.name: field.default for field in dataclasses.fields(RunConfig)}
+    given = {"base": settings.base, "recipe": settings.recipe, **settings.run_flags()}
+    sources = {name: FLAG if given.get(name) not in (None, defaults.get(name)) else DEFAULT
+               for name in ("recipe", "base", *(option.name for option in ADAPT_OPTIONS if option.target == RUN))}
+    if candidate_values is not None:
+        sources["recipe"] = CANDIDATE
+    elif settings.recipe is None and recipe_of(settings.config_file) is not None:
+        sources["recipe"] = Path(settings.config_file or "").name
+    return sources
