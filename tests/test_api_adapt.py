@@ -85,6 +85,20 @@ def test_a_dry_run_returns_the_resolved_config_and_loads_nothing(corpus: Path, t
     assert not (tmp_path / "run").exists()
 
 
+def test_a_dry_runs_config_says_which_layer_set_each_value(corpus: Path, tiny_model_dir: Path,
+                                                           tmp_path: Path) -> None:
+    """An option keyword is a flag's layer, a config keyword (`adam_beta1=`) --set's, as on the command line."""
+    import sentadapt
+
+    result = sentadapt.adapt(corpus, output=tmp_path / "run", base=str(tiny_model_dir), dry_run=True, lr=3e-5,
+                             adam_beta1=0.8, set_options=["temperature=0.07"], risk=0.2)
+    (config,) = result.configs
+    assert {key: config.sources[key] for key in ("train.lr", "train.adam_beta1", "recipe_args.temperature",
+                                                 "train.seed", "base", "risk", "dev")} == {
+        "train.lr": "flag", "train.adam_beta1": "--set", "recipe_args.temperature": "--set", "train.seed": "default",
+        "base": "flag", "risk": "flag", "dev": "default"}
+
+
 def test_require_improvement_raises_no_improvement_through_the_api(corpus: Path, tiny_model_dir: Path,
                                                                     pairs_tsv: Path, tmp_path: Path) -> None:
     from sentadapt.run.dispatch import adapt

@@ -265,15 +265,16 @@ class _Merge:
     def __init__(self, train: TrainConfig, recipe_args: Any) -> None:
         self.train = train
         self.recipe_args = recipe_args
-        self.sources: dict[str, str] = {}
+        self.sources = dict.fromkeys([*(f"train.{key}" for key in FLAT_KEYS),
+                                      *(f"recipe_args.{f.name}" for f in dataclasses.fields(recipe_args))], DEFAULT)
 
     def apply(self, train: dict[str, Any], recipe: dict[str, Any], where: str, source: str, *,
               recipe_where: str | None = None) -> None:
         # the recipe's values first: of errors in both, the recipe's is the one named
         self.recipe_args = with_overrides(self.recipe_args, recipe, recipe_where or where)
         self.train = with_overrides(self.train, train, where)
-        self.sources.update({f"recipe_args.{key}": source for key in recipe})
-        self.sources.update({f"train.{key}": source for key in _flat_names(train)})
+        self.sources.update({f"recipe_args.{key}": source for key in recipe if f"recipe_args.{key}" in self.sources})
+        self.sources.update({f"train.{key}": source for key in _flat_names(train) if f"train.{key}" in self.sources})
 
 
 def _flat_names(values: dict[str, Any]) -> list[str]:
