@@ -97,9 +97,11 @@ def with_overrides(target: T, overrides: dict[str, Any], where: str) -> T:
     return dataclasses.replace(target, **changes)  # type: ignore[type-var]
 
 
-def _train_with_overrides(train: TrainConfig, overrides: dict[str, Any], where: str) -> TrainConfig:
+def _flat(values: dict[str, Any], where: str) -> dict[str, Any]:
+    """Training values by flat key: a group written out (`lora: {r: 16}`) by its fields' keys (an unknown field is
+    an error naming `where`); other keys as they are."""
     flat: dict[str, Any] = {}
-    for name, value in overrides.items():
+    for name, value in values.items():
         if name in GROUPS and isinstance(value, dict):  # a group written out: its fields by their own names
             fields = {f.name: f.metadata["key"] for f in dataclasses.fields(GROUPS[name])}
             for inner, inner_value in value.items():
@@ -108,9 +110,13 @@ def _train_with_overrides(train: TrainConfig, overrides: dict[str, Any], where: 
                 flat[fields[inner]] = inner_value
         else:
             flat[name] = value
+    return flat
+
+
+def _train_with_overrides(train: TrainConfig, overrides: dict[str, Any], where: str) -> TrainConfig:
     top: dict[str, Any] = {}
     grouped: dict[str, dict[str, Any]] = {}
-    for name, value in flat.items():
+    for name, value in _flat(overrides, where).items():
         if name in REMOVED_SETTINGS and name not in FLAT_KEYS:
             check_removed(f"{where}: {name}", name, value)
             continue  # a run saved before the option left, with the value that changed nothing
@@ -239,6 +245,8 @@ def build_config(
             )
         if "candidates" in data:
             raise ConfigError(f"{yaml_path}: candidates: a list for recipe: auto; drop it, or set recipe: auto")
+        if "recipe" in data:  # the file names the recipe (a --recipe flag, if given, says the same)
+            merged.sources["recipe"] = Path(yaml_path).name
         merged.apply(data.get("train") or {}, data.get("recipe_args") or {}, f"{yaml_path}: train",
                      Path(yaml_path).name, recipe_where=f"{yaml_path}: recipe_args")
     merged.apply({k: v for k, v in flag_overrides.items() if v is not None}, {}, "option", FLAG)
@@ -274,19 +282,7 @@ class _Merge:
         self.recipe_args = with_overrides(self.recipe_args, recipe, recipe_where or where)
         self.train = with_overrides(self.train, train, where)
         self.sources.update({f"recipe_args.{key}": source for key in recipe if f"recipe_args.{key}" in self.sources})
-        self.sources.update({f"train.{key}": source for key in _flat_names(train) if f"train.{key}" in self.sources})
-
-
-def _flat_names(values: dict[str, Any]) -> list[str]:
-    """The flat keys a layer's training values name: a group written as a mapping (`lora: {r: 16}`) by its fields'."""
-    names: list[str] = []
-    for name, value in values.items():
-        if name in GROUPS and isinstance(value, dict):
-            keys = {f.name: f.metadata["key"] for f in dataclasses.fields(GROUPS[name])}
-            names.extend(keys[inner] for inner in value)
-        else:
-            names.append(name)
-    return names
+        self.sources.update({f"train.{key}": source for key in _flat(train, where) if f"train.{key}" in self.sources})
 
 
 def dry_run_yaml(config: RunConfig) -> str:

@@ -74,13 +74,13 @@ class DecideResult:
                       if self.design else "weighted by the file's 'weight' column" if self.weighted
                       else "the pairs themselves")
         deleted = f"; {self.deleted} of the design's pairs were deleted" if self.deleted else ""
-        paid = ["these are the pairs the run chose its checkpoint on: the risk pays for that choice again"]
         verdict = "keep the base model" if self.decision.keep_base else "use the adapted model"
         replaced = f", replacing {self.replaces}" if self.replaces else ""
         return [Cell(f"{self.pairs} labelled pairs in {self.dev}: {population}{deleted}"),
                 Cell(f"base {self.base_model}: {self.base_score:.2f}; the run's model: {self.adapted_score:.2f}; "
                      f"Δ {self.delta}"),
-                *[Cell(line) for line in paid if self.choice_paid],
+                *([Cell("these are the pairs the run chose its checkpoint on: the risk pays for that choice again")]
+                  if self.choice_paid else []),
                 Cell(f"{verdict}: {self.decision.reason}", "strong"),
                 *[Cell(f"note: {note}") for note in self.notes],
                 Cell(f"recorded in {self.metrics_file}{replaced} (every decision stays in its 'decisions')")]

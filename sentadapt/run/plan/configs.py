@@ -69,23 +69,23 @@ def assemble(recipe_name: str, settings: Settings, resolve_base: Callable[[], Re
                           preset_values=preset.values, preset=preset.to_dict(),
                           base=settings.base or DEFAULT_BASE_MODEL, corpus=corpus, output=output,
                           **settings.run_flags())
-    return dataclasses.replace(config, sources={**config.sources, **_run_sources(settings, candidate_values)})
+    return dataclasses.replace(config, sources={**config.sources,
+                                                **_run_sources(settings, candidate_values, config.sources)})
 
 
-def _run_sources(settings: Settings, candidate_values: dict[str, Any] | None) -> dict[str, str]:
+def _run_sources(settings: Settings, candidate_values: dict[str, Any] | None, built: dict[str, str]) -> dict[str, str]:
     """Where the run's own options came from (a flag, or their default; an auto candidate's recipe is the
-    candidate's), as `--dry-run` shows them beside the training values' (config/merging.py's)."""
+    candidate's), as `--dry-run` shows them beside the training values' (`built`: build_config's)."""
     from sentadapt.config.merging import CANDIDATE, DEFAULT, FLAG
     from sentadapt.run.adapt_options import ADAPT_OPTIONS, RUN
 
-    # a value equal to its field's default is the default: the command line passes --decision, --risk,
+    # a value equal to the option's default is the default: the command line passes --decision, --risk,
     # --encoding-errors and --streaming with their defaults whether typed or not
-    defaults = {field.name: field.default for field in dataclasses.fields(RunConfig)}
     given = {"base": settings.base, "recipe": settings.recipe, **settings.run_flags()}
-    sources = {name: FLAG if given.get(name) not in (None, defaults.get(name)) else DEFAULT
-               for name in ("recipe", "base", *(option.name for option in ADAPT_OPTIONS if option.target == RUN))}
+    sources = {option.name: FLAG if given.get(option.name) not in (None, option.default) else DEFAULT
+               for option in ADAPT_OPTIONS if option.target == RUN or option.name in ("recipe", "base")}
     if candidate_values is not None:
         sources["recipe"] = CANDIDATE
-    elif settings.recipe is None and recipe_of(settings.config_file) is not None:
-        sources["recipe"] = Path(settings.config_file or "").name
+    elif settings.recipe is None:  # the --config file's, when it names one (build_config read it)
+        sources["recipe"] = built.get("recipe", DEFAULT)
     return sources
