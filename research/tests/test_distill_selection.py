@@ -39,7 +39,7 @@ def test_the_teacher_default_is_what_the_rule_prints_from_the_stored_grid() -> N
     chosen, scores = select(REPO / "research/results/distill", list(SELECTION), SELECTION_PAIRING, resamples=1000)
     assert INCUMBENT in scores
     default, figures = confirmed(REPO / "research/results/distill", chosen, SELECTION_PAIRING)
-    shipped = TEACHER_DEFAULTS.get("distill_kind", TrainConfig().distillation.kind)
+    shipped = TEACHER_DEFAULTS.get("distill_kind", TrainConfig().distillation.distill_kind)
     assert shipped == SELECTION[default], (chosen, scores, figures)
 
 

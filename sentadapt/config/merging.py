@@ -16,7 +16,7 @@ import typing
 from pathlib import Path
 from typing import Any, TypeVar
 
-from sentadapt.config.schema import FLAT_KEYS, GROUPS, RunConfig, TrainConfig
+from sentadapt.config.schema import FLAT_KEYS, GROUPS, RunConfig, TrainConfig, group_keys
 from sentadapt.errors import ConfigError
 from sentadapt.registry import one_line, unknown_name_message
 
@@ -103,7 +103,7 @@ def _flat(values: dict[str, Any], where: str) -> dict[str, Any]:
     flat: dict[str, Any] = {}
     for name, value in values.items():
         if name in GROUPS and isinstance(value, dict):  # a group written out: its fields by their own names
-            fields = {f.name: f.metadata["key"] for f in dataclasses.fields(GROUPS[name])}
+            fields = group_keys(name)
             for inner, inner_value in value.items():
                 if inner not in fields:
                     raise ConfigError(f"{where}: {name}: " + unknown_name_message("key", inner, list(fields)))

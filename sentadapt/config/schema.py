@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 import typing
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from sentadapt.config.validation import (
     MIXED_PRECISION,
@@ -45,25 +45,20 @@ class RecipeConfig:
         """Raise ConfigError naming the setting that is out of range (a recipe with ranges overrides this)."""
 
 
-def flat_key(name: str) -> dict[str, str]:
-    """A group field's metadata: the flat key that names it in --set, YAML and config.yaml."""
-    return {"key": name}
-
-
 @dataclass(frozen=True)
 class OptimizerSettings:
     """The optimizer and its learning-rate schedule."""
 
     # adamw | lars (SimCLR-style, for large learning rates on small heads)
-    name: str = field(default="adamw", metadata=flat_key("optimizer"))
-    weight_decay: float = field(default=0.01, metadata=flat_key("weight_decay"))
+    optimizer: str = "adamw"
+    weight_decay: float = 0.01
     # linear warm-up over this share of the steps, then linear decay to 0
-    warmup_ratio: float = field(default=0.1, metadata=flat_key("warmup_ratio"))
-    schedule: str = field(default="linear", metadata=flat_key("schedule"))  # decay after warm-up: linear | cosine
-    max_grad_norm: float = field(default=1.0, metadata=flat_key("max_grad_norm"))  # 0 = no clipping
-    beta1: float = field(default=0.9, metadata=flat_key("adam_beta1"))
-    beta2: float = field(default=0.999, metadata=flat_key("adam_beta2"))
-    eps: float = field(default=1e-6, metadata=flat_key("adam_eps"))
+    warmup_ratio: float = 0.1
+    schedule: str = "linear"  # decay after warm-up: linear | cosine
+    max_grad_norm: float = 1.0  # 0 = no clipping
+    adam_beta1: float = 0.9
+    adam_beta2: float = 0.999
+    adam_eps: float = 1e-6
 
 
 @dataclass(frozen=True)
@@ -71,12 +66,12 @@ class EvaluationSettings:
     """When the dev set is scored during training, and when training stops for want of a better score."""
 
     # dev evaluation every N optimizer steps (0 = only at the end)
-    every: int = field(default=200, metadata=flat_key("eval_every"))
+    eval_every: int = 200
     # > 0: evaluate this many times per pass over the data instead of every eval_every
-    per_pass: float = field(default=0.0, metadata=flat_key("evals_per_pass"))
+    evals_per_pass: float = 0.0
     # stop after N evaluations without improvement (0 = never stop early)
-    patience: int = field(default=10, metadata=flat_key("patience"))
-    batch_size: int = field(default=ENCODE_BATCH_SIZE, metadata=flat_key("eval_batch_size"))
+    patience: int = 10
+    eval_batch_size: int = ENCODE_BATCH_SIZE
 
 
 @dataclass(frozen=True)
@@ -84,15 +79,15 @@ class RecordSettings:
     """What a run writes as it goes: checkpoints to resume from and log lines."""
 
     # resumable checkpoint every N steps (0 = only on interrupt)
-    checkpoint_every: int = field(default=200, metadata=flat_key("checkpoint_every"))
-    keep_checkpoints: int = field(default=2, metadata=flat_key("keep_checkpoints"))
+    checkpoint_every: int = 200
+    keep_checkpoints: int = 2
     # steps between lines of train.log (and points sent to the --report-to trackers)
-    log_every: int = field(default=10, metadata=flat_key("log_every"))
+    log_every: int = 10
     # none | tensorboard | wandb | mlflow | all (Accelerate's experiment trackers)
-    report_to: str = field(default="none", metadata=flat_key("report_to"))
+    report_to: str = "none"
     # stop | skip (skip the step, stop after `max_nan_skips`)
-    on_nan: str = field(default="stop", metadata=flat_key("on_nan"))
-    max_nan_skips: int = field(default=10, metadata=flat_key("max_nan_skips"))
+    on_nan: str = "stop"
+    max_nan_skips: int = 10
 
 
 @dataclass(frozen=True)
@@ -100,10 +95,11 @@ class LoraSettings:
     """LoRA (sentadapt/model/lora.py, `--lora r=16`): train rank-r adapters on the encoder's linear layers, base frozen.
     r 0 = off (every weight trains). alpha 0 = 2 × r; targets: attention | all-linear | names joined by '+'."""
 
-    r: int = field(default=0, metadata=flat_key("lora_r"))
-    alpha: float = field(default=0.0, metadata=flat_key("lora_alpha"))
-    dropout: float = field(default=0.0, metadata=flat_key("lora_dropout"))
-    targets: str = field(default="attention", metadata=flat_key("lora_targets"))
+    KEY_PREFIX: ClassVar[str] = "lora_"  # its settings' flat keys: lora_r, lora_alpha, ...
+    r: int = 0
+    alpha: float = 0.0
+    dropout: float = 0.0
+    targets: str = "attention"
 
     def resolved(self) -> LoraSettings:
         """The settings as the adapters are built (sentadapt/model/lora.py): alpha 0 made 2 × r."""
@@ -120,20 +116,20 @@ class DistillationSettings:
     """Distillation toward the frozen base model or a teacher, for every recipe (sentadapt/train/distill.py)."""
 
     # the loss gains distill × D(adapted, base) on each batch's sentences. 0 = off (no frozen copy, no extra pass).
-    weight: float = field(default=0.0, metadata=flat_key("distill"))
+    distill: float = 0.0
     # kl: in-batch similarity distributions | sim-mse: in-batch cosine values | mse: the vectors' squared distance
     # (not normalised) | cosine: 1 − cos of each vector with its target; or a weighted sum of them,
     # "kl:1,sim-mse:10,cosine:1" (a weight 0 = that term off): `distill_terms`
-    kind: str = field(default="kl", metadata=flat_key("distill_kind"))
+    distill_kind: str = "kl"
     # softmax temperature of the kl kind
-    temperature: float = field(default=0.05, metadata=flat_key("distill_temperature"))
+    distill_temperature: float = 0.05
     # random | neighbours: with a teacher, half of each batch random anchors and half one of each anchor's
     # `distill_neighbours` nearest examples under the teacher (pairs it ranks close, not only unrelated ones)
-    batches: str = field(default="random", metadata=flat_key("distill_batches"))
-    neighbours: int = field(default=8, metadata=flat_key("distill_neighbours"))
+    distill_batches: str = "random"
+    distill_neighbours: int = 8
     # The weight of the recipe's own loss: 0 = the distillation term alone (the recipe's views are then not
     # computed at all, unless the recipe trains heads of its own: they keep a gradient of 0 for DDP)
-    recipe_weight: float = field(default=1.0, metadata=flat_key("recipe_weight"))
+    recipe_weight: float = 1.0
 
 
 @dataclass(frozen=True)
@@ -141,16 +137,17 @@ class TeacherSettings:
     """With --teacher (RunConfig.teacher) the distillation target is the teacher's cached vectors instead of the
     base; distill_kind and distill_temperature are shared (kl: any two widths)."""
 
+    KEY_PREFIX: ClassVar[str] = "teacher_"  # its settings' flat keys: teacher_weight, teacher_check, ...
     # the distillation term's weight with a teacher
-    weight: float = field(default=1.0, metadata=flat_key("teacher_weight"))
+    weight: float = 1.0
     # on: a teacher that trails the base on the dev set (the CI of its lead below 0) stops the run before training
-    check: str = field(default="on", metadata=flat_key("teacher_check"))
+    check: str = "on"
     # the distillation target's similarities: α · the teacher's cosines + (1 − α) · the base's (docs/teacher.md,
     # "Blend targets"); "1" the teacher alone, a number in [0, 1], or "auto": α weighed on the dev set by its rule
-    blend: str = field(default="1", metadata=flat_key("teacher_blend"))
+    blend: str = "1"
     # the fields of a --teacher vectors file (.jsonl keys, .parquet columns): what embeddings APIs return
-    text_field: str = field(default=TEXT_FIELD, metadata=flat_key("teacher_text_field"))
-    vector_field: str = field(default=VECTOR_FIELD, metadata=flat_key("teacher_vector_field"))
+    text_field: str = TEXT_FIELD
+    vector_field: str = VECTOR_FIELD
 
 
 @dataclass(frozen=True)
@@ -160,11 +157,11 @@ class SizeSettings:
     # Matryoshka (`--matryoshka 384,192,96`): every loss term, the recipe's and distillation's, summed over these
     # prefix widths of the exported vectors, largest first (sentence-transformers' MatryoshkaLoss), so each prefix
     # is an embedding of its own; () = off
-    matryoshka: tuple[int, ...] = field(default=(), metadata=flat_key("matryoshka"))
+    matryoshka: tuple[int, ...] = ()
     # the weight of each --matryoshka width's term, in its order; () = 2 for the first (largest), 1 for each other
-    matryoshka_weights: tuple[float, ...] = field(default=(), metadata=flat_key("matryoshka_weights"))
+    matryoshka_weights: tuple[float, ...] = ()
     # --sizes: the sizes the finished run's dev table weighs (decision/sizes.py); () = matryoshka's, if any
-    dev: tuple[int, ...] = field(default=(), metadata=flat_key("sizes"))
+    sizes: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -229,14 +226,14 @@ class TrainConfig:
         check_range("min_examples", self.min_examples, 0, None)
         check_range("max_epochs", self.max_epochs, 0, None, low_open=True)
         check_optimizer(self.optim)
-        check_range("eval_every", self.evaluation.every, 0, None)
-        check_range("evals_per_pass", self.evaluation.per_pass, 0, None)
+        check_range("eval_every", self.evaluation.eval_every, 0, None)
+        check_range("evals_per_pass", self.evaluation.evals_per_pass, 0, None)
         check_range("patience", self.evaluation.patience, 0, None)
-        check_range("eval_batch_size", self.evaluation.batch_size, 1, None)
+        check_range("eval_batch_size", self.evaluation.eval_batch_size, 1, None)
         check_records(self.records)
         vector_kind = check_distillation(self.distillation, self.teacher)
         check_matryoshka(self.dims.matryoshka, self.dims.matryoshka_weights, vector_kind)
-        sizes = self.dims.dev
+        sizes = self.dims.sizes
         if any(size < 1 for size in sizes) or len(set(sizes)) != len(sizes):
             raise ConfigError(f"--sizes: {','.join(map(str, sizes))} must list positive sizes, each once "
                               "(e.g. 384,192,96)")
@@ -250,12 +247,20 @@ GROUPS: dict[str, Any] = {f.name: f.default_factory for f in dataclasses.fields(
                           if dataclasses.is_dataclass(f.default_factory)}
 
 
+def group_keys(group: str) -> dict[str, str]:
+    """A group's field names → their flat keys: the field's name, after the group's KEY_PREFIX where it has one
+    (`lora.r` is lora_r; `optim.adam_beta1` is adam_beta1)."""
+    settings = GROUPS[group]
+    prefix = getattr(settings, "KEY_PREFIX", "")
+    return {f.name: prefix + f.name for f in dataclasses.fields(settings)}
+
+
 def flat_keys() -> dict[str, tuple[str | None, str]]:
     """Every training setting's flat key → (its group, or None at the top, its field name), in TrainConfig's order."""
     keys: dict[str, tuple[str | None, str]] = {}
     for top in dataclasses.fields(TrainConfig):
         if top.name in GROUPS:
-            keys.update({f.metadata["key"]: (top.name, f.name) for f in dataclasses.fields(GROUPS[top.name])})
+            keys.update({key: (top.name, name) for name, key in group_keys(top.name).items()})
         else:
             keys[top.name] = (None, top.name)
     return keys
@@ -284,14 +289,14 @@ def key_field(name: str) -> dataclasses.Field[Any]:
 
 
 def check_optimizer(optim: OptimizerSettings) -> None:
-    check_choice("optimizer", optim.name, ("adamw", "lars"))
+    check_choice("optimizer", optim.optimizer, ("adamw", "lars"))
     check_range("weight_decay", optim.weight_decay, 0, None)
     check_range("warmup_ratio", optim.warmup_ratio, 0, 1, high_open=True)
     check_choice("schedule", optim.schedule, ("linear", "cosine"))
     check_range("max_grad_norm", optim.max_grad_norm, 0, None)
-    check_range("adam_beta1", optim.beta1, 0, 1, high_open=True)
-    check_range("adam_beta2", optim.beta2, 0, 1, high_open=True)
-    check_range("adam_eps", optim.eps, 0, None, low_open=True)
+    check_range("adam_beta1", optim.adam_beta1, 0, 1, high_open=True)
+    check_range("adam_beta2", optim.adam_beta2, 0, 1, high_open=True)
+    check_range("adam_eps", optim.adam_eps, 0, None, low_open=True)
 
 
 def check_records(records: RecordSettings) -> None:
@@ -305,9 +310,9 @@ def check_records(records: RecordSettings) -> None:
 def check_distillation(distillation: DistillationSettings, teacher: TeacherSettings) -> str | None:
     """The distillation and teacher settings; returns the first vector kind distill_kind weighs (or None), which
     Matryoshka and blends cannot be combined with."""
-    check_range("distill", distillation.weight, 0, None, hint="0 = off")
-    terms = distill_terms(distillation.kind)
-    check_range("distill_temperature", distillation.temperature, 0, None, low_open=True)
+    check_range("distill", distillation.distill, 0, None, hint="0 = off")
+    terms = distill_terms(distillation.distill_kind)
+    check_range("distill_temperature", distillation.distill_temperature, 0, None, low_open=True)
     check_range("teacher_weight", teacher.weight, 0, None, low_open=True)
     check_choice("teacher_check", teacher.check, ("on", "off"))
     check_blend(teacher.blend)
@@ -316,8 +321,8 @@ def check_distillation(distillation: DistillationSettings, teacher: TeacherSetti
         raise ConfigError(f"teacher_blend: blends the teacher's and the base's similarities, which distill_kind "
                           f"{vector_kind} does not compare; use distill_kind=kl or sim-mse, or drop "
                           "teacher_blend")
-    check_choice("distill_batches", distillation.batches, ("random", "neighbours"))
-    check_range("distill_neighbours", distillation.neighbours, 1, None)
+    check_choice("distill_batches", distillation.distill_batches, ("random", "neighbours"))
+    check_range("distill_neighbours", distillation.distill_neighbours, 1, None)
     check_range("recipe_weight", distillation.recipe_weight, 0, None)
     return vector_kind
 

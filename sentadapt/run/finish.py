@@ -153,12 +153,12 @@ def weigh_sizes(run_dir: RunDir, inputs: TrainingInputs, dev_outputs: dict[str, 
     from sentadapt.model.encoder import Encoder
 
     train = inputs.config.train
-    sizes = train.dims.dev or train.dims.matryoshka
+    sizes = train.dims.sizes or train.dims.matryoshka
     if not sizes or inputs.evaluator is None or "base" not in dev_outputs:
         return None
     encoder = Encoder.load(run_dir.path, device=inputs.encoder.device)
     forms = decision_forms(sizes, encoder.embedding_dim)
-    reports = inputs.evaluator.score_forms(encoder, forms, batch_size=train.evaluation.batch_size)
+    reports = inputs.evaluator.score_forms(encoder, forms, batch_size=train.evaluation.eval_batch_size)
     outputs = [inputs.evaluator.outputs_of(report) for report in reports]
     table = size_table(inputs.evaluator, dev_outputs["base"], outputs, forms, encoder.embedding_dim, risk)
     return table, {form.label(encoder.embedding_dim): output for form, output in zip(forms, outputs)}

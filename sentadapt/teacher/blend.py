@@ -61,7 +61,7 @@ def with_blend(table: Any, config: RunConfig, weigh: Weighing, examples: Any, st
     from sentadapt.recipes.base import token_limit
 
     base = cached_table(student, examples.example_texts, len(examples), token_limit(student, config.train.max_length),
-                        config.train.evaluation.batch_size,
+                        config.train.evaluation.eval_batch_size,
                         lambda total: progress("encoding with the base (once)", total), processes)
     note(f"blend target: α {alpha:g}; the base's vectors of {len(base.vectors)} sentences "
          + ("from the cache" if base.hit else f"computed in {base.seconds:.1f} s"))

@@ -114,8 +114,8 @@ def teacher_table(config: RunConfig, examples: Any, device: str, note: Note,
     resolved here). `processes`: the run's processes (train/ranks.py), which encode the tables together (None:
     this process alone)."""
     assert config.teacher is not None
-    if config.train.distillation.weight > 0:
-        weights = config.train.distillation.weight, config.train.teacher.weight
+    if config.train.distillation.distill > 0:
+        weights = config.train.distillation.distill, config.train.teacher.weight
         note(f"--teacher: the teacher replaces the base as the distillation target (distill={weights[0]} is not "
              f"applied; teacher_weight={weights[1]})")
     weigh = Weighing(config, evaluator, base_dev, note)
@@ -145,12 +145,12 @@ def _model_table(config: RunConfig, resolved: ResolvedModel, examples: Any, devi
     score, lead, timing = None, None, None
     evaluator = weigh.evaluator
     if evaluator is not None:
-        report = evaluator(teacher, batch_size=config.train.evaluation.batch_size, intervals=False)
+        report = evaluator(teacher, batch_size=config.train.evaluation.eval_batch_size, intervals=False)
         score, lead = weigh(resolved.name, report)
         if student is not None:
             timing = dev_encode_seconds(student, teacher, list(evaluator.sentences)[:TIMED_SENTENCES],
-                                        config.train.evaluation.batch_size, limit)
-    table = cached_table(teacher, examples.example_texts, len(examples), limit, config.train.evaluation.batch_size,
+                                        config.train.evaluation.eval_batch_size, limit)
+    table = cached_table(teacher, examples.example_texts, len(examples), limit, config.train.evaluation.eval_batch_size,
                          lambda total: progress(ENCODING, total), processes)
     rows = len(table.vectors)
     note(f"teacher embeddings: cache hit ({rows} sentences)" if table.hit else

@@ -152,9 +152,9 @@ def passes_for(examples: int, config: RunConfig) -> float:
 
 def eval_interval(examples: int, config: RunConfig) -> int:
     """Steps between dev evaluations: eval_every, or a pass over the data / evals_per_pass (0: only at the end)."""
-    if config.train.evaluation.per_pass <= 0:
-        return config.train.evaluation.every
-    return max(1, round(steps_per_epoch(examples, config) / config.train.evaluation.per_pass))
+    if config.train.evaluation.evals_per_pass <= 0:
+        return config.train.evaluation.eval_every
+    return max(1, round(steps_per_epoch(examples, config) / config.train.evaluation.evals_per_pass))
 
 
 class Trainer:
@@ -205,8 +205,8 @@ class Trainer:
         self.eval_every = eval_interval(len(inputs.examples), inputs.config)
         self.lr_at = lr_multiplier(cfg.optim.schedule, self.state.total_steps, cfg.optim.warmup_ratio)
         self.selection = DevSelection(inputs.evaluator, inputs.dev_name, inputs.base_dev, inputs.encoder,
-                                      cfg.evaluation.batch_size, cfg.evaluation.patience, self.reporter, self.records,
-                                      lambda: self._save_model(self.run_dir.best))
+                                      cfg.evaluation.eval_batch_size, cfg.evaluation.patience, self.reporter,
+                                      self.records, lambda: self._save_model(self.run_dir.best))
         self.stop = StopPoll(StopRequest(self.reporter.message), self.accelerator.num_processes,
                              self._max_over_processes, cfg.records.log_every)
         self.nan_rule = NanRule(cfg.records.on_nan, cfg.records.max_nan_skips, self.reporter.message)
@@ -239,8 +239,8 @@ class Trainer:
         self.module = TrainingModule(inputs.encoder, heads, inputs.recipe, distillation).to(self.accelerator.device)
         if cfg.gradient_checkpointing:
             inputs.encoder.enable_gradient_checkpointing()
-        optimizer = build_optimizer(cfg.optim.name, parameter_groups(self.module, cfg.optim.weight_decay), cfg.lr,
-                                    (cfg.optim.beta1, cfg.optim.beta2), cfg.optim.eps)
+        optimizer = build_optimizer(cfg.optim.optimizer, parameter_groups(self.module, cfg.optim.weight_decay), cfg.lr,
+                                    (cfg.optim.adam_beta1, cfg.optim.adam_beta2), cfg.optim.adam_eps)
         # Not passed to accelerator.prepare: it would step the schedule once per process.
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, self.lr_at)
         self.model, self.optimizer = self.accelerator.prepare(self.module, optimizer)
@@ -254,7 +254,7 @@ class Trainer:
         """The base's vectors of the first `rows` examples' texts (what a projection to the teacher starts from)."""
         examples = self.inputs.examples
         texts = examples.example_texts(0, min(rows, len(examples)))
-        return self.inputs.encoder.encode(texts, batch_size=self.train_config.evaluation.batch_size,
+        return self.inputs.encoder.encode(texts, batch_size=self.train_config.evaluation.eval_batch_size,
                                           max_length=self.train_config.max_length)
 
     def run(self, resume: bool = False) -> Training:

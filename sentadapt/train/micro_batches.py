@@ -57,10 +57,10 @@ def pad_multiple(train_config: Any, device: torch.device) -> int:
 def neighbour_batches(teacher_vectors: Any | None, train_config: Any, report: Callable[[str], None],
                       ) -> np.ndarray | None:
     """Each example's nearest examples under the teacher, when the teacher composes the batches (else None)."""
-    if teacher_vectors is None or train_config.distillation.batches != "neighbours":
+    if teacher_vectors is None or train_config.distillation.distill_batches != "neighbours":
         return None
     started = time.perf_counter()
-    neighbours = teacher_neighbours(teacher_vectors, train_config.distillation.neighbours, train_config.seed)
+    neighbours = teacher_neighbours(teacher_vectors, train_config.distillation.distill_neighbours, train_config.seed)
     release_freed_memory()  # the search's blocks of table rows and cosines, freed: not kept for training
     report(f"neighbour batches: each example's {neighbours.shape[1]} nearest under the teacher, "
            f"found in {time.perf_counter() - started:.1f} s")

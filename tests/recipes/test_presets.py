@@ -138,7 +138,7 @@ def test_config_yaml_keeps_the_preset_and_old_files_still_load(tiny_st_dir: Path
     save_run_config(config, tmp_path / "config.yaml")
     recipes = {name: RECIPES.get(name).Config for name in RECIPES}
     loaded = load_run_config(tmp_path / "config.yaml", recipes)
-    assert loaded.preset == preset.to_dict() and loaded.train.lr == 5e-5 and loaded.train.distillation.weight == 1.0
+    assert loaded.preset == preset.to_dict() and loaded.train.lr == 5e-5 and loaded.train.distillation.distill == 1.0
     assert loaded.to_dict() == config.to_dict()
 
     saved = yaml.safe_load((tmp_path / "config.yaml").read_text())

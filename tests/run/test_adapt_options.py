@@ -72,7 +72,7 @@ def test_every_field_without_a_flag_is_an_api_keyword(corpus: Path, tiny_model_d
     result = adapt(corpus, output=tmp_path / "run", base=str(tiny_model_dir), dry_run=True, lr=3e-5,
                    distill_kind="mse", temperature=0.07, min_examples="500", set_options=["temperature=0.09"])
     (config,) = result.configs
-    assert (config.train.lr, config.train.distillation.kind, config.train.min_examples) == (3e-5, "mse", 500)
+    assert (config.train.lr, config.train.distillation.distill_kind, config.train.min_examples) == (3e-5, "mse", 500)
     assert config.recipe_args.temperature == 0.07  # the keyword is applied after --set strings
     with pytest.raises(ConfigError) as caught:
         adapt(corpus, output=tmp_path / "run", base=str(tiny_model_dir), dry_run=True, distill_knd="mse")

@@ -428,6 +428,6 @@ def test_an_auto_candidate_with_a_teacher_is_configured_exactly_as_recipe_name_w
     auto = sentadapt.adapt(inputs, recipe="auto", candidates=[recipe], output=tmp_path / "auto",
                            **common).configs[0]
     if recipe != "clsr":  # the teacher-run defaults (CLSR, which trains no encoder, keeps its own)
-        assert single.train.distillation.batches == "neighbours" and single.train.evaluation.patience == 2
+        assert single.train.distillation.distill_batches == "neighbours" and single.train.evaluation.patience == 2
     assert single.recipe_args.temperature == 0.07 and single.train.dims.matryoshka == (32, 16)
     assert dataclasses.replace(auto, output=single.output) == single

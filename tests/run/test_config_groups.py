@@ -36,15 +36,30 @@ def test_at_most_30_top_level_fields_and_the_same_52_keys() -> None:
 
 def test_a_flat_key_and_a_written_out_group_set_the_same_field() -> None:
     flat = train_config(lora_r="16", adam_beta1=0.8, sizes="384,96")
-    nested = with_overrides(TrainConfig(), {"lora": {"r": 16}, "optim": {"beta1": 0.8}, "dims": {"dev": [384, 96]}},
-                            "x.yaml: train")
-    assert flat == nested and flat.lora.r == 16 and flat.optim.beta1 == 0.8 and flat.dims.dev == (384, 96)
+    nested = with_overrides(TrainConfig(), {"lora": {"r": 16}, "optim": {"adam_beta1": 0.8},
+                                            "dims": {"sizes": [384, 96]}}, "x.yaml: train")
+    assert flat == nested and flat.lora.r == 16 and flat.optim.adam_beta1 == 0.8 and flat.dims.sizes == (384, 96)
     with pytest.raises(ConfigError) as error:
         with_overrides(TrainConfig(), {"lora": {"rank": 16}}, "x.yaml: train")
     assert str(error.value).startswith("x.yaml: train: lora: Unknown key 'rank'")
     with pytest.raises(ConfigError) as error:
         train_config(lora_rank=16)
     assert "Unknown key 'lora_rank'" in str(error.value) and "lora_r" in str(error.value)
+
+
+def test_one_name_per_setting_its_field_or_its_groups_prefix_and_field() -> None:
+    """Issue 69: a flat key is derived from where the setting lives — the field's own name, after the group's
+    KEY_PREFIX for lora and teacher — so code, YAML, --set and config.yaml name a setting alike."""
+    assert {group: getattr(settings, "KEY_PREFIX", "") for group, settings in GROUPS.items()
+            if getattr(settings, "KEY_PREFIX", "")} == {"lora": "lora_", "teacher": "teacher_"}
+    for key, (group, name) in FLAT_KEYS.items():
+        assert key == (name if group is None else getattr(GROUPS[group], "KEY_PREFIX", "") + name)
+    assert FLAT_KEYS["adam_beta1"] == ("optim", "adam_beta1") and FLAT_KEYS["sizes"] == ("dims", "sizes")
+    assert FLAT_KEYS["distill"] == ("distillation", "distill") and FLAT_KEYS["lora_r"] == ("lora", "r")
+    # a group written out with a field's name from before (optim.beta1): the error names the key it is now
+    with pytest.raises(ConfigError) as error:
+        with_overrides(TrainConfig(), {"optim": {"beta1": 0.8}}, "x.yaml: train")
+    assert str(error.value).startswith("x.yaml: train: optim: Unknown key 'beta1'. Did you mean: adam_beta1")
 
 
 def test_config_yaml_keeps_its_flat_train_section_and_an_old_one_resumes(tmp_path: Path) -> None:

@@ -99,7 +99,7 @@ def test_the_loss_is_the_kl_of_student_and_cached_teacher_similarities(tiny_mode
     output = trainer.module(batch)
     ours = output.parts["distill"].item()
     student = trainer.inputs.encoder.encode(texts)  # eval mode, the export pooling: what the student is
-    plain = 2 * reference_kl(student.double(), teacher.double(), config.train.distillation.temperature).item()
+    plain = 2 * reference_kl(student.double(), teacher.double(), config.train.distillation.distill_temperature).item()
     assert ours == pytest.approx(plain, rel=FLOAT32_RTOL) and plain > 1e-3
     assert output.total.item() == ours and "contrastive" not in output.parts  # recipe_weight 0: no views computed
 

@@ -157,7 +157,7 @@ def test_the_term_is_zero_at_step_0_and_grows_when_weights_move(tiny_encoder: En
     recipe, module, distillation, batch = _prepared(name, tiny_encoder)
     # exactly 0: both sides run the same kernels on the same weights (the frozen side under no_grad)
     for kind in ("kl", "sim-mse", "mse", "cosine"):
-        distillation.kind = kind
+        distillation.distill_kind = kind
         assert distillation.term(recipe, module.encoder, batch).item() == 0.0, kind
     output = module(batch)
     assert output.parts["distill"].item() == 0.0
@@ -167,7 +167,7 @@ def test_the_term_is_zero_at_step_0_and_grows_when_weights_move(tiny_encoder: En
         for parameter in trained:
             parameter.add_(0.3 * torch.randn_like(parameter))
     for kind in ("kl", "sim-mse", "mse", "cosine"):
-        distillation.kind = kind
+        distillation.distill_kind = kind
         assert distillation.term(recipe, module.encoder, batch).item() > 1e-4, kind
 
 
@@ -201,7 +201,7 @@ def test_two_steps_log_distill_change_the_weights_and_leave_checkpoints_alone(ti
     for weight in ("0", "5"):
         config = make_config(tiny_model_dir, corpus, tmp_path / f"distill-{weight}", sets=(f"distill={weight}",),
                              max_steps=2, checkpoint_every=2)
-        assert config.train.distillation.weight == float(weight)
+        assert config.train.distillation.distill == float(weight)
         train(config)
         runs[weight] = config.output
     log = _log(Path(runs["5"]))
@@ -223,10 +223,10 @@ def test_set_reaches_train_config_for_every_recipe(tiny_model_dir: Path, corpus:
         config = run_config(recipe, tiny_model_dir, corpus, tmp_path, {},
                             ["distill=0.5", "distill_kind=mse", "distill_temperature=0.1"])
         distillation = config.train.distillation
-        assert (distillation.weight, distillation.kind, distillation.temperature) == (0.5, "mse", 0.1)
+        assert (distillation.distill, distillation.distill_kind, distillation.distill_temperature) == (0.5, "mse", 0.1)
     defaults = TrainConfig()
-    assert (defaults.distillation.weight, defaults.distillation.kind, defaults.distillation.temperature) == (
-        0.0, "kl", 0.05)
+    settings = defaults.distillation
+    assert (settings.distill, settings.distill_kind, settings.distill_temperature) == (0.0, "kl", 0.05)
 
 
 @pytest.mark.parametrize(("option", "message"), [

@@ -183,7 +183,7 @@ def _rescore(run: auto.CandidateRun, evaluator: Any, trust_remote_code: bool, al
 
     encoder = Encoder.load(str(run.folder), device=training_device(), trust_remote_code=trust_remote_code,
                            allow_pickle=allow_pickle)
-    report = evaluator(encoder, batch_size=run.config.train.evaluation.batch_size, intervals=False)
+    report = evaluator(encoder, batch_size=run.config.train.evaluation.eval_batch_size, intervals=False)
     auto.save_outcome(run, evaluator.outputs_of(report), None)
 
 

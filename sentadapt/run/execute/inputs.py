@@ -23,7 +23,7 @@ def training_data(config: RunConfig, prompt: str = "") -> TrainingData:
     return TrainingData(sources=tuple(config.corpus), max_length=config.train.max_length,
                         text_column=config.text_column, dedup=config.train.dedup,
                         encoding_errors=config.encoding_errors, streaming=config.streaming, num_proc=config.num_proc,
-                        encode_batch_size=config.train.evaluation.batch_size, prompt=prompt)
+                        encode_batch_size=config.train.evaluation.eval_batch_size, prompt=prompt)
 
 
 def training_prompt(config: RunConfig, encoder: Encoder, note: Note) -> str:
@@ -63,9 +63,10 @@ def build_inputs(run: ResolvedRun | RunConfig, note: Note, device: str | None = 
         note(f"--matryoshka {','.join(map(str, sizes))}: the loss weighs these sizes only, so the model's whole "
              f"{width}-dimensional vectors are not trained as such; list {width} first (--matryoshka "
              f"{','.join(map(str, (width, *sizes)))}) to keep them")
-    if config.train.dims.dev and max(config.train.dims.dev) > width:
-        raise ConfigError(f"--sizes: {max(config.train.dims.dev)} is above this model's embedding width {width}; list "
-                          f"sizes up to {width}")
+    dev_sizes = config.train.dims.sizes
+    if dev_sizes and max(dev_sizes) > width:
+        raise ConfigError(f"--sizes: {max(dev_sizes)} is above this model's embedding width {width}; list sizes up to "
+                          f"{width}")
     if stage is not None:
         recipe.use_stage(stage)
     data = training_data(config, training_prompt(config, encoder, note))
@@ -83,7 +84,7 @@ def build_inputs(run: ResolvedRun | RunConfig, note: Note, device: str | None = 
 
 def base_dev_outputs(evaluator: Any, encoder: Encoder, config: RunConfig) -> tuple[float, dict[str, Any]]:
     """(dev score, per-unit outputs) of the base model as the loop scores it (no intervals)."""
-    report = evaluator(encoder, batch_size=config.train.evaluation.batch_size, intervals=False)
+    report = evaluator(encoder, batch_size=config.train.evaluation.eval_batch_size, intervals=False)
     return report.average, evaluator.outputs_of(report)
 
 

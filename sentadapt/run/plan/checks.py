@@ -42,7 +42,7 @@ def check_run(config: RunConfig, resume: bool, overwrite: bool, dry_run: bool, r
     teacher_source = None
     if config.teacher is not None:  # loads, and is not the base itself
         teacher_source = check_teacher(config.teacher, base.location)
-    elif config.train.distillation.recipe_weight == 0 and config.train.distillation.weight == 0:
+    elif config.train.distillation.recipe_weight == 0 and config.train.distillation.distill == 0:
         raise ConfigError("recipe_weight: 0 leaves nothing to train; give --teacher MODEL or --set distill=W, "
                           "or a recipe_weight above 0")
     recipe_class = RECIPES.get(config.recipe)
@@ -60,7 +60,7 @@ def check_run(config: RunConfig, resume: bool, overwrite: bool, dry_run: bool, r
     if require_improvement and dev.name is None:
         raise ConfigError("--require-improvement: needs a labelled dev set to compare with the base model; "
                           "pass --dev FILE (e.g. 100 labelled pairs from your domain) or --dev stsb --data-dir DIR")
-    if config.train.dims.dev and dev.name is None:
+    if config.train.dims.sizes and dev.name is None:
         raise ConfigError("--sizes: weighs each size on the dev set against the base's whole vectors; pass --dev "
                           "FILE (e.g. 100 labelled pairs from your domain) or --dev stsb --data-dir DIR")
     run = ResolvedRun(config, base, recipe_class, dev, teacher_source)
