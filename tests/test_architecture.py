@@ -290,9 +290,9 @@ def test_the_cli_stays_thin() -> None:
     files = sorted((PACKAGE / "cli").glob("*.py"))
     commands = len(app.registered_commands) + len(app.registered_groups)
     assert commands == 7  # adapt, eval, pairs, decide, export, diagnose and the cache group
-    # issue 69: what a result says is the library's (its lines, tables, the dry run's documents): 934 lines, the
-    # goal 900; a line added here is one moved out first
-    assert sum(len(path.read_text(encoding="utf-8").splitlines()) for path in files) <= 935
+    # issue 69: what a result says is the library's (its lines, tables, the status line's pieces, the dry run's
+    # documents): at most 900 lines; a line added here is one moved out first
+    assert sum(len(path.read_text(encoding="utf-8").splitlines()) for path in files) <= 900
     long = [f"{path.name}:{node.name} ({node.end_lineno - node.lineno + 1} lines)" for path in files
             for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
             if isinstance(node, ast.FunctionDef) and node.end_lineno is not None

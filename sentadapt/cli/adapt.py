@@ -5,12 +5,12 @@ from __future__ import annotations
 import inspect
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import typer
 from rich.markup import escape
 
-from sentadapt.cli._common import TONES, console, draw, friendly_errors, note, progress_bar
+from sentadapt.cli._common import console, draw, friendly_errors, note, progress_bar, say
 from sentadapt.cli.command import SentadaptCommand
 from sentadapt.cli.progress import RichReporter
 from sentadapt.run.adapt_options import ADAPT_OPTIONS, AdaptOption, from_command_line
@@ -20,17 +20,9 @@ RESUME_LAST = "last"  # what a bare `--resume` means (AdaptCommand spells it out
 
 class AdaptCommand(SentadaptCommand):
     """`--resume` takes an optional value (`--resume` or `--resume auto`), which typer cannot declare: a bare
-    `--resume` is rewritten to `--resume=last` before parsing."""
+    `--resume` is read as `--resume=last`."""
 
-    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
-        rewritten: list[str] = []
-        for index, arg in enumerate(args):
-            if arg == "--":
-                rewritten += args[index:]
-                break
-            following = args[index + 1] if index + 1 < len(args) else None
-            rewritten.append(f"--resume={RESUME_LAST}" if arg == "--resume" and following != "auto" else arg)
-        return super().parse_args(ctx, rewritten)
+    optional_values: ClassVar[dict[str, tuple[str, str]]] = {"--resume": (RESUME_LAST, "auto")}
 
 
 def _parameter(option: AdaptOption) -> inspect.Parameter:
@@ -81,8 +73,7 @@ def _print_auto_summary(output: Path, record: dict[str, Any]) -> None:
     from sentadapt.run.summary import auto_table, auto_verdict
 
     console.print(draw(auto_table(record)))
-    verdict = auto_verdict(record, output)
-    console.print(f"[{TONES[verdict.tone]}]{escape(verdict.text)}[/]", soft_wrap=True)
+    say([auto_verdict(record, output)])
 
 
 def _print_dry_runs(outcome: Any) -> None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import typer
 from typer.core import TyperCommand, TyperGroup
@@ -28,6 +28,10 @@ class PlainFlags:
 
 
 class SentadaptCommand(PlainFlags, TyperCommand):
+    # an option whose value may be left out (typer cannot declare one): option → (its value when bare, the value it
+    # may be followed by); any other next word is not its value
+    optional_values: ClassVar[dict[str, tuple[str, str]]] = {}
+
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         if self.help and not self.short_help:
@@ -43,7 +47,9 @@ class SentadaptCommand(PlainFlags, TyperCommand):
             if arg == "--":
                 out += args[index:]
                 break
-            if equals and name in flags:
+            if arg in self.optional_values and following != self.optional_values[arg][1]:
+                out.append(f"{arg}={self.optional_values[arg][0]}")
+            elif equals and name in flags:
                 out += _flag_value(name, value)
             elif arg in flags and following.lower() in TRUE_WORDS | FALSE_WORDS and not Path(following).exists():
                 out += _flag_value(arg, following)

@@ -56,10 +56,7 @@ def diagnose_command(
     options = dict(locals())  # the parameters: diagnose()'s keywords, one spelling
     from sentadapt.api import diagnose as run_diagnose
 
-    def call() -> DiagnoseResult:
-        return run_diagnose(**options, progress=progress_bar, note=note)
-
-    render_even_if_unsaved(call, _render)
+    render_even_if_unsaved(lambda: run_diagnose(**options, progress=progress_bar, note=note), _render)
 
 
 def _render(result: DiagnoseResult) -> None:

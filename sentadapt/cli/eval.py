@@ -87,10 +87,8 @@ def eval_command(
     options = {name: value for name, value in locals().items() if name != "show_subsets"}  # = evaluate's keywords
     from sentadapt.api import evaluate
 
-    def call() -> EvalResult:
-        return evaluate(**options, progress=progress_bar, note=note)
-
-    render_even_if_unsaved(call, lambda result: _render(result, show_subsets))
+    render_even_if_unsaved(lambda: evaluate(**options, progress=progress_bar, note=note),
+                           lambda result: _render(result, show_subsets))
 
 
 def _render(result: EvalResult, show_subsets: bool = False) -> None:

@@ -15,6 +15,8 @@ from contextlib import contextmanager
 
 from rich.console import Console
 
+from sentadapt.train.status_line import clock_text
+
 HEARTBEAT_S = 20.0  # under 30 s: a log shows a line at least every half minute of long work
 Describe = Callable[[], str]
 
@@ -44,8 +46,7 @@ class Heartbeat:
     def line(self) -> str:
         if self.activities:
             return self.activities[-1]()
-        s = round(self.clock() - self.started)
-        return f"still working ({s // 3600}:{s // 60 % 60:02d}:{s % 60:02d} since the command started)"
+        return f"still working ({clock_text(self.clock() - self.started)} since the command started)"
 
     def _beat(self) -> None:
         while not self._stop.wait(self.every):

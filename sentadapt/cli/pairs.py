@@ -10,7 +10,7 @@ from rich.markup import escape
 
 from sentadapt.cli import shared_options as shared
 from sentadapt.cli._common import friendly_errors, note, progress_bar, say
-from sentadapt.pairs import PAIRS_SEED
+from sentadapt.pairs import DEFAULT_SAMPLE, PAIRS_SEED
 
 
 @friendly_errors
@@ -30,8 +30,8 @@ def pairs_command(
     n: int = typer.Option(200, "-n", help="Pairs to propose (each sentence is used once: needs 2·n sentences)."),
     output: Path = typer.Option(..., "--output", "-o", help="The file to label: .tsv or .csv."),
     seed: int = typer.Option(PAIRS_SEED, "--seed", help="Seed of the sentence sample and of the pairs chosen."),
-    sample: int = typer.Option(4000, "--sample", help="Sentences drawn from the corpus and encoded "
-                                                             "(at least 3·n are)."),
+    sample: int = typer.Option(DEFAULT_SAMPLE, "--sample", help="Sentences drawn from the corpus and encoded (at "
+                                                                "least 3·n are)."),
     text_column: str | None = typer.Option(None, "--text-column", help="Column of .jsonl/.csv/.tsv corpora."),
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing --output file."),
     batch_size: int = shared.batch_size(),

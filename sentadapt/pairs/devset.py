@@ -48,7 +48,6 @@ from sentadapt.storage.durable import write_text_atomically
 if TYPE_CHECKING:
     import torch
 
-DEFAULT_SAMPLE = 4000  # sentences encoded: enough neighbours at every similarity level, a minute on a CPU
 BINS = 10
 # Neighbour ranks (1 = nearest other sentence), spaced geometrically: rank 1 gives the near-duplicates, the
 # deeper ranks the borderline pairs between them and the random partners.

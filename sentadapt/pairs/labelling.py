@@ -9,9 +9,9 @@ from typing import Any
 
 from sentadapt.events import Progress
 from sentadapt.options import ENCODE_BATCH_SIZE, checked
-from sentadapt.pairs import PAIRS_SEED
+from sentadapt.pairs import DEFAULT_SAMPLE, PAIRS_SEED
 from sentadapt.pairs.chosen import ChosenPairs, choose_pairs
-from sentadapt.pairs.devset import DEFAULT_SAMPLE, ProposedPairs, propose_spread_pairs
+from sentadapt.pairs.devset import ProposedPairs, propose_spread_pairs
 
 
 @checked({"corpus": "CORPUS", "model": "--base", "n": "-n"})

@@ -37,6 +37,48 @@ class StatusLine:
     dev: str = "–"
     elapsed: float = 0.0
     remaining: float | None = None
+    # the clocks' inputs (not shown): when this process started training and took its last step, at which step it
+    # started (a resumed run's earlier steps took no time here), the mean seconds per step since (None: no step yet)
+    started: float = 0.0
+    last_step_at: float = 0.0
+    start_step: int = 0
+    seconds_per_step: float | None = None
+
+    def stepped(self, step: int, lr: float, examples_per_s: float, now: float) -> None:
+        """Every step: plain assignments (a live display redraws the line at its own pace)."""
+        self.step, self.lr, self.examples_per_s, self.last_step_at = step, lr, examples_per_s, now
+        done = step - self.start_step
+        # the mean pace since start, evaluations included, so the ETA covers the evaluations still to come
+        self.seconds_per_step = (now - self.started) / done if done > 0 else None
+
+    def tick(self, now: float) -> None:
+        """The clocks up to date: elapsed, and the ETA counted down since the last step (they move on through an
+        evaluation, when no step is taken)."""
+        self.elapsed = now - self.started
+        if self.seconds_per_step is not None:
+            left = (self.total - self.step) * self.seconds_per_step
+            self.remaining = max(0.0, left - (now - self.last_step_at))
+
+    def segments(self, width: int, measure: Callable[[str], int] = len) -> list[list[tuple[str, str]]]:
+        """The line laid out for a terminal `width` cells wide (`layout`): per line, (text, style) pieces — the
+        fields plain (style ""), separators between them, the bar as its done and left cells in rich's bar styles
+        ("━" done, "─" left: readable in a log too)."""
+        fields = self.fields()
+        lines, bar_width = layout(fields, width, measure)
+        done = round((max(0.0, min(1.0, self.step / self.total)) if self.total else 0.0) * bar_width)
+        drawn: list[list[tuple[str, str]]] = []
+        for names in lines:
+            pieces: list[tuple[str, str]] = []
+            for index, name in enumerate(names):
+                pieces += [(SEPARATOR, "")] if index else []
+                pieces += ([("━" * done, "bar.complete"), ("─" * (bar_width - done), "bar.back")] if name == "bar"
+                           else [(fields[name], "")])
+            drawn.append(pieces)
+        return drawn
+
+    def plain(self) -> str:
+        """The fields as one line of plain text (what a log gets)."""
+        return SEPARATOR.join(self.fields().values())
 
     def fields(self) -> dict[str, str]:
         """Every field, by name, in the order they appear on the line."""

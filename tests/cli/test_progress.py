@@ -98,3 +98,16 @@ def test_reporter_eta_is_the_mean_pace_of_this_process_and_dev_shows_after_an_ev
 def test_before_the_first_step_the_eta_is_unknown_not_zero() -> None:
     (line,) = render(TrainingStatus(total=1000, step=0), 80)
     assert "step 0/1000" in line and "ETA -:--:--" in line and "loss –" in line and "dev –" in line
+
+
+def test_the_library_lays_out_the_line_the_cli_draws_and_keeps_its_clocks() -> None:
+    """status_line.StatusLine owns the line's pieces and its pace (issue 69: the CLI only draws them)."""
+    status = busy_status()
+    (pieces,) = status.segments(160)
+    assert "".join(text for text, _ in pieces) == render(status, 160)[0]
+    assert {style for _, style in pieces} == {"", "bar.complete", "bar.back"}
+    clock = TrainingStatus(total=100, step=10, started=50.0, last_step_at=50.0, start_step=10)
+    clock.stepped(20, 1e-5, 8.0, now=70.0)  # 10 steps in 20 s → 80 steps left = 160 s
+    clock.tick(now=75.0)
+    assert (clock.elapsed, clock.remaining, clock.seconds_per_step) == (25.0, 155.0, 2.0)
+    assert clock.plain().startswith("step 20/100  loss –  lr 1.00e-05  8 ex/s  dev –  0:00:25  ETA 0:02:35")
