@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 from sentadapt.config.schema import FLAT_KEYS, GROUPS, RunConfig, TrainConfig, group_keys
 from sentadapt.errors import ConfigError
 from sentadapt.registry import one_line, unknown_name_message
+from sentadapt.storage.durable import write_text_atomically
 
 T = TypeVar("T")
 # Options that studies measured and the product did not adopt, removed in issue 59, with the value that left runs as
@@ -84,17 +85,23 @@ def with_overrides(target: T, overrides: dict[str, Any], where: str) -> T:
     TrainConfig takes flat keys (FLAT_KEYS) and, in YAML, a group as a mapping of its fields (`lora: {r: 16}`)."""
     if isinstance(target, TrainConfig):
         return _train_with_overrides(target, overrides, where)  # type: ignore[return-value]
-    hints = typing.get_type_hints(type(target))
-    names = [f.name for f in dataclasses.fields(target)]  # type: ignore[arg-type]
-    changes = {}
-    for key, value in overrides.items():
-        if key in REMOVED_SETTINGS and key not in names:
+    known = {f.name: (type(target), f.name) for f in dataclasses.fields(target)}  # type: ignore[arg-type]
+    return dataclasses.replace(target, **_coerced(overrides, known, where))  # type: ignore[type-var]
+
+
+def _coerced(values: dict[str, Any], known: dict[str, tuple[Any, str]], where: str) -> dict[str, Any]:
+    """Each value coerced to its field's type; `known`: each key's dataclass and field. A removed setting
+    (REMOVED_SETTINGS) at the value that changed nothing is dropped; an unknown key is an error."""
+    coerced: dict[str, Any] = {}
+    for key, value in values.items():
+        if key in REMOVED_SETTINGS and key not in known:
             check_removed(f"{where}: {key}", key, value)
             continue  # a run saved before the option left, with the value that changed nothing
-        if key not in names:
-            raise ConfigError(f"{where}: " + unknown_name_message("key", key, names))
-        changes[key] = coerce(f"{where}: {key}", value, hints[key])
-    return dataclasses.replace(target, **changes)  # type: ignore[type-var]
+        if key not in known:
+            raise ConfigError(f"{where}: " + unknown_name_message("key", key, list(known)))
+        owner, field_name = known[key]
+        coerced[key] = coerce(f"{where}: {key}", value, typing.get_type_hints(owner)[field_name])
+    return coerced
 
 
 def _flat(values: dict[str, Any], where: str) -> dict[str, Any]:
@@ -113,18 +120,16 @@ def _flat(values: dict[str, Any], where: str) -> dict[str, Any]:
     return flat
 
 
+# each flat key's dataclass and field
+_TRAIN_FIELDS = {key: (TrainConfig if group is None else GROUPS[group], name)
+                 for key, (group, name) in FLAT_KEYS.items()}
+
+
 def _train_with_overrides(train: TrainConfig, overrides: dict[str, Any], where: str) -> TrainConfig:
     top: dict[str, Any] = {}
     grouped: dict[str, dict[str, Any]] = {}
-    for name, value in _flat(overrides, where).items():
-        if name in REMOVED_SETTINGS and name not in FLAT_KEYS:
-            check_removed(f"{where}: {name}", name, value)
-            continue  # a run saved before the option left, with the value that changed nothing
-        if name not in FLAT_KEYS:
-            raise ConfigError(f"{where}: " + unknown_name_message("key", name, list(FLAT_KEYS)))
+    for name, converted in _coerced(_flat(overrides, where), _TRAIN_FIELDS, where).items():
         group, field_name = FLAT_KEYS[name]
-        owner = TrainConfig if group is None else GROUPS[group]
-        converted = coerce(f"{where}: {name}", value, typing.get_type_hints(owner)[field_name])
         if group is None:
             top[field_name] = converted
         else:
@@ -266,6 +271,11 @@ def build_config(
 DEFAULT, PAPER, FLAG, SET, CANDIDATE = "default", "paper", "flag", "--set", "candidate"
 
 
+def _source_keys(recipe_args: Any) -> list[str]:
+    """The names `RunConfig.sources` gives the training and recipe values: "train.KEY", "recipe_args.FIELD"."""
+    return [*(f"train.{key}" for key in FLAT_KEYS), *(f"recipe_args.{f.name}" for f in dataclasses.fields(recipe_args))]
+
+
 class _Merge:
     """The training and recipe settings as the layers are applied, lowest first, and the layer that set each
     (`sources`: "train.KEY" or "recipe_args.KEY" → the layer's name)."""
@@ -273,8 +283,7 @@ class _Merge:
     def __init__(self, train: TrainConfig, recipe_args: Any) -> None:
         self.train = train
         self.recipe_args = recipe_args
-        self.sources = dict.fromkeys([*(f"train.{key}" for key in FLAT_KEYS),
-                                      *(f"recipe_args.{f.name}" for f in dataclasses.fields(recipe_args))], DEFAULT)
+        self.sources = dict.fromkeys(_source_keys(recipe_args), DEFAULT)
 
     def apply(self, train: dict[str, Any], recipe: dict[str, Any], where: str, source: str, *,
               recipe_where: str | None = None) -> None:
@@ -323,9 +332,7 @@ _NO_WRAP = 1 << 30  # a value on one line, so that its comment follows it (yaml 
 def save_run_config(config: RunConfig, path: Path) -> None:
     import yaml
 
-    tmp = path.with_name(f".tmp-{path.name}")
-    tmp.write_text(yaml.safe_dump(config.to_dict(), sort_keys=False), encoding="utf-8")
-    tmp.replace(path)
+    write_text_atomically(path, yaml.safe_dump(config.to_dict(), sort_keys=False))
 
 
 def load_run_config(path: Path, recipe_configs: dict[str, type]) -> RunConfig:
@@ -349,6 +356,5 @@ def load_run_config(path: Path, recipe_configs: dict[str, type]) -> RunConfig:
              and (data[f.name] is not None or f.default is None)}
     saved.setdefault("prompt", "none")
     # a resumed run's values all come from its config.yaml, whatever layer set them when it started
-    sources = dict.fromkeys([*saved, *(f"train.{key}" for key in FLAT_KEYS),
-                             *(f"recipe_args.{f.name}" for f in dataclasses.fields(recipe_args))], path.name)
+    sources = dict.fromkeys([*saved, *_source_keys(recipe_args)], path.name)
     return RunConfig(train=train, recipe_args=recipe_args, sources=sources, **saved)
