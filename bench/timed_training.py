@@ -24,7 +24,7 @@ def timed_run(recipe_name: str, flags: dict[str, Any], *, base: str, corpus: lis
     from sentadapt.config.merging import build_config
     from sentadapt.recipes import RECIPES
     from sentadapt.run.execute.inputs import build_inputs
-    from sentadapt.run.finish import train_stage
+    from sentadapt.run.execute.stages import train_stage
     from sentadapt.train.loop import SilentReporter, Trainer
 
     class LoopClock(SilentReporter):

@@ -507,3 +507,14 @@ def test_the_walk_counts_a_return_for_each_file_read_again() -> None:
 
     order = [("a.py", "f"), ("a.py", "g"), ("b.py", "h"), ("a.py", "i"), ("c.py", "j"), ("b.py", "k")]
     assert measure(order) == {"functions": 6, "stops": 4, "returns": 2, "files": 3}
+
+
+def test_the_teachers_way_from_the_command_to_the_loss_is_read_in_at_most_12_files() -> None:
+    """Issue 69: following the teacher from cli/adapt.py (its preset, source, table, blend) to train/distill.py's
+    term opens at most 12 files (tools/walk.py --teacher-way, on a tiny teacher run)."""
+    from tools.walk import walk
+
+    order, way = walk(PACKAGE)
+    assert {"cli/adapt.py", "teacher/source.py", "teacher/table.py", "teacher/blend.py", "train/distill.py"} <= way
+    assert len(way) <= 12, sorted(way)
+    assert ("train/distill.py", "Distillation.term") in order  # the walked run trained with the teacher's term

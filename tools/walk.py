@@ -10,6 +10,10 @@ steps, a 3-layer teacher and an 8-pair dev file. From that sequence of files:
 - stops: the file changes along it (a stop is a new file the reader opens to follow the call),
 - returns: the stops into a file already read before (not the one just left's caller chain: any earlier file),
 - files: how many files the walk touches.
+
+`--teacher-way` lists the files a reader goes through to follow the teacher from cli/adapt.py to the loss: every
+package file on the call stack, from the command's function down, where the teacher is met — its preset, its source
+checked and resolved, its table built, its blend, the distillation term built and first computed (TEACHER_STOPS).
 """
 
 from __future__ import annotations
@@ -30,6 +34,13 @@ PAIRS = [("the server is down", "the server is not running", 4.5), ("the backup 
          ("login failed", "the password is new", 1.5), ("the red car is big", "a big red car", 5.0)]
 
 
+# where the teacher is met on its way (file, function): the union of the package files on their call stacks is the
+# teacher's way (issue 69: readable in at most 12 files)
+TEACHER_STOPS = {("recipes/presets.py", "with_teacher"), ("teacher/source.py", "resolve_source"),
+                 ("teacher/table.py", "teacher_table"), ("teacher/blend.py", "with_blend"),
+                 ("train/distill.py", "build_distillation"), ("train/distill.py", "Distillation.term")}
+
+
 def import_every_module(package: Path) -> None:
     """Import each module of the package before the walk starts, so that what module bodies run (registrations,
     decorators, dataclasses) is never counted, wherever a module happens to be imported first: the walk is the run's
@@ -44,8 +55,9 @@ def import_every_module(package: Path) -> None:
                 importlib.import_module(module.name)
 
 
-def first_calls(package: Path, argv: list[str]) -> list[tuple[str, str]]:
-    """(file relative to the package, function) of every package function in the order of its first call."""
+def first_calls(package: Path, argv: list[str], way: set[str] | None = None) -> list[tuple[str, str]]:
+    """(file relative to the package, function) of every package function in the order of its first call; `way`
+    (when given) gets the package files on the call stacks of TEACHER_STOPS."""
     from typer.testing import CliRunner
 
     from sentadapt.cli import app
@@ -63,6 +75,13 @@ def first_calls(package: Path, argv: list[str]) -> list[tuple[str, str]]:
             return
         seen.add(code)
         order.append((code.co_filename[len(root):], code.co_qualname))
+        if way is not None and order[-1] in TEACHER_STOPS:
+            caller = frame
+            while caller is not None and caller.f_code.co_qualname != "adapt_command":  # up to the command
+                if caller.f_code.co_filename.startswith(root):
+                    way.add(caller.f_code.co_filename[len(root):])
+                caller = caller.f_back
+            way.add("cli/adapt.py")
 
     sys.setprofile(profile)
     try:
@@ -87,19 +106,8 @@ def measure(order: list[tuple[str, str]]) -> dict[str, int]:
     return {"functions": len(order), "stops": stops, "returns": returns, "files": len(set(files))}
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--source", type=Path, default=REPOSITORY, help="the checkout whose sentadapt is walked")
-    parser.add_argument("--list", action="store_true", help="print the walk, one function per line")
-    args = parser.parse_args(argv)
-    source = args.source.resolve()
-    # the walked checkout's sentadapt (and its tests.conftest's tiny models) first, whatever the working directory
-    sys.path[:] = [str(source), *(path for path in sys.path if path not in ("", ".", str(REPOSITORY)))]
-    import sentadapt
-
-    package = Path(sentadapt.__file__).resolve().parent
-    if package.parent != source:
-        raise SystemExit(f"imported sentadapt from {package}, not from {source}")
+def walk(package: Path) -> tuple[list[tuple[str, str]], set[str]]:
+    """The walked run's first calls, and the files on the teacher's way."""
     from tests.conftest import build_tiny_bert
 
     with tempfile.TemporaryDirectory() as work:
@@ -109,11 +117,33 @@ def main(argv: list[str] | None = None) -> int:
         corpus.write_text("".join(f"the server {i} is down\n" for i in range(40)))
         dev = folder / "dev.tsv"
         dev.write_text("sentence1\tsentence2\tscore\n" + "".join(f"{a}\t{b}\t{s}\n" for a, b, s in PAIRS))
+        way: set[str] = set()
         order = first_calls(package, ["adapt", str(corpus), "--base", str(base), "--teacher", str(teacher), "--dev",
                                       str(dev), "--output", str(folder / "run"), "--max-steps", "2", "--batch-size",
-                                      "8", "--max-length", "16", "--eval-every", "1", "--set", "teacher_check=off"])
+                                      "8", "--max-length", "16", "--eval-every", "1", "--set", "teacher_check=off"],
+                            way)
+    return order, way
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--source", type=Path, default=REPOSITORY, help="the checkout whose sentadapt is walked")
+    parser.add_argument("--list", action="store_true", help="print the walk, one function per line")
+    parser.add_argument("--teacher-way", action="store_true", help="print the files on the teacher's way")
+    args = parser.parse_args(argv)
+    source = args.source.resolve()
+    # the walked checkout's sentadapt (and its tests.conftest's tiny models) first, whatever the working directory
+    sys.path[:] = [str(source), *(path for path in sys.path if path not in ("", ".", str(REPOSITORY)))]
+    import sentadapt
+
+    package = Path(sentadapt.__file__).resolve().parent
+    if package.parent != source:
+        raise SystemExit(f"imported sentadapt from {package}, not from {source}")
+    order, way = walk(package)
     if args.list:
         print("\n".join(f"{path}: {name}" for path, name in order))
+    if args.teacher_way:
+        print(f"the teacher's way, {len(way)} files:", ", ".join(sorted(way)))
     print(measure(order))
     return 0
 

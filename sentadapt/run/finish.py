@@ -1,5 +1,5 @@
 """After the trainer: publish the chosen model, weigh the dev evidence, decide, and write metrics.json (last: its
-presence marks a finished run). `train_stage` is one stage of `adapt`: the Trainer, then this."""
+presence marks a finished run). A stage of `adapt` (run/execute/stages.py's `train_stage`) is the Trainer, then this."""
 
 from __future__ import annotations
 
@@ -23,21 +23,9 @@ from sentadapt.evaluation.evidence import Evidence
 from sentadapt.pairs.design import labels_record, weighted_note
 from sentadapt.storage.durable import publish_model, verify_folder
 from sentadapt.storage.run_folder import RunDir
-from sentadapt.train.loop import Trainer, TrainingInputs
+from sentadapt.train.loop import TrainingInputs
 from sentadapt.train.state import Training, TrainResult, TrainState
-from sentadapt.train.tracking import TrainLog, final_values, hyperparameters
-
-
-def train_stage(trainer: Trainer, resume: bool = False) -> TrainResult:
-    """Train, then publish and decide (main process; the others wait for the published model, which a next stage
-    loads on every process). The trackers are open for both: the final values go to them too."""
-    trainer.trackers.start(hyperparameters(trainer.config.to_dict()))
-    try:
-        training = trainer.run(resume=resume)
-        return finish(training, trainer.inputs, trainer.is_main, trainer.trackers.log,
-                      trainer.accelerator.wait_for_everyone)
-    finally:
-        trainer.trackers.finish()
+from sentadapt.train.tracking import TrainLog, final_values
 
 
 def finish(training: Training, inputs: TrainingInputs, is_main: bool,

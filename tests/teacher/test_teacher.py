@@ -20,8 +20,7 @@ from safetensors.torch import load_file
 from sentadapt.data.batching import plan_epoch
 from sentadapt.model.encoder import Encoder
 from sentadapt.run.execute.inputs import build_inputs
-from sentadapt.run.execute.stages import write_config
-from sentadapt.run.finish import train_stage
+from sentadapt.run.execute.stages import train_stage, write_config
 from sentadapt.run.plan.resume import resumed_config
 from sentadapt.train.distill import TEACHER_VECTORS
 from sentadapt.train.loop import Trainer, TrainingInterrupted

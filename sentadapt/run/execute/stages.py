@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sentadapt.config.schema import RunConfig
 from sentadapt.errors import ConfigError, StorageError
@@ -17,6 +17,10 @@ from sentadapt.run.plan.settings import Events
 from sentadapt.stopping.training import StopAtOnce, stopped_early
 from sentadapt.storage.run_folder import RunDir
 from sentadapt.train.ranks import is_main_process, training_device
+
+if TYPE_CHECKING:
+    from sentadapt.train.loop import Trainer
+    from sentadapt.train.state import TrainResult
 
 
 def claim_output(output: Path, replace: bool, note: Callable[[str], None]) -> tuple[Path, Replacement]:
@@ -98,10 +102,24 @@ def write_config(config: RunConfig) -> None:
     save_run_config(config, run_dir.config_file)
 
 
-def _train_stage(trainer: Any, resume: bool, output: Path) -> Any:
-    """Train, then publish and decide (run/finish.py); a write that fails (disk full, file too large, no
-    permission) becomes one line that says what is intact and how to continue."""
-    from sentadapt.run.finish import train_stage
+def train_stage(trainer: Trainer, resume: bool = False) -> TrainResult:
+    """Train, then publish and decide (run/finish.py: on the main process; the others wait for the published model,
+    which a next stage loads on every process). The trackers are open for both: the final values go to them too."""
+    from sentadapt.run.finish import finish
+    from sentadapt.train.tracking import hyperparameters
+
+    trainer.trackers.start(hyperparameters(trainer.config.to_dict()))
+    try:
+        training = trainer.run(resume=resume)
+        return finish(training, trainer.inputs, trainer.is_main, trainer.trackers.log,
+                      trainer.accelerator.wait_for_everyone)
+    finally:
+        trainer.trackers.finish()
+
+
+def _train_stage(trainer: Trainer, resume: bool, output: Path) -> TrainResult:
+    """`train_stage`, where a write that fails (disk full, file too large, no permission) becomes one line that says
+    what is intact and how to continue."""
     from sentadapt.storage.durable import describe_write_failure
 
     try:
