@@ -203,8 +203,8 @@ def teacher_passages() -> list[str]:
     sizes = teacher_check.SIZES
     timing = study["runs"]["l6-mpnet/news"]["teacher"]["dev_encode_seconds"]
 
-    temperature = _default(DistillationSettings, "temperature")
-    neighbours = _default(DistillationSettings, "neighbours")
+    temperature = _default(DistillationSettings, "distill_temperature")
+    neighbours = _default(DistillationSettings, "distill_neighbours")
     settings = SimpleNamespace(train=SimpleNamespace(epochs=TrainConfig().epochs, **{
         key: TEACHER_DEFAULTS[key] for key in ("min_examples", "max_epochs")}))
 
@@ -455,8 +455,8 @@ def recipes_passages() -> list[str]:
     return [
         f"through a shared {head}-wide projection head",
         f"The head adds {head}·({head} + H) ≈ {head_millions[0]:.0f}–{head_millions[1]:.0f}M parameters",
-        f"(any recipe; default {_default(DistillationSettings, 'weight'):g} = off)",
-        f"(default {_default(DistillationSettings, 'temperature'):g}; needs ≥ 3 sentences per process)",
+        f"(any recipe; default {_default(DistillationSettings, 'distill'):g} = off)",
+        f"(default {_default(DistillationSettings, 'distill_temperature'):g}; needs ≥ 3 sentences per process)",
         f"trains {100 * trained / total:.1f} % of its weights",
         f"the domain suite's {words(domains)} domains, {lora_suite.STEPS} steps, {domain_stored.DEV_PAIRS} dev pairs",
         f"({trained * 4 / 1e6:.1f} MB for all-MiniLM-L6-v2 at r 16)",
