@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sentadapt.data.prepare import COMPLETE, TMP_PREFIX, cache_dir, corpora_dir
+from sentadapt.storage.space import bytes_on_disk, size_text
 from sentadapt.text_tables import TextTable
 
 
@@ -26,10 +27,10 @@ def cache_entries() -> list[CacheEntry]:
         for path in sorted(corpora.iterdir()):
             kind = "incomplete" if path.name.startswith(TMP_PREFIX) or not (path / COMPLETE).is_file() else (
                 path.name.split("-", 1)[0])
-            entries.append(CacheEntry(path, kind, _size(path)))
+            entries.append(CacheEntry(path, kind, bytes_on_disk(path)))
     embeddings = cache_dir() / "embeddings"
     if embeddings.is_dir():
-        entries += [CacheEntry(path, "embeddings", _size(path)) for path in sorted(embeddings.iterdir())]
+        entries += [CacheEntry(path, "embeddings", bytes_on_disk(path)) for path in sorted(embeddings.iterdir())]
     return entries
 
 
@@ -42,12 +43,6 @@ def clear_cache() -> tuple[int, int]:
         else:
             entry.path.unlink(missing_ok=True)
     return len(entries), sum(entry.bytes for entry in entries)
-
-
-def _size(path: Path) -> int:
-    if path.is_file():
-        return path.stat().st_size
-    return sum(child.stat().st_size for child in path.rglob("*") if child.is_file())
 
 
 def cache_table(entries: list[CacheEntry]) -> TextTable:
@@ -69,12 +64,3 @@ def cache_summary(entries: list[CacheEntry]) -> str:
 
 def cleared_line(count: int, size: int) -> str:
     return f"removed {count} entries ({size_text(size)}) from {cache_dir()}"
-
-
-def size_text(count: float) -> str:
-    """A size in bytes as people read it: 512 B, 1.2 KB, 3.4 MB, 5.6 GB (powers of 1000)."""
-    for unit in ("B", "KB", "MB"):
-        if count < 1000:
-            return f"{count:.0f} {unit}" if unit == "B" else f"{count:.1f} {unit}"
-        count /= 1000
-    return f"{count:.1f} GB"

@@ -363,12 +363,12 @@ def test_disk_full_while_checkpointing_names_the_file(
 def test_preflight_refuses_a_run_that_cannot_fit(
     tiny_model_dir: Path, fault_corpus: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from sentadapt.train import storage
+    from sentadapt.storage import space as storage
 
     monkeypatch.setattr(storage, "free_bytes", lambda _path: 4096)
     run = tmp_path / "run"
     weights = (tiny_model_dir / "model.safetensors").stat().st_size
-    need = storage.human_bytes(weights * (3 * (2 + 1) + 3))  # 2 kept checkpoints + the one being written
+    need = storage.size_text(weights * (3 * (2 + 1) + 3))  # 2 kept checkpoints + the one being written
     result = run_adapt(str(fault_corpus), "--base", str(tiny_model_dir), "--output", str(run), *COMMON)
     assert result.exit_code == 1
     assert result.stderr.strip() == (

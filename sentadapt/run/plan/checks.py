@@ -175,7 +175,7 @@ def check_writable(output: Path) -> None:
 
 def _check_free_space(config: RunConfig, resolved: ResolvedModel, output: Path, output_is_room: bool) -> None:
     """Refuse before training when checkpoints and the model would not fit (known for local base models only)."""
-    from sentadapt.train.storage import check_free_space, weights_bytes
+    from sentadapt.storage.space import check_free_space, weights_bytes
 
     weights = weights_bytes(Path(resolved.location)) if resolved.is_local else None
     if weights is not None:

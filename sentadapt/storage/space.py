@@ -1,16 +1,16 @@
-"""Disk space and write failures: a preflight estimate, and one readable line when a write fails anyway.
+"""Disk space: what a path holds, a size as people read it, and the preflight check that a run fits.
 
 Nothing here imports torch: the CLI runs the free-space check before any weights load.
 
 A run directory holds, at its largest: `keep_checkpoints` checkpoints plus the one being written (each the
 weights and AdamW's two moment tensors, so ~3× the weights), the best model twice while it is swapped, and
 the published copy. The estimate is deliberately simple; `SENTADAPT_NO_SPACE_CHECK=1` skips it when it is
-wrong for a filesystem (compression, quotas that `statvfs` does not see).
+wrong for a filesystem (compression, quotas that `statvfs` does not see). A write that fails anyway becomes one
+line (storage/durable.py's `describe_write_failure`).
 """
 
 from __future__ import annotations
 
-import errno
 import os
 import shutil
 from pathlib import Path
@@ -21,14 +21,28 @@ SKIP_ENV = "SENTADAPT_NO_SPACE_CHECK"
 CHECKPOINT_FACTOR = 3  # weights + AdamW exp_avg + exp_avg_sq
 BEST_AND_PUBLISHED_FACTOR = 3  # best/ (old and new during the atomic swap) + the published copy
 WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt")
-# errnos of a write that the user can fix (space, size limit, permissions, read-only or failing disk)
-WRITE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS, errno.EACCES, errno.EPERM, errno.EIO})
-_TORCH_WRITER_MARKERS = ("inline_container.cc", "PytorchStreamWriter")
 
 
 def free_bytes(path: Path) -> int:
     """Free space for an unprivileged writer on the filesystem holding `path` (the tests' seam)."""
     return shutil.disk_usage(path).free
+
+
+def bytes_on_disk(path: Path) -> int:
+    """A file's size, or the sum of a folder's files; 0 when nothing is there."""
+    if path.is_file():
+        return path.stat().st_size
+    return sum(child.stat().st_size for child in path.rglob("*") if child.is_file()) if path.is_dir() else 0
+
+
+def size_text(count: float) -> str:
+    """A size in bytes as people read it: 512 B, 1.2 KB, 3.4 MB, 5.6 GB, 7.8 TB (powers of 1024, as `du -h` and
+    `ls -lh` count)."""
+    for unit in ("B", "KB", "MB", "GB"):
+        if abs(count) < 1024:
+            return f"{count:.0f} {unit}" if unit == "B" else f"{count:.1f} {unit}"
+        count /= 1024
+    return f"{count:.1f} TB"
 
 
 def weights_bytes(model_folder: Path) -> int | None:
@@ -46,12 +60,6 @@ def estimate_run_bytes(weights: int, keep_checkpoints: int) -> int:
     return checkpoints + BEST_AND_PUBLISHED_FACTOR * weights
 
 
-def directory_bytes(folder: Path) -> int:
-    if not folder.is_dir():
-        return 0
-    return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
-
-
 def check_free_space(output: Path, weights: int, keep_checkpoints: int, output_is_room: bool = True) -> None:
     """Raise StorageError before training when the run cannot fit. What `output` already holds counts as room when
     the run reuses it (`output_is_room`); not under --overwrite, which keeps the run it replaces until the new one
@@ -61,20 +69,11 @@ def check_free_space(output: Path, weights: int, keep_checkpoints: int, output_i
     existing = output
     while not existing.exists():
         existing = existing.parent
-    need = estimate_run_bytes(weights, keep_checkpoints) - (directory_bytes(output) if output_is_room else 0)
+    need = estimate_run_bytes(weights, keep_checkpoints) - (bytes_on_disk(output) if output_is_room else 0)
     free = free_bytes(existing)
     if need > free:
         raise StorageError(
-            f"--output {output}: needs about {human_bytes(need)} free for checkpoints and the model, but "
-            f"{existing} has {human_bytes(free)}; free space, pass --set keep_checkpoints=1, or set "
+            f"--output {output}: needs about {size_text(need)} free for checkpoints and the model, but "
+            f"{existing} has {size_text(free)}; free space, pass --set keep_checkpoints=1, or set "
             f"{SKIP_ENV}=1 if the estimate is wrong"
         )
-
-
-def human_bytes(count: int) -> str:
-    value = float(count)
-    for unit in ("B", "KB", "MB", "GB"):
-        if abs(value) < 1024:
-            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
-        value /= 1024
-    return f"{value:.1f} TB"
