@@ -42,7 +42,7 @@ def finish(training: Training, inputs: TrainingInputs, is_main: bool,
         log_to_trackers(final_values(metrics), state.step)
     wait_for_everyone()
     return TrainResult(training.output, state, training.stopped, time.perf_counter() - training.started,
-                       inputs.dev_name, published, training.environment, decision, note, inputs.teacher,
+                       inputs.dev_name, published, training.environment, decision, note, inputs.teacher_table,
                        len(inputs.examples), sizes)
 
 
@@ -87,7 +87,7 @@ def decide_and_record(training: Training, inputs: TrainingInputs, published_step
     change = dev_change_record(inputs.evaluator, state.dev_outputs)  # the Δ's paired CI
     state.dev_change_ci = change["dev_change_ci"]
     evidence = evidence_of(inputs, state)
-    teacher = inputs.teacher
+    teacher = inputs.teacher_table
     rule = decision_rule(config)
     decision = decide(state.dev_change, state.dev_change_ci, inputs.dev_name, evidence, rule)
     labels = dev_labels(config.dev, inputs.evaluator)

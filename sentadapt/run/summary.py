@@ -82,8 +82,8 @@ def adapt_summary_table(result: Any, config: Any = None) -> TextTable:
     table.row("dev set", result.dev_name)
     table.row("base model dev", _score(state.base_score))
     table.row("best dev", f"{_score(state.best_score)} at step {state.best_step}")
-    if result.teacher is not None and result.teacher.score is not None:
-        table.row("teacher dev", teacher_text(result.teacher, state.base_score, state.best_score))
+    if result.teacher_table is not None and result.teacher_table.score is not None:
+        table.row("teacher dev", teacher_text(result.teacher_table, state.base_score, state.best_score))
     for name, value in distillation_rows(result):
         table.row(name, value)
     table.row("decision", decision_cell(result.decision))

@@ -110,7 +110,7 @@ class TrainingInputs:
     # (score, per-unit outputs) of the base model on this dev set, when already scored (--recipe auto scores it
     # once for every candidate); None: the run scores it itself
     base_dev: tuple[float, dict[str, Any]] | None = None
-    teacher: TeacherTable | None = None  # --teacher: its vectors of every example (teacher/table.py)
+    teacher_table: TeacherTable | None = None  # --teacher: its vectors of every example (teacher/table.py)
 
 
 def parameter_groups(module: nn.Module, weight_decay: float) -> list[dict[str, Any]]:
@@ -227,10 +227,11 @@ class Trainer:
         if not resume:
             self.selection.score_base(self.state, self.is_main)  # the base model as the user has it (its pooling)
         inputs.recipe.prepare_export(inputs.encoder, heads)  # checkpoints are scored with the pooling they keep
-        teacher = inputs.teacher.vectors if inputs.teacher is not None else None
+        table = inputs.teacher_table
+        teacher = table.vectors if table is not None else None
         blend = None  # teacher_blend α < 1: the base's table and α
-        if inputs.teacher is not None and inputs.teacher.base_vectors is not None:
-            blend = (inputs.teacher.base_vectors, inputs.teacher.blend)
+        if table is not None and table.base_vectors is not None:
+            blend = (table.base_vectors, table.blend)
         # before resumed weights load (the frozen base is the base)
         distillation = build_distillation(cfg, inputs.recipe, inputs.encoder, teacher, self._student_sample, blend)
         adapters = lora.settings_of(cfg)  # peft and the recipe were checked before loading

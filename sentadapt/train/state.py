@@ -82,7 +82,7 @@ class TrainResult:
 
     decision: Decision = field(default_factory=lambda: Decision(None, "not decided"))  # as metrics.json records
     decision_note: str | None = None  # a weighted dev set (design.weighted_note); too small for the gains at stake
-    teacher: TeacherTable | None = None  # --teacher: its dev score and speed, beside the student's
+    teacher_table: TeacherTable | None = None  # --teacher: its dev score and speed, beside the student's
     examples: int = 0  # training examples: steps × global batch / examples = passes over the data
     sizes: dict[str, Any] | None = None  # --matryoshka/--sizes: metrics.json's "sizes" (decision/sizes.py)
 

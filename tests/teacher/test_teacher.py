@@ -87,7 +87,7 @@ def test_the_loss_is_the_kl_of_student_and_cached_teacher_similarities(tiny_mode
     lines = corpus.read_text().splitlines()
     texts = [lines[row] for row in rows]  # a 40-line corpus of distinct lines: example i is line i
 
-    cached = torch.from_numpy(np.load(trainer.inputs.teacher.path))  # a plain .npy in the cache
+    cached = torch.from_numpy(np.load(trainer.inputs.teacher_table.path))  # a plain .npy in the cache
     assert cached.shape == (40, TEACHER_WIDTH)
     torch.testing.assert_close(batch[TEACHER_VECTORS], cached[torch.as_tensor(rows)], rtol=0, atol=0)
     teacher = Encoder.load(teacher_dir, device="cpu").encode(texts)
@@ -109,11 +109,11 @@ def test_the_teacher_is_scored_with_the_runs_dev_evaluator(tiny_model_dir: Path,
     config = dataclasses.replace(config, teacher=str(teacher_dir))
     inputs = build_inputs(config, lambda _t: None)
     expected = inputs.evaluator(Encoder.load(teacher_dir, device="cpu"), intervals=False).average
-    assert inputs.teacher.score == pytest.approx(expected, rel=FLOAT32_RTOL)
-    student, teacher = inputs.teacher.dev_encode_seconds  # both timed on the dev sentences
-    assert student > 0 and teacher > 0 and inputs.teacher.speedup == pytest.approx(teacher / student)
+    assert inputs.teacher_table.score == pytest.approx(expected, rel=FLOAT32_RTOL)
+    student, teacher = inputs.teacher_table.dev_encode_seconds  # both timed on the dev sentences
+    assert student > 0 and teacher > 0 and inputs.teacher_table.speedup == pytest.approx(teacher / student)
     blind = build_inputs(_config(tiny_model_dir, teacher_dir, corpus, tmp_path / "blind"), lambda _t: None)
-    assert blind.teacher.score is None and blind.teacher.dev_encode_seconds is None
+    assert blind.teacher_table.score is None and blind.teacher_table.dev_encode_seconds is None
 
 
 def test_the_share_of_the_teachers_lead_and_the_summary_line() -> None:
@@ -386,11 +386,11 @@ def test_the_teacher_is_weighed_against_the_base_before_training(tiny_model_dir:
     inputs = build_inputs(config, notes.append)
     base = inputs.evaluator(Encoder.load(tiny_model_dir, device="cpu"), intervals=False).average
     assert inputs.base_dev is not None and inputs.base_dev[0] == pytest.approx(base, rel=FLOAT32_RTOL)
-    lead = inputs.teacher.lead
-    assert lead.value == pytest.approx(inputs.teacher.score - base, rel=1e-6, abs=1e-9)
+    lead = inputs.teacher_table.lead
+    assert lead.value == pytest.approx(inputs.teacher_table.score - base, rel=1e-6, abs=1e-9)
     (line,) = [note for note in notes if note.startswith("teacher ") and "on the dev set" in note]
     low, high = lead.interval
-    assert line.startswith(f"teacher {teacher_dir} on the dev set: {inputs.teacher.score:.2f} vs the base's "
+    assert line.startswith(f"teacher {teacher_dir} on the dev set: {inputs.teacher_table.score:.2f} vs the base's "
                            f"{base:.2f}, {lead.value:+.2f} [95 % CI {low:+.2f}, {high:+.2f}] over ")
 
 

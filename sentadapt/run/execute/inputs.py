@@ -71,15 +71,15 @@ def build_inputs(run: ResolvedRun | RunConfig, note: Note, device: str | None = 
         recipe.use_stage(stage)
     data = training_data(config, training_prompt(config, encoder, note))
     examples = recipe.load_examples(data, encoder, note, progress or no_progress)
-    teacher = None
+    table = None
     if config.teacher is not None:  # its vectors of these examples, once, before training
         if base_dev is None and evaluator is not None:  # the loop reuses it
             base_dev = base_dev_outputs(evaluator, encoder, config)
-        teacher = teacher_table(config, examples, device or "cpu", note, progress or no_progress, trust_remote_code,
-                                allow_pickle, evaluator, student=encoder, base_dev=base_dev,
-                                teacher_source=run.teacher_source, processes=training_processes())
+        table = teacher_table(config, examples, device or "cpu", note, progress or no_progress, trust_remote_code,
+                              allow_pickle, evaluator, student=encoder, base_dev=base_dev,
+                              teacher_source=run.teacher_source, processes=training_processes())
     return TrainingInputs(config, encoder, recipe, examples, evaluator, run.dev.name, base_dev=base_dev,
-                          teacher=teacher)
+                          teacher_table=table)
 
 
 def base_dev_outputs(evaluator: Any, encoder: Encoder, config: RunConfig) -> tuple[float, dict[str, Any]]:
