@@ -229,9 +229,8 @@ class Trainer:
         inputs.recipe.prepare_export(inputs.encoder, heads)  # checkpoints are scored with the pooling they keep
         table = inputs.teacher_table
         teacher = table.vectors if table is not None else None
-        blend = None  # teacher_blend α < 1: the base's table and α
-        if table is not None and table.base_vectors is not None:
-            blend = (table.base_vectors, table.blend)
+        # teacher_blend α < 1: the base's table and α
+        blend = (table.base_vectors, table.blend) if table is not None and table.base_vectors is not None else None
         # before resumed weights load (the frozen base is the base)
         distillation = build_distillation(cfg, inputs.recipe, inputs.encoder, teacher, self._student_sample, blend)
         adapters = lora.settings_of(cfg)  # peft and the recipe were checked before loading
