@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from sentadapt.options import VECTOR_DTYPE
+from sentadapt.storage.space import bytes_on_disk, size_text
 
 FORMATS = ("sentence-transformers", "hf", "onnx")
 EXPORT_DTYPES = ("fp32", "fp16")
@@ -61,7 +62,7 @@ class ExportResult:
 
     def lines(self) -> list[str]:
         """What `sentadapt export` prints: what was written, then each check of its vectors."""
-        size = sum((self.output / name).stat().st_size for name in self.files) / 1e6
-        return [f"wrote {self.output} ({self.format}, {self.dtype}): {len(self.files)} files, {size:.1f} MB; pooling "
+        size = size_text(sum(bytes_on_disk(self.output / name) for name in self.files))
+        return [f"wrote {self.output} ({self.format}, {self.dtype}): {len(self.files)} files, {size}; pooling "
                 f"{self.pooling}, dimension {self.dimension}; from {self.source}",
                 *[check.line() for check in self.checks]]

@@ -420,6 +420,9 @@ def test_the_result_says_what_the_command_printed(runs: dict[str, Path], tmp_pat
     result = export(runs["sg-opt"], tmp_path / "api", sentences=tmp_path / "sentences.txt")
     lines = result.lines()
     assert lines[0].startswith(f"wrote {tmp_path / 'api'} (sentence-transformers, fp32): ")
+    # the size in powers of 1024, as the free-space check and `cache info` count it (and `du -h`)
+    size = sum((tmp_path / "api" / name).stat().st_size for name in result.files)
+    assert f" {len(result.files)} files, {size / 1024:.1f} KB; " in lines[0] and 1024 < size < 1024 ** 2
     assert [line.replace(str(tmp_path / "api"), "OUT") for line in lines[1:]] == [
         line.replace(str(tmp_path / "cli"), "OUT") for line in printed.stdout.splitlines()[1:]]
     assert len(lines) == 1 + len(result.checks) and lines[1].startswith("verified: SentenceTransformer(OUT) on 20 ")
