@@ -82,7 +82,8 @@ def test_a_chunked_pass_gives_the_whole_batch_vectors_and_gradients(tiny_encoder
     tiny_encoder.train()
     calls: list[int] = []
     pooled = tiny_encoder._pooled
-    monkeypatch.setattr(tiny_encoder, "_pooled", lambda *args: calls.append(args[0].shape[1]) or pooled(*args))
+    monkeypatch.setattr(tiny_encoder, "_pooled",
+                        lambda *args: calls.append(args[0].input_ids.shape[1]) or pooled(*args))
     whole, whole_grads = _views_pass(tiny_encoder, whole_batch=True, cutoff=cutoff)
     assert len(calls) == 1
     monkeypatch.setattr("sentadapt.model.encoder.plan_chunks", lambda lengths: plan_chunks(lengths, overhead=8))
@@ -100,7 +101,8 @@ def test_passes_with_the_model_dropout_without_gradient_or_on_request_run_whole(
     tiny_encoder.train()
     widths: list[int] = []
     pooled = tiny_encoder._pooled
-    monkeypatch.setattr(tiny_encoder, "_pooled", lambda *args: widths.append(args[0].shape[1]) or pooled(*args))
+    monkeypatch.setattr(tiny_encoder, "_pooled",
+                        lambda *args: widths.append(args[0].input_ids.shape[1]) or pooled(*args))
     monkeypatch.setattr("sentadapt.model.encoder.plan_chunks", lambda lengths: plan_chunks(lengths, overhead=0))
     batch = tiny_encoder.collate(tiny_encoder.tokenize_ids(SENTENCES))
     with tiny_encoder.dropout(True):  # the model's dropout draws masks over the batch's shape: never chunked

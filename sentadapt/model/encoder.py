@@ -79,26 +79,35 @@ def _weight_versions(module: nn.Module) -> tuple[int, ...]:
     return tuple(tensor._version for tensor in chain(module.parameters(), module.buffers()))
 
 
-@dataclass
+@dataclass(frozen=True)
 class TokenizedBatch:
+    """A tokenized batch as the backbone takes it; the optional ids go to the backbone only when given (DistilBERT's
+    forward has neither keyword)."""
+
     input_ids: torch.Tensor
     attention_mask: torch.Tensor
     token_type_ids: torch.Tensor | None = None
+    position_ids: torch.Tensor | None = None
+
+    def given(self) -> dict[str, torch.Tensor]:
+        return {name: tensor for name, tensor in vars(self).items() if tensor is not None}
+
+    def _mapped(self, change: Callable[[torch.Tensor], torch.Tensor]) -> TokenizedBatch:
+        return TokenizedBatch(**{name: change(tensor) for name, tensor in self.given().items()})
 
     def to(self, device: torch.device | str, non_blocking: bool = False) -> TokenizedBatch:
-        return TokenizedBatch(self.input_ids.to(device, non_blocking=non_blocking),
-                              self.attention_mask.to(device, non_blocking=non_blocking),
-                              None if self.token_type_ids is None else self.token_type_ids.to(
-                                  device, non_blocking=non_blocking))
+        return self._mapped(lambda tensor: tensor.to(device, non_blocking=non_blocking))
 
     def on_device(self, device: torch.device) -> TokenizedBatch:
         """On `device`; to a GPU through pinned memory without waiting (a pageable copy would synchronise the
         host with the GPU once per batch)."""
         if device.type != "cuda":
             return self.to(device)
-        pinned = TokenizedBatch(self.input_ids.pin_memory(), self.attention_mask.pin_memory(),
-                                None if self.token_type_ids is None else self.token_type_ids.pin_memory())
-        return pinned.to(device, non_blocking=True)
+        return self._mapped(lambda tensor: tensor.pin_memory()).to(device, non_blocking=True)
+
+    def trimmed(self, rows: torch.Tensor, width: int) -> TokenizedBatch:
+        """The batch's `rows`, cut to their first `width` positions (a chunk of similar lengths)."""
+        return self._mapped(lambda tensor: tensor[rows, :width])
 
 
 def pad_batch(sequences: Sequence[Sequence[int]], pad_id: int) -> TokenizedBatch:
@@ -301,27 +310,22 @@ class Encoder(nn.Module):
         longest row (sentadapt/model/length_chunks.py); `whole_batch` runs it as one pass (a transform that keeps what
         it is given, as ConSERT's adversarial view records the embeddings, needs the whole batch at once).
         """
+        tokens = TokenizedBatch(input_ids, attention_mask, token_type_ids, position_ids)
         pooling = pooling or self.pooling
         chunks = None if whole_batch else self._length_chunks(attention_mask)
         if chunks is None:
-            pooled = self._pooled(input_ids, attention_mask, token_type_ids, position_ids, embedding_transform,
-                                  pooling, prompt_length)
+            pooled = self._pooled(tokens, embedding_transform, pooling, prompt_length)
         else:
-            pooled = self._pooled_in_chunks(chunks, input_ids, attention_mask, token_type_ids, position_ids,
-                                            embedding_transform, pooling, prompt_length)
+            pooled = self._pooled_in_chunks(chunks, tokens, embedding_transform, pooling, prompt_length)
         if head_layers is not None:
             return self.apply_head(pooled, stop=head_layers, normalize=False)
         return self.apply_head(pooled)
 
-    def _pooled(self, input_ids: torch.Tensor, attention_mask: torch.Tensor, token_type_ids: torch.Tensor | None,
-                position_ids: torch.Tensor | None, embedding_transform: Callable[[torch.Tensor], torch.Tensor] | None,
+    def _pooled(self, tokens: TokenizedBatch, embedding_transform: Callable[[torch.Tensor], torch.Tensor] | None,
                 pooling: Pooling, prompt_length: int | None) -> torch.Tensor:
         """The backbone's pass and pooling of a batch, before the head."""
-        outputs = self.run_backbone(
-            input_ids, attention_mask, token_type_ids, position_ids, embedding_transform,
-            output_hidden_states=pooling.needs_hidden_states,
-        )
-        return pooling(outputs.last_hidden_state, attention_mask, outputs.hidden_states,
+        outputs = self._backbone_pass(tokens, embedding_transform, pooling.needs_hidden_states)
+        return pooling(outputs.last_hidden_state, tokens.attention_mask, outputs.hidden_states,
                        self._pooled_prompt(prompt_length))
 
     def _length_chunks(self, attention_mask: torch.Tensor) -> list[tuple[torch.Tensor, int]] | None:
@@ -338,9 +342,7 @@ class Encoder(nn.Module):
             return None
         return [(torch.from_numpy(rows), int(lengths[rows].max())) for rows in chunks]
 
-    def _pooled_in_chunks(self, chunks: list[tuple[torch.Tensor, int]], input_ids: torch.Tensor,
-                          attention_mask: torch.Tensor,
-                          token_type_ids: torch.Tensor | None, position_ids: torch.Tensor | None,
+    def _pooled_in_chunks(self, chunks: list[tuple[torch.Tensor, int]], tokens: TokenizedBatch,
                           embedding_transform: Callable[[torch.Tensor], torch.Tensor] | None, pooling: Pooling,
                           prompt_length: int | None) -> torch.Tensor:
         """`_pooled` chunk by chunk, each trimmed to its longest row, the pooled rows put back in the batch's order.
@@ -349,21 +351,17 @@ class Encoder(nn.Module):
         chunk would give each chunk's backward a dense gradient of the whole vocabulary table to zero and add
         (30,522 × 384 floats = 47 MB for all-MiniLM-L6-v2: 10 % of a chunked step, measured). A view's transform is
         sliced to the chunk's rows (length_chunks.chunk_transform)."""
-        shape = (input_ids.shape[0], input_ids.shape[1])
-        chunk_ids = [input_ids[rows, :width] for rows, width in chunks]
+        shape = (tokens.input_ids.shape[0], tokens.input_ids.shape[1])
+        chunk_tokens = [tokens.trimmed(rows, width) for rows, width in chunks]
         table = self.backbone.get_input_embeddings()
-        words = table(torch.cat([ids.reshape(-1) for ids in chunk_ids])).split([ids.numel() for ids in chunk_ids])
+        words = table(torch.cat([part.input_ids.reshape(-1) for part in chunk_tokens])).split(
+            [part.input_ids.numel() for part in chunk_tokens])
         parts = []
-        for (rows, width), ids, chunk_words in zip(chunks, chunk_ids, words, strict=True):
-
-            def trim(tensor: torch.Tensor | None, rows: torch.Tensor = rows, width: int = width) -> Any:
-                return None if tensor is None else tensor[rows, :width]
-
+        for (rows, width), part, chunk_words in zip(chunks, chunk_tokens, words, strict=True):
             transform = None if embedding_transform is None else chunk_transform(embedding_transform, rows, width,
                                                                                  shape)
-            with _output_replaced(table, chunk_words.view(*ids.shape, -1)):
-                parts.append(self._pooled(ids, trim(attention_mask), trim(token_type_ids), trim(position_ids),
-                                          transform, pooling, prompt_length))
+            with _output_replaced(table, chunk_words.view(*part.input_ids.shape, -1)):
+                parts.append(self._pooled(part, transform, pooling, prompt_length))
         return torch.cat(parts)[torch.argsort(torch.cat([rows for rows, _ in chunks]))]
 
     def enable_gradient_checkpointing(self) -> None:
@@ -415,15 +413,15 @@ class Encoder(nn.Module):
         embedding_transform: Callable[[torch.Tensor], torch.Tensor] | None = None,
         output_hidden_states: bool = False,
     ) -> Any:
-        kwargs: dict[str, Any] = {"input_ids": input_ids, "attention_mask": attention_mask}
-        if token_type_ids is not None:
-            kwargs["token_type_ids"] = token_type_ids
-        if position_ids is not None:
-            kwargs["position_ids"] = position_ids
-        if output_hidden_states:
-            kwargs["output_hidden_states"] = True
+        """The backbone's outputs (no pooling, no head): what SG-OPT's [CLS] and the diagnostics' layers read."""
+        return self._backbone_pass(TokenizedBatch(input_ids, attention_mask, token_type_ids, position_ids),
+                                   embedding_transform, output_hidden_states)
+
+    def _backbone_pass(self, tokens: TokenizedBatch, embedding_transform: Callable[[torch.Tensor], torch.Tensor] | None,
+                       output_hidden_states: bool) -> Any:
+        extra = {"output_hidden_states": True} if output_hidden_states else {}
         with self._embedding_hook(embedding_transform):
-            return self.backbone(**kwargs, return_dict=True)
+            return self.backbone(**tokens.given(), **extra, return_dict=True)
 
     @contextmanager
     def _embedding_hook(self, transform: Callable[[torch.Tensor], torch.Tensor] | None) -> Iterator[None]:
