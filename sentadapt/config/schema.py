@@ -16,7 +16,9 @@ from typing import Any, ClassVar
 from sentadapt.config.validation import (
     MIXED_PRECISION,
     ON_NAN,
+    OPTIMIZERS,
     REPORT_TO,
+    SCHEDULES,
     VECTOR_KINDS,
     check_blend,
     check_choice,
@@ -289,10 +291,10 @@ def key_field(name: str) -> dataclasses.Field[Any]:
 
 
 def check_optimizer(optim: OptimizerSettings) -> None:
-    check_choice("optimizer", optim.optimizer, ("adamw", "lars"))
+    check_choice("optimizer", optim.optimizer, OPTIMIZERS)
     check_range("weight_decay", optim.weight_decay, 0, None)
     check_range("warmup_ratio", optim.warmup_ratio, 0, 1, high_open=True)
-    check_choice("schedule", optim.schedule, ("linear", "cosine"))
+    check_choice("schedule", optim.schedule, SCHEDULES)
     check_range("max_grad_norm", optim.max_grad_norm, 0, None)
     check_range("adam_beta1", optim.adam_beta1, 0, 1, high_open=True)
     check_range("adam_beta2", optim.adam_beta2, 0, 1, high_open=True)

@@ -11,6 +11,8 @@ from sentadapt.registry import one_line
 
 MIXED_PRECISION = ("no", "fp16", "bf16", "auto")  # auto: train/precision.py
 ON_NAN = ("stop", "skip")
+OPTIMIZERS = ("adamw", "lars")  # train/optim.py builds them
+SCHEDULES = ("linear", "cosine")
 REPORT_TO = ("none", "tensorboard", "wandb", "mlflow", "all")  # --report-to (train/tracking.py)
 # sentadapt.recipes.losses.distillation_loss: kl and sim-mse compare the in-batch similarity structure (any two
 # widths); mse and cosine compare each vector with its target (a teacher of another width through a projection)

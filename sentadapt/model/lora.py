@@ -111,7 +111,7 @@ def target_modules(backbone: nn.Module, targets: str) -> list[str]:
         model_type = getattr(getattr(backbone, "config", None), "model_type", "?")
         leaves = sorted({name.rsplit(".", 1)[-1] for name in linears})
         raise ConfigError(f"lora_targets: '{targets}' matches no linear layer of this {model_type} model; use "
-                          f"attention, all-linear or names joined by '+' from: {', '.join(leaves)}")
+                          f"{', '.join(TARGET_SETS)} or names joined by '+' from: {', '.join(leaves)}")
     return chosen
 
 

@@ -15,9 +15,6 @@ from typing import Any
 
 import torch
 
-OPTIMIZERS = ("adamw", "lars")
-SCHEDULES = ("linear", "cosine")
-
 
 class LARS(torch.optim.Optimizer):
     """SGD with momentum and a layer-wise trust ratio (You et al. 2017), as SimCLR trains its heads.
