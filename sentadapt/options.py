@@ -31,6 +31,8 @@ TEST_SPLIT = "test"  # the split scored when none is named (STS, BEIR folders, t
 DEFAULT_ENCODING_ERRORS = "strict"  # invalid UTF-8 in a text file: stop and name the line (adapt --encoding-errors)
 # a vectors file's fields (.jsonl keys, .parquet columns): what embeddings APIs return (--set teacher_text_field)
 TEXT_FIELD, VECTOR_FIELD = "text", "embedding"
+# the words a yes/no value may be written with (--set lora=yes, a YAML string, `--flag off`)
+TRUE_WORDS, FALSE_WORDS = frozenset({"true", "yes", "on", "1"}), frozenset({"false", "no", "off", "0"})
 F = TypeVar("F", bound=Callable[..., Any])
 
 

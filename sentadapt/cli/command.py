@@ -12,7 +12,7 @@ from typing import Any, ClassVar
 import typer
 from typer.core import TyperCommand, TyperGroup
 
-TRUE_WORDS, FALSE_WORDS = frozenset({"true", "yes", "on", "1"}), frozenset({"false", "no", "off", "0"})
+from sentadapt.options import FALSE_WORDS, TRUE_WORDS
 
 
 class PlainFlags:

@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 
 from sentadapt.config.schema import FLAT_KEYS, GROUPS, RunConfig, TrainConfig, group_keys
 from sentadapt.errors import ConfigError
+from sentadapt.options import FALSE_WORDS, TRUE_WORDS
 from sentadapt.registry import one_line, unknown_name_message
 from sentadapt.storage.durable import write_text_atomically
 
@@ -53,8 +54,8 @@ def coerce(name: str, value: Any, annotation: Any) -> Any:
     if annotation is bool:
         if isinstance(value, bool):
             return value
-        if isinstance(value, str) and value.lower() in ("true", "yes", "1", "on", "false", "no", "0", "off"):
-            return value.lower() in ("true", "yes", "1", "on")
+        if isinstance(value, str) and value.lower() in TRUE_WORDS | FALSE_WORDS:
+            return value.lower() in TRUE_WORDS
         raise ConfigError(f"{name}: expected true or false, got {value!r}")
     if annotation is int:
         if isinstance(value, bool):

@@ -15,13 +15,12 @@ from dataclasses import dataclass, field
 import torch
 
 from sentadapt.data.pair_files import ScoredPairs
-from sentadapt.diagnostics import LAYERS_BATCH_SIZE
+from sentadapt.diagnostics import LAYER_MIXES, LAYERS_BATCH_SIZE
 from sentadapt.diagnostics.scoring import PairScorer
 from sentadapt.diagnostics.states import hidden_state_batches
 from sentadapt.model.encoder import Encoder
 from sentadapt.model.pooling import TOKEN_POOLINGS, Pooling
 
-LAYER_MIXES = ("last2avg", "firstlast")
 MODEL_POOLING = "model"
 
 

@@ -8,6 +8,7 @@ import math
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from sentadapt.diagnostics import LAYER_MIXES
 from sentadapt.text_tables import BAD, BEST, GOOD, Cell, TextTable
 
 if TYPE_CHECKING:
@@ -129,7 +130,7 @@ def layers_table(diagnoses: list[Diagnosis]) -> TextTable:
         rows.append((str(layer), [[d["grid"][layer][i] if layer < len(d["grid"]) else None for d in data]
                                   for i in range(len(names))], names))
     empty: list[float | None] = [None] * len(data)
-    for mix in ("last2avg", "firstlast"):  # layer mixes are mean-pooled: shown in the mean column
+    for mix in LAYER_MIXES:  # layer mixes are mean-pooled: shown in the mean column
         rows.append((mix, [empty, [d["named"][mix] for d in data], empty], ["", mix, ""]))
     if len(diagnoses) == 2:
         return _layers_long(table, diagnoses, data, poolings, rows)
