@@ -162,29 +162,13 @@ def evaluate(
 
     Bad options and data raise `ConfigError` / `DataError` / `ModelError` before any model loads. `progress`
     (description, total) → context manager yielding advance(n), and `note` (one line) report as the CLI does."""
-    from sentadapt.model.encoder import Encoder, check_dtype, default_device
-    from sentadapt.model.resolve import check_has_weights, resolve_model
+    from sentadapt.model.encoder import Encoder
 
     note = note or quiet
-    check_at_least("--bootstrap", bootstrap, 0)
-    check_at_least("--batch-size", batch_size, 1)
-    check_at_least("--max-length", max_length, 8)
-    if split not in SPLITS:
-        raise ConfigError(f"--split: '{split}' is not one of {', '.join(SPLITS)}")
-    check_dtype(dtype, (device or default_device().type).split(":")[0])
-    check_output_file("--json", json_out, "eval.json")
-    if calibration is not None and not quantize:
-        raise ConfigError("--calibration: sets int8's ranges; use it with --quantize int8")
-    if task is not None and task not in PAIR_TASK_TYPES:
-        raise ConfigError(f"--task: '{task}' is not one of {', '.join(PAIR_TASK_TYPES)} (--rerank and --retrieval "
-                          "name their type themselves)")
-    names = [str(models)] if isinstance(models, (str, Path)) else [str(model) for model in models]
-    resolved = [resolve_model(name) for name in names]  # fail on a bad name before loading anything
-    for model in resolved:  # a folder without weights too, before the first model is encoded
-        check_has_weights(model)
+    _check_options(bootstrap=bootstrap, batch_size=batch_size, max_length=max_length, split=split, dtype=dtype,
+                   device=device, json_out=json_out, calibration=calibration, quantize=quantize, task=task)
     choice = PromptChoice(prompt, query_prompt, document_prompt)
-    for model in resolved:  # an unknown prompt name fails before any weights load
-        check_prompt_choice(read_prompts(model), choice, model.name)
+    resolved = _checked_models(models, choice)
     forms = forms_of(parse_dims("--dims", dims), parse_precisions("--quantize", quantize))
     if forms:  # a size one model cannot give fails before the first model is encoded, not after
         _check_forms_fit(forms, resolved)
@@ -192,32 +176,16 @@ def evaluate(
     evaluators = build_evaluators(sts, data_dir, pairs, rerank, retrieval, task, split, aggregate,
                                   {"resamples": bootstrap, "seed": seed, "cache_embeddings": cache_embeddings})
 
-    reports: list[list[EvalReport]] = []
+    reports: list[list[EvalReport]] = []  # a row per model, or per model and form
     rows: list[str] = []
     row_forms: list[dict[str, Any]] = []
     for model in resolved:
         encoder = Encoder.load(model, pooling=pooling, max_length=max_length, device=device,
                                trust_remote_code=trust_remote_code, allow_pickle=allow_pickle)
         model_forms = resolved_forms(forms, encoder.embedding_dim, model.name) if forms else []
-        per_evaluator = []
-        with encoder.keep_cast_copy():  # bf16/fp16: the weights are cast once for all evaluators, then released
-            calibrated = None
-            if calibration_texts is not None and any(form.precision == "int8" for form in model_forms):
-                calibrated = encoder.encode(calibration_texts, batch_size=batch_size, dtype=dtype,
-                                            prompt=encoder.prompts.for_side("pair", choice.of("pair"),
-                                                                            encoder.name)).float().numpy()
-            for evaluator in evaluators:
-                total = evaluator.encodings(encoder, choice)
-                with progress_step(progress, f"encoding {model.name}", total) as advance:
-                    if model_forms:
-                        per_evaluator.append(evaluator.score_forms(encoder, model_forms, calibrated, batch_size,
-                                                                   dtype=dtype, progress=advance, note=note,
-                                                                   prompts=choice))
-                    else:
-                        per_evaluator.append([evaluator(encoder, batch_size=batch_size, dtype=dtype,
-                                                        progress=advance, note=note, prompts=choice)])
-        for f in range(len(per_evaluator[0])):
-            reports.append([form_reports[f] for form_reports in per_evaluator])
+        per_evaluator = _score_model(model.name, encoder, evaluators, model_forms, calibration_texts, choice,
+                                     batch_size, dtype, progress, note)
+        reports += [[form_reports[f] for form_reports in per_evaluator] for f in range(len(per_evaluator[0]))]
         if model_forms:
             rows += [f"{model.name} @ {form.label(encoder.embedding_dim)}" for form in model_forms]
             row_forms += [{"model": model.name, **form.to_dict(encoder.embedding_dim)} for form in model_forms]
@@ -242,6 +210,63 @@ def evaluate(
     if json_out is not None:
         note(f"wrote {save_result('--json', json_out, result, lambda: result.write_json(json_out))}")
     return result
+
+
+def _check_options(*, bootstrap: int, batch_size: int, max_length: int | None, split: str, dtype: str,
+                   device: str | None, json_out: str | Path | None, calibration: str | Path | None,
+                   quantize: str | Sequence[str] | None, task: str | None) -> None:
+    """The options that need no file read, each failing with the line the CLI prints."""
+    from sentadapt.model.encoder import check_dtype, default_device
+
+    check_at_least("--bootstrap", bootstrap, 0)
+    check_at_least("--batch-size", batch_size, 1)
+    check_at_least("--max-length", max_length, 8)
+    if split not in SPLITS:
+        raise ConfigError(f"--split: '{split}' is not one of {', '.join(SPLITS)}")
+    check_dtype(dtype, (device or default_device().type).split(":")[0])
+    check_output_file("--json", json_out, "eval.json")
+    if calibration is not None and not quantize:
+        raise ConfigError("--calibration: sets int8's ranges; use it with --quantize int8")
+    if task is not None and task not in PAIR_TASK_TYPES:
+        raise ConfigError(f"--task: '{task}' is not one of {', '.join(PAIR_TASK_TYPES)} (--rerank and --retrieval "
+                          "name their type themselves)")
+
+
+def _checked_models(models: str | Path | Sequence[str | Path], choice: PromptChoice) -> list[Any]:
+    """Every model resolved, with weights and the prompts asked for, before the first one loads."""
+    from sentadapt.model.resolve import check_has_weights, resolve_model
+
+    names = [str(models)] if isinstance(models, (str, Path)) else [str(model) for model in models]
+    resolved = [resolve_model(name) for name in names]  # fail on a bad name before loading anything
+    for model in resolved:  # a folder without weights too, before the first model is encoded
+        check_has_weights(model)
+    for model in resolved:  # an unknown prompt name fails before any weights load
+        check_prompt_choice(read_prompts(model), choice, model.name)
+    return resolved
+
+
+def _score_model(name: str, encoder: Any, evaluators: list[Evaluator], model_forms: list[Any],
+                 calibration_texts: list[str] | None, choice: PromptChoice, batch_size: int, dtype: str,
+                 progress: Progress | None, note: Note) -> list[list[EvalReport]]:
+    """One model on every evaluator: per evaluator, a report per form (one report without --dims/--quantize)."""
+    per_evaluator = []
+    with encoder.keep_cast_copy():  # bf16/fp16: the weights are cast once for all evaluators, then released
+        calibrated = None
+        if calibration_texts is not None and any(form.precision == "int8" for form in model_forms):
+            calibrated = encoder.encode(calibration_texts, batch_size=batch_size, dtype=dtype,
+                                        prompt=encoder.prompts.for_side("pair", choice.of("pair"),
+                                                                        encoder.name)).float().numpy()
+        for evaluator in evaluators:
+            total = evaluator.encodings(encoder, choice)
+            with progress_step(progress, f"encoding {name}", total) as advance:
+                if model_forms:
+                    per_evaluator.append(evaluator.score_forms(encoder, model_forms, calibrated, batch_size,
+                                                               dtype=dtype, progress=advance, note=note,
+                                                               prompts=choice))
+                else:
+                    per_evaluator.append([evaluator(encoder, batch_size=batch_size, dtype=dtype,
+                                                    progress=advance, note=note, prompts=choice)])
+    return per_evaluator
 
 
 def _check_forms_fit(forms: Sequence[Any], models: Sequence[Any]) -> None:
