@@ -19,7 +19,7 @@ SAMPLE_SEED = 0  # of the sentence sample and the k-NN token sample
 TOPK_STS = "stsb"  # top-k on STS-B test (all: the 7 STS test sets)
 TOPK_MAX = 50  # the top-k curve removes up to this many frequent tokens
 DIAGNOSE_BATCH_SIZE = 32  # sentences through the model at once (every hidden layer is kept)
-LAYER_MIXES = ("last2avg", "firstlast")  # the layer sweep's mixes (mean-pooled): SG-OPT §4 and BERT-flow
+LAYER_MIXES = ("last2avg", "firstlast")  # the layer sweep's layer mixes, mean-pooled (model/pooling.py)
 LAYERS_BATCH_SIZE = 64  # the reports' own passes (hidden states, top-k removal, the layer sweep) when called alone
 
 # name → what it needs besides the model ("sentences": a corpus sample; "pairs": labelled pairs or STS data)
