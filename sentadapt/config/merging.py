@@ -261,6 +261,7 @@ def build_config(
     merged.apply(to_train, to_recipe, "--set", SET)
     candidate_recipe, candidate_train = split_set_options(candidate_values or {}, merged.recipe_args)
     merged.apply(candidate_train, candidate_recipe, "--set", CANDIDATE)
+    merged.yield_to_given_values()
     merged.train.validate()
     merged.recipe_args.validate()
     return RunConfig(recipe=recipe_name, train=merged.train, recipe_args=merged.recipe_args, sources=merged.sources,
@@ -270,6 +271,13 @@ def build_config(
 # Where a value came from, as `adapt --dry-run` shows it (a layer's name; the preset's is "preset NAME" and the
 # --config file's its file name)
 DEFAULT, PAPER, FLAG, SET, CANDIDATE = "default", "paper", "flag", "--set", "candidate"
+
+
+# A preset value that would override a value the user gives (YAML, flag, --set, candidate) gives way to it: the
+# teacher run's one evaluation per pass replaces eval_every (evals_per_pass > 0 wins), and its length by examples
+# makes epochs a floor (passes = max(epochs, min(max_epochs, min_examples / sentences))). preset key → the given key
+YIELDS_TO_GIVEN = {"evals_per_pass": "eval_every", "min_examples": "epochs"}
+YIELDED = "off:"  # how a yielded value's source starts: "off: eval_every given (flag)"
 
 
 def _source_keys(recipe_args: Any) -> list[str]:
@@ -293,6 +301,16 @@ class _Merge:
         self.train = with_overrides(self.train, train, where)
         self.sources.update({f"recipe_args.{key}": source for key in recipe if f"recipe_args.{key}" in self.sources})
         self.sources.update({f"train.{key}": source for key in _flat(train, where) if f"train.{key}" in self.sources})
+
+    def yield_to_given_values(self) -> None:
+        """Turn off each preset value of YIELDS_TO_GIVEN whose key the user gave (`--eval-every 50` on a teacher run
+        evaluates every 50 steps; `--epochs 1` trains one pass)."""
+        for preset_key, given_key in YIELDS_TO_GIVEN.items():
+            given = self.sources[f"train.{given_key}"]
+            if self.sources[f"train.{preset_key}"].startswith("preset") and given not in (DEFAULT, PAPER) \
+                    and not given.startswith("preset"):
+                self.train = with_overrides(self.train, {preset_key: 0}, f"{given_key} given")
+                self.sources[f"train.{preset_key}"] = f"{YIELDED} {given_key} given ({given})"
 
 
 def dry_run_yaml(config: RunConfig) -> str:

@@ -15,6 +15,7 @@ from sentadapt.text_tables import BAD, GOOD, WARN, Cell, TextTable
 
 def preset_lines(config: Any) -> list[str]:
     """Which defaults apply and why, and each value the preset changed (paper value → preset value)."""
+    from sentadapt.config.merging import YIELDED
     from sentadapt.recipes import RECIPES
     from sentadapt.recipes.presets import preset_changes
 
@@ -28,7 +29,9 @@ def preset_lines(config: Any) -> list[str]:
         lines.append(f"preset {preset['name']}: {kept}the recipe's paper defaults apply")
     final = {**flat_values(config.train), **dataclasses.asdict(config.recipe_args)}
     for key, old, new in changes:
-        overridden = f" (overridden: {final[key]} from the YAML, a flag or --set)" if final.get(key) != new else ""
+        source = config.sources.get(f"train.{key}", "")
+        overridden = "" if final.get(key) == new else (f" ({source})" if source.startswith(YIELDED) else
+                                                       f" (overridden: {final[key]} from the YAML, a flag or --set)")
         lines.append(f"preset {preset['name']}: {key} {old} → {new}{overridden}")
     return lines
 

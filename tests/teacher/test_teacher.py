@@ -468,6 +468,36 @@ def test_a_teacher_brings_its_defaults_above_the_preset_and_below_the_flags(tiny
     assert config(mixed_precision="no").train.mixed_precision == "no"
 
 
+
+def test_an_eval_every_or_epochs_given_turns_off_the_teacher_run_s_value_that_would_override_it(
+        tiny_model_dir: Path, teacher_dir: Path, corpus: Path, tmp_path: Path) -> None:
+    """`--eval-every 5` on a teacher run evaluates every 5 steps and `--epochs 1` trains one pass: the teacher
+    defaults' evals_per_pass (which replaces eval_every) and min_examples (which makes epochs a floor) give way, and
+    the dry run says why. A value given for them stays as given."""
+    from sentadapt.run.plan.configs import new_config
+    from sentadapt.run.plan.settings import Settings
+    from sentadapt.run.summary import preset_lines
+    from sentadapt.train.loop import eval_interval, passes_for
+
+    def config(set_options: tuple[str, ...] = (), **flags: object):
+        return new_config(Settings(corpus=(str(corpus),), output=tmp_path / "run", recipe="consert",
+                                   base=str(tiny_model_dir), set_options=set_options,
+                                   flags={**flags, "teacher": str(teacher_dir)}))
+
+    defaults = config()
+    assert eval_interval(2_701, defaults) == 2_701 // 64 and passes_for(2_701, defaults) == 4.0
+    every = config(eval_every=5)
+    assert (every.train.evaluation.evals_per_pass, eval_interval(2_701, every)) == (0.0, 5)
+    assert every.sources["train.evals_per_pass"] == "off: eval_every given (flag)"
+    assert "preset paper: evals_per_pass 0.0 → 1.0 (off: eval_every given (flag))" in preset_lines(every)
+    assert every.train.min_examples == 20_000  # epochs not given: the length still follows the corpus
+    one_pass = config(set_options=("epochs=1",))
+    assert (one_pass.train.min_examples, passes_for(2_701, one_pass)) == (0, 1.0)
+    assert one_pass.sources["train.min_examples"] == "off: epochs given (--set)"
+    both = config(set_options=("evals_per_pass=2",), eval_every=5)  # evals_per_pass given too: it wins, as documented
+    assert (both.train.evaluation.evals_per_pass, both.sources["train.evals_per_pass"]) == (2.0, "--set")
+
+
 def test_only_consert_s_teacher_run_defaults_to_auto_precision() -> None:
     """The bf16 default was measured on ConSERT teacher runs alone (research/findings.md, "A faster teacher run"):
     SG-OPT with a teacher, and any run without one, keep fp32."""
