@@ -68,11 +68,16 @@ class EvalResult:
         return write_json_file(path, self.to_json())
 
     def intervals_note(self) -> str:
-        """How to read the tables' intervals ("" without them): what the CIs and the * are."""
-        return "" if not self.bootstrap else (
-            f"[low, high]: 95 % percentile bootstrap CI ({self.bootstrap} resamples of the pairs/queries, seed "
-            f"{self.seed}); Δ CIs are paired: Δ ± 1.96 × its calibrated SE (the influence function; best-threshold "
-            "F1/accuracy: the paired bootstrap); * = the Δ's CI excludes 0")
+        """How to read the tables' intervals ("" without them): what the CIs are, and the Δs' and the * when a row
+        is compared with the first (a second model, or a size or precision of the first)."""
+        if not self.bootstrap:
+            return ""
+        note = (f"[low, high]: 95 % percentile bootstrap CI ({self.bootstrap} resamples of the pairs/queries, seed "
+                f"{self.seed})")
+        if len(self.models) > 1:
+            note += ("; Δ CIs are paired: Δ ± 1.96 × its calibrated SE (the influence function; best-threshold "
+                     "F1/accuracy: the paired bootstrap); * = the Δ's CI excludes 0")
+        return note
 
     def __repr__(self) -> str:
         """What a notebook shows: each evaluator's average per model, with its CI and Δ rounded as the table prints

@@ -149,6 +149,19 @@ def test_the_footnotes_are_on_stdout_with_the_table(tiny_model_dir: Path, pairs_
     assert "data:" not in result.stderr and "[low, high]" not in result.stderr
 
 
+
+def test_the_legend_explains_the_deltas_only_where_a_row_has_one(tiny_model_dir: Path, tiny_model_dir_3layers: Path,
+                                                                  pairs_tsv: Path) -> None:
+    alone = runner.invoke(app, ["eval", str(tiny_model_dir), "--pairs", str(pairs_tsv), "--device", "cpu"])
+    assert alone.exit_code == 0, alone.output
+    assert "Δ" not in alone.stdout and "*" not in alone.stdout  # one model: no Δ column, nothing about Δs
+    for models in ([tiny_model_dir, tiny_model_dir_3layers], [tiny_model_dir]):
+        sized = ["--dims", "32,16"] if len(models) == 1 else []  # a smaller size is a row against the whole vector
+        result = runner.invoke(app, ["eval", *map(str, models), "--pairs", str(pairs_tsv), "--device", "cpu", *sized])
+        assert result.exit_code == 0, result.output
+        assert "* = the Δ's CI excludes 0" in " ".join(result.stdout.split()), models
+
+
 def test_a_long_model_path_is_shown_by_its_folders_own_name() -> None:
     from sentadapt.evaluation.result_tables import short_names
 
