@@ -13,16 +13,19 @@ from rich.markup import escape
 from sentadapt.cli._common import console, draw, friendly_errors, note, progress_bar, say
 from sentadapt.cli.command import SentadaptCommand
 from sentadapt.cli.progress import RichReporter
-from sentadapt.run.adapt_options import ADAPT_OPTIONS, AdaptOption, from_command_line
+from sentadapt.run.adapt_options import ADAPT_OPTIONS, AdaptOption, from_command_line, resume_folder_as_output
 
 RESUME_LAST = "last"  # what a bare `--resume` means (AdaptCommand spells it out)
 
 
 class AdaptCommand(SentadaptCommand):
     """`--resume` takes an optional value (`--resume` or `--resume auto`), which typer cannot declare: a bare
-    `--resume` is read as `--resume=last`."""
+    `--resume` is read as `--resume=last`; `--resume RUN_FOLDER` without --output continues that folder."""
 
     optional_values: ClassVar[dict[str, tuple[str, str]]] = {"--resume": (RESUME_LAST, "auto")}
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        return super().parse_args(ctx, resume_folder_as_output(args))
 
 
 def _parameter(option: AdaptOption) -> inspect.Parameter:
@@ -65,8 +68,7 @@ def cli_events() -> Any:
     """The library's events rendered here: notes and progress bars on stderr, the training line, the summary."""
     from sentadapt.run.plan.settings import Events
 
-    return Events(note=note, progress=progress_bar, reporter=RichReporter,
-                  stage_done=_print_summary)
+    return Events(note=note, progress=progress_bar, reporter=RichReporter, stage_done=_print_summary)
 
 
 def _print_auto_summary(output: Path, record: dict[str, Any]) -> None:

@@ -243,6 +243,20 @@ def from_command_line(values: Mapping[str, Any]) -> dict[str, Any]:
             for name, value in values.items()}
 
 
+def resume_folder_as_output(args: list[str]) -> list[str]:
+    """`adapt --resume runs/x` with no --output, runs/x a run folder: `--resume --output runs/x` (how transformers'
+    --resume_from_checkpoint names what it continues); any other command line as it is."""
+    from sentadapt.storage.run_folder import is_run_folder
+
+    given = args[:args.index("--")] if "--" in args else args
+    if "--resume" not in given or any(arg in ("--output", "-o") or arg.startswith("--output=") for arg in given):
+        return args
+    at = given.index("--resume") + 1
+    if at < len(given) and is_run_folder(Path(given[at])):
+        return [*args[:at], "--output", *args[at:]]
+    return args
+
+
 def run_fields_without_option() -> list[str]:
     """RunConfig fields no option sets (checked by tests/run/test_adapt_options.py: each is filled by adapt itself)."""
     optioned = {option.name for option in ADAPT_OPTIONS if option.target == RUN}

@@ -125,3 +125,32 @@ def test_the_api_checks_each_keyword_against_the_option_table_and_names_its_flag
     assert str(caught.value) == ("Invalid value for '--grad-checkpointing': expected True or False, got str 'yes'")
     with pytest.raises(TypeError, match="missing a required argument: 'output'"):
         adapt("corpus.txt")  # as a Python call without its required keyword: the signature says so
+
+
+def test_resume_followed_by_a_run_folder_and_no_output_continues_that_folder(tmp_path: Path) -> None:
+    """`adapt --resume runs/x` (as transformers' --resume_from_checkpoint names what it continues) is `--resume
+    --output runs/x`; a command line with --output, a value that is not a run folder, or words after `--` is kept."""
+    from sentadapt.run.adapt_options import resume_folder_as_output
+
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "config.yaml").write_text("recipe: consert\n")
+    assert resume_folder_as_output(["--resume", str(run)]) == ["--resume", "--output", str(run)]
+    assert resume_folder_as_output(["c.txt", "--resume", str(run), "--max-steps", "5"]) == [
+        "c.txt", "--resume", "--output", str(run), "--max-steps", "5"]
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes" / "config.yaml").write_text("theme: dark\n")  # another tool's config is not a run
+    for args in (["--resume", str(run), "-o", "x"], [f"--output={run}", "--resume", str(run)], ["--resume", "auto"],
+                 ["--resume", str(tmp_path / "notes")], ["--", "--resume", str(run)], [str(run)]):
+        assert resume_folder_as_output(args) == args, args
+
+
+def test_the_command_resumes_the_run_folder_named_after_resume(corpus: Path, tiny_model_dir: Path,
+                                                               tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    first = run_adapt(str(corpus), "--base", str(tiny_model_dir), "--output", str(run), "--max-steps", "2",
+                      "--batch-size", "8", "--max-length", "16")
+    assert first.exit_code == 0, first.output
+    again = run_adapt("--resume", str(run))
+    assert again.exit_code == 2  # a usage error, as `--resume --output RUN` on a finished run
+    assert again.stderr.startswith(f"Error: --resume: {run} is a finished run (its metrics.json is written)")
