@@ -188,8 +188,9 @@ ADAPT_OPTIONS: tuple[AdaptOption, ...] = (
     _train("report_to", "--report-to", "Experiment tracking through Accelerate: none (default) | tensorboard | "
            "wandb | mlflow | all (every installed one). Events of tensorboard: OUTPUT/tensorboard/."),
     _option("resume", "--resume", "Continue the run in --output (or `--resume RUN_DIR`) from its last checkpoint. "
-            "--resume auto: resume when --output holds a checkpoint, else start fresh; a finished run exits 0 (rerun the same command "
-            "after preemption).", annotation=str | bool | None, cli_type=str | None, metavar="[auto]"),
+            "--resume auto: resume when --output holds a checkpoint, else start fresh; a finished run exits 0 "
+            "(rerun the same command after preemption).", annotation=str | bool | None, cli_type=str | None,
+            metavar="[auto]"),
     _option("overwrite", "--overwrite", "Replace an existing non-empty --output.", annotation=bool, default=False),
     _option("dry_run", "--dry-run", "Resolve and print the config, then exit (no weights).", annotation=bool,
             default=False),
