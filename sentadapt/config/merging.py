@@ -307,8 +307,8 @@ class _Merge:
         evaluates every 50 steps; `--epochs 1` trains one pass)."""
         for preset_key, given_key in YIELDS_TO_GIVEN.items():
             given = self.sources[f"train.{given_key}"]
-            if self.sources[f"train.{preset_key}"].startswith("preset") and given not in (DEFAULT, PAPER) \
-                    and not given.startswith("preset"):
+            user_gave = given not in (DEFAULT, PAPER) and not given.startswith("preset")
+            if user_gave and self.sources[f"train.{preset_key}"].startswith("preset"):
                 self.train = with_overrides(self.train, {preset_key: 0}, f"{given_key} given")
                 self.sources[f"train.{preset_key}"] = f"{YIELDED} {given_key} given ({given})"
 
