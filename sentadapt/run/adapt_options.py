@@ -250,7 +250,7 @@ def resume_folder_as_output(args: list[str]) -> list[str]:
     from sentadapt.storage.run_folder import is_run_folder
 
     given = args[:args.index("--")] if "--" in args else args
-    if "--resume" not in given or any(arg in ("--output", "-o") or arg.startswith("--output=") for arg in given):
+    if "--resume" not in given or any(arg == "--output" or arg.startswith(("--output=", "-o")) for arg in given):
         return args
     at = given.index("--resume") + 1
     if at < len(given) and is_run_folder(Path(given[at])):

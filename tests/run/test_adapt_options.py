@@ -140,7 +140,8 @@ def test_resume_followed_by_a_run_folder_and_no_output_continues_that_folder(tmp
         "c.txt", "--resume", "--output", str(run), "--max-steps", "5"]
     (tmp_path / "notes").mkdir()
     (tmp_path / "notes" / "config.yaml").write_text("theme: dark\n")  # another tool's config is not a run
-    for args in (["--resume", str(run), "-o", "x"], [f"--output={run}", "--resume", str(run)], ["--resume", "auto"],
+    for args in (["--resume", str(run), "-o", "x"], [f"--output={run}", "--resume", str(run)], [f"-o{run}", "--resume",
+                 str(run)], ["--resume", "auto"],
                  ["--resume", str(tmp_path / "notes")], ["--", "--resume", str(run)], [str(run)]):
         assert resume_folder_as_output(args) == args, args
 
