@@ -240,7 +240,7 @@ def build_config(
     preset = run_fields.get("preset") or {}
     preset_recipe, preset_train = split_set_options(preset_values or {}, merged.recipe_args)
     merged.apply(preset_train, preset_recipe, f"recipe {recipe_name} tuned_base_defaults",
-                 f"preset {preset.get('name', '')}".strip())
+                 f"{PRESET} {preset.get('name', '')}".strip())
     if yaml_train is not None:
         merged.apply(yaml_train, {}, "option", Path(yaml_path or "--config").name)
     elif yaml_path is not None:
@@ -271,6 +271,7 @@ def build_config(
 # Where a value came from, as `adapt --dry-run` shows it (a layer's name; the preset's is "preset NAME" and the
 # --config file's its file name)
 DEFAULT, PAPER, FLAG, SET, CANDIDATE = "default", "paper", "flag", "--set", "candidate"
+PRESET = "preset"  # the preset layer's name begins with it: "preset tuned-base"
 
 
 # A preset value that would override a value the user gives (YAML, flag, --set, candidate) gives way to it: the
@@ -307,8 +308,8 @@ class _Merge:
         evaluates every 50 steps; `--epochs 1` trains one pass)."""
         for preset_key, given_key in YIELDS_TO_GIVEN.items():
             given = self.sources[f"train.{given_key}"]
-            user_gave = given not in (DEFAULT, PAPER) and not given.startswith("preset")
-            if user_gave and self.sources[f"train.{preset_key}"].startswith("preset"):
+            user_gave = given not in (DEFAULT, PAPER) and not given.startswith(PRESET)
+            if user_gave and self.sources[f"train.{preset_key}"].startswith(PRESET):
                 self.train = with_overrides(self.train, {preset_key: 0}, f"{given_key} given")
                 self.sources[f"train.{preset_key}"] = f"{YIELDED} {given_key} given ({given})"
 

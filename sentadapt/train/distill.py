@@ -177,12 +177,12 @@ def build_distillation(config: TrainConfig, recipe: RecipeBase, encoder: Any,
     """Toward `teacher` (its vectors of every example) when given; else None when distill = 0; else let the
     base be copied (before any step or resumed weights load). `student_sample(n)`: the student's vectors
     of the first n examples, which a projection is fitted on before training."""
-    if teacher is not None or config.distillation.distill != 0:
+    settings = config.distillation
+    if teacher is not None or settings.distill != 0:
         recipe.want_exported_rows()
     if teacher is not None:
         targets = TeacherTargets(teacher) if blend is None else TeacherTargets(teacher, *blend)
         projection = None
-        settings = config.distillation
         vector_kind = next((kind for kind, _ in distill_terms(settings.distill_kind) if kind in VECTOR_KINDS), None)
         if vector_kind is not None and targets.dim != encoder.embedding_dim:
             if student_sample is None:
@@ -192,10 +192,9 @@ def build_distillation(config: TrainConfig, recipe: RecipeBase, encoder: Any,
             projection = fitted_projection(student_sample, targets, encoder.embedding_dim)
         return Distillation(config.teacher.weight, settings.distill_kind, settings.distill_temperature, targets,
                             settings.recipe_weight, projection, recipe.matryoshka)
-    if config.distillation.distill == 0:
+    if settings.distill == 0:
         return None
     base_targets = BaseTargets(FrozenBase(encoder, backbone=recipe.frozen_backbone(encoder)))
-    settings = config.distillation
     return Distillation(settings.distill, settings.distill_kind, settings.distill_temperature, base_targets,
                         settings.recipe_weight, matryoshka=recipe.matryoshka)
 
