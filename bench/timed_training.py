@@ -23,8 +23,8 @@ def timed_run(recipe_name: str, flags: dict[str, Any], *, base: str, corpus: lis
     """Train `recipe_name` with its defaults overridden by `flags`, no dev set; return the two timings."""
     from sentadapt.config.merging import build_config
     from sentadapt.recipes import RECIPES
-    from sentadapt.run.execute.inputs import build_inputs
-    from sentadapt.run.execute.stages import train_stage
+    from sentadapt.run.execute import train_stage
+    from sentadapt.run.inputs import build_inputs
     from sentadapt.train.loop import SilentReporter, Trainer
 
     class LoopClock(SilentReporter):

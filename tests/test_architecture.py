@@ -399,9 +399,9 @@ def _functions_calling(name: str, paths: list[Path], root: Path = PACKAGE.parent
 
 
 def test_config_yaml_has_one_writer() -> None:
-    """save_run_config is called by run.execute.stages.write_config alone; every run folder's config.yaml goes through
+    """save_run_config is called by run.execute.write_config alone; every run folder's config.yaml goes through
     it."""
-    assert _functions_calling("save_run_config", SOURCES) == ["sentadapt.run.execute.stages:write_config"]
+    assert _functions_calling("save_run_config", SOURCES) == ["sentadapt.run.execute:write_config"]
 
 
 def test_the_writer_finder_sees_a_method_call_inside_a_nested_function(tmp_path: Path) -> None:
@@ -417,11 +417,11 @@ def test_train_never_imports_the_orchestration_in_run() -> None:
 
 
 def test_every_run_config_comes_from_the_one_assembler() -> None:
-    """build_config is called by run.plan.configs.assemble alone; a single run and every --recipe auto candidate call
+    """build_config is called by run.plan.assemble alone; a single run and every --recipe auto candidate call
     assemble (issue 43: before, two assemblers drifted apart and auto candidates lost the teacher-run defaults)."""
-    assert _functions_calling("build_config", SOURCES) == ["sentadapt.run.plan.configs:assemble"]
+    assert _functions_calling("build_config", SOURCES) == ["sentadapt.run.plan:assemble"]
     assert _functions_calling("assemble", SOURCES) == ["sentadapt.run.auto.candidates:candidate_config",
-                                                      "sentadapt.run.plan.configs:new_config_and_base"]
+                                                      "sentadapt.run.plan:new_config_and_base"]
 
 
 def _encoder_attributes() -> set[str]:
@@ -483,7 +483,7 @@ def test_no_request_type_carries_a_dict_of_any() -> None:
 
     from sentadapt.exporting.request import ExportRequest
     from sentadapt.run.dispatch import AdaptRequest
-    from sentadapt.run.plan.settings import Settings
+    from sentadapt.run.plan import Settings
 
     for request in (AdaptRequest, Settings, ExportRequest):
         hints = typing.get_type_hints(request)

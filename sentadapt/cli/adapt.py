@@ -66,7 +66,7 @@ adapt_command.__signature__ = inspect.Signature([_parameter(option) for option i
 
 def cli_events() -> Any:
     """The library's events rendered here: notes and progress bars on stderr, the training line, the summary."""
-    from sentadapt.run.plan.settings import Events
+    from sentadapt.run.plan import Events
 
     return Events(note=note, progress=progress_bar, reporter=RichReporter, stage_done=_print_summary)
 

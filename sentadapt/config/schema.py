@@ -358,7 +358,7 @@ class RunConfig:
     train: TrainConfig = field(default_factory=TrainConfig)
     recipe_args: Any = None  # the recipe's own Config dataclass
     # which layer set each value ("train.lr" → "preset tuned-base", "dev" → "flag"; config/merging.py,
-    # run/plan/configs.py): what `adapt --dry-run` shows. Not saved: a resumed run's values all come from its
+    # run/plan.py): what `adapt --dry-run` shows. Not saved: a resumed run's values all come from its
     # config.yaml
     sources: dict[str, str] = field(default_factory=dict, compare=False, repr=False, metadata={"saved": False})
 

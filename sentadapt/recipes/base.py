@@ -60,7 +60,7 @@ class LossOutput:
 @dataclass(frozen=True)
 class TrainingData:
     """What a recipe reads its training examples from: the run's inputs and reading options (not the whole
-    run config). Built by `sentadapt.run.execute.inputs.training_data` from the RunConfig; defaults as TrainConfig's."""
+    run config). Built by `sentadapt.run.inputs.training_data` from the RunConfig; defaults as TrainConfig's."""
 
     sources: tuple[str, ...]  # adapt's positional inputs: files or Hub datasets (`trains_on` says which kind)
     max_length: int  # --max-length (capped by the model's position table where token ids are made)

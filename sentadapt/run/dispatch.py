@@ -16,22 +16,23 @@ from sentadapt.events import Note, Progress
 from sentadapt.model.lora import lora_flags
 from sentadapt.options import check_at_least, checked
 from sentadapt.run.adapt_options import ADAPT_OPTIONS, OPTIONS_BY_NAME, route
-from sentadapt.run.execute.lock import held_by_another
-from sentadapt.run.execute.replacement import aside_path, recover
-from sentadapt.run.execute.stages import train_run
-from sentadapt.run.plan.checks import check_run
-from sentadapt.run.plan.configs import new_config_and_base, recipe_of
-from sentadapt.run.plan.resolved import ResolvedRun
-from sentadapt.run.plan.resume import (
+from sentadapt.run.execute import held_by_another, recover, train_run
+from sentadapt.run.plan import (
     FINISHED,
     RESTART,
     RESUME_LAST,
+    ConfigValue,
+    Events,
+    ResolvedRun,
+    Settings,
+    check_run,
     ignored_on_resume,
+    new_config_and_base,
+    recipe_of,
     resume_auto_mode,
     resumed_config,
 )
-from sentadapt.run.plan.settings import ConfigValue, Events, Settings
-from sentadapt.storage.run_folder import CONFIG_FILE, RunDir
+from sentadapt.storage.run_folder import CONFIG_FILE, RunDir, aside_path
 from sentadapt.text_tables import TextTable
 from sentadapt.train.ranks import is_main_process
 

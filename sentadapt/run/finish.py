@@ -1,5 +1,5 @@
 """After the trainer: publish the chosen model, weigh the dev evidence, decide, and write metrics.json (last: its
-presence marks a finished run). A stage of `adapt` (run/execute/stages.py's `train_stage`) is the Trainer, then this."""
+presence marks a finished run). A stage of `adapt` (run/execute.py's `train_stage`) is the Trainer, then this."""
 
 from __future__ import annotations
 

@@ -63,7 +63,7 @@ def estimate_run_bytes(weights: int, keep_checkpoints: int) -> int:
 def check_free_space(output: Path, weights: int, keep_checkpoints: int, output_is_room: bool = True) -> None:
     """Raise StorageError before training when the run cannot fit. What `output` already holds counts as room when
     the run reuses it (`output_is_room`); not under --overwrite, which keeps the run it replaces until the new one
-    has finished (run/execute/replacement.py)."""
+    has finished (run/execute.py)."""
     if os.environ.get(SKIP_ENV) == "1":
         return
     existing = output

@@ -1,7 +1,7 @@
 """The teacher's one home (`adapt --teacher MODEL|FILE`, docs/teacher.md). run/ calls it at three seams:
 
-- check (run/plan/checks.py): `check_teacher` resolves the teacher and refuses a bad one before anything loads;
-- inputs (run/execute/inputs.py): `teacher_table` weighs it on the dev set, stops a trailing one, takes its vectors of
+- check (run/plan.py): `check_teacher` resolves the teacher and refuses a bad one before anything loads;
+- inputs (run/inputs.py): `teacher_table` weighs it on the dev set, stops a trailing one, takes its vectors of
   every training example (a model's, cached; or a vectors file's rows) and the blend target; the loop reads the table's
   rows into each batch (train/distill.py turns them into the distillation term);
 - decide (run/finish.py): `teacher_lead_note` says when a run keeps the base although the teacher's dev lead is

@@ -1,5 +1,5 @@
 """The teacher given to `adapt --teacher`: a model (a folder or a Hub id) or a vectors file, checked before anything
-loads (check_teacher: run/plan/checks.py's seam) and resolved once for the run."""
+loads (check_teacher: run/plan.py's seam) and resolved once for the run."""
 
 from __future__ import annotations
 

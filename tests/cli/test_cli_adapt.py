@@ -112,7 +112,7 @@ def test_a_running_lock_is_respected(corpus: Path, tiny_model_dir: Path, tmp_pat
     import os
 
     from sentadapt.errors import ConfigError
-    from sentadapt.run.execute.lock import acquire_lock as _acquire_lock
+    from sentadapt.run.execute import acquire_lock as _acquire_lock
 
     (tmp_path / ".lock").write_text(str(os.getppid()))  # a live process that is not us
     with pytest.raises(ConfigError, match=f"another sentadapt run \\(pid {os.getppid()}\\) is writing here"):
@@ -295,8 +295,7 @@ def yaml_value(path: Path, key: str) -> object:
 
 def test_resume_names_every_option_it_ignores_lora_prompt_and_dev_included(tmp_path: Path) -> None:
     from sentadapt.model.lora import lora_flags
-    from sentadapt.run.plan.resume import ignored_on_resume
-    from sentadapt.run.plan.settings import Settings
+    from sentadapt.run.plan import Settings, ignored_on_resume
 
     flags = {"lr": 1e-4, **lora_flags("r=8,alpha=16"), "dev": "dev.tsv", "prompt": "query", "risk": 0.1,
              "decision": "strict", "num_proc": 4}
@@ -314,8 +313,8 @@ def test_an_empty_lock_is_a_run_starting_until_it_is_older_than_a_start_takes(tm
     import time
 
     from sentadapt.errors import ConfigError
-    from sentadapt.run.execute.lock import EMPTY_LOCK_STALE_S
-    from sentadapt.run.execute.lock import acquire_lock as _acquire_lock
+    from sentadapt.run.execute import EMPTY_LOCK_STALE_S
+    from sentadapt.run.execute import acquire_lock as _acquire_lock
 
     lock = tmp_path / ".lock"
     lock.write_text("")

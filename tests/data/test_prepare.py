@@ -122,7 +122,7 @@ def test_vectorised_plan_equals_the_list_plan(size: int, batch: int) -> None:
 
 def test_same_sentences_token_ids_batches_and_losses_as_the_in_memory_path(tiny_model_dir: Path,
                                                                            tmp_path: Path) -> None:
-    from sentadapt.run.execute.inputs import build_inputs
+    from sentadapt.run.inputs import build_inputs
     from sentadapt.train.loop import Trainer
 
     corpus = corpus_file(tmp_path / "corpus.txt", 400)

@@ -19,8 +19,8 @@ from sentadapt.model.encoder import Encoder
 from sentadapt.recipes import RECIPES
 from sentadapt.recipes.losses import nt_xent, opt1_loss, opt2_loss, opt3_loss, squared_distance
 from sentadapt.recipes.sgopt import SgOptConfig, SgOptRecipe
-from sentadapt.run.execute.inputs import build_inputs
-from sentadapt.run.execute.stages import train_stage, write_config
+from sentadapt.run.execute import train_stage, write_config
+from sentadapt.run.inputs import build_inputs
 from sentadapt.train.loop import Trainer, TrainingInterrupted, TrainingModule
 from tests.conftest import adapt_option_error_imports_torch, cpu_state, run_checked, run_config
 from tests.conftest import run_adapt as _adapt

@@ -401,7 +401,7 @@ def test_a_live_lock_refuses_a_second_run_and_keeps_its_files(
 
 def test_nan_skip_mode_counts_and_stops_at_its_limit(tiny_model_dir: Path, fault_corpus: Path,
                                                      tmp_path: Path) -> None:
-    from sentadapt.run.execute.inputs import build_inputs
+    from sentadapt.run.inputs import build_inputs
     from sentadapt.train.loop import Trainer, TrainingDiverged
     from tests.train.test_train import Recorder, make_config
 
@@ -427,7 +427,7 @@ def test_nan_skip_mode_counts_and_stops_at_its_limit(tiny_model_dir: Path, fault
 def test_infinite_gradients_with_a_finite_loss_stop_before_the_weights_change(
     tiny_model_dir: Path, fault_corpus: Path, tmp_path: Path
 ) -> None:
-    from sentadapt.run.execute.inputs import build_inputs
+    from sentadapt.run.inputs import build_inputs
     from sentadapt.train.loop import Trainer, TrainingDiverged
     from tests.train.test_train import make_config
 

@@ -35,7 +35,7 @@ def last_line(stderr: str) -> str:
 LOADING_DRIVER = r'''
 import sys, time
 from pathlib import Path
-import sentadapt.run.execute.inputs as inputs
+import sentadapt.run.inputs as inputs
 
 marker = Path(sys.argv[1])
 
@@ -91,7 +91,7 @@ def test_an_interrupt_swallowed_while_loading_still_stops_before_training(
     """A KeyboardInterrupt raised inside a finalizer is printed and ignored by Python (a CI run once lost Ctrl-C in
     a tokenizer's regex `__del__` and trained all 400 steps, exit 0): the signal is remembered and the run stops
     before its first step, with the loading stop's one line."""
-    import sentadapt.run.execute.inputs as inputs_module
+    import sentadapt.run.inputs as inputs_module
 
     real = inputs_module.build_inputs
 
@@ -307,7 +307,7 @@ def test_ctrl_c_before_the_first_checkpoint_of_an_overwrite_leaves_the_finished_
 def test_a_killed_overwrite_is_undone_by_the_next_command(finished_run: Path, tiny_model_dir: Path, corpus: Path,
                                                           tmp_path: Path) -> None:
     """SIGKILL leaves the earlier run set aside: the next `adapt` into the folder puts it back first."""
-    from sentadapt.run.execute.replacement import Replacement
+    from sentadapt.run.execute import Replacement
 
     before = files_of(finished_run)
     Replacement.set_aside(finished_run)  # as a killed --overwrite run leaves it: set aside, never settled
@@ -368,7 +368,7 @@ def test_an_empty_corpus_is_refused_before_anything_is_written(tiny_model_dir: P
 def test_a_lora_target_that_matches_nothing_fails_before_the_corpus_and_the_base_score(
     tiny_model_dir: Path, corpus: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import sentadapt.run.execute.inputs as inputs
+    import sentadapt.run.inputs as inputs
 
     read: list[str] = []
     real_training_data = inputs.training_data

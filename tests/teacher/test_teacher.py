@@ -19,9 +19,9 @@ from safetensors.torch import load_file
 
 from sentadapt.data.batching import plan_epoch
 from sentadapt.model.encoder import Encoder
-from sentadapt.run.execute.inputs import build_inputs
-from sentadapt.run.execute.stages import train_stage, write_config
-from sentadapt.run.plan.resume import resumed_config
+from sentadapt.run.execute import train_stage, write_config
+from sentadapt.run.inputs import build_inputs
+from sentadapt.run.plan import resumed_config
 from sentadapt.train.distill import TEACHER_VECTORS
 from sentadapt.train.loop import Trainer, TrainingInterrupted
 from tests.conftest import ASSETS, FLOAT32_RTOL, TINY_SENTENCES, run_adapt, run_config
@@ -451,8 +451,7 @@ def test_a_teacher_brings_its_defaults_above_the_preset_and_below_the_flags(tiny
                                                                            corpus: Path, tmp_path: Path) -> None:
     from sentadapt.config.schema import flat_values
     from sentadapt.recipes.presets import TEACHER_DEFAULTS
-    from sentadapt.run.plan.configs import new_config
-    from sentadapt.run.plan.settings import Settings
+    from sentadapt.run.plan import Settings, new_config
 
     def config(**flags: object):
         return new_config(Settings(corpus=(str(corpus),), output=tmp_path / "run", recipe="consert",
@@ -474,8 +473,7 @@ def test_an_eval_every_or_epochs_given_turns_off_the_teacher_run_s_value_that_wo
     """`--eval-every 5` on a teacher run evaluates every 5 steps and `--epochs 1` trains one pass: the teacher
     defaults' evals_per_pass (which replaces eval_every) and min_examples (which makes epochs a floor) give way, and
     the dry run says why. A value given for them stays as given."""
-    from sentadapt.run.plan.configs import new_config
-    from sentadapt.run.plan.settings import Settings
+    from sentadapt.run.plan import Settings, new_config
     from sentadapt.run.summary import preset_lines
     from sentadapt.train.loop import eval_interval, passes_for
 

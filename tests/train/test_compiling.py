@@ -13,8 +13,8 @@ from sentadapt.config.merging import coerce
 from sentadapt.errors import ConfigError
 from sentadapt.model.compiling import compile_layers, eager_only, release, repeated_layers
 from sentadapt.model.encoder import Encoder, cast_copy
-from sentadapt.run.execute.inputs import build_inputs
-from sentadapt.run.execute.stages import train_stage, write_config
+from sentadapt.run.execute import train_stage, write_config
+from sentadapt.run.inputs import build_inputs
 from sentadapt.train.loop import Trainer
 from tests.conftest import build_tiny_bert, run_adapt, run_config
 from tests.train.test_train import Recorder

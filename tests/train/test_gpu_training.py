@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from sentadapt.run.execute.inputs import build_inputs
+from sentadapt.run.inputs import build_inputs
 from sentadapt.train.loop import Trainer, TrainingDiverged
 from tests.conftest import count_tensor_calls, poison, run_config
 from tests.train.test_train import toy_corpus  # noqa: F401  (the module-scoped corpus fixture)

@@ -14,8 +14,8 @@ import pytest
 import torch
 
 from sentadapt.config.schema import TrainConfig
-from sentadapt.run.execute.inputs import build_inputs
-from sentadapt.run.execute.stages import train_stage, write_config
+from sentadapt.run.execute import train_stage, write_config
+from sentadapt.run.inputs import build_inputs
 from sentadapt.storage.run_folder import list_checkpoints
 from sentadapt.train.loop import SilentReporter, Trainer, TrainingDiverged, TrainingInterrupted
 from tests.conftest import FLOAT32_RTOL, count_tensor_calls, poison, run_checked, run_config

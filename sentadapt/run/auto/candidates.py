@@ -27,7 +27,7 @@ from sentadapt.errors import ConfigError
 from sentadapt.recipes import RECIPES
 from sentadapt.recipes.base import PAIRS, TEXT
 from sentadapt.registry import one_line
-from sentadapt.run.plan.settings import Settings
+from sentadapt.run.plan import Settings
 from sentadapt.storage.run_folder import RunDir
 
 AUTO = "auto"
@@ -159,9 +159,9 @@ def auto_yaml_settings(path: str | Path | None) -> tuple[dict[str, Any], list[st
 
 def candidate_config(candidate: Candidate, inputs: Inputs, output: Path, settings: Settings,
                      resolve_base: Callable[[], Any], yaml_train: dict[str, Any]) -> RunConfig:
-    """The candidate's RunConfig from the one assembler (run/plan/configs.py), as `adapt --recipe RECIPE` with the same
+    """The candidate's RunConfig from the one assembler (run/plan.py), as `adapt --recipe RECIPE` with the same
     flags builds it, its own settings on top; an error names the candidate."""
-    from sentadapt.run.plan.configs import assemble
+    from sentadapt.run.plan import assemble
 
     try:
         return assemble(candidate.recipe, settings, resolve_base, corpus=inputs.for_recipe(candidate.recipe),

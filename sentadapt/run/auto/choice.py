@@ -26,7 +26,7 @@ from sentadapt.decision.selection import Choice, choose, weigh_candidates
 from sentadapt.errors import ConfigError
 from sentadapt.recipes import RECIPES
 from sentadapt.run.auto.candidates import AUTO, Candidate, parse_candidates
-from sentadapt.run.execute.stages import write_config
+from sentadapt.run.execute import write_config
 from sentadapt.storage.durable import publish_model, write_folder_atomically, write_text_atomically
 from sentadapt.storage.run_folder import OUTCOME_FILE, RunDir, candidate_folder
 

@@ -16,10 +16,8 @@ from sentadapt.errors import ConfigError
 from sentadapt.events import Note
 from sentadapt.model.resolve import ResolvedModel
 from sentadapt.run.auto import choice as auto
-from sentadapt.run.execute.stages import claim_output, train_run
-from sentadapt.run.plan.checks import check_run, check_run_output
-from sentadapt.run.plan.resolved import DevSet, ResolvedRun, same_dev
-from sentadapt.run.plan.settings import Events, Settings
+from sentadapt.run.execute import claim_output, train_run
+from sentadapt.run.plan import DevSet, Events, ResolvedRun, Settings, check_run, check_run_output, same_dev
 from sentadapt.train.ranks import is_main_process, training_device
 
 
@@ -127,7 +125,7 @@ def _base_dev(output: Path, run: ResolvedRun, trust_remote_code: bool, allow_pic
     """The base model's dev score and outputs: scored once (as the user has it: its own pooling) and shared by
     every candidate, so all Δs are against the same numbers; kept in OUTPUT/base_dev.json for --resume."""
     from sentadapt.model.encoder import Encoder
-    from sentadapt.run.execute.inputs import base_dev_outputs
+    from sentadapt.run.inputs import base_dev_outputs
 
     saved = auto.load_base_dev(output)
     if saved is not None:

@@ -11,7 +11,7 @@ from sentadapt.model import lora
 from sentadapt.model.encoder import Encoder
 from sentadapt.model.prompts import PAIR
 from sentadapt.recipes.base import Matryoshka, TrainingData
-from sentadapt.run.plan.resolved import ResolvedRun, resolve_run
+from sentadapt.run.plan import ResolvedRun, resolve_run
 from sentadapt.storage.run_folder import RunDir
 from sentadapt.teacher import teacher_table
 from sentadapt.train.loop import TrainingInputs
