@@ -25,7 +25,7 @@ if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # unit tests never touch the network
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-# no heartbeat line (cli/heartbeat.py) in the middle of a command's exact stderr; tests that watch it set their own
+# no heartbeat line (cli/_common.heartbeat) amid a command's exact stderr; tests that watch it set their own
 os.environ["SENTADAPT_HEARTBEAT_S"] = "3600"
 # the corpus cache (and CLSR's embedding cache) of a test run lives in its own folder, never the user's: one per
 # pytest process (each xdist worker has its own), removed when that process exits

@@ -172,7 +172,7 @@ def teacher_passages() -> list[str]:
     from sentadapt.evaluation.bootstrap import CONFIDENCE
     from sentadapt.model.embedding_cache import ENCODE_CHUNK
     from sentadapt.recipes.presets import TEACHER_DEFAULTS
-    from sentadapt.teacher.blend import BLEND_TIE, BLENDS
+    from sentadapt.teacher.weighing import BLEND_TIE, BLENDS
     from sentadapt.train.distill import PROJECTION_SAMPLE
     from sentadapt.train.loop import passes_for
 

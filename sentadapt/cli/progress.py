@@ -12,8 +12,7 @@ from rich.console import Console, ConsoleOptions, RenderResult
 from rich.live import Live
 from rich.text import Text
 
-from sentadapt.cli._common import err_console
-from sentadapt.cli.heartbeat import activity
+from sentadapt.cli._common import activity, err_console
 from sentadapt.train.status_line import StatusLine, clock_text
 
 __all__ = ["RichReporter", "TrainingStatus", "clock_text"]

@@ -174,7 +174,7 @@ def parse_set_options(items: list[str]) -> dict[str, str]:
 def load_yaml(path: str | Path) -> dict[str, Any]:
     import yaml
 
-    from sentadapt.storage.file_memo import same_file_once
+    from sentadapt.storage.memory import same_file_once
 
     path = Path(path)
     if not path.is_file():

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from sentadapt.errors import ModelError
-from sentadapt.storage.file_memo import same_file_once
+from sentadapt.storage.memory import same_file_once
 
 POOLING_FLAGS = {
     "pooling_mode_cls_token": "cls",

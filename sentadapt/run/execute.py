@@ -30,6 +30,7 @@ from sentadapt.config.schema import RunConfig
 from sentadapt.errors import ConfigError, StorageError
 from sentadapt.events import Note, quiet
 from sentadapt.run.plan import Events, ResolvedRun
+from sentadapt.stopping.process import stop_signals_held
 from sentadapt.stopping.training import StopAtOnce, stopped_early
 from sentadapt.storage.run_folder import LOCK_FILE, RunDir, aside_path
 from sentadapt.train.ranks import is_main_process, training_device
@@ -162,8 +163,9 @@ def _after_write_failure(checkpoints: Path, output: Path) -> str:
             f"(or fix its permissions), then resume with: sentadapt adapt --resume --output {output}")
 
 
-# A lock's writer writes its pid right after creating the file (microseconds): an empty lock older than this was
-# left by a run stopped in between (Ctrl-C at that instant), not by a run still starting
+# A lock is created and its pid written with stop signals held (`_create_lock`), so a lock without a pid is a run
+# still starting (microseconds), or one killed outright (SIGKILL) at that instant: an empty lock older than this is
+# the latter
 EMPTY_LOCK_STALE_S = 10.0
 
 
@@ -172,7 +174,7 @@ def acquire_lock(output: Path, note: Note = quiet) -> Path:
     lock = RunDir(output).lock_file
     for _attempt in range(3):
         try:
-            descriptor = os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+            _create_lock(lock)
         except FileExistsError:
             pid = _lock_pid(lock)
             if pid == os.getpid():
@@ -191,14 +193,24 @@ def acquire_lock(output: Path, note: Note = quiet) -> Path:
             note(f"--output {output}: taking over a stale lock (pid {pid} is not running; that run was killed)")
             lock.unlink(missing_ok=True)
             continue
-        try:
-            with os.fdopen(descriptor, "w") as handle:
-                handle.write(str(os.getpid()))
-        except BaseException:
-            lock.unlink(missing_ok=True)  # stopped before the pid was written: leave no lock that names no one
-            raise
         return lock
     raise ConfigError(f"--output {output}: could not take {lock}; another run keeps replacing it")
+
+
+def _create_lock(lock: Path) -> None:
+    """The lock file, made only if absent (O_EXCL), holding our pid. Ctrl-C between the file's creation and the
+    pid's write used to leave a lock that names no one, which refused the same command typed again at once ("the
+    lock has no pid yet"); with stop signals held meanwhile, the interrupt comes once the pid is written, and the
+    next run takes over a lock whose process is gone."""
+    with stop_signals_held():
+        descriptor = os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        try:
+            os.write(descriptor, str(os.getpid()).encode())
+        except OSError:
+            lock.unlink(missing_ok=True)  # a full disk: leave no lock that names no one
+            raise
+        finally:
+            os.close(descriptor)
 
 
 def held_by_another(output: Path) -> bool:

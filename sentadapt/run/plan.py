@@ -4,11 +4,16 @@ candidate, layers the dataclass defaults < the recipe's paper settings < the pre
 defaults, and the teacher-run defaults with --teacher) < the `--config` file < flags < `--set` and the API's config
 keywords < a candidate's own settings (`consert:lr=1e-5`)), resume decided (`resume_auto_mode`, `resumed_config`),
 and the checks (`check_run`: model, corpus files, dev set, decision rule, teacher, output directory), which hand on a
-`ResolvedRun`: what they resolved and read is not resolved or read again."""
+`ResolvedRun`: what they resolved and read is not resolved or read again.
+
+A run's local input files are named by their absolute paths (so `--resume` works from anywhere) and identified by
+the sha256 of their bytes (`fingerprints`: a resumed run refuses a corpus that changed, where a size and mtime would
+differ after a mere copy to another node)."""
 
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -319,8 +324,6 @@ def check_run(config: RunConfig, resume: bool, overwrite: bool, dry_run: bool, r
 
 def with_absolute_paths(config: RunConfig) -> RunConfig:
     """Every local path of the run absolute (Hub ids and names such as `stsb` as given)."""
-    from sentadapt.data.fingerprint import absolute
-
     return dataclasses.replace(
         config, base=absolute(config.base) or config.base, corpus=[absolute(c) or c for c in config.corpus],
         output=os.path.abspath(Path(config.output).expanduser()), dev=absolute(config.dev),
@@ -330,8 +333,6 @@ def with_absolute_paths(config: RunConfig) -> RunConfig:
 def _with_corpus_fingerprints(config: RunConfig, resume: bool) -> RunConfig:
     """A new run records each corpus file's sha256; a resumed one must find the same bytes (a run that saved none,
     from before this check, is not checked)."""
-    from sentadapt.data.fingerprint import fingerprints
-
     now = fingerprints(config.corpus)
     if not resume or config.corpus_sha256 is None:
         return dataclasses.replace(config, corpus_sha256=now)
@@ -428,3 +429,28 @@ def _check_free_space(config: RunConfig, resolved: ResolvedModel, output: Path, 
     weights = weights_bytes(Path(resolved.location)) if resolved.is_local else None
     if weights is not None:
         check_free_space(output, weights, config.train.records.keep_checkpoints, output_is_room)
+
+
+CHUNK = 1 << 20  # 1 MiB reads: hashing runs at disk speed (≈ 1 s per GB) without holding the file in memory
+
+
+def absolute(value: str | None) -> str | None:
+    """A path that exists, made absolute (`~` expanded, `..` folded); anything else (a Hub id, `stsb`, `none`) as
+    given."""
+    if value is None:
+        return None
+    path = Path(value).expanduser()
+    return os.path.abspath(path) if path.exists() else value
+
+
+def file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        while chunk := handle.read(CHUNK):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def fingerprints(sources: Sequence[str]) -> list[str | None]:
+    """Each local file's sha256 (None for a Hub dataset or a folder, which are not hashed)."""
+    return [file_sha256(Path(source)) if Path(source).is_file() else None for source in sources]

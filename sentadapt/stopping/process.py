@@ -15,7 +15,7 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from types import FrameType
 from typing import Any
 
@@ -117,6 +117,26 @@ def _quiet_about_interrupts(hook: Callable[[Any], object]) -> Callable[[Any], ob
         return None
 
     return quiet
+
+
+@contextlib.contextmanager
+def stop_signals_held() -> Iterator[None]:
+    """Stop signals wait while a few statements must run all or none (a lock file created and its pid written): one
+    that comes meanwhile is noted and sent again once they have run, to the handler that was there before. Handlers
+    and not the thread's signal mask: torch's worker threads would take a signal the main thread blocks, and Python
+    runs every handler in the main thread anyway. A no-op off the main thread, where handlers cannot be set."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    came: list[int] = []
+    previous = {signum: signal.signal(signum, lambda signum, frame: came.append(signum)) for signum in STOP_SIGNALS}
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():  # None: a handler set outside Python; the default stands in
+            signal.signal(signum, signal.SIG_DFL if handler is None else handler)
+        if came:
+            signal.raise_signal(came[0])
 
 
 def pending_signal() -> int:

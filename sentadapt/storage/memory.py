@@ -1,9 +1,18 @@
-"""Hand freed memory back to the operating system, so a long step's peak does not stay resident: used after the
-teacher's table is keyed and written and after the neighbour search, before training starts."""
+"""What the process keeps in memory, and what it hands back.
+
+- `same_file_once`: a file parsed once per process while it is unchanged: a run asks for the same small files from
+  several places (a model folder's modules.json and Pooling config, the --config YAML), and each should cost one
+  read and one parse.
+- `release_freed_memory`: freed memory handed back to the operating system, so a long step's peak does not stay
+  resident: used after the teacher's table is keyed and written and after the neighbour search, before training
+  starts."""
 
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
 
 def release_freed_memory() -> None:
@@ -17,3 +26,19 @@ def release_freed_memory() -> None:
     pa.default_memory_pool().release_unused()
     with contextlib.suppress(OSError, AttributeError):  # not glibc
         ctypes.CDLL("libc.so.6").malloc_trim(0)
+
+
+_PARSED: dict[tuple[str, int, int], Any] = {}
+LIMIT = 256  # entries kept: a long-lived process (a notebook) reading many folders starts afresh above it
+
+
+def same_file_once(path: Path, parse: Callable[[Path], Any]) -> Any:
+    """`parse(path)`, remembered under the file's absolute path, modification time (ns) and size: a file read
+    again while unchanged is not parsed again; a changed one is. Callers that may change the result copy it."""
+    stat = path.stat()  # FileNotFoundError for a missing file, as reading it would raise
+    key = (str(path.resolve()), stat.st_mtime_ns, stat.st_size)
+    if key not in _PARSED:
+        if len(_PARSED) > LIMIT:
+            _PARSED.clear()
+        _PARSED[key] = parse(path)
+    return _PARSED[key]

@@ -7,8 +7,8 @@
 - decide (run/finish.py): `teacher_lead_note` says when a run keeps the base although the teacher's dev lead is
   established.
 
-Modules: source.py (what --teacher names), table.py (the table), weighing.py (the dev weighing and the note),
-blend.py (blend targets); the vectors-file reader is data/vectors.py.
+Modules: source.py (what --teacher names), table.py (the table), weighing.py (on the dev set: the teacher's lead
+and the blend target's α); the vectors-file reader is data/vectors.py.
 """
 
 from __future__ import annotations

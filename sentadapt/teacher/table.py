@@ -23,9 +23,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sentadapt.events import Note, Progress
-from sentadapt.teacher.blend import with_blend
 from sentadapt.teacher.source import resolve_source
-from sentadapt.teacher.weighing import Weighing
+from sentadapt.teacher.weighing import Weighing, with_blend
 
 if TYPE_CHECKING:
     from sentadapt.config.schema import RunConfig

@@ -10,8 +10,8 @@ resume happens. Recipes only turn a batch into a loss.
 Batch size is GLOBAL: with P processes each holds batch_size / P sentences, and the recipes gather
 the views of all processes so the contrastive negatives come from the whole batch.
 
-Beside it, one idea each: micro_batches.py (the data order), update.py (clip, check, step or skip on the
-device), guard.py (step records, the on_nan rule), signals.py (stop requests), dev_selection.py (the best model
+Beside it, one idea each: micro_batches.py (the data order), guard.py (clip, check, step or skip on the
+device; step records, the on_nan rule), signals.py (stop requests), dev_selection.py (the best model
 on the dev set, patience), tracking.py (the Reporter, train.log, trackers), checkpoint.py (checkpoint files).
 After `Trainer.run` returns, run/finish.py publishes the chosen model, decides and writes metrics.json.
 """
@@ -49,7 +49,7 @@ from sentadapt.train.checkpoint import (
 )
 from sentadapt.train.dev_selection import DevSelection
 from sentadapt.train.distill import Distillation, build_distillation
-from sentadapt.train.guard import NanRule, ReadStep, StepGuard, StepRecords
+from sentadapt.train.guard import GuardedUpdate, NanRule, ReadStep, StepGuard, StepRecords
 from sentadapt.train.micro_batches import MicroBatches, neighbour_batches, pad_multiple
 from sentadapt.train.optim import build_optimizer, lr_multiplier, rewind_schedule
 from sentadapt.train.precision import hand_back_an_earlier_precision, resolve_mixed_precision, use_tf32
@@ -65,7 +65,6 @@ from sentadapt.train.tracking import (
     describe_run,
     resolve_trackers,
 )
-from sentadapt.train.update import GuardedUpdate
 
 __all__ = ["Reporter", "SilentReporter", "TrainResult", "TrainState", "Trainer", "Training", "TrainingDiverged",
            "TrainingInputs", "TrainingInterrupted"]

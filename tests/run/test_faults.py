@@ -396,6 +396,34 @@ def test_a_live_lock_refuses_a_second_run_and_keeps_its_files(
     assert (run / "config.yaml").is_file()  # --overwrite deleted nothing under a live run
 
 
+def test_ctrl_c_while_the_lock_is_taken_leaves_a_lock_that_names_its_process(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A Ctrl-C between the lock file's creation and its pid's write left an empty lock, which refused the same
+    command typed again at once ("the lock has no pid yet"); the interrupt now comes once the pid is written, and
+    the next run takes over a lock whose process is gone."""
+    from sentadapt.run.execute import acquire_lock
+
+    real_open = os.open
+
+    def open_then_interrupted(*args: object, **kwargs: object) -> int:
+        descriptor = real_open(*args, **kwargs)  # type: ignore[arg-type]
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(0.2)  # an unheld SIGINT raises here, before the pid is written
+        return descriptor
+
+    # Python's own Ctrl-C handler, whatever this process inherited (a background shell starts it with SIGINT ignored)
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        monkeypatch.setattr(os, "open", open_then_interrupted)
+        with pytest.raises(KeyboardInterrupt):
+            acquire_lock(tmp_path)
+    finally:
+        monkeypatch.undo()
+        signal.signal(signal.SIGINT, previous)
+    assert (tmp_path / ".lock").read_text() == str(os.getpid())
+
+
 # ---------------------------------------------------------------------------------------- NaN / inf
 
 

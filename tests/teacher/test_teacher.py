@@ -718,7 +718,7 @@ def test_a_blend_target_is_the_weighted_sum_of_the_two_similarity_structures() -
 
 
 def test_auto_picks_the_best_blend_on_dev_and_the_larger_alpha_within_the_tie_margin(tmp_path: Path) -> None:
-    from sentadapt.teacher.blend import choose_blend
+    from sentadapt.teacher.weighing import choose_blend
     from tests.conftest import sts_dev_evaluator
 
     rng = np.random.default_rng(0)
