@@ -1,2 +1,2 @@
-"""A run's configuration: its schema (config/schema.py), the checks of its values (config/validation.py) and the layers
-merged into it (config/merging.py)."""
+"""A run's configuration: its schema and the checks of its values (config/schema.py), and the layers merged into it
+(config/merging.py)."""

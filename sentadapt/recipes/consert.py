@@ -21,8 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from sentadapt.config.schema import RecipeConfig
-from sentadapt.config.validation import check_choice, check_range
+from sentadapt.config.schema import RecipeConfig, check_choice, check_range
 from sentadapt.errors import ConfigError
 from sentadapt.events import Progress
 from sentadapt.model.pooling import POOLING_NAMES, Pooling

@@ -18,8 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from sentadapt.config.merging import with_overrides
-from sentadapt.config.schema import TrainConfig, flat_values
-from sentadapt.config.validation import check_choice
+from sentadapt.config.schema import TrainConfig, check_choice, flat_values
 from sentadapt.errors import ModelError
 from sentadapt.model.resolve import ResolvedModel
 from sentadapt.model.st_modules import module_kind, read_modules, read_pooling_mode

@@ -42,8 +42,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from sentadapt.config.schema import RecipeConfig
-from sentadapt.config.validation import check_choice, check_range
+from sentadapt.config.schema import RecipeConfig, check_choice, check_range
 from sentadapt.errors import ConfigError
 from sentadapt.model.pooling import POOLING_NAMES, Pooling
 from sentadapt.recipes.base import (

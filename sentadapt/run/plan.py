@@ -273,7 +273,7 @@ def check_run(config: RunConfig, resume: bool, overwrite: bool, dry_run: bool, r
     """Fail fast, before any weights load: model, corpus files, dev set, decision rule, output directory. Returns
     the run resolved, for `train_run`: what was resolved and read here is not resolved or read again. `base`,
     `dev`: already resolved (preset detection; --recipe auto's candidates share them)."""
-    from sentadapt.config.validation import check_choice
+    from sentadapt.config.schema import check_choice
     from sentadapt.data.corpus import ENCODING_ERRORS, check_has_sentences, check_sources
     from sentadapt.decision.rule import decision_rule
     from sentadapt.model.lora import check_lora_request

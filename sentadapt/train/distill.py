@@ -23,8 +23,7 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
-from sentadapt.config.schema import DistillationSettings, TrainConfig
-from sentadapt.config.validation import VECTOR_KINDS, distill_terms
+from sentadapt.config.schema import VECTOR_KINDS, DistillationSettings, TrainConfig, distill_terms
 from sentadapt.errors import ConfigError
 from sentadapt.recipes.base import WHOLE, LossOutput, Matryoshka, RecipeBase
 from sentadapt.recipes.frozen_base import FrozenBase, clean_embeddings

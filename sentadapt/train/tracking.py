@@ -13,7 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
 
-from sentadapt.config.validation import REPORT_TO
+from sentadapt.config.schema import REPORT_TO
 from sentadapt.decision.rule import decision_of
 from sentadapt.storage.durable import write_text_atomically
 

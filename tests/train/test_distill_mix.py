@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from sentadapt.config.validation import distill_terms
+from sentadapt.config.schema import distill_terms
 from sentadapt.errors import ConfigError
 from sentadapt.model.encoder import Encoder
 from sentadapt.recipes.consert import ConsertConfig, ConsertRecipe
