@@ -247,14 +247,16 @@ def teacher_text(teacher: Any, base: float | None, student: float | None) -> str
     """"84.09 (all-MiniLM-L6-v2); the student keeps 61 % of its +1.08 over the base at 2.0× its speed"."""
     text = f"{teacher.score:.2f} ({teacher.name})"
     share = teacher.gap_closed(base, student)
+    speed = "" if teacher.speedup is None else f"the student encodes {teacher.speedup:.1f}× as fast"
     if share is None:
-        text += "; not ahead of the base on this dev set: it has no gain to pass on here"
-    else:
-        text += f"; the student keeps {100 * share:.0f} % of its {teacher.score - base:+.2f} over the base"
-    if teacher.speedup is not None:
-        text += f" at {teacher.speedup:.1f}× its encode speed" if share is not None else (
-            f" (the student encodes {teacher.speedup:.1f}× as fast)")
-    return text
+        return text + "; not ahead of the base on this dev set: it has no gain to pass on here" + (
+            f" ({speed})" if speed else "")
+    assert base is not None and student is not None  # gap_closed gives None without them
+    if share <= 0:  # a negative share ("keeps -93 %") reads as nonsense: say what the student scored instead
+        return (text + f"; none of its {teacher.score - base:+.2f} over the base reached the student "
+                f"({student - base:+.2f}" + (f"; {speed})" if speed else ")"))
+    text += f"; the student keeps {100 * share:.0f} % of its {teacher.score - base:+.2f} over the base"
+    return text + (f" at {teacher.speedup:.1f}× its encode speed" if speed else "")
 
 
 def environment_rows(env: dict[str, Any]) -> list[tuple[str, str]]:

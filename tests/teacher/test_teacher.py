@@ -124,6 +124,11 @@ def test_the_share_of_the_teachers_lead_and_the_summary_line() -> None:
     assert ahead.gap_closed(82.0, 83.5) == pytest.approx(0.75)  # (83.5 − 82) / (84 − 82)
     assert teacher_text(ahead, 82.0, 83.5) == ("84.00 (big-model); the student keeps 75 % of its +2.00 over the "
                                                "base at 2.5× its encode speed")
+    # a student that lost ground: what it scored, not a negative share ("keeps -50 %")
+    assert teacher_text(ahead, 82.0, 81.0) == ("84.00 (big-model); none of its +2.00 over the base reached the "
+                                               "student (-1.00; the student encodes 2.5× as fast)")
+    assert teacher_text(ahead, 82.0, 82.0) == ("84.00 (big-model); none of its +2.00 over the base reached the "
+                                               "student (+0.00; the student encodes 2.5× as fast)")
     behind = TeacherTable(torch.zeros(1, 4), "big-model", "/m", False, 1.0, "t.safetensors", 81.0, (1.0, 2.5))
     assert behind.gap_closed(82.0, 83.5) is None  # a share of a loss means nothing
     assert teacher_text(behind, 82.0, 83.5) == ("81.00 (big-model); not ahead of the base on this dev set: it has no "
