@@ -174,7 +174,7 @@ def teacher_passages() -> list[str]:
     from sentadapt.recipes.presets import TEACHER_DEFAULTS
     from sentadapt.teacher.weighing import BLEND_TIE, BLENDS
     from sentadapt.train.distill import PROJECTION_SAMPLE
-    from sentadapt.train.loop import passes_for
+    from sentadapt.train.steps import passes_for
 
     from research.experiments import teacher_check
     from research.experiments.distill_suite import domain_raw, headline

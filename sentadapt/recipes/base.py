@@ -187,6 +187,13 @@ class RecipeBase(abc.ABC):
         stages write to OUTPUT/stage-K-NAME). Default: the one stage `stage_name`."""
         return (cls.stage_name,)
 
+    @classmethod
+    def trains_on_sentences(cls, config: Any) -> bool:
+        """Whether a run with these recipe settings is one stage whose examples are the corpus's sentences as
+        data/prepare.py keeps them (`sentence_examples`): then `adapt --dry-run` counts them and plans the steps.
+        Default: False (a recipe that reads them says so)."""
+        return False
+
     def use_stage(self, stage: str) -> None:
         """Switch to `stage` (one of `stages_for(config)`) before its data are read; may change `needs`, the heads
         and the loss. Called before every stage's training and before export. Default: nothing to switch."""

@@ -142,6 +142,10 @@ class ConsertRecipe(RecipeBase):
             return (config.mode.split("-")[0], "unsup")
         return (config.mode,)
 
+    @classmethod
+    def trains_on_sentences(cls, config: ConsertConfig) -> bool:
+        return cls.stages_for(config) == ("unsup",)  # the supervised stages read NLI files
+
     def use_stage(self, mode: str) -> None:
         from torch import nn
 

@@ -155,6 +155,10 @@ class SgOptRecipe(RecipeBase):
         self._heads = nn.ModuleDict({"projection": head})
 
     # ------------------------------------------------------------------ contract
+    @classmethod
+    def trains_on_sentences(cls, config: Any) -> bool:
+        return True
+
     @property
     def needs(self) -> str:
         return "sentences"

@@ -154,7 +154,7 @@ ADAPT_OPTIONS: tuple[AdaptOption, ...] = (
     _run("num_proc", "--num-proc", "Processes tokenizing the corpus (default: cores)."),
     _run("streaming", "--streaming", "Stream a Hub dataset corpus (no full download).", default=CONFIG_DEFAULT),
     _train("max_steps", "--max-steps", "Optimizer steps (overrides --epochs). Default: from --epochs and the corpus "
-           "size, counted as the run reads it (`step k/N` on its status line; `--dry-run` shows the epochs)."),
+           "size (`--dry-run` counts the corpus and shows them)."),
     _train("epochs", "--epochs", "Passes over the corpus (--max-steps wins)."),
     _train("batch_size", "--batch-size", "Sentences per optimizer step, all processes together; each one's "
            "negatives are the others in its batch, so larger is harder. Default: the recipe's (`--dry-run` shows "

@@ -28,6 +28,7 @@ from sentadapt.run.plan import (
     check_run,
     ignored_on_resume,
     new_config_and_base,
+    planned_steps,
     recipe_of,
     resume_auto_mode,
     resumed_config,
@@ -35,6 +36,7 @@ from sentadapt.run.plan import (
 from sentadapt.storage.run_folder import CONFIG_FILE, RunDir, aside_path
 from sentadapt.text_tables import TextTable
 from sentadapt.train.ranks import is_main_process
+from sentadapt.train.steps import StepPlan
 
 AUTO = "auto"
 F = TypeVar("F", bound=Callable[..., Any])
@@ -64,6 +66,7 @@ class AdaptOutcome:
     auto: Any = None  # --recipe auto's AutoOutcome (main process)
     candidates: list[str] = field(default_factory=list)  # --recipe auto: each candidate's spec, in config order
     resolved: list[ResolvedRun] = field(default_factory=list)  # each config's run as check_run resolved it
+    plans: list[StepPlan | None] = field(default_factory=list)  # dry run: each config's steps (plan.planned_steps)
 
     @property
     def decision(self) -> Any:
@@ -116,7 +119,7 @@ def run(request: AdaptRequest, events: Events | None = None) -> AdaptOutcome:
     resolved = check_run(config, resume, overwrite, request.dry_run, request.require_improvement, base)
     config = resolved.config  # as checked: the prompt resolved to a name
     if request.dry_run:
-        return AdaptOutcome(output, "dry-run", [config], resolved=[resolved])
+        return AdaptOutcome(output, "dry-run", [config], resolved=[resolved], plans=[planned_steps(resolved)])
     result = train_run(resolved, resume, overwrite, request.trust_remote_code, request.allow_pickle, events)
     if request.require_improvement and result is not None and result.decision.keep_base:
         raise NoImprovement(f"--require-improvement: keep the base model: {result.decision.reason}; "
@@ -156,7 +159,9 @@ def _adapt_auto(request: AdaptRequest, events: Events, resume: bool, overwrite: 
     configs = [run.config for run in runs]
     specs = [run.candidate.spec for run in runs]
     if request.dry_run:
-        return AdaptOutcome(output, "dry-run", configs, candidates=specs, resolved=resolved)
+        counted: dict[tuple[Any, ...], int | None] = {}  # the text candidates' corpus, counted once
+        return AdaptOutcome(output, "dry-run", configs, candidates=specs, resolved=resolved,
+                            plans=[planned_steps(run, counted) for run in resolved])
     outcome = run_auto(runs, resolved, output, not resume, overwrite, request.trust_remote_code,
                        request.allow_pickle, events)
     if request.require_improvement and outcome is not None and outcome.choice.chosen is None:

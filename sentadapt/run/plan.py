@@ -27,6 +27,7 @@ from sentadapt.events import Note, Progress, quiet
 from sentadapt.model.resolve import ResolvedModel, resolve_model
 from sentadapt.storage.run_folder import RunDir, check_replaceable, foreign_in_run, holds_anything, is_run_folder
 from sentadapt.train.ranks import is_main_process
+from sentadapt.train.steps import StepPlan
 
 if TYPE_CHECKING:
     from sentadapt.evaluation.evaluator import Evaluator
@@ -210,6 +211,23 @@ def resolve_run(config: RunConfig) -> ResolvedRun:
 
     source = None if config.teacher is None else resolve_source(config.teacher)
     return ResolvedRun(config, resolve_model(config.base), RECIPES.get(config.recipe), DevSet.of(config), source)
+
+
+def planned_steps(run: ResolvedRun, counted: dict[tuple[Any, ...], int | None] | None = None) -> StepPlan | None:
+    """The steps a run will train, from its corpus counted as the run will read it (`adapt --dry-run`); None where
+    its examples are not the corpus's sentences (NLI or pairs files, several stages) or come from the Hub. `counted`:
+    counts already made, by corpus and reading options (--recipe auto's text candidates share one corpus)."""
+    from sentadapt.data.corpus import count_sentences
+
+    config = run.config
+    if not run.recipe_class.trains_on_sentences(config.recipe_args):
+        return None
+    key = (tuple(config.corpus), config.text_column, config.encoding_errors, config.train.dedup)
+    counted = {} if counted is None else counted
+    if key not in counted:
+        counted[key] = count_sentences(*key)
+    sentences = counted[key]
+    return None if sentences is None else StepPlan.of(sentences, config)
 
 
 RESUME_LAST = "last"  # continue from the last checkpoint (a bare `--resume`)

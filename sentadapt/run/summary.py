@@ -11,6 +11,7 @@ from typing import Any
 from sentadapt.config.schema import DEFAULT_RISK, flat_values
 from sentadapt.decision.sizes import walk_order
 from sentadapt.text_tables import BAD, GOOD, WARN, Cell, TextTable
+from sentadapt.train.steps import StepPlan
 
 
 def preset_lines(config: Any) -> list[str]:
@@ -55,11 +56,30 @@ def dry_run_documents(outcome: Any) -> list[DryRunDocument]:
         config, base = run.config, run.base
         before = [f"candidate {index + 1}/{len(outcome.configs)}: {outcome.candidates[index]} → {config.output}"
                   ] if outcome.candidates else []
-        after = [*preset_lines(config),
+        plan = outcome.plans[index] if outcome.plans else None
+        planned = [] if plan is None else [planned_line(plan, config, run.dev.name is not None)]
+        after = [*preset_lines(config), *planned,
                  f"model: {base.name} → {base.location} ({base.source}); nothing loaded (--dry-run)"]
         separator = "---\n" if index and outcome.candidates else ""  # YAML's documents, one per candidate
         documents.append(DryRunDocument(before, separator + dry_run_yaml(config), after))
     return documents
+
+
+def planned_line(plan: StepPlan, config: Any, scored: bool) -> str:
+    """"planned: 372 steps, 4 passes over 3000 sentences (batch 32); dev every 93 steps": what the run will train,
+    its corpus counted as the run reads it. `scored`: the run has a dev set."""
+    if plan.problem is not None:
+        return f"planned: no step; the run would stop with: {plan.problem}"
+    train = config.train
+    accumulated = f" × grad_accum {train.grad_accum}" if train.grad_accum > 1 else ""
+    passes = "1 pass" if plan.passes == 1 else f"{plan.passes:.3g} passes"
+    limit = " (max_steps)" if train.max_steps else ""
+    text = (f"planned: {plan.steps} steps{limit}, {passes} over {plan.examples} sentences (batch "
+            f"{train.batch_size}{accumulated})")
+    if not scored:
+        return text
+    # the loop scores the last step too, so an interval as long as the run is "at the end"
+    return text + (f"; dev every {plan.eval_every} steps" if 0 < plan.eval_every < plan.steps else "; dev at the end")
 
 
 def adapt_summary_table(result: Any, config: Any = None) -> TextTable:

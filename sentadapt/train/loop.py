@@ -19,7 +19,6 @@ After `Trainer.run` returns, run/finish.py publishes the chosen model, decides a
 from __future__ import annotations
 
 import dataclasses
-import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -55,6 +54,7 @@ from sentadapt.train.optim import build_optimizer, lr_multiplier, rewind_schedul
 from sentadapt.train.precision import hand_back_an_earlier_precision, resolve_mixed_precision, use_tf32
 from sentadapt.train.prefetch import BatchPrefetcher
 from sentadapt.train.state import Training, TrainResult, TrainState
+from sentadapt.train.steps import eval_interval, total_steps_for
 from sentadapt.train.tracking import (
     Reporter,
     RunRecords,
@@ -121,39 +121,6 @@ def parameter_groups(module: nn.Module, weight_decay: float) -> list[dict[str, A
             continue
         (no_decay if name.endswith("bias") or "LayerNorm" in name or "layer_norm" in name else decay).append(parameter)
     return [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
-
-
-def steps_per_epoch(examples: int, config: RunConfig) -> int:
-    return (examples // config.train.batch_size) // config.train.grad_accum
-
-
-def total_steps_for(examples: int, config: RunConfig) -> int:
-    per_epoch = steps_per_epoch(examples, config)
-    if per_epoch == 0:
-        # the smallest batch is 2 (a contrastive step needs an in-batch negative): below that only data helps
-        fix = ("add data: a contrastive step needs at least 2 sentences" if examples < 2 * config.train.grad_accum
-               else "lower --batch-size or add data")
-        raise ConfigError(
-            f"the corpus has {examples} examples, fewer than one step of batch_size {config.train.batch_size} × "
-            f"grad_accum {config.train.grad_accum}; {fix}"
-        )
-    return config.train.max_steps or max(1, math.ceil(passes_for(examples, config) * per_epoch))
-
-
-def passes_for(examples: int, config: RunConfig) -> float:
-    """`epochs`, or with min_examples: enough passes to train on that many examples, within [epochs, max_epochs]
-    (20,000 examples: a 2,700-sentence corpus gets 4 passes at max_epochs 4, 8,300 sentences 2.4, 100,000 one)."""
-    train = config.train
-    if not train.min_examples:
-        return train.epochs
-    return max(train.epochs, min(train.max_epochs, train.min_examples / examples))
-
-
-def eval_interval(examples: int, config: RunConfig) -> int:
-    """Steps between dev evaluations: eval_every, or a pass over the data / evals_per_pass (0: only at the end)."""
-    if config.train.evaluation.evals_per_pass <= 0:
-        return config.train.evaluation.eval_every
-    return max(1, round(steps_per_epoch(examples, config) / config.train.evaluation.evals_per_pass))
 
 
 class Trainer:

@@ -38,6 +38,44 @@ def test_dry_run_prints_the_resolved_config_without_loading(corpus: Path, tiny_m
     assert not (tmp_path / "run").exists()
 
 
+def test_the_dry_run_plans_the_steps_the_run_then_trains(tiny_model_dir: Path, tmp_path: Path) -> None:
+    """The dry run counts the corpus as the run reads it (blank lines and duplicates dropped) and plans the steps
+    the run then trains; a corpus smaller than one batch is said beside the config, which is still printed."""
+    corpus = tmp_path / "corpus.txt"
+    lines = [f"the server {i} is down" for i in range(37)]
+    corpus.write_text("\n".join([*lines, "", "  ", *lines[:5]]) + "\n")  # 37 sentences, 2 blank lines, 5 repeats
+    args = [str(corpus), "--base", str(tiny_model_dir), "--output", str(tmp_path / "run"), "--epochs", "2",
+            "--max-length", "16", "--dev", "none"]
+    planned = _adapt(*args, "--batch-size", "8", "--dry-run")
+    assert planned.exit_code == 0, planned.output
+    assert "planned: 8 steps, 2 passes over 37 sentences (batch 8)\n" in planned.stderr  # 37 // 8 = 4 a pass
+    trained = _adapt(*args, "--batch-size", "8")
+    assert trained.exit_code == 0, trained.output
+    assert "steps 8 / 8 (completed)" in _flat(trained.stdout)
+    too_few = _adapt(*args, "--batch-size", "64", "--output", str(tmp_path / "other"), "--dry-run")
+    assert too_few.exit_code == 0, too_few.output
+    assert yaml.safe_load(too_few.stdout)["train"]["batch_size"] == 64
+    assert ("planned: no step; the run would stop with: the corpus has 37 examples, fewer than one step of "
+            "batch_size 64 × grad_accum 1; lower --batch-size or add data\n") in too_few.stderr
+
+
+def test_the_planned_line_names_the_dev_interval_the_limit_and_the_accumulation() -> None:
+    from types import SimpleNamespace
+
+    from sentadapt.run.summary import planned_line
+    from sentadapt.train.steps import StepPlan
+
+    config = SimpleNamespace(train=SimpleNamespace(grad_accum=2, batch_size=16, max_steps=0))
+    assert planned_line(StepPlan(3000, 372, 4.0, 93), config, scored=True) == (
+        "planned: 372 steps, 4 passes over 3000 sentences (batch 16 × grad_accum 2); dev every 93 steps")
+    assert planned_line(StepPlan(3000, 31, 1.0, 200), config, scored=True).endswith("1 pass over 3000 sentences "
+                                                                                     "(batch 16 × grad_accum 2); "
+                                                                                     "dev at the end")
+    limited = SimpleNamespace(train=SimpleNamespace(grad_accum=1, batch_size=16, max_steps=50))
+    assert planned_line(StepPlan(3000, 50, 50 * 16 / 3000, 0), limited, scored=False) == (
+        "planned: 50 steps (max_steps), 0.267 passes over 3000 sentences (batch 16)")
+
+
 @pytest.mark.parametrize(
     ("extra", "message"),
     [

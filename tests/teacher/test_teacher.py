@@ -440,7 +440,7 @@ def test_a_teacher_that_trails_on_dev_stops_before_training(tiny_model_dir: Path
 @pytest.mark.parametrize(("examples", "passes"), [(2_701, 4.0), (8_297, 20_000 / 8_297), (100_000, 1.0)])
 def test_the_passes_follow_the_corpus_size(tiny_model_dir: Path, corpus: Path, tmp_path: Path, examples: int,
                                            passes: float) -> None:
-    from sentadapt.train.loop import eval_interval, passes_for, total_steps_for
+    from sentadapt.train.steps import eval_interval, passes_for, total_steps_for
 
     config = run_config("consert", tiny_model_dir, corpus, tmp_path, {"batch_size": 64}, ["min_examples=20000",
                                                                                           "evals_per_pass=1"])
@@ -480,7 +480,7 @@ def test_an_eval_every_or_epochs_given_turns_off_the_teacher_run_s_value_that_wo
     the dry run says why. A value given for them stays as given."""
     from sentadapt.run.plan import Settings, new_config
     from sentadapt.run.summary import preset_lines
-    from sentadapt.train.loop import eval_interval, passes_for
+    from sentadapt.train.steps import eval_interval, passes_for
 
     def config(set_options: tuple[str, ...] = (), **flags: object):
         return new_config(Settings(corpus=(str(corpus),), output=tmp_path / "run", recipe="consert",
