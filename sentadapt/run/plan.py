@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from sentadapt.config.schema import FLAT_KEYS, RunConfig
 from sentadapt.errors import ConfigError
 from sentadapt.events import Note, Progress, quiet
-from sentadapt.model.resolve import ResolvedModel, resolve_model
+from sentadapt.model.resolve import DEFAULT_BASE_MODEL, ResolvedModel, check_has_weights, resolve_model
 from sentadapt.storage.run_folder import RunDir, check_replaceable, foreign_in_run, holds_anything, is_run_folder
 from sentadapt.train.ranks import is_main_process
 from sentadapt.train.steps import StepPlan
@@ -100,8 +100,6 @@ def new_config(settings: Settings) -> RunConfig:
 def new_config_and_base(settings: Settings) -> tuple[RunConfig, ResolvedModel | None]:
     """`new_config`, and the base model when preset detection resolved it (None when it did not need it): given to
     `check_run` so that the base is resolved once."""
-    from sentadapt.model.resolve import DEFAULT_BASE_MODEL, resolve_model
-
     if not settings.corpus:
         raise ConfigError("CORPUS: give at least one corpus file (or --resume to continue a run)")
     recipe_name = settings.recipe or recipe_of(settings.config_file) or "consert"
@@ -124,7 +122,6 @@ def assemble(recipe_name: str, settings: Settings, resolve_base: Callable[[], Re
     train and recipe_args); `--recipe auto` gives the file's `train:` values (`yaml_train`, read once for every
     candidate) and each candidate's own settings (`candidate_values`, above everything)."""
     from sentadapt.config.merging import build_config
-    from sentadapt.model.resolve import DEFAULT_BASE_MODEL
     from sentadapt.recipes import RECIPES
     from sentadapt.recipes.presets import choose_preset
 
@@ -296,7 +293,6 @@ def check_run(config: RunConfig, resume: bool, overwrite: bool, dry_run: bool, r
     from sentadapt.decision.rule import decision_rule
     from sentadapt.model.lora import check_lora_request
     from sentadapt.model.prompts import PAIR, read_prompts
-    from sentadapt.model.resolve import check_has_weights, resolve_model
     from sentadapt.recipes import RECIPES
     from sentadapt.recipes.base import TEXT
     from sentadapt.teacher import check_teacher
