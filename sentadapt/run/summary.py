@@ -74,12 +74,17 @@ def planned_line(plan: StepPlan, config: Any, scored: bool) -> str:
     accumulated = f" × grad_accum {train.grad_accum}" if train.grad_accum > 1 else ""
     passes = "1 pass" if plan.passes == 1 else f"{plan.passes:.3g} passes"
     limit = " (max_steps)" if train.max_steps else ""
-    text = (f"planned: {plan.steps} steps{limit}, {passes} over {plan.examples} sentences (batch "
-            f"{train.batch_size}{accumulated})")
+    text = (f"planned: {_count(plan.steps, 'step')}{limit}, {passes} over {_count(plan.examples, 'sentence')} "
+            f"(batch {train.batch_size}{accumulated})")
     if not scored:
         return text
     # the loop scores the last step too, so an interval as long as the run is "at the end"
-    return text + (f"; dev every {plan.eval_every} steps" if 0 < plan.eval_every < plan.steps else "; dev at the end")
+    every = f"; dev every {_count(plan.eval_every, 'step')}"
+    return text + (every if 0 < plan.eval_every < plan.steps else "; dev at the end")
+
+
+def _count(number: int, noun: str) -> str:
+    return f"{number} {noun}" + ("" if number == 1 else "s")
 
 
 def adapt_summary_table(result: Any, config: Any = None) -> TextTable:

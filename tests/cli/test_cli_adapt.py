@@ -71,6 +71,8 @@ def test_the_planned_line_names_the_dev_interval_the_limit_and_the_accumulation(
     assert planned_line(StepPlan(3000, 31, 1.0, 200), config, scored=True).endswith("1 pass over 3000 sentences "
                                                                                      "(batch 16 × grad_accum 2); "
                                                                                      "dev at the end")
+    assert planned_line(StepPlan(2, 1, 1.0, 1), config, scored=False) == (
+        "planned: 1 step, 1 pass over 2 sentences (batch 16 × grad_accum 2)")
     limited = SimpleNamespace(train=SimpleNamespace(grad_accum=1, batch_size=16, max_steps=50))
     assert planned_line(StepPlan(3000, 50, 50 * 16 / 3000, 0), limited, scored=False) == (
         "planned: 50 steps (max_steps), 0.267 passes over 3000 sentences (batch 16)")
