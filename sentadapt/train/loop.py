@@ -10,9 +10,10 @@ resume happens. Recipes only turn a batch into a loss.
 Batch size is GLOBAL: with P processes each holds batch_size / P sentences, and the recipes gather
 the views of all processes so the contrastive negatives come from the whole batch.
 
-Beside it, one idea each: micro_batches.py (the data order), guard.py (clip, check, step or skip on the
-device; step records, the on_nan rule), signals.py (stop requests), dev_selection.py (the best model
-on the dev set, patience), tracking.py (the Reporter, train.log, trackers), checkpoint.py (checkpoint files).
+Beside it, one idea each: steps.py (how many steps, how often dev), micro_batches.py (the data order), guard.py
+(clip, check, step or skip on the device; step records, the on_nan rule), stopping/training.py (stop requests),
+dev_selection.py (the best model on the dev set, patience), tracking.py (the Reporter, train.log, trackers),
+checkpoint.py (checkpoint files).
 After `Trainer.run` returns, run/finish.py publishes the chosen model, decides and writes metrics.json.
 """
 
