@@ -250,8 +250,9 @@ def run_checked(command: list[str], env: dict[str, str], timeout: float = 600):
     return subprocess.CompletedProcess(command, process.returncode, stdout, stderr)
 
 
-def adapt_option_error_imports_torch(*args: str) -> tuple[int, bool]:
-    """Run `sentadapt adapt ARGS` in a fresh interpreter; its exit code and whether it imported torch."""
+def adapt_imports_torch(*args: str) -> tuple[int, bool]:
+    """Run `sentadapt adapt ARGS` in a fresh interpreter; its exit code and whether it imported torch (an option
+    error, a dry run: what needs no model must not pay torch's import)."""
     import subprocess
     import sys
 
