@@ -35,6 +35,7 @@ DATA_KINDS = ("sentences", "nli", "pairs")
 # one-sentence-per-line text, or labelled pairs files (NLI, scored or two-column pairs).
 TEXT, PAIRS = "text", "pairs"
 TRAINS_ON = (TEXT, PAIRS)
+EXAMPLE_NOUNS = {TEXT: "sentence", PAIRS: "pair"}  # what an example of each is, as adapt --dry-run's plan counts
 # NT-Xent's τ where a recipe's paper sets 0.1: ConSERT (Yan et al. 2021, §4.1) and CLSR
 CONTRASTIVE_TEMPERATURE = 0.1
 # The class variables every recipe must define (register_recipe checks them).
@@ -188,11 +189,11 @@ class RecipeBase(abc.ABC):
         return (cls.stage_name,)
 
     @classmethod
-    def trains_on_sentences(cls, config: Any) -> bool:
-        """Whether a run with these recipe settings is one stage whose examples are the corpus's sentences as
-        data/prepare.py keeps them (`sentence_examples`): then `adapt --dry-run` counts them and plans the steps.
-        Default: False (a recipe that reads them says so)."""
-        return False
+    def count_examples(cls, config: Any) -> int | None:
+        """The examples a run of this RunConfig trains on, counted as `load_examples` will read them but without a
+        model: `adapt --dry-run` plans the steps from it. None where that cannot be known before training (several
+        stages, a Hub dataset). Default: None."""
+        return None
 
     def use_stage(self, stage: str) -> None:
         """Switch to `stage` (one of `stages_for(config)`) before its data are read; may change `needs`, the heads
@@ -313,6 +314,14 @@ def resolve_export_pooling(setting: str, encoder: Encoder, paper: str) -> str:
 
 
 # ---------------------------------------------------------------------- readers for load_examples
+def counted_sentences(config: Any) -> int | None:
+    """`sentence_examples`' count for a RunConfig, read without tokenizing (`count_examples` of the recipes that
+    train on the corpus's sentences); None for a Hub dataset."""
+    from sentadapt.data.corpus import count_sentences
+
+    return count_sentences(config.corpus, config.text_column, config.encoding_errors, config.train.dedup)
+
+
 
 
 def token_limit(encoder: Encoder, max_length: int) -> int:

@@ -138,6 +138,12 @@ class ClsrRecipe(RecipeBase):
     def trainable_heads(self) -> nn.ModuleDict:
         return self._heads
 
+    @classmethod
+    def count_examples(cls, config: Any) -> int | None:
+        from sentadapt.data.positives import read_positive_pairs
+
+        return len(read_positive_pairs(config.corpus, config.recipe_args.min_score))
+
     def load_examples(self, data: TrainingData, encoder: Encoder, note: Callable[[str], None],
                       progress: Progress) -> RowPairs:
         """Positive pairs → rows of a matrix of frozen vectors, each unique sentence encoded once (cached)."""

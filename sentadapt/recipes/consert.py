@@ -35,6 +35,7 @@ from sentadapt.recipes.base import (
     Matryoshka,
     RecipeBase,
     TrainingData,
+    counted_sentences,
     nli_examples,
     register_recipe,
     resolve_export_pooling,
@@ -143,8 +144,9 @@ class ConsertRecipe(RecipeBase):
         return (config.mode,)
 
     @classmethod
-    def trains_on_sentences(cls, config: ConsertConfig) -> bool:
-        return cls.stages_for(config) == ("unsup",)  # the supervised stages read NLI files
+    def count_examples(cls, config: Any) -> int | None:
+        # the supervised stages read NLI files, and a staged run's steps are each stage's
+        return counted_sentences(config) if cls.stages_for(config.recipe_args) == ("unsup",) else None
 
     def use_stage(self, mode: str) -> None:
         from torch import nn

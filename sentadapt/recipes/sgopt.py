@@ -52,6 +52,7 @@ from sentadapt.recipes.base import (
     LossOutput,
     Matryoshka,
     RecipeBase,
+    counted_sentences,
     register_recipe,
     resolve_export_pooling,
 )
@@ -156,8 +157,8 @@ class SgOptRecipe(RecipeBase):
 
     # ------------------------------------------------------------------ contract
     @classmethod
-    def trains_on_sentences(cls, config: Any) -> bool:
-        return True
+    def count_examples(cls, config: Any) -> int | None:
+        return counted_sentences(config)
 
     @property
     def needs(self) -> str:

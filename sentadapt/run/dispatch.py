@@ -159,9 +159,8 @@ def _adapt_auto(request: AdaptRequest, events: Events, resume: bool, overwrite: 
     configs = [run.config for run in runs]
     specs = [run.candidate.spec for run in runs]
     if request.dry_run:
-        counted: dict[tuple[Any, ...], int | None] = {}  # the text candidates' corpus, counted once
         return AdaptOutcome(output, "dry-run", configs, candidates=specs, resolved=resolved,
-                            plans=[planned_steps(run, counted) for run in resolved])
+                            plans=[planned_steps(run) for run in resolved])
     outcome = run_auto(runs, resolved, output, not resume, overwrite, request.trust_remote_code,
                        request.allow_pickle, events)
     if request.require_improvement and outcome is not None and outcome.choice.chosen is None:

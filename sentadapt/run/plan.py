@@ -210,21 +210,14 @@ def resolve_run(config: RunConfig) -> ResolvedRun:
     return ResolvedRun(config, resolve_model(config.base), RECIPES.get(config.recipe), DevSet.of(config), source)
 
 
-def planned_steps(run: ResolvedRun, counted: dict[tuple[Any, ...], int | None] | None = None) -> StepPlan | None:
-    """The steps a run will train, from its corpus counted as the run will read it (`adapt --dry-run`); None where
-    its examples are not the corpus's sentences (NLI or pairs files, several stages) or come from the Hub. `counted`:
-    counts already made, by corpus and reading options (--recipe auto's text candidates share one corpus)."""
-    from sentadapt.data.corpus import count_sentences
+def planned_steps(run: ResolvedRun) -> StepPlan | None:
+    """The steps a run will train, from its examples counted as the run will read them (`adapt --dry-run`); None
+    where the recipe cannot count them before training (`count_examples`)."""
+    from sentadapt.recipes.base import EXAMPLE_NOUNS
 
-    config = run.config
-    if not run.recipe_class.trains_on_sentences(config.recipe_args):
-        return None
-    key = (tuple(config.corpus), config.text_column, config.encoding_errors, config.train.dedup)
-    counted = {} if counted is None else counted
-    if key not in counted:
-        counted[key] = count_sentences(*key)
-    sentences = counted[key]
-    return None if sentences is None else StepPlan.of(sentences, config)
+    examples = run.recipe_class.count_examples(run.config)
+    noun = EXAMPLE_NOUNS[run.recipe_class.trains_on]
+    return None if examples is None else StepPlan.of(examples, run.config, noun)
 
 
 RESUME_LAST = "last"  # continue from the last checkpoint (a bare `--resume`)

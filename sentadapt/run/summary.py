@@ -74,7 +74,7 @@ def planned_line(plan: StepPlan, config: Any, scored: bool) -> str:
     accumulated = f" × grad_accum {train.grad_accum}" if train.grad_accum > 1 else ""
     passes = "1 pass" if plan.passes == 1 else f"{plan.passes:.3g} passes"
     limit = " (max_steps)" if train.max_steps else ""
-    text = (f"planned: {_count(plan.steps, 'step')}{limit}, {passes} over {_count(plan.examples, 'sentence')} "
+    text = (f"planned: {_count(plan.steps, 'step')}{limit}, {passes} over {_count(plan.examples, plan.noun)} "
             f"(batch {train.batch_size}{accumulated})")
     if not scored:
         return text

@@ -20,17 +20,18 @@ class StepPlan:
     steps: int
     passes: float
     eval_every: int
+    noun: str = "sentence"  # what an example is (recipes/base.EXAMPLE_NOUNS)
     problem: str | None = None  # why the run would stop before its first step (then steps is 0)
 
     @classmethod
-    def of(cls, examples: int, config: RunConfig) -> StepPlan:
+    def of(cls, examples: int, config: RunConfig, noun: str = "sentence") -> StepPlan:
         try:
             steps = total_steps_for(examples, config)
         except ConfigError as error:  # fewer examples than one step: the dry run says so beside the config it prints
-            return cls(examples, 0, 0.0, 0, str(error))
+            return cls(examples, 0, 0.0, 0, noun, str(error))
         per_step = config.train.batch_size * config.train.grad_accum
         passes = steps * per_step / examples if config.train.max_steps else passes_for(examples, config)
-        return cls(examples, steps, passes, eval_interval(examples, config))
+        return cls(examples, steps, passes, eval_interval(examples, config), noun)
 
 
 def steps_per_epoch(examples: int, config: RunConfig) -> int:

@@ -195,3 +195,19 @@ def test_identity_init_trains_and_exports_plain_dense_layers(pairs_file: Path, t
     st = pytest.importorskip("sentence_transformers")
     theirs = st.SentenceTransformer(str(output), device="cpu").encode(sentences, convert_to_tensor=True).cpu()
     assert torch.nn.functional.cosine_similarity(moved, theirs).min() >= 0.9999
+
+
+def test_the_dry_run_plans_the_steps_from_the_positive_pairs(tiny_model_dir: Path, pairs_tsv: Path,
+                                                             tmp_path: Path) -> None:
+    """CLSR's examples are the positive pairs (3 of the 8 score ≥ 4): the dry run counts them as the run reads them,
+    without a model, and the run trains the steps it planned."""
+    from tests.conftest import run_adapt
+
+    args = [str(pairs_tsv), "--recipe", "clsr", "--base", str(tiny_model_dir), "--output", str(tmp_path / "run"),
+            "--batch-size", "2", "--epochs", "3", "--dev", "none"]
+    planned = run_adapt(*args, "--dry-run")
+    assert planned.exit_code == 0, planned.output
+    assert "planned: 3 steps, 3 passes over 3 pairs (batch 2)\n" in planned.stderr  # 3 // 2 = 1 step a pass
+    trained = run_adapt(*args)
+    assert trained.exit_code == 0, trained.output
+    assert " 3 / 3 (completed)" in trained.stdout
