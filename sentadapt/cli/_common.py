@@ -118,6 +118,9 @@ def draw(table: TextTable, width: int | None = None) -> Table:
     return drawn
 
 
+# ------------------------------------------------------------------- the heartbeat, without a terminal
+
+
 HEARTBEAT_S = 20.0  # under 30 s: a log shows a line at least every half minute of long work
 Describe = Callable[[], str]
 

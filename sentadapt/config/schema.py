@@ -21,6 +21,9 @@ from sentadapt.errors import ConfigError
 from sentadapt.options import DEFAULT_ENCODING_ERRORS, ENCODE_BATCH_SIZE, TEXT_FIELD, VECTOR_FIELD
 from sentadapt.registry import one_line
 
+# ------------------------------------------------------------------------------------------ the checks
+
+
 MIXED_PRECISION = ("no", "fp16", "bf16", "auto")  # auto: train/precision.py
 ON_NAN = ("stop", "skip")
 OPTIMIZERS = ("adamw", "lars")  # train/optim.py builds them
@@ -116,6 +119,9 @@ def check_matryoshka(sizes: tuple[int, ...], weights: tuple[float, ...], vector_
 def check_choice(name: str, value: str, choices: tuple[str, ...]) -> None:
     if value not in choices:
         raise ConfigError(f"{name}: '{one_line(str(value))}' is not one of {', '.join(choices)}")
+
+
+# ------------------------------------------------------------------------------------------ the schema
 
 
 # The risk rule's default limit (decision/rule.py), declared here, a low module every reader imports (the

@@ -314,14 +314,14 @@ def resolve_export_pooling(setting: str, encoder: Encoder, paper: str) -> str:
 
 
 # ---------------------------------------------------------------------- readers for load_examples
+
+
 def counted_sentences(config: Any) -> int | None:
     """`sentence_examples`' count for a RunConfig, read without tokenizing (`count_examples` of the recipes that
     train on the corpus's sentences); None for a Hub dataset."""
     from sentadapt.data.corpus import count_sentences
 
     return count_sentences(config.corpus, config.text_column, config.encoding_errors, config.train.dedup)
-
-
 
 
 def token_limit(encoder: Encoder, max_length: int) -> int:

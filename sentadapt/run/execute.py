@@ -40,6 +40,9 @@ if TYPE_CHECKING:
     from sentadapt.train.state import TrainResult
 
 
+# ---------------------------------------------------------- the stages, under the output folder's lock
+
+
 def claim_output(output: Path, replace: bool, note: Callable[[str], None]) -> tuple[Path, Replacement]:
     """Lock the output folder (made if missing) for this process; with `replace`, the run it holds is set aside until
     the new one finishes (`Replacement`); without, a run an earlier --overwrite set aside still waits for
@@ -163,6 +166,9 @@ def _after_write_failure(checkpoints: Path, output: Path) -> str:
             f"(or fix its permissions), then resume with: sentadapt adapt --resume --output {output}")
 
 
+# -------------------------------------------------------------------------------------------- the lock
+
+
 # A lock is created and its pid written with stop signals held (`_create_lock`), so a lock without a pid is a run
 # still starting (microseconds), or one killed outright (SIGKILL) at that instant: an empty lock older than this is
 # the latter
@@ -248,6 +254,9 @@ def _process_alive(pid: int) -> bool:
     except PermissionError:
         return True  # alive, owned by another user
     return True
+
+
+# --------------------------------------------------------- --overwrite: the run it replaces, set aside
 
 
 def has_replacement(output: Path) -> bool:

@@ -33,6 +33,9 @@ if TYPE_CHECKING:
     from sentadapt.evaluation.evaluator import Evaluator
 
 
+# ----------------------------------------------------------------------------- what a run is asked for
+
+
 # a config value given by name: what a TrainConfig or recipe field holds
 ConfigValue = bool | int | float | str | tuple[int, ...] | tuple[float, ...] | tuple[str, ...] | None
 
@@ -82,6 +85,9 @@ class Settings:
         """--num-proc: the one setting of the machine, not the run (a resumed run applies it)."""
         value = self.flags.get("num_proc")
         return value if isinstance(value, int) else None
+
+
+# ------------------------------------------------------------------ its config, assembled in one place
 
 
 def recipe_of(config_file: Path | None) -> str | None:
@@ -156,6 +162,9 @@ def _run_sources(settings: Settings, candidate_values: dict[str, Any] | None, bu
     return sources
 
 
+# ------------------------------------------------------------------------------------ the run resolved
+
+
 @dataclass(frozen=True)
 class DevSet:
     """The run's dev set: its display name (None: no dev set) and its evaluator, read from disk on first use and
@@ -210,6 +219,9 @@ def resolve_run(config: RunConfig) -> ResolvedRun:
     return ResolvedRun(config, resolve_model(config.base), RECIPES.get(config.recipe), DevSet.of(config), source)
 
 
+# ---------------------------------------------------------------------- the steps it plans (--dry-run)
+
+
 def planned_steps(run: ResolvedRun) -> StepPlan | None:
     """The steps a run will train, from its examples counted as the run will read them (`adapt --dry-run`); None
     where the recipe cannot count them before training (`count_examples`)."""
@@ -218,6 +230,9 @@ def planned_steps(run: ResolvedRun) -> StepPlan | None:
     examples = run.recipe_class.count_examples(run.config)
     noun = EXAMPLE_NOUNS[run.recipe_class.trains_on]
     return None if examples is None else StepPlan.of(examples, run.config, noun)
+
+
+# ---------------------------------------------------------------------------------------------- resume
 
 
 RESUME_LAST = "last"  # continue from the last checkpoint (a bare `--resume`)
@@ -274,6 +289,9 @@ def ignored_on_resume(settings: Settings, extra: Sequence[str] = ()) -> list[str
     ignored += ["--set"] if settings.set_options or settings.set_values else []
     ignored += ["--preset"] if settings.preset else []
     return list(dict.fromkeys(ignored + list(extra)))
+
+
+# -------------------------------------------------------------------- the checks before anything loads
 
 
 def check_run(config: RunConfig, resume: bool, overwrite: bool, dry_run: bool, require_improvement: bool,
@@ -436,6 +454,9 @@ def _check_free_space(config: RunConfig, resolved: ResolvedModel, output: Path, 
     weights = weights_bytes(Path(resolved.location)) if resolved.is_local else None
     if weights is not None:
         check_free_space(output, weights, config.train.records.keep_checkpoints, output_is_room)
+
+
+# --------------------------------------------------------------------- what identifies its input files
 
 
 CHUNK = 1 << 20  # 1 MiB reads: hashing runs at disk speed (≈ 1 s per GB) without holding the file in memory

@@ -62,6 +62,9 @@ def teacher_verdict(name: str, teacher: float | None, base: float, lead: Delta, 
             "of the recipe), and the run keeps the base unless it gains on dev")
 
 
+# --------------------------------------------------------------------------------------- blend targets
+
+
 BLENDS = (0.25, 0.5, 0.75, 1.0)  # the α teacher_blend=auto weighs (0 would be the base itself: nothing to learn)
 BLEND_TIE = 0.05  # dev points within which the larger α (nearer the teacher alone) is kept
 

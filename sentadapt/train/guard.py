@@ -135,6 +135,9 @@ class NanRule:
                 "Try a lower --lr, a higher temperature, or --mixed-precision no")
 
 
+# --------------------------------------------------------------------------------- the update, guarded
+
+
 class GuardedUpdate:
     """`update(loss)` after the last micro-batch's backward: returns (gradient norm or None under fp16, 1.0 when the
     step was not finite), both on the device."""
