@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from sentadapt.config.schema import RecipeConfig
 from sentadapt.errors import ConfigError, DataError
-from sentadapt.events import Progress
+from sentadapt.events import Progress, no_progress
 from sentadapt.options import DEFAULT_ENCODING_ERRORS
 from sentadapt.registry import Registry
 
@@ -189,10 +189,10 @@ class RecipeBase(abc.ABC):
         return (cls.stage_name,)
 
     @classmethod
-    def count_examples(cls, config: Any) -> int | None:
+    def count_examples(cls, config: Any, progress: Progress = no_progress) -> int | None:
         """The examples a run of this RunConfig trains on, counted as `load_examples` will read them but without a
-        model: `adapt --dry-run` plans the steps from it. None where that cannot be known before training (several
-        stages, a Hub dataset). Default: None."""
+        model: `adapt --dry-run` plans the steps from it (`progress`: a bar while a large corpus is read). None where
+        that cannot be known before training (several stages, a Hub dataset). Default: None."""
         return None
 
     def use_stage(self, stage: str) -> None:
@@ -316,12 +316,12 @@ def resolve_export_pooling(setting: str, encoder: Encoder, paper: str) -> str:
 # ---------------------------------------------------------------------- readers for load_examples
 
 
-def counted_sentences(config: Any) -> int | None:
+def counted_sentences(config: Any, progress: Progress = no_progress) -> int | None:
     """`sentence_examples`' count for a RunConfig, read without tokenizing (`count_examples` of the recipes that
     train on the corpus's sentences); None for a Hub dataset."""
     from sentadapt.data.corpus import count_sentences
 
-    return count_sentences(config.corpus, config.text_column, config.encoding_errors, config.train.dedup)
+    return count_sentences(config.corpus, config.text_column, config.encoding_errors, config.train.dedup, progress)
 
 
 def token_limit(encoder: Encoder, max_length: int) -> int:

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from sentadapt.config.schema import RecipeConfig, check_choice, check_range
-from sentadapt.events import Progress
+from sentadapt.events import Progress, no_progress
 from sentadapt.model.pooling import POOLING_NAMES, Pooling
 from sentadapt.recipes.base import (
     CONTRASTIVE_TEMPERATURE,
@@ -139,7 +139,7 @@ class ClsrRecipe(RecipeBase):
         return self._heads
 
     @classmethod
-    def count_examples(cls, config: Any) -> int | None:
+    def count_examples(cls, config: Any, progress: Progress = no_progress) -> int | None:
         from sentadapt.data.positives import read_positive_pairs
 
         return len(read_positive_pairs(config.corpus, config.recipe_args.min_score))

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from sentadapt.config.schema import RecipeConfig, check_choice, check_range
 from sentadapt.errors import ConfigError
-from sentadapt.events import Progress
+from sentadapt.events import Progress, no_progress
 from sentadapt.model.pooling import POOLING_NAMES, Pooling
 from sentadapt.recipes.augment import AUGMENTATIONS, ViewInputs, make_view, stack_views
 from sentadapt.recipes.base import (
@@ -144,9 +144,9 @@ class ConsertRecipe(RecipeBase):
         return (config.mode,)
 
     @classmethod
-    def count_examples(cls, config: Any) -> int | None:
+    def count_examples(cls, config: Any, progress: Progress = no_progress) -> int | None:
         # the supervised stages read NLI files, and a staged run's steps are each stage's
-        return counted_sentences(config) if cls.stages_for(config.recipe_args) == ("unsup",) else None
+        return counted_sentences(config, progress) if cls.stages_for(config.recipe_args) == ("unsup",) else None
 
     def use_stage(self, mode: str) -> None:
         from torch import nn

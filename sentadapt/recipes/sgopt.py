@@ -44,6 +44,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from sentadapt.config.schema import RecipeConfig, check_choice, check_range
 from sentadapt.errors import ConfigError
+from sentadapt.events import Progress, no_progress
 from sentadapt.model.pooling import POOLING_NAMES, Pooling
 from sentadapt.recipes.base import (
     TEXT,
@@ -157,8 +158,8 @@ class SgOptRecipe(RecipeBase):
 
     # ------------------------------------------------------------------ contract
     @classmethod
-    def count_examples(cls, config: Any) -> int | None:
-        return counted_sentences(config)
+    def count_examples(cls, config: Any, progress: Progress = no_progress) -> int | None:
+        return counted_sentences(config, progress)
 
     @property
     def needs(self) -> str:

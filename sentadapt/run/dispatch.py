@@ -119,7 +119,8 @@ def run(request: AdaptRequest, events: Events | None = None) -> AdaptOutcome:
     resolved = check_run(config, resume, overwrite, request.dry_run, request.require_improvement, base)
     config = resolved.config  # as checked: the prompt resolved to a name
     if request.dry_run:
-        return AdaptOutcome(output, "dry-run", [config], resolved=[resolved], plans=[planned_steps(resolved)])
+        plan = planned_steps(resolved, events.for_process().progress)
+        return AdaptOutcome(output, "dry-run", [config], resolved=[resolved], plans=[plan])
     result = train_run(resolved, resume, overwrite, request.trust_remote_code, request.allow_pickle, events)
     if request.require_improvement and result is not None and result.decision.keep_base:
         raise NoImprovement(f"--require-improvement: keep the base model: {result.decision.reason}; "
@@ -160,7 +161,7 @@ def _adapt_auto(request: AdaptRequest, events: Events, resume: bool, overwrite: 
     specs = [run.candidate.spec for run in runs]
     if request.dry_run:
         return AdaptOutcome(output, "dry-run", configs, candidates=specs, resolved=resolved,
-                            plans=[planned_steps(run) for run in resolved])
+                            plans=[planned_steps(run, events.for_process().progress) for run in resolved])
     outcome = run_auto(runs, resolved, output, not resume, overwrite, request.trust_remote_code,
                        request.allow_pickle, events)
     if request.require_improvement and outcome is not None and outcome.choice.chosen is None:

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from sentadapt.config.schema import FLAT_KEYS, RunConfig
 from sentadapt.errors import ConfigError
-from sentadapt.events import Note, Progress, quiet
+from sentadapt.events import Note, Progress, no_progress, quiet
 from sentadapt.model.resolve import DEFAULT_BASE_MODEL, ResolvedModel, check_has_weights, resolve_model
 from sentadapt.storage.run_folder import RunDir, check_replaceable, foreign_in_run, holds_anything, is_run_folder
 from sentadapt.train.ranks import is_main_process
@@ -222,12 +222,12 @@ def resolve_run(config: RunConfig) -> ResolvedRun:
 # ---------------------------------------------------------------------- the steps it plans (--dry-run)
 
 
-def planned_steps(run: ResolvedRun) -> StepPlan | None:
+def planned_steps(run: ResolvedRun, progress: Progress | None = None) -> StepPlan | None:
     """The steps a run will train, from its examples counted as the run will read them (`adapt --dry-run`); None
-    where the recipe cannot count them before training (`count_examples`)."""
+    where the recipe cannot count them before training (`count_examples`). `progress`: a bar while they are read."""
     from sentadapt.recipes.base import EXAMPLE_NOUNS
 
-    examples = run.recipe_class.count_examples(run.config)
+    examples = run.recipe_class.count_examples(run.config, progress or no_progress)
     noun = EXAMPLE_NOUNS[run.recipe_class.trains_on]
     return None if examples is None else StepPlan.of(examples, run.config, noun)
 
