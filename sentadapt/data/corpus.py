@@ -220,6 +220,17 @@ def count_statuses(report: CorpusReport, status: np.ndarray, min_chars: int) -> 
     report.skipped = {names[code]: int(counts[code]) for code in sorted(first_seen, key=first_seen.__getitem__)}
 
 
+def settle_statuses(report: CorpusReport, status: np.ndarray, hashes: np.ndarray | None, min_chars: int) -> None:
+    """Every record's status as a run keeps it (in place): repeats marked when `hashes` are given (dedup), the
+    report's counts filled, a corpus without a sentence refused. prepare_sentences (what a run trains on),
+    count_sentences (what the dry run plans with), check_has_sentences and `pairs`' sample all end here, so they
+    agree."""
+    if hashes is not None:
+        mark_duplicates(status, hashes)
+    count_statuses(report, status, min_chars)
+    check_not_empty(report)
+
+
 def check_not_empty(report: CorpusReport) -> None:
     if report.sentences:
         return
@@ -256,8 +267,7 @@ def check_has_sentences(sources: Sequence[str | Path], text_column: str | None =
         report = scan_corpus(sources, consume, text_column, encoding_errors)
     except _FoundText:
         return
-    count_statuses(report, np.concatenate(statuses) if statuses else np.empty(0, dtype=np.uint8), 1)
-    check_not_empty(report)
+    settle_statuses(report, np.concatenate(statuses) if statuses else np.empty(0, dtype=np.uint8), None, 1)
 
 
 def count_sentences(sources: Sequence[str | Path], text_column: str | None = None,
@@ -280,10 +290,8 @@ def count_sentences(sources: Sequence[str | Path], text_column: str | None = Non
     with progress("counting the corpus (bytes)", total) as advance:
         report = scan_corpus(sources, consume, text_column, encoding_errors, on_bytes=advance)
     status = np.concatenate(statuses) if statuses else np.empty(0, dtype=np.uint8)
-    if dedup:
-        mark_duplicates(status, np.concatenate(hashes))
-    count_statuses(report, status, MIN_CHARS)
-    check_not_empty(report)
+    keys = np.concatenate(hashes) if hashes else np.empty(0, dtype=np.uint64)
+    settle_statuses(report, status, keys if dedup else None, MIN_CHARS)
     return report.sentences
 
 

@@ -48,13 +48,11 @@ from sentadapt.data.corpus import (
     KEEP,
     MIN_CHARS,
     CorpusReport,
-    check_not_empty,
     check_options,
     classify,
-    count_statuses,
     is_hub_source,
-    mark_duplicates,
     scan_corpus,
+    settle_statuses,
     text_hashes,
 )
 from sentadapt.errors import ConfigError, DataError
@@ -180,10 +178,7 @@ def _read_sentences(folder: Path, sources: Sequence[str | Path], options: dict[s
                                  on_bytes=advance, streaming=streaming)
     records = _read_table(folder / "records.arrow")
     status = records.column("status").to_numpy().copy()  # 1 byte per record (writable); the texts stay on disk
-    if options["dedup"]:
-        mark_duplicates(status, records.column("hash").to_numpy())
-    count_statuses(report, status, min_chars)
-    check_not_empty(report)
+    settle_statuses(report, status, records.column("hash").to_numpy() if options["dedup"] else None, min_chars)
     np.save(folder / "keep.npy", np.flatnonzero(status == KEEP))
     return {"files": report.files, "lines_read": report.lines_read, "sentences": report.sentences,
             "skipped": report.skipped, "replaced": report.replaced}

@@ -31,12 +31,10 @@ import numpy as np
 from sentadapt.data.corpus import (
     KEEP,
     CorpusReport,
-    check_not_empty,
     check_sources,
     classify,
-    count_statuses,
-    mark_duplicates,
     scan_corpus,
+    settle_statuses,
     text_hashes,
 )
 from sentadapt.data.pair_files import LABEL_RULE
@@ -205,9 +203,7 @@ def sample_sentences(sources: Sequence[str | Path], size: int, seed: int,
 
     report = scan_corpus(sources, consume, text_column)
     status = np.concatenate(statuses) if statuses else np.empty(0, dtype=np.uint8)
-    mark_duplicates(status, np.concatenate(hashes) if hashes else np.empty(0, dtype=np.uint64))
-    count_statuses(report, status, 1)
-    check_not_empty(report)
+    settle_statuses(report, status, np.concatenate(hashes) if hashes else np.empty(0, dtype=np.uint64), 1)
     return sampler.texts, report
 
 
