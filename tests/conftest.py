@@ -144,9 +144,9 @@ def _fp32_on_every_cpu(monkeypatch: pytest.MonkeyPatch) -> None:
     in fp32 elsewhere. The detection answers "no" in every test, so an in-process run computes the same float32
     losses on every CPU (the golden losses, the parity tests); tests/train/test_precision.py fakes both answers and
     calls the real check. A test that starts sentadapt in a subprocess passes `--mixed-precision` itself."""
-    from sentadapt.train import precision
+    from sentadapt.train import compute
 
-    monkeypatch.setattr(precision, "cpu_multiplies_bf16", lambda: False)
+    monkeypatch.setattr(compute, "cpu_multiplies_bf16", lambda: False)
 
 
 @pytest.fixture(autouse=True)

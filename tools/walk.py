@@ -36,8 +36,8 @@ PAIRS = [("the server is down", "the server is not running", 4.5), ("the backup 
 
 # where the teacher is met on its way (file, function): the union of the package files on their call stacks is the
 # teacher's way (issue 69: readable in at most 12 files)
-TEACHER_STOPS = {("recipes/presets.py", "with_teacher"), ("teacher/source.py", "resolve_source"),
-                 ("teacher/table.py", "teacher_table"), ("teacher/weighing.py", "with_blend"),
+TEACHER_STOPS = {("recipes/presets.py", "with_teacher"), ("teacher/table.py", "resolve_source"),
+                 ("teacher/table.py", "teacher_table"), ("teacher/table.py", "with_blend"),
                  ("train/distill.py", "build_distillation"), ("train/distill.py", "Distillation.term")}
 
 

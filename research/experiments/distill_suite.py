@@ -165,7 +165,7 @@ def pool_cosines(folder: Path, model: str, name: str, pool: Pool) -> np.ndarray:
 def dev_blend(work: Path, pairing: str, domain: str, resamples: int) -> tuple[float, dict[str, float]]:
     """teacher_blend=auto's α (teacher/blend.choose_blend: the rule of docs/teacher.md, in code) on dev-200.jsonl
     alone, the pool's first DEV_200 rows: no test pair is read."""
-    from sentadapt.teacher.weighing import choose_blend
+    from sentadapt.teacher.table import choose_blend
 
     pool = load_pool(pool_file(work / "data", domain))
     dev = DevSet(pool, np.arange(DEV_200), resamples)

@@ -172,7 +172,7 @@ def teacher_passages() -> list[str]:
     from sentadapt.evaluation.bootstrap import CONFIDENCE
     from sentadapt.model.embedding_cache import ENCODE_CHUNK
     from sentadapt.recipes.presets import TEACHER_DEFAULTS
-    from sentadapt.teacher.weighing import BLEND_TIE, BLENDS
+    from sentadapt.teacher.table import BLEND_TIE, BLENDS
     from sentadapt.train.distill import PROJECTION_SAMPLE
     from sentadapt.train.steps import passes_for
 
@@ -743,10 +743,10 @@ DECISION_DEFINITIONS = (
 
 def reliability_passages() -> list[str]:
     """docs/reliability.md's prose: the exit codes from the error classes and the signals, the scale rule's
-    constants (sentadapt/data/pair_checks.py), the step the file-size test starts refusing writes at."""
+    constants (sentadapt/data/pair_files.py), the step the file-size test starts refusing writes at."""
     import signal
 
-    from sentadapt.data.pair_checks import ODD_SHARE, STANDARD_SCALES
+    from sentadapt.data.pair_files import ODD_SHARE, STANDARD_SCALES
     from sentadapt.errors import ConfigError, DataError
     from sentadapt.recipes.presets import TEACHER_DEFAULTS
 

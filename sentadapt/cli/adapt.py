@@ -48,7 +48,7 @@ def adapt_command(**options: Any) -> None:
     The default base model is sentence-transformers/all-MiniLM-L6-v2 (offline copy: sentadapt\\[offline-model]).
     """
     from sentadapt.run.dispatch import request_from, run
-    from sentadapt.train.ranks import release_processes
+    from sentadapt.train.compute import release_processes
 
     try:
         outcome = run(request_from(from_command_line(options)), cli_events())

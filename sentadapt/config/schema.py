@@ -24,7 +24,7 @@ from sentadapt.registry import one_line
 # ------------------------------------------------------------------------------------------ the checks
 
 
-MIXED_PRECISION = ("no", "fp16", "bf16", "auto")  # auto: train/precision.py
+MIXED_PRECISION = ("no", "fp16", "bf16", "auto")  # auto: train/compute.py
 ON_NAN = ("stop", "skip")
 OPTIMIZERS = ("adamw", "lars")  # train/optim.py builds them
 SCHEDULES = ("linear", "cosine")

@@ -35,7 +35,7 @@ from sentadapt.run.plan import (
 )
 from sentadapt.storage.run_folder import CONFIG_FILE, RunDir, aside_path
 from sentadapt.text_tables import TextTable
-from sentadapt.train.ranks import is_main_process
+from sentadapt.train.compute import is_main_process
 from sentadapt.train.steps import StepPlan
 
 AUTO = "auto"

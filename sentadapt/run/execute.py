@@ -33,7 +33,7 @@ from sentadapt.run.plan import Events, ResolvedRun
 from sentadapt.stopping.process import stop_signals_held
 from sentadapt.stopping.training import StopAtOnce, stopped_early
 from sentadapt.storage.run_folder import LOCK_FILE, RunDir, aside_path
-from sentadapt.train.ranks import is_main_process, training_device
+from sentadapt.train.compute import is_main_process, training_device
 
 if TYPE_CHECKING:
     from sentadapt.train.loop import Trainer

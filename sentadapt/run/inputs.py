@@ -14,8 +14,8 @@ from sentadapt.recipes.base import Matryoshka, TrainingData
 from sentadapt.run.plan import ResolvedRun, resolve_run
 from sentadapt.storage.run_folder import RunDir
 from sentadapt.teacher import teacher_table
+from sentadapt.train.compute import training_processes
 from sentadapt.train.loop import TrainingInputs
-from sentadapt.train.ranks import training_processes
 
 
 def training_data(config: RunConfig, prompt: str = "") -> TrainingData:

@@ -7,13 +7,12 @@
 - decide (run/finish.py): `teacher_lead_note` says when a run keeps the base although the teacher's dev lead is
   established.
 
-Modules: source.py (what --teacher names), table.py (the table), weighing.py (on the dev set: the teacher's lead
-and the blend target's α); the vectors-file reader is data/vectors.py.
+One module, table.py, in three sections: what --teacher names, the teacher weighed on the dev set (its lead and the
+blend target's α), the table; the vectors-file reader is data/vectors.py.
 """
 
 from __future__ import annotations
 
-from sentadapt.teacher.source import check_teacher, resolve_source
-from sentadapt.teacher.table import TeacherTable, teacher_table
+from sentadapt.teacher.table import TeacherTable, check_teacher, resolve_source, teacher_table
 
 __all__ = ["TeacherTable", "check_teacher", "resolve_source", "teacher_table"]

@@ -12,12 +12,21 @@ sim-mse compare the N × N in-batch similarities (any two widths); mse or cosine
 target, through a training-only projection when a teacher is of another width; distill_kind may weigh several
 kinds, and D is then their weighted sum (each kind on the same batch's vectors). A teacher replaces the base as
 the target (W = teacher_weight). `recipe_weight` scales the recipe's own loss (0: the term alone, and the
-recipe's views are not computed). Off (no teacher and W = 0): nothing is built and no pass runs."""
+recipe's views are not computed). Off (no teacher and W = 0): nothing is built and no pass runs.
+
+`FrozenBase` (at the end): the base model as it was before training, frozen, what `--set distill=W` compares against.
+
+A `FrozenBase` is an `Encoder` of the base's backbone and Dense head with `requires_grad` off, in eval
+mode, held in a plain list on the recipe (the recipe is not a module): like SG-OPT's guide it is outside
+`TrainingModule`, so never in its state_dict, optimizer, DDP or `.train()` calls, and never checkpointed
+(resume rebuilds it from the base model before the checkpoint's weights load). It is made only when
+distillation is on and moved to the encoder's device on first use."""
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -26,9 +35,12 @@ from torch import Tensor, nn
 from sentadapt.config.schema import VECTOR_KINDS, DistillationSettings, TrainConfig, distill_terms
 from sentadapt.errors import ConfigError
 from sentadapt.recipes.base import WHOLE, LossOutput, Matryoshka, RecipeBase
-from sentadapt.recipes.frozen_base import FrozenBase, clean_embeddings
 from sentadapt.recipes.losses import blended_cosines, distillation_loss, gather_across_processes
 from sentadapt.storage.rowfile import RowFile
+
+if TYPE_CHECKING:
+    from sentadapt.model.encoder import Encoder
+
 
 TEACHER_VECTORS = "teacher_vectors"  # the batch key of the teacher's vectors of the batch's examples
 BASE_VECTORS = "base_vectors"  # with a blend target: the base's vectors of the batch's examples
@@ -210,3 +222,41 @@ def fitted_projection(student_sample: Callable[[int], Tensor], targets: TeacherT
     with torch.no_grad():
         projection.weight.copy_(weight.T.float())
     return projection
+
+
+# ------------------------------------------------------------------------------------- the frozen base
+
+
+class FrozenBase:
+    def __init__(self, encoder: Encoder, backbone: nn.Module | None = None) -> None:
+        """A frozen copy of `encoder`'s backbone and head; pass `backbone` to share an existing frozen copy
+        (SG-OPT's guide) instead of holding a second one."""
+        from sentadapt.model.encoder import Encoder
+
+        frozen_backbone = backbone if backbone is not None else copy.deepcopy(encoder.backbone)
+        frozen = Encoder(frozen_backbone, encoder.tokenizer, encoder.pooling, copy.deepcopy(list(encoder.head)),  # type: ignore[arg-type]
+                         encoder.normalize, encoder.max_length, encoder.name, encoder.prompts)
+        self._frozen: list[Encoder] = [frozen.requires_grad_(False).eval()]
+
+    @property
+    def encoder(self) -> Encoder:
+        return self._frozen[0]
+
+    def embed(self, encoder: Encoder, input_ids: Tensor, attention_mask: Tensor) -> Tensor:
+        """The base's sentence vectors, no gradient, with `encoder`'s current (export) pooling and normalisation,
+        so the two sides differ only by what training changed in the weights."""
+        import torch
+
+        frozen = self._frozen[0]
+        if frozen.device != input_ids.device:
+            frozen.to(input_ids.device)
+        frozen.follow(encoder)  # the same pooling, normalisation and prompt tokens left out of pooling
+        with torch.no_grad():
+            return frozen(input_ids, attention_mask)
+
+
+def clean_embeddings(encoder: Encoder, input_ids: Tensor, attention_mask: Tensor) -> Tensor:
+    """The trained encoder's sentence vectors as evaluated and exported (its pooling and head) with the gradient,
+    internal dropout off for this pass (as ConSERT encodes its views), so at step 0 they equal the base's."""
+    with encoder.dropout(False):  # (layers that checkpoint still do)
+        return encoder(input_ids, attention_mask)

@@ -10,10 +10,10 @@ resume happens. Recipes only turn a batch into a loss.
 Batch size is GLOBAL: with P processes each holds batch_size / P sentences, and the recipes gather
 the views of all processes so the contrastive negatives come from the whole batch.
 
-Beside it, one idea each: steps.py (how many steps, how often dev), micro_batches.py (the data order), guard.py
+Beside it, one idea each: steps.py (how many steps, how often dev), feed.py (the data order, prefetched), guard.py
 (clip, check, step or skip on the device; step records, the on_nan rule), stopping/training.py (stop requests),
-dev_selection.py (the best model on the dev set, patience), tracking.py (the Reporter, train.log, trackers),
-checkpoint.py (checkpoint files).
+state.py (what a run knows; DevSelection: the best model on the dev set, patience), tracking.py (the Reporter,
+train.log, trackers), checkpoint.py (checkpoint files).
 After `Trainer.run` returns, run/finish.py publishes the chosen model, decides and writes metrics.json.
 """
 
@@ -47,14 +47,12 @@ from sentadapt.train.checkpoint import (
     stage_rng_state,
     write_training_checkpoint,
 )
-from sentadapt.train.dev_selection import DevSelection
+from sentadapt.train.compute import hand_back_an_earlier_precision, resolve_mixed_precision, use_tf32
 from sentadapt.train.distill import Distillation, build_distillation
+from sentadapt.train.feed import BatchPrefetcher, MicroBatches, neighbour_batches, pad_multiple
 from sentadapt.train.guard import GuardedUpdate, NanRule, ReadStep, StepGuard, StepRecords
-from sentadapt.train.micro_batches import MicroBatches, neighbour_batches, pad_multiple
 from sentadapt.train.optim import build_optimizer, lr_multiplier, rewind_schedule
-from sentadapt.train.precision import hand_back_an_earlier_precision, resolve_mixed_precision, use_tf32
-from sentadapt.train.prefetch import BatchPrefetcher
-from sentadapt.train.state import Training, TrainResult, TrainState
+from sentadapt.train.state import DevSelection, Training, TrainResult, TrainState
 from sentadapt.train.steps import eval_interval, total_steps_for
 from sentadapt.train.tracking import (
     Reporter,

@@ -147,7 +147,7 @@ def test_same_sentences_token_ids_batches_and_losses_as_the_in_memory_path(tiny_
     old_inputs = build_inputs(old_config, lambda _t: None)
     old_inputs.examples = old
     Path(old_config.output).mkdir(parents=True)
-    import sentadapt.train.micro_batches as micro_batches
+    import sentadapt.train.feed as micro_batches
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(micro_batches, "plan_epoch", in_memory_plan_epoch)
@@ -413,7 +413,7 @@ def test_padding_to_a_multiple_rounds_the_longest_up_and_masks_the_extra_positio
 
 def test_pad_multiple_auto_is_8_on_a_gpu_and_1_on_the_cpu() -> None:
     from sentadapt.config.schema import TrainConfig
-    from sentadapt.train.micro_batches import pad_multiple
+    from sentadapt.train.feed import pad_multiple
 
     assert pad_multiple(TrainConfig(), torch.device("cpu")) == 1
     assert pad_multiple(TrainConfig(), torch.device("cuda", 0)) == 8

@@ -62,7 +62,7 @@ def test_eval_sizes_and_precisions_score_as_sentence_transformers_vectors(tmp_pa
 
     pairs = SHARED / "data" / "sts" / "stsb.test.jsonl"
     rows = [json.loads(line) for line in pairs.read_text().splitlines()[:121]]
-    # STS-B test lists some pairs twice (its lines 10 and 11): a user's pairs file may not (data/pair_checks.py)
+    # STS-B test lists some pairs twice (its lines 10 and 11): a user's pairs file may not (data/pair_files.py)
     rows = list({(row["sentence1"], row["sentence2"]): row for row in rows}.values())
     small = tmp_path / "pairs.jsonl"
     small.write_text("".join(json.dumps(row) + "\n" for row in rows))

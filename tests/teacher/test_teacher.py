@@ -406,7 +406,7 @@ def test_the_teacher_is_weighed_against_the_base_before_training(tiny_model_dir:
 ])
 def test_the_verdict_says_what_the_lead_means(interval: tuple[float, float], verdict: str) -> None:
     from sentadapt.evaluation.evaluator import Delta
-    from sentadapt.teacher.weighing import teacher_verdict
+    from sentadapt.teacher.table import teacher_verdict
 
     value = sum(interval) / 2
     line = teacher_verdict("big", 84.0, 84.0 - value, Delta(value, interval), 100, "pairs")
@@ -723,7 +723,7 @@ def test_a_blend_target_is_the_weighted_sum_of_the_two_similarity_structures() -
 
 
 def test_auto_picks_the_best_blend_on_dev_and_the_larger_alpha_within_the_tie_margin(tmp_path: Path) -> None:
-    from sentadapt.teacher.weighing import choose_blend
+    from sentadapt.teacher.table import choose_blend
     from tests.conftest import sts_dev_evaluator
 
     rng = np.random.default_rng(0)

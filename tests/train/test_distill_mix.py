@@ -12,9 +12,8 @@ from sentadapt.config.schema import distill_terms
 from sentadapt.errors import ConfigError
 from sentadapt.model.encoder import Encoder
 from sentadapt.recipes.consert import ConsertConfig, ConsertRecipe
-from sentadapt.recipes.frozen_base import clean_embeddings
 from sentadapt.recipes.losses import distillation_loss
-from sentadapt.train.distill import TEACHER_VECTORS, Distillation, TeacherTargets
+from sentadapt.train.distill import TEACHER_VECTORS, Distillation, TeacherTargets, clean_embeddings
 from tests.conftest import TINY_SENTENCES, run_adapt
 
 TEACHER_WIDTH = 48

@@ -352,7 +352,7 @@ def test_adamw_is_fused_where_pytorch_has_the_kernel() -> None:
 
 
 def test_prefetcher_builds_ahead_in_order_and_stops_at_the_end() -> None:
-    from sentadapt.train.prefetch import BatchPrefetcher
+    from sentadapt.train.feed import BatchPrefetcher
 
     built: list[int] = []
 

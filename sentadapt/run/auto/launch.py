@@ -18,7 +18,7 @@ from sentadapt.model.resolve import ResolvedModel
 from sentadapt.run.auto import choice as auto
 from sentadapt.run.execute import claim_output, train_run
 from sentadapt.run.plan import DevSet, Events, ResolvedRun, Settings, check_run, check_run_output, same_dev
-from sentadapt.train.ranks import is_main_process, training_device
+from sentadapt.train.compute import is_main_process, training_device
 
 
 @dataclass
