@@ -6,8 +6,8 @@ import typer
 
 from sentadapt import __version__
 from sentadapt.cli import cache
+from sentadapt.cli._common import SentadaptCommand, SentadaptGroup
 from sentadapt.cli.adapt import AdaptCommand, adapt_command
-from sentadapt.cli.command import SentadaptCommand, SentadaptGroup
 from sentadapt.cli.decide import decide_command
 from sentadapt.cli.diagnose import diagnose_command
 from sentadapt.cli.eval import eval_command

@@ -5,8 +5,7 @@ from __future__ import annotations
 import typer
 from rich.markup import escape
 
-from sentadapt.cli._common import console, draw, friendly_errors, note
-from sentadapt.cli.command import SentadaptCommand, SentadaptGroup
+from sentadapt.cli._common import SentadaptCommand, SentadaptGroup, console, draw, friendly_errors, note
 
 app = typer.Typer(help="The on-disk cache of prepared corpora and frozen embeddings ($SENTADAPT_CACHE).",
                   no_args_is_help=True, cls=SentadaptGroup)

@@ -72,7 +72,9 @@ def planned_line(plan: StepPlan, config: Any, scored: bool) -> str:
         return f"planned: no step; the run would stop with: {plan.problem}"
     train = config.train
     accumulated = f" × grad_accum {train.grad_accum}" if train.grad_accum > 1 else ""
-    passes = "1 pass" if plan.passes == 1 else f"{plan.passes:.3g} passes"
+    # whole passes as counted ("4 passes"), a part of one as the summary will say it ("0.067 of a pass")
+    passes = "1 pass" if plan.passes == 1 else \
+        f"{plan.passes:.0f} passes" if plan.passes == int(plan.passes) else _passes(plan.passes)
     limit = " (max_steps)" if train.max_steps else ""
     text = (f"planned: {_count(plan.steps, 'step')}{limit}, {passes} over {_count(plan.examples, plan.noun)} "
             f"(batch {train.batch_size}{accumulated})")

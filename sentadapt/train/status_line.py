@@ -1,5 +1,5 @@
 """The training progress line's content, laid out for a width: which fields a user watches, in what order, on how
-many lines (the CLI draws it with rich: cli/progress.py; a log gets the same fields as plain text).
+many lines (the CLI draws it with rich: cli/adapt.py; a log gets the same fields as plain text).
 
 A line is built at each refresh from the width offered: the fields a user watches — step, loss, dev score, ETA —
 are always shown whole; elapsed time, examples/s, learning rate, the loss's parts and a bar are added, in that

@@ -75,7 +75,10 @@ def test_the_planned_line_names_the_dev_interval_the_limit_and_the_accumulation(
         "planned: 1 step, 1 pass over 2 sentences (batch 16 × grad_accum 2)")
     limited = SimpleNamespace(train=SimpleNamespace(grad_accum=1, batch_size=16, max_steps=50))
     assert planned_line(StepPlan(3000, 50, 50 * 16 / 3000, 0), limited, scored=False) == (
-        "planned: 50 steps (max_steps), 0.267 passes over 3000 sentences (batch 16)")
+        "planned: 50 steps (max_steps), 0.3 passes over 3000 sentences (batch 16)")
+    # a few steps over a large corpus: two significant digits, as the summary says it ("0.0666 passes" before)
+    assert planned_line(StepPlan(4802, 20, 20 * 16 / 4802, 0), limited, scored=False).startswith(
+        "planned: 20 steps (max_steps), 0.067 of a pass over 4802 sentences")
 
 
 @pytest.mark.parametrize(

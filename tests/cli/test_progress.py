@@ -8,7 +8,8 @@ import re
 import pytest
 from rich.console import Console
 
-from sentadapt.cli.progress import RichReporter, TrainingStatus, clock_text
+from sentadapt.cli.adapt import RichReporter, TrainingStatus
+from sentadapt.train.status_line import clock_text
 
 ESSENTIALS = ("step 104/1000", "loss 0.1234", "dev 80.12 ★", "ETA 1:44:25")
 
