@@ -279,6 +279,20 @@ def count_sentences(sources: Sequence[str | Path], text_column: str | None = Non
     per line (a status and a hash); reads at ~100 MB/s, so a large corpus gets a progress bar (bytes)."""
     if any(is_hub_source(source) for source in sources):
         return None
+    # `--recipe auto --dry-run` plans each candidate on the same corpus: count each unchanged corpus once a process
+    files = tuple((str(path.resolve()), stat.st_mtime_ns, stat.st_size)
+                  for path in (Path(source).expanduser() for source in sources) for stat in (path.stat(),))
+    key = (files, text_column, encoding_errors, dedup)
+    if key not in _COUNTED:
+        _COUNTED[key] = _count_sentences(sources, text_column, encoding_errors, dedup, progress)
+    return _COUNTED[key]
+
+
+_COUNTED: dict[tuple[Any, ...], int] = {}
+
+
+def _count_sentences(sources: Sequence[str | Path], text_column: str | None, encoding_errors: str, dedup: bool,
+                     progress: Progress) -> int:
     statuses: list[np.ndarray] = []
     hashes: list[np.ndarray] = []
 

@@ -581,3 +581,23 @@ def test_shared_nli_files_read_with_the_readme_counts() -> None:
         "Two woman are holding packages .",
         0,
     )
+
+
+def test_an_unchanged_corpus_is_counted_once_a_process_and_a_changed_one_again(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`adapt --recipe auto --dry-run` plans every candidate on the same corpus: one read; an edit is read again."""
+    import sentadapt.data.corpus as corpus_module
+
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("the server is down\nthe server is down\nthe backup failed\n\n")
+    reads: list[int] = []
+    real_scan = corpus_module.scan_corpus
+    monkeypatch.setattr(corpus_module, "scan_corpus", lambda *args, **kwargs: reads.append(1) or real_scan(*args,
+                                                                                                            **kwargs))
+    # a repeat is dropped, a blank line is not a sentence
+    assert corpus_module.count_sentences([corpus]) == 2
+    assert corpus_module.count_sentences([str(corpus)]) == 2 and len(reads) == 1
+    assert corpus_module.count_sentences([corpus], dedup=False) == 3 and len(reads) == 2  # other options: read
+    with corpus.open("a") as appended:
+        appended.write("a new sentence here\n")
+    assert corpus_module.count_sentences([corpus]) == 3 and len(reads) == 3
