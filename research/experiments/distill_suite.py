@@ -311,8 +311,8 @@ def study(work: Path, variant: str, seeds: int, resamples: int,
 
 
 def evidence_verdict(cells: list[dict[str, Any]]) -> dict[str, Any]:
-    """The pre-registered rule of docs/decision.md ("The teacher's evidence"), applied in code to the study's cells:
-    teacher_evidence becomes the default iff false use ≤ 5 % and the mean applied Δ does not fall."""
+    """The pre-registered rule of research/findings.md ("The teacher's evidence and blend targets"), applied in code
+    to the study's cells: teacher_evidence becomes the default iff false use ≤ 5 % and the mean applied Δ does not fall."""
     weighed = [c for c in cells if "used_evidence" in c]
     losing = [c for c in weighed if c["raw"] < 0]
     gaining = [c for c in weighed if c["raw"] >= 1.0]

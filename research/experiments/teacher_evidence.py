@@ -1,6 +1,6 @@
 """Issue 41's first two levers on the distillation suite, each judged by a rule written before its runs: the teacher's
-evidence in the decision (docs/decision.md, "The teacher's evidence") and blend targets (docs/teacher.md, "Blend
-targets").
+evidence in the decision (research/findings.md, "The teacher's evidence and blend targets") and blend targets
+(docs/teacher.md, "Blend targets").
 
     python -m research.experiments.distill_suite --train --variant k3e ...                 # teacher alone + evidence
     python -m research.experiments.distill_suite --train --variant k3eb --blend-of k3e ... # the α dev-200 picks

@@ -111,10 +111,11 @@ def teacher_led_rule(rule: DecisionRule, lead: Any, limit: float | None) -> Deci
 
 def with_teacher_evidence(decision: Decision, interval: Sequence[float] | None, lead: Any, agreement: Any,
                           rule: DecisionRule) -> Decision:
-    """The teacher's evidence (docs/decision.md, "The teacher's evidence"): a keep-base decision becomes use-adapted
-    when the teacher leads the base on dev (its paired CI above 0), the student agrees with the teacher
-    significantly better than the base on held-out corpus pairs (evaluation/agreement.py), and the student's dev Δ
-    is not significantly below 0 (its CI's upper end above 0). Any other decision stands."""
+    """The teacher's evidence (research/findings.md, "The teacher's evidence and blend targets"): a keep-base
+    decision becomes use-adapted when the teacher leads the base on dev (its paired CI above 0), the student agrees
+    with the teacher significantly better than the base on held-out corpus pairs (sentadapt/evaluation/agreement.py
+    until 4a62251), and the student's dev Δ is not significantly below 0 (its CI's upper end above 0). Any other
+    decision stands."""
     if decision.decision != KEEP_BASE or lead is None or lead.interval is None or lead.interval[0] <= 0:
         return decision
     if agreement is None or not agreement.better or (interval is not None and interval[1] <= 0):

@@ -4,7 +4,8 @@ of a user's labelled pairs file (`eval --pairs`, `adapt --dev`) beyond what each
 A dev set's confidence interval counts its pairs: a pair listed twice is counted twice and narrows the interval the
 decision reads, a pair labelled both ways makes one of its labels wrong, and a score off the file's own scale (7.5
 among 0-5 scores) is a typo that moves the gold order. Each is one line naming the rows (docs/reliability.md,
-"Labelled pairs"). Benchmark files (STS-B and the others) are not checked there: their readers fix the range."""
+the labelled pairs file's row). Benchmark files (STS-B and the others) are not checked there: their readers fix
+the range."""
 
 from __future__ import annotations
 

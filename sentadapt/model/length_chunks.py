@@ -2,7 +2,7 @@
 
 A batch is padded to its longest sentence, and a CPU spends its time in proportion to the tokens it is handed, padding
 included: on the teacher run's 3,000 short STS sentences (neighbour batches of 64) 57 % of the tokens an encoder pass
-computed were padding (bench/README.md, "Padding in a teacher run's batches"). Sorting the batch's rows by length and
+computed were padding (bench/README.md, "The teacher run on every CPU"). Sorting the batch's rows by length and
 cutting them into a few chunks, each trimmed to its own longest row, computes the same rows with a fraction of the
 padding; the rows are put back in the batch's order after pooling, so the loss sees the same batch: the same in-batch
 negatives, the same vectors up to float reassociation. Only passes without the model's dropout are chunked (a pass

@@ -84,8 +84,8 @@ class ClsrRecipe(RecipeBase):
     }
     # Sentence-tuned bases (presets.py), measured in research/findings.md ("Levers on tuned bases"): a randomly
     # initialised MLP scrambles a space that is already good (test -1.33 on average over the four domains
-    # of bench/domain_suite.py, paraphrase-MiniLM-L3-v2); starting at the identity and distilling towards
-    # the base keeps the run within a tenth of the base (-0.05) while dev can still pick a gain.
+    # of research/experiments/domain_suite.py, paraphrase-MiniLM-L3-v2); starting at the identity and distilling
+    # towards the base keeps the run within a tenth of the base (-0.05) while dev can still pick a gain.
     tuned_base_defaults: ClassVar[dict[str, Any]] = {"init": "identity", "distill": 1.0}
     stage_name: ClassVar[str] = "pairs"  # its one stage
     config: ClsrConfig

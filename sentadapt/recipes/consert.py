@@ -108,10 +108,11 @@ class ConsertRecipe(RecipeBase):
         "batch_size": 96, "max_length": 64, "lr": 2e-5, "eval_every": 200, "checkpoint_every": 200,
         "patience": 10, "warmup_ratio": 0.1,
     }
-    # Sentence-tuned bases (presets.py), chosen on the dev sets of bench/domain_suite.py (research/findings.md,
-    # "Levers on tuned bases"): distillation towards the frozen base (kl of in-batch similarities) lets a
-    # higher lr learn the domain without drifting: dev +0.30 vs +0.00 for the paper's settings (lr 2e-5),
-    # test +0.19 with no domain significantly below the base, vs +0.35 with one domain significantly below it.
+    # Sentence-tuned bases (presets.py), chosen on the dev sets of research/experiments/domain_suite.py
+    # (research/findings.md, "Levers on tuned bases"): distillation towards the frozen base (kl of in-batch
+    # similarities) lets a higher lr learn the domain without drifting: dev +0.30 vs +0.00 for the paper's settings
+    # (lr 2e-5), test +0.19 with no domain significantly below the base, vs +0.35 with one domain significantly
+    # below it.
     tuned_base_defaults: ClassVar[dict[str, Any]] = {"lr": 5e-5, "distill": 1.0}
     # A teacher run trains in bf16 where the CPU multiplies it natively (fp32 elsewhere, and on a GPU): by the rule
     # written before its runs (research/findings.md, "A faster teacher run"), every pairing × domain of the suite

@@ -113,7 +113,7 @@ class SgOptRecipe(RecipeBase):
     # Sentence-tuned bases (presets.py): export with the base's own pooling (a mean-trained base loses
     # 1.2-5 points when read through [CLS], research/results.md) and distil towards the frozen base, which is
     # the guide SG-OPT already holds (no second copy). Checked against the paper's settings on the dev sets
-    # of bench/domain_suite.py in research/findings.md ("Levers on tuned bases").
+    # of research/experiments/domain_suite.py in research/findings.md ("Levers on tuned bases").
     tuned_base_defaults: ClassVar[dict[str, Any]] = {"export_pooling": "auto", "distill": 1.0}
     stage_name: ClassVar[str] = "unsup"  # its one stage
     config: SgOptConfig

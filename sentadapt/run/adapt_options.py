@@ -218,7 +218,6 @@ def config_keys() -> list[str]:
     return list(FLAT_KEYS)
 
 
-LORA_FIELDS = ("lora_r", "lora_alpha", "lora_dropout", "lora_targets")  # what `--lora SPEC` sets (lora.lora_flags)
 
 
 def route(values: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
