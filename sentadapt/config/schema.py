@@ -133,10 +133,14 @@ DEFAULT_RISK = 0.1
 DEFAULT_DECISION = "risk"  # the use/keep rule (decision/rule.py: risk | strict | positive)
 
 
+PATHS = {"paths": True}  # a RecipeConfig field's metadata: a tuple of local files
+
+
 @dataclass
 class RecipeConfig:
     """The base of every recipe's settings dataclass (`RecipeBase.Config`): `build_config` validates it after
-    the YAML, flags and --set are applied."""
+    the YAML, flags and --set are applied. A field of local files says so in its metadata (`PATHS`): the run
+    records them absolute, as it does its corpus, so `--resume` finds them from any directory."""
 
     def validate(self) -> None:
         """Raise ConfigError naming the setting that is out of range (a recipe with ranges overrides this)."""

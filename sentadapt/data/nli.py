@@ -136,6 +136,19 @@ def scan_nli(paths: Sequence[str | Path], consume: Callable[[list[str], list[str
     return source, counts.skipped
 
 
+def count_nli_pairs(paths: Sequence[str | Path]) -> int:
+    """The labelled pairs of `paths` that `scan_nli` keeps (what a supervised ConSERT stage trains on), counted
+    without keeping them: `adapt --dry-run`'s plan."""
+    kept = 0
+
+    def count(premises: list[str], hypotheses: list[str], labels: list[int]) -> None:
+        nonlocal kept
+        kept += len(labels)
+
+    scan_nli(paths, count)
+    return kept
+
+
 def entailment_pairs(nli: NliPairs) -> list[tuple[str, str]]:
     """(premise, hypothesis) for every entailment pair, in order: the positives of supervised contrastive modes."""
     return [(p, h) for p, h, label in zip(nli.premises, nli.hypotheses, nli.labels) if label == ENTAILMENT]

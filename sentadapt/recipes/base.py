@@ -189,11 +189,17 @@ class RecipeBase(abc.ABC):
         return (cls.stage_name,)
 
     @classmethod
-    def count_examples(cls, config: Any, progress: Progress = no_progress) -> int | None:
-        """The examples a run of this RunConfig trains on, counted as `load_examples` will read them but without a
-        model: `adapt --dry-run` plans the steps from it (`progress`: a bar while a large corpus is read). None where
-        that cannot be known before training (several stages, a Hub dataset). Default: None."""
+    def count_examples(cls, config: Any, stage: str, progress: Progress = no_progress) -> int | None:
+        """The examples `stage` (one of `stages_for`) of a run of this RunConfig trains on, counted as
+        `load_examples` will read them but without a model: `adapt --dry-run` plans the steps from it (`progress`: a
+        bar while a large corpus is read). None where that cannot be known before training (a Hub dataset).
+        Default: None."""
         return None
+
+    @classmethod
+    def example_noun(cls, stage: str) -> str:
+        """What one example of `stage` is, as the dry run's plan counts them. Default: by `trains_on`."""
+        return EXAMPLE_NOUNS[cls.trains_on]
 
     def use_stage(self, stage: str) -> None:
         """Switch to `stage` (one of `stages_for(config)`) before its data are read; may change `needs`, the heads

@@ -139,7 +139,7 @@ class ClsrRecipe(RecipeBase):
         return self._heads
 
     @classmethod
-    def count_examples(cls, config: Any, progress: Progress = no_progress) -> int | None:
+    def count_examples(cls, config: Any, stage: str, progress: Progress = no_progress) -> int | None:
         from sentadapt.data.positives import read_positive_pairs
 
         return len(read_positive_pairs(config.corpus, config.recipe_args.min_score))

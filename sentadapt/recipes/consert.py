@@ -17,11 +17,12 @@ corpus (see sentadapt.train.pipeline).
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from sentadapt.config.schema import RecipeConfig, check_choice, check_range
+from sentadapt.config.schema import PATHS, RecipeConfig, check_choice, check_range
 from sentadapt.errors import ConfigError
 from sentadapt.events import Progress, no_progress
 from sentadapt.model.pooling import POOLING_NAMES, Pooling
@@ -73,7 +74,7 @@ class ConsertConfig(RecipeConfig):
     export_pooling: str = "auto"
     alpha: float = 0.15  # weight of the contrastive loss in the joint mode
     adversarial_norm: float = 0.1  # ‖perturbation‖ per token for the adversarial view
-    nli: tuple[str, ...] = ()  # NLI file(s) for the supervised modes
+    nli: tuple[str, ...] = field(default=(), metadata=PATHS)  # NLI file(s) for the supervised modes
 
     def validate(self) -> None:
         check_choice("mode", self.mode, MODES)
@@ -138,6 +139,14 @@ class ConsertRecipe(RecipeBase):
                 self._heads["classifier"] = nn.Linear(3 * encoder.hidden_size, 3)
 
     @classmethod
+    def check_corpus(cls, paths: Sequence[str], config: ConsertConfig) -> None:
+        """Before weights load (and in a dry run, which counts them): each NLI file must exist."""
+        for path in config.nli:
+            if not Path(path).expanduser().is_file():
+                raise ConfigError(f"--set nli={path}: no such file; pass .jsonl/.tsv/.csv files of premise, "
+                                  "hypothesis and label")
+
+    @classmethod
     def stages_for(cls, config: ConsertConfig) -> tuple[str, ...]:
         """sup-unsup / joint-unsup: a supervised stage on NLI, then the unsupervised stage on the corpus."""
         if config.mode in ("sup-unsup", "joint-unsup"):
@@ -145,9 +154,15 @@ class ConsertRecipe(RecipeBase):
         return (config.mode,)
 
     @classmethod
-    def count_examples(cls, config: Any, progress: Progress = no_progress) -> int | None:
-        # the supervised stages read NLI files, and a staged run's steps are each stage's
-        return counted_sentences(config, progress) if cls.stages_for(config.recipe_args) == ("unsup",) else None
+    def count_examples(cls, config: Any, stage: str, progress: Progress = no_progress) -> int | None:
+        from sentadapt.data.nli import count_nli_pairs
+
+        # the supervised and joint stages read the NLI files of `--set nli=FILE`: their labelled pairs
+        return counted_sentences(config, progress) if stage == "unsup" else count_nli_pairs(config.recipe_args.nli)
+
+    @classmethod
+    def example_noun(cls, stage: str) -> str:
+        return "sentence" if stage == "unsup" else "NLI pair"
 
     def use_stage(self, mode: str) -> None:
         from torch import nn

@@ -158,7 +158,7 @@ class SgOptRecipe(RecipeBase):
 
     # ------------------------------------------------------------------ contract
     @classmethod
-    def count_examples(cls, config: Any, progress: Progress = no_progress) -> int | None:
+    def count_examples(cls, config: Any, stage: str, progress: Progress = no_progress) -> int | None:
         return counted_sentences(config, progress)
 
     @property

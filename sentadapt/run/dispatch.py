@@ -66,7 +66,7 @@ class AdaptOutcome:
     auto: Any = None  # --recipe auto's AutoOutcome (main process)
     candidates: list[str] = field(default_factory=list)  # --recipe auto: each candidate's spec, in config order
     resolved: list[ResolvedRun] = field(default_factory=list)  # each config's run as check_run resolved it
-    plans: list[StepPlan | None] = field(default_factory=list)  # dry run: each config's steps (plan.planned_steps)
+    plans: list[list[StepPlan]] = field(default_factory=list)  # dry run: each config's stages' steps (planned_steps)
 
     @property
     def decision(self) -> Any:
@@ -119,8 +119,8 @@ def run(request: AdaptRequest, events: Events | None = None) -> AdaptOutcome:
     resolved = check_run(config, resume, overwrite, request.dry_run, request.require_improvement, base)
     config = resolved.config  # as checked: the prompt resolved to a name
     if request.dry_run:
-        plan = planned_steps(resolved, events.for_process().progress)
-        return AdaptOutcome(output, "dry-run", [config], resolved=[resolved], plans=[plan])
+        plans = planned_steps(resolved, events.for_process().progress)
+        return AdaptOutcome(output, "dry-run", [config], resolved=[resolved], plans=[plans])
     result = train_run(resolved, resume, overwrite, request.trust_remote_code, request.allow_pickle, events)
     if request.require_improvement and result is not None and result.decision.keep_base:
         raise NoImprovement(f"--require-improvement: keep the base model: {result.decision.reason}; "

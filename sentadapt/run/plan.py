@@ -222,14 +222,19 @@ def resolve_run(config: RunConfig) -> ResolvedRun:
 # ---------------------------------------------------------------------- the steps it plans (--dry-run)
 
 
-def planned_steps(run: ResolvedRun, progress: Progress | None = None) -> StepPlan | None:
-    """The steps a run will train, from its examples counted as the run will read them (`adapt --dry-run`); None
-    where the recipe cannot count them before training (`count_examples`). `progress`: a bar while they are read."""
-    from sentadapt.recipes.base import EXAMPLE_NOUNS
-
-    examples = run.recipe_class.count_examples(run.config, progress or no_progress)
-    noun = EXAMPLE_NOUNS[run.recipe_class.trains_on]
-    return None if examples is None else StepPlan.of(examples, run.config, noun)
+def planned_steps(run: ResolvedRun, progress: Progress | None = None) -> list[StepPlan]:
+    """The steps each stage of a run will train, from its examples counted as the run will read them (`adapt
+    --dry-run`); none where the recipe cannot count a stage's before training (`count_examples`). `progress`: a bar
+    while they are read."""
+    recipe = run.recipe_class
+    stages = recipe.stages_for(run.config.recipe_args)
+    plans = []
+    for stage in stages:
+        examples = recipe.count_examples(run.config, stage, progress or no_progress)
+        if examples is None:
+            return []
+        plans.append(StepPlan.of(examples, run.config, recipe.example_noun(stage), stage if len(stages) > 1 else ""))
+    return plans
 
 
 # ---------------------------------------------------------------------------------------------- resume
@@ -348,11 +353,17 @@ def check_run(config: RunConfig, resume: bool, overwrite: bool, dry_run: bool, r
 
 
 def with_absolute_paths(config: RunConfig) -> RunConfig:
-    """Every local path of the run absolute (Hub ids and names such as `stsb` as given)."""
+    """Every local path of the run absolute (Hub ids and names such as `stsb` as given), the recipe's files too
+    (its settings' fields with PATHS metadata: ConSERT's `nli`)."""
+    args = config.recipe_args
+    files = {} if not dataclasses.is_dataclass(args) else {
+        item.name: tuple(absolute(path) or path for path in getattr(args, item.name))
+        for item in dataclasses.fields(args) if item.metadata.get("paths")}
     return dataclasses.replace(
         config, base=absolute(config.base) or config.base, corpus=[absolute(c) or c for c in config.corpus],
         output=os.path.abspath(Path(config.output).expanduser()), dev=absolute(config.dev),
-        teacher=absolute(config.teacher), data_dir=absolute(config.data_dir))
+        teacher=absolute(config.teacher), data_dir=absolute(config.data_dir),
+        recipe_args=dataclasses.replace(args, **files) if files else args)
 
 
 def _with_corpus_fingerprints(config: RunConfig, resume: bool) -> RunConfig:

@@ -56,8 +56,10 @@ def dry_run_documents(outcome: Any) -> list[DryRunDocument]:
         config, base = run.config, run.base
         before = [f"candidate {index + 1}/{len(outcome.configs)}: {outcome.candidates[index]} → {config.output}"
                   ] if outcome.candidates else []
-        plan = outcome.plans[index] if outcome.plans else None
-        planned = [] if plan is None else [planned_line(plan, config, run.dev.name is not None)]
+        plans = outcome.plans[index] if outcome.plans else []
+        planned = [planned_line(plan, config, run.dev.name is not None,
+                                f"stage {number}/{len(plans)} ({plan.stage}): " if plan.stage else "")
+                   for number, plan in enumerate(plans, start=1)]
         after = [*preset_lines(config), *planned,
                  f"model: {base.name} → {base.location} ({base.source}); nothing loaded (--dry-run)"]
         separator = "---\n" if index and outcome.candidates else ""  # YAML's documents, one per candidate
@@ -65,18 +67,19 @@ def dry_run_documents(outcome: Any) -> list[DryRunDocument]:
     return documents
 
 
-def planned_line(plan: StepPlan, config: Any, scored: bool) -> str:
+def planned_line(plan: StepPlan, config: Any, scored: bool, stage: str = "") -> str:
     """"planned: 372 steps, 4 passes over 3000 sentences (batch 32); dev every 93 steps": what the run will train,
-    its corpus counted as the run reads it. `scored`: the run has a dev set."""
+    its corpus counted as the run reads it. `scored`: the run has a dev set; `stage`: which stage of several
+    ("stage 1/2 (sup): ")."""
     if plan.problem is not None:
-        return f"planned: no step; the run would stop with: {plan.problem}"
+        return f"planned: {stage}no step; the run would stop with: {plan.problem}"
     train = config.train
     accumulated = f" × grad_accum {train.grad_accum}" if train.grad_accum > 1 else ""
     # whole passes as counted ("4 passes"), a part of one as the summary will say it ("0.067 of a pass")
     passes = "1 pass" if plan.passes == 1 else \
         f"{plan.passes:.0f} passes" if plan.passes == int(plan.passes) else _passes(plan.passes)
     limit = " (max_steps)" if train.max_steps else ""
-    text = (f"planned: {_count(plan.steps, 'step')}{limit}, {passes} over {_count(plan.examples, plan.noun)} "
+    text = (f"planned: {stage}{_count(plan.steps, 'step')}{limit}, {passes} over {_count(plan.examples, plan.noun)} "
             f"(batch {train.batch_size}{accumulated})")
     if not scored:
         return text

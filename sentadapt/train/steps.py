@@ -20,18 +20,19 @@ class StepPlan:
     steps: int
     passes: float
     eval_every: int
-    noun: str = "sentence"  # what an example is (recipes/base.EXAMPLE_NOUNS)
+    noun: str = "sentence"  # what an example is (Recipe.example_noun)
     problem: str | None = None  # why the run would stop before its first step (then steps is 0)
+    stage: str = ""  # the stage's name, in a run of several (ConSERT's sup-unsup)
 
     @classmethod
-    def of(cls, examples: int, config: RunConfig, noun: str = "sentence") -> StepPlan:
+    def of(cls, examples: int, config: RunConfig, noun: str = "sentence", stage: str = "") -> StepPlan:
         try:
             steps = total_steps_for(examples, config)
         except ConfigError as error:  # fewer examples than one step: the dry run says so beside the config it prints
-            return cls(examples, 0, 0.0, 0, noun, str(error))
+            return cls(examples, 0, 0.0, 0, noun, str(error), stage)
         per_step = config.train.batch_size * config.train.grad_accum
         passes = steps * per_step / examples if config.train.max_steps else passes_for(examples, config)
-        return cls(examples, steps, passes, eval_interval(examples, config), noun)
+        return cls(examples, steps, passes, eval_interval(examples, config), noun, stage=stage)
 
 
 def steps_per_epoch(examples: int, config: RunConfig) -> int:

@@ -216,3 +216,43 @@ def test_both_views_go_through_one_forward_pass_and_equal_two_passes(
     monkeypatch.setattr(type(tiny_encoder), "forward", lambda self, *a, **k: calls.append(1) or original(self, *a, **k))
     recipe.compute_loss(tiny_encoder, recipe.trainable_heads(), {"input_ids": ids, "attention_mask": mask})
     assert len(calls) == (2 if "encoder-dropout" in views else 1)
+
+
+def test_a_staged_run_plans_each_stage_and_trains_what_it_planned(tiny_model_dir: Path, nli_file: Path,
+                                                                   tmp_path: Path) -> None:
+    """`--dry-run` of sup-unsup: the supervised stage's steps from the NLI file's labelled pairs, the unsupervised
+    stage's from the corpus; the run then trains those steps in each stage."""
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("".join(f"the server {i} is down\n" for i in range(24)))
+    output = tmp_path / "run"
+    args = ["adapt", str(corpus), "--base", str(tiny_model_dir), "--output", str(output), "--dev", "none", "--set",
+            "mode=sup-unsup", "--set", f"nli={nli_file}", "--batch-size", "4", "--max-length", "16"]
+    planned = CliRunner().invoke(app, [*args, "--dry-run"], catch_exceptions=False)
+    assert planned.exit_code == 0, planned.output
+    assert ("planned: stage 1/2 (sup): 2 steps, 1 pass over 8 NLI pairs (batch 4)\n"  # 8 labelled pairs // 4
+            "planned: stage 2/2 (unsup): 6 steps, 1 pass over 24 sentences (batch 4)\n") in planned.stderr
+    trained = CliRunner().invoke(app, args, catch_exceptions=False)
+    assert trained.exit_code == 0, trained.output
+    stages = [json.loads((folder / "metrics.json").read_text()) for folder in (output / "stage-1-sup", output)]
+    assert [metrics["total_steps"] for metrics in stages] == [2, 6]
+
+
+def test_the_nli_files_are_recorded_absolute_and_a_missing_one_is_named(tiny_model_dir: Path, nli_file: Path,
+                                                                        tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """`--set nli=FILE` given relative is recorded absolute, as the corpus is (config.yaml: `--resume` from another
+    directory reads the same file); a missing one is one line naming the setting, before anything loads."""
+    import yaml
+
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("".join(f"the server {i} is down\n" for i in range(24)))
+    monkeypatch.chdir(tmp_path)
+    args = ["adapt", "corpus.txt", "--base", str(tiny_model_dir), "--output", "run", "--dev", "none", "--set",
+            "mode=sup-unsup", "--batch-size", "4", "--dry-run"]
+    planned = CliRunner().invoke(app, [*args, "--set", f"nli={nli_file.name}"], catch_exceptions=False)
+    assert planned.exit_code == 0, planned.output
+    assert yaml.safe_load(planned.stdout)["recipe_args"]["nli"] == [str(nli_file)]
+    missing = CliRunner().invoke(app, [*args, "--set", "nli=missing.jsonl"], catch_exceptions=False)
+    assert missing.exit_code != 0
+    assert missing.stderr == ("Error: --set nli=missing.jsonl: no such file; pass .jsonl/.tsv/.csv files of premise, "
+                              "hypothesis and label\n")
