@@ -218,8 +218,6 @@ def config_keys() -> list[str]:
     return list(FLAT_KEYS)
 
 
-
-
 def route(values: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     """The values of ADAPT_OPTIONS split by where they go: (the config options given, by config key — a TrainConfig
     flat key or a RunConfig field; None is not given —, the request's own)."""
