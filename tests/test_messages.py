@@ -128,6 +128,15 @@ def test_a_header_only_pairs_file_says_it_has_no_rows(tiny_model_dir: Path, tmp_
     assert result.stderr.strip() == f"Error: {path}: a header but no sentence pairs below it; add one row per pair"
 
 
+def test_a_folder_that_is_no_beir_collection_says_what_to_pass(tiny_model_dir: Path, tmp_path: Path) -> None:
+    folder = tmp_path / "labels"
+    folder.mkdir()
+    result = run_cli("eval", str(tiny_model_dir), "--pairs", str(folder))
+    assert result.stderr.strip() == (f"Error: {folder}: is a folder, and not a BEIR retrieval collection "
+                                     "(corpus.jsonl, queries.jsonl, qrels/SPLIT.tsv); pass a labelled pairs file "
+                                     "(.tsv/.csv/.jsonl) or such a folder")
+
+
 # ---------------------------------------------------------------------- settings that would do nothing
 
 
