@@ -31,7 +31,7 @@ from sentadapt.errors import ConfigError, StorageError
 from sentadapt.events import Note, quiet
 from sentadapt.run.plan import Events, ResolvedRun
 from sentadapt.stopping.process import stop_signals_held
-from sentadapt.stopping.training import StopAtOnce, stopped_early
+from sentadapt.stopping.training import StopAtOnce, TrainingInterrupted, stopped_early
 from sentadapt.storage.run_folder import LOCK_FILE, RunDir, aside_path
 from sentadapt.train.compute import is_main_process, training_device
 
@@ -144,6 +144,8 @@ def _train_stage(trainer: Trainer, resume: bool, output: Path) -> TrainResult:
 
     try:
         return train_stage(trainer, resume)
+    except TrainingInterrupted as stopped:  # an earlier stage's folder is resumed with the whole run, from its own
+        raise stopped.resuming(trainer.output, output) from None
     except StorageError as error:
         raise StorageError(f"{error}; {_after_write_failure(trainer.checkpoints, output)}") from None
     except Exception as error:

@@ -269,6 +269,10 @@ def resumed_config(output: Path, num_proc: int | None = None) -> RunConfig:
     from sentadapt.config.merging import load_run_config
     from sentadapt.recipes import RECIPES
 
+    staged = RunDir(output).staged_run()
+    if staged is not None:  # resumed alone, a stage would train on as a run of its own, inside itself
+        raise ConfigError(f"--output {output}: is an earlier stage of the run in {staged.path}; resume the whole run: "
+                          f"sentadapt adapt --resume --output {staged.path}")
     config = load_run_config(RunDir(output).config_file, {name: RECIPES.get(name).Config for name in RECIPES})
     # the directory may have been moved since it was written; num_proc is the machine's, not the run's
     config = dataclasses.replace(config, output=os.path.abspath(output), num_proc=num_proc or config.num_proc)

@@ -42,6 +42,13 @@ class TrainingInterrupted(SentadaptError):
         self.signum = signum
         self.exit_code = exit_code_for(signum)
 
+    def resuming(self, trained: Path, output: Path, prefix: str = "") -> TrainingInterrupted:
+        """The same stop, saying to resume `output` where it said `trained`: a staged run or a `--recipe auto` run
+        goes on from its own folder, not from the stage or the candidate that was training (resumed alone, a stage
+        would train on as a run of its own, inside itself)."""
+        message = str(self).replace(f"--resume --output {trained}", f"--resume --output {output}")
+        return TrainingInterrupted(prefix + message, self.signum)
+
 
 def describe(signum: int) -> str:
     return "Ctrl-C" if signum == signal.SIGINT else signal.Signals(signum).name

@@ -175,6 +175,11 @@ class RunDir:
         return [RunDir(self.path / f"{STAGE_PREFIX}{number}-{name}") for number, name in enumerate(names[:-1], 1)
                 ] + [self]
 
+    def staged_run(self) -> RunDir | None:
+        """The run this folder is an earlier stage of (RUN/stage-K-NAME beside RUN's config.yaml), else None."""
+        parent = RunDir(self.path.parent)
+        return parent if self.path.name.startswith(STAGE_PREFIX) and parent.has_config() else None
+
     # ------------------------------------------------------------------ state
     def is_finished(self) -> bool:
         return self.metrics_file.is_file()

@@ -256,3 +256,39 @@ def test_the_nli_files_are_recorded_absolute_and_a_missing_one_is_named(tiny_mod
     assert missing.exit_code != 0
     assert missing.stderr == ("Error: --set nli=missing.jsonl: no such file; pass .jsonl/.tsv/.csv files of premise, "
                               "hypothesis and label\n")
+
+
+def test_a_staged_run_stopped_in_its_first_stage_resumes_as_a_whole_and_refuses_its_stage_alone(
+        tiny_model_dir: Path, nli_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ctrl-C in stage 1: the message says to resume the run's folder (it named the stage's, and resuming that alone
+    trained the stage as a run of its own inside itself, then failed with a traceback); resuming it finishes both."""
+    import sentadapt.train.tracking as tracking
+    from tests.conftest import run_adapt
+
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("".join(f"the server {i} is down\n" for i in range(24)))
+    output = tmp_path / "run"
+    real_log = tracking.RunRecords.log
+
+    def interrupt_stage_one(self, record):  # Ctrl-C after step 1 of the supervised stage: a checkpoint is written
+        real_log(self, record)
+        if "stage-1-sup" in str(self.train_log.path) and record.get("step") == 1 and "loss" in record:
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(tracking.RunRecords, "log", interrupt_stage_one)
+    first = run_adapt(str(corpus), "--base", str(tiny_model_dir), "--output", str(output), "--dev", "none", "--set",
+                      "mode=sup-unsup", "--set", f"nli={nli_file}", "--batch-size", "4", "--max-length", "16",
+                      "--set", "log_every=1")
+    assert first.exit_code == 130, first.output
+    assert " ".join(first.stderr.split()).endswith(f"resume with: sentadapt adapt --resume --output {output}")
+    monkeypatch.setattr(tracking.RunRecords, "log", real_log)
+    stage = output / "stage-1-sup"
+    alone = run_adapt("--resume", "--output", str(stage))
+    assert alone.exit_code != 0
+    assert " ".join(alone.stderr.split()) == (f"Error: --output {stage}: is an earlier stage of the run in {output}; "
+                                              f"resume the whole run: sentadapt adapt --resume --output {output}")
+    assert not (stage / "stage-1-sup").exists()
+    resumed = run_adapt("--resume", "--output", str(output))
+    assert resumed.exit_code == 0, resumed.output
+    stages = [json.loads((folder / "metrics.json").read_text()) for folder in (stage, output)]
+    assert [metrics["total_steps"] for metrics in stages] == [2, 6]

@@ -103,8 +103,7 @@ def run_auto(runs: list[auto.CandidateRun], resolved: list[ResolvedRun], output:
             try:
                 _train_candidate(run, candidate_run, index, len(runs), base, trust_remote_code, allow_pickle, quiet)
             except TrainingInterrupted as error:  # resuming continues the whole auto run, not this candidate alone
-                message = str(error).replace(f"--resume --output {run.folder}", f"--resume --output {output}")
-                raise TrainingInterrupted(f"candidate {run.candidate.spec}: {message}", error.signum) from None
+                raise error.resuming(run.folder, output, f"candidate {run.candidate.spec}: ") from None
         if not main:
             return None
         assert base is not None
