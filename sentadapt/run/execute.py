@@ -144,7 +144,7 @@ def _train_stage(trainer: Trainer, resume: bool, output: Path) -> TrainResult:
 
     try:
         return train_stage(trainer, resume)
-    except TrainingInterrupted as stopped:  # an earlier stage's folder is resumed with the whole run, from its own
+    except TrainingInterrupted as stopped:  # a stage of several resumes with the whole run: name the run's folder
         raise stopped.resuming(trainer.output, output) from None
     except StorageError as error:
         raise StorageError(f"{error}; {_after_write_failure(trainer.checkpoints, output)}") from None
