@@ -19,6 +19,7 @@ before anything else. Only the main process touches the folders; the lock is hel
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 from collections.abc import Callable
@@ -90,11 +91,16 @@ def train_run(run: ResolvedRun, resume: bool, overwrite: bool, trust_remote_code
             if resume and not stage_resume and number == len(stages) == 1:
                 raise ConfigError(f"--resume: no checkpoint in {stage_dir.checkpoints}; start without --resume")
             if main and not stage_resume and not stage_dir.has_config():
-                write_config(stage_config)  # an earlier stage's folder: what `--resume` of that stage reads back
-            # later stages start from the previous stage's model, not the base: scored anew
+                write_config(stage_config)  # an earlier stage's folder: its config, as export and eval read it
+            # a later stage trains from the previous stage's model, and is weighed against the run's base model,
+            # as the first stage scored it: the decision answers whether the run beat what the user started from
+            if number > 1:
+                base_dev = _run_base_dev(stages[0][1], config.base, events.note)
             inputs = build_inputs(run.for_stage(stage_config), events.note, device=training_device(),
                                   trust_remote_code=trust_remote_code, allow_pickle=allow_pickle, stage=stage,
-                                  progress=events.progress, base_dev=base_dev if number == 1 else None)
+                                  progress=events.progress, base_dev=base_dev)
+            if number > 1 and (base_dev is not None or inputs.evaluator is None):  # else scored from where it starts
+                inputs = dataclasses.replace(inputs, base_model=config.base)
             reporter = events.reporter() if events.reporter is not None else NoteReporter(events.note)
             trainer = Trainer(inputs, reporter, on_checkpoint=events.checkpoint_written)
             stop.stop_if_requested()  # a signal while loading whose interrupt something swallowed
@@ -135,6 +141,17 @@ def train_stage(trainer: Trainer, resume: bool = False) -> TrainResult:
                       trainer.accelerator.wait_for_everyone)
     finally:
         trainer.trackers.finish()
+
+
+def _run_base_dev(first_stage: RunConfig, base: str, note: Note) -> tuple[float, dict[str, Any]] | None:
+    """The run's base model's dev score and per-unit outputs, as the first stage scored and recorded them (its
+    metrics.json and dev_outputs.json, also when an earlier command finished that stage); None without a dev set."""
+    folder = RunDir(first_stage.output)
+    metrics, outputs = folder.read_metrics() or {}, folder.read_dev_outputs() or {}
+    if metrics.get("base_score") is None or outputs.get("base") is None:
+        return None
+    note(f"weighed against the base model {base} (dev {metrics['base_score']:.2f}, scored in stage 1)")
+    return metrics["base_score"], outputs["base"]
 
 
 def _train_stage(trainer: Trainer, resume: bool, output: Path) -> TrainResult:

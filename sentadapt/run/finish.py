@@ -43,7 +43,7 @@ def finish(training: Training, inputs: TrainingInputs, is_main: bool,
     wait_for_everyone()
     return TrainResult(training.output, state, training.stopped, time.perf_counter() - training.started,
                        inputs.dev_name, published, training.environment, decision, note, inputs.teacher_table,
-                       len(inputs.examples), sizes)
+                       len(inputs.examples), sizes, inputs.base_model)
 
 
 def publish(run_dir: RunDir, state: TrainState, blind: bool) -> tuple[int, list[str]]:
@@ -102,7 +102,7 @@ def decide_and_record(training: Training, inputs: TrainingInputs, published_step
         state.distill_logged = log.count("distill")
     sizes = weigh_sizes(run_dir, inputs, state.dev_outputs, rule.risk)
     metrics = {
-        "recipe": config.recipe, "base_model": config.base, "dev": inputs.dev_name,
+        "recipe": config.recipe, "base_model": inputs.base_model or config.base, "dev": inputs.dev_name,
         "dev_labels": labels,
         "base_score": state.base_score, "best_score": state.best_score,
         "best_step": state.best_step, "dev_change": state.dev_change, "improved": state.improved,

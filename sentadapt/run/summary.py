@@ -105,7 +105,7 @@ def adapt_summary_table(result: Any, config: Any = None) -> TextTable:
     table.row("time", _clock(result.seconds))
     for name, value in environment_rows(result.environment):
         table.row(name, value)
-    for name, value in run_rows(config) if config is not None else []:
+    for name, value in run_rows(config, result.base_model) if config is not None else []:
         table.row(name, value)
     if result.dev_name is None:
         table.row("model kept", f"last step ({result.published_step}); no dev data, selection was blind")
@@ -217,14 +217,17 @@ def dev_curve(history: list[dict[str, float]], most: int = 8) -> str:
     return " → ".join(points if len(points) <= most else [points[0], "…", *points[-(most - 1):]])
 
 
-def run_rows(config: Any) -> list[tuple[str, str]]:
+def run_rows(config: Any, base_model: str | None = None) -> list[tuple[str, str]]:
     """What ran, as the user gave it: the base and the recipe, the defaults and every setting that differs from
-    them, the effective learning rate, and LoRA, the prompt and the teacher when used."""
+    them, the effective learning rate, and LoRA, the prompt and the teacher when used. `base_model`: the model the
+    decision weighed against when training started from another (a later stage: from the stage before)."""
     from sentadapt.model.lora import settings_of
 
     train = config.train
-    rows = [("base model", shown_path(config.base)), ("corpus", ", ".join(map(shown_path, config.corpus))),
-            ("recipe", str(config.recipe))]
+    rows = [("base model", shown_path(base_model or config.base))]
+    if base_model is not None and base_model != config.base:
+        rows.append(("trained from", shown_path(config.base)))
+    rows += [("corpus", ", ".join(map(shown_path, config.corpus))), ("recipe", str(config.recipe))]
     preset = config.preset
     if preset:  # None for runs saved before presets existed
         rows.append(("defaults", f"{preset['name']} ({preset['reason']})"))

@@ -109,6 +109,9 @@ class TrainingInputs:
     # once for every candidate); None: the run scores it itself
     base_dev: tuple[float, dict[str, Any]] | None = None
     teacher_table: TeacherTable | None = None  # --teacher: its vectors of every example (teacher/table.py)
+    # the model `base_dev` is of, where it is not the one training starts from (config.base): a later stage of a
+    # staged run starts from the stage before and is weighed against the run's base model
+    base_model: str | None = None
 
 
 def parameter_groups(module: nn.Module, weight_decay: float) -> list[dict[str, Any]]:

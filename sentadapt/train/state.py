@@ -95,6 +95,7 @@ class TrainResult:
     teacher_table: TeacherTable | None = None  # --teacher: its dev score and speed, beside the student's
     examples: int = 0  # training examples: steps × global batch / examples = passes over the data
     sizes: dict[str, Any] | None = None  # --matryoshka/--sizes: metrics.json's "sizes" (decision/sizes.py)
+    base_model: str | None = None  # what the decision weighed against, where training started from another model
 
     @property
     def passes(self) -> float | None:

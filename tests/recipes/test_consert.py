@@ -134,7 +134,8 @@ def test_sup_unsup_runs_two_stages(tiny_model_dir: Path, nli_file: Path, tmp_pat
     assert result.exit_code == 0, result.output
     stage_one = output / "stage-1-sup"
     assert (stage_one / "modules.json").is_file() and (output / "modules.json").is_file()
-    assert json.loads((output / "metrics.json").read_text())["base_model"] == str(stage_one)
+    # the run's base, which the decision weighs against (stage 2 trains from stage 1's model)
+    assert json.loads((output / "metrics.json").read_text())["base_model"] == str(tiny_model_dir)
     assert "stage 1/2: sup" in result.stderr and "stage 2/2: unsup" in result.stderr
     log = [json.loads(line) for line in (stage_one / "train.log").read_text().splitlines()]
     assert "classification" in log[0]
@@ -292,3 +293,27 @@ def test_a_staged_run_stopped_in_its_first_stage_resumes_as_a_whole_and_refuses_
     assert resumed.exit_code == 0, resumed.output
     stages = [json.loads((folder / "metrics.json").read_text()) for folder in (stage, output)]
     assert [metrics["total_steps"] for metrics in stages] == [2, 6]
+
+
+def test_the_last_stage_is_weighed_against_the_runs_base_model(tiny_model_dir: Path, nli_file: Path,
+                                                                pairs_tsv: Path, tmp_path: Path) -> None:
+    """A staged run decides whether it beat the model the user gave: stage 2's Δ is against the base model's dev
+    score as stage 1 scored it, not against stage 1's model (which stage 1 itself may have judged worse)."""
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("".join(f"the server {i} is down\n" for i in range(24)))
+    output = tmp_path / "run"
+    result = CliRunner().invoke(app, [
+        "adapt", str(corpus), "--base", str(tiny_model_dir), "--output", str(output), "--dev", str(pairs_tsv),
+        "--set", "mode=sup-unsup", "--set", f"nli={nli_file}", "--batch-size", "4", "--max-steps", "2",
+        "--max-length", "16"], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    first, last = (json.loads((folder / "metrics.json").read_text()) for folder in (output / "stage-1-sup", output))
+    assert first["base_model"] == last["base_model"] == str(tiny_model_dir)
+    assert last["base_score"] == first["base_score"] and last["history"][0]["dev"] == first["base_score"]
+    assert last["dev_change"] == pytest.approx(last["best_score"] - first["base_score"])
+    base_outputs = json.loads((output / "stage-1-sup" / "dev_outputs.json").read_text())["base"]
+    assert json.loads((output / "dev_outputs.json").read_text())["base"] == base_outputs
+    assert f"weighed against the base model {tiny_model_dir} (dev {first['base_score']:.2f}, scored in stage 1)" \
+        in result.stderr
+    summary = " ".join(result.stdout.split("sentadapt adapt — summary")[-1].split())
+    assert "│ base model │ /" in summary and "│ trained from │ /" in summary  # (long paths fold over lines)
