@@ -40,7 +40,8 @@ def preset_lines(config: Any) -> list[str]:
 @dataclasses.dataclass(frozen=True)
 class DryRunDocument:
     """One resolved config as `adapt --dry-run` prints it: notes before it (stderr), the YAML document (stdout, a
-    config file: `--dry-run > run.yaml`), notes after it (the preset's, the model resolved)."""
+    YAML file: its recipe, train and recipe_args are a `--config` file), notes after it (the preset's, the model
+    resolved)."""
 
     before: list[str]
     text: str

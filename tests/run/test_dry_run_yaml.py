@@ -1,4 +1,5 @@
-"""`adapt --dry-run` prints a config file: valid YAML at any terminal width and path length (`--dry-run > run.yaml`).
+"""`adapt --dry-run` prints the run's config: valid YAML at any terminal width and path length (`--dry-run >
+run.yaml`), whose recipe, train and recipe_args sections are a `--config` file.
 
 Run as a real command in a fresh interpreter, as a user would: rich reads COLUMNS when its console is created, so an
 in-process run could not narrow the terminal.
@@ -159,3 +160,22 @@ def test_a_value_with_a_line_break_or_a_hash_keeps_the_dry_run_valid_yaml() -> N
     sources = _sources(text)
     assert "train.lora_targets" not in sources and sources["train.teacher_text_field"] == "default"
     assert sources["train.distill"] == "--set" and sources["recipe_args.temperature"] == "default"
+
+
+def test_a_dry_runs_whole_output_given_as_a_config_file_names_the_run_option_to_move(
+        corpus: Path, tiny_model_dir: Path, tmp_path: Path) -> None:
+    """`--dry-run > run.yaml` then `--config run.yaml`: one line that says `base` (the first run option in it) goes on
+    the command line and which sections to keep, not "Unknown top-level key 'base'"; those sections are accepted."""
+    args = [str(corpus), "--base", str(tiny_model_dir), "--output", str(tmp_path / "run"), "--dev", "none"]
+    whole = tmp_path / "run.yaml"
+    whole.write_text(_dry_run(80, *args, "--batch-size", "8"))
+    result = subprocess.run([sys.executable, "-m", "sentadapt", "adapt", *args, "--config", str(whole), "--dry-run"],
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2
+    assert result.stderr == (f"Error: {whole}: 'base' is a run option, not a config file's: give it on the command "
+                             "line (--base); a --config file holds recipe, train and recipe_args (of a --dry-run's "
+                             "output, keep those)\n")
+    kept = tmp_path / "kept.yaml"
+    kept.write_text(yaml.safe_dump({key: yaml.safe_load(whole.read_text())[key]
+                                    for key in ("recipe", "train", "recipe_args")}))
+    assert yaml.safe_load(_dry_run(80, *args, "--config", str(kept)))["train"]["batch_size"] == 8
