@@ -39,6 +39,7 @@ from sentadapt.errors import ConfigError, DataError
 from sentadapt.events import Progress, no_progress
 from sentadapt.options import DEFAULT_ENCODING_ERRORS
 from sentadapt.storage.hub import hub_is_reachable
+from sentadapt.storage.memory import once_while_unchanged
 
 TEXT_COLUMNS = ("text", "sentence")  # picked automatically, in this order, when a file has several columns
 
@@ -280,15 +281,9 @@ def count_sentences(sources: Sequence[str | Path], text_column: str | None = Non
     if any(is_hub_source(source) for source in sources):
         return None
     # `--recipe auto --dry-run` plans each candidate on the same corpus: count each unchanged corpus once a process
-    files = tuple((str(path.resolve()), stat.st_mtime_ns, stat.st_size)
-                  for path in (Path(source).expanduser() for source in sources) for stat in (path.stat(),))
-    key = (files, text_column, encoding_errors, dedup)
-    if key not in _COUNTED:
-        _COUNTED[key] = _count_sentences(sources, text_column, encoding_errors, dedup, progress)
-    return _COUNTED[key]
-
-
-_COUNTED: dict[tuple[Any, ...], int] = {}
+    return once_while_unchanged([Path(source).expanduser() for source in sources],
+                                ("sentences", text_column, encoding_errors, dedup),
+                                lambda: _count_sentences(sources, text_column, encoding_errors, dedup, progress))
 
 
 def _count_sentences(sources: Sequence[str | Path], text_column: str | None, encoding_errors: str, dedup: bool,
