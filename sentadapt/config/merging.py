@@ -188,13 +188,15 @@ def load_yaml(path: str | Path) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: expected a mapping with recipe, train and recipe_args")
     allowed = {"recipe", "version", "train", "recipe_args", "description", "candidates"}  # candidates: recipe auto
-    run_settings = {item.name for item in dataclasses.fields(RunConfig)} - allowed
-    for key in data:
-        if key in run_settings:  # a dry run's whole output (`--dry-run > run.yaml`) given back as a config file
+    run_fields = {item.name: item for item in dataclasses.fields(RunConfig) if item.name not in allowed}
+    keep = "a --config file holds recipe, train and recipe_args (of a --dry-run's output, keep those)"
+    for key in data:  # a dry run's whole output (`--dry-run > run.yaml`) given back as a config file
+        if key in run_fields and run_fields[key].metadata.get("recorded"):
+            raise ConfigError(f"{path}: '{key}' is what a run records, not a setting: delete it; {keep}")
+        if key in run_fields:
             where = "its CORPUS arguments" if key == "corpus" else f"--{key.replace('_', '-')}"
             raise ConfigError(f"{path}: '{key}' is a run option, not a config file's: give it on the command line "
-                              f"({where}); a --config file holds recipe, train and recipe_args (of a --dry-run's "
-                              "output, keep those)")
+                              f"({where}); {keep}")
         if key not in allowed:
             raise ConfigError(f"{path}: " + unknown_name_message("top-level key", key, sorted(allowed)))
     return data

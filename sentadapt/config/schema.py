@@ -134,6 +134,7 @@ DEFAULT_DECISION = "risk"  # the use/keep rule (decision/rule.py: risk | strict 
 
 
 PATHS = {"paths": True}  # a RecipeConfig field's metadata: a tuple of local files
+RECORDED = {"recorded": True}  # a RunConfig field's metadata: what the run fills in, not an option a user gives
 
 
 @dataclass
@@ -444,7 +445,8 @@ class RunConfig:
     encoding_errors: str = DEFAULT_ENCODING_ERRORS  # strict | replace | skip (invalid UTF-8 lines in the corpus)
     streaming: bool = False  # stream Hub datasets instead of downloading them whole first
     num_proc: int | None = None  # corpus preparation workers; None: one per available core
-    preset: dict[str, Any] | None = None  # {name, reason, values}: the defaults the run started from (presets.py)
+    # {name, reason, values}: the defaults the run started from (presets.py)
+    preset: dict[str, Any] | None = field(default=None, metadata=RECORDED)
     # the use/keep rule (decision/rule.py): risk | strict | positive, and the risk rule's limit
     decision: str = DEFAULT_DECISION
     risk: float = DEFAULT_RISK
@@ -453,13 +455,14 @@ class RunConfig:
     # default_prompt_name, resolved into a name before the run is saved (sentadapt/model/prompts.py)
     prompt: str | None = None
     # each corpus file's sha256 when the run started (None: a Hub dataset): a resumed run refuses a changed corpus
-    corpus_sha256: list[str | None] | None = None
+    corpus_sha256: list[str | None] | None = field(default=None, metadata=RECORDED)
     train: TrainConfig = field(default_factory=TrainConfig)
     recipe_args: Any = None  # the recipe's own Config dataclass
     # which layer set each value ("train.lr" → "preset tuned-base", "dev" → "flag"; config/merging.py,
     # run/plan.py): what `adapt --dry-run` shows. Not saved: a resumed run's values all come from its
     # config.yaml
-    sources: dict[str, str] = field(default_factory=dict, compare=False, repr=False, metadata={"saved": False})
+    sources: dict[str, str] = field(default_factory=dict, compare=False, repr=False,
+                                    metadata={"saved": False, **RECORDED})
 
     def to_dict(self) -> dict[str, Any]:
         data = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.metadata.get("saved", True)}

@@ -179,3 +179,32 @@ def test_a_dry_runs_whole_output_given_as_a_config_file_names_the_run_option_to_
     kept.write_text(yaml.safe_dump({key: yaml.safe_load(whole.read_text())[key]
                                     for key in ("recipe", "train", "recipe_args")}))
     assert yaml.safe_load(_dry_run(80, *args, "--config", str(kept)))["train"]["batch_size"] == 8
+
+
+def test_each_run_field_in_a_config_file_is_named_as_the_option_it_is_or_a_record_to_delete(tmp_path: Path) -> None:
+    """The message's flag is derived from the field's name: every run field a user gives is an `adapt` option of
+    that name (the corpus its arguments), and what a run records (preset, corpus_sha256) is said to be deleted."""
+    import dataclasses
+
+    import pytest
+
+    from sentadapt.config.merging import load_yaml
+    from sentadapt.config.schema import RunConfig
+    from sentadapt.errors import ConfigError
+    from sentadapt.run.adapt_options import OPTIONS_BY_NAME
+
+    allowed = {"recipe", "train", "recipe_args"}
+    for item in dataclasses.fields(RunConfig):
+        if item.name in allowed:
+            continue
+        path = tmp_path / f"{item.name}.yaml"
+        path.write_text(f"recipe: consert\n{item.name}: x\n")
+        with pytest.raises(ConfigError) as error:
+            load_yaml(path)
+        if item.name in ("preset", "corpus_sha256", "sources"):
+            assert f"'{item.name}' is what a run records, not a setting: delete it;" in str(error.value)
+        elif item.name == "corpus":
+            assert "give it on the command line (its CORPUS arguments)" in str(error.value)
+        else:
+            assert OPTIONS_BY_NAME[item.name].flag == f"--{item.name.replace('_', '-')}"
+            assert f"give it on the command line ({OPTIONS_BY_NAME[item.name].flag});" in str(error.value)
