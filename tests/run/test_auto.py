@@ -235,6 +235,25 @@ def test_auto_needs_a_dev_set_and_a_step_budget(corpus: Path, pairs_tsv: Path, t
                        "--output", str(tmp_path / "d"))
     assert result.exit_code == 2
     assert "Error: candidate consert:temprature=0.1: --set: Unknown key 'temprature'." in result.stderr
+    result = run_adapt(str(corpus), "--recipe", "auto", "--candidates", "consert,consert:max_steps=3", "--base",
+                       str(tiny_model_dir), "--dev", str(pairs_tsv), "--max-steps", "4", "--output", str(tmp_path / "e"))
+    assert result.exit_code == 2
+    assert ("Error: --recipe auto: candidates must share max_steps (consert 4, consert:max_steps=3 3); set it with a "
+            "flag, not per candidate") in " ".join(result.stderr.split())
+
+
+def test_auto_refuses_a_staged_candidate_that_would_train_twice_the_budget(
+        corpus: Path, pairs_tsv: Path, tiny_model_dir: Path, tmp_path: Path) -> None:
+    nli = tmp_path / "nli.jsonl"
+    nli.write_text(json.dumps({"premise": "the server is down", "hypothesis": "the server is not running",
+                               "label": "entailment"}) + "\n")
+    result = run_adapt(str(corpus), "--recipe", "auto", "--candidates", f"consert,consert:mode=sup-unsup:nli={nli}",
+                       "--base", str(tiny_model_dir), "--dev", str(pairs_tsv), "--max-steps", "4",
+                       "--output", str(tmp_path / "run"), "--dry-run")
+    assert result.exit_code == 2
+    assert (f"Error: --recipe auto: candidate consert:mode=sup-unsup:nli={nli} trains 2 stages (sup, unsup) of 4 "
+            "steps each, 8 in all against 4 for a single-stage candidate; compare one stage's mode (e.g. mode=sup or "
+            "mode=unsup), or train the staged mode with adapt --recipe consert") in " ".join(result.stderr.split())
 
 
 def test_auto_dry_run_prints_each_candidate_config(corpus: Path, pairs_tsv: Path, train_pairs: Path,

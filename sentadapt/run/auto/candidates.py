@@ -171,14 +171,25 @@ def candidate_config(candidate: Candidate, inputs: Inputs, output: Path, setting
         raise ConfigError(f"candidate {candidate.spec}: {error}") from None
 
 
-def check_budget(configs: Sequence[RunConfig]) -> None:
-    """Every candidate the same number of steps and seed: a comparison at equal budget."""
-    if any(config.train.max_steps == 0 for config in configs):
+def check_budget(configs: dict[str, RunConfig]) -> None:
+    """Every candidate (its spec → its config) the same number of steps and seed: a comparison at equal budget."""
+    if any(config.train.max_steps == 0 for config in configs.values()):
         raise ConfigError("--recipe auto: give --max-steps N (every candidate trains the same number of optimizer "
                           "steps; epochs would give each recipe a different budget)")
     for field in ("max_steps", "seed"):
-        values = {getattr(config.train, field) for config in configs}
+        values = {getattr(config.train, field) for config in configs.values()}
         if len(values) > 1:
-            shown = ", ".join(f"{Path(c.output).name} {getattr(c.train, field)}" for c in configs)
+            shown = ", ".join(f"{spec} {getattr(config.train, field)}" for spec, config in configs.items())
             raise ConfigError(f"--recipe auto: candidates must share {field} ({shown}); set it with a flag, not "
                               "per candidate")
+    for spec, config in configs.items():
+        # a staged recipe (ConSERT's sup-unsup, joint-unsup) trains --max-steps in each of its stages: 2 stages of
+        # 10 steps are 20 steps against the others' 10, a budget the comparison would not say it gave
+        stages = RECIPES.get(config.recipe).stages_for(config.recipe_args)
+        if len(stages) > 1:
+            steps = config.train.max_steps
+            raise ConfigError(
+                f"--recipe auto: candidate {spec} trains {len(stages)} stages ({', '.join(stages)}) of {steps} "
+                f"steps each, {len(stages) * steps} in all against {steps} for a single-stage candidate; compare "
+                f"one stage's mode (e.g. mode=sup or mode=unsup), or train the staged mode with adapt --recipe "
+                f"{config.recipe}")

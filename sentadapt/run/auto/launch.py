@@ -51,7 +51,7 @@ def plan_auto(settings: Settings, candidates_option: list[str]) -> tuple[list[au
     runs = [auto.CandidateRun(candidate, candidate_config(candidate, inputs, settings.output, settings,
                                                           lambda: resolved, yaml_train))
             for candidate in candidates]
-    check_budget([run.config for run in runs])
+    check_budget({run.candidate.spec: run.config for run in runs})
     return runs, resolved
 
 
