@@ -45,8 +45,10 @@ def eval_command(
                                                       "qrels/SPLIT.tsv)."),
     aggregate: str = typer.Option(STS_AGGREGATE, "--aggregate", help="STS: all (one correlation per task) | mean | "
                                                                      "wmean of subsets."),
-    bootstrap: int = typer.Option(BOOTSTRAP_RESAMPLES, "--bootstrap", min=0, help="Resamples for the 95 % percentile "
-                                                                                  "CIs (paired for Δ). 0 = off."),
+    bootstrap: int = typer.Option(BOOTSTRAP_RESAMPLES, "--bootstrap", min=0, help="Resamples for each model's 95 % "
+                                                                                  "percentile CI (and a Δ of "
+                                                                                  "best-threshold F1/accuracy). 0 = "
+                                                                                  "no CIs."),
     seed: int = typer.Option(BOOTSTRAP_SEED, "--seed", help="Seed of the bootstrap resamples."),
     cache_embeddings: bool = typer.Option(
         False, "--cache-embeddings", help="Keep each model's vectors on disk ($SENTADAPT_CACHE), keyed by its "
@@ -82,8 +84,8 @@ def eval_command(
     trust_remote_code: bool = shared.trust_remote_code(),
     allow_pickle: bool = shared.allow_pickle(),
 ) -> None:
-    """Score models side by side: a column per model with its 95 % CI, Δ against the first model with the
-    paired-bootstrap CI (* when it excludes 0)."""
+    """Score models side by side: a column per model with its 95 % CI, Δ against the first model with its
+    paired 95 % CI (* when it excludes 0)."""
     options = {name: value for name, value in locals().items() if name != "show_subsets"}  # = evaluate's keywords
     from sentadapt.api import evaluate
 
