@@ -326,10 +326,40 @@ class ConsertRecipe(RecipeBase):
         if "shuffle" in self.config.views and not accepts_positions:
             raise ConfigError(f"views: 'shuffle' permutes position ids, which {model_type} models do not accept; "
                               "choose other views (e.g. views=token-cutoff,feature-cutoff)")
+        if "shuffle" in self.config.views and not _positions_matter(encoder.backbone, self.position_offset):
+            raise ConfigError(f"views: 'shuffle' permutes position ids, which this {model_type} model takes but "
+                              "ignores (its positions are relative: the same output whatever the ids), so the view "
+                              "would be the sentence unchanged; choose other views (e.g. "
+                              "views=token-cutoff,feature-cutoff)")
         needs_embeddings = {"token-cutoff", "feature-cutoff", "dropout", "adversarial"} & set(self.config.views)
         if needs_embeddings and getattr(encoder.backbone, "embeddings", None) is None:
             raise ConfigError(f"views: {', '.join(sorted(needs_embeddings))} edit the embedding layer, which this "
                               f"{model_type} model does not expose as `embeddings`; use shuffle or span-cutoff")
+
+
+def _positions_matter(backbone: Any, offset: int) -> bool:
+    """Whether the model's output changes when its position ids are shuffled: not for a model whose positions are
+    relative alone (DeBERTa with position_biased_input false takes position_ids and ignores them). The shuffle
+    changes the distances between tokens (a reversal would keep them, and rotary positions, ModernBERT's, would
+    hardly move). Two no-grad passes of 6 tokens; fixed ids, so no tokenizer is needed; the mode is restored."""
+    import torch
+
+    vocabulary = backbone.get_input_embeddings().num_embeddings
+    input_ids = (torch.arange(6, device=backbone.device) * 7 + 5) % vocabulary  # six distinct, arbitrary tokens
+    plain = torch.arange(6, device=backbone.device) + offset
+    was_training = backbone.training
+    backbone.eval()
+    try:
+        with torch.no_grad():
+            outputs = [backbone(input_ids=input_ids[None], attention_mask=torch.ones_like(input_ids)[None],
+                                position_ids=positions[None]).last_hidden_state.float()
+                       for positions in (plain, plain[torch.tensor([3, 1, 0, 5, 2, 4])])]
+    finally:
+        backbone.train(was_training)
+    # a model that ignores the ids runs the same arithmetic twice: the same output to the bit. One that reads them
+    # moves it by 0.8-1.2 of its scale (the shared MiniLMs, random BERT, RoBERTa, MPNet, DeBERTa with absolute
+    # positions), a random-weight ModernBERT by 2.5e-5 (its near-uniform attention hardly sees rotary positions)
+    return bool((outputs[0] - outputs[1]).abs().max() > 1e-6 * outputs[0].abs().max())
 
 
 def _stack_padded(first: Tensor, second: Tensor) -> Tensor:

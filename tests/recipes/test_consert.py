@@ -192,6 +192,36 @@ def test_distilbert_takes_every_view() -> None:
         assert torch.isfinite(recipe.compute_loss(encoder, recipe.trainable_heads(), batch).total)
 
 
+def test_shuffle_is_refused_where_the_model_ignores_its_position_ids() -> None:
+    """DeBERTa with relative positions alone (DeBERTa-v3's configuration) takes position_ids and ignores them: the
+    shuffle view would be the sentence unchanged. With absolute positions too, the view is accepted."""
+    from transformers import DebertaV2Config, DebertaV2Model
+
+    from sentadapt.model.pooling import Pooling
+
+    class Tok:
+        pad_token_id = 0
+
+    def deberta(absolute: bool) -> Encoder:
+        torch.manual_seed(0)
+        config = DebertaV2Config(vocab_size=60, hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
+                                 intermediate_size=37, max_position_embeddings=40, relative_attention=True,
+                                 position_biased_input=absolute, pos_att_type=["p2c", "c2p"], position_buckets=16)
+        return Encoder(DebertaV2Model(config), Tok(), Pooling("mean"))
+
+    with pytest.raises(ConfigError) as error:
+        ConsertRecipe(ConsertConfig(), deberta(absolute=False))
+    assert str(error.value) == (
+        "views: 'shuffle' permutes position ids, which this deberta-v2 model takes but ignores (its positions are "
+        "relative: the same output whatever the ids), so the view would be the sentence unchanged; choose other "
+        "views (e.g. views=token-cutoff,feature-cutoff)")
+    ConsertRecipe(ConsertConfig(views=("token-cutoff", "feature-cutoff")), deberta(absolute=False))
+    encoder = deberta(absolute=True)
+    encoder.train()
+    ConsertRecipe(ConsertConfig(), encoder)
+    assert encoder.backbone.training  # the probe's eval pass left the mode as it was
+
+
 @pytest.mark.parametrize("views", [("shuffle", "feature-cutoff"), ("token-cutoff", "span-cutoff"),
                                    ("dropout", "shuffle"), ("none", "encoder-dropout")])
 def test_both_views_go_through_one_forward_pass_and_equal_two_passes(

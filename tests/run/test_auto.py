@@ -236,7 +236,8 @@ def test_auto_needs_a_dev_set_and_a_step_budget(corpus: Path, pairs_tsv: Path, t
     assert result.exit_code == 2
     assert "Error: candidate consert:temprature=0.1: --set: Unknown key 'temprature'." in result.stderr
     result = run_adapt(str(corpus), "--recipe", "auto", "--candidates", "consert,consert:max_steps=3", "--base",
-                       str(tiny_model_dir), "--dev", str(pairs_tsv), "--max-steps", "4", "--output", str(tmp_path / "e"))
+                       str(tiny_model_dir), "--dev", str(pairs_tsv), "--max-steps", "4",
+                       "--output", str(tmp_path / "e"))
     assert result.exit_code == 2
     assert ("Error: --recipe auto: candidates must share max_steps (consert 4, consert:max_steps=3 3); set it with a "
             "flag, not per candidate") in " ".join(result.stderr.split())
