@@ -45,10 +45,8 @@ def eval_command(
                                                       "qrels/SPLIT.tsv)."),
     aggregate: str = typer.Option(STS_AGGREGATE, "--aggregate", help="STS: all (one correlation per task) | mean | "
                                                                      "wmean of subsets."),
-    bootstrap: int = typer.Option(BOOTSTRAP_RESAMPLES, "--bootstrap", min=0, help="Resamples for each model's 95 % "
-                                                                                  "percentile CI (and a Δ of "
-                                                                                  "best-threshold F1/accuracy). 0 = "
-                                                                                  "no CIs."),
+    bootstrap: int = typer.Option(BOOTSTRAP_RESAMPLES, "--bootstrap", min=0, help=(
+        "Resamples for each model's 95 % percentile CI (and a Δ of best-threshold F1/accuracy). 0 = no CIs.")),
     seed: int = typer.Option(BOOTSTRAP_SEED, "--seed", help="Seed of the bootstrap resamples."),
     cache_embeddings: bool = typer.Option(
         False, "--cache-embeddings", help="Keep each model's vectors on disk ($SENTADAPT_CACHE), keyed by its "
