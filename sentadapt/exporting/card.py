@@ -197,6 +197,8 @@ def _st_usage() -> str:
 
 
 def _transformers_usage(encoder: Encoder, with_head_note: bool = False) -> str:
+    from sentadapt.model.encoder import loader_name
+
     pooling = encoder.pooling
     if pooling.layers:
         weights = pooling.weights or (1.0,) * len(pooling.layers)
@@ -208,9 +210,10 @@ def _transformers_usage(encoder: Encoder, with_head_note: bool = False) -> str:
     pool = {"cls": "vectors = tokens[:, 0]",
             "mean": "vectors = (tokens * mask).sum(1) / mask.sum(1)",
             "max": "vectors = tokens.masked_fill(mask == 0, float(\"-inf\")).amax(1)"}[pooling.token]
+    loader = loader_name(encoder.backbone.config)  # AutoModel, or T5EncoderModel for a T5 (no decoder)
     lines = [
-        "import torch", "from transformers import AutoModel, AutoTokenizer", "",
-        "tokenizer = AutoTokenizer.from_pretrained(\"PATH\")", "model = AutoModel.from_pretrained(\"PATH\").eval()",
+        "import torch", f"from transformers import {loader}, AutoTokenizer", "",
+        "tokenizer = AutoTokenizer.from_pretrained(\"PATH\")", f"model = {loader}.from_pretrained(\"PATH\").eval()",
         "sentences = [\"A man is playing a guitar.\", \"Someone plays music.\"]",
         f"batch = tokenizer(sentences, padding=True, truncation=True, max_length={encoder.max_length}, "
         "return_tensors=\"pt\")",

@@ -26,7 +26,7 @@ def write_hf(encoder: Encoder, folder: Path, request: ExportRequest, texts: list
              note: Note) -> list[Check]:
     import torch
 
-    from sentadapt.model.encoder import Encoder
+    from sentadapt.model.encoder import Encoder, loader_name
 
     if len(encoder.head):
         raise ExportError(f"{request.source}: has a Dense head ({len(encoder.head)} layers, e.g. CLSR's MLP) that the "
@@ -36,10 +36,11 @@ def write_hf(encoder: Encoder, folder: Path, request: ExportRequest, texts: list
         backbone = copy.deepcopy(backbone).to(torch.float16)  # the source encoder stays fp32 for comparisons
     backbone.save_pretrained(folder, safe_serialization=True)
     encoder.tokenizer.save_pretrained(folder)
-    note(f"verifying on {len(texts)} sentences: AutoModel(OUT) + the card's pooling against the source")
-    reread = Encoder.load(folder, device="cpu")  # AutoModel/AutoTokenizer under the hood
+    loader = loader_name(backbone.config)
+    note(f"verifying on {len(texts)} sentences: {loader}(OUT) + the card's pooling against the source")
+    reread = Encoder.load(folder, device="cpu")  # the same class and AutoTokenizer under the hood
     reread.use_pooling(encoder.pooling)
     reread.use_normalize(encoder.normalize)
     reread.float()
     limit = COSINE_LIMIT if request.dtype == "fp32" else FP16_COSINE_LIMIT
-    return [compare("AutoModel(OUT) + pooling from the card", reference, reread.encode(texts), min_cosine=limit)]
+    return [compare(f"{loader}(OUT) + pooling from the card", reference, reread.encode(texts), min_cosine=limit)]

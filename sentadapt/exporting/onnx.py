@@ -15,11 +15,13 @@ import contextlib
 import io
 import json
 import logging
+import re
 import warnings
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from sentadapt.errors import ExportError
 from sentadapt.exporting.verify import ONNX_MAX_ABS_LIMIT, compare
 
 if TYPE_CHECKING:
@@ -35,6 +37,7 @@ INPUT_NAMES = ("input_ids", "attention_mask")
 OUTPUT_NAME = "sentence_embedding"
 DESCRIPTION_FILE = "sentadapt_onnx.json"
 OPSET = 18
+_TERMINAL_COLOURS = re.compile(r"\x1b\[[0-9;]*m")
 TRACE_SENTENCES = ["a longer sentence so that the example batch has padding", "short"]
 
 
@@ -79,12 +82,25 @@ def export_graph(encoder: Encoder, path: Path) -> None:
     example = encoder.collate(encoder.tokenize_ids(TRACE_SENTENCES))
     batch, sequence = torch.export.Dim("batch"), torch.export.Dim("sequence")
     dynamic = {name: {0: batch, 1: sequence} for name in INPUT_NAMES}
-    with _quiet():
-        torch.onnx.export(
-            _pipeline_module(encoder), (example.input_ids, example.attention_mask), str(path),
-            input_names=list(INPUT_NAMES), output_names=[OUTPUT_NAME], dynamic_shapes=dynamic,
-            opset_version=OPSET, dynamo=True, external_data=False, verbose=False,
-        )
+    try:
+        with _quiet():
+            torch.onnx.export(
+                _pipeline_module(encoder), (example.input_ids, example.attention_mask), str(path),
+                input_names=list(INPUT_NAMES), output_names=[OUTPUT_NAME], dynamic_shapes=dynamic,
+                opset_version=OPSET, dynamo=True, external_data=False, verbose=False,
+            )
+    except Exception as error:  # torch.export's many failure types (e.g. T5's attention under symbolic shapes)
+        model_type = getattr(encoder.backbone.config, "model_type", "?")
+        raise ExportError(f"--format onnx: torch.onnx could not export this {model_type} model ({_root_cause(error)}"
+                          "); export --format sentence-transformers or hf instead") from None
+
+
+def _root_cause(error: BaseException) -> str:
+    """The first line of the innermost error: the exporter wraps the model's own failure in a report of its steps."""
+    while (inner := error.__cause__ or error.__context__) is not None:
+        error = inner
+    line = next((text.strip() for text in str(error).splitlines() if text.strip()), "")
+    return f"{type(error).__name__}: {_TERMINAL_COLOURS.sub('', line)[:160]}"
 
 
 def quantize_int8(source: Path, target: Path) -> None:

@@ -240,6 +240,21 @@ class Encoder(nn.Module):
     def device(self) -> torch.device:
         return next(self.backbone.parameters()).device
 
+    @property
+    def embedding_layer(self) -> nn.Module | None:
+        """The module whose output is the embedding layer (what ConSERT's views edit, what SG-OPT freezes): the
+        backbone's `embeddings` (tokens + positions + LayerNorm: BERT and its kin), else the token embeddings its
+        encoder calls (T5, whose positions are a bias inside attention: its stack's `embed_tokens`, a module apart
+        from the model's `shared` that holds the same weight); None when it has neither."""
+        embeddings = getattr(self.backbone, "embeddings", None)
+        if embeddings is not None:
+            return cast(nn.Module, embeddings)
+        try:
+            stack = self.backbone.get_encoder() if hasattr(self.backbone, "get_encoder") else self.backbone
+            return cast(nn.Module, stack.get_input_embeddings())
+        except (AttributeError, NotImplementedError):
+            return None
+
     # ------------------------------------------------------------------ loading
     @classmethod
     def load(
@@ -428,14 +443,24 @@ class Encoder(nn.Module):
         if transform is None:
             yield
             return
-        embeddings = getattr(self.backbone, "embeddings", None)
+        embeddings = self.embedding_layer
         if embeddings is None:
-            raise ModelError(f"{self.name}: has no `embeddings` module to augment; use a BERT-like encoder")
-        handle = embeddings.register_forward_hook(lambda _module, _inputs, output: transform(output))
+            raise ModelError(f"{self.name}: has no embedding layer to augment; use a BERT-like encoder")
+        ran = []
+
+        def hook(_module: nn.Module, _inputs: Any, output: torch.Tensor) -> torch.Tensor:
+            ran.append(True)
+            return transform(output)
+
+        handle = embeddings.register_forward_hook(hook)
         try:
             yield
         finally:
             handle.remove()
+        if not ran:  # a module the forward never called: the view would silently be the sentence unchanged
+            raise ModelError(f"{self.name}: its embedding layer ({type(embeddings).__name__}) was not called by the "
+                             "forward pass, so a view that edits it cannot be made; choose views that do not edit it "
+                             "(shuffle, span-cutoff, encoder-dropout)")
 
     # ------------------------------------------------------------------ changed through its own methods
     # Other modules never assign the encoder's attributes (tests/test_architecture.py): these say what changes.
@@ -720,7 +745,7 @@ def _output_replaced(module: nn.Module, output: torch.Tensor) -> Iterator[None]:
 def _load_backbone(
     resolved: ResolvedModel, subfolder: str, trust_remote_code: bool, allow_pickle: bool
 ) -> tuple[nn.Module, Any]:
-    from transformers import AutoConfig, AutoModel, AutoTokenizer
+    from transformers import AutoConfig, AutoTokenizer
     from transformers.utils import logging as hf_logging
 
     hf_logging.disable_progress_bar()  # per-tensor "Loading weights" bars are noise next to our own progress
@@ -738,7 +763,7 @@ def _load_backbone(
         verbosity = hf_logging.get_verbosity()
         hf_logging.set_verbosity_error()  # "weights not used" notices about the pooler are noise here
         try:
-            backbone = AutoModel.from_pretrained(location, config=config, **model_kwargs)
+            backbone = _model_class(resolved.name, config).from_pretrained(location, config=config, **model_kwargs)
         finally:
             hf_logging.set_verbosity(verbosity)
         # transformers 5 loads weights in the dtype they were stored in: a folder exported with --dtype fp16
@@ -767,6 +792,29 @@ def _load_backbone(
         # no gradient, which DDP rejects, and some sentence models ship without its weights anyway.
         backbone.pooler = None
     return backbone, tokenizer
+
+
+# Encoder-decoder families whose encoder alone is a sentence encoder (sentence-T5, GTR): loaded as that encoder, as
+# sentence-transformers does; AutoModel would build the decoder too, and its forward would need decoder inputs
+ENCODER_OF = {"t5": "T5EncoderModel", "mt5": "MT5EncoderModel", "umt5": "UMT5EncoderModel"}
+
+
+def loader_name(config: Any) -> str:
+    """The name of the transformers class that loads a backbone of this config (what a model card tells users)."""
+    return ENCODER_OF.get(getattr(config, "model_type", ""), "AutoModel")
+
+
+def _model_class(name: str, config: Any) -> Any:
+    """The transformers class that loads the backbone: AutoModel, or an encoder-decoder family's encoder."""
+    import transformers
+
+    model_type = getattr(config, "model_type", "?")
+    if model_type in ENCODER_OF:
+        return getattr(transformers, loader_name(config))
+    if getattr(config, "is_encoder_decoder", False):
+        raise ModelError(f"{name}: a {model_type} encoder-decoder model; sentadapt encodes sentences with an "
+                         f"encoder: pass an encoder model (BERT, RoBERTa, MPNet, ...) or a {'/'.join(ENCODER_OF)} one")
+    return transformers.AutoModel
 
 
 def _forward_modes_replayed(backbone: nn.Module) -> Callable[[], tuple[Any, Any]]:

@@ -33,8 +33,9 @@ ADAPTER_NAME = "default"  # peft's name of the one adapter
 DEFAULT_RANK = 16
 TARGET_SETS = ("attention", "all-linear")  # or module names joined by '+', e.g. query+value
 # a Linear whose qualified name has one of these parts is an attention projection (BERT, RoBERTa, XLM-R:
-# attention.self.query / attention.output.dense; MPNet: attention.attn.q; ModernBERT: attn.Wqkv / attn.Wo)
-ATTENTION_PARTS = {"attention", "attn", "self_attn", "self_attention"}
+# attention.self.query / attention.output.dense; MPNet: attention.attn.q; ModernBERT: attn.Wqkv / attn.Wo;
+# T5: layer.0.SelfAttention.q)
+ATTENTION_PARTS = {"attention", "attn", "self_attn", "self_attention", "SelfAttention"}
 MISSING_PEFT = "--lora: needs peft, which is not installed; pip install 'sentadapt[lora]' (or pip install peft)"
 FROZEN_ENCODER = ("--lora: {recipe} keeps the encoder frozen (it trains a head on fixed embeddings), so there is "
                   "nothing for adapters to adapt; drop --lora")
@@ -110,8 +111,9 @@ def target_modules(backbone: nn.Module, targets: str) -> list[str]:
     if not chosen:
         model_type = getattr(getattr(backbone, "config", None), "model_type", "?")
         leaves = sorted({name.rsplit(".", 1)[-1] for name in linears})
+        others = [name for name in TARGET_SETS if name != targets]  # not the set that just matched nothing
         raise ConfigError(f"lora_targets: '{targets}' matches no linear layer of this {model_type} model; use "
-                          f"{', '.join(TARGET_SETS)} or names joined by '+' from: {', '.join(leaves)}")
+                          f"{', '.join(others)} or names joined by '+' from: {', '.join(leaves)}")
     return chosen
 
 

@@ -332,9 +332,9 @@ class ConsertRecipe(RecipeBase):
                               "would be the sentence unchanged; choose other views (e.g. "
                               "views=token-cutoff,feature-cutoff)")
         needs_embeddings = {"token-cutoff", "feature-cutoff", "dropout", "adversarial"} & set(self.config.views)
-        if needs_embeddings and getattr(encoder.backbone, "embeddings", None) is None:
+        if needs_embeddings and encoder.embedding_layer is None:
             raise ConfigError(f"views: {', '.join(sorted(needs_embeddings))} edit the embedding layer, which this "
-                              f"{model_type} model does not expose as `embeddings`; use shuffle or span-cutoff")
+                              f"{model_type} model does not expose; use shuffle or span-cutoff")
 
 
 def _positions_matter(backbone: Any, offset: int) -> bool:

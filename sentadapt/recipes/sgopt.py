@@ -128,11 +128,11 @@ class SgOptRecipe(RecipeBase):
         self.layers = self._layer_range(config, encoder.num_layers)
         backbone = encoder.backbone
         if config.freeze_embeddings:
-            embeddings = getattr(backbone, "embeddings", None)
+            embeddings = encoder.embedding_layer
             if embeddings is None:
                 model_type = getattr(backbone.config, "model_type", "?")
-                raise ConfigError(f"freeze_embeddings: this {model_type} model does not expose its embedding layer "
-                                  "as `embeddings`; pass --set freeze_embeddings=false")
+                raise ConfigError(f"freeze_embeddings: this {model_type} model does not expose its embedding layer; "
+                                  "pass --set freeze_embeddings=false")
             embeddings.requires_grad_(False)  # the loop's optimizer only takes parameters that require grad
         # c_i is the raw [CLS] state: a base model's Dense layers get no gradient, so they stay as they are
         encoder.head.requires_grad_(False)
