@@ -180,3 +180,29 @@ def test_every_family_trains_a_consert_step_through_its_embedding_layer(family: 
     gradients = [parameter.grad for parameter in layer.parameters() if parameter.grad is not None]
     assert gradients and all(torch.isfinite(grad).all() for grad in gradients)
     assert any(grad.abs().sum() > 0 for grad in gradients)
+
+
+@pytest.mark.parametrize("padding_side", ["right", "left"])
+def test_a_decoder_embedder_with_last_token_pooling_encodes_as_sentence_transformers_does(
+        tmp_path: Path, padding_side: str) -> None:
+    """A sentence-transformers folder of a causal model pooled by its last token (Qwen3-Embedding's layout, tiny and
+    random): sentadapt reads its Pooling and gives sentence-transformers' vectors, whichever side its tokenizer
+    pads (sentadapt pads right; a causal model's last token does not see the padding after it)."""
+    from sentence_transformers import SentenceTransformer, models
+    from transformers import Qwen3Config, Qwen3Model
+
+    vocabulary = sum(1 for _ in (ASSETS / "vocab.txt").open())
+    torch.manual_seed(0)
+    backbone = Qwen3Model(Qwen3Config(vocab_size=vocabulary, hidden_size=32, num_hidden_layers=2,
+                                      num_attention_heads=2, num_key_value_heads=1, intermediate_size=37, head_dim=16,
+                                      max_position_embeddings=64, pad_token_id=0))
+    transformer = models.Transformer(str(_save_with_tiny_tokenizer(backbone, tmp_path / "qwen3")))
+    transformer.tokenizer.padding_side = padding_side
+    reference = SentenceTransformer(modules=[transformer, models.Pooling(32, "lasttoken"), models.Normalize()],
+                                    device="cpu")
+    reference.save(str(tmp_path / "st"))
+    sentences = ["the server is down and the backup failed", "a man plays the guitar", "red car"]
+    encoder = Encoder.load(tmp_path / "st", device="cpu")
+    assert encoder.pooling_name == "lasttoken"
+    expected = reference.encode(sentences, convert_to_tensor=True, batch_size=3)
+    torch.testing.assert_close(encoder.encode(sentences), expected, rtol=1e-4, atol=1e-5)

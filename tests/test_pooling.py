@@ -23,6 +23,14 @@ def test_max_ignores_padding() -> None:
     assert pool_tokens(TOKENS, MASK, "max").tolist() == [[5.0, 4.0], [7.0, 8.0]]
 
 
+def test_lasttoken_takes_each_rows_last_real_token_whichever_side_is_padded() -> None:
+    assert pool_tokens(TOKENS, MASK, "lasttoken").tolist() == [[5.0, -6.0], [7.0, 8.0]]
+    left_padded = torch.tensor([[1, 1, 1], [0, 1, 1]])  # a decoder tokenizer's padding_side "left"
+    assert pool_tokens(TOKENS, left_padded, "lasttoken").tolist() == [[5.0, -6.0], [100.0, 100.0]]
+    # a prompt left out of pooling (include_prompt: false) leaves the last token where it is
+    assert pool_tokens(TOKENS, MASK, "lasttoken", prompt_length=1).tolist() == [[5.0, -6.0], [7.0, 8.0]]
+
+
 def test_layer_poolings_average_the_right_hidden_states() -> None:
     # hidden states 0..3 (embeddings + 3 layers); state k is filled with the value k
     hidden = tuple(torch.full((1, 2, 2), float(k)) for k in range(4))
@@ -55,5 +63,5 @@ def test_unknown_pooling_suggests_the_closest() -> None:
     with pytest.raises(ConfigError) as error:
         Pooling.from_name("maen", 6)
     assert str(error.value) == (
-        "Unknown pooling 'maen'. Did you mean: mean, max? Available: cls, firstlast, last2avg, max, mean"
+        "Unknown pooling 'maen'. Did you mean: mean, max? Available: cls, firstlast, last2avg, lasttoken, max, mean"
     )

@@ -53,7 +53,7 @@ def eval_command(
                                           "weights, pooling, max length and the texts (large corpora)."
     ),
     pooling: str | None = typer.Option(None, "--pooling",
-                                       help="Override pooling: cls | mean | max | last2avg | firstlast."),
+                                       help="Override pooling: cls | mean | max | last2avg | firstlast | lasttoken."),
     prompt: str | None = typer.Option(
         None, "--prompt", help="Prompt name (or none) for both sentences of --pairs and STS. Default: the model's "
                                "default_prompt_name."),

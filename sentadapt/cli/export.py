@@ -20,8 +20,8 @@ def export_command(
                                       help="sentence-transformers | hf | onnx."),
     dtype: str = typer.Option(VECTOR_DTYPE, "--dtype",
                               help="fp32 | fp16 (weights cast; sentence-transformers and hf)."),
-    pooling: str | None = typer.Option(None, "--pooling",
-                                       help="Override the pooling: cls | mean | max | last2avg | firstlast."),
+    pooling: str | None = typer.Option(None, "--pooling", help=(
+        "Override the pooling: cls | mean | max | last2avg | firstlast | lasttoken.")),
     normalize: bool = typer.Option(False, "--normalize", help="Add L2 normalisation (unit-length vectors)."),
     quantize: str | None = typer.Option(None, "--quantize", help="int8: also write a dynamic int8 ONNX model."),
     checkpoint: str = typer.Option(DEFAULT_CHECKPOINT, "--checkpoint", help="For run directories: best | last | STEP."),

@@ -19,9 +19,11 @@ from sentadapt.diagnostics import LAYER_MIXES, LAYERS_BATCH_SIZE
 from sentadapt.diagnostics.scoring import PairScorer
 from sentadapt.diagnostics.states import hidden_state_batches
 from sentadapt.model.encoder import Encoder
-from sentadapt.model.pooling import TOKEN_POOLINGS, Pooling
+from sentadapt.model.pooling import Pooling
 
 MODEL_POOLING = "model"
+# SG-OPT's Figure 1: first token, mean and max of each layer (the last token is a decoder's pooling, not swept)
+SWEPT_POOLINGS = ("cls", "mean", "max")
 
 
 def cell_name(token: str, layer: int) -> str:
@@ -31,7 +33,7 @@ def cell_name(token: str, layer: int) -> str:
 def sweep_poolings(num_layers: int) -> dict[str, Pooling]:
     """cls@0 … max@L, last2avg, firstlast: 3 (L + 1) + 2 poolings."""
     poolings = {cell_name(token, layer): Pooling(token, (layer,), (1.0,))
-                for layer in range(num_layers + 1) for token in TOKEN_POOLINGS}
+                for layer in range(num_layers + 1) for token in SWEPT_POOLINGS}
     poolings.update({name: Pooling.from_name(name, num_layers) for name in LAYER_MIXES})
     return poolings
 
@@ -43,7 +45,7 @@ class LayerSweep:
     scores: dict[str, float]  # cell name ("mean@3"), last2avg, firstlast → Spearman × 100 (NaN: constant)
     model_pooling: str
     model_score: float
-    token_poolings: tuple[str, ...] = field(default=TOKEN_POOLINGS)
+    token_poolings: tuple[str, ...] = field(default=SWEPT_POOLINGS)
 
     def grid(self) -> list[list[float]]:
         """[layer][token pooling] as in SG-OPT's Figure 1."""

@@ -106,7 +106,8 @@ def _keep_base_notice(source: LoadedSource) -> str:
 def describe_pooling(encoder: Encoder) -> str:
     pooling, layers = encoder.pooling, encoder.num_layers
     token = {"cls": "the first token ([CLS]) vector", "mean": "the mean of the token vectors (padding excluded)",
-             "max": "the element-wise max of the token vectors (padding excluded)"}[pooling.token]
+             "max": "the element-wise max of the token vectors (padding excluded)",
+             "lasttoken": "the last real token's vector (padding excluded)"}[pooling.token]
     if not pooling.layers:
         return f"{token} of the last layer (hidden state {layers})"
     mix = " and ".join(f"{w:g}×hidden state {layer}" for layer, w in
@@ -209,7 +210,10 @@ def _transformers_usage(encoder: Encoder, with_head_note: bool = False) -> str:
         tokens, hidden = "tokens = out.last_hidden_state", ""
     pool = {"cls": "vectors = tokens[:, 0]",
             "mean": "vectors = (tokens * mask).sum(1) / mask.sum(1)",
-            "max": "vectors = tokens.masked_fill(mask == 0, float(\"-inf\")).amax(1)"}[pooling.token]
+            "max": "vectors = tokens.masked_fill(mask == 0, float(\"-inf\")).amax(1)",
+            # the last 1 of each row's mask, whichever side the tokenizer pads
+            "lasttoken": "last = mask.shape[1] - 1 - mask.squeeze(-1).flip(1).argmax(1)\n"
+                         "vectors = tokens[torch.arange(len(tokens)), last]"}[pooling.token]
     loader = loader_name(encoder.backbone.config)  # AutoModel, or T5EncoderModel for a T5 (no decoder)
     lines = [
         "import torch", f"from transformers import {loader}, AutoTokenizer", "",

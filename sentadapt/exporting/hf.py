@@ -29,7 +29,8 @@ def write_hf(encoder: Encoder, folder: Path, request: ExportRequest, texts: list
     from sentadapt.model.encoder import Encoder, loader_name
 
     if len(encoder.head):
-        raise ExportError(f"{request.source}: has a Dense head ({len(encoder.head)} layer{"s" if len(encoder.head) > 1 else ""}, e.g. CLSR's MLP) that the "
+        layers = f"{len(encoder.head)} layer" + ("s" if len(encoder.head) > 1 else "")
+        raise ExportError(f"{request.source}: has a Dense head ({layers}, e.g. CLSR's MLP) that the "
                           "hf format cannot hold; use --format sentence-transformers or --format onnx")
     backbone = encoder.backbone
     if request.dtype == "fp16":

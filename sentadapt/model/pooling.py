@@ -9,12 +9,15 @@ Named poolings (L = number of transformer layers; hidden state 0 is the embeddin
 | `max`       | L                      | max           | SG-OPT guide views                        |
 | `last2avg`  | L−1, L                 | mean          | ConSERT evaluation and export             |
 | `firstlast` | 1, L                   | mean          | SimCSE's fixed "first-last-avg"           |
+| `lasttoken` | L                      | last token    | decoder embedders (Qwen3-Embedding, ...)  |
 
 `firstlast` uses the *first transformer layer* (hidden state 1), as SimCSE does since 2022; BERT-flow
 and the ConSERT code used the static embedding layer (hidden state 0) instead. Mean and max ignore
 padding; [CLS] and [SEP] are included, as in sentence-transformers. `prompt_length` leading tokens are left out
 (a model whose Pooling says `include_prompt: false`), exactly as sentence-transformers' Pooling does: they are
-masked out of mean and max, and `cls` takes the first token after them.
+masked out of mean and max, and `cls` takes the first token after them. `lasttoken` takes each row's last real
+token (the last 1 of its attention mask, whichever side the padding is on), as sentence-transformers' does: what a
+causal model has read the whole sentence into.
 """
 
 from __future__ import annotations
@@ -28,8 +31,8 @@ from sentadapt.registry import unknown_name_message
 if TYPE_CHECKING:  # torch is imported when pooling runs, so config validation stays fast
     import torch
 
-POOLING_NAMES = ("cls", "mean", "max", "last2avg", "firstlast")
-TOKEN_POOLINGS = ("cls", "mean", "max")
+POOLING_NAMES = ("cls", "mean", "max", "last2avg", "firstlast", "lasttoken")
+TOKEN_POOLINGS = ("cls", "mean", "max", "lasttoken")
 
 
 @dataclass(frozen=True)
@@ -124,4 +127,7 @@ def pool_tokens(tokens: torch.Tensor, attention_mask: torch.Tensor, mode: str, p
         return (tokens * mask).sum(dim=1) / mask.sum(dim=1).clamp(min=1e-9)
     if mode == "max":
         return tokens.masked_fill(mask == 0, torch.finfo(tokens.dtype).min).amax(dim=1)
+    if mode == "lasttoken":  # the last 1 of each row's mask: argmax of the flipped mask finds its first 1
+        last = attention_mask.shape[1] - 1 - attention_mask.to(torch.int).flip(1).argmax(dim=1)
+        return tokens[torch.arange(tokens.shape[0], device=tokens.device), last]
     raise ConfigError(unknown_name_message("token pooling", mode, list(TOKEN_POOLINGS)))

@@ -19,11 +19,11 @@ POOLING_FLAGS = {
     "pooling_mode_cls_token": "cls",
     "pooling_mode_mean_tokens": "mean",
     "pooling_mode_max_tokens": "max",
+    "pooling_mode_lasttoken": "lasttoken",
 }
 UNSUPPORTED_POOLING_FLAGS = (
     "pooling_mode_mean_sqrt_len_tokens",
     "pooling_mode_weightedmean_tokens",
-    "pooling_mode_lasttoken",
 )
 
 
@@ -57,7 +57,7 @@ def module_kind(type_name: str) -> str:
 
 
 def read_pooling_mode(config_path: Path) -> str:
-    """The token pooling of a Pooling module's config.json: cls, mean or max."""
+    """The token pooling of a Pooling module's config.json: cls, mean, max or lasttoken."""
     config = read_json(config_path)
     if "pooling_mode" in config:  # sentence-transformers >= 6: "mean" or a list of modes
         named = config["pooling_mode"]
@@ -70,6 +70,6 @@ def read_pooling_mode(config_path: Path) -> str:
     if unsupported or len(modes) != 1:
         raise ModelError(
             f"{config_path}: pooling {', '.join(unsupported + modes) or 'none'} is not supported; "
-            "sentadapt reads exactly one of cls, mean or max token pooling (pass --pooling to override)"
+            "sentadapt reads exactly one of cls, mean, max or lasttoken token pooling (pass --pooling to override)"
         )
     return modes[0]
