@@ -189,13 +189,8 @@ def test_a_decoder_embedder_with_last_token_pooling_encodes_as_sentence_transfor
     random): sentadapt reads its Pooling and gives sentence-transformers' vectors, whichever side its tokenizer
     pads (sentadapt pads right; a causal model's last token does not see the padding after it)."""
     from sentence_transformers import SentenceTransformer, models
-    from transformers import Qwen3Config, Qwen3Model
 
-    vocabulary = sum(1 for _ in (ASSETS / "vocab.txt").open())
-    torch.manual_seed(0)
-    backbone = Qwen3Model(Qwen3Config(vocab_size=vocabulary, hidden_size=32, num_hidden_layers=2,
-                                      num_attention_heads=2, num_key_value_heads=1, intermediate_size=37, head_dim=16,
-                                      max_position_embeddings=64, pad_token_id=0))
+    backbone = _qwen3(sum(1 for _ in (ASSETS / "vocab.txt").open()))
     transformer = models.Transformer(str(_save_with_tiny_tokenizer(backbone, tmp_path / "qwen3")))
     transformer.tokenizer.padding_side = padding_side
     reference = SentenceTransformer(modules=[transformer, models.Pooling(32, "lasttoken"), models.Normalize()],
@@ -206,3 +201,38 @@ def test_a_decoder_embedder_with_last_token_pooling_encodes_as_sentence_transfor
     assert encoder.pooling_name == "lasttoken"
     expected = reference.encode(sentences, convert_to_tensor=True, batch_size=3)
     torch.testing.assert_close(encoder.encode(sentences), expected, rtol=1e-4, atol=1e-5)
+
+
+def _qwen3(vocabulary: int) -> torch.nn.Module:
+    from transformers import Qwen3Config, Qwen3Model
+
+    torch.manual_seed(0)
+    return Qwen3Model(Qwen3Config(vocab_size=vocabulary, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                                  num_key_value_heads=1, intermediate_size=37, head_dim=16,
+                                  max_position_embeddings=64))
+
+
+def test_a_tokenizer_without_a_padding_token_pads_with_its_end_of_sequence_token(tmp_path: Path) -> None:
+    """Decoder tokenizers often have no padding token: sentadapt pads with the end-of-sequence token (masked out),
+    so a padded batch gives each sentence's vector alone; with neither token it says what to set."""
+    from transformers import BertTokenizerFast
+
+    vocab = {token: index for index, token in enumerate((ASSETS / "vocab.txt").read_text().split())}
+    tokenizer = BertTokenizerFast(vocab=vocab, do_lower_case=True)
+    tokenizer.pad_token = None
+    tokenizer.eos_token = "[SEP]"
+    folder = tmp_path / "decoder"
+    _qwen3(len(vocab)).save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    encoder = Encoder.load(folder, pooling="lasttoken", device="cpu")
+    assert encoder.tokenizer.pad_token == "[SEP]"
+    sentences = ["the server is down and the backup failed", "red car"]
+    alone = torch.cat([encoder.encode([sentence]) for sentence in sentences])
+    torch.testing.assert_close(encoder.encode(sentences), alone, rtol=1e-4, atol=1e-5)
+
+    tokenizer.eos_token = None
+    tokenizer.save_pretrained(folder)
+    with pytest.raises(ModelError) as error:
+        Encoder.load(folder, device="cpu")
+    assert str(error.value) == (f"{folder}: tokenizer has neither a padding nor an end-of-sequence token; sentadapt "
+                                "needs one to batch: set pad_token in its tokenizer_config.json")

@@ -786,7 +786,12 @@ def _load_backbone(
             ) from None
         raise ModelError(f"{resolved.name}: cannot load model: {message}") from None
     if tokenizer.pad_token_id is None:
-        raise ModelError(f"{resolved.name}: tokenizer has no padding token; sentadapt needs one to batch")
+        # decoder models often ship without one (GPT-2, Llama); padding is masked out of attention and pooling, so
+        # any id serves, and the end-of-sequence token is the convention (the saved tokenizer then pads with it)
+        if tokenizer.eos_token is None:
+            raise ModelError(f"{resolved.name}: tokenizer has neither a padding nor an end-of-sequence token; "
+                             "sentadapt needs one to batch: set pad_token in its tokenizer_config.json")
+        tokenizer.pad_token = tokenizer.eos_token
     if getattr(backbone, "pooler", None) is not None:
         # The pooler MLP (BERT/RoBERTa/MPNet) never feeds sentence vectors; kept, it would be a parameter with
         # no gradient, which DDP rejects, and some sentence models ship without its weights anyway.

@@ -457,4 +457,5 @@ def test_export_pooling_auto_keeps_a_declared_pooling_and_cls_stays_the_papers(t
     SgOptConfig(export_pooling="auto").validate()
     with pytest.raises(ConfigError) as error:
         SgOptConfig(export_pooling="pooler").validate()
-    assert str(error.value) == "export_pooling: 'pooler' is not one of auto, cls, mean, max, last2avg, firstlast, lasttoken"
+    assert str(error.value) == ("export_pooling: 'pooler' is not one of auto, cls, mean, max, last2avg, firstlast, "
+                                "lasttoken")
