@@ -31,6 +31,17 @@ def test_candidates_parse_with_their_own_settings() -> None:
     assert parsed[1].set_options() == ["lr=1e-5", "distill=0"]
 
 
+def test_a_candidates_list_setting_keeps_its_commas() -> None:
+    """The comma separates candidates and a list setting's items alike: an item that is no recipe and has no setting
+    of its own belongs to the setting before it."""
+    parsed = parse_candidates(["consert:views=token-cutoff,feature-cutoff,sg-opt", "consert:nli=a.jsonl,b.jsonl"])
+    assert [c.spec for c in parsed] == ["consert:views=token-cutoff,feature-cutoff", "sg-opt",
+                                        "consert:nli=a.jsonl,b.jsonl"]
+    assert parsed[0].set_options() == ["views=token-cutoff,feature-cutoff"]
+    assert [c.spec for c in parse_candidates(["consert:lr=1e-5,consert:temperature=0.1,clsr"])] == [
+        "consert:lr=1e-5", "consert:temperature=0.1", "clsr"]
+
+
 @pytest.mark.parametrize(("values", "message"), [
     (["consrt"], "--candidates: Unknown recipe 'consrt'. Did you mean: consert, clsr? Available: clsr, consert, "
                  "sg-opt"),

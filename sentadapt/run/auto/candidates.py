@@ -70,14 +70,26 @@ def trains_on(recipe: str) -> str:
     return RECIPES.get(recipe).trains_on
 
 
+def _entries(value: str) -> list[str]:
+    """The candidates of one comma-separated value. A comma also separates a list setting's items
+    (`consert:views=token-cutoff,feature-cutoff,sg-opt`): a piece that is neither a recipe nor has a setting of its
+    own continues the setting before it."""
+    entries: list[str] = []
+    for piece in (part.strip() for part in value.split(",")):
+        continues = entries and "=" in entries[-1] and ":" not in piece and "=" not in piece
+        if continues and piece not in RECIPES:
+            entries[-1] += f",{piece}"
+        elif piece:
+            entries.append(piece)
+    return entries
+
+
 def parse_candidates(values: Sequence[str], where: str = "--candidates") -> list[Candidate]:
     """`consert, sg-opt:lr=1e-5:distill=0` (comma-separated, the option repeatable) → candidates; errors name
     the faulty entry and say what to write instead."""
     candidates: list[Candidate] = []
     for value in values:
-        for entry in (part.strip() for part in str(value).split(",")):
-            if not entry:
-                continue
+        for entry in _entries(str(value)):
             recipe, *settings = (piece.strip() for piece in entry.split(":"))
             if recipe == AUTO:
                 raise ConfigError(f"{where}: '{AUTO}' is not a candidate; list recipes ({', '.join(RECIPES.names())})")
