@@ -66,20 +66,6 @@ def _in_hub_cache(model_id: str) -> bool:
     return cached_hub_file(model_id, "config.json") is not None
 
 
-def _auto_run_without_model(text: str, path: Path) -> str:
-    """A `adapt --recipe auto` directory publishes a model only when a candidate was chosen."""
-    try:
-        metrics = RunDir(path).read_metrics()
-    except (OSError, ValueError):
-        metrics = None
-    if metrics is None:
-        return (f"{text}: a --recipe auto run that has not finished (no metrics.json); continue it with "
-                f"sentadapt adapt --resume --output {text}, or use a finished candidate in {text}/candidates/")
-    return (f"{text}: a --recipe auto run that kept the base model, so it publishes no model "
-            f"({metrics.get('decision_reason', 'keep-base')}); use the base model "
-            f"({metrics.get('base_model', 'see metrics.json')}), or one candidate's run in {text}/candidates/")
-
-
 def check_has_weights(resolved: ResolvedModel) -> None:
     """A local model folder must hold weight files (in it or one folder down, as a sentence-transformers folder's
     0_Transformer/): a folder with only config.json has nothing to load, whatever the pickle setting says."""
@@ -100,7 +86,7 @@ def resolve_model(name: str | os.PathLike[str]) -> ResolvedModel:
         if path.is_dir() and _looks_like_model_folder(path):
             return ResolvedModel(text, str(path.resolve()), "local")
         if path.is_dir() and RunDir(path).is_auto():
-            raise ModelError(_auto_run_without_model(text, path))
+            raise ModelError(RunDir(path).auto_without_model(text))
         if path.is_dir() and is_run_folder(path) and not RunDir(path).is_finished():
             raise ModelError(unfinished_run_message(text, path))
         raise ModelError(

@@ -251,10 +251,27 @@ class RunDir:
         metrics = self.read_metrics() if self.path.is_dir() else None
         if metrics is not None and self.has_published_model():
             return metrics
+        if self.path.is_dir() and self.is_auto():
+            raise ConfigError(self.auto_without_model(named))
         if self.path.is_dir() and is_run_folder(self.path) and metrics is None:
             raise ConfigError(unfinished_run_message(named, self.path))
         raise ConfigError(f"{named}: not a finished run with a model in it; pass the --output folder of a finished "
                           "`sentadapt adapt`")
+
+    def auto_without_model(self, named: str) -> str:
+        """Why a `--recipe auto` directory has no model, and what to use instead (it publishes one only when a
+        candidate was chosen); `named`: how the message names it (`runs/x`, `--run runs/x`)."""
+        try:
+            metrics = self.read_metrics()
+        except (OSError, ValueError):
+            metrics = None
+        if metrics is None:
+            return (f"{named}: a --recipe auto run that has not finished (no metrics.json); continue it with "
+                    f"sentadapt adapt --resume --output {self.path}, or use a finished candidate in "
+                    f"{self.candidates}/")
+        return (f"{named}: a --recipe auto run that kept the base model, so it publishes no model "
+                f"({metrics.get('decision_reason', 'keep-base')}); use the base model "
+                f"({metrics.get('base_model', 'see metrics.json')}), or one candidate's run in {self.candidates}/")
 
     def read_dev_outputs(self) -> dict[str, Any] | None:
         return self.read_json(self.dev_outputs_file)

@@ -322,6 +322,7 @@ def test_an_interrupted_candidate_resumes_and_the_choice_matches_a_straight_run(
 def test_a_keep_base_auto_run_says_why_it_has_no_model(tmp_path: Path) -> None:
     from sentadapt.errors import ModelError
     from sentadapt.model.resolve import resolve_model
+    from sentadapt.storage.run_folder import RunDir
 
     run = tmp_path / "run"
     (run / "candidates").mkdir(parents=True)
@@ -336,6 +337,12 @@ def test_a_keep_base_auto_run_says_why_it_has_no_model(tmp_path: Path) -> None:
     assert str(error.value) == (f"{run}: a --recipe auto run that kept the base model, so it publishes no model (no "
                                 "candidate beat the base model); use the base model (all-MiniLM-L6-v2), or one "
                                 f"candidate's run in {run}/candidates/")
+    # what reads a finished run's record (`pairs --run`, `decide`) says the same, naming the option
+    with pytest.raises(ConfigError) as config_error:
+        RunDir(run).finished_metrics(f"--run {run}")
+    assert str(config_error.value) == (f"--run {run}: a --recipe auto run that kept the base model, so it publishes no "
+                                       "model (no candidate beat the base model); use the base model "
+                                       f"(all-MiniLM-L6-v2), or one candidate's run in {run}/candidates/")
 
 
 def test_a_diverging_candidate_is_left_out_and_the_others_still_decide(
