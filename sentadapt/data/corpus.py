@@ -1,8 +1,9 @@
 """The unlabelled training corpus for `sentadapt adapt CORPUS [CORPUS ...]`.
 
 A source is a local file, read by its suffix (a trailing `.gz` is gunzipped first):
-- `.jsonl` / `.json` (JSON Lines), `.csv`, `.tsv`: one text column, picked by `text_column`, or automatically
-  when the file has exactly one column or one named `text` or `sentence`;
+- `.jsonl` / `.json` (JSON Lines), `.csv`, `.tsv`, `.parquet` (what Hugging Face datasets store): one text
+  column, picked by `text_column`, or automatically when the file has exactly one column or one named `text` or
+  `sentence`;
 - anything else: plain text, one sentence per line.
 or, when no such local file exists, a Hugging Face Hub dataset id `owner/name[:split]` (online only).
 
@@ -51,7 +52,9 @@ INVALID_UTF8 = "invalid UTF-8"
 
 BATCH_RECORDS = 65_536  # records handed on at once by the readers (bounded memory, few Arrow batches)
 # A missing source with one of these suffixes is a mistyped path, never a Hub dataset id.
-_FILE_SUFFIXES = {".txt", ".text", ".jsonl", ".json", ".csv", ".tsv", ".gz", ".bz2", ".xz", ".zst", ".md", ".log"}
+PARQUET = ".parquet"
+_FILE_SUFFIXES = {".txt", ".text", ".jsonl", ".json", ".csv", ".tsv", PARQUET, ".gz", ".bz2", ".xz", ".zst", ".md",
+                  ".log"}
 _FIX_ENCODING = "fix the file or pass --encoding-errors replace|skip"
 _HUB_NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.")
 
@@ -157,6 +160,9 @@ def scan_corpus(
         path = Path(source).expanduser()
         if not path.exists() and _looks_like_hub_id(str(source)):
             _read_hub(str(source), text_column, collector, streaming)
+            continue
+        if path.suffix.lower() == PARQUET:
+            _read_parquet(path, text_column, collector, on_bytes)
             continue
         fmt = format_of(path)
         lines = Utf8Lines(path, encoding_errors, on_bytes, fix=_FIX_ENCODING)
@@ -416,6 +422,27 @@ def _read_table(lines: Utf8Lines, fmt: str, text_column: str | None, collector: 
             collector.add(row[index].strip())
     except csv.Error as error:
         raise table_error(f"{path}:{reader.line_num}", fmt, error) from None
+
+
+def _read_parquet(path: Path, text_column: str | None, collector: _Collector,
+                  on_bytes: Callable[[int], None] | None) -> None:
+    """A Parquet file's text column, one row group at a time (never the whole column in memory); the progress bar
+    moves by each row group's share of the file's bytes."""
+    import pyarrow.parquet as pq
+
+    try:
+        parquet = pq.ParquetFile(path)
+    except Exception as error:  # pyarrow's ArrowInvalid / OSError for a file that is not Parquet
+        raise DataError(f"{path}: not a readable Parquet file ({str(error).splitlines()[0]})") from None
+    column = _pick_column(parquet.schema_arrow.names, text_column, str(path), "column")
+    size, groups, number = path.stat().st_size, max(parquet.num_row_groups, 1), 0
+    for group in range(parquet.num_row_groups):
+        for value in parquet.read_row_group(group, columns=[column]).column(0).to_pylist():
+            number += 1
+            collector.add(_cell_text(value, f"{path}: row {number}", column))
+        if on_bytes is not None:
+            on_bytes(size // groups)
+    collector.flush()
 
 
 def _pick_column(columns: list[str], text_column: str | None, where: str, kind: str) -> str:

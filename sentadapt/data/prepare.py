@@ -100,7 +100,7 @@ def prepare_sentences(
     streaming: bool = False,
     num_proc: int | None = None, progress: Progress | None = None, prompt: str = "",
 ) -> Prepared:
-    """One-sentence-per-line corpora (plain text, .gz, .jsonl/.csv/.tsv, Hub datasets) → token ids of each
+    """One-sentence-per-line corpora (plain text, .gz, .jsonl/.csv/.tsv/.parquet, Hub datasets) → token ids of each
     sentence after `prompt` (dedup and the corpus report see the sentences without it)."""
     check_options(encoding_errors, min_chars)
     if isinstance(sources, (str, Path)):

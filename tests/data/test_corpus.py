@@ -175,6 +175,34 @@ def test_csv_and_tsv_columns(tmp_path: Path) -> None:
         read_corpus([ambiguous], text_column="c")
 
 
+def test_parquet_columns_row_groups_and_errors(tmp_path: Path) -> None:
+    """A Parquet file (what Hugging Face datasets store) is read as a table: its text column, picked as in the
+    other formats, one row group at a time, a null counted as a blank record."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table = pa.table({"id": [1, 2, 3, 4], "text": [" the server is down ", None, "red car", "the server is down"]})
+    path = tmp_path / "corpus.parquet"
+    pq.write_table(table, path, row_group_size=2)
+    moved: list[int] = []
+    corpus = read_corpus([path])
+    assert corpus.sentences == ["the server is down", "red car"]
+    assert corpus.report.lines_read == 4 and corpus.report.skipped == {"blank": 1, "duplicate": 1}
+    from sentadapt.data.corpus import scan_corpus
+
+    scan_corpus([path], lambda texts: None, on_bytes=moved.append)
+    assert len(moved) == 2 and sum(moved) <= path.stat().st_size  # one step a row group
+    with raises_exactly(DataError, f"{path}: row 1: 'id' holds a number, not text; pass --text-column with a text "
+                                   "column"):
+        read_corpus([path], text_column="id")
+    with raises_exactly(DataError, f"{path}: no column 'body' (columns: id, text); pass --text-column with one of "
+                                   "them"):
+        read_corpus([path], text_column="body")
+    broken = write(tmp_path / "broken.parquet", "not parquet at all\n")
+    with pytest.raises(DataError, match=rf"^{broken}: not a readable Parquet file \("):
+        read_corpus([broken])
+
+
 def test_table_rows_with_missing_or_extra_cells(tmp_path: Path) -> None:
     short = write(tmp_path / "short.tsv", "id\ttext\n1\tok\n2\n")
     with raises_exactly(
