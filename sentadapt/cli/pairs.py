@@ -16,7 +16,7 @@ from sentadapt.pairs import DEFAULT_SAMPLE, PAIRS_SEED
 @friendly_errors
 def pairs_command(
     corpus: list[str] = typer.Argument(None, show_default=False,
-                                       help="Text files (one sentence per line; .gz, .jsonl/.csv/.tsv/.parquet "
+                                       help="Text files (one sentence per line; .gz, .jsonl .csv .tsv .parquet "
                                             "with --text-column) or a Hub dataset id: what `adapt` reads."),
     candidates: Path | None = typer.Option(None, "--candidates", help="Choose among these pairs instead of a corpus "
                                            "(.tsv/.csv/.jsonl with sentence1, sentence2; other columns are kept)."),
@@ -32,7 +32,7 @@ def pairs_command(
     seed: int = typer.Option(PAIRS_SEED, "--seed", help="Seed of the sentence sample and of the pairs chosen."),
     sample: int = typer.Option(DEFAULT_SAMPLE, "--sample", help="Sentences drawn from the corpus and encoded (at "
                                                                 "least 3·n are)."),
-    text_column: str | None = typer.Option(None, "--text-column", help="Column of .jsonl/.csv/.tsv/.parquet corpora."),
+    text_column: str | None = typer.Option(None, "--text-column", help="Column of .jsonl .csv .tsv .parquet corpora."),
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing --output file."),
     batch_size: int = shared.batch_size(),
     max_length: int | None = shared.max_length(),

@@ -116,7 +116,7 @@ def _run(name: str, flag: str, help: str, **settings: Any) -> AdaptOption:
 
 
 ADAPT_OPTIONS: tuple[AdaptOption, ...] = (
-    _option("corpus", "", "Text files (one sentence per line; .gz, .jsonl/.csv/.tsv/.parquet with --text-column) "
+    _option("corpus", "", "Text files (one sentence per line; .gz, .jsonl .csv .tsv .parquet with --text-column) "
             "or a Hub dataset id. Not needed with --resume.", annotation=str | Path | Sequence[str | Path],
             cli_type=list[str], default=()),
     _option("recipe", "--recipe", "consert (default, or the --config file's recipe) | sg-opt | clsr | auto (train "
@@ -146,7 +146,7 @@ ADAPT_OPTIONS: tuple[AdaptOption, ...] = (
          "main metric (spearman, ap, map, ndcg@10)."),
     _run("data_dir", "--data-dir", "Folder of STS JSON Lines files (for --dev stsb|sickr).",
          envvar="SENTADAPT_DATA_DIR", cli_type=Path | None, names_a_path=True),
-    _run("text_column", "--text-column", "Column of .jsonl/.csv/.tsv/.parquet corpora."),
+    _run("text_column", "--text-column", "Column of .jsonl .csv .tsv .parquet corpora."),
     _run("prompt", "--prompt", "The base's prompt (e.g. query) prepended to every training sentence, or none. "
          "Default: the base's default_prompt_name, else none. Dev scores use the prompts eval uses."),
     _run("encoding_errors", "--encoding-errors", "Invalid UTF-8 in the corpus: strict (stop, name the line) | "
