@@ -134,7 +134,7 @@ def test_a_folder_that_is_no_beir_collection_says_what_to_pass(tiny_model_dir: P
     result = run_cli("eval", str(tiny_model_dir), "--pairs", str(folder))
     assert result.stderr.strip() == (f"Error: {folder}: is a folder, and not a BEIR retrieval collection "
                                      "(corpus.jsonl, queries.jsonl, qrels/SPLIT.tsv); pass a labelled pairs file "
-                                     "(.tsv/.csv/.jsonl) or such a folder")
+                                     "(.tsv/.csv/.jsonl/.parquet) or such a folder")
 
 
 # ---------------------------------------------------------------------- settings that would do nothing

@@ -15,8 +15,8 @@ from sentadapt.errors import NoImprovement
 @friendly_errors
 def decide_command(
     run: Path = typer.Argument(..., help="A finished run directory (sentadapt adapt --output)."),
-    dev: Path = typer.Option(..., "--dev", help="Labelled pairs (.tsv/.csv/.jsonl; a 'weight' column from "
-                                                "`pairs --teacher/--run` is read as the design's)."),
+    dev: Path = typer.Option(..., "--dev", help="Labelled pairs (.tsv .csv .jsonl .parquet; a 'weight' column "
+                                                "from `pairs --teacher/--run` is the design's)."),
     decision: str = typer.Option(DEFAULT_DECISION, "--decision", help="The use/keep rule: risk | strict | positive "
                                                             "(as `adapt --decision`)."),
     risk: float = typer.Option(DEFAULT_RISK, "--risk", help="The risk rule's limit (as `adapt --risk`)."),

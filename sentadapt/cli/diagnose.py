@@ -25,7 +25,7 @@ def diagnose_command(
     compare: str | None = typer.Option(None, "--compare", help="A second model: every figure side by side, with Δ."),
     corpus: Path | None = typer.Option(None, "--corpus", help="Your text, one sentence per line (the sample)."),
     pairs: Path | None = typer.Option(
-        None, "--pairs", help="Labelled pairs (.tsv/.csv/.jsonl: sentence1, sentence2, score); used instead of STS."
+        None, "--pairs", help="Labelled pairs (.tsv .csv .jsonl .parquet: sentence1, sentence2, score); instead of STS."
     ),
     sample: int = typer.Option(SAMPLE_SENTENCES, "--sample", help="Sentences drawn from the corpus (seeded)."),
     data_dir: Path | None = typer.Option(

@@ -27,7 +27,7 @@ def eval_command(
         help="Folder of STS JSON Lines files (stsb.test.jsonl, ...). Default: MTEB datasets on the Hub (online).",
     ),
     pairs: list[Path] = typer.Option(
-        [], "--pairs", help="Your pairs (.tsv/.csv/.jsonl): sentence1, sentence2 and score (STS: Spearman) or "
+        [], "--pairs", help="Your pairs (.tsv .csv .jsonl .parquet): sentence1, sentence2 and score (STS: Spearman) or "
                             "label 0/1 (pair classification: AP, F1, accuracy). Repeatable."
     ),
     rerank: list[Path] = typer.Option(

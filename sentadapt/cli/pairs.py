@@ -19,7 +19,7 @@ def pairs_command(
                                        help="Text files (one sentence per line; .gz, .jsonl .csv .tsv .parquet "
                                             "with --text-column) or a Hub dataset id: what `adapt` reads."),
     candidates: Path | None = typer.Option(None, "--candidates", help="Choose among these pairs instead of a corpus "
-                                           "(.tsv/.csv/.jsonl with sentence1, sentence2; other columns are kept)."),
+                                           "(.tsv .csv .jsonl .parquet: sentence1, sentence2; others are kept)."),
     teacher: str | None = typer.Option(None, "--teacher", help="Before training: choose the pairs where this "
                                        "teacher and the base model disagree (each row gets its weight)."),
     run: Path | None = typer.Option(None, "--run", help="After training: choose the pairs where this run's model "

@@ -26,12 +26,14 @@ import numpy as np
 from sentadapt.data.textfile import (
     ENCODING_ERRORS,
     JSONL,
+    PARQUET,
     TEXT,
     Utf8Lines,
     check_row_width,
     format_of,
     json_error,
     open_binary,
+    parquet_file,
     printable,
     table_error,
     table_reader,
@@ -52,9 +54,8 @@ INVALID_UTF8 = "invalid UTF-8"
 
 BATCH_RECORDS = 65_536  # records handed on at once by the readers (bounded memory, few Arrow batches)
 # A missing source with one of these suffixes is a mistyped path, never a Hub dataset id.
-PARQUET = ".parquet"
-_FILE_SUFFIXES = {".txt", ".text", ".jsonl", ".json", ".csv", ".tsv", PARQUET, ".gz", ".bz2", ".xz", ".zst", ".md",
-                  ".log"}
+_FILE_SUFFIXES = {".txt", ".text", ".jsonl", ".json", ".csv", ".tsv", ".parquet", ".gz", ".bz2", ".xz", ".zst",
+                  ".md", ".log"}
 _FIX_ENCODING = "fix the file or pass --encoding-errors replace|skip"
 _HUB_NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.")
 
@@ -161,10 +162,10 @@ def scan_corpus(
         if not path.exists() and _looks_like_hub_id(str(source)):
             _read_hub(str(source), text_column, collector, streaming)
             continue
-        if path.suffix.lower() == PARQUET:
+        fmt = format_of(path)
+        if fmt == PARQUET:
             _read_parquet(path, text_column, collector, on_bytes)
             continue
-        fmt = format_of(path)
         lines = Utf8Lines(path, encoding_errors, on_bytes, fix=_FIX_ENCODING)
         if fmt == TEXT:
             _read_plain(lines, collector)
@@ -428,12 +429,7 @@ def _read_parquet(path: Path, text_column: str | None, collector: _Collector,
                   on_bytes: Callable[[int], None] | None) -> None:
     """A Parquet file's text column, one row group at a time (never the whole column in memory); the progress bar
     moves by each row group's share of the file's bytes."""
-    import pyarrow.parquet as pq
-
-    try:
-        parquet = pq.ParquetFile(path)
-    except Exception as error:  # pyarrow's ArrowInvalid / OSError for a file that is not Parquet
-        raise DataError(f"{path}: not a readable Parquet file ({str(error).splitlines()[0]})") from None
+    parquet = parquet_file(path)
     column = _pick_column(parquet.schema_arrow.names, text_column, str(path), "column")
     size, groups, number = path.stat().st_size, max(parquet.num_row_groups, 1), 0
     for group in range(parquet.num_row_groups):

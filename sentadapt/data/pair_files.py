@@ -20,9 +20,12 @@ from pathlib import Path
 from sentadapt.data.textfile import (
     CSV,
     JSONL,
+    PARQUET,
     TSV,
     Utf8Lines,
     json_objects,
+    parquet_file,
+    parquet_records,
     require_format,
     table_error,
     table_reader,
@@ -37,7 +40,7 @@ PAIR_COLUMNS = ("sentence1", "sentence2", "score")
 # The label rule, the one statement of it (the `pairs` file's header, eval --pairs, adapt --dev and their errors):
 # a 'label' column holds 0/1 (pair classification) or graded scores (STS, when a label is neither 0 nor 1).
 LABEL_RULE = "1 = same meaning, 0 = different, or a similarity score such as 0-5"
-PAIR_FORMATS = (TSV, CSV, JSONL)
+PAIR_FORMATS = (TSV, CSV, JSONL, PARQUET)
 COMMENT = "#"  # lines starting with it at the top of a tsv/csv are a comment header (`sentadapt pairs` writes one)
 # A chosen dev set's column: 1 / the pair's inclusion probability (pairs/design.py), what each pair stands for
 WEIGHT = "weight"
@@ -79,11 +82,15 @@ class ScoredPairs:
 
 
 def pair_records(path: Path, columns: tuple[str, ...] = PAIR_COLUMNS) -> Iterator[tuple[int, dict[str, object]]]:
-    """(line number, record) for every non-blank record of a .tsv, .csv or .jsonl file (optionally .gz); errors
-    name the file and line. A tsv/csv needs a header naming `columns`; a JSON line any object."""
+    """(line number, record) for every non-blank record of a .tsv, .csv or .jsonl file (optionally .gz), or (row
+    number, record) of a .parquet file; errors name the file and line. A tsv/csv needs a header naming `columns`,
+    a Parquet file those columns; a JSON line any object."""
     fmt = require_format(path, "pairs", PAIR_FORMATS)
     if fmt == JSONL:
         yield from json_objects(path, ", ".join(columns))
+        return
+    if fmt == PARQUET:
+        yield from parquet_records(path, columns)
         return
     comments, lines = _after_comments(line for _, line in text_lines(path))
     reader = table_reader(lines, fmt)
@@ -184,6 +191,8 @@ def sniff_columns(path: str | Path) -> set[str]:
     JSON record; empty if none."""
     path = Path(path)
     fmt = require_format(path, "pairs", PAIR_FORMATS)
+    if fmt == PARQUET:
+        return set(parquet_file(path).schema_arrow.names)
     # decoding errors are replaced, not raised: a bad byte further on is for the file's reader to name with its line
     for line in Utf8Lines(path, encoding_errors="replace"):
         if not line or not line.strip() or (fmt != JSONL and line.startswith(COMMENT)):

@@ -19,8 +19,8 @@ from typing import Any, BinaryIO
 from sentadapt.errors import DataError
 from sentadapt.options import DEFAULT_ENCODING_ERRORS
 
-TEXT, JSONL, TSV, CSV = "text", "jsonl", "tsv", "csv"
-_FORMAT_OF_SUFFIX = {".jsonl": JSONL, ".json": JSONL, ".tsv": TSV, ".csv": CSV}
+TEXT, JSONL, TSV, CSV, PARQUET = "text", "jsonl", "tsv", "csv", "parquet"
+_FORMAT_OF_SUFFIX = {".jsonl": JSONL, ".json": JSONL, ".tsv": TSV, ".csv": CSV, ".parquet": PARQUET}
 
 ENCODING_ERRORS = ("strict", "replace", "skip")
 SAVE_AS_UTF8 = "save the file as UTF-8"  # the fix for a reader that has no --encoding-errors option
@@ -211,6 +211,35 @@ def json_objects(path: Path, expectation: str, required: str | None = None,
         if not isinstance(record, dict) or (required is not None and required not in record):
             raise DataError(f"{path}:{number}: expected a JSON object with {expectation}")
         yield number, record
+
+
+# ------------------------------------------------------------------------------------------------ Parquet
+
+
+def parquet_file(path: Path) -> Any:
+    """A Parquet file opened for reading (what Hugging Face datasets store), or one line saying it is not one."""
+    import pyarrow.parquet as pq
+
+    try:
+        return pq.ParquetFile(path)
+    except Exception as error:  # pyarrow's ArrowInvalid / OSError for a file that is not Parquet
+        raise DataError(f"{path}: not a readable Parquet file ({str(error).splitlines()[0]})") from None
+
+
+def parquet_records(path: Path, columns: Sequence[str]) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(1-based row number, record) of a Parquet file, a row group at a time; every one of `columns` must be
+    there (an error names the file and the columns it has). A message about a row names it as FILE:ROW."""
+    parquet = parquet_file(path)
+    names = parquet.schema_arrow.names
+    missing = [column for column in columns if column not in names]
+    if missing:
+        raise DataError(f"{path}: no column(s) {', '.join(missing)} (columns: {', '.join(names)}); expected "
+                        f"{', '.join(columns)}")
+    number = 0
+    for group in range(parquet.num_row_groups):
+        for record in parquet.read_row_group(group).to_pylist():
+            number += 1
+            yield number, record
 
 
 # ---------------------------------------------------------------------------------------------- csv / tsv

@@ -34,7 +34,7 @@ def detect_task_type(path: str | Path, task_option: bool = True) -> str:
         if TASK_TYPES.get("retrieval").sniff(path):
             return "retrieval"
         raise DataError(f"{path}: is a folder, and not a BEIR retrieval collection (corpus.jsonl, queries.jsonl, "
-                        "qrels/SPLIT.tsv); pass a labelled pairs file (.tsv/.csv/.jsonl) or such a folder")
+                        "qrels/SPLIT.tsv); pass a labelled pairs file (.tsv/.csv/.jsonl/.parquet) or such a folder")
     if path.stat().st_size == 0:
         raise DataError(f"{path}: the file is empty")
     for name in DETECTION_ORDER:

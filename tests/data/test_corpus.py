@@ -203,6 +203,40 @@ def test_parquet_columns_row_groups_and_errors(tmp_path: Path) -> None:
         read_corpus([broken])
 
 
+def test_a_parquet_pairs_file_reads_as_its_tsv_does(tmp_path: Path) -> None:
+    """Labelled pairs as Hugging Face datasets store them (Parquet, sentence1/sentence2/score or label columns): the
+    same pairs, scores, weights and task as the same rows in a .tsv; a missing column is named."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from sentadapt.data.pair_files import read_labelled_pairs, read_user_scored_pairs, sniff_columns
+    from sentadapt.evaluation.task_types import detect_task_type
+
+    rows = [("the server is down", "the server is not running", 4.5, 2.0), ("a man plays", "a dog runs", 0.5, 1.0),
+            ("red car", "a red car", 5.0, 1.0), ("dns timeout", "login failed", 1.0, 3.0)]
+    tsv = write(tmp_path / "pairs.tsv", "sentence1\tsentence2\tscore\tweight\n"
+                + "".join(f"{a}\t{b}\t{score}\t{weight}\n" for a, b, score, weight in rows))
+    scored = tmp_path / "pairs.parquet"
+    pq.write_table(pa.table({"sentence1": [r[0] for r in rows], "sentence2": [r[1] for r in rows],
+                             "score": [r[2] for r in rows], "weight": [r[3] for r in rows]}), scored,
+                   row_group_size=3)
+    from_tsv, from_parquet = read_user_scored_pairs(tsv), read_user_scored_pairs(scored)
+    assert (from_parquet.sentence1, from_parquet.sentence2, from_parquet.scores, from_parquet.weights) == (
+        from_tsv.sentence1, from_tsv.sentence2, from_tsv.scores, from_tsv.weights)
+    assert sniff_columns(scored) == {"sentence1", "sentence2", "score", "weight"}
+    assert detect_task_type(scored) == "sts"
+    labelled = tmp_path / "labelled.parquet"
+    pq.write_table(pa.table({"sentence1": [r[0] for r in rows], "sentence2": [r[1] for r in rows],
+                             "label": [1, 0, 1, 0]}), labelled)
+    assert detect_task_type(labelled) == "pair-classification"
+    assert read_labelled_pairs(labelled).labels == [1, 0, 1, 0]
+    no_label = tmp_path / "no_label.parquet"
+    pq.write_table(pa.table({"sentence1": ["a"], "sentence2": ["b"]}), no_label)
+    with raises_exactly(DataError, f"{no_label}: no column(s) label (columns: sentence1, sentence2); expected "
+                                   "sentence1, sentence2, label"):
+        read_labelled_pairs(no_label)
+
+
 def test_table_rows_with_missing_or_extra_cells(tmp_path: Path) -> None:
     short = write(tmp_path / "short.tsv", "id\ttext\n1\tok\n2\n")
     with raises_exactly(

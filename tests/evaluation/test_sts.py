@@ -109,7 +109,7 @@ def test_empty_pairs_file(tmp_path: Path) -> None:
         ("c.tsv", "sentence1\tsentence2\tscore\na\tb\n", "c.tsv:2: expected 3 columns, found 2"),
         ("j.jsonl", '{"sentence1": "a", "sentence2": "b", "score": 1}\n{oops\n', "j.jsonl:2: invalid JSON"),
         ("k.jsonl", '{"sentence1": "a", "score": 1}\n', "k.jsonl:1: missing field(s) sentence2"),
-        ("x.txt", "a\n", "x.txt: unknown pairs format '.txt'; use .tsv, .csv or .jsonl"),
+        ("x.txt", "a\n", "x.txt: unknown pairs format '.txt'; use .tsv, .csv, .jsonl or .parquet"),
     ],
 )
 def test_malformed_pairs_name_file_and_line(tmp_path: Path, name: str, content: str, message: str) -> None:
