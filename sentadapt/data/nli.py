@@ -24,10 +24,12 @@ from pathlib import Path
 from sentadapt.data.textfile import (
     CSV,
     JSONL,
+    PARQUET,
     TSV,
     Utf8Lines,
     check_row_width,
     json_objects,
+    parquet_records,
     printable,
     require_format,
     table_error,
@@ -51,7 +53,7 @@ _LABEL_INDEX = {name: index for index, name in enumerate(NLI_LABELS)}
 _LABEL_INDEX.update({str(index): index for index in range(len(NLI_LABELS))})
 _NO_LABEL = frozenset({"-", "-1"})
 _EXPECTED_LABELS = f"expected one of {', '.join(NLI_LABELS)} (or 0, 1, 2)"
-NLI_FORMATS = (JSONL, TSV, CSV)
+NLI_FORMATS = (JSONL, TSV, CSV, PARQUET)
 
 
 @dataclass
@@ -97,7 +99,7 @@ def scan_nli(paths: Sequence[str | Path], consume: Callable[[list[str], list[str
     if isinstance(paths, (str, Path)):
         paths = [paths]
     if not paths:
-        raise ConfigError("no NLI files given; pass .jsonl/.tsv/.csv files with premise, hypothesis and label")
+        raise ConfigError("no NLI files given; pass .jsonl/.tsv/.csv/.parquet files with premise, hypothesis and label")
     source = ", ".join(str(path) for path in paths)
     counts = NliPairs(source=source)  # only its `skipped` is used here
     batch: tuple[list[str], list[str], list[int]] = ([], [], [])
@@ -106,6 +108,8 @@ def scan_nli(paths: Sequence[str | Path], consume: Callable[[list[str], list[str
         fmt = require_format(path, "NLI", NLI_FORMATS)
         if fmt == JSONL:
             records = json_objects(path, "premise, hypothesis and label", on_blank=lambda: _skip(counts, BLANK))
+        elif fmt == PARQUET:  # Hugging Face's NLI datasets: label 0/1/2 = entailment/neutral/contradiction, -1 none
+            records = parquet_records(path, ())
         else:
             records = _table_records(path, fmt, counts)
         for number, record in records:

@@ -1,7 +1,8 @@
 """Positive sentence pairs for recipes that learn from pairs (CLSR): NLI entailment, high-score STS, plain pairs.
 
 Each file is recognised by its fields: a label column → NLI (entailment pairs kept); a score column →
-scored pairs (score ≥ min_score kept); two text columns (sentence1/sentence2) → every pair kept.
+scored pairs (score ≥ min_score kept); two text columns (sentence1/sentence2, or anchor/positive as
+sentence-transformers' training sets name them) → every pair kept.
 """
 
 from __future__ import annotations
@@ -16,6 +17,9 @@ from sentadapt.data.textfile import TEXT, format_of, open_binary
 from sentadapt.errors import DataError
 
 RECIPES_FOR_SENTENCES = "consert or --recipe sg-opt"  # what suits one-sentence-per-line corpora
+# the two columns of a file of positive pairs: ours, and sentence-transformers' datasets' (all-nli's "pair" subset,
+# most of its training sets; a "negative" column beside them is left unread)
+PAIR_NAMES = (PAIR_COLUMNS[:2], ("anchor", "positive"))
 
 
 @dataclass
@@ -39,8 +43,12 @@ def _fields_of(path: Path) -> set[str]:
 def is_pair_file(path: Path) -> bool:
     """Cheap (header or first record only): NLI labels, a score, or both pair columns."""
     fields = _fields_of(path)
-    return any(name in fields for name in LABEL_FIELDS) or "score" in fields or (
-        PAIR_COLUMNS[0] in fields and PAIR_COLUMNS[1] in fields)
+    return any(name in fields for name in LABEL_FIELDS) or "score" in fields or _pair_names(fields) is not None
+
+
+def _pair_names(fields: set[str]) -> tuple[str, ...] | None:
+    """The file's two pair columns (PAIR_NAMES, in that order), or None."""
+    return next((names for names in PAIR_NAMES if set(names) <= fields), None)
 
 
 def check_pair_files(paths: Sequence[str | Path]) -> None:
@@ -51,8 +59,8 @@ def check_pair_files(paths: Sequence[str | Path]) -> None:
 
 
 _NOT_PAIRS = ("{path}: CLSR trains on sentence pairs (an NLI file with labels, scored pairs with sentence1, "
-              "sentence2, score, or two columns sentence1, sentence2); for one sentence per line use --recipe "
-              + RECIPES_FOR_SENTENCES)
+              "sentence2, score, or two columns sentence1, sentence2 or anchor, positive); for one sentence per line "
+              "use --recipe " + RECIPES_FOR_SENTENCES)
 
 
 def read_positive_pairs(paths: Sequence[str | Path], min_score: float) -> PositivePairs:
@@ -68,9 +76,8 @@ def read_positive_pairs(paths: Sequence[str | Path], min_score: float) -> Positi
             scored = read_scored_pairs(path)
             kept = [(a, b) for a, b, s in zip(scored.sentence1, scored.sentence2, scored.scores) if s >= min_score]
             pairs.notes.append(f"{path}: {len(kept)} of {len(scored)} scored pairs with score ≥ {min_score:g}")
-        elif PAIR_COLUMNS[0] in fields and PAIR_COLUMNS[1] in fields:
-            unscored = read_scored_pairs_without_score(path)
-            kept = unscored
+        elif (names := _pair_names(fields)) is not None:
+            kept = read_scored_pairs_without_score(path, names)
             pairs.notes.append(f"{path}: {len(kept)} sentence pairs")
         else:
             raise DataError(_NOT_PAIRS.format(path=path))
@@ -83,13 +90,13 @@ def read_positive_pairs(paths: Sequence[str | Path], min_score: float) -> Positi
     return pairs
 
 
-def read_scored_pairs_without_score(path: Path) -> list[tuple[str, str]]:
-    """sentence1/sentence2 records without a score (every pair is a positive)."""
-    return [_pair(record, path, number) for number, record in pair_records(path, PAIR_COLUMNS[:2])]
+def read_scored_pairs_without_score(path: Path, names: tuple[str, ...] = PAIR_COLUMNS[:2]) -> list[tuple[str, str]]:
+    """Records of two text columns (`names`) without a score (every pair is a positive)."""
+    return [_pair(record, path, number, names) for number, record in pair_records(path, names)]
 
 
-def _pair(record: dict[str, object], path: Path, number: int) -> tuple[str, str]:
-    first, second = record.get(PAIR_COLUMNS[0]), record.get(PAIR_COLUMNS[1])
+def _pair(record: dict[str, object], path: Path, number: int, names: tuple[str, ...]) -> tuple[str, str]:
+    first, second = record.get(names[0]), record.get(names[1])
     if not isinstance(first, str) or not isinstance(second, str) or not first.strip() or not second.strip():
-        raise DataError(f"{path}:{number}: sentence1 and sentence2 must be non-empty text")
+        raise DataError(f"{path}:{number}: {names[0]} and {names[1]} must be non-empty text")
     return first.strip(), second.strip()

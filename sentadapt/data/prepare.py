@@ -133,7 +133,7 @@ def prepare_nli(paths: Sequence[str | Path], tokenizer: Any, max_length: int, *,
     if isinstance(paths, (str, Path)):
         paths = [paths]
     if not paths:
-        raise ConfigError("no NLI files given; pass .jsonl/.tsv/.csv files with premise, hypothesis and label")
+        raise ConfigError("no NLI files given; pass .jsonl/.tsv/.csv/.parquet files with premise, hypothesis and label")
     text_key = _key({"kind": "nli", "sources": _identities(paths, False)})
     text_dir, report, text_hit = _text_entry(text_key, lambda folder, _p: _read_nli(folder, paths), progress)
     columns = ["premise", "hypothesis"]

@@ -143,7 +143,7 @@ class ConsertRecipe(RecipeBase):
         """Before weights load (and in a dry run, which counts them): each NLI file must exist."""
         for path in config.nli:
             if not Path(path).expanduser().is_file():
-                raise ConfigError(f"--set nli={path}: no such file; pass .jsonl/.tsv/.csv files of premise, "
+                raise ConfigError(f"--set nli={path}: no such file; pass .jsonl/.tsv/.csv/.parquet files of premise, "
                                   "hypothesis and label")
 
     @classmethod

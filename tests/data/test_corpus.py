@@ -566,6 +566,33 @@ def test_nli_tsv_and_csv(tmp_path: Path) -> None:
     assert nli.source == f"{tsv}, {csv_file}"
 
 
+def test_hugging_face_layouts_of_nli_and_positive_pairs(tmp_path: Path) -> None:
+    """What sentence-transformers' datasets store: NLI as Parquet with integer labels (0 entailment, 1 neutral,
+    2 contradiction, -1 none), positive pairs as anchor/positive (a negative column beside them left unread)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from sentadapt.data.positives import is_pair_file, read_positive_pairs
+
+    nli = tmp_path / "nli.parquet"
+    pq.write_table(pa.table({"premise": ["a man plays", "a dog runs", "red car", "blue sky"],
+                             "hypothesis": ["someone plays", "a cat sleeps", "a car", "green sea"],
+                             "label": [0, 2, 0, -1]}), nli)
+    read = read_nli([nli])
+    assert (read.premises, read.labels, read.skipped) == (["a man plays", "a dog runs", "red car"], [0, 2, 0],
+                                                          {"no gold label": 1})
+    triplets = write(tmp_path / "triplets.tsv", "anchor\tpositive\tnegative\nthe server is down\tthe server "
+                     "is not running\ta cat sleeps\n")
+    pairs = tmp_path / "pairs.parquet"
+    pq.write_table(pa.table({"anchor": ["dns timeout"], "positive": ["a dns lookup timed out"]}), pairs)
+    assert all(is_pair_file(path) for path in (nli, triplets, pairs))
+    positives = read_positive_pairs([nli, triplets, pairs], min_score=4.0)
+    assert list(zip(positives.first, positives.second)) == [
+        ("a man plays", "someone plays"), ("red car", "a car"), ("the server is down", "the server is not running"),
+        ("dns timeout", "a dns lookup timed out")]
+    assert positives.notes[1:] == [f"{triplets}: 1 sentence pairs", f"{pairs}: 1 sentence pairs"]
+
+
 def test_nli_errors(tmp_path: Path) -> None:
     unknown = write(tmp_path / "u.jsonl", '{"premise": "a", "hypothesis": "b", "label": "maybe"}\n')
     with raises_exactly(
@@ -603,7 +630,8 @@ def test_nli_errors(tmp_path: Path) -> None:
     ):
         read_nli([header])
     txt = write(tmp_path / "snli.txt", "x\n")
-    with raises_exactly(DataError, f"{txt}: unknown NLI format '.txt'; use .jsonl, .tsv or .csv (optionally .gz)"):
+    with raises_exactly(DataError,
+                        f"{txt}: unknown NLI format '.txt'; use .jsonl, .tsv, .csv or .parquet (optionally .gz)"):
         read_nli([txt])
     only_dash = write(tmp_path / "d.jsonl", '{"premise": "a", "hypothesis": "b", "gold_label": "-"}\n')
     with raises_exactly(
@@ -615,7 +643,7 @@ def test_nli_errors(tmp_path: Path) -> None:
     with raises_exactly(DataError, f"{not_text}:1: 'premise' must be text, found [\"a\"]"):
         read_nli([not_text])
     with raises_exactly(
-        ConfigError, "no NLI files given; pass .jsonl/.tsv/.csv files with premise, hypothesis and label"
+        ConfigError, "no NLI files given; pass .jsonl/.tsv/.csv/.parquet files with premise, hypothesis and label"
     ):
         read_nli([])
     with raises_exactly(DataError, f"{tmp_path / 'missing.jsonl'}: no such file"):

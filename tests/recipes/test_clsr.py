@@ -81,8 +81,8 @@ def test_plain_sentence_corpus_is_refused_before_loading(tiny_model_dir: Path, t
     assert result.exit_code == 1
     assert result.stderr.strip() == (
         f"Error: {corpus}: CLSR trains on sentence pairs (an NLI file with labels, scored pairs with sentence1, "
-        "sentence2, score, or two columns sentence1, sentence2); for one sentence per line use --recipe consert or "
-        "--recipe sg-opt"
+        "sentence2, score, or two columns sentence1, sentence2 or anchor, positive); for one sentence per line use "
+        "--recipe consert or --recipe sg-opt"
     )
 
 

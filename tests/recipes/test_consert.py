@@ -285,8 +285,8 @@ def test_the_nli_files_are_recorded_absolute_and_a_missing_one_is_named(tiny_mod
     assert yaml.safe_load(planned.stdout)["recipe_args"]["nli"] == [str(nli_file)]
     missing = CliRunner().invoke(app, [*args, "--set", "nli=missing.jsonl"], catch_exceptions=False)
     assert missing.exit_code != 0
-    assert missing.stderr == ("Error: --set nli=missing.jsonl: no such file; pass .jsonl/.tsv/.csv files of premise, "
-                              "hypothesis and label\n")
+    assert missing.stderr == ("Error: --set nli=missing.jsonl: no such file; pass .jsonl/.tsv/.csv/.parquet files of "
+                              "premise, hypothesis and label\n")
 
 
 def test_a_staged_run_stopped_in_its_first_stage_resumes_as_a_whole_and_refuses_its_stage_alone(
