@@ -236,3 +236,33 @@ def test_a_tokenizer_without_a_padding_token_pads_with_its_end_of_sequence_token
         Encoder.load(folder, device="cpu")
     assert str(error.value) == (f"{folder}: tokenizer has neither a padding nor an end-of-sequence token; sentadapt "
                                 "needs one to batch: set pad_token in its tokenizer_config.json")
+
+
+def test_sg_opt_on_a_last_token_decoder_pulls_the_last_token_not_the_first(tmp_path: Path) -> None:
+    """A causal model's first token sees nothing after it: SG-OPT's [CLS] there is its last real token (the base
+    pools by it), and the loss moves with a change at the end of a sentence."""
+    from transformers import BertTokenizerFast
+
+    from sentadapt.model.pooling import Pooling
+    from sentadapt.recipes.sgopt import SgOptConfig, SgOptRecipe
+
+    vocab = {token: index for index, token in enumerate((ASSETS / "vocab.txt").read_text().split())}
+    encoder = Encoder(_qwen3(len(vocab)), BertTokenizerFast(vocab=vocab, do_lower_case=True), Pooling("lasttoken"))
+    recipe = SgOptRecipe(SgOptConfig(head_hidden=8), encoder)
+    assert recipe.sentence_pooling == Pooling("lasttoken")
+    batch = encoder.collate(encoder.tokenize_ids(["the server is down", "a man plays the guitar"]))
+    vectors = recipe.sentence_pooling(encoder.backbone(input_ids=batch.input_ids,
+                                                       attention_mask=batch.attention_mask).last_hidden_state,
+                                      batch.attention_mask)
+    ended_otherwise = batch.input_ids.clone()
+    ended_otherwise[0, 3] = 7  # the first sentence's last word before [SEP]: the first token cannot see it
+    changed = recipe.sentence_pooling(encoder.backbone(input_ids=ended_otherwise,
+                                                       attention_mask=batch.attention_mask).last_hidden_state,
+                                      batch.attention_mask)
+    assert not torch.allclose(vectors[0], changed[0]) and torch.allclose(vectors[1], changed[1])
+    encoder.train()
+    loss = recipe.compute_loss(encoder, recipe.trainable_heads(),
+                               {"input_ids": batch.input_ids, "attention_mask": batch.attention_mask}).total
+    assert torch.isfinite(loss)
+    assert SgOptRecipe(SgOptConfig(head_hidden=8), Encoder(_qwen3(len(vocab)), encoder.tokenizer,
+                                                           Pooling("mean"))).sentence_pooling == Pooling("cls")

@@ -31,6 +31,8 @@ Where we depart from the official code (galsang/SG-BERT, ANCHORS §b.2), deliber
 - c_i is the raw hidden state of [CLS], before any Dense/Normalize module of a sentence-transformers
   base model: the shared head f sees c and the guide's raw views in the same space. Such modules are
   kept at export as they were (frozen here: they are not trained); Normalize does not change cosine.
+- A base that pools by its last token (a decoder embedder: causal attention) has no [CLS]: its first token sees
+  nothing after it, so c_i is its last real token, the one position that has read the whole sentence.
 
 The trained model is exported with CLS pooling (`export_pooling`; `auto`: the base's declared pooling); the
 head and the guide are discarded. Memory: the guide doubles the model's weights (and the head adds
@@ -142,7 +144,8 @@ class SgOptRecipe(RecipeBase):
         self._guide: list[nn.Module] = [guide]
         self._reference: dict[str, Tensor] = {}
         self._reference_device: Any = None
-        self.sentence_pooling = Pooling("cls")  # last layer, first token, no pooler MLP
+        # last layer, first token ([CLS]), no pooler MLP; a last-token base's (a decoder's) last real token
+        self.sentence_pooling = Pooling("lasttoken" if encoder.pooling.token == "lasttoken" else "cls")
 
         hidden = encoder.hidden_size
         head = nn.Sequential(nn.Linear(hidden, config.head_hidden), nn.GELU(),
