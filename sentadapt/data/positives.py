@@ -78,7 +78,7 @@ def read_positive_pairs(paths: Sequence[str | Path], min_score: float) -> Positi
             pairs.notes.append(f"{path}: {len(kept)} of {len(scored)} scored pairs with score ≥ {min_score:g}")
         elif (names := _pair_names(fields)) is not None:
             kept = read_scored_pairs_without_score(path, names)
-            pairs.notes.append(f"{path}: {len(kept)} sentence pairs")
+            pairs.notes.append(f"{path}: {len(kept)} sentence pair{'' if len(kept) == 1 else 's'}")
         else:
             raise DataError(_NOT_PAIRS.format(path=path))
         for first, second in kept:

@@ -590,7 +590,7 @@ def test_hugging_face_layouts_of_nli_and_positive_pairs(tmp_path: Path) -> None:
     assert list(zip(positives.first, positives.second)) == [
         ("a man plays", "someone plays"), ("red car", "a car"), ("the server is down", "the server is not running"),
         ("dns timeout", "a dns lookup timed out")]
-    assert positives.notes[1:] == [f"{triplets}: 1 sentence pairs", f"{pairs}: 1 sentence pairs"]
+    assert positives.notes[1:] == [f"{triplets}: 1 sentence pair", f"{pairs}: 1 sentence pair"]
 
 
 def test_nli_errors(tmp_path: Path) -> None:
