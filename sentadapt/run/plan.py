@@ -224,16 +224,16 @@ def resolve_run(config: RunConfig) -> ResolvedRun:
 
 def planned_steps(run: ResolvedRun, progress: Progress | None = None) -> list[StepPlan]:
     """The steps each stage of a run will train, from its examples counted as the run will read them (`adapt
-    --dry-run`); none where the recipe cannot count a stage's before training (`count_examples`). `progress`: a bar
-    while they are read."""
+    --dry-run`); where the recipe cannot count a stage's before training (`count_examples`: a Hub dataset), a plan
+    that says so (`StepPlan.uncounted`). `progress`: a bar while they are read."""
     recipe = run.recipe_class
     stages = recipe.stages_for(run.config.recipe_args)
     plans = []
     for stage in stages:
         examples = recipe.count_examples(run.config, stage, progress or no_progress)
-        if examples is None:
-            return []
-        plans.append(StepPlan.of(examples, run.config, recipe.example_noun(stage), stage if len(stages) > 1 else ""))
+        name, noun = stage if len(stages) > 1 else "", recipe.example_noun(stage)
+        plans.append(StepPlan.of(examples, run.config, noun, name) if examples is not None
+                     else StepPlan.uncounted(run.config, noun, name))
     return plans
 
 

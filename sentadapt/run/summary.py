@@ -76,6 +76,12 @@ def planned_line(plan: StepPlan, config: Any, scored: bool, stage: str = "") -> 
         return f"planned: {stage}no step; the run would stop with: {plan.problem}"
     train = config.train
     accumulated = f" × grad_accum {train.grad_accum}" if train.grad_accum > 1 else ""
+    if not plan.counted:  # a Hub dataset: its size is known once the run has read it
+        if plan.steps:
+            return (f"planned: {stage}{_count(plan.steps, 'step')} (max_steps), batch {train.batch_size}{accumulated}; "
+                    f"the {plan.noun}s are counted when the run reads them")
+        return (f"planned: {stage}batch {train.batch_size}{accumulated}; the {plan.noun}s, and so the steps, are "
+                "counted when the run reads them")
     # whole passes as counted ("4 passes"), a part of one as the summary will say it ("0.067 of a pass")
     passes = "1 pass" if plan.passes == 1 else \
         f"{plan.passes:.0f} passes" if plan.passes == int(plan.passes) else _passes(plan.passes)

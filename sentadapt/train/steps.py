@@ -23,6 +23,12 @@ class StepPlan:
     noun: str = "sentence"  # what an example is (Recipe.example_noun)
     problem: str | None = None  # why the run would stop before its first step (then steps is 0)
     stage: str = ""  # the stage's name, in a run of several (ConSERT's sup-unsup)
+    counted: bool = True  # False: the examples are counted only when the run reads them (a Hub dataset)
+
+    @classmethod
+    def uncounted(cls, config: RunConfig, noun: str = "sentence", stage: str = "") -> StepPlan:
+        """A stage whose examples are known only once read: its steps are --max-steps' (0 when epochs set them)."""
+        return cls(0, config.train.max_steps, 0.0, 0, noun, stage=stage, counted=False)
 
     @classmethod
     def of(cls, examples: int, config: RunConfig, noun: str = "sentence", stage: str = "") -> StepPlan:

@@ -81,6 +81,29 @@ def test_the_planned_line_names_the_dev_interval_the_limit_and_the_accumulation(
         "planned: 20 steps (max_steps), 0.067 of a pass over 4802 sentences")
 
 
+def test_a_hub_corpus_is_planned_without_being_downloaded(tiny_model_dir: Path, tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """A Hub dataset is counted only when the run reads it: the dry run plans --max-steps' steps and says so (it
+    printed no plan line), or says the steps come with the count; nothing is downloaded."""
+    import sentadapt.data.corpus as corpus
+
+    def no_download(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the dry run downloaded the dataset")
+
+    monkeypatch.setattr(corpus, "hub_is_reachable", lambda: True)
+    monkeypatch.setattr(corpus, "load_hub_dataset", no_download)
+    args = ["owner/sentences", "--base", str(tiny_model_dir), "--output", str(tmp_path / "run"), "--dev", "none",
+            "--batch-size", "8", "--dry-run"]
+    planned = _adapt(*args, "--max-steps", "40")
+    assert planned.exit_code == 0, planned.output
+    assert ("planned: 40 steps (max_steps), batch 8; the sentences are counted when the run reads them\n"
+            in planned.stderr)
+    by_epochs = _adapt(*args)
+    assert by_epochs.exit_code == 0, by_epochs.output
+    assert "planned: batch 8; the sentences, and so the steps, are counted when the run reads them\n" in (
+        by_epochs.stderr)
+
+
 @pytest.mark.parametrize(
     ("extra", "message"),
     [
