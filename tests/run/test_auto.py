@@ -254,6 +254,23 @@ def test_auto_needs_a_dev_set_and_a_step_budget(corpus: Path, pairs_tsv: Path, t
             "flag, not per candidate") in " ".join(result.stderr.split())
 
 
+def test_a_setting_a_candidates_model_refuses_names_the_candidate(
+        corpus: Path, pairs_tsv: Path, tiny_model_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """What only the loaded model can refuse (ConSERT's shuffle view on T5) stops the run naming the candidate."""
+    from sentadapt.recipes.consert import ConsertRecipe
+
+    def refuse(self: object, encoder: object) -> None:
+        raise ConfigError("views: 'shuffle' permutes position ids, which t5 models do not accept")
+
+    monkeypatch.setattr(ConsertRecipe, "_check_model_supports_views", refuse)
+    result = run_adapt(str(corpus), "--recipe", "auto", "--candidates", "consert,sg-opt", "--base",
+                       str(tiny_model_dir), "--dev", str(pairs_tsv), "--max-steps", "2", "--output",
+                       str(tmp_path / "run"))
+    assert result.exit_code == 2
+    assert result.stderr.splitlines()[-1] == ("Error: candidate consert: views: 'shuffle' permutes position ids, "
+                                              "which t5 models do not accept")
+
+
 def test_auto_refuses_a_staged_candidate_that_would_train_twice_the_budget(
         corpus: Path, pairs_tsv: Path, tiny_model_dir: Path, tmp_path: Path) -> None:
     nli = tmp_path / "nli.jsonl"

@@ -167,6 +167,8 @@ def _train_candidate(run: auto.CandidateRun, resolved: ResolvedRun, index: int, 
             auto.save_outcome(run, None, time.perf_counter() - started, failed=str(error))
         say(f"{where}: left out of the choice: {error}")
         return
+    except ConfigError as error:  # found once the model loaded (a view it cannot take): say which candidate
+        raise ConfigError(f"candidate {run.candidate.spec}: {error}") from None
     if result is None:
         return  # not the main process
     auto.save_outcome(run, result.state.dev_outputs.get("best"), time.perf_counter() - started)
