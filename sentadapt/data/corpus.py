@@ -25,6 +25,7 @@ import numpy as np
 
 from sentadapt.data.textfile import (
     ENCODING_ERRORS,
+    JSON_ARRAY,
     JSONL,
     PARQUET,
     TEXT,
@@ -376,7 +377,7 @@ def _read_jsonl(lines: Utf8Lines, text_column: str | None, collector: _Collector
             else:
                 raise json_error(f"{path}:{number}", error) from None
         if column is None and isinstance(record, list):
-            raise DataError(f"{path}:{number}: a JSON array, not JSON Lines; write one JSON object per line")
+            raise DataError(f"{path}:{number}: {JSON_ARRAY}")
         if not isinstance(record, dict):
             raise DataError(
                 f"{path}:{number}: expected a JSON object with a text field, found a JSON {_json_type(record)}"

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from sentadapt.data.textfile import (
     CSV,
+    JSON_ARRAY,
     JSONL,
     PARQUET,
     TSV,
@@ -27,6 +28,7 @@ from sentadapt.data.textfile import (
     parquet_file,
     parquet_records,
     require_format,
+    starts_json_array,
     table_error,
     table_reader,
     text_lines,
@@ -194,11 +196,13 @@ def sniff_columns(path: str | Path) -> set[str]:
     if fmt == PARQUET:
         return set(parquet_file(path).schema_arrow.names)
     # decoding errors are replaced, not raised: a bad byte further on is for the file's reader to name with its line
-    for line in Utf8Lines(path, encoding_errors="replace"):
+    for number, line in enumerate(Utf8Lines(path, encoding_errors="replace"), start=1):
         if not line or not line.strip() or (fmt != JSONL and line.startswith(COMMENT)):
             continue
         if fmt != JSONL:
             return {cell.strip() for cell in line.rstrip("\r").split("\t" if fmt == TSV else ",")}
+        if starts_json_array(line):  # a .json file saved as one array: say so, not "no pairs"
+            raise DataError(f"{path}:{number}: {JSON_ARRAY}")
         try:
             record = json.loads(line)
         except (ValueError, RecursionError):

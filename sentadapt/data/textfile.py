@@ -23,6 +23,7 @@ TEXT, JSONL, TSV, CSV, PARQUET = "text", "jsonl", "tsv", "csv", "parquet"
 _FORMAT_OF_SUFFIX = {".jsonl": JSONL, ".json": JSONL, ".tsv": TSV, ".csv": CSV, ".parquet": PARQUET}
 
 ENCODING_ERRORS = ("strict", "replace", "skip")
+JSON_ARRAY = "a JSON array, not JSON Lines; write one JSON object per line"  # a .json file saved as one array
 SAVE_AS_UTF8 = "save the file as UTF-8"  # the fix for a reader that has no --encoding-errors option
 
 BINARY_PROBE_BYTES = 8192
@@ -207,7 +208,11 @@ def json_objects(path: Path, expectation: str, required: str | None = None,
         try:
             record = json.loads(line)
         except (ValueError, RecursionError) as error:
+            if starts_json_array(line):  # the start of an array of objects spread over lines
+                raise DataError(f"{path}:{number}: {JSON_ARRAY}") from None
             raise json_error(f"{path}:{number}", error) from None
+        if isinstance(record, list) and record and all(isinstance(item, dict) for item in record):
+            raise DataError(f"{path}:{number}: {JSON_ARRAY}")  # the whole array of objects on one line
         if not isinstance(record, dict) or (required is not None and required not in record):
             raise DataError(f"{path}:{number}: expected a JSON object with {expectation}")
         yield number, record
@@ -240,6 +245,13 @@ def parquet_records(path: Path, columns: Sequence[str]) -> Iterator[tuple[int, d
         for record in parquet.read_row_group(group).to_pylist():
             number += 1
             yield number, record
+
+
+def starts_json_array(line: str) -> bool:
+    """Whether a line opens an array of JSON objects (a .json saved as one array, not JSON Lines): "[" alone, or
+    "[{" (not "[[[", a nesting a reader names as such)."""
+    stripped = line.strip()
+    return stripped == "[" or stripped.startswith("[{")
 
 
 # ---------------------------------------------------------------------------------------------- csv / tsv

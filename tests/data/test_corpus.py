@@ -151,6 +151,23 @@ def test_jsonl_errors_name_the_line(tmp_path: Path) -> None:
         read_corpus([array])
 
 
+
+def test_a_pairs_file_saved_as_one_json_array_is_named_as_such(tmp_path: Path) -> None:
+    """`eval --pairs` said "no sentence pairs (only blank lines or comments)" of a .json holding one array; every
+    JSON Lines reader now says what the corpus reader says."""
+    from sentadapt.data.pair_files import read_user_scored_pairs
+    from sentadapt.evaluation.task_types import detect_task_type
+
+    spread = write(tmp_path / "pairs.json", '\n[\n  {"sentence1": "a", "sentence2": "b", "score": 1}\n]\n')
+    with raises_exactly(DataError, f"{spread}:2: a JSON array, not JSON Lines; write one JSON object per line"):
+        detect_task_type(spread)
+    one_line = write(tmp_path / "one.jsonl", '[{"sentence1": "a", "sentence2": "b", "score": 1}]\n')
+    with raises_exactly(DataError, f"{one_line}:1: a JSON array, not JSON Lines; write one JSON object per line"):
+        read_user_scored_pairs(one_line)  # its columns sniffed first
+    with raises_exactly(DataError, f"{one_line}:1: a JSON array, not JSON Lines; write one JSON object per line"):
+        read_nli([one_line])  # the JSON Lines reader every other file goes through
+
+
 def test_csv_and_tsv_columns(tmp_path: Path) -> None:
     one = write(tmp_path / "one.csv", 'sentence\n"hello, world"\n\nplain\n""\n')
     corpus = read_corpus([one])
