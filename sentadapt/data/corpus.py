@@ -439,7 +439,6 @@ def _read_parquet(path: Path, text_column: str | None, collector: _Collector,
             collector.add(_cell_text(value, f"{path}: row {number}", column))
         if on_bytes is not None:
             on_bytes(size // groups)
-    collector.flush()
 
 
 def _pick_column(columns: list[str], text_column: str | None, where: str, kind: str) -> str:
