@@ -11,6 +11,7 @@ import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -85,19 +86,32 @@ TINY_SENTENCES = [
 ]
 
 
-def build_tiny_bert(folder: Path, layers: int = 2, seed: int = 0) -> Path:
-    """A 2-layer, 32-dim BERT with a 156-token WordPiece vocabulary, saved as an HF folder."""
-    from transformers import BertConfig, BertModel, BertTokenizerFast
+def tiny_vocabulary_size() -> int:
+    """The tiny models' vocabulary: tests/assets/vocab.txt's 156 tokens."""
+    return sum(1 for _ in (ASSETS / "vocab.txt").open())
 
-    torch.manual_seed(seed)
-    config = BertConfig(
-        vocab_size=sum(1 for _ in (ASSETS / "vocab.txt").open()), hidden_size=32, num_hidden_layers=layers,
-        num_attention_heads=2, intermediate_size=37, max_position_embeddings=64, initializer_range=0.2,
-    )
-    model = BertModel(config, add_pooling_layer=False)
+
+def tiny_tokenizer() -> Any:
+    """The tiny models' WordPiece tokenizer (tests/assets/vocab.txt), also for models of other families."""
+    from transformers import BertTokenizerFast
+
     vocab = {token: index for index, token in enumerate((ASSETS / "vocab.txt").read_text().split())}
     tokenizer = BertTokenizerFast(vocab=vocab, do_lower_case=True)
     assert tokenizer.tokenize("the server") == ["the", "server"], "tiny tokenizer lost its vocabulary"
+    return tokenizer
+
+
+def build_tiny_bert(folder: Path, layers: int = 2, seed: int = 0) -> Path:
+    """A 2-layer, 32-dim BERT with a 156-token WordPiece vocabulary, saved as an HF folder."""
+    from transformers import BertConfig, BertModel
+
+    torch.manual_seed(seed)
+    config = BertConfig(
+        vocab_size=tiny_vocabulary_size(), hidden_size=32, num_hidden_layers=layers,
+        num_attention_heads=2, intermediate_size=37, max_position_embeddings=64, initializer_range=0.2,
+    )
+    model = BertModel(config, add_pooling_layer=False)
+    tokenizer = tiny_tokenizer()
     folder.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(folder, safe_serialization=True)
     tokenizer.save_pretrained(folder)

@@ -12,24 +12,20 @@ import torch
 from sentadapt.errors import ConfigError, ExportError, ModelError
 from sentadapt.model.encoder import Encoder
 from sentadapt.recipes.consert import ConsertConfig, ConsertRecipe
-from tests.conftest import ASSETS
+from tests.conftest import tiny_tokenizer, tiny_vocabulary_size
 
 
 def _save_with_tiny_tokenizer(model: torch.nn.Module, folder: Path) -> Path:
-    from transformers import BertTokenizerFast
-
-    vocab = {token: index for index, token in enumerate((ASSETS / "vocab.txt").read_text().split())}
     model.save_pretrained(folder, safe_serialization=True)
-    BertTokenizerFast(vocab=vocab, do_lower_case=True).save_pretrained(folder)
+    tiny_tokenizer().save_pretrained(folder)
     return folder
 
 
 def _t5_config() -> object:
     from transformers import T5Config
 
-    vocabulary = sum(1 for _ in (ASSETS / "vocab.txt").open())
-    return T5Config(vocab_size=vocabulary, d_model=32, num_layers=2, num_decoder_layers=1, num_heads=2, d_ff=37,
-                    d_kv=16, pad_token_id=0, decoder_start_token_id=0)
+    return T5Config(vocab_size=tiny_vocabulary_size(), d_model=32, num_layers=2, num_decoder_layers=1, num_heads=2,
+                    d_ff=37, d_kv=16, pad_token_id=0, decoder_start_token_id=0)
 
 
 @pytest.fixture(scope="module")
@@ -60,8 +56,7 @@ def test_a_t5_checkpoint_loads_as_its_encoder_and_encodes_as_the_encoder_alone(t
 def test_an_encoder_decoder_model_without_an_encoder_class_is_refused(tmp_path: Path) -> None:
     from transformers import BartConfig, BartModel
 
-    vocabulary = sum(1 for _ in (ASSETS / "vocab.txt").open())
-    config = BartConfig(vocab_size=vocabulary, d_model=32, encoder_layers=1, decoder_layers=1,
+    config = BartConfig(vocab_size=tiny_vocabulary_size(), d_model=32, encoder_layers=1, decoder_layers=1,
                         encoder_attention_heads=2, decoder_attention_heads=2, encoder_ffn_dim=37, decoder_ffn_dim=37,
                         max_position_embeddings=64, pad_token_id=0)
     folder = _save_with_tiny_tokenizer(BartModel(config), tmp_path / "bart")
@@ -159,13 +154,9 @@ def _family(name: str, vocabulary: int) -> torch.nn.Module:
 def test_every_family_trains_a_consert_step_through_its_embedding_layer(family: str) -> None:
     """One ConSERT step on each encoder family: its views (the paper's pair where the model reads position ids,
     token and feature cutoff on T5) give a finite loss whose gradient reaches the embedding layer they edit."""
-    from transformers import BertTokenizerFast
-
     from sentadapt.model.pooling import Pooling
 
-    vocab = {token: index for index, token in enumerate((ASSETS / "vocab.txt").read_text().split())}
-    encoder = Encoder(_family(family, len(vocab)), BertTokenizerFast(vocab=vocab, do_lower_case=True),
-                      Pooling("mean"))
+    encoder = Encoder(_family(family, tiny_vocabulary_size()), tiny_tokenizer(), Pooling("mean"))
     encoder.train()
     views = ("token-cutoff", "feature-cutoff") if family == "t5" else ("shuffle", "feature-cutoff")
     recipe = ConsertRecipe(ConsertConfig(views=views), encoder)
@@ -190,7 +181,7 @@ def test_a_decoder_embedder_with_last_token_pooling_encodes_as_sentence_transfor
     pads (sentadapt pads right; a causal model's last token does not see the padding after it)."""
     from sentence_transformers import SentenceTransformer, models
 
-    backbone = _qwen3(sum(1 for _ in (ASSETS / "vocab.txt").open()))
+    backbone = _qwen3(tiny_vocabulary_size())
     transformer = models.Transformer(str(_save_with_tiny_tokenizer(backbone, tmp_path / "qwen3")))
     transformer.tokenizer.padding_side = padding_side
     reference = SentenceTransformer(modules=[transformer, models.Pooling(32, "lasttoken"), models.Normalize()],
@@ -215,14 +206,11 @@ def _qwen3(vocabulary: int) -> torch.nn.Module:
 def test_a_tokenizer_without_a_padding_token_pads_with_its_end_of_sequence_token(tmp_path: Path) -> None:
     """Decoder tokenizers often have no padding token: sentadapt pads with the end-of-sequence token (masked out),
     so a padded batch gives each sentence's vector alone; with neither token it says what to set."""
-    from transformers import BertTokenizerFast
-
-    vocab = {token: index for index, token in enumerate((ASSETS / "vocab.txt").read_text().split())}
-    tokenizer = BertTokenizerFast(vocab=vocab, do_lower_case=True)
+    tokenizer = tiny_tokenizer()
     tokenizer.pad_token = None
     tokenizer.eos_token = "[SEP]"
     folder = tmp_path / "decoder"
-    _qwen3(len(vocab)).save_pretrained(folder)
+    _qwen3(tiny_vocabulary_size()).save_pretrained(folder)
     tokenizer.save_pretrained(folder)
     encoder = Encoder.load(folder, pooling="lasttoken", device="cpu")
     assert encoder.tokenizer.pad_token == "[SEP]"
@@ -241,13 +229,10 @@ def test_a_tokenizer_without_a_padding_token_pads_with_its_end_of_sequence_token
 def test_sg_opt_on_a_last_token_decoder_pulls_the_last_token_not_the_first(tmp_path: Path) -> None:
     """A causal model's first token sees nothing after it: SG-OPT's [CLS] there is its last real token (the base
     pools by it), and the loss moves with a change at the end of a sentence."""
-    from transformers import BertTokenizerFast
-
     from sentadapt.model.pooling import Pooling
     from sentadapt.recipes.sgopt import SgOptConfig, SgOptRecipe
 
-    vocab = {token: index for index, token in enumerate((ASSETS / "vocab.txt").read_text().split())}
-    encoder = Encoder(_qwen3(len(vocab)), BertTokenizerFast(vocab=vocab, do_lower_case=True), Pooling("lasttoken"))
+    encoder = Encoder(_qwen3(tiny_vocabulary_size()), tiny_tokenizer(), Pooling("lasttoken"))
     recipe = SgOptRecipe(SgOptConfig(head_hidden=8), encoder)
     assert recipe.sentence_pooling == Pooling("lasttoken")
     batch = encoder.collate(encoder.tokenize_ids(["the server is down", "a man plays the guitar"]))
@@ -264,5 +249,5 @@ def test_sg_opt_on_a_last_token_decoder_pulls_the_last_token_not_the_first(tmp_p
     loss = recipe.compute_loss(encoder, recipe.trainable_heads(),
                                {"input_ids": batch.input_ids, "attention_mask": batch.attention_mask}).total
     assert torch.isfinite(loss)
-    assert SgOptRecipe(SgOptConfig(head_hidden=8), Encoder(_qwen3(len(vocab)), encoder.tokenizer,
+    assert SgOptRecipe(SgOptConfig(head_hidden=8), Encoder(_qwen3(tiny_vocabulary_size()), encoder.tokenizer,
                                                            Pooling("mean"))).sentence_pooling == Pooling("cls")
