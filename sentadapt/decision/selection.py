@@ -206,15 +206,6 @@ def _plain(score: CandidateScore) -> str:
     return f"Δ {score.change:+.2f}{interval}"
 
 
-def choose_unadjusted(scores: Sequence[CandidateScore]) -> str | None:
-    """The reference rule the domain suite reports beside `choose`: the largest dev Δ, used when its plain 95 %
-    interval excludes 0 (or Δ > 0 with the bootstrap off) — the multiple comparison NOT paid for."""
-    best = max(scores, key=lambda score: score.change)
-    if best.change <= 0:
-        return None
-    return best.name if best.interval is None or best.interval[0] > 0 else None
-
-
 def _shown(score: CandidateScore, confidence: float | None) -> str:
     interval = score.adjusted if confidence is not None else None
     return f"Δ {score.change:+.2f}" + (f" [{interval[0]:+.2f}, {interval[1]:+.2f}]" if interval else "")
