@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from sentadapt.config.schema import PATHS, RecipeConfig, check_choice, check_range
 from sentadapt.errors import ConfigError
 from sentadapt.events import Progress, no_progress
-from sentadapt.model.pooling import POOLING_NAMES, Pooling
+from sentadapt.model.pooling import POOLING_NAMES, TOKEN_POOLINGS, Pooling
 from sentadapt.recipes.augment import AUGMENTATIONS, ViewInputs, make_view, stack_views
 from sentadapt.recipes.base import (
     CONTRASTIVE_TEMPERATURE,
@@ -178,9 +178,25 @@ class ConsertRecipe(RecipeBase):
     def load_examples(self, data: TrainingData, encoder: Encoder, note: Callable[[str], None],
                       progress: Progress) -> TokenizedExamples:
         """The corpus (unsupervised stage), or the NLI files of `--set nli=FILE` (supervised stages)."""
+        mismatch = self._pooling_mismatch(encoder)
+        if mismatch is not None:
+            note(mismatch)
         if self.needs == "nli":
             return nli_examples(self.config.nli, data, encoder, note, progress)
         return sentence_examples(data, encoder, note, progress)
+
+    def _pooling_mismatch(self, encoder: Encoder) -> str | None:
+        """A base that declares a token pooling other than the one trained (a [CLS] model: BGE, GTE; a decoder
+        embedder's last token) is exported with its own, so the loss trains a vector the user does not get. The mean
+        stays the default by research/findings.md's rule ("ConSERT's training pooling on a base that declares
+        [CLS]": training [CLS] won 7 of 8 cells, +1.62 on average, but lost 0.63 in one); the user is told."""
+        declared = resolve_export_pooling("auto", encoder, paper="")
+        trained = self.train_pooling.name(encoder.num_layers)
+        exported = resolve_export_pooling(self.config.export_pooling, encoder, paper="last2avg")
+        if declared not in TOKEN_POOLINGS or declared == trained or exported != declared:
+            return None
+        return (f"ConSERT trains {trained} pooling (train_pooling) but the model is used with the {declared} pooling "
+                f"its folder declares; --set train_pooling={declared} trains the vector you get (docs/recipes.md)")
 
     def trainable_heads(self) -> nn.ModuleDict:
         return self._heads

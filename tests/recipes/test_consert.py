@@ -173,6 +173,32 @@ def test_export_pooling_auto_keeps_a_declared_pooling(tiny_model_dir: Path, tmp_
     assert forced.prepare_export(declared, forced.trainable_heads()).pooling_name == "last2avg"
 
 
+def test_a_base_declaring_cls_is_told_that_the_mean_is_trained(tiny_model_dir: Path, tmp_path: Path) -> None:
+    """The vector trained is not the one exported: said once, at the start, with the setting that trains it; not
+    said when they agree, when the base declares nothing (the paper's last2avg export) or when export is forced."""
+    Encoder.load(tiny_model_dir, pooling="cls", device="cpu").save(tmp_path / "cls")
+    Encoder.load(tiny_model_dir, pooling="mean", device="cpu").save(tmp_path / "mean")
+    cls, mean = Encoder.load(tmp_path / "cls", device="cpu"), Encoder.load(tmp_path / "mean", device="cpu")
+    plain = Encoder.load(tiny_model_dir, device="cpu")
+
+    def said(config: ConsertConfig, encoder: Encoder) -> str | None:
+        return ConsertRecipe(config, encoder)._pooling_mismatch(encoder)
+
+    assert said(ConsertConfig(), cls) == ("ConSERT trains mean pooling (train_pooling) but the model is used with "
+                                          "the cls pooling its folder declares; --set train_pooling=cls trains the "
+                                          "vector you get (docs/recipes.md)")
+    assert said(ConsertConfig(train_pooling="cls"), cls) is None
+    assert said(ConsertConfig(export_pooling="mean"), cls) is None
+    assert said(ConsertConfig(), mean) is None and said(ConsertConfig(), plain) is None
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("".join(f"the server {i} is down\n" for i in range(8)))
+    result = CliRunner().invoke(app, ["adapt", str(corpus), "--base", str(tmp_path / "cls"), "--output",
+                                      str(tmp_path / "run"), "--dev", "none", "--batch-size", "4", "--max-steps", "1",
+                                      "--max-length", "16"], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    assert result.stderr.count("ConSERT trains mean pooling (train_pooling)") == 1
+
+
 def test_distilbert_takes_every_view() -> None:
     from transformers import DistilBertConfig, DistilBertModel
 
