@@ -156,3 +156,11 @@ def shorten_name(name: str, limit: int) -> str:
         return last
     keep = limit - 1
     return last[: (keep + 1) // 2] + "…" + last[len(last) - keep // 2:]
+
+
+def some_of(names: list[str], noun: str = "files", shown: int = 3) -> str:
+    """Names joined by commas; of a longer list the first `shown` and how many more (a corpus folder of 481 files is
+    one line of a summary or a message, not 160)."""
+    if len(names) <= shown + 1:
+        return ", ".join(names)
+    return f"{', '.join(names[:shown])} and {len(names) - shown} more {noun}"

@@ -23,7 +23,7 @@ def diagnose_command(
                                 help="Model folder, `sentadapt adapt` run directory or Hub id (default: "
                                      "named above)."),
     compare: str | None = typer.Option(None, "--compare", help="A second model: every figure side by side, with Δ."),
-    corpus: Path | None = typer.Option(None, "--corpus", help="Your text, one sentence per line (the sample)."),
+    corpus: Path | None = typer.Option(None, "--corpus", help="Your text, one sentence per line: a file or a folder."),
     pairs: Path | None = typer.Option(
         None, "--pairs", help="Labelled pairs (.tsv .csv .jsonl .parquet: sentence1, sentence2, score); instead of STS."
     ),

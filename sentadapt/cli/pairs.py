@@ -17,7 +17,8 @@ from sentadapt.pairs import DEFAULT_SAMPLE, PAIRS_SEED
 def pairs_command(
     corpus: list[str] = typer.Argument(None, show_default=False,
                                        help="Text files (one sentence per line; .gz, .jsonl .csv .tsv .parquet "
-                                            "with --text-column) or a Hub dataset id: what `adapt` reads."),
+                                            "with --text-column), folders of them or a Hub dataset id: what `adapt` "
+                                            "reads."),
     candidates: Path | None = typer.Option(None, "--candidates", help="Choose among these pairs instead of a corpus "
                                            "(.tsv .csv .jsonl .parquet: sentence1, sentence2; others are kept)."),
     teacher: str | None = typer.Option(None, "--teacher", help="Before training: choose the pairs where this "

@@ -31,7 +31,9 @@ from sentadapt.data.textfile import (
     TEXT,
     Utf8Lines,
     check_row_width,
+    content_suffix,
     format_of,
+    is_gzip_name,
     json_error,
     open_binary,
     parquet_file,
@@ -44,6 +46,7 @@ from sentadapt.events import Progress, no_progress
 from sentadapt.options import DEFAULT_ENCODING_ERRORS
 from sentadapt.storage.hub import hub_is_reachable
 from sentadapt.storage.memory import once_while_unchanged
+from sentadapt.text_tables import some_of
 
 TEXT_COLUMNS = ("text", "sentence")  # picked automatically, in this order, when a file has several columns
 
@@ -249,7 +252,7 @@ def check_not_empty(report: CorpusReport) -> None:
     else:
         why = "the file is empty" if len(report.files) == 1 else "all files are empty"
     raise DataError(
-        f"{', '.join(report.files)}: no sentences ({read} read: {why}); pass text with one sentence per line"
+        f"{some_of(report.files)}: no sentences ({read} read: {why}); pass text with one sentence per line"
     )
 
 
@@ -480,6 +483,54 @@ def _json_type(value: object) -> str:
 
 
 # ------------------------------------------------------------------------------------------ Hub datasets
+
+
+# What a folder given as the corpus contributes (each also gzipped, but Parquet): the formats the readers take by
+# their suffix. Other files (.md, .log, .json, images, a README) are left out: pass them by name to read them.
+FOLDER_SUFFIXES = (".txt", ".text", ".jsonl", ".csv", ".tsv", ".parquet")
+_GLOB_CHARACTERS = frozenset("*?[")
+
+
+def corpus_files(sources: Sequence[str | Path]) -> list[str]:
+    """The corpus as files: a folder → its corpus files (FOLDER_SUFFIXES, in subfolders too, hidden ones left out,
+    sorted by path), a wildcard pattern that names no file → the files it matches (sorted; `**` for subfolders: a
+    quoted pattern, or one from the API or a config file, which no shell expanded); files and Hub ids as given. The
+    run records the files, so a resumed run reads the same ones."""
+    files: list[str] = []
+    for source in sources:
+        path = Path(source)
+        if path.is_dir():
+            files += _folder_files(path)
+        elif not path.exists() and _GLOB_CHARACTERS & set(str(source)):
+            files += _matching_files(str(source))
+        else:
+            files.append(str(source))
+    return files
+
+
+def _folder_files(folder: Path) -> list[str]:
+    found = sorted(str(path) for path in folder.rglob("*")
+                   if path.is_file() and _is_corpus_file(path.relative_to(folder)))
+    if not found:
+        listed = ", ".join(FOLDER_SUFFIXES)
+        raise DataError(f"{folder}: a folder with no corpus files ({listed}, or .gz of them); pass files by name")
+    return found
+
+
+def _is_corpus_file(relative: Path) -> bool:
+    if any(part.startswith(".") for part in relative.parts):
+        return False
+    suffix = content_suffix(relative)
+    return suffix in FOLDER_SUFFIXES and not (suffix == ".parquet" and is_gzip_name(relative))
+
+
+def _matching_files(pattern: str) -> list[str]:
+    import glob
+
+    found = sorted(match for match in glob.glob(pattern, recursive=True) if Path(match).is_file())
+    if not found:
+        raise DataError(f"{pattern}: matches no file")
+    return found
 
 
 def check_sources(sources: Sequence[str | Path]) -> None:

@@ -39,7 +39,7 @@ _UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
 def format_of(path: Path) -> str:
     """What a file holds, by its name (case-insensitive, through a trailing .gz): jsonl (.jsonl, .json), tsv, csv,
     else text (one record per line)."""
-    return _FORMAT_OF_SUFFIX.get(_content_suffix(path), TEXT)
+    return _FORMAT_OF_SUFFIX.get(content_suffix(path), TEXT)
 
 
 def require_format(path: Path, what: str, accepted: Sequence[str]) -> str:
@@ -50,7 +50,7 @@ def require_format(path: Path, what: str, accepted: Sequence[str]) -> str:
     names = [f".{name}" for name in accepted]
     listed = f"{', '.join(names[:-1])} or {names[-1]}" if len(names) > 1 else names[0]
     raise DataError(
-        f"{path}: unknown {what} format '{_content_suffix(path) or 'no suffix'}'; use {listed} (optionally .gz)"
+        f"{path}: unknown {what} format '{content_suffix(path) or 'no suffix'}'; use {listed} (optionally .gz)"
     )
 
 
@@ -58,7 +58,7 @@ def is_gzip_name(path: Path) -> bool:
     return path.suffix.lower() == ".gz"
 
 
-def _content_suffix(path: Path) -> str:
+def content_suffix(path: Path) -> str:
     """The suffix naming the content, lower-cased: the last one once a trailing .gz is taken off ('' if none)."""
     return (path.with_suffix("") if is_gzip_name(path) else path).suffix.lower()
 

@@ -104,8 +104,8 @@ def diagnose(
 
         require_matplotlib()
     corpus = Path(corpus) if corpus is not None else None
-    if corpus is not None and not corpus.is_file():
-        raise DataError(f"--corpus {corpus}: no such file; pass a text file with one sentence per line")
+    if corpus is not None and not corpus.exists():
+        raise DataError(f"--corpus {corpus}: no such file or folder; pass text with one sentence per line")
     resolved = [resolve_model(str(name)) for name in (model, compare) if name is not None]
     inputs = gather_inputs(requested, corpus, Path(pairs) if pairs is not None else None, resolve_data_dir(data_dir),
                            sample, seed, sts, bundled_sample=True)

@@ -108,9 +108,9 @@ def has_sts_files(data_dir: Path | None) -> bool:
 
 
 def _read_corpus(path: Path) -> list[str]:
-    from sentadapt.data.corpus import read_corpus
+    from sentadapt.data.corpus import corpus_files, read_corpus
 
-    return read_corpus([path]).sentences
+    return read_corpus(corpus_files([path])).sentences
 
 
 def _sample(sentences: list[str], size: int, seed: int) -> list[str]:

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from sentadapt.decision.rule import decision_of
 from sentadapt.errors import SentadaptError
+from sentadapt.text_tables import some_of
 
 if TYPE_CHECKING:
     from sentadapt.exporting.origin import LoadedSource
@@ -138,7 +139,7 @@ def _training_section(source: LoadedSource) -> str:
         return "## Training\n\nNot trained by sentadapt: this is an export of an existing model."
     config = source.run.config
     train = config.get("train") or {}
-    data = [f"- Training data: {', '.join(f'`{c}`' for c in config.get('corpus') or []) or 'unknown'}"]
+    data = [f"- Training data: {some_of([f'`{c}`' for c in config.get('corpus') or []]) or 'unknown'}"]
     data.append(f"- Dev set (model selection): `{config.get('dev') or 'none (the last step is kept)'}`")
     if source.run.metrics:
         metrics = source.run.metrics

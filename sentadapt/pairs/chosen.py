@@ -39,6 +39,7 @@ from sentadapt.pairs.devset import (
     write_pairs_file,
 )
 from sentadapt.storage.run_folder import RunDir
+from sentadapt.text_tables import some_of
 
 CANDIDATES_PER_PAIR = 5  # from a corpus: the spread proposal at 5·n pairs is the population the n stand for
 RESERVED_COLUMNS = ("label", "score", WEIGHT)  # what the written file's own columns are
@@ -196,7 +197,7 @@ def choose_pairs(
         spread = spread_pairs(corpus, lambda: load(resolved), n, output, seed, sample, batch_size, text_column,
                               progress, wanted)
         pool = Candidates(spread.sentence1, spread.sentence2, [], [[] for _ in spread.sentence1],
-                          ", ".join(spread.corpus.files))
+                          some_of(spread.corpus.files))
         base_cosines = spread.cosines  # the base's cosines of these very pairs: not encoded twice
     rng = np.random.default_rng(seed)
     weights = None

@@ -33,6 +33,7 @@ from sentadapt.data.corpus import (
     CorpusReport,
     check_sources,
     classify,
+    corpus_files,
     scan_corpus,
     settle_statuses,
     text_hashes,
@@ -42,6 +43,7 @@ from sentadapt.errors import ConfigError, DataError, StorageError
 from sentadapt.events import Progress
 from sentadapt.options import check_writable_place
 from sentadapt.storage.durable import write_text_atomically
+from sentadapt.text_tables import some_of
 
 if TYPE_CHECKING:
     import torch
@@ -113,7 +115,7 @@ def propose_spread_pairs(corpus: Sequence[str | Path], model: str, n: int, outpu
         raise ConfigError("CORPUS: pass the text files to propose pairs from, or --candidates FILE")
     check_pairs_request(n, output, overwrite)
     resolved = resolve_model(model)
-    check_sources(corpus)
+    check_sources(corpus_files(corpus))  # a folder or a pattern: its files (the next command keeps the words)
     result = spread_pairs(corpus, lambda: load(resolved), n, output, seed, sample, batch_size, text_column, progress)
     result.next_command = next_step(corpus, model, output)
     write_label_file(result)
@@ -127,7 +129,7 @@ def spread_pairs(corpus: Sequence[str | Path], load: Callable[[], Any], n: int, 
     `wanted`, up to that many (as many as the sentences allow, at least n: the candidates of a chosen dev set)."""
     sentences, report = sample_sentences(corpus, max(sample, 3 * (wanted or n)), seed, text_column)
     if report.sentences < 2 * n:
-        raise DataError(f"{', '.join(report.files)}: {report.sentences} distinct sentences; -n {n} needs at least "
+        raise DataError(f"{some_of(report.files)}: {report.sentences} distinct sentences; -n {n} needs at least "
                         f"{2 * n} (each sentence is used in one pair only); pass more text or a smaller -n")
     n = min(wanted, len(sentences) // 2) if wanted else n
     encoder = load()
@@ -201,7 +203,7 @@ def sample_sentences(sources: Sequence[str | Path], size: int, seed: int,
         kept = np.flatnonzero(status == KEEP)
         sampler.offer([batch[i] for i in kept], hashed[kept])  # type: ignore[misc]
 
-    report = scan_corpus(sources, consume, text_column)
+    report = scan_corpus(corpus_files(sources), consume, text_column)
     status = np.concatenate(statuses) if statuses else np.empty(0, dtype=np.uint8)
     settle_statuses(report, status, np.concatenate(hashes) if hashes else np.empty(0, dtype=np.uint64), 1)
     return sampler.texts, report

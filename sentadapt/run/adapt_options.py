@@ -116,9 +116,9 @@ def _run(name: str, flag: str, help: str, **settings: Any) -> AdaptOption:
 
 
 ADAPT_OPTIONS: tuple[AdaptOption, ...] = (
-    _option("corpus", "", "Text files (one sentence per line; .gz, .jsonl .csv .tsv .parquet with --text-column) "
-            "or a Hub dataset id. Not needed with --resume.", annotation=str | Path | Sequence[str | Path],
-            cli_type=list[str], default=()),
+    _option("corpus", "", "Text files (one sentence per line; .gz, .jsonl .csv .tsv .parquet with --text-column), "
+            "folders of them or a Hub dataset id. Not needed with --resume.",
+            annotation=str | Path | Sequence[str | Path], cli_type=list[str], default=()),
     _option("recipe", "--recipe", "consert (default, or the --config file's recipe) | sg-opt | clsr | auto (train "
             "every recipe the inputs allow, keep one only if the dev set proves it; needs --dev and --max-steps).",
             annotation=str | None),

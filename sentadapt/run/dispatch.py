@@ -99,6 +99,11 @@ def run(request: AdaptRequest, events: Events | None = None) -> AdaptOutcome:
     if resume and RunDir(output).is_finished():
         raise ConfigError(f"--resume: {output} is a finished run (its metrics.json is written); nothing to resume: "
                           "evaluate or export it, or pass --overwrite instead of --resume to train a new run there")
+    if not resume and settings.corpus:  # a folder or a pattern → its files, recorded in config.yaml as such
+        from sentadapt.data.corpus import corpus_files
+
+        settings = dataclasses.replace(settings, corpus=tuple(corpus_files(settings.corpus)))
+        request = dataclasses.replace(request, settings=settings)
     if request.candidates and (settings.recipe or recipe_of(settings.config_file)) != AUTO:
         raise ConfigError("--candidates: only with --recipe auto (or a --config file with recipe: auto)")
     if _is_auto(output, resume, settings):

@@ -10,7 +10,7 @@ from typing import Any
 
 from sentadapt.config.schema import DEFAULT_RISK, flat_values
 from sentadapt.decision.sizes import walk_order
-from sentadapt.text_tables import BAD, GOOD, WARN, Cell, TextTable
+from sentadapt.text_tables import BAD, GOOD, WARN, Cell, TextTable, some_of
 from sentadapt.train.steps import StepPlan
 
 
@@ -234,7 +234,7 @@ def run_rows(config: Any, base_model: str | None = None) -> list[tuple[str, str]
     rows = [("base model", shown_path(base_model or config.base))]
     if base_model is not None and base_model != config.base:
         rows.append(("trained from", shown_path(config.base)))
-    rows += [("corpus", ", ".join(map(shown_path, config.corpus))), ("recipe", str(config.recipe))]
+    rows += [("corpus", some_of([shown_path(c) for c in config.corpus])), ("recipe", str(config.recipe))]
     preset = config.preset
     if preset:  # None for runs saved before presets existed
         rows.append(("defaults", f"{preset['name']} ({preset['reason']})"))

@@ -57,6 +57,19 @@ def test_diagnose_prints_every_report_and_writes_the_json_schema(
     assert f"{model['headline']['sentence_cosine']:.3f}" in result.stdout
 
 
+def test_a_corpus_folder_is_read_whole(tiny_model_dir: Path, tmp_path: Path) -> None:
+    folder = tmp_path / "texts"
+    folder.mkdir()
+    half = len(TINY_SENTENCES) // 2
+    (folder / "a.txt").write_text("\n".join(TINY_SENTENCES[:half]) + "\n")
+    (folder / "b.txt").write_text("\n".join(TINY_SENTENCES[half:]) + "\n")
+    result = _run(str(tiny_model_dir), "--corpus", str(folder), "--report", "anisotropy", "--json",
+                  str(tmp_path / "d.json"))
+    assert result.exit_code == 0, result.output
+    sources = json.loads((tmp_path / "d.json").read_text())["sources"]
+    assert f"{len(TINY_SENTENCES)} of {len(TINY_SENTENCES)} sentences" in json.dumps(sources)
+
+
 def test_compare_shows_deltas_and_json_delta(
     tiny_model_dir: Path, tiny_model_dir_3layers: Path, tiny_corpus: Path, pairs_tsv: Path, tmp_path: Path
 ) -> None:
@@ -105,7 +118,7 @@ def test_missing_matplotlib_is_one_line_before_any_model_loads(
     [
         (["--report", "topkk"], 2, "Error: --report: Unknown report 'topkk'. Did you mean: topk? "
          "Available: alignment, all, anisotropy, frequency, layers, spectrum, topk"),
-        (["--corpus", "missing.txt"], 1, "Error: --corpus missing.txt: no such file; pass a text file with one "
+        (["--corpus", "missing.txt"], 1, "Error: --corpus missing.txt: no such file or folder; pass text with one "
          "sentence per line"),
         (["--report", "layers", "--corpus", "CORPUS"], 1, "Error: --report layers: needs labelled pairs; pass "
          "--pairs FILE (sentence1, sentence2, score) or --data-dir DIR with stsb.dev.jsonl"),

@@ -74,6 +74,40 @@ def test_several_files_concatenate_in_order_and_dedup_across_them(tmp_path: Path
     assert report.summary() == "read 7 lines from 3 files → 4 sentences (skipped: 1 blank, 2 duplicate)"
 
 
+def test_a_folder_or_a_pattern_is_its_corpus_files_sorted(tmp_path: Path) -> None:
+    from sentadapt.data.corpus import corpus_files
+
+    folder = tmp_path / "docs"
+    for name in ("b.txt", "a.jsonl", "sub/c.txt.gz", "README.md", "notes.json", ".cache/x.txt", "sub/.hidden.txt",
+                 "t.parquet.gz", "d.csv"):
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_text("x\n")
+    inside = [str(folder / name) for name in ("a.jsonl", "b.txt", "d.csv", "sub/c.txt.gz")]
+    assert corpus_files([folder]) == inside
+    assert corpus_files([str(folder / "*.txt"), "owner/dataset"]) == [str(folder / "b.txt"), "owner/dataset"]
+    assert corpus_files([str(folder / "**" / "*.txt*")]) == [str(folder / "b.txt"), str(folder / "sub/c.txt.gz")]
+    assert corpus_files([folder / "b.txt"]) == [str(folder / "b.txt")]
+    with pytest.raises(DataError) as caught:
+        corpus_files([str(folder / "*.tsv")])
+    assert str(caught.value) == f"{folder}/*.tsv: matches no file"
+    (tmp_path / "empty" / "sub").mkdir(parents=True)
+    (tmp_path / "empty" / "README.md").write_text("x\n")
+    with pytest.raises(DataError) as caught:
+        corpus_files([tmp_path / "empty"])
+    assert str(caught.value) == (f"{tmp_path / 'empty'}: a folder with no corpus files (.txt, .text, .jsonl, .csv, "
+                                 ".tsv, .parquet, or .gz of them); pass files by name")
+
+
+def test_an_empty_corpus_of_many_files_is_one_short_line(tmp_path: Path) -> None:
+    files = [tmp_path / f"part-{i}.txt" for i in range(6)]
+    for path in files:
+        path.write_text("")
+    with pytest.raises(DataError) as caught:
+        read_corpus(files)
+    assert str(caught.value) == (f"{files[0]}, {files[1]}, {files[2]} and 3 more files: no sentences (0 lines read: "
+                                 "all files are empty); pass text with one sentence per line")
+
+
 def test_gzipped_plain_text(tmp_path: Path) -> None:
     path = write(tmp_path / "c.txt.gz", "\ufeffalpha\r\nbeta\n")
     assert read_corpus([path]).sentences == ["alpha", "beta"]

@@ -72,6 +72,25 @@ def test_pairs_writes_a_file_to_label_with_each_sentence_once(tiny_model_dir: Pa
     assert "corpus: read 48 lines from 1 file → 48 sentences" in result.stderr
 
 
+def test_a_corpus_folder_gives_the_pairs_its_files_give_and_the_next_command_names_the_folder(
+        tiny_model_dir: Path, tmp_path: Path) -> None:
+    lines = [f"{s} {v}" for s in SUBJECTS for v in STATES]
+    folder = tmp_path / "texts"
+    folder.mkdir()
+    _corpus(folder / "a.txt", lines[:20])
+    _corpus(folder / "b.txt", lines[20:])
+    by_folder, by_files = tmp_path / "folder.tsv", tmp_path / "files.tsv"
+    result = _pairs(str(folder), "--base", str(tiny_model_dir), "-n", "8", "-o", str(by_folder), "--device", "cpu")
+    assert result.exit_code == 0, result.output
+    assert f"corpus: read {len(lines)} lines from 2 files" in result.stderr
+    assert by_folder.read_text().splitlines()[0].endswith(f"sentadapt adapt {folder} --base {tiny_model_dir} --dev "
+                                                          f"{by_folder} --output runs/folder")
+    files = [str(folder / "a.txt"), str(folder / "b.txt")]
+    again = _pairs(*files, "--base", str(tiny_model_dir), "-n", "8", "-o", str(by_files), "--device", "cpu")
+    assert again.exit_code == 0, again.output
+    assert _rows(by_folder) == _rows(by_files)
+
+
 def test_same_seed_same_file_other_seed_other_file(tiny_model_dir: Path, tmp_path: Path) -> None:
     corpus = _corpus(tmp_path / "corpus.txt")
     outputs = {}

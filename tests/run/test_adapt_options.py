@@ -88,6 +88,24 @@ def test_a_field_is_a_set_key_and_a_config_yaml_entry(corpus: Path, tiny_model_d
         "cosine", False, True)
 
 
+def test_a_corpus_folder_is_recorded_as_its_files(tiny_model_dir: Path, tmp_path: Path) -> None:
+    """config.yaml lists the files the folder held (what a resumed run reads: not a file added since); the summary
+    names the first three of a longer list."""
+    from sentadapt.text_tables import some_of
+
+    folder = tmp_path / "texts"
+    folder.mkdir()
+    for name in ("b.txt", "a.txt"):
+        (folder / name).write_text("".join(f"{name} sentence {i}\n" for i in range(12)))
+    done = run_adapt(str(folder), "--base", str(tiny_model_dir), "--output", str(tmp_path / "run"), "--dev", "none",
+                     "--max-steps", "2", "--batch-size", "4")
+    assert done.exit_code == 0, done.output
+    assert "read 24 lines from 2 files" in done.stderr
+    saved = yaml.safe_load((tmp_path / "run" / "config.yaml").read_text())
+    assert saved["corpus"] == [str(folder / "a.txt"), str(folder / "b.txt")]
+    assert some_of(["a", "b", "c", "d"]) == "a, b, c, d" and some_of(list("abcdefg")) == "a, b, c and 4 more files"
+
+
 def test_config_yaml_reads_back_every_field_it_wrote(corpus: Path, tiny_model_dir: Path, tmp_path: Path) -> None:
     (config,) = adapt(corpus, output=tmp_path / "run", base=str(tiny_model_dir), dry_run=True, dev="none",
                       decision="strict", risk=0.1, streaming=True, num_proc=2, distill_kind="mse").configs
