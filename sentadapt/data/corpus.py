@@ -482,9 +482,6 @@ def _json_type(value: object) -> str:
     return "null" if value is None else names.get(type(value), type(value).__name__)
 
 
-# ------------------------------------------------------------------------------------------ Hub datasets
-
-
 # What a folder given as the corpus contributes (each also gzipped, but Parquet): the formats the readers take by
 # their suffix. Other files (.md, .log, .json, images, a README) are left out: pass them by name to read them.
 FOLDER_SUFFIXES = (".txt", ".text", ".jsonl", ".csv", ".tsv", ".parquet")
@@ -531,6 +528,9 @@ def _matching_files(pattern: str) -> list[str]:
     if not found:
         raise DataError(f"{pattern}: matches no file")
     return found
+
+
+# ------------------------------------------------------------------------------------------ Hub datasets
 
 
 def check_sources(sources: Sequence[str | Path]) -> None:
