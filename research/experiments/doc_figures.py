@@ -788,6 +788,7 @@ def _source(path: str) -> str:
     return (REPO / path).read_text(encoding="utf-8")
 
 
+@cache  # the sources do not change while a page is checked (test_doc_figures checks each mutation of it)
 def _test_source(path: str, name: str | None) -> str:
     """A test function's source (up to the next top-level statement), or the whole file without a name; "" when
     the page names a test that is not there."""
@@ -806,6 +807,7 @@ def _test_source(path: str, name: str | None) -> str:
     return "\n".join([found.group(), *helpers])
 
 
+@cache
 def _module_constants(path: str) -> str:
     """A test file's module-level constants (the cases its parametrized tests read) and signal names."""
     text = _source(path)
