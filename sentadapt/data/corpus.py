@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import csv
 import json
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -506,28 +506,54 @@ def corpus_files(sources: Sequence[str | Path]) -> list[str]:
 
 
 def _folder_files(folder: Path) -> list[str]:
-    found = sorted(str(path) for path in folder.rglob("*")
-                   if path.is_file() and _is_corpus_file(path.relative_to(folder)))
+    found = sorted(str(path) for path in _corpus_files_under(folder))
     if not found:
         listed = ", ".join(FOLDER_SUFFIXES)
         raise DataError(f"{folder}: a folder with no corpus files ({listed}, or .gz of them); pass files by name")
     return found
 
 
-def _is_corpus_file(relative: Path) -> bool:
-    if any(part.startswith(".") for part in relative.parts):
-        return False
-    suffix = content_suffix(relative)
-    return suffix in FOLDER_SUFFIXES and not (suffix == ".parquet" and is_gzip_name(relative))
+# A folder holding one of these is a model (a run's output, an export, a downloaded checkpoint): its vocab.txt and
+# merges.txt are a tokenizer's, never corpus text, whether or not the run writes inside the corpus folder.
+MODEL_FILES = ("config.json", "modules.json")
+
+
+def _corpus_files_under(folder: Path) -> Iterator[Path]:
+    """The corpus files below `folder`: hidden files and folders, and model folders, left out."""
+    import os
+
+    for directory, subfolders, names in os.walk(folder):
+        if any(name in MODEL_FILES for name in names):
+            subfolders.clear()
+            continue
+        subfolders[:] = [name for name in subfolders if not name.startswith(".")]
+        yield from (Path(directory) / name for name in names if _is_corpus_file(Path(name)))
+
+
+def _is_corpus_file(name: Path) -> bool:
+    suffix = content_suffix(name)
+    return not name.name.startswith(".") and suffix in FOLDER_SUFFIXES and not (
+        suffix == ".parquet" and is_gzip_name(name))
 
 
 def _matching_files(pattern: str) -> list[str]:
+    """The files a pattern matches (hidden ones left out, as glob does), but none inside a model folder."""
     import glob
+    import itertools
 
-    found = sorted(match for match in glob.glob(pattern, recursive=True) if Path(match).is_file())
+    root = Path(*itertools.takewhile(lambda part: not _GLOB_CHARACTERS & set(part), Path(pattern).parts))
+    found = sorted(match for match in glob.glob(pattern, recursive=True)
+                   if Path(match).is_file() and not _in_model_folder(Path(match), root))
     if not found:
         raise DataError(f"{pattern}: matches no file")
     return found
+
+
+def _in_model_folder(file: Path, root: Path) -> bool:
+    """Whether a folder from `root` down to the file's holds a model (MODEL_FILES)."""
+    parts = file.relative_to(root).parts[:-1]
+    folders = [root.joinpath(*parts[:depth]) for depth in range(len(parts) + 1)]
+    return any((folder / name).is_file() for folder in folders for name in MODEL_FILES)
 
 
 # ------------------------------------------------------------------------------------------ Hub datasets

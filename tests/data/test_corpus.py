@@ -75,11 +75,14 @@ def test_several_files_concatenate_in_order_and_dedup_across_them(tmp_path: Path
 
 
 def test_a_folder_or_a_pattern_is_its_corpus_files_sorted(tmp_path: Path) -> None:
+    """Hidden files and folders, other formats and model folders (a run written inside the corpus folder, its
+    vocab.txt) are left out."""
     from sentadapt.data.corpus import corpus_files
 
     folder = tmp_path / "docs"
     for name in ("b.txt", "a.jsonl", "sub/c.txt.gz", "README.md", "notes.json", ".cache/x.txt", "sub/.hidden.txt",
-                 "t.parquet.gz", "d.csv"):
+                 "t.parquet.gz", "d.csv", "runs/x/config.json", "runs/x/vocab.txt", "runs/x/stage/notes.txt",
+                 "model/modules.json", "model/merges.txt"):
         (folder / name).parent.mkdir(parents=True, exist_ok=True)
         (folder / name).write_text("x\n")
     inside = [str(folder / name) for name in ("a.jsonl", "b.txt", "d.csv", "sub/c.txt.gz")]
