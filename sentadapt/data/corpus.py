@@ -523,7 +523,7 @@ def _corpus_files_under(folder: Path) -> Iterator[Path]:
     import os
 
     for directory, subfolders, names in os.walk(folder):
-        if any(name in MODEL_FILES for name in names):
+        if _holds_model(Path(directory)):
             subfolders.clear()
             continue
         subfolders[:] = [name for name in subfolders if not name.startswith(".")]
@@ -550,10 +550,13 @@ def _matching_files(pattern: str) -> list[str]:
 
 
 def _in_model_folder(file: Path, root: Path) -> bool:
-    """Whether a folder from `root` down to the file's holds a model (MODEL_FILES)."""
+    """Whether a folder from `root` down to the file's holds a model."""
     parts = file.relative_to(root).parts[:-1]
-    folders = [root.joinpath(*parts[:depth]) for depth in range(len(parts) + 1)]
-    return any((folder / name).is_file() for folder in folders for name in MODEL_FILES)
+    return any(_holds_model(root.joinpath(*parts[:depth])) for depth in range(len(parts) + 1))
+
+
+def _holds_model(folder: Path) -> bool:
+    return any((folder / name).is_file() for name in MODEL_FILES)
 
 
 # ------------------------------------------------------------------------------------------ Hub datasets
