@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from sentadapt.data.corpus import corpus_files
 from sentadapt.data.pair_files import WEIGHT, pair_records
 from sentadapt.errors import ConfigError, DataError
 from sentadapt.events import Progress
@@ -194,8 +195,8 @@ def choose_pairs(
     base_cosines = None
     if pool is None:
         wanted = CANDIDATES_PER_PAIR * n if guide_model is not None else n
-        spread = spread_pairs(corpus, lambda: load(resolved), n, output, seed, sample, batch_size, text_column,
-                              progress, wanted)
+        spread = spread_pairs(corpus_files(corpus), lambda: load(resolved), n, output, seed, sample, batch_size,
+                              text_column, progress, wanted)
         pool = Candidates(spread.sentence1, spread.sentence2, [], [[] for _ in spread.sentence1],
                           some_of(spread.corpus.files))
         base_cosines = spread.cosines  # the base's cosines of these very pairs: not encoded twice

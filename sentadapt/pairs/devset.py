@@ -115,8 +115,9 @@ def propose_spread_pairs(corpus: Sequence[str | Path], model: str, n: int, outpu
         raise ConfigError("CORPUS: pass the text files to propose pairs from, or --candidates FILE")
     check_pairs_request(n, output, overwrite)
     resolved = resolve_model(model)
-    check_sources(corpus_files(corpus))  # a folder or a pattern: its files (the next command keeps the words)
-    result = spread_pairs(corpus, lambda: load(resolved), n, output, seed, sample, batch_size, text_column, progress)
+    files = corpus_files(corpus)  # a folder or a pattern: its files (the next command keeps the user's words)
+    check_sources(files)
+    result = spread_pairs(files, lambda: load(resolved), n, output, seed, sample, batch_size, text_column, progress)
     result.next_command = next_step(corpus, model, output)
     write_label_file(result)
     return result
@@ -203,7 +204,7 @@ def sample_sentences(sources: Sequence[str | Path], size: int, seed: int,
         kept = np.flatnonzero(status == KEEP)
         sampler.offer([batch[i] for i in kept], hashed[kept])  # type: ignore[misc]
 
-    report = scan_corpus(corpus_files(sources), consume, text_column)
+    report = scan_corpus(sources, consume, text_column)
     status = np.concatenate(statuses) if statuses else np.empty(0, dtype=np.uint8)
     settle_statuses(report, status, np.concatenate(hashes) if hashes else np.empty(0, dtype=np.uint64), 1)
     return sampler.texts, report

@@ -365,6 +365,21 @@ def test_pairs_for_a_teacher_names_the_teacher_and_a_free_folder_in_the_next_com
     assert (tmp_path / "t.tsv").read_text().splitlines()[0].endswith(f"Then: {command}")
 
 
+def test_pairs_for_a_teacher_read_a_corpus_folder_and_name_it_in_the_next_command(
+        tiny_model_dir: Path, tiny_model_dir_3layers: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "texts").mkdir()
+    for part in range(2):
+        (tmp_path / "texts" / f"{part}.txt").write_text(
+            "".join(f"ticket {i} says the printer {i % 5} is down\n" for i in range(30 * part, 30 * part + 30)))
+    result = invoke("pairs", "texts", "--base", str(tiny_model_dir), "--teacher", str(tiny_model_dir_3layers),
+                    "-n", "5", "-o", "t.tsv")
+    assert result.exit_code == 0, result.output
+    said = " ".join(result.output.split())
+    assert "chosen among 25 candidates (texts/0.txt, texts/1.txt)" in said
+    assert f"sentadapt adapt texts --base {tiny_model_dir} --teacher {tiny_model_dir_3layers} --dev t.tsv" in said
+
+
 def test_from_a_small_corpus_fewer_candidates_than_five_times_n_are_said(tiny_model_dir: Path,
                                                                          tiny_model_dir_3layers: Path,
                                                                          tmp_path: Path) -> None:
