@@ -69,11 +69,6 @@ def train(work: Path, data: Path) -> None:
                 subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
 
 
-def test_pairs(data: Path, domain: str) -> tuple[list[str], list[str], list[float]]:
-    rows = [json.loads(line) for line in (data / domain / "test.jsonl").read_text().splitlines() if line.strip()]
-    return [r["sentence1"] for r in rows], [r["sentence2"] for r in rows], [float(r["score"]) for r in rows]
-
-
 def cosines(folder: Path, first: list[str], second: list[str]) -> list[float]:
     """The cosine of each pair as the library encodes it (the folder's own pooling: [CLS] for every model here)."""
     import torch
@@ -88,10 +83,12 @@ def cosines(folder: Path, first: list[str], second: list[str]) -> list[float]:
 
 
 def score(work: Path, data: Path, results: Path) -> None:
+    from research.experiments.distill_probe import read_pairs  # loads torch: the study needs none
+
     for base in BASES:
         for domain in FOUR:
-            first, second, gold = test_pairs(data, domain)
-            cell: dict[str, Any] = {"base": base, "domain": domain, "gold": gold,
+            first, second, gold = read_pairs(data / domain / "test.jsonl")
+            cell: dict[str, Any] = {"base": base, "domain": domain, "gold": gold.tolist(),
                                     "cosines": {"base": cosines(work / "bases" / base, first, second)}, "runs": {}}
             for arm in ARMS:
                 folder = run_folder(work, base, domain, arm)
