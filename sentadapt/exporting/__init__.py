@@ -39,7 +39,8 @@ from sentadapt.exporting.request import (
 )
 from sentadapt.options import VECTOR_DTYPE, check_writable_place, checked
 from sentadapt.registry import unknown_name_message
-from sentadapt.storage.run_folder import check_replaceable, foreign_in_export, is_export_folder
+from sentadapt.storage.ownership import check_replaceable, foreign_in_export
+from sentadapt.storage.run_folder import is_export_folder
 
 __all__ = ["FORMATS", "Check", "ExportRequest", "ExportResult", "check_request", "export", "export_model",
            "read_sentences", "require_packages"]

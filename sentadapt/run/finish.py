@@ -46,7 +46,7 @@ def finish(training: Training, inputs: TrainingInputs, is_main: bool,
                        len(inputs.examples), sizes, inputs.base_model)
 
 
-def publish(run_dir: RunDir, state: TrainState, blind: bool) -> tuple[int, list[str]]:
+def publish(run_dir: RunDir, state: TrainState, blind: bool) -> tuple[int, dict[str, str]]:
     """Move the chosen model from best/ to the top of the run directory; returns the step it is from and the files
     it wrote (relative paths)."""
     best = run_dir.best
@@ -80,7 +80,7 @@ def dev_labels(dev: str | None, evaluator: Any) -> dict[str, Any] | None:
     return labels_record(dev, evaluator.units(), weighted)
 
 
-def decide_and_record(training: Training, inputs: TrainingInputs, published_step: int, model_files: list[str],
+def decide_and_record(training: Training, inputs: TrainingInputs, published_step: int, model_files: dict[str, str],
                       ) -> tuple[dict[str, Any], Decision, str | None]:
     """The decision on the dev evidence, and metrics.json (with dev_outputs.json, what it weighed)."""
     state, config, run_dir = training.state, inputs.config, RunDir(training.output)
@@ -119,7 +119,7 @@ def decide_and_record(training: Training, inputs: TrainingInputs, published_step
         "distill_loss": None if state.distill_first is None else {
             "first": state.distill_first, "last": state.distill_last},
         "sizes": None if sizes is None else sizes[0].to_dict(),
-        "model_files": model_files,  # what --overwrite may replace besides the run's records (run_folder.py)
+        "model_files": model_files,  # what --overwrite may replace besides the run's records (storage/ownership.py)
     }
     if inputs.evaluator is not None and "base" in state.dev_outputs:
         # the per-unit dev outputs of the base and of every evaluated step: what the decision weighed, so it

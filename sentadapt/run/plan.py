@@ -25,7 +25,8 @@ from sentadapt.config.schema import FLAT_KEYS, RunConfig
 from sentadapt.errors import ConfigError
 from sentadapt.events import Note, Progress, no_progress, quiet
 from sentadapt.model.resolve import DEFAULT_BASE_MODEL, ResolvedModel, check_has_weights, resolve_model
-from sentadapt.storage.run_folder import RunDir, check_replaceable, foreign_in_run, holds_anything, is_run_folder
+from sentadapt.storage.ownership import check_replaceable, foreign_in_run
+from sentadapt.storage.run_folder import RunDir, holds_anything, is_run_folder
 from sentadapt.train.compute import is_main_process
 from sentadapt.train.steps import StepPlan
 

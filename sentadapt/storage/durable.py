@@ -160,14 +160,15 @@ def verify_folder(folder: Path) -> dict[str, Any]:
     return manifest
 
 
-def publish_model(source: Path, output: Path) -> list[str]:
+def publish_model(source: Path, output: Path) -> dict[str, str]:
     """Copy a verified model folder's files into the run directory, each replaced atomically (temp + rename);
-    returns their paths relative to it (what metrics.json records as the run's own model files).
+    returns their paths relative to it with their SHA-256 (what metrics.json records as the run's own model files:
+    what `--overwrite` may replace, storage/ownership.py).
 
     The run directory is itself a sentence-transformers folder; `modules.json` is written last, so a
     reader never finds a model description that points at files from another step.
     """
-    verify_folder(source)
+    sums = verify_folder(source)["files"]
     files = sorted((p for p in source.rglob("*") if p.is_file() and p.name != MANIFEST),
                    key=lambda p: p.name == "modules.json")
     staged = _stage_copies(files, source, output)
@@ -176,7 +177,7 @@ def publish_model(source: Path, output: Path) -> list[str]:
     for tmp, destination in staged:
         os.replace(tmp, destination)
     fsync(output)
-    return sorted(str(path.relative_to(source)) for path in files)
+    return {name: sums[name] for name in sorted(str(path.relative_to(source)) for path in files)}
 
 
 def _stage_copies(files: list[Path], source: Path, output: Path) -> list[tuple[Path, Path]]:

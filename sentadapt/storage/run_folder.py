@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from sentadapt.errors import ConfigError
-from sentadapt.storage.durable import MANIFEST, OLD_PREFIX, TMP_PREFIX, write_json_file
+from sentadapt.storage.durable import MANIFEST, TMP_PREFIX, write_json_file
 
 CONFIG_FILE = "config.yaml"
 METRICS_FILE = "metrics.json"
@@ -314,70 +314,6 @@ def contents(folder: Path) -> list[str]:
 
 def holds_anything(folder: Path) -> bool:
     return bool(contents(folder))
-
-
-def foreign_in_run(folder: Path) -> list[str]:
-    """The names at the top of a run folder that sentadapt did not write (a user's notes, an analysis folder),
-    sorted: neither the run's records, a stage's folder, an interrupted write's temporary, nor a file of the model
-    it published (metrics.json's `model_files`; for a run finished before that record, the published model's
-    module folders and the file names a model folder holds)."""
-    recorded = (RunDir(folder).read_metrics() or {}).get("model_files")
-    if isinstance(recorded, list):
-        model = {str(name).split("/", 1)[0] for name in recorded}
-    else:
-        model = set(MODEL_FILE_NAMES) | _module_folders(folder / MODEL_DESCRIPTION)
-    return sorted(name for name in contents(folder) if name not in RUN_RECORDS and name not in model
-                  and not name.startswith((STAGE_PREFIX, OLD_PREFIX)))
-
-
-def foreign_in_export(folder: Path) -> list[str]:
-    """The paths in an export folder that its manifest does not list (every file `export` wrote is in it), sorted:
-    a folder is named once, when nothing in it was written by the export."""
-    try:
-        listed = set(json.loads((folder / MANIFEST).read_text(encoding="utf-8"))["files"]) | {MANIFEST}
-    except (OSError, ValueError, KeyError, TypeError):
-        return contents(folder)
-    kept_folders = {str(parent) for name in listed for parent in Path(name).parents if str(parent) != "."}
-    foreign: list[str] = []
-    for path in sorted(folder.rglob("*")):
-        name = str(path.relative_to(folder))
-        if name in listed or name in kept_folders or any(name.startswith(f"{other}/") for other in foreign):
-            continue
-        if path.name == LOCK_FILE or path.name.startswith(TMP_PREFIX):
-            continue
-        foreign.append(name)
-    return foreign
-
-
-def _module_folders(modules_json: Path) -> set[str]:
-    """The sub-folders a sentence-transformers modules.json names (1_Pooling, 2_Dense, ...)."""
-    try:
-        modules = json.loads(modules_json.read_text(encoding="utf-8"))
-        return {str(module["path"]).split("/", 1)[0] for module in modules if module.get("path")}
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
-        return set()
-
-
-def check_replaceable(label: str, folder: Path, what: str, recognise: Callable[[Path], bool],
-                      foreign: Callable[[Path], list[str]]) -> None:
-    """--overwrite replaces only what sentadapt wrote (`what`, which `recognise` knows): a non-empty folder holding
-    anything else is refused, naming what it holds, so `--output . --overwrite` cannot delete a user's files — nor
-    can it delete the notes a user added to a run or an export (`foreign` lists them). A lock and temporaries of an
-    interrupted write do not count. `label`: how the message names the folder."""
-    names = contents(folder)
-    if not names:
-        return
-    if not recognise(folder):
-        raise ConfigError(f"{label}: holds files sentadapt did not write ({_shown(names)}); --overwrite replaces "
-                          f"only {what}; choose a new or empty folder")
-    added = foreign(folder)
-    if added:
-        raise ConfigError(f"{label}: holds files sentadapt did not write ({_shown(added)}), which --overwrite would "
-                          "delete; move them out of the folder, or choose another output")
-
-
-def _shown(names: list[str]) -> str:
-    return ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
 
 
 def is_run_folder(folder: Path) -> bool:

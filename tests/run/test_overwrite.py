@@ -301,3 +301,67 @@ def test_an_interrupted_replacement_is_named_as_unfinished_by_eval_and_decide_wi
     assert " ".join(not_a_run.stderr.split()) == (
         f"Error: {data}: not a finished run with a model in it; pass the --output folder of a finished `sentadapt "
         "adapt`")
+
+
+@pytest.mark.parametrize(("place", "named"), [
+    ("notes.txt", "notes.txt"),  # depth 1, a file
+    ("my-analysis/plot.csv", "my-analysis"),  # depth 1, a folder: named once
+    ("2_Pooling/mynote.txt", "2_Pooling/mynote.txt"),  # depth 2, beside the model's own file
+    ("2_Pooling/mine/keep.txt", "2_Pooling/mine"),  # depth 2, a folder
+    ("checkpoints/my-backup/keep.txt", "checkpoints/my-backup"),  # a folder inside checkpoints/
+    ("checkpoints/keep.txt", "checkpoints/keep.txt"),  # a file inside checkpoints/
+    ("checkpoints/step-0000010/keep.txt", "checkpoints/step-0000010/keep.txt"),  # inside a checkpoint
+    ("checkpoints/step-0000010/mine/keep.txt", "checkpoints/step-0000010/mine"),
+], ids=lambda value: value.replace("/", "|"))
+def test_overwrite_refuses_a_users_file_or_folder_at_any_depth_and_deletes_nothing(
+    place: str, named: str, run: Path, tiny_model_dir: Path, texts: Path
+) -> None:
+    assert (run / "checkpoints" / "step-0000010").is_dir() and (run / "2_Pooling" / "config.json").is_file()
+    (run / place).parent.mkdir(parents=True, exist_ok=True)
+    (run / place).write_text("mine")
+    before = files_of(run)
+    result = run_adapt(str(texts), "--base", str(tiny_model_dir), "--output", str(run), *COMMON, "--overwrite")
+    assert result.exit_code == 2, result.output
+    assert result.stderr.strip() == (
+        f"Error: --output {run}: holds files sentadapt did not write ({named}), which --overwrite would delete; move "
+        "them out of the folder, or choose another output")
+    assert files_of(run) == before
+    assert not (run.parent / ".run.replaced").exists()
+
+
+@pytest.mark.parametrize("place", ["2_Pooling/config.json", "checkpoints/step-0000010/model.safetensors"])
+def test_overwrite_refuses_a_file_sentadapt_wrote_that_the_user_changed_since(
+    place: str, run: Path, tiny_model_dir: Path, texts: Path
+) -> None:
+    with (run / place).open("ab") as handle:
+        handle.write(b" ")
+    result = run_adapt(str(texts), "--base", str(tiny_model_dir), "--output", str(run), *COMMON, "--overwrite")
+    assert result.exit_code == 2, result.output
+    assert f"did not write ({place} (changed since sentadapt wrote it))" in result.stderr
+
+
+def test_a_run_with_only_its_own_files_at_every_depth_is_replaced(run: Path, tiny_model_dir: Path, texts: Path) -> None:
+    import json
+
+    sums = json.loads((run / "metrics.json").read_text())["model_files"]  # each published file with its SHA-256
+    assert "2_Pooling/config.json" in sums and all(len(digest) == 64 for digest in sums.values())
+    replaced = run_adapt(str(texts), "--base", str(tiny_model_dir), "--output", str(run), *COMMON, "--overwrite")
+    assert replaced.exit_code == 0, replaced.output
+    again = run_adapt(str(texts), "--base", str(tiny_model_dir), "--output", str(run), *COMMON, "--overwrite")
+    assert again.exit_code == 0, again.output  # what the first replacement wrote is recognised in turn
+
+
+def test_export_overwrite_refuses_a_users_file_nested_in_its_output_or_a_changed_one(old_run: Path,
+                                                                                      tmp_path: Path) -> None:
+    from sentadapt.errors import ConfigError
+    from sentadapt.exporting import export
+
+    out = tmp_path / "ship"
+    export(old_run, out, format="sentence-transformers")
+    (out / "2_Pooling" / "mine.txt").write_text("mine")
+    with pytest.raises(ConfigError, match=r"did not write \(2_Pooling/mine.txt\)"):
+        export(old_run, out, format="sentence-transformers", overwrite=True)
+    (out / "2_Pooling" / "mine.txt").unlink()
+    (out / "2_Pooling" / "config.json").write_text("{}")
+    with pytest.raises(ConfigError, match=r"did not write \(2_Pooling/config.json \(changed since sentadapt wrote it"):
+        export(old_run, out, format="sentence-transformers", overwrite=True)

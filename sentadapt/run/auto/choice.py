@@ -127,12 +127,12 @@ def decide_among(runs: Sequence[CandidateRun], evaluator: Any, base_outputs: dic
 
 
 def publish_choice(output: Path, choice: Choice, runs: Sequence[CandidateRun], load_encoder: Any,
-                   ) -> tuple[int | None, list[str]]:
+                   ) -> tuple[int | None, dict[str, str]]:
     """Copy the chosen candidate's model to the top of OUTPUT (re-saved by THE encoder, so the folder is exactly
     what `adapt` writes); returns its published step and the files written. Keep-base: nothing is published, and
     any model from an earlier choice is not there (a fresh auto run starts from an empty OUTPUT)."""
     if choice.chosen is None:
-        return None, []
+        return None, {}
     run = next(r for r in runs if r.candidate.name == choice.chosen)
     metrics = run.run_dir.read_metrics() or {}
     encoder = load_encoder(str(run.folder))
@@ -145,7 +145,7 @@ def publish_choice(output: Path, choice: Choice, runs: Sequence[CandidateRun], l
 
 def write_auto_metrics(output: Path, runs: Sequence[CandidateRun], choice: Choice, base_score: float,
                        evaluator: Any, dev_name: str | None, published_step: int | None,
-                       model_files: list[str]) -> dict[str, Any]:
+                       model_files: dict[str, str]) -> dict[str, Any]:
     """OUTPUT/metrics.json: what `decision_of` reads (decision, decision_reason) plus one row per candidate."""
     rows = []
     scores = {score.name: score for score in choice.scores}
@@ -171,7 +171,7 @@ def write_auto_metrics(output: Path, runs: Sequence[CandidateRun], choice: Choic
         "chosen_output": candidate_folder(choice.chosen) if choice.chosen else None,
         "published_step": published_step, "max_steps": first.train.max_steps, "seed": first.train.seed,
         "bootstrap": {"resamples": evaluator.resamples, "seed": evaluator.seed, "paired": True},
-        "model_files": model_files,  # what --overwrite may replace besides the run's records (run_folder.py)
+        "model_files": model_files,  # what --overwrite may replace besides the run's records (storage/ownership.py)
     }
     RunDir(output).write_metrics(record)
     return record
