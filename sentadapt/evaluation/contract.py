@@ -137,6 +137,12 @@ class EvalTask(ABC):
     def texts(self) -> list[str]:
         """Every text the task needs embedded (duplicates allowed: the evaluator de-duplicates)."""
 
+    def labelled_rows(self) -> list[tuple[str, ...]] | None:
+        """The task's labelled units as rows of text, sorted, whatever file or format they came in: what a decision
+        is keyed on (the same labels in a .parquet, reordered or with a blank line are the same labels). None: a
+        task type that does not say (its file's bytes key it)."""
+        return None
+
     @property
     def weights(self) -> np.ndarray | None:
         """Design weights of the units (a chosen dev set: pairs/design.py), or None when every unit counts
@@ -189,6 +195,7 @@ class CosinePairTask(EvalTask):
 
     unit_name = "pairs"
     pairs: SentencePairs
+    gold: np.ndarray  # each pair's gold score or label
 
     @property
     def units(self) -> int:
@@ -207,6 +214,12 @@ class CosinePairTask(EvalTask):
 
     def texts(self) -> list[str]:
         return [*self.pairs.sentence1, *self.pairs.sentence2]
+
+    def labelled_rows(self) -> list[tuple[str, ...]]:
+        # float() then repr: '4', '4.0' and a Parquet 4.0 are one label; no weight column reads as weight 1
+        weights = self.pairs.weights or [1.0] * self.units
+        return sorted((self.kind, first, second, repr(float(gold)), repr(float(weight))) for first, second, gold, weight
+                      in zip(self.pairs.sentence1, self.pairs.sentence2, self.gold.tolist(), weights, strict=True))
 
     def outputs(self, table: EmbeddingTable) -> Outputs:
         return {"cosine": cosine_scores(table.of(self.pairs.sentence1), table.of(self.pairs.sentence2))}

@@ -364,6 +364,18 @@ class Evaluator:
     def units(self) -> int:
         return sum(task.units for task in self.tasks)
 
+    def labels_digest(self) -> str | None:
+        """The SHA-256 of every task's labelled rows (EvalTask.labelled_rows): the same labels in any file or
+        format give the same digest; None when a task type does not list its rows."""
+        import hashlib
+        import json
+
+        rows = [task.labelled_rows() for task in self.tasks]
+        if any(task_rows is None for task_rows in rows):
+            return None
+        return hashlib.sha256(json.dumps(sorted(row for task_rows in rows for row in task_rows or [])).encode()
+                              ).hexdigest()
+
     def unit_name(self) -> str:
         names = sorted({task.unit_name for task in self.tasks})
         return names[0] if len(names) == 1 else "units"

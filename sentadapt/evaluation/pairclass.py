@@ -32,6 +32,7 @@ class PairClassificationTask(CosinePairTask):
         super().__init__(name, pairs.source)
         self.pairs = pairs
         self.labels = np.asarray(pairs.labels, dtype=np.float64)
+        self.gold = self.labels
 
     @classmethod
     def sniff(cls, path: Path) -> bool:

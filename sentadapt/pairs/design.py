@@ -106,16 +106,19 @@ def write_design(label_file: str | Path, design: Design) -> Path:
     return path
 
 
-def labels_record(dev: str | Path | None, pairs: int, weighted: bool) -> dict[str, Any] | None:
-    """What a decision read, for metrics.json: the dev file, its SHA-256, how many labelled pairs, whether they were
-    weighted and the design beside them. None for a named dev set (stsb, sickr) or none."""
+def labels_record(dev: str | Path | None, pairs: int, weighted: bool, rows: str | None = None,
+                  ) -> dict[str, Any] | None:
+    """What a decision read, for metrics.json: the dev file, its SHA-256, the digest of its labelled rows (`rows`:
+    Evaluator.labels_digest, what a re-decision is keyed on), how many labelled pairs, whether they were weighted
+    and the design beside them. None for a named dev set (stsb, sickr) or none."""
     import hashlib
 
     path = Path(dev) if dev is not None else None
     if path is None or not path.is_file():
         return None
     design = read_design(path)
-    return {"file": str(path), "sha256": hashlib.sha256(path.read_bytes()).hexdigest(), "pairs": pairs,
+    return {"file": str(path), "sha256": hashlib.sha256(path.read_bytes()).hexdigest(), "rows_sha256": rows,
+            "pairs": pairs,
             "weighted": weighted, "design": design.to_dict() if design is not None else None}
 
 

@@ -107,7 +107,7 @@ def train_run(run: ResolvedRun, resume: bool, overwrite: bool, trust_remote_code
             result = _train_stage(trainer, stage_resume, output)
             if main and events.stage_done is not None:
                 events.stage_done(result, stage_config)
-    except KeyboardInterrupt:  # outside a training step: while loading, or a second signal while checkpointing
+    except KeyboardInterrupt:  # outside a step's boundary: while loading, or a second signal (nothing written)
         raise stopped_early(stop.signum, output, RunDir(output).has_progress()) from None
     finally:
         stop.__exit__()

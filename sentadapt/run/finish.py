@@ -77,7 +77,7 @@ def dev_labels(dev: str | None, evaluator: Any) -> dict[str, Any] | None:
     if evaluator is None:
         return None
     weighted = any(task.weights is not None for task in evaluator.tasks)
-    return labels_record(dev, evaluator.units(), weighted)
+    return labels_record(dev, evaluator.units(), weighted, evaluator.labels_digest())
 
 
 def decide_and_record(training: Training, inputs: TrainingInputs, published_step: int, model_files: dict[str, str],

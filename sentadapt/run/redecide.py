@@ -10,7 +10,7 @@ risk that the model is no better. What the labels were used for before decides w
   candidate's; evaluation/evidence.py), on the labels as they are now.
 The decision replaces the run's in metrics.json (what `export` and the model card read), with the dev fields beside
 it (dev, dev_labels, dev_change, its CI and evidence, the scores), and is appended, with the labels it read, to
-metrics.json's `decisions`. Labels already decided on (the same SHA-256) are not decided on again under another rule
+metrics.json's `decisions`. Labels already decided on (the same rows, in any file or format) are not decided on again under another rule
 or risk limit unless asked (`--redecide`): trying rules until one says use-adapted is a decision shopped for.
 """
 
@@ -101,10 +101,10 @@ def decide_again(run: Path, dev: Path, decision: str = DEFAULT_RULE, risk: float
     if design is not None:
         check_design_base(dev, design, base_model, run)
     rule = DecisionRule(decision, risk)
-    check_not_shopping(metrics, dev, rule, redecide)
     name, factory = resolve_dev_set(str(dev), None)
     assert factory is not None
     evaluator = factory()
+    check_not_shopping(metrics, dev, evaluator.labels_digest(), rule, redecide)
     score = functools.partial(scored, evaluator, batch_size=batch_size, max_length=max_length, device=device,
                               trust_remote_code=trust_remote_code, allow_pickle=allow_pickle, progress=progress)
     base_outputs = score(base_model)
@@ -124,7 +124,7 @@ def decide_again(run: Path, dev: Path, decision: str = DEFAULT_RULE, risk: float
         adapted_score=evaluator.from_outputs(adapted_outputs).average, delta=delta, evidence=evidence, decision=made,
         choice_paid=stored is not None, deleted=max(0, design.pairs - evaluator.units()) if design else 0,
         notes=notes, replaces=describe_current(metrics))
-    record(folder, metrics, result, rule, evaluator.describe_metric())
+    record(folder, metrics, result, rule, evaluator.describe_metric(), evaluator.labels_digest())
     return result
 
 
@@ -149,8 +149,12 @@ def _rule_of(entry: dict[str, Any]) -> DecisionRule | None:
     return DecisionRule(str(name), DEFAULT_RISK if limit is None else float(limit))
 
 
-def check_not_shopping(metrics: dict[str, Any], dev: Path, rule: DecisionRule, redecide: bool) -> None:
-    """Labels decided on before (the same SHA-256) under another rule or limit: refused without --redecide."""
+def check_not_shopping(metrics: dict[str, Any], dev: Path, rows: str | None, rule: DecisionRule,
+                       redecide: bool) -> None:
+    """Labels decided on before under another rule or limit: refused without --redecide. The same labels are the
+    same (pair, label, weight) rows (`rows`: their digest), in whatever file, format or order they come — a blank
+    line, rows reordered, the .tsv saved as .parquet; a record written before rows were digested is matched by the
+    file's bytes."""
     import hashlib
 
     if redecide or not dev.is_file():
@@ -159,9 +163,14 @@ def check_not_shopping(metrics: dict[str, Any], dev: Path, rule: DecisionRule, r
     for entry in history_of(metrics):
         labels = entry.get("labels") or {}
         earlier = _rule_of(entry)
-        if labels.get("sha256") != digest or earlier is None or _same_rule(earlier, rule):
+        same = (labels.get("rows_sha256") == rows) if rows and labels.get("rows_sha256") else (
+            labels.get("sha256") == digest)
+        if not same or earlier is None or _same_rule(earlier, rule):
             continue
-        raise ConfigError(f"--dev {dev}: these labels (SHA-256 {digest[:12]}) were decided on already by "
+        where = labels.get("file")
+        named = "" if not where or Path(where) == dev else f", as in {where}"
+        raise ConfigError(f"--dev {dev}: these labels ({labels.get('pairs')} labelled pairs{named}) were decided on "
+                          f"already by "
                           f"{entry.get('by')} ({entry.get('decision')}, {_rule_words(earlier)}); deciding again on "
                           f"them by {_rule_words(rule)} picks the rule after seeing its answer; keep "
                           f"{_rule_flags(earlier)}, label new pairs, or pass --redecide to replace it anyway")
@@ -276,10 +285,11 @@ def selection_evidence(evaluator: Evaluator, base: dict[str, Any], adapted: dict
     return dev_evidence(evaluator, base, options, chosen)
 
 
-def record(folder: RunDir, metrics: dict[str, Any], result: DecideResult, rule: DecisionRule, metric: str) -> None:
+def record(folder: RunDir, metrics: dict[str, Any], result: DecideResult, rule: DecisionRule, metric: str,
+           rows: str | None) -> None:
     """The decision becomes the run's (metrics.json's decision and dev fields: what `export`, the model card and
     `eval` read) and joins its history, with its labels."""
-    labels = labels_record(result.dev, result.pairs, result.weighted)
+    labels = labels_record(result.dev, result.pairs, result.weighted, rows)
     interval = list(result.delta.interval) if result.delta.interval else None
     history = history_of(metrics)
     history.append({

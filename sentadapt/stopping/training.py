@@ -50,6 +50,13 @@ class TrainingInterrupted(SentadaptError):
         return TrainingInterrupted(prefix + message, self.signum)
 
 
+class StopAtStepBoundary(KeyboardInterrupt):
+    """The loop's own stop, raised at a step boundary on a request: the state is exactly a step's, so the loop writes
+    a checkpoint. Any other KeyboardInterrupt in a step (a second signal, mid-step or mid-evaluation) stops at once
+    and writes nothing: the model, the optimizer and the RNG are part-way through a step, and saved under the last
+    step's number they would rewrite a complete checkpoint with a state no uninterrupted run passes through."""
+
+
 def describe(signum: int) -> str:
     return "Ctrl-C" if signum == signal.SIGINT else signal.Signals(signum).name
 

@@ -37,7 +37,7 @@ from sentadapt.model import lora
 from sentadapt.model.compiling import compiled_training, step_marker
 from sentadapt.model.encoder import Encoder
 from sentadapt.recipes.base import Recipe
-from sentadapt.stopping.training import StopPoll, StopRequest, TrainingInterrupted, stopped_by
+from sentadapt.stopping.training import StopAtStepBoundary, StopPoll, StopRequest, TrainingInterrupted, stopped_by
 from sentadapt.storage.durable import recover_interrupted_writes, write_folder_atomically
 from sentadapt.storage.run_folder import RunDir
 from sentadapt.teacher.table import TeacherTable
@@ -239,7 +239,7 @@ class Trainer:
                                                       self.accelerator.device.type, self.state.steps_left):
                 missed = resume and self.selection.missed(self.state, self.eval_every)
                 stopped = "early-stopped" if missed and self._evaluate() else self._train_steps()
-        except KeyboardInterrupt:
+        except StopAtStepBoundary:  # a second signal is a plain KeyboardInterrupt: it leaves without writing
             path = self._save_checkpoint()
             raise stopped_by(self.stop.signum, self.state.step, path, self.output) from None
         finally:
@@ -287,7 +287,7 @@ class Trainer:
                 if state.step % cfg.records.log_every == 0 or state.step == 1:
                     self._read_back()
                 if self.stop.requested(state.step):
-                    raise KeyboardInterrupt  # a step boundary: the checkpoint run() writes is exact
+                    raise StopAtStepBoundary  # a step boundary: the checkpoint run() writes is exact
                 if self.eval_every and state.step % self.eval_every == 0 and self._evaluate():
                     return "early-stopped"
                 if cfg.records.checkpoint_every and state.step % cfg.records.checkpoint_every == 0:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 import sys
@@ -227,7 +228,8 @@ def test_failed_verification_leaves_the_previous_output(runs: dict[str, Path], t
     output.mkdir()
     (output / "keep.txt").write_text("previous export")
     # an earlier export, keep.txt one of its files: --overwrite may replace it
-    (output / "manifest.json").write_text('{"files": {"keep.txt": "0"}, "format": "hf"}')
+    digest = hashlib.sha256(b"previous export").hexdigest()
+    (output / "manifest.json").write_text(f'{{"files": {{"keep.txt": "{digest}"}}, "format": "hf"}}')
     monkeypatch.setattr("sentadapt.exporting.st.COSINE_LIMIT", 1.5)  # unreachable: the check must fail
     with pytest.raises(ExportError, match="verification failed: SentenceTransformer"):
         export_model(ExportRequest(str(runs["sg-opt"]), output, overwrite=True), sentences=SENTENCES[:4])

@@ -305,9 +305,8 @@ def test_a_decision_on_labels_decided_on_is_not_shopped_for_and_each_decide_says
     before = (run / "metrics.json").read_text()
     shopped = invoke("decide", str(run), "--dev", str(pairs_tsv), "--decision", "positive")
     assert shopped.exit_code == 2
-    digest = trained["dev_labels"]["sha256"]
     assert " ".join(shopped.output.split()) == (
-        f"Error: --dev {pairs_tsv}: these labels (SHA-256 {digest[:12]}) were decided on already by sentadapt adapt "
+        f"Error: --dev {pairs_tsv}: these labels (8 labelled pairs) were decided on already by sentadapt adapt "
         f"({trained['decision']}, the risk rule at 0.1); deciding again on them by the positive rule picks the rule "
         "after seeing its answer; keep --decision risk --risk 0.1, label new pairs, or pass --redecide to replace it "
         "anyway")
@@ -440,3 +439,37 @@ def test_decides_reason_names_the_metric_and_its_notes_say_what_limits_the_label
             f"base, not {finished}; the weighted Δ still estimates the 40 candidates'") in said
     assert "note: 12 dev pairs: gains below" in said  # the small-dev note adapt gives
     assert metrics["dev_note"].startswith("labels.tsv.design.json: its pairs were chosen where")
+
+
+@pytest.mark.parametrize("form", ["blank-line", "reordered", "parquet"])
+def test_the_same_labels_in_another_file_or_format_are_not_decided_on_again_under_another_rule(
+        form: str, tiny_model_dir: Path, pairs_tsv: Path, tmp_path: Path) -> None:
+    """Keyed on the (pair, label, weight) rows, not the file's bytes: a blank line, reordered rows or the same rows
+    as Parquet flipped keep-base → use-adapted under --risk 0.3 (issue 82)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("".join(f"the printer {i} is jammed\n" for i in range(40)))
+    run = tmp_path / "run"
+    done = run_adapt(str(corpus), "--base", str(tiny_model_dir), "--output", str(run), "--dev", str(pairs_tsv),
+                     "--eval-every", "2", *TRAIN)
+    assert done.exit_code == 0, done.output
+    header, *rows = pairs_tsv.read_text().splitlines()
+    if form == "parquet":
+        again = tmp_path / "again.parquet"
+        columns = list(zip(*(row.split("\t") for row in rows), strict=True))
+        pq.write_table(pa.table({"sentence1": list(columns[0]), "sentence2": list(columns[1]),
+                                 "score": [float(value) for value in columns[2]]}), again)
+    else:
+        again = tmp_path / "again.tsv"
+        body = rows[::-1] if form == "reordered" else [*rows[:3], "", *rows[3:]]
+        again.write_text("\n".join([header, *body]) + "\n")
+    before = (run / "metrics.json").read_text()
+    shopped = invoke("decide", str(run), "--dev", str(again), "--risk", "0.3")
+    assert shopped.exit_code == 2, shopped.output
+    assert " ".join(shopped.output.split()).startswith(
+        f"Error: --dev {again}: these labels (8 labelled pairs, as in {pairs_tsv}) were decided on already by "
+        "sentadapt adapt")
+    assert (run / "metrics.json").read_text() == before
+    assert invoke("decide", str(run), "--dev", str(again)).exit_code == 0  # the same rule: allowed

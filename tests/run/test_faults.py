@@ -72,6 +72,27 @@ def log(self, record):  # after step STEP is logged, before its interrupt check 
 
 
 checkpoint.save_file, tracking.RunRecords.log = save_file, log
+
+import sentadapt.stopping.training as stopping
+import sentadapt.train.guard as guard
+
+real_update, real_handle, updates = guard.GuardedUpdate.__call__, stopping.StopRequest._handle, []
+
+
+def update(self, loss):  # mid-step STEP: its forward and backward done, its optimizer step not taken
+    updates.append(1)
+    if mode == "pause-in-step" and len(updates) == step:
+        pause()
+    return real_update(self, loss)
+
+
+def handle(self, signum, frame):  # count the signals the loop's handler took, so a test sends the next after it
+    counted = marker.with_suffix(".signals")
+    counted.write_text(str(int(counted.read_text()) + 1 if counted.exists() else 1))
+    return real_handle(self, signum, frame)
+
+
+guard.GuardedUpdate.__call__, stopping.StopRequest._handle = update, handle
 from sentadapt.cli import app
 sys.argv = ["sentadapt", "adapt", *sys.argv[4:]]
 app()
@@ -596,6 +617,40 @@ def test_a_resumed_run_evaluates_at_the_same_steps_and_decides_as_the_uninterrup
     for mine, theirs in zip(ours["history"], reference["history"]):
         assert mine["dev"] == pytest.approx(theirs["dev"], abs=1e-3)
     assert ours["dev_evidence"]["options"] == reference["dev_evidence"]["options"] == 5
+    assert ours["dev_evidence"]["risk"] == pytest.approx(reference["dev_evidence"]["risk"], abs=0.02)
+    assert (ours["decision"], ours["best_step"]) == (reference["decision"], reference["best_step"])
+    assert_same_as_straight(run, straight_with_dev)
+
+
+@pytest.mark.parametrize("signals", [2, 3], ids=["two-ctrl-c", "three-ctrl-c"])
+def test_ctrl_c_twice_or_thrice_mid_step_rewrites_no_checkpoint_and_the_resumed_run_is_the_uninterrupted_one(
+    signals: int, tiny_model_dir: Path, fault_corpus: Path, fault_dev: Path, straight_with_dev: Path, tmp_path: Path
+) -> None:
+    """Issue 82: the second Ctrl-C, mid-step 3 (step 2 evaluated and checkpointed), rewrote checkpoints/step-0000002
+    with the RNG part-way through step 3, and the resumed run's dev curve, risk and weights differed. Now the second
+    signal stops at once and writes nothing; a third, while it unwinds, changes nothing."""
+    run = tmp_path / "run"
+    process, marker = start("pause-in-step", 3, run, tiny_model_dir, fault_corpus, *with_dev(fault_dev))
+    wait_for_pause(process, marker)
+    step_2 = run / "checkpoints" / "step-0000002"
+    before = {path.name: path.read_bytes() for path in step_2.iterdir()}
+    counted = marker.with_suffix(".signals")
+    for sent in range(1, signals + 1):
+        process.send_signal(signal.SIGINT)
+        while sent < signals and not (counted.exists() and int(counted.read_text() or 0) >= sent):
+            if process.poll() is not None:  # a later signal may land after the loop's handlers are gone
+                break
+            time.sleep(0.01)  # the loop's handler took it: the next one is a request of its own, not the same one
+    _, stderr = process.communicate()
+    assert process.returncode == 130, stderr
+    assert f"resume from the last checkpoint with: sentadapt adapt --resume --output {run}" in stderr
+    assert {path.name: path.read_bytes() for path in step_2.iterdir()} == before
+    resumed = run_adapt("--resume", "--output", str(run))
+    assert resumed.exit_code == 0, resumed.output
+    ours, reference = (json.loads((folder / "metrics.json").read_text()) for folder in (run, straight_with_dev))
+    assert [entry["step"] for entry in ours["history"]] == [entry["step"] for entry in reference["history"]]
+    for mine, theirs in zip(ours["history"], reference["history"], strict=True):
+        assert mine["dev"] == pytest.approx(theirs["dev"], abs=1e-3)
     assert ours["dev_evidence"]["risk"] == pytest.approx(reference["dev_evidence"]["risk"], abs=0.02)
     assert (ours["decision"], ours["best_step"]) == (reference["decision"], reference["best_step"])
     assert_same_as_straight(run, straight_with_dev)
