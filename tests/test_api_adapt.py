@@ -91,7 +91,7 @@ def test_a_dry_runs_config_says_which_layer_set_each_value(corpus: Path, tiny_mo
     import sentadapt
 
     result = sentadapt.adapt(corpus, output=tmp_path / "run", base=str(tiny_model_dir), dry_run=True, lr=3e-5,
-                             adam_beta1=0.8, set_options=["temperature=0.07"], risk=0.2)
+                             adam_beta1=0.8, set_options=["temperature=0.07"], risk=0.3)
     (config,) = result.configs
     assert {key: config.sources[key] for key in ("train.lr", "train.adam_beta1", "recipe_args.temperature",
                                                  "train.seed", "base", "risk", "dev")} == {

@@ -98,7 +98,9 @@ def stored() -> list[Population]:
 def draw(population: Population, design: str, size: int, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(rows, weights, inclusion probabilities) of one dev set: uniform (π = n/M) or chosen by a guide's
     disagreement, as `pairs` draws them."""
-    from sentadapt.pairs.design import UNIFORM_SHARE, inclusion_probabilities, pareto_sample
+    from sentadapt.pairs.design import UNIFORM_SHARE, inclusion_probabilities
+
+    from research.experiments.chosen_labels import pareto_sample  # the sampler `pairs` used when this study ran
 
     rng = generator(population.name, design, size, seed)
     count = len(population.gold)

@@ -48,10 +48,21 @@ def generator(*parts: object) -> np.random.Generator:
     return np.random.default_rng([zlib.crc32(str(part).encode()) for part in parts])
 
 
+def pareto_sample(probabilities: np.ndarray, n: int, rng: np.random.Generator) -> np.ndarray:
+    """n indices, sorted, drawn without replacement with inclusion probabilities ≈ `probabilities` (Pareto πps): the
+    sampler `pairs` used until issue 83 replaced it by a nested one (sequential Poisson sampling), kept here so that
+    the studies made with it regenerate their stored draws."""
+    uniform = rng.random(len(probabilities))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        keys = (uniform / (1 - uniform)) * ((1 - probabilities) / probabilities)
+    keys[probabilities >= 1.0] = -1.0  # certain pairs first
+    return np.sort(np.argsort(keys, kind="stable")[:n])
+
+
 def chosen(disagreement: np.ndarray, size: int, share: float, rng: np.random.Generator,
            ) -> tuple[np.ndarray, np.ndarray]:
-    """(rows, weights) as `pairs --teacher/--run` chooses them among the pool's pairs."""
-    from sentadapt.pairs.design import inclusion_probabilities, pareto_sample
+    """(rows, weights) as `pairs --teacher/--run` chose them among the pool's pairs when this study ran (Pareto πps)."""
+    from sentadapt.pairs.design import inclusion_probabilities
 
     probabilities = inclusion_probabilities(disagreement, size, share)
     rows = pareto_sample(probabilities, size, rng)
@@ -184,7 +195,10 @@ def study(results: Path, resamples: int) -> dict[str, Any]:
     table = errors(runs)
     share = rule_share(table)
     print(f"the rule's share: {share:g}", flush=True)
-    return {"sizes": list(SIZES), "seeds": SEEDS, "resamples": resamples, "shares": list(SHARES),
+    from research.experiments.study_settings import product_settings
+
+    return {"settings": product_settings(), "sizes": list(SIZES), "seeds": SEEDS, "resamples": resamples,
+            "shares": list(SHARES),
             "error_draws": ERROR_DRAWS, "coverage_draws": COVERAGE_DRAWS, "share": share,
             "pool_change": {f"{s.pairing}/{s.domain}": s.pool_change for s in runs},
             "errors": table, "coverage": coverage(runs, share, resamples),

@@ -541,7 +541,8 @@ def render_power(data: dict[str, Any], command: str) -> str:
     strict_loss = normal_power(-0.5, 100, reference, DecisionRule(STRICT))
     read = (f"Read: at σ {reference:.1f} a 100-pair dev set's 95 % CI is ±{at100['strict']:.2f}, so the strict "
             f"rule confirms only gains above ~{at100['strict']:.1f} — more than adaptation usually gains on a "
-            f"sentence-tuned base — while the risk rule at 0.20 (the default until issue 68; it is 0.10) calls "
+            f"sentence-tuned base — while the risk rule at 0.20 (one look at the default limit, as a look of 400 "
+            f"labels is held; a smaller first look is held to a share of it: docs/decision.md) calls "
             f"Δ ≥ {at100['risk']:.2f} a gain and uses "
             f"a true loss of −0.5 in {100 * loss:.0f} % of runs (strict: {100 * strict_loss:.1f} %). Four times "
             "the pairs halve every threshold; `sentadapt pairs` proposes pairs worth labelling.")

@@ -1,6 +1,7 @@
-"""How many dev pairs a teacher run's decision needs: the default decision (the risk rule at 0.20, best of the run's
-evaluations paid for) applied to dev sets of 50-400 pairs drawn from the stored runs of the three pairings, and
-what it hands the user at each size. Exploratory: it chooses no default, it says what labelling buys.
+"""How many dev pairs a teacher run's decision needs: the default decision (the product's rule and limit, the first
+look of the label-more loop, best of the run's evaluations paid for; the file records them) applied to dev sets of
+50-400 pairs drawn from the stored runs of the three pairings, and what it hands the user at each size.
+Exploratory: it chooses no default, it says what labelling buys.
 
     python -m research.experiments.dev_size_power --study   # research/results/distill → research/results/distill/dev-size-power.json (~1 min)
     python -m research.experiments.dev_size_power           # prints the table from the stored file
@@ -43,7 +44,10 @@ def study(results: Path, resamples: int) -> dict[str, Any]:
                               "step": kept.step, "used": kept.used(DecisionRule()),
                               "raw": test_change(pool, test[test >= DEV_200], run.base, run.steps[kept.step])})
         print(f"{stored.pairing} {stored.domain}: {len(cells)} cells so far", flush=True)
-    return {"sizes": list(SIZES), "seeds": SEEDS, "resamples": resamples, "cells": cells, "table": table(cells)}
+    from research.experiments.study_settings import product_settings
+
+    return {"settings": product_settings(), "sizes": list(SIZES), "seeds": SEEDS, "resamples": resamples,
+            "cells": cells, "table": table(cells)}
 
 
 def table(cells: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -61,6 +61,7 @@ def sizes_passages() -> list[str]:
     """docs/sizes.md: storage arithmetic, the product's constants, and the sizes study's means
     (research/results/sizes/study.json, which research/tests/test_sizes_suite.py re-derives from the stored cosines)."""
     from sentadapt.config.schema import RunConfig
+    from sentadapt.decision.sequential import look_of
     from sentadapt.evaluation.bootstrap import CONFIDENCE
     from sentadapt.evaluation.evaluate import CALIBRATION_LIMIT
     from sentadapt.evaluation.forms import PRECISIONS
@@ -123,7 +124,8 @@ def sizes_passages() -> list[str]:
         f"seeds); with the largest weighted twice it lost {weighted} there ({words[2]} seeds)",
         f"every row with its {100 * CONFIDENCE:.0f} % CI",
         f"first {CALIBRATION_LIMIT:,} distinct lines",
-        f"at most the run's `--risk` ({_default(RunConfig, 'risk'):.2f} by default)",
+        f"at most the limit of the run's first look (`--risk`, {_default(RunConfig, 'risk'):.2f} by default,",
+        f"label-more loop: {look_of([100], _default(RunConfig, 'risk')).limit:.2f} at 100 dev pairs)",
         f"though {forms_tested} forms are tested",
         f"with the all-mpnet-base-v2 teacher and without, at {'/'.join(map(str, SIZES))} × fp32/int8/binary, on "
         f"re-drawn test splits ({study['seeds']} seeds)",
@@ -489,6 +491,7 @@ def usage_passages() -> list[str]:
     import signal
 
     from sentadapt.config.schema import RunConfig
+    from sentadapt.decision.sequential import look_of
     from sentadapt.errors import NoImprovement
     from sentadapt.evaluation.bootstrap import CONFIDENCE
     from sentadapt.evaluation.retrieval import CORPUS_BLOCK, QUERY_BLOCK
@@ -523,8 +526,9 @@ def usage_passages() -> list[str]:
         f"({'CPU' if 'cpu' in str(metrics['environment']).lower() else 'GPU'}, {found['steps']} steps, tuned-base preset",
         f"dev {metrics['base_score']:.2f} → {metrics['best_score']:.2f} at step {metrics['best_step']} "
         f"(Δ {found['dev']:+.2f} [{dev_low:+.2f}, {dev_high:+.2f}]; risk {found['risk']:.2f} that it is no better, the "
-        f"best of {evidence['options']} evaluations paid for, within the default limit of "
-        f"{_default(RunConfig, 'risk'):.2f}",
+        f"best of {evidence['options']} evaluations paid for, within its first look's limit of "
+        f"{look_of([evidence['units']], _default(RunConfig, 'risk')).limit:.3f} (the default "
+        f"{_default(RunConfig, 'risk'):.2f}, spent over the looks of the label-more loop)",
         f"it adds that {evidence['units']} dev pairs cannot confirm gains below ~{evidence['detectable_gain']:.1f})",
         f"held-out test Spearman {scores[0]:.2f} → {scores[1]:.2f} (Δ {found['test'].value:+.2f} "
         f"[{test_low:+.2f}, {test_high:+.2f}]: {'significant' if significant else 'not significant'}, the paired "
@@ -672,7 +676,7 @@ def words_passages(labels: dict[str, Any]) -> list[str]:
     random_error = stats.mean(cell["random"] for cell in labels["errors"].values())
     return [f"drawn with a probability that grows with how differently the two models rank it, "
             f"{fraction_word(UNIFORM_SHARE)} of it spread uniformly",
-            f"in about one run in {COUNT_WORDS[round(1 / DEFAULT_RISK)]} — its stated risk",
+            f"in at most about one loop in {COUNT_WORDS[round(1 / DEFAULT_RISK)]} — its",
             f"would take a standard error near {fraction_word(needed / random_error)} of what 100 random labels give"]
 
 
@@ -712,7 +716,7 @@ def decision_passages() -> list[str]:
         f"Label ~{enough_dev_pairs()} dev pairs or more",
         f"on the same {rows[sizes[0]]['cells']} draws of the stored runs",
         *dev_size_power.lines(power),
-        f"From 200 dev pairs on, the decision used {percent([row['power'] for row in from_200])} of the students that "
+        f"from 200 dev pairs on, the decision used {percent([row['power'] for row in from_200])} of the students that "
         f"gained ≥ {dev_size_power.GAIN:+.1f} on test and {percent([row['false_use'] for row in from_200])} of those "
         f"that lost",
         f"At 100 pairs it used {100 * rows[100]['power']:.0f} %, at 50 pairs {100 * rows[50]['power']:.0f} %",
@@ -727,7 +731,7 @@ def decision_passages() -> list[str]:
         f"{quoted['coverage'].replace(' %', '')} %; chosen before training, {quoted['before']}",
         f"at {quoted['size']} labels `decide` used {quoted['chosen']} and {quoted['random']}",
         f"whose Δ over the whole pool is ≥ {quoted['gain']}", f"Reaching 85 % at a gain of {quoted['gain']}",
-        *words_passages(labels),
+        *words_passages(labels), *loop_passages(),
         f"{quoted['size']} random labels give; choosing pairs among these pools buys {quoted['saved']}",
     ]
 
@@ -735,10 +739,37 @@ def decision_passages() -> list[str]:
 DECISION_DEFINITIONS = (
     "At a true gain of 0", "gains of +1 on a 100-pair dev set", "CI excludes 0", "A 100-pair dev set",
     "under ~1.5 this way", "dev Δ > 0", "(Δ +1.20 [-0.35, +2.80]; risk 0.08 that it is no better (best of 4 "
-    "evaluations), limit 0.10)", "gains of ~0.5", "(\"100 dev pairs: gains below ~0.8 cannot be confirmed at risk 0.10 "
-    "(~250 for ~0.5; …)\")", "a 100-pair dev set cannot tell tenths", "(≥ 80 %, ≤ 5 %)", "(1 / its chance",
-    "a one-point gain",
+    "evaluations), limit 0.100 at look 1 of the label-more loop (100 of 400 labels; 0.20 over every look))",
+    "gains of ~0.5", "(\"100 dev pairs: gains below ~0.8 cannot be confirmed at risk 0.20 (~250 for ~0.5; …)\")",
+    "a 100-pair dev set cannot tell tenths", "(≥ 80 %, ≤ 5 %)", "(1 / its chance", "a one-point gain",
+    "A first look at 100 labels often cannot tell a gain of +1 from noise", "100 labels, inconclusive",
+    "(issue 83)",
 )
+
+
+def loop_passages() -> list[str]:
+    """docs/decision.md's label-more loop: the plan's limits from the product (decision/sequential.py), what looking
+    again at one limit costs (Monte Carlo, fixed seed), and the stored loop study's tables."""
+    import numpy as np
+    from sentadapt.config.schema import DEFAULT_RISK, LABEL_CAP
+    from sentadapt.decision.sequential import FUTILITY_RISK, nominal_limits
+
+    from research.experiments import label_loop
+
+    sizes = [100, 200, LABEL_CAP]
+    limits = nominal_limits(sizes, DEFAULT_RISK)
+    naive = 0.1
+    steps = np.random.default_rng(0).standard_normal((200_000, 3)) * np.sqrt(np.diff([0, *sizes]))
+    z = np.cumsum(steps, axis=1) / np.sqrt(sizes)
+    crossed = float((z >= NormalDist().inv_cdf(1 - naive)).any(axis=1).mean())
+    stored = label_loop.read(REPO / label_loop.RESULTS / label_loop.STUDY)
+    return [f"(three looks at {naive:g} each: ~{100 * crossed:.0f} % of loops)",
+            f"at {sizes[0]} labels {limits[0]:.3f}, at {sizes[1]} {limits[1]:.3f}, at {sizes[2]} {limits[2]:.3f} (the "
+            f"default {DEFAULT_RISK:g};",
+            f"unless the risk is above {FUTILITY_RISK:g} (the adapted model below the base by more than "
+            f"{NormalDist().inv_cdf(FUTILITY_RISK):.2f} standard errors",
+            f"the next look has twice the labels, up to {LABEL_CAP}, the last",
+            "40 loops per run and first look", *_outside_code("\n".join(label_loop.doc_lines(stored)))]
 
 
 def reliability_passages() -> list[str]:

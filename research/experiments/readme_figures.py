@@ -79,6 +79,22 @@ def chosen_labels() -> list[str]:
             f"whose Δ over the whole pool the labels come from is ≥ {figures['gain']}"]
 
 
+def label_loop() -> list[str]:
+    """The label-more loop from a first look at 100 chosen labels, at the product's default plan (the stored loop
+    study: research/results/calibration/label-loop.json.gz)."""
+    from sentadapt.config.schema import DEFAULT_RISK, DEFAULT_SPENDING, LABEL_CAP
+
+    from research.experiments import label_loop as study
+
+    stored = study.read(REPO / study.RESULTS / study.STUDY)
+    rows = [row for row in study.outcomes(stored, DEFAULT_SPENDING, DEFAULT_RISK)
+            if row["arm"] == "chosen" and row["first"] == 100]
+    part = study.summary(rows)
+    return [f"from a first look at 100 labels, up to {LABEL_CAP}, the loop used {100 * part['power']:.0f} % of the "
+            f"students that gained ≥ {study.GAIN:+.1f} with {part['labels_at_gain']:.0f} labels on average, and "
+            f"{100 * part['false_use']:.1f} % of those that lost ≥ {abs(study.LOSS):.1f}"]
+
+
 def teacher_passes() -> list[str]:
     from sentadapt.config.schema import TrainConfig
     from sentadapt.recipes.presets import TEACHER_DEFAULTS
@@ -156,7 +172,8 @@ def dev_set_noise() -> list[str]:
 
 
 def passages() -> list[str]:
-    return [*demo(), *chosen_labels(), *teacher_passes(), *dev_size_power(), *confidence(), *sizes(), *suite(),
+    return [*demo(), *label_loop(), *teacher_passes(), *dev_size_power(), *confidence(), *sizes(),
+            *suite(),
             *table_rows(), *dev_set_noise()]
 
 

@@ -21,7 +21,9 @@ LEADS, TRAILS, UNSURE = Delta(3.9, (1.2, 6.6)), Delta(-2.0, (-4.0, -0.5)), Delta
 
 
 def _evidence(risk: float) -> Evidence:
-    return Evidence(change=1.8, spread=1.5, confidence=1.0 - risk, options=4, units=100)
+    # 400 dev pairs: one look at the label-more loop's cap is decided at the rule's limit itself, as every decision
+    # was before issue 83 (the study judged the teacher-led limit as such a single look)
+    return Evidence(change=1.8, spread=1.5, confidence=1.0 - risk, options=4, units=400)
 
 
 @pytest.mark.parametrize(("lead", "rule", "limit"), [

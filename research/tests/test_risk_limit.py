@@ -14,12 +14,16 @@ REPO = Path(__file__).parent.parent.parent
 STORED = json.loads((REPO / risk_limit.RESULTS / risk_limit.STUDY).read_text(encoding="utf-8"))
 
 
-def test_the_rule_picks_the_products_default() -> None:
-    from sentadapt.decision.rule import DEFAULT_RISK
+def test_the_rule_picked_0_10_for_a_single_look_which_issue_83_superseded() -> None:
+    """Issue 68's rule chose the limit of one look (0.10). Issue 83's rule chose the limit over every look of the
+    label-more loop (research/tests/test_label_loop.py: the product's default now), whose first look at 100 labels
+    is tested at 0.10 again."""
+    from sentadapt.decision.sequential import look_of
 
     rows = risk_limit.table(STORED)
     assert len(STORED["cells"]) == 10 * 3 * STORED["seeds"] * 4
-    assert risk_limit.rule_limit(rows) == DEFAULT_RISK
+    assert risk_limit.rule_limit(rows) == 0.10
+    assert look_of([100], 0.2).limit == pytest.approx(risk_limit.rule_limit(rows), abs=1e-12)
     # the rule: the largest limit with false use ≤ 5 % in every row; none passing: the smallest
     made = [{"limit": limit, "false_use": use} for limit, use in ((0.05, 0.0), (0.10, 0.04), (0.15, 0.06), (0.20, 0.09))]
     assert risk_limit.rule_limit(made) == 0.10

@@ -125,11 +125,14 @@ def check_choice(name: str, value: str, choices: tuple[str, ...]) -> None:
 
 
 # The risk rule's default limit (decision/rule.py), declared here, a low module every reader imports (the
-# command line too, which must not load numpy). Chosen by the rule written before its study (research/findings.md,
-# "Calibrated intervals and risk (issue 68)"): the largest of 0.05-0.20 whose use of a model no better than the base
-# (judged by its Δ over the whole pool) stays ≤ 5 % at every dev size from 50 to 200 labels, with the calibrated
-# risk; it was 0.20 with the bootstrap's.
-DEFAULT_RISK = 0.1
+# command line too, which must not load numpy): the chance, over every look of the label-more loop
+# (decision/sequential.py), of using a model no better than the base. Picked with the spending function by the rule
+# written before its study (research/findings.md, "The label-more loop and its limit (issue 83)").
+DEFAULT_RISK = 0.2
+# the label-more loop (decision/sequential.py): its last look's labels (400 random labels put a gain of +1.0 at
+# z ≈ 1.7), and the spending of the risk over the looks
+LABEL_CAP = 400
+DEFAULT_SPENDING = "sqrt"
 DEFAULT_DECISION = "risk"  # the use/keep rule (decision/rule.py: risk | strict | positive)
 
 

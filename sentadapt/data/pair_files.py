@@ -313,6 +313,7 @@ class DesignWeights:
         self.lines: list[int] = []
         self.first_without: int | None = None  # the first row read without a weight
         self.candidates = design_candidates(path)  # None: no design beside the file
+        self.finite = design_domain(path) == "candidates"  # the candidates are the population: its factor applies
 
     def read(self, record: dict[str, object], number: int) -> None:
         value = record.get(WEIGHT)
@@ -338,9 +339,10 @@ class DesignWeights:
 
     @property
     def is_design(self) -> bool:
-        """The weights read are a design's: each is 1 / the pair's inclusion probability (evaluation/variance.py
-        reads them so)."""
-        return self.candidates is not None and bool(self.values)
+        """The weights read are a design's over a finite population, the candidates: each is 1 / the pair's
+        inclusion probability, and evaluation/variance.py applies the finite-population factor 1 − π. Candidates
+        proposed from a corpus are themselves a draw from it: the variance is then the two-phase one, without it."""
+        return self.candidates is not None and bool(self.values) and self.finite
 
     def finish(self) -> list[float]:
         """The weights read, once every row is: none where a design says there were some, none whose sum a float
@@ -381,6 +383,19 @@ def design_candidates(path: Path) -> int | None:
     except (OSError, ValueError, KeyError, TypeError):
         return None
     return candidates if isinstance(candidates, int) and candidates > 0 else None
+
+
+def design_domain(path: Path) -> str | None:
+    """What the design beside `path` estimates for: "candidates" (a --candidates file, or a design written before
+    issue 83) or "corpus" (candidates proposed from a corpus); None without a design."""
+    design = design_path(path)
+    if not design.is_file():
+        return None
+    try:
+        domain = json.loads(design.read_text(encoding="utf-8")).get("domain", "candidates")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return domain if domain in ("candidates", "corpus") else "candidates"
 
 
 def _binary(value: object) -> int | None:

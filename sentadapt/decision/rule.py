@@ -19,11 +19,13 @@ Without a dev set nothing was measured: no decision.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sentadapt.config.schema import DEFAULT_DECISION, DEFAULT_RISK
+from sentadapt.config.schema import DEFAULT_DECISION, DEFAULT_RISK, LABEL_CAP
+from sentadapt.decision.sequential import FUTILITY_RISK, MORE, USE, Look, look_of
 from sentadapt.errors import ConfigError
 from sentadapt.evaluation.evidence import Evidence
 
@@ -67,14 +69,23 @@ class Decision:
     reason: str  # one line: the Δ, the evidence and why
     rule: str | None = None
     risk: float | None = None  # estimated risk that the chosen model is no better (None: not computed)
+    look: Look | None = None  # where the decision stands in the label-more loop (the risk rule)
+    verdict: str | None = None  # the look's verdict: use | keep | more (inconclusive: label more, the base for now)
 
     @property
     def keep_base(self) -> bool:
         return self.decision == KEEP_BASE
 
+    @property
+    def label_more(self) -> int | None:
+        """The next look's labels when this one is inconclusive, else None."""
+        return self.look.next_size if self.look is not None and self.verdict == MORE else None
+
     def to_dict(self) -> dict[str, Any]:
+        look = None if self.look is None else {**self.look.to_dict(), "verdict": self.verdict,
+                                                 "next_labels": self.label_more}
         return {"decision": self.decision, "decision_reason": self.reason, "decision_rule": self.rule,
-                "decision_risk": self.risk}
+                "decision_risk": self.risk, "decision_look": look}
 
 
 NO_CHECKPOINT_GAINED = "no checkpoint beat the base model"  # a run's decision: it chose among its checkpoints
@@ -82,9 +93,11 @@ NO_CHECKPOINT_GAINED = "no checkpoint beat the base model"  # a run's decision: 
 
 def decide(dev_change: float | None, interval: Sequence[float] | None, dev_name: str | None,
            evidence: Evidence | None = None, rule: DecisionRule | None = None,
-           no_gain: str = NO_CHECKPOINT_GAINED) -> Decision:
+           no_gain: str = NO_CHECKPOINT_GAINED, earlier: Sequence[int] = ()) -> Decision:
     """The decision from the dev Δ (best − base), its paired 95 % CI and the selection-aware evidence; `no_gain`
-    says what a Δ ≤ 0 means (`decide` weighs the published model alone: no checkpoint was chosen)."""
+    says what a Δ ≤ 0 means (`decide` weighs the published model alone: no checkpoint was chosen). Under the risk
+    rule the decision is a look of the label-more loop (decision/sequential.py): `earlier` the labels of the looks
+    recorded before this one, whose risk limit this look's shares."""
     rule = rule or DecisionRule()
     if dev_change is None:
         return Decision(None, "unknown: no dev set, so nothing measured whether the adapted model beats the base "
@@ -92,6 +105,8 @@ def decide(dev_change: float | None, interval: Sequence[float] | None, dev_name:
     risk = evidence.risk if evidence is not None else None
     shown = f"Δ {dev_change:+.2f}" + (f" [{interval[0]:+.2f}, {interval[1]:+.2f}]" if interval else "")
     on = f" on {dev_name}" if dev_name else ""
+    if rule.name == RISK and evidence is not None and risk is not None:
+        return _by_look(evidence, rule, look_of([*earlier, evidence.units], rule.risk), on, shown, no_gain)
     if dev_change <= 0:
         return Decision(KEEP_BASE, f"{no_gain}{on} ({shown})", rule.name, risk)
     if rule.name == POSITIVE:
@@ -100,33 +115,49 @@ def decide(dev_change: float | None, interval: Sequence[float] | None, dev_name:
     if interval is None and evidence is None:
         return Decision(USE_ADAPTED, f"the adapted model beats the base model{on} ({shown}); no confidence "
                                      "interval was computed (bootstrap off)", rule.name, risk)
-    if rule.name == STRICT or evidence is None:
-        if interval is not None and interval[0] <= 0:
-            return Decision(KEEP_BASE, f"within noise{on} ({shown}): the paired 95 % CI includes 0", rule.name, risk)
-        return Decision(USE_ADAPTED, f"the adapted model beats the base model{on} ({shown}): the paired 95 % CI "
-                                     "excludes 0", rule.name, risk)
-    return _by_risk(evidence, rule, f"{on} ({shown}", risk)
+    if interval is not None and interval[0] <= 0:
+        return Decision(KEEP_BASE, f"within noise{on} ({shown}): the paired 95 % CI includes 0", rule.name, risk)
+    return Decision(USE_ADAPTED, f"the adapted model beats the base model{on} ({shown}): the paired 95 % CI "
+                                 "excludes 0", rule.name, risk)
 
 
-def describe_risk(evidence: Evidence, rule: DecisionRule) -> str:
-    """'risk 0.12 that it is no better (best of 4 evaluations), limit 0.10': what a reason quotes of the evidence."""
+def describe_risk(evidence: Evidence, rule: DecisionRule, look: Look | None = None) -> str:
+    """'risk 0.12 that it is no better (best of 4 evaluations), limit 0.10': what a reason quotes of the evidence;
+    with a look of the label-more loop, its own limit and where it stands ('limit 0.083 at look 2 of the label-more
+    loop, 200 of 400 labels; 0.20 over every look')."""
     chosen = f"best of {evidence.options} evaluations" if evidence.options > 1 else "one evaluation"
-    return f"risk {evidence.risk:.2f} that it is no better ({chosen}), limit {rule.risk:.2f}"
+    if look is None or math.isclose(look.limit, rule.risk, rel_tol=1e-9):  # one look at the cap: the limit itself
+        return f"risk {evidence.risk:.2f} that it is no better ({chosen}), limit {rule.risk:.2f}"
+    return (f"risk {evidence.risk:.2f} that it is no better ({chosen}), limit {look.limit:.3f} at look "
+            f"{look.number} of the label-more loop ({look.sizes[-1]} of {LABEL_CAP} labels; {rule.risk:.2f} over "
+            "every look)")
 
 
-def _by_risk(evidence: Evidence, rule: DecisionRule, context: str, risk: float | None) -> Decision:
-    assert risk is not None
-    measured = describe_risk(evidence, rule)
-    if risk <= rule.risk:
-        return Decision(USE_ADAPTED, f"the adapted model beats the base model{context}; {measured})", rule.name, risk)
-    return Decision(KEEP_BASE, f"not enough evidence{context}; {measured})", rule.name, risk)
+def _by_look(evidence: Evidence, rule: DecisionRule, look: Look, on: str, shown: str, no_gain: str) -> Decision:
+    """The look's verdict (decision/sequential.Look): use, keep, or inconclusive — the base for now, more labels
+    asked for."""
+    risk = evidence.risk
+    measured = describe_risk(evidence, rule, look)
+    verdict = look.verdict(risk)
+    if verdict == USE:
+        return Decision(USE_ADAPTED, f"the adapted model beats the base model{on} ({shown}; {measured})",
+                        rule.name, risk, look, verdict)
+    if verdict == MORE:
+        return Decision(KEEP_BASE, f"inconclusive{on} ({shown}; {measured}): keep the base model for now and "
+                                   f"label {look.next_size - look.sizes[-1] if look.next_size else 0} more pairs "
+                                   f"(the next look: {look.next_size} labels)", rule.name, risk, look, verdict)
+    if evidence.change <= 0 or risk > FUTILITY_RISK:
+        why = no_gain if evidence.change <= 0 else "a gain is implausible"
+        return Decision(KEEP_BASE, f"{why}{on} ({shown}; {measured})", rule.name, risk, look, verdict)
+    return Decision(KEEP_BASE, f"not enough evidence{on} ({shown}; {measured})", rule.name, risk, look, verdict)
 
 
-def small_dev_note(evidence: Evidence | None, rule: DecisionRule) -> str | None:
-    """One line when the dev set cannot call gains of the size at stake (GAIN_AT_STAKE) under the rule."""
+def small_dev_note(evidence: Evidence | None, rule: DecisionRule, look: Look | None = None) -> str | None:
+    """One line when the dev set cannot call gains of the size at stake (GAIN_AT_STAKE) under the rule (at the
+    limit of the look it decided, when the risk rule's decision was a look of the label-more loop)."""
     if evidence is None or rule.name == POSITIVE:
         return None
-    risk = rule.confirming_risk
+    risk = look.limit if look is not None and rule.name == RISK else rule.confirming_risk
     gain = evidence.detectable_gain(risk)
     if not gain > GAIN_AT_STAKE:  # also False for nan
         return None
@@ -161,11 +192,12 @@ def decision_rule(config: Any) -> DecisionRule:
     return DecisionRule(getattr(config, "decision", None) or DEFAULT_RULE, DEFAULT_RISK if risk is None else risk)
 
 
-def evidence_record(evidence: Evidence | None, rule: DecisionRule) -> dict[str, Any] | None:
-    """metrics.json's `dev_evidence`: what the risk rule weighed."""
+def evidence_record(evidence: Evidence | None, rule: DecisionRule, look: Look | None = None,
+                    ) -> dict[str, Any] | None:
+    """metrics.json's `dev_evidence`: what the risk rule weighed (the detectable gain at the look's own limit)."""
     if evidence is None:
         return None
-    risk = rule.confirming_risk
+    risk = look.limit if look is not None and rule.name == RISK else rule.confirming_risk
     return {"change": evidence.change, "standard_error": evidence.spread, "confidence": evidence.confidence,
             "risk": evidence.risk, "options": evidence.options, "units": evidence.units,
             "detectable_gain": evidence.detectable_gain(risk), "detectable_at_risk": risk,

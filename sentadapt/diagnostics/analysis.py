@@ -105,7 +105,11 @@ def diagnose(
         require_matplotlib()
     corpus = Path(corpus) if corpus is not None else None
     if corpus is not None and not corpus.exists():
-        raise DataError(f"--corpus {corpus}: no such file or folder; pass text with one sentence per line")
+        if not {"*", "?", "["} & set(str(corpus)):
+            raise DataError(f"--corpus {corpus}: no such file or folder; pass text with one sentence per line")
+        from sentadapt.data.corpus import corpus_files
+
+        corpus_files([corpus])  # a quoted wildcard pattern, as adapt and pairs take it: one line when it matches none
     resolved = [resolve_model(str(name)) for name in (model, compare) if name is not None]
     inputs = gather_inputs(requested, corpus, Path(pairs) if pairs is not None else None, resolve_data_dir(data_dir),
                            sample, seed, sts, bundled_sample=True)

@@ -364,6 +364,18 @@ class Evaluator:
     def units(self) -> int:
         return sum(task.units for task in self.tasks)
 
+    def row_keys(self) -> list[str] | None:
+        """A short digest of each labelled row (its pair and label, not its weight: a round of the label-more loop
+        reweighs the rows it keeps), sorted: the next look's labels hold the last look's keys
+        (run/looks.py). None when a task type does not list its rows."""
+        import hashlib
+
+        rows = [task.labelled_rows() for task in self.tasks]
+        if any(task_rows is None for task_rows in rows):
+            return None
+        return sorted(hashlib.sha256("\x1f".join(row[:4]).encode()).hexdigest()[:16]
+                      for task_rows in rows for row in task_rows or [])
+
     def labels_digest(self) -> str | None:
         """The SHA-256 of every task's labelled rows (EvalTask.labelled_rows): the same labels in any file or
         format give the same digest; None when a task type does not list its rows."""

@@ -28,8 +28,8 @@ from sentadapt.pairs.design import (
     UNIFORM_SHARE,
     Design,
     disagreement,
-    inclusion_probabilities,
-    pareto_sample,
+    draw_sample,
+    write_candidates,
     write_design,
 )
 from sentadapt.pairs.devset import (
@@ -201,25 +201,28 @@ def choose_pairs(
                           some_of(spread.corpus.files))
         base_cosines = spread.cosines  # the base's cosines of these very pairs: not encoded twice
     rng = np.random.default_rng(seed)
-    weights = None
+    weights = differences = uniform = None
     if guide_model is None:
         rows = np.sort(rng.permutation(len(pool))[:n])
     else:
         if base_cosines is None:
             base_cosines = pair_cosines(load(resolved), pool, batch_size, progress)
         guide_cosines = pair_cosines(load(guide_model), pool, batch_size, progress)
-        probabilities = inclusion_probabilities(disagreement(base_cosines, guide_cosines), n, UNIFORM_SHARE)
-        rows = pareto_sample(probabilities, n, rng)
-        weights = 1.0 / probabilities[rows]
+        differences = disagreement(base_cosines, guide_cosines)
+        rows, probabilities, uniform = draw_sample(differences, n, rng, UNIFORM_SHARE)
+        weights = 1.0 / probabilities
     guide_kind = None if guide_model is None else ("run" if run is not None else "teacher")
     result = ChosenPairs(output, None, rows, weights, pool, guide_kind, str(run or teacher) if guide_kind else None,
                          resolved.name, next_command(corpus, candidates_file, base, output, run, teacher))
     if candidates_file is None and guide_model is not None and len(pool) < CANDIDATES_PER_PAIR * n:
         result.short_of = CANDIDATES_PER_PAIR * n  # each sentence is in one candidate pair: 2 per candidate
     write_chosen(result, rng)
-    if weights is not None:
+    if weights is not None and differences is not None and uniform is not None:
+        # the candidates, their disagreement and their draw's uniforms: what the label-more loop's next round reads
+        write_candidates(output, pool.sentence1, pool.sentence2, pool.columns, pool.extra, differences, uniform)
+        domain = "candidates" if candidates_file is not None else "corpus"
         result.design_path = write_design(output, Design(guide_kind or "", result.guide_model or "", resolved.name,
-                                                         len(pool), n, UNIFORM_SHARE, seed))
+                                                         len(pool), n, UNIFORM_SHARE, seed, domain))
     return result
 
 

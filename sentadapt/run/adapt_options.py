@@ -201,8 +201,9 @@ ADAPT_OPTIONS: tuple[AdaptOption, ...] = (
     _run("decision", "--decision", "The use/keep rule: risk (default: use the adapted model when the risk that it "
          "is no better than the base, the choice of checkpoint paid for, is at most --risk) | strict (the dev Δ's "
          "paired 95 % CI excludes 0) | positive (any dev Δ > 0).", default=CONFIG_DEFAULT),
-    _run("risk", "--risk", "The risk rule's limit: the largest accepted chance that the adapted model is no better "
-         "than the base.", default=CONFIG_DEFAULT),
+    _run("risk", "--risk", "The risk rule's limit: the largest accepted chance, over every look of the label-more "
+         "loop, that the adapted model is no better than the base (a look with fewer than 400 labels is held to a "
+         "share of it).", default=CONFIG_DEFAULT),
     _option("require_improvement", "--require-improvement", "Exit with code 3 when the decision is keep-base: no "
             "checkpoint beats the base model on the dev set, or the evidence does not pass the --decision rule. "
             "For pipelines.", annotation=bool, default=False),

@@ -6,6 +6,7 @@ from __future__ import annotations
 import shutil
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from sentadapt.decision.rule import (
@@ -77,7 +78,7 @@ def dev_labels(dev: str | None, evaluator: Any) -> dict[str, Any] | None:
     if evaluator is None:
         return None
     weighted = any(task.weights is not None for task in evaluator.tasks)
-    return labels_record(dev, evaluator.units(), weighted, evaluator.labels_digest())
+    return labels_record(dev, evaluator.units(), weighted, evaluator.labels_digest(), evaluator.row_keys())
 
 
 def decide_and_record(training: Training, inputs: TrainingInputs, published_step: int, model_files: dict[str, str],
@@ -91,7 +92,9 @@ def decide_and_record(training: Training, inputs: TrainingInputs, published_step
     rule = decision_rule(config)
     decision = decide(state.dev_change, state.dev_change_ci, inputs.dev_name, evidence, rule)
     labels = dev_labels(config.dev, inputs.evaluator)
-    note = "; ".join(part for part in (weighted_note(labels), small_dev_note(evidence, rule)) if part) or None
+    small = small_dev_note(evidence, rule, decision.look) if decision.label_more is None else None
+    note = "; ".join(part for part in (weighted_note(labels), small, label_more_note(decision, config.dev,
+                                                                                     training.output)) if part) or None
     if teacher is not None:  # a base kept under a clearly better teacher: say what the user can do
         hint = teacher_lead_note(decision, state.dev_change_ci, teacher.lead)
         note = "; ".join(part for part in (note, hint) if part) or None
@@ -100,14 +103,15 @@ def decide_and_record(training: Training, inputs: TrainingInputs, published_step
     if ends is not None:
         state.distill_first, state.distill_last = ends
         state.distill_logged = log.count("distill")
-    sizes = weigh_sizes(run_dir, inputs, state.dev_outputs, rule.risk)
+    # the sizes are weighed on the first look's labels, at its limit (decision/sequential.py)
+    sizes = weigh_sizes(run_dir, inputs, state.dev_outputs, decision.look.limit if decision.look else rule.risk)
     metrics = {
         "recipe": config.recipe, "base_model": inputs.base_model or config.base, "dev": inputs.dev_name,
         "dev_labels": labels,
         "base_score": state.base_score, "best_score": state.best_score,
         "best_step": state.best_step, "dev_change": state.dev_change, "improved": state.improved,
         **change, **decision.to_dict(), "decision_settings": rule.to_dict(),
-        "dev_evidence": evidence_record(evidence, rule), "dev_note": note,
+        "dev_evidence": evidence_record(evidence, rule, decision.look), "dev_note": note,
         "preset": config.preset,
         "published_step": published_step, "steps": state.step,
         "total_steps": state.total_steps, "history": state.history,
@@ -130,6 +134,22 @@ def decide_and_record(training: Training, inputs: TrainingInputs, published_step
                                    "sizes": None if sizes is None else sizes[1]})
     run_dir.write_metrics(metrics)  # last: its presence marks a finished run
     return metrics, decision, note
+
+
+def label_more_note(decision: Decision, dev: str | None, output: Any) -> str | None:
+    """An inconclusive first look (decision/sequential.py): how to label more, and that the next decision counts
+    this one (its risk stays valid over both)."""
+    more, look = decision.label_more, decision.look
+    if more is None or look is None or dev is None:
+        return None
+    command = f"sentadapt decide {output} --dev {dev}"
+    from sentadapt.pairs.rounds import can_continue
+
+    if can_continue(Path(dev)):
+        return (f"inconclusive at {look.sizes[-1]} labels: {command} writes the next round ({more - look.sizes[-1]} "
+                "more pairs, chosen by the same design) to label, and decides again on them all")
+    return (f"inconclusive at {look.sizes[-1]} labels: label {more - look.sizes[-1]} more pairs of your domain, add "
+            f"them to {dev}, then {command} (the looks are counted: the risk stays valid)")
 
 
 def weigh_sizes(run_dir: RunDir, inputs: TrainingInputs, dev_outputs: dict[str, Any], risk: float,

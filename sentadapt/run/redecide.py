@@ -10,8 +10,9 @@ risk that the model is no better. What the labels were used for before decides w
   candidate's; evaluation/evidence.py), on the labels as they are now.
 The decision replaces the run's in metrics.json (what `export` and the model card read), with the dev fields beside
 it (dev, dev_labels, dev_change, its CI and evidence, the scores), and is appended, with the labels it read, to
-metrics.json's `decisions`. Labels already decided on (the same rows, in any file or format) are not decided on again under another rule
-or risk limit unless asked (`--redecide`): trying rules until one says use-adapted is a decision shopped for.
+metrics.json's `decisions`. Labels already decided on (the same rows, in any file or format) are not decided on
+again under another rule or risk limit unless asked (`--redecide`): trying rules until one says use-adapted is a
+decision shopped for.
 """
 
 from __future__ import annotations
@@ -40,6 +41,8 @@ from sentadapt.evaluation.evidence import Evidence
 from sentadapt.events import Progress
 from sentadapt.options import ENCODE_BATCH_SIZE, checked
 from sentadapt.pairs.design import Design, labels_record, read_design
+from sentadapt.pairs.rounds import NextRound, write_next_round
+from sentadapt.run.looks import earlier_looks, history_of, rule_flags, rule_of, rule_words, same_rule
 from sentadapt.storage.run_folder import RunDir
 from sentadapt.text_tables import Cell
 
@@ -66,6 +69,7 @@ class DecideResult:
     deleted: int  # rows of the design's file no longer there (deleted as unjudgeable)
     notes: list[str] = field(default_factory=list)
     replaces: str | None = None  # the decision this one replaces, in words (None: the run had none)
+    next_round: NextRound | None = None  # an inconclusive look's next file to label (pairs/rounds.py)
 
     def lines(self) -> list[Cell]:
         """What `sentadapt decide` prints: the estimate and what it stands for, the decision (strong), where it is
@@ -74,7 +78,8 @@ class DecideResult:
                       if self.design else "weighted by the file's 'weight' column" if self.weighted
                       else "the pairs themselves")
         deleted = f"; {self.deleted} of the design's pairs were deleted" if self.deleted else ""
-        verdict = "keep the base model" if self.decision.keep_base else "use the adapted model"
+        verdict = ("keep the base model" if self.decision.keep_base else "use the adapted model") if (
+            self.next_round is None and self.decision.label_more is None) else "label more"
         replaced = f", replacing {self.replaces}" if self.replaces else ""
         return [Cell(f"{self.pairs} labelled pairs in {self.dev}: {population}{deleted}"),
                 Cell(f"base {self.base_model}: {self.base_score:.2f}; the run's model: {self.adapted_score:.2f}; "
@@ -83,7 +88,17 @@ class DecideResult:
                   if self.choice_paid else []),
                 Cell(f"{verdict}: {self.decision.reason}", "strong"),
                 *[Cell(f"note: {note}") for note in self.notes],
-                Cell(f"recorded in {self.metrics_file}{replaced} (every decision stays in its 'decisions')")]
+                Cell(f"recorded in {self.metrics_file}{replaced} (every decision stays in its 'decisions')"),
+                *([Cell(f"next: {self.next_step()}")] if self.next_step() else [])]
+
+    def next_step(self) -> str | None:
+        """What to do for the decision reached (an inconclusive look's next round is in the notes above)."""
+        if self.decision.label_more is not None:
+            return None
+        if self.decision.keep_base:
+            return f"use the base model {self.base_model}"
+        return (f"use the run's model: SentenceTransformer({str(self.run)!r}); ship it: sentadapt export {self.run} "
+                "OUT/")
 
 
 @checked({"run": "RUN", "dev": "--dev"})
@@ -105,6 +120,8 @@ def decide_again(run: Path, dev: Path, decision: str = DEFAULT_RULE, risk: float
     assert factory is not None
     evaluator = factory()
     check_not_shopping(metrics, dev, evaluator.labels_digest(), rule, redecide)
+    keys = evaluator.row_keys()
+    earlier = earlier_looks(metrics, keys, rule, dev, redecide)
     score = functools.partial(scored, evaluator, batch_size=batch_size, max_length=max_length, device=device,
                               trust_remote_code=trust_remote_code, allow_pickle=allow_pickle, progress=progress)
     base_outputs = score(base_model)
@@ -115,38 +132,48 @@ def decide_again(run: Path, dev: Path, decision: str = DEFAULT_RULE, risk: float
     task = evaluator.tasks[0]
     metric = evaluator.metric or task.main_metric
     made = decide(delta.value, delta.interval, f"{name} by {metric} × 100", evidence, rule,
-                  no_gain="the run's model does not beat the base model")
-    notes = [note for note in (design_note(dev, design, run), small_dev_note(evidence, rule)) if note]
+                  no_gain="the run's model does not beat the base model", earlier=earlier)
+    # an inconclusive look says what to label next instead of how many labels a gain of 0.5 would need
+    small = small_dev_note(evidence, rule, made.look) if made.label_more is None else None
+    notes = [note for note in (design_note(dev, design, run), small) if note]
+    next_round = label_more(made, evidence, dev, run, notes)
     result = DecideResult(
         run=folder.path, metrics_file=folder.metrics_file, dev=dev, base_model=base_model, pairs=evaluator.units(),
         weighted=task.weights is not None,
         design=design, base_score=evaluator.from_outputs(base_outputs).average,
         adapted_score=evaluator.from_outputs(adapted_outputs).average, delta=delta, evidence=evidence, decision=made,
         choice_paid=stored is not None, deleted=max(0, design.pairs - evaluator.units()) if design else 0,
-        notes=notes, replaces=describe_current(metrics))
-    record(folder, metrics, result, rule, evaluator.describe_metric(), evaluator.labels_digest())
+        notes=notes, replaces=describe_current(metrics), next_round=next_round)
+    record(folder, metrics, result, rule, evaluator.describe_metric(), evaluator.labels_digest(), keys)
     return result
 
 
-def history_of(metrics: dict[str, Any]) -> list[dict[str, Any]]:
-    """Every decision recorded for the run, oldest first: `adapt`'s own (when it made one), then each `decide`."""
-    history = list(metrics.get("decisions") or [])
-    if not history and metrics.get("decision") is not None:  # the run's own decision, first
-        history.append({"by": "sentadapt adapt", "dev": metrics.get("dev"), "labels": metrics.get("dev_labels"),
-                        "decision": metrics.get("decision"), "reason": metrics.get("decision_reason"),
-                        "risk": metrics.get("decision_risk"),
-                        "rule": metrics.get("decision_settings") or {"rule": metrics.get("decision_rule"),
-                                                                     "max_risk": None}})
-    return history
+def label_more(made: Decision, evidence: Evidence | None, dev: Path, run: Path, notes: list[str],
+               ) -> NextRound | None:
+    """An inconclusive look: the next round's file when the dev file's design can be continued (pairs/rounds.py),
+    else a note saying how many more labels to add to the file; either way the chance the next look settles it, at
+    the Δ measured."""
+    import shlex
 
+    from sentadapt.decision.sequential import conditional_power, look_of
 
-def _rule_of(entry: dict[str, Any]) -> DecisionRule | None:
-    """The rule an entry of the history decided by (records of older versions name the rule alone)."""
-    rule = entry.get("rule")
-    name, limit = (rule.get("rule"), rule.get("max_risk")) if isinstance(rule, dict) else (rule, None)
-    if name is None:
+    look, more = made.look, made.label_more
+    if look is None or more is None or evidence is None:
         return None
-    return DecisionRule(str(name), DEFAULT_RISK if limit is None else float(limit))
+    later = look_of([*look.sizes, more], look.alpha, look.spending)
+    z = evidence.change / evidence.spread if evidence.spread > 0 else float("nan")
+    chance = conditional_power(z, look.sizes[-1], more, later.limit)
+    odds = f"at the Δ measured, the next look uses the adapted model with a chance of ~{100 * chance:.0f} %" if (
+        chance == chance) else ""
+    written = write_next_round(dev, more, lambda path: " ".join(
+        shlex.quote(word) for word in ["sentadapt", "decide", str(run), "--dev", str(path)]))
+    if written is not None:
+        notes.append(f"the next round: {written.added} new pairs to label in {written.path} (with the "
+                     f"{written.labelled} labelled ones and every weight for {written.total} pairs); {odds}")
+    else:
+        notes.append(f"label {more - look.sizes[-1]} more pairs of your domain, drawn as these were, add them to "
+                     f"{dev} and run this again: the looks are counted, so the risk stays valid; {odds}")
+    return written
 
 
 def check_not_shopping(metrics: dict[str, Any], dev: Path, rows: str | None, rule: DecisionRule,
@@ -162,30 +189,18 @@ def check_not_shopping(metrics: dict[str, Any], dev: Path, rows: str | None, rul
     digest = hashlib.sha256(dev.read_bytes()).hexdigest()
     for entry in history_of(metrics):
         labels = entry.get("labels") or {}
-        earlier = _rule_of(entry)
+        earlier = rule_of(entry)
         same = (labels.get("rows_sha256") == rows) if rows and labels.get("rows_sha256") else (
             labels.get("sha256") == digest)
-        if not same or earlier is None or _same_rule(earlier, rule):
+        if not same or earlier is None or same_rule(earlier, rule):
             continue
         where = labels.get("file")
         named = "" if not where or Path(where) == dev else f", as in {where}"
         raise ConfigError(f"--dev {dev}: these labels ({labels.get('pairs')} labelled pairs{named}) were decided on "
                           f"already by "
-                          f"{entry.get('by')} ({entry.get('decision')}, {_rule_words(earlier)}); deciding again on "
-                          f"them by {_rule_words(rule)} picks the rule after seeing its answer; keep "
-                          f"{_rule_flags(earlier)}, label new pairs, or pass --redecide to replace it anyway")
-
-
-def _same_rule(first: DecisionRule, second: DecisionRule) -> bool:
-    return first.name == second.name and (first.name != "risk" or abs(first.risk - second.risk) < 1e-12)
-
-
-def _rule_words(rule: DecisionRule) -> str:
-    return f"the risk rule at {rule.risk:g}" if rule.name == "risk" else f"the {rule.name} rule"
-
-
-def _rule_flags(rule: DecisionRule) -> str:
-    return f"--decision risk --risk {rule.risk:g}" if rule.name == "risk" else f"--decision {rule.name}"
+                          f"{entry.get('by')} ({entry.get('decision')}, {rule_words(earlier)}); deciding again on "
+                          f"them by {rule_words(rule)} picks the rule after seeing its answer; keep "
+                          f"{rule_flags(earlier)}, label new pairs, or pass --redecide to replace it anyway")
 
 
 def describe_current(metrics: dict[str, Any]) -> str | None:
@@ -286,21 +301,22 @@ def selection_evidence(evaluator: Evaluator, base: dict[str, Any], adapted: dict
 
 
 def record(folder: RunDir, metrics: dict[str, Any], result: DecideResult, rule: DecisionRule, metric: str,
-           rows: str | None) -> None:
+           rows: str | None, keys: list[str] | None) -> None:
     """The decision becomes the run's (metrics.json's decision and dev fields: what `export`, the model card and
-    `eval` read) and joins its history, with its labels."""
-    labels = labels_record(result.dev, result.pairs, result.weighted, rows)
+    `eval` read) and joins its history, with its labels (and their row keys: a later look finds its earlier ones)."""
+    labels = labels_record(result.dev, result.pairs, result.weighted, rows, keys)
     interval = list(result.delta.interval) if result.delta.interval else None
     history = history_of(metrics)
     history.append({
         "by": "sentadapt decide", "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "labels": labels,
         "delta": result.delta.value, "ci": interval,
-        "choice_paid": result.choice_paid, "evidence": evidence_record(result.evidence, rule),
+        "choice_paid": result.choice_paid, "evidence": evidence_record(result.evidence, rule, result.decision.look),
         "decision": result.decision.decision, "reason": result.decision.reason, "risk": result.decision.risk,
-        "rule": rule.to_dict()})
+        "rule": rule.to_dict(), "look": result.decision.to_dict()["decision_look"],
+        "next_round": None if result.next_round is None else str(result.next_round.path)})
     current = {"dev": str(result.dev), "dev_labels": labels, "dev_metric": metric, "base_score": result.base_score,
                "best_score": result.adapted_score, "dev_change": result.delta.value, "dev_change_ci": interval,
                "dev_change_ci_excludes_0": result.delta.significant, "improved": result.delta.value > 0,
-               "dev_evidence": evidence_record(result.evidence, rule), "dev_note": "; ".join(result.notes) or None,
-               "decision_settings": rule.to_dict()}
+               "dev_evidence": evidence_record(result.evidence, rule, result.decision.look),
+               "dev_note": "; ".join(result.notes) or None, "decision_settings": rule.to_dict()}
     folder.write_metrics({**metrics, **current, **result.decision.to_dict(), "decisions": history})

@@ -118,6 +118,7 @@ def adapt_summary_table(result: Any, config: Any = None) -> TextTable:
         table.row("model kept", f"last step ({result.published_step}); no dev data, selection was blind")
         table.row("decision", Cell("unknown: nothing measured whether this beats the base model; --dev FILE with "
                                    "~100 labelled pairs from your domain would measure it", WARN))
+        table.row("next", next_step(result, config))
         return table
     table.row("dev set", result.dev_name)
     table.row("base model dev", _score(state.base_score))
@@ -131,7 +132,29 @@ def adapt_summary_table(result: Any, config: Any = None) -> TextTable:
         table.row("smallest size", sizes_text(result.sizes, kept_base=result.decision.decision == "keep-base"))
     if result.decision_note:
         table.row("dev set", Cell(result.decision_note, WARN))  # its weights, and whether it is too small
+    table.row("next", next_step(result, config))
     return table
+
+
+def next_step(result: Any, config: Any) -> str:
+    """What to do with the run, for the decision it reached: label pairs where it moved and decide (no dev set),
+    label more (an inconclusive look), use, compare and ship it (use-adapted), or use the base (keep-base)."""
+    import shlex
+
+    output = shlex.quote(str(result.output))
+    base = shlex.quote(str(result.base_model or getattr(config, "base", None) or "BASE"))
+    corpus = " ".join(shlex.quote(str(item)) for item in (getattr(config, "corpus", None) or ["CORPUS"]))
+    if result.dev_name is None:
+        return (f"label 100 pairs where the run moved: sentadapt pairs {corpus} --run {output} -n 100 --output "
+                f"to-label.tsv; once labelled: sentadapt decide {output} --dev to-label.tsv")
+    decision = result.decision
+    if decision.label_more is not None:
+        return "label more pairs (the dev set row above says how), then sentadapt decide on them: see the note"
+    if decision.keep_base:
+        return (f"use the base model {base}; compare on held-out pairs: sentadapt eval {base} {output} --pairs "
+                "test.tsv")
+    return (f"use it: SentenceTransformer({str(result.output)!r}); compare on held-out pairs: sentadapt eval {base} "
+            f"{output} --pairs test.tsv; ship it: sentadapt export {output} OUT/")
 
 
 def sizes_text(sizes: dict[str, Any], kept_base: bool = False) -> str:

@@ -290,9 +290,12 @@ def test_blind_selection_says_so(corpus: Path, tiny_model_dir: Path, tmp_path: P
     assert result.exit_code == 0, result.output
     assert ("no labelled dev data: checkpoint selection is blind, the last step is kept. A file of ~100 labelled "
             "pairs from your domain (--dev FILE) fixes this.") in " ".join(result.stderr.split())
-    assert _flat(result.stdout).endswith(  # the whole sentence, and the last row of the summary
+    assert (  # the whole sentence, then the summary's last row: what to do next (issue 82)
         "decision unknown: nothing measured whether this beats the base model; --dev FILE with ~100 labelled "
-        "pairs from your domain would measure it")
+        "pairs from your domain would measure it next label 100 pairs where the run moved: sentadapt pairs") in (
+        _flat(result.stdout))
+    assert _flat(result.stdout).replace(" ", "").endswith(
+        f"--run{run}-n100--outputto-label.tsv;oncelabelled:sentadaptdecide{run}--devto-label.tsv")
     assert "…" not in result.stdout and str(run) in _flat(result.stdout).replace(" ", "")  # folded, not cut
     metrics = json.loads((run / "metrics.json").read_text())
     assert metrics["improved"] is None and metrics["published_step"] == 1
@@ -306,19 +309,28 @@ def test_the_risk_rule_records_its_evidence_every_evaluation_and_a_small_dev_set
                     "--batch-size", "8", "--max-steps", "4", "--eval-every", "2", "--max-length", "16", "--lr", "1e-3")
     assert result.exit_code == 0, result.output
     metrics = json.loads((output / "metrics.json").read_text())
-    assert metrics["decision_rule"] == "risk" and metrics["decision_settings"] == {"rule": "risk", "max_risk": 0.1}
+    assert metrics["decision_rule"] == "risk" and metrics["decision_settings"] == {"rule": "risk", "max_risk": 0.2}
     evidence = metrics["dev_evidence"]
     assert evidence["options"] == 2 and evidence["units"] == 8  # steps 2 and 4, on 8 pairs
     assert metrics["decision_risk"] == pytest.approx(evidence["risk"]) == pytest.approx(1 - evidence["confidence"])
     assert evidence["change"] == pytest.approx(metrics["dev_change"])
+    # the run's decision is the first look of the label-more loop: 8 of 400 labels, 0.2 · √(8/400) = 0.028
+    look = metrics["decision_look"]
+    assert (look["look"], look["sizes"], look["nominal_limit"]) == (1, [8], pytest.approx(0.2 * (8 / 400) ** 0.5))
     used = metrics["decision"] == "use-adapted"
-    assert used == (metrics["dev_change"] > 0 and evidence["risk"] <= 0.1)
-    assert metrics["decision_reason"].endswith("limit 0.10)") if metrics["dev_change"] > 0 else (
-        metrics["decision_reason"].startswith("no checkpoint beat the base model on pairs.tsv"))
-    # 8 pairs cannot confirm a gain of 0.5: the summary says how small a gain they can confirm
+    assert used == (evidence["risk"] <= look["nominal_limit"])
+    assert metrics["decision_reason"].endswith("(8 of 400 labels; 0.20 over every look))") or (
+        metrics["decision_reason"].endswith("): keep the base model for now and label 8 more pairs (the next look: "
+                                            "16 labels)"))
+    more = look["verdict"] == "more"
+    assert more == (not used and evidence["risk"] <= 0.8) and look["next_labels"] == (16 if more else None)
+    # 8 pairs cannot confirm a gain of 0.5: a decided look says how small a gain they can confirm, an inconclusive
+    # one how to label more
     assert evidence["detectable_gain"] > 0.5
-    assert metrics["dev_note"].startswith(f"8 dev pairs: gains below ~{evidence['detectable_gain']:.1f} cannot be "
-                                          "confirmed at risk 0.10 (~")
+    assert metrics["dev_note"].startswith("inconclusive at 8 labels: label 8 more pairs of your domain, add them to "
+                                          ) if more else metrics["dev_note"].startswith(
+        f"8 dev pairs: gains below ~{evidence['detectable_gain']:.1f} cannot be confirmed at risk 0.03 (~")
+    assert evidence["detectable_at_risk"] == pytest.approx(look["nominal_limit"])
     assert f"dev set {metrics['dev_note']}" in _flat(result.stdout)
     outputs = json.loads((output / "dev_outputs.json").read_text())
     assert outputs["dev"] == "pairs.tsv" and list(outputs["evaluations"]) == ["2", "4"]
@@ -329,7 +341,7 @@ def test_the_risk_rule_records_its_evidence_every_evaluation_and_a_small_dev_set
 
 @pytest.mark.parametrize(("extra", "message"), [
     (["--decision", "maybe"], "Error: --decision: 'maybe' is not a rule; choose one of risk, strict, positive"),
-    (["--risk", "0"], "Error: --risk: 0 is not a probability strictly between 0 and 1 (the default is 0.1)"),
+    (["--risk", "0"], "Error: --risk: 0 is not a probability strictly between 0 and 1 (the default is 0.2)"),
 ])
 def test_bad_decision_options_fail_before_loading(corpus: Path, tiny_model_dir: Path, tmp_path: Path,
                                                   extra: list[str], message: str) -> None:
@@ -363,7 +375,7 @@ def test_resume_names_every_option_it_ignores_lora_prompt_and_dev_included(tmp_p
     from sentadapt.model.lora import lora_flags
     from sentadapt.run.plan import Settings, ignored_on_resume
 
-    flags = {"lr": 1e-4, **lora_flags("r=8,alpha=16"), "dev": "dev.tsv", "prompt": "query", "risk": 0.1,
+    flags = {"lr": 1e-4, **lora_flags("r=8,alpha=16"), "dev": "dev.tsv", "prompt": "query", "risk": 0.2,
              "decision": "strict", "num_proc": 4}
     settings = Settings([], tmp_path, None, None, None, [], None, flags)
     # as the command line spells them; --risk at its default and --num-proc (the machine's, applied) are not named

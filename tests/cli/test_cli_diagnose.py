@@ -70,6 +70,24 @@ def test_a_corpus_folder_is_read_whole(tiny_model_dir: Path, tmp_path: Path) -> 
     assert f"{len(TINY_SENTENCES)} of {len(TINY_SENTENCES)} sentences" in json.dumps(sources)
 
 
+def test_a_quoted_wildcard_pattern_is_a_corpus_as_adapt_and_pairs_take_it(tiny_model_dir: Path, tmp_path: Path,
+                                                                           ) -> None:
+    """Issue 82: `diagnose --corpus 'dir/*.txt'` said "no such file or folder"."""
+    folder = tmp_path / "texts"
+    folder.mkdir()
+    half = len(TINY_SENTENCES) // 2
+    (folder / "a.txt").write_text("\n".join(TINY_SENTENCES[:half]) + "\n")
+    (folder / "b.txt").write_text("\n".join(TINY_SENTENCES[half:]) + "\n")
+    (folder / "notes.md").write_text("not corpus\n")
+    result = _run(str(tiny_model_dir), "--corpus", str(folder / "*.txt"), "--report", "anisotropy", "--json",
+                  str(tmp_path / "d.json"))
+    assert result.exit_code == 0, result.output
+    sources = json.loads((tmp_path / "d.json").read_text())["sources"]
+    assert f"{len(TINY_SENTENCES)} of {len(TINY_SENTENCES)} sentences" in json.dumps(sources)
+    none = _run(str(tiny_model_dir), "--corpus", str(folder / "*.csv"), "--report", "anisotropy")
+    assert none.exit_code == 1 and "*.csv" in none.output
+
+
 def test_compare_shows_deltas_and_json_delta(
     tiny_model_dir: Path, tiny_model_dir_3layers: Path, tiny_corpus: Path, pairs_tsv: Path, tmp_path: Path
 ) -> None:

@@ -39,7 +39,7 @@ def test_the_command_list_gives_each_command_a_whole_sentence() -> None:
 def test_adapt_help_states_each_default_once_and_says_where_the_recipes_are_shown() -> None:
     result = CliRunner().invoke(app, ["adapt", "--help"], env={"COLUMNS": "200", "TERMINAL_WIDTH": "200"})
     plain = " ".join(result.stdout.replace("│", " ").split())
-    assert "(default 0.1)" not in plain and "no better than the base. [default: 0.1]" in plain
+    assert "(default 0.2)" not in plain and "held to a share of it). [default: 0.2]" in plain
     for flag in ("--max-steps", "--batch-size", "--lr", "--eval-every"):
         described = plain.split(f" {flag} ", 1)[1].split("--dry-run", 1)[0]  # its text, up to --dry-run
         assert "Default:" in described and len(described) < 200, described

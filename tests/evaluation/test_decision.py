@@ -18,6 +18,7 @@ from sentadapt.decision.rule import (
     decision_of,
     small_dev_note,
 )
+from sentadapt.decision.sequential import look_of
 from sentadapt.errors import ConfigError
 from sentadapt.evaluation.evidence import Evidence, weigh
 from tests.conftest import noisy_outputs, sts_dev_evaluator
@@ -105,20 +106,31 @@ def _evidence(change: float, confidence: float, options: int = 4, units: int = 1
 
 
 def test_the_risk_rule_uses_a_gain_whose_risk_is_within_the_limit() -> None:
-    decided = decide(0.96, [-0.6, 2.5], "dev.jsonl", _evidence(0.96, 0.88), DecisionRule(RISK, 0.2))
+    # 400 dev pairs: one look at the label-more loop's cap is held to the limit itself
+    decided = decide(0.96, [-0.6, 2.5], "dev.jsonl", _evidence(0.96, 0.88, units=400), DecisionRule(RISK, 0.2))
     assert decided == Decision("use-adapted", "the adapted model beats the base model on dev.jsonl (Δ +0.96 [-0.60, "
                                               "+2.50]; risk 0.12 that it is no better (best of 4 evaluations), limit "
-                                              "0.20)", RISK, pytest.approx(0.12))
-    assert decide(0.96, [-0.6, 2.5], "dev.jsonl", _evidence(0.96, 0.88)).decision == "keep-base"  # the default, 0.1
+                                              "0.20)", RISK, pytest.approx(0.12), decided.look, "use")
+    assert decided.look is not None and decided.look.sizes == (400,)
+    # 100 pairs: the first look is held to 0.2 · √(100/400) = 0.10, and 0.12 is inconclusive there
+    first = decide(0.96, [-0.6, 2.5], "dev.jsonl", _evidence(0.96, 0.88))
+    assert (first.decision, first.verdict, first.label_more) == ("keep-base", "more", 200)
 
 
 def test_the_risk_rule_keeps_the_base_when_the_risk_is_too_high_and_the_limit_is_the_users() -> None:
-    evidence = _evidence(0.4, 0.7)
+    evidence = _evidence(0.4, 0.7, units=400)
     decided = decide(0.4, [-1.2, 2.0], "dev.jsonl", evidence)
     assert decided.decision == "keep-base"
     assert decided.reason == ("not enough evidence on dev.jsonl (Δ +0.40 [-1.20, +2.00]; risk 0.30 that it is no "
-                              "better (best of 4 evaluations), limit 0.10)")
+                              "better (best of 4 evaluations), limit 0.20)")  # the last look: no more labels asked
     assert decide(0.4, [-1.2, 2.0], "dev.jsonl", evidence, DecisionRule(RISK, 0.35)).decision == "use-adapted"
+    early = decide(0.4, [-1.2, 2.0], "dev.jsonl", _evidence(0.4, 0.7))
+    assert early.reason == ("inconclusive on dev.jsonl (Δ +0.40 [-1.20, +2.00]; risk 0.30 that it is no better (best "
+                            "of 4 evaluations), limit 0.100 at look 1 of the label-more loop (100 of 400 labels; 0.20 "
+                            "over every look)): keep the base model for now and label 100 more pairs (the next look: "
+                            "200 labels)")
+    implausible = decide(-0.9, [-2.5, 0.7], "dev.jsonl", _evidence(-0.9, 0.15))
+    assert (implausible.decision, implausible.verdict) == ("keep-base", "keep")  # risk 0.85 > 0.8: stop early
     assert decide(0.4, [-1.2, 2.0], "dev.jsonl", evidence, STRICT_RULE).decision == "keep-base"
     assert decide(0.4, [-1.2, 2.0], "dev.jsonl", evidence, DecisionRule(POSITIVE)).decision == "use-adapted"
 
@@ -130,8 +142,8 @@ def test_no_rule_uses_a_model_that_did_not_beat_the_base() -> None:
 
 @pytest.mark.parametrize(("name", "risk", "message"), [
     ("maybe", 0.2, "--decision: 'maybe' is not a rule; choose one of risk, strict, positive"),
-    ("risk", 0.0, "--risk: 0 is not a probability strictly between 0 and 1 (the default is 0.1)"),
-    ("risk", 1.5, "--risk: 1.5 is not a probability strictly between 0 and 1 (the default is 0.1)"),
+    ("risk", 0.0, "--risk: 0 is not a probability strictly between 0 and 1 (the default is 0.2)"),
+    ("risk", 1.5, "--risk: 1.5 is not a probability strictly between 0 and 1 (the default is 0.2)"),
 ])
 def test_bad_rules_are_one_line_errors(name: str, risk: float, message: str) -> None:
     with pytest.raises(ConfigError) as error:
@@ -143,12 +155,13 @@ def test_a_small_dev_set_is_named_with_the_gain_it_can_confirm_and_the_pairs_it_
     evidence = _evidence(0.3, 0.6)  # s = 0.8 on 100 pairs
     gain = evidence.detectable_gain(0.1)  # ≈ 1.28 × 0.8 = 1.03
     needed = 100 * (gain / 0.5) ** 2  # ≈ 420 → rounded up to 450
-    assert small_dev_note(evidence, DecisionRule()) == (
+    first = look_of([100], 0.2)  # the first look at 100 labels is held to 0.10
+    assert small_dev_note(evidence, DecisionRule(), first) == (
         f"100 dev pairs: gains below ~{gain:.1f} cannot be confirmed at risk 0.10 (~{int(-(-needed // 50) * 50)} "
         "for ~0.5; `sentadapt pairs` proposes pairs to label; docs/evaluation.md)")
     assert gain == pytest.approx(1.2816 * 0.8, abs=2e-3)
-    assert small_dev_note(evidence, DecisionRule()).startswith("100 dev pairs: gains below ~1.0 cannot be confirmed "
-                                                               "at risk 0.10 (~450 for ~0.5;")
+    assert small_dev_note(evidence, DecisionRule(), first).startswith(
+        "100 dev pairs: gains below ~1.0 cannot be confirmed at risk 0.10 (~450 for ~0.5;")
     assert small_dev_note(evidence, DecisionRule(RISK, 0.2)).startswith(  # at 0.20: ≈ 0.84 × 0.8 = 0.67
         "100 dev pairs: gains below ~0.7 cannot be confirmed at risk 0.20 (~200 for ~0.5;")
     big = Evidence(0.3, 0.2, 0.9, 4, 1600, "pairs", evidence.noise)  # 0.84 × 0.2 = 0.17: big enough

@@ -200,7 +200,10 @@ def test_a_matryoshka_run_records_its_sizes_and_the_outputs_that_recompute_them(
     forms = decision_forms((32, 16, 8), 32)
     assert list(saved["sizes"]) == [form.label(32) for form in forms]
     _, make = resolve_dev_set(str(pairs_tsv), None)
-    recomputed = size_table(make(), saved["base"], list(saved["sizes"].values()), forms, 32, 0.1).to_dict()
+    # weighed at the limit of the run's first look: 8 dev pairs, 0.2 · √(8/400)
+    limit = metrics["decision_look"]["nominal_limit"]
+    assert limit == pytest.approx(0.2 * (8 / 400) ** 0.5)
+    recomputed = size_table(make(), saved["base"], list(saved["sizes"].values()), forms, 32, limit).to_dict()
     assert recomputed == metrics["sizes"]
 
 

@@ -10,7 +10,7 @@ from scipy.stats import spearmanr
 
 from sentadapt.evaluation import bootstrap
 from sentadapt.evaluation.variance import groups_of, influence_se, influence_values, normal_interval
-from sentadapt.pairs.design import disagreement, inclusion_probabilities, pareto_sample
+from sentadapt.pairs.design import disagreement, draw_sample
 
 Z95 = 1.959963984540054
 
@@ -91,9 +91,7 @@ def coverage_and_ratio(design: str, draws: int = 600, size: int = 100,
             rows = np.sort(rng.permutation(len(gold))[:size])
             inclusion = np.full(size, size / len(gold))
         else:
-            everything = inclusion_probabilities(guide, size)
-            rows = pareto_sample(everything, size, rng)
-            inclusion = everything[rows]
+            rows, inclusion, _ = draw_sample(guide, size, rng)
         weights = 1.0 / inclusion
         statistic = delta_statistic(gold[rows], base[rows], adapted[rows], weights)
         value = float(statistic(np.ones((1, size)))[0])

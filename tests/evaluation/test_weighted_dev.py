@@ -127,3 +127,22 @@ def test_the_table_footnote_says_which_files_are_weighted(tmp_path: Path, pairs_
     assert protocol(Evaluator([plain, weighted]), "all").endswith(
         "aggregate 'all'; dev.tsv: pairs weighted by their 'weight' column, so each figure and its CI estimate the "
         "candidates they were chosen from (docs/decision.md)")
+
+
+@pytest.mark.parametrize(("domain", "finite"), [("candidates", True), ("corpus", False), (None, True)])
+def test_the_finite_population_factor_applies_only_where_the_candidates_are_the_domain(
+        tmp_path: Path, domain: str | None, finite: bool) -> None:
+    """Issue 83: candidates proposed from a corpus are a draw from it (two-phase: no 1 − π factor, the interval is
+    about the domain); a --candidates file is the population itself; a design written before issue 83 says neither
+    and keeps the factor it had."""
+    import json
+
+    from sentadapt.data.pair_files import read_scored_pairs
+
+    path = tmp_path / "dev.tsv"
+    path.write_text("sentence1\tsentence2\tweight\tscore\n" + "".join(f"a {i}\tb {i}\t{2 + i % 3}\t{i % 6}\n"
+                                                                       for i in range(12)))
+    design = {"design": "importance", "guide": "run", "guide_model": "run", "base": "m", "candidates": 60,
+              "pairs": 12, "uniform_share": 0.5, "seed": 0, **({"domain": domain} if domain else {})}
+    (tmp_path / "dev.tsv.design.json").write_text(json.dumps(design))
+    assert read_scored_pairs(path).design is finite

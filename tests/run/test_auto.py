@@ -4,6 +4,7 @@ the run directory (summary rows, metrics.json), and resuming an interrupted cand
 from __future__ import annotations
 
 import json
+import signal
 from pathlib import Path
 
 import numpy as np
@@ -310,7 +311,7 @@ def test_an_interrupted_candidate_resumes_and_the_choice_matches_a_straight_run(
     def interrupt_second_candidate(self, record):  # Ctrl-C after step 3 of clsr: a checkpoint is written
         real_log(self, record)
         if "clsr" in str(self.train_log.path) and record.get("step") == 3 and "loss" in record:
-            raise KeyboardInterrupt
+            signal.raise_signal(signal.SIGINT)  # a Ctrl-C: the loop stops at this step's boundary
 
     monkeypatch.setattr(tracking.RunRecords, "log", interrupt_second_candidate)
     interrupted = tmp_path / "interrupted"

@@ -10,6 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from sentadapt.cli import app
+from sentadapt.decision.sequential import look_of
 from tests.conftest import run_adapt
 
 runner = CliRunner()
@@ -307,8 +308,8 @@ def test_a_decision_on_labels_decided_on_is_not_shopped_for_and_each_decide_says
     assert shopped.exit_code == 2
     assert " ".join(shopped.output.split()) == (
         f"Error: --dev {pairs_tsv}: these labels (8 labelled pairs) were decided on already by sentadapt adapt "
-        f"({trained['decision']}, the risk rule at 0.1); deciding again on them by the positive rule picks the rule "
-        "after seeing its answer; keep --decision risk --risk 0.1, label new pairs, or pass --redecide to replace it "
+        f"({trained['decision']}, the risk rule at 0.2); deciding again on them by the positive rule picks the rule "
+        "after seeing its answer; keep --decision risk --risk 0.2, label new pairs, or pass --redecide to replace it "
         "anyway")
     assert (run / "metrics.json").read_text() == before  # nothing recorded
     assert invoke("decide", str(run), "--dev", str(pairs_tsv), "--risk", "0.3").exit_code == 2  # another limit too
@@ -473,3 +474,86 @@ def test_the_same_labels_in_another_file_or_format_are_not_decided_on_again_unde
         "sentadapt adapt")
     assert (run / "metrics.json").read_text() == before
     assert invoke("decide", str(run), "--dev", str(again)).exit_code == 0  # the same rule: allowed
+
+
+def _fill(path: Path, seed: int) -> None:
+    """Fill the empty labels of a file `pairs` or `decide` wrote in place (its design and candidates stay beside it):
+    scores 0-5 from a seeded generator, the labels already there kept."""
+    import random
+
+    generator = random.Random(seed)
+    lines = path.read_text().splitlines()
+    for index in range(2, len(lines)):
+        cells = lines[index].split("\t")
+        cells[-1] = cells[-1] or str(generator.randint(0, 5))
+        lines[index] = "\t".join(cells)
+    path.write_text("\n".join(lines) + "\n")
+
+
+def test_an_inconclusive_look_writes_the_next_round_and_the_next_decide_is_its_second_look(
+        finished: Path, tmp_path: Path) -> None:
+    """Issue 83: decide asks for the labels it needs. The next file holds every labelled pair (labels kept, weights
+    for the larger draw) and the new ones to label; deciding on it is look 2, held to the limit the looks share."""
+    candidates = tmp_path / "candidates.jsonl"
+    candidates.write_text("".join(json.dumps({"sentence1": f"the server {i} is down", "sentence2": f"host {i % 7} "
+                                              f"failed at {i}"}) + "\n" for i in range(300)))
+    first = tmp_path / "lab.tsv"
+    chosen = invoke("pairs", "--candidates", str(candidates), "--run", str(finished), "-n", "50", "-o", str(first))
+    assert chosen.exit_code == 0, chosen.output
+    assert (tmp_path / "lab.tsv.candidates.json.gz").is_file()
+    _fill(first, 1)
+    looked = invoke("decide", str(finished), "--dev", str(first))
+    assert looked.exit_code == 0, looked.output
+    said = " ".join(looked.output.split())
+    second = tmp_path / "lab.round2.tsv"
+    assert "label more: inconclusive on lab.tsv" in said and "limit 0.071 at look 1 of the label-more loop (50 of " \
+        "400 labels; 0.20 over every look)" in said and "label 50 more pairs (the next look: 100 labels)" in said
+    assert f"the next round: 50 new pairs to label in {second} (with the 50 labelled ones and every weight for " \
+        "100 pairs)" in said
+    metrics = strict_metrics(finished)
+    assert metrics["decision"] == "keep-base"
+    assert metrics["decision_look"]["verdict"] == "more" and metrics["decision_look"]["next_labels"] == 100
+
+    earlier = {tuple(row[:2]): row[-1] for row in rows(first)}
+    grown = rows(second)
+    assert len(grown) == 100 and sum(row[-1] == "" for row in grown) == 50
+    assert all(earlier[tuple(row[:2])] == row[-1] for row in grown if tuple(row[:2]) in earlier)  # labels kept
+    assert len(earlier.keys() & {tuple(row[:2]) for row in grown}) == 50  # every labelled pair, none drawn again
+    weights = {tuple(row[:2]): float(row[2]) for row in grown}
+    assert all(weights[pair] < float(next(r for r in rows(first) if tuple(r[:2]) == pair)[2]) for pair in earlier)
+    assert json.loads((tmp_path / "lab.round2.tsv.design.json").read_text())["round"] == 2
+
+    _fill(second, 2)
+    again = invoke("decide", str(finished), "--dev", str(second))
+    assert again.exit_code == 0, again.output
+    assert "at look 2 of the label-more loop (100 of 400 labels; 0.20 over every look)" in " ".join(
+        again.output.split())
+    look = strict_metrics(finished)["decision_look"]
+    # α √t spends 0.2 · √(100/400) = 0.1 by the second look: what the first left, given it looked, is 0.0557
+    assert look["sizes"] == [50, 100] and look["nominal_limit"] == pytest.approx(0.0557, abs=1e-4)
+    refused = invoke("decide", str(finished), "--dev", str(second), "--risk", "0.1")
+    assert refused.exit_code == 2  # the same labels under another limit: shopping
+
+
+def test_a_grown_file_of_the_users_own_is_a_later_look_and_keeps_its_limit(finished: Path, pairs_tsv: Path,
+                                                                           tmp_path: Path) -> None:
+    """A user who ignores the loop and adds rows to the file still gets a valid risk: the run recorded the looks."""
+    import shutil
+
+    dev = tmp_path / "mine.tsv"
+    shutil.copy(pairs_tsv, dev)
+    assert invoke("decide", str(finished), "--dev", str(dev)).exit_code == 0
+    with dev.open("a") as handle:
+        handle.write("".join(f"the printer {i} is jammed\tthe printer {i} is stuck\t{i % 6}\n" for i in range(8)))
+    grown = invoke("decide", str(finished), "--dev", str(dev))
+    assert grown.exit_code == 0, grown.output
+    look = strict_metrics(finished)["decision_look"]
+    assert look["look"] == 2 and look["sizes"] == [8, 16]
+    assert look["nominal_limit"] == pytest.approx(look_of([8, 16], 0.2).limit, abs=1e-12)
+    shopped = invoke("decide", str(finished), "--dev", str(dev), "--risk", "0.3", "--redecide")
+    assert shopped.exit_code == 0, shopped.output
+    with dev.open("a") as handle:
+        handle.write("a new pair\ta newer pair\t3\n")
+    refused = invoke("decide", str(finished), "--dev", str(dev))
+    assert refused.exit_code == 2 and "these labels extend the 16 labelled pairs decided on by sentadapt decide" \
+        in " ".join(refused.output.split())

@@ -6,6 +6,7 @@ import json
 import math
 import os
 import random
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -52,7 +53,7 @@ class Recorder(SilentReporter):
 
     def advance(self, step: int, lr: float, examples_per_s: float) -> None:
         if step == self.stop_at:
-            raise KeyboardInterrupt
+            signal.raise_signal(signal.SIGINT)  # a Ctrl-C: the loop stops at this step's boundary
 
     def losses(self, step: int, loss: float, parts: dict[str, float]) -> None:  # type: ignore[override]
         self.losses_by_step[step] = loss
