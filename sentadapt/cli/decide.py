@@ -19,8 +19,7 @@ def decide_command(
                                                 "from `pairs --teacher/--run` is the design's)."),
     decision: str = typer.Option(DEFAULT_DECISION, "--decision", help="The use/keep rule: risk | strict | positive "
                                                             "(as `adapt --decision`)."),
-    risk: float = typer.Option(DEFAULT_RISK, "--risk", help="The risk rule's limit over every look of the label-more "
-                                                            "loop (as `adapt --risk`)."),
+    risk: float = typer.Option(DEFAULT_RISK, "--risk", help="The risk rule's limit over every look (as adapt's)."),
     require_improvement: bool = typer.Option(False, "--require-improvement",
                                              help="Exit with code 3 when the decision is keep-base."),
     redecide: bool = typer.Option(False, "--redecide", help="Decide again on labels already decided on, under "

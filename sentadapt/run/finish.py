@@ -22,6 +22,7 @@ from sentadapt.errors import CheckpointError
 from sentadapt.evaluation.evaluator import dev_change_record, dev_evidence
 from sentadapt.evaluation.evidence import Evidence
 from sentadapt.pairs.design import labels_record, weighted_note
+from sentadapt.run.folder_card import write_card
 from sentadapt.storage.durable import publish_model, verify_folder
 from sentadapt.storage.run_folder import RunDir
 from sentadapt.train.loop import TrainingInputs
@@ -132,7 +133,7 @@ def decide_and_record(training: Training, inputs: TrainingInputs, published_step
                                    "evaluations": state.dev_evaluations,
                                    "teacher": None if teacher is None else teacher.dev_outputs,
                                    "sizes": None if sizes is None else sizes[1]})
-    run_dir.write_metrics(metrics)  # last: its presence marks a finished run
+    run_dir.write_metrics(write_card(run_dir, metrics))  # last: its presence marks a finished run
     return metrics, decision, note
 
 

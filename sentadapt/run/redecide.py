@@ -42,6 +42,7 @@ from sentadapt.events import Progress
 from sentadapt.options import ENCODE_BATCH_SIZE, checked
 from sentadapt.pairs.design import Design, labels_record, read_design
 from sentadapt.pairs.rounds import NextRound, write_next_round
+from sentadapt.run.folder_card import write_card
 from sentadapt.run.looks import earlier_looks, history_of, rule_flags, rule_of, rule_words, same_rule
 from sentadapt.storage.run_folder import RunDir
 from sentadapt.text_tables import Cell
@@ -144,7 +145,15 @@ def decide_again(run: Path, dev: Path, decision: str = DEFAULT_RULE, risk: float
         adapted_score=evaluator.from_outputs(adapted_outputs).average, delta=delta, evidence=evidence, decision=made,
         choice_paid=stored is not None, deleted=max(0, design.pairs - evaluator.units()) if design else 0,
         notes=notes, replaces=describe_current(metrics), next_round=next_round)
-    record(folder, metrics, result, rule, evaluator.describe_metric(), evaluator.labels_digest(), keys)
+    try:
+        record(folder, metrics, result, rule, evaluator.describe_metric(), evaluator.labels_digest(), keys)
+    except OSError as error:  # a read-only or full disk: the decision is still said, with what was not written
+        from sentadapt.errors import StorageError
+        from sentadapt.storage.durable import describe_write_failure
+
+        verdict = "keep the base model" if made.keep_base else "use the adapted model"
+        raise StorageError(f"{folder.metrics_file}: could not be written ({describe_write_failure(error) or error});"
+                           f" the decision, not recorded: {verdict}: {made.reason}") from None
     return result
 
 
@@ -319,4 +328,4 @@ def record(folder: RunDir, metrics: dict[str, Any], result: DecideResult, rule: 
                "dev_change_ci_excludes_0": result.delta.significant, "improved": result.delta.value > 0,
                "dev_evidence": evidence_record(result.evidence, rule, result.decision.look),
                "dev_note": "; ".join(result.notes) or None, "decision_settings": rule.to_dict()}
-    folder.write_metrics({**metrics, **current, **result.decision.to_dict(), "decisions": history})
+    folder.write_metrics(write_card(folder, {**metrics, **current, **result.decision.to_dict(), "decisions": history}))

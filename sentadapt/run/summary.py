@@ -118,7 +118,7 @@ def adapt_summary_table(result: Any, config: Any = None) -> TextTable:
         table.row("model kept", f"last step ({result.published_step}); no dev data, selection was blind")
         table.row("decision", Cell("unknown: nothing measured whether this beats the base model; --dev FILE with "
                                    "~100 labelled pairs from your domain would measure it", WARN))
-        table.row("next", next_step(result, config))
+        table.row("next", what_next(result, config))
         return table
     table.row("dev set", result.dev_name)
     table.row("base model dev", _score(state.base_score))
@@ -132,11 +132,11 @@ def adapt_summary_table(result: Any, config: Any = None) -> TextTable:
         table.row("smallest size", sizes_text(result.sizes, kept_base=result.decision.decision == "keep-base"))
     if result.decision_note:
         table.row("dev set", Cell(result.decision_note, WARN))  # its weights, and whether it is too small
-    table.row("next", next_step(result, config))
+    table.row("next", what_next(result, config))
     return table
 
 
-def next_step(result: Any, config: Any) -> str:
+def what_next(result: Any, config: Any) -> str:
     """What to do with the run, for the decision it reached: label pairs where it moved and decide (no dev set),
     label more (an inconclusive look), use, compare and ship it (use-adapted), or use the base (keep-base)."""
     import shlex

@@ -3,6 +3,7 @@
     DIR/                    the published model (a sentence-transformers folder) once the run finished
       config.yaml           the whole run's settings, written first; what --resume and export read back
       metrics.json          written last: its presence marks a finished run
+      README.md             the run's card, the decision first (run/folder_card.py), rewritten by each `decide`
       dev_outputs.json      per-pair dev outputs of the base and of every evaluated step (the decision's input)
       train.log             one JSON line per logged step
       tensorboard/          --report-to tensorboard

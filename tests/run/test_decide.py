@@ -3,6 +3,7 @@ decide on them without training; bad input one line each."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
@@ -513,6 +514,10 @@ def test_an_inconclusive_look_writes_the_next_round_and_the_next_decide_is_its_s
     metrics = strict_metrics(finished)
     assert metrics["decision"] == "keep-base"
     assert metrics["decision_look"]["verdict"] == "more" and metrics["decision_look"]["next_labels"] == 100
+    card = (finished / "README.md").read_text()  # the run folder's card follows the decision (issue 82)
+    assert card.splitlines()[2].startswith("**Decision so far: keep the base model (") and "inconclusive" in card
+    assert f"label 50 more pairs and run `sentadapt decide {finished} --dev FILE` again" in " ".join(card.split())
+    assert metrics["model_files"]["README.md"] == hashlib.sha256(card.encode()).hexdigest()
 
     earlier = {tuple(row[:2]): row[-1] for row in rows(first)}
     grown = rows(second)
@@ -557,3 +562,23 @@ def test_a_grown_file_of_the_users_own_is_a_later_look_and_keeps_its_limit(finis
     refused = invoke("decide", str(finished), "--dev", str(dev))
     assert refused.exit_code == 2 and "these labels extend the 16 labelled pairs decided on by sentadapt decide" \
         in " ".join(refused.output.split())
+
+
+def test_a_read_only_run_folder_still_says_the_decision_in_one_line(finished: Path, pairs_tsv: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 82: `decide` on a read-only run folder ended in `OSError: [Errno 30]` and never said the decision."""
+    import errno
+
+    def read_only(path: Path, text: str) -> None:
+        raise OSError(errno.EROFS, "Read-only file system", str(path))
+
+    monkeypatch.setattr("sentadapt.run.folder_card.write_text_atomically", read_only)
+    before = (finished / "metrics.json").read_text()
+    result = invoke("decide", str(finished), "--dev", str(pairs_tsv), "--redecide")
+    assert result.exit_code == 1, result.output
+    said = " ".join(result.output.split())
+    assert said.startswith(f"Error: {finished}/metrics.json: could not be written (Read-only file system); the "
+                           "decision, not recorded: ")
+    assert "Traceback" not in result.output and ("not recorded: keep the base model: " in said
+                                                 or "not recorded: use the adapted model: " in said)
+    assert (finished / "metrics.json").read_text() == before

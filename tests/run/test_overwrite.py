@@ -365,3 +365,21 @@ def test_export_overwrite_refuses_a_users_file_nested_in_its_output_or_a_changed
     (out / "2_Pooling" / "config.json").write_text("{}")
     with pytest.raises(ConfigError, match=r"did not write \(2_Pooling/config.json \(changed since sentadapt wrote it"):
         export(old_run, out, format="sentence-transformers", overwrite=True)
+
+
+def test_the_run_card_is_the_runs_own_file_until_the_user_edits_it(run: Path, tiny_model_dir: Path,
+                                                                   texts: Path) -> None:
+    """Issue 82: RUN/README.md, the decision first, is written by the run and listed with its SHA-256."""
+    import json
+
+    card = (run / "README.md").read_text()
+    assert card.splitlines()[2].startswith("**Decision: none yet** — no labelled pairs measured whether this beats")
+    assert "`sentadapt pairs CORPUS --run " in card
+    assert " -n 100 --output to-label.tsv`, then `sentadapt decide " in card
+    assert "README.md" in json.loads((run / "metrics.json").read_text())["model_files"]
+    (run / "README.md").write_text(card + "\nmy notes\n")
+    refused = run_adapt(str(texts), "--base", str(tiny_model_dir), "--output", str(run), *COMMON, "--overwrite")
+    assert refused.exit_code == 2 and "did not write (README.md (changed since sentadapt wrote it))" in refused.stderr
+    (run / "README.md").write_text(card)
+    replaced = run_adapt(str(texts), "--base", str(tiny_model_dir), "--output", str(run), *COMMON, "--overwrite")
+    assert replaced.exit_code == 0, replaced.output
