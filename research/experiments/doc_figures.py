@@ -669,10 +669,12 @@ def words_passages(labels: dict[str, Any]) -> list[str]:
     import statistics as stats
 
     from sentadapt.config.schema import DEFAULT_RISK
+    from sentadapt.decision.sequential import look_of
     from sentadapt.pairs.design import UNIFORM_SHARE
 
     z = stats.NormalDist().inv_cdf
-    needed = 1.0 / (z(0.85) + z(1 - DEFAULT_RISK))  # Δ̂ ~ N(1.0, se²) clears z(1 − risk)·se 85 % of the time
+    first = look_of([100], DEFAULT_RISK).limit  # the limit of a first look at 100 labels
+    needed = 1.0 / (z(0.85) + z(1 - first))  # Δ̂ ~ N(1.0, se²) clears z(1 − limit)·se 85 % of the time
     random_error = stats.mean(cell["random"] for cell in labels["errors"].values())
     return [f"drawn with a probability that grows with how differently the two models rank it, "
             f"{fraction_word(UNIFORM_SHARE)} of it spread uniformly",

@@ -162,7 +162,9 @@ def small_dev_note(evidence: Evidence | None, rule: DecisionRule, look: Look | N
     if not gain > GAIN_AT_STAKE:  # also False for nan
         return None
     needed = evidence.units * (gain / GAIN_AT_STAKE) ** 2  # the detectable gain shrinks as 1/√n
-    return (f"{evidence.units} dev {evidence.unit_name}: gains below ~{gain:.1f} cannot be confirmed at risk "
+    # one decimal, unless it would read as the gain at stake itself ("below ~0.5 … ~250 for ~0.5": issue 82)
+    shown = f"{gain:.1f}" if round(gain, 1) > GAIN_AT_STAKE else f"{gain:.2f}"
+    return (f"{evidence.units} dev {evidence.unit_name}: gains below ~{shown} cannot be confirmed at risk "
             f"{risk:.2f} (~{_round_up(needed)} for ~{GAIN_AT_STAKE}; `sentadapt pairs` proposes pairs to label; "
             "docs/evaluation.md)")
 

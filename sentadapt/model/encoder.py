@@ -742,6 +742,22 @@ def _output_replaced(module: nn.Module, output: torch.Tensor) -> Iterator[None]:
         handle.remove()
 
 
+# Ordinary words every vocabulary holds: a tokenizer that maps all of them to its unknown token has no vocabulary (a
+# model folder copied without its tokenizer files), and would score every sentence as a row of [UNK]
+_PROBE_TEXT = "the quick brown fox jumps over the lazy dog"
+
+
+def _check_tokenizer(name: str, tokenizer: Any) -> None:
+    unknown = getattr(tokenizer, "unk_token_id", None)
+    if unknown is None:
+        return
+    ids = tokenizer(_PROBE_TEXT, add_special_tokens=False)["input_ids"]
+    if ids and all(token == unknown for token in ids):
+        raise ModelError(f"{name}: its tokenizer knows no words (every one becomes {tokenizer.unk_token}): the "
+                         "folder lacks its tokenizer files (tokenizer.json, vocab.txt, …); copy them from the model "
+                         "it was trained from")
+
+
 def _load_backbone(
     resolved: ResolvedModel, subfolder: str, trust_remote_code: bool, allow_pickle: bool
 ) -> tuple[nn.Module, Any]:
@@ -785,6 +801,12 @@ def _load_backbone(
                 f"loaded — convert the model to safetensors, or pass {ALLOW_PICKLE} if you trust it"
             ) from None
         raise ModelError(f"{resolved.name}: cannot load model: {message}") from None
+    except Exception as error:
+        if type(error).__name__ != "SafetensorError":  # safetensors' own error: a truncated or corrupted file
+            raise
+        raise ModelError(f"{resolved.name}: its weights are not a complete safetensors file ({error}); copy or "
+                         "export the model again") from None
+    _check_tokenizer(resolved.name, tokenizer)
     if tokenizer.pad_token_id is None:
         # decoder models often ship without one (GPT-2, Llama); padding is masked out of attention and pooling, so
         # any id serves, and the end-of-sequence token is the convention (the saved tokenizer then pads with it)

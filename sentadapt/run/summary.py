@@ -218,7 +218,7 @@ def distillation_rows(result: Any) -> list[tuple[str, str]]:
     if state.distill_first is None:
         return []
     passes = result.passes
-    length = "" if passes is None else f"{_passes(passes)} over {result.examples} examples; "
+    length = "" if passes is None else f"{_passes(passes)} over {_count(result.examples, 'example')}; "
     if state.distill_logged == 1:  # a run shorter than log_every: its first step is the one logged
         term = f"term {state.distill_first:.4g} at the one logged step (the run is shorter than log_every)"
     else:

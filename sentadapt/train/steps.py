@@ -52,7 +52,8 @@ def total_steps_for(examples: int, config: RunConfig) -> int:
         fix = ("add data: a contrastive step needs at least 2 sentences" if examples < 2 * config.train.grad_accum
                else "lower --batch-size or add data")
         raise ConfigError(
-            f"the corpus has {examples} examples, fewer than one step of batch_size {config.train.batch_size} × "
+            f"the corpus has {examples} example{'' if examples == 1 else 's'}, fewer than one step of batch_size "
+            f"{config.train.batch_size} × "
             f"grad_accum {config.train.grad_accum}; {fix}"
         )
     return config.train.max_steps or max(1, math.ceil(passes_for(examples, config) * per_epoch))

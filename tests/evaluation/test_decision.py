@@ -207,3 +207,14 @@ def test_a_kept_base_under_a_clearly_better_teacher_gets_a_note_naming_what_to_d
     assert teacher_lead_note(keep, (-3.5, -0.1), leads) is None  # significantly worse: nothing to add
     assert teacher_lead_note(keep, (-3.05, 3.25), Delta(4.0, (-1.0, 9.0))) is None  # lead not established
     assert teacher_lead_note(Decision(USE_ADAPTED, "beats", "risk"), (0.1, 3.0), leads) is None
+
+
+def test_a_gain_just_above_the_one_at_stake_is_not_written_as_it() -> None:
+    """Issue 82: 200 pairs said "gains below ~0.5 cannot be confirmed (~250 for ~0.5)"."""
+    evidence = Evidence(0.3, 0.41, 0.6, 1, 200, "pairs", tuple(statistics.NormalDist().inv_cdf((i + 0.5) / 2000)
+                                                              for i in range(2000)))
+    note = small_dev_note(evidence, DecisionRule(RISK, 0.1), look_of([400], 0.1))
+    gain = evidence.detectable_gain(0.1)  # ≈ 1.28 × 0.41 = 0.52: one decimal would write it as the 0.5 at stake
+    assert round(gain, 1) == 0.5 < gain
+    assert note is not None and note.startswith(f"200 dev pairs: gains below ~{gain:.2f} cannot be confirmed at risk "
+                                                "0.10 (~250 for ~0.5;")

@@ -411,7 +411,7 @@ def test_messages_name_what_helps(finished: Path, tiny_model_dir: Path, tmp_path
                         *TRAIN)
     assert adapted.exit_code == 2
     assert adapted.stderr.strip().splitlines()[-1] == (
-        "Error: the corpus has 1 examples, fewer than one step of batch_size 8 × grad_accum 1; add data: a "
+        "Error: the corpus has 1 example, fewer than one step of batch_size 8 × grad_accum 1; add data: a "
         "contrastive step needs at least 2 sentences")
     folder = invoke("pairs", "--candidates", str(tmp_path), "--base", str(tiny_model_dir), "-n", "2", "-o",
                     str(tmp_path / "d.tsv"))
