@@ -156,6 +156,10 @@ def _run_sources(settings: Settings, candidate_values: dict[str, Any] | None, bu
     given = {"base": settings.base, "recipe": settings.recipe, **settings.run_flags()}
     sources = {option.name: FLAG if given.get(option.name) not in (None, option.default) else DEFAULT
                for option in ADAPT_OPTIONS if option.target == RUN or option.name in ("recipe", "base")}
+    for option in ADAPT_OPTIONS:  # a value an environment variable gave is that variable's, not a flag's (issue 82)
+        value = given.get(option.name)
+        if option.envvar and value is not None and str(value) == os.environ.get(option.envvar):
+            sources[option.name] = f"${option.envvar}"
     if candidate_values is not None:
         sources["recipe"] = CANDIDATE
     elif settings.recipe is None:  # the --config file's, when it names one (build_config read it)

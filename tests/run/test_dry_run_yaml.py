@@ -12,6 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import yaml
 
 LENGTH = 200
@@ -208,3 +209,14 @@ def test_each_run_field_in_a_config_file_is_named_as_the_option_it_is_or_a_recor
         else:
             assert OPTIONS_BY_NAME[item.name].flag == f"--{item.name.replace('_', '-')}"
             assert f"give it on the command line ({OPTIONS_BY_NAME[item.name].flag});" in str(error.value)
+
+
+def test_a_value_an_environment_variable_gave_is_its_not_a_flags(corpus: Path, tiny_model_dir: Path, tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 82: `--dry-run` labelled data_dir `# flag` when it came from $SENTADAPT_DATA_DIR."""
+    data = tmp_path / "sts"
+    data.mkdir()
+    monkeypatch.setenv("SENTADAPT_DATA_DIR", str(data))
+    args = (str(corpus), "--base", str(tiny_model_dir), "--output", str(tmp_path / "run"), "--dev", "none")
+    assert _sources(_dry_run(120, *args))["data_dir"] == "$SENTADAPT_DATA_DIR"
+    assert _sources(_dry_run(120, *args, "--data-dir", str(tmp_path)))["data_dir"] == "flag"
