@@ -92,6 +92,18 @@ def fit(table: TextTable, width: int) -> TextTable:
     return fitted
 
 
+LABEL_FLOOR = 8  # a label column wraps: counted at most this wide when a table's least width is reckoned
+
+
+def least_width(table: TextTable, width: int) -> int:
+    """The narrowest the table can be drawn once fitted to `width` (fit): its numbers whole, its names shortened, its
+    labels wrapped to LABEL_FLOOR; more than `width` means some column would be cut."""
+    fitted = fit(table, width)
+    widths = [min_width(fitted, index, fitted is not table) or min(widest(fitted, index), LABEL_FLOOR)
+              for index in range(len(fitted.columns))]
+    return sum(widths) + 3 * len(widths) + 1
+
+
 def min_width(table: TextTable, index: int, shortened: bool) -> int | None:
     """How narrow a column may be drawn: a whole column its widest cell, a number column its widest number (and,
     once names were shortened, its header's name); None: as narrow as the layout needs."""

@@ -94,7 +94,7 @@ def eval_command(
 def _render(result: EvalResult, show_subsets: bool = False) -> None:
     """A table per evaluator, the data it came from and, with CIs, how to read them: all on stdout (the footnotes
     belong to the table: `eval ... > scores.txt` keeps them)."""
-    for table, line in zip(result.tables(show_subsets), result.protocols()):
+    for table, line in result.fitted_tables(console.width, show_subsets):
         console.print(draw(table))
         console.print(escape(line), highlight=False)  # wrapped at the terminal's width, as the table is
     if result.bootstrap:

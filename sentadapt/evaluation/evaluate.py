@@ -105,6 +105,40 @@ class EvalResult:
                              [row[e] for row in self.comparisons], subsets)
                 for e, evaluator in enumerate(self.evaluators)]
 
+    def fitted_tables(self, width: int, subsets: bool = False) -> list[tuple[TextTable, str]]:
+        """(table, its protocol line) as a terminal `width` wide shows them: a table whose models do not fit is drawn
+        as several, the first model in each with as many others (and their Δ) as fit — a column is never cut (issue
+        82: the third model's Δ read `[77.33, 95`)."""
+        from sentadapt.text_tables import least_width
+
+        tables = self.tables(subsets)
+        if self.forms or len(self.models) <= 2:
+            return list(zip(tables, self.protocols(), strict=True))
+        out: list[tuple[TextTable, str]] = []
+        for e, (evaluator, line) in enumerate(zip(self.evaluators, self.protocols(), strict=True)):
+            reports, comparisons = [row[e] for row in self.reports], [row[e] for row in self.comparisons]
+            others = list(range(1, len(self.models)))
+            per = len(others)
+            while per > 1 and least_width(self._part(evaluator, reports, comparisons, others[:per], subsets),
+                                          width) > width:
+                per -= 1
+            groups = [others[start:start + per] for start in range(0, len(others), per)]
+            for group in groups:
+                table = self._part(evaluator, reports, comparisons, group, subsets)
+                if len(groups) > 1:
+                    shown = ", ".join(str(i + 1) for i in [0, *group])
+                    table.title = f"{table.title} — models {shown} of {len(self.models)}"
+                out.append((table, line))
+        return out
+
+    @staticmethod
+    def _part(evaluator: Any, reports: list[Any], comparisons: list[Any], group: list[int], subsets: bool,
+              ) -> TextTable:
+        from sentadapt.evaluation.result_tables import result_table
+
+        return result_table(evaluator, [reports[0], *(reports[i] for i in group)],
+                            [comparisons[0], *(comparisons[i] for i in group)], subsets)
+
     def protocols(self) -> list[str]:
         """Per evaluator, the line printed under its table: the data and how it was scored."""
         from sentadapt.evaluation.result_tables import protocol

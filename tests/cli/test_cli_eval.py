@@ -170,3 +170,28 @@ def test_a_long_model_path_is_shown_by_its_folders_own_name() -> None:
     # the same folder name twice: as many components as tell them apart
     assert short_names(["/data/experiments/one/model-final", "/data/experiments/two/model-final"]) == {
         "/data/experiments/one/model-final": "one/model-final", "/data/experiments/two/model-final": "two/model-final"}
+
+
+def test_three_models_and_every_task_type_fit_80_columns_whole(tiny_model_dir: Path,
+                                                                tiny_model_dir_3layers: Path, tmp_path: Path) -> None:
+    """Issue 82: at 80 columns a third model's Δ column was cut (`[77.33, 95`) and the metric column shrank to
+    nothing; a table whose models do not fit is now drawn as several, the first model in each."""
+    import os
+    import shutil
+
+    third = tmp_path / "a-third-model-with-a-rather-long-folder-name"
+    shutil.copytree(tiny_model_dir, third)
+    examples = Path(__file__).parent.parent.parent / "examples"
+    env = {**os.environ, "COLUMNS": "80", "LINES": "24"}
+    result = subprocess.run(
+        [sys.executable, "-m", "sentadapt", "eval", str(tiny_model_dir), str(tiny_model_dir_3layers), str(third),
+         "--pairs", str(examples / "it-support-test.tsv"), "--pairs", str(examples / "it-support-pairclass.tsv"),
+         "--rerank", str(examples / "it-support-rerank.jsonl"), "--device", "cpu", "--bootstrap", "200"],
+        env=env, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert max(len(line) for line in lines) <= 80
+    assert all(line.count("[") == line.count("]") for line in lines)  # every interval whole
+    titles = [line.strip() for line in lines if " of 3" in line]
+    assert len(titles) == 6 and sum("models 1, 3 of 3" in title for title in titles) == 3
+    assert sum(line.lstrip("│┃ ").startswith(("spearman", "ap ", "map")) for line in lines) == 6  # labels shown
