@@ -270,3 +270,14 @@ def test_a_comparison_at_80_columns_draws_every_table_whole(
     assert [row[0] for row in rows if row[0]] == ["0", "1", "2", "3", "last2avg", "firstlast"]  # 3 layers + mixes
     deltas = [row[-1] for row in rows if row[-1]]
     assert deltas and all(re.fullmatch(r"[+-]\d+\.\d\d", delta) for delta in deltas), deltas
+
+
+def test_a_one_line_corpus_is_named_as_too_small_not_as_missing(tiny_model_dir: Path, tmp_path: Path) -> None:
+    """Issue 82: `diagnose --corpus one.txt` (one line) asked for --corpus."""
+    one = tmp_path / "one.txt"
+    one.write_text("the printer is jammed\n")
+    result = _run(str(tiny_model_dir), "--corpus", str(one))
+    assert result.exit_code == 1
+    assert " ".join(result.output.split()).endswith(
+        f"Error: {one}: 1 sentence; the diagnostics compare sentences with each other: pass at least 2 (a few "
+        "hundred give steady figures), or --pairs FILE")
