@@ -527,7 +527,22 @@ def _corpus_files_under(folder: Path) -> Iterator[Path]:
             subfolders.clear()
             continue
         subfolders[:] = [name for name in subfolders if not name.startswith(".")]
-        yield from (Path(directory) / name for name in names if _is_corpus_file(Path(name)))
+        yield from (Path(directory) / name for name in names if _is_corpus_file(Path(name))
+                    and not is_label_file(Path(directory) / name))
+
+
+def is_label_file(path: Path) -> bool:
+    """A file of pairs to label that `sentadapt pairs` wrote (its first line is LABEL_FILE_MARK's comment): written
+    into a corpus folder, it is no corpus (issue 82: the next command read it as one and failed on its columns)."""
+    from sentadapt.data.pair_files import LABEL_FILE_MARK
+
+    if path.suffix.lower() not in (".tsv", ".csv"):
+        return False
+    try:
+        with path.open("r", encoding="utf-8", errors="replace") as handle:
+            return handle.readline(len(LABEL_FILE_MARK)).startswith(LABEL_FILE_MARK)
+    except OSError:
+        return False
 
 
 def _is_corpus_file(name: Path) -> bool:
@@ -543,7 +558,8 @@ def _matching_files(pattern: str) -> list[str]:
 
     root = Path(*itertools.takewhile(lambda part: not _GLOB_CHARACTERS & set(part), Path(pattern).parts))
     found = sorted(match for match in glob.glob(pattern, recursive=True)
-                   if Path(match).is_file() and not _in_model_folder(Path(match), root))
+                   if Path(match).is_file() and not _in_model_folder(Path(match), root)
+                   and not is_label_file(Path(match)))
     if not found:
         raise DataError(f"{pattern}: matches no file")
     return found

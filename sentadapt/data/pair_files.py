@@ -46,6 +46,7 @@ PAIR_FORMATS = (TSV, CSV, JSONL, PARQUET)
 COMMENT = "#"  # lines starting with it at the top of a tsv/csv are a comment header (`sentadapt pairs` writes one)
 # A chosen dev set's column: 1 / the pair's inclusion probability (pairs/design.py), what each pair stands for
 WEIGHT = "weight"
+LABEL_FILE_MARK = "# Label each pair"  # the first line of a file `pairs` wrote: what `--overwrite` may replace
 DESIGN_SUFFIX = ".design.json"  # FILE.design.json: how `sentadapt pairs` chose FILE's pairs (pairs/design.py)
 
 

@@ -38,7 +38,7 @@ from sentadapt.data.corpus import (
     settle_statuses,
     text_hashes,
 )
-from sentadapt.data.pair_files import LABEL_RULE
+from sentadapt.data.pair_files import LABEL_FILE_MARK, LABEL_RULE
 from sentadapt.errors import ConfigError, DataError, StorageError
 from sentadapt.events import Progress
 from sentadapt.options import check_writable_place
@@ -55,7 +55,6 @@ NEIGHBOUR_RANKS = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128)
 RANDOM_PARTNERS = 4  # per sentence: the unrelated end of the range
 SIMILARITY_BLOCK = 1 << 24  # entries of one block of rows × sentences (64 MB of float32), never the N × N matrix
 LABEL_FORMATS = {".tsv": "\t", ".csv": ","}
-LABEL_FILE_MARK = "# Label each pair"  # the first line of a file `pairs` wrote: what `--overwrite` may replace
 _MASK64 = (1 << 64) - 1
 
 

@@ -745,3 +745,18 @@ def test_an_unchanged_corpus_is_counted_once_a_process_and_a_changed_one_again(
     with corpus.open("a") as appended:
         appended.write("a new sentence here\n")
     assert corpus_module.count_sentences([corpus]) == 3 and len(reads) == 3
+
+
+def test_a_file_of_pairs_to_label_written_into_the_corpus_folder_is_not_corpus(tmp_path: Path) -> None:
+    """Issue 82: `pairs DIR --output DIR/to-label.tsv` wrote into the corpus folder, and the next command it
+    suggested read that file as corpus ("expected 1 columns like the header, found 3")."""
+    from sentadapt.data.corpus import corpus_files
+    from sentadapt.data.pair_files import LABEL_FILE_MARK
+
+    folder = tmp_path / "texts"
+    folder.mkdir()
+    (folder / "a.txt").write_text("the printer is jammed\nthe server is down\n")
+    (folder / "tickets.tsv").write_text("text\nthe disk is full\n")
+    (folder / "to-label.tsv").write_text(f"{LABEL_FILE_MARK}: …\nsentence1\tsentence2\tlabel\na\tb\t\n")
+    assert corpus_files([folder]) == [str(folder / "a.txt"), str(folder / "tickets.tsv")]
+    assert corpus_files([str(folder / "*.tsv")]) == [str(folder / "tickets.tsv")]
