@@ -188,10 +188,17 @@ def _check_replaceable_label_file(path: Path) -> None:
 # ------------------------------------------------------------------------------------------------ the sample
 
 
+# A line longer than this is a document, not a sentence to judge beside another: it is not proposed (issue 82: a
+# 12 MB line went whole into the file to label, which Python's csv could not read back; training cuts a text to
+# max_length tokens anyway, ~64 words by default)
+MAX_PAIR_CHARS = 2000
+
+
 def sample_sentences(sources: Sequence[str | Path], size: int, seed: int,
                      text_column: str | None = None) -> tuple[list[str], CorpusReport]:
     """At most `size` distinct sentences of the corpus, a seeded uniform sample, read as `adapt` reads a corpus
-    (same formats, blank lines skipped, duplicates dropped); the report counts the whole corpus."""
+    (same formats, blank lines skipped, duplicates dropped, none longer than MAX_PAIR_CHARS); the report counts the
+    whole corpus."""
     sampler = _SmallestKeys(size, seed)
     statuses: list[np.ndarray] = []
     hashes: list[np.ndarray] = []
@@ -200,7 +207,8 @@ def sample_sentences(sources: Sequence[str | Path], size: int, seed: int,
         status, hashed = classify(batch, 1), text_hashes(batch)
         statuses.append(status)
         hashes.append(hashed)
-        kept = np.flatnonzero(status == KEEP)
+        kept = np.array([i for i in np.flatnonzero(status == KEEP) if len(batch[i] or "") <= MAX_PAIR_CHARS],
+                        dtype=np.int64)
         sampler.offer([batch[i] for i in kept], hashed[kept])  # type: ignore[misc]
 
     report = scan_corpus(sources, consume, text_column)

@@ -308,3 +308,13 @@ def test_real_model_spreads_pairs_over_the_range_and_the_labelled_file_is_read(t
         _name, factory = resolve_dev_set(str(path), None)
         assert factory is not None and factory().tasks[0].kind == kind
         assert reports[path.name][metric] > 99  # labels made from the base model's own cosines: ranked ~perfectly
+
+
+def test_a_line_longer_than_a_sentence_to_judge_is_not_proposed(tmp_path: Path) -> None:
+    """Issue 82: a 12 MB line went whole into the file to label (Python's csv cannot read such a field back)."""
+    from sentadapt.pairs.devset import MAX_PAIR_CHARS
+
+    document = "word " * MAX_PAIR_CHARS  # 10,000 characters on one line
+    corpus = _corpus(tmp_path / "corpus.txt", [document, *(f"{s} {v}" for s in SUBJECTS for v in STATES)])
+    sentences, _ = sample_sentences([str(corpus)], 1000, 0)
+    assert len(sentences) == 48 and document.strip() not in sentences and max(map(len, sentences)) <= MAX_PAIR_CHARS
