@@ -221,7 +221,8 @@ def weighted_note(labels: dict[str, Any] | None) -> str | None:
     if not labels or not labels["weighted"]:
         return None
     design = labels["design"]
-    population = f"the {design['candidates']} candidates they were chosen from" if design else "their population"
+    population = ("the corpus's pairs they were proposed from" if design and design.get("domain") == "corpus" else
+                  f"the {design['candidates']} candidates they were chosen from" if design else "their population")
     return (f"{labels['pairs']} dev pairs weighted by their 'weight' column: the dev Δ estimates {population} "
             "(docs/decision.md)")
 

@@ -75,7 +75,10 @@ class DecideResult:
     def lines(self) -> list[Cell]:
         """What `sentadapt decide` prints: the estimate and what it stands for, the decision (strong), where it is
         recorded."""
-        population = (f"estimated for the {self.design.candidates} candidates they were chosen from (weighted)"
+        population = (("estimated for your corpus's pairs (the domain: the "
+                       f"{self.design.candidates} candidates proposed from it, weighted)") if self.design
+                      and self.design.domain == "corpus" else
+                      f"estimated for the {self.design.candidates} candidates they were chosen from (weighted)"
                       if self.design else "weighted by the file's 'weight' column" if self.weighted
                       else "the pairs themselves")
         deleted = f"; {self.deleted} of the design's pairs were deleted" if self.deleted else ""

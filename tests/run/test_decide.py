@@ -582,3 +582,23 @@ def test_a_read_only_run_folder_still_says_the_decision_in_one_line(finished: Pa
     assert "Traceback" not in result.output and ("not recorded: keep the base model: " in said
                                                  or "not recorded: use the adapted model: " in said)
     assert (finished / "metrics.json").read_text() == before
+
+
+def test_pairs_proposed_from_a_corpus_speak_for_the_corpus_not_for_their_candidates(finished: Path,
+                                                                                    tmp_path: Path) -> None:
+    """Issue 83: candidates `pairs CORPUS --run` proposes are a draw from the corpus's pairs, so the risk is about the
+    corpus (no finite-population factor of the draw among them: the two-phase variance)."""
+    from sentadapt.evaluation.task_types import resolve_dev_set
+
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("".join(f"the printer {i} is jammed in room {i % 13}\n" for i in range(400)))
+    out = tmp_path / "to-label.tsv"
+    chosen = invoke("pairs", str(corpus), "--run", str(finished), "-n", "20", "-o", str(out))
+    assert chosen.exit_code == 0, chosen.output
+    assert json.loads((tmp_path / "to-label.tsv.design.json").read_text())["domain"] == "corpus"
+    _fill(out, 4)
+    pairs = resolve_dev_set(str(out), None)[1]().tasks[0].pairs  # type: ignore[misc]
+    assert pairs.design is False and pairs.weights  # weighted, without the finite-population factor
+    said = " ".join(invoke("decide", str(finished), "--dev", str(out)).output.split())
+    assert "20 labelled pairs in" in said and "estimated for your corpus's pairs (the domain: the 100 candidates " \
+        "proposed from it, weighted)" in said
