@@ -202,7 +202,7 @@ def _select_reports(inputs: DiagnoseInputs, requested: list[str] | None) -> None
         else:
             inputs.skipped[name] = _MISSING[need]
     if not inputs.reports:
-        if inputs.sentence_source is not None:  # a corpus was given, too small: say so, not to pass one (issue 82)
+        if inputs.sentence_source:  # a corpus was given, too small: say so, not to pass one (issue 82)
             raise DataError(f"{inputs.sentence_source.rsplit(':', 1)[0]}: {len(inputs.sentences)} sentence"
                             f"{'' if len(inputs.sentences) == 1 else 's'}; the diagnostics compare sentences with "
                             "each other: pass at least 2 (a few hundred give steady figures), or --pairs FILE")
