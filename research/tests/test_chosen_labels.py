@@ -93,12 +93,14 @@ def figures() -> dict[str, str]:
 
 def test_the_readme_and_the_decision_page_quote_the_stored_study() -> None:
     quoted = figures()
-    assert quoted == {"after": "0.69-0.88×", "before": "0.85-1.04×", "coverage": "94.8-98.9 %", "saved": "12-31 %",
-                      "size": "100", "chosen": "54 % (chosen)", "random": "54 % (random)", "gain": "+1.0"}
-    readme = " ".join((REPO / "README.md").read_text(encoding="utf-8").split())
+    # re-run at issue 83's defaults: each `decide` is the first look of the label-more loop
+    assert quoted == {"after": "0.69-0.88×", "before": "0.85-1.04×", "coverage": "94.7-98.9 %", "saved": "12-31 %",
+                      "size": "100", "chosen": "55 % (chosen)", "random": "54 % (random)", "gain": "+1.0"}
+    # the README leads with the label-more loop (research/experiments/readme_figures.label_loop) and sends the reader
+    # here for what choosing pairs buys
     decision = " ".join((REPO / "docs" / "decision.md").read_text(encoding="utf-8").split())
     for key in ("after", "before", "coverage", "chosen", "random"):
-        assert quoted[key] in readme and quoted[key] in decision, key
+        assert quoted[key] in decision, key
     assert quoted["saved"] in decision
     page = (REPO / "docs" / "decision.md").read_text(encoding="utf-8")
     findings = (REPO / "research" / "findings.md").read_text(encoding="utf-8")

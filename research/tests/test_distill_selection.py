@@ -74,15 +74,17 @@ def test_the_captions_probe_figures_are_what_its_stored_outputs_give() -> None:
 
 
 def test_a_challenger_the_dev_step_names_must_still_pass_its_test_study() -> None:
-    """The rule's second step on stored studies. With a margin of −0.05 the dev step names k3b (+0.73 against +0.74,
-    with issue 68's calibrated risk at 0.10), and its test study is not below k3's on the raw Δ nor on the applied Δ
-    at 100 and 200, so the step keeps it (batch 128). Before issue 68 no margin named k3b (+0.93 against +0.86) and
-    its test study sent the default back to k3; at the rule's own margin the default stays k3 (the test above)."""
+    """The rule's second step on stored studies. With a margin of −0.05 the dev step names k3b. Under issue 68's
+    calibrated risk at 0.10 its test study was not below k3's, so the step kept it (batch 128); at issue 83's default
+    decision (each decision the first look of the label-more loop) k3b's applied Δ at 200 falls below k3's (+0.82
+    against +0.86), and the step sends the default back to k3, as it did before issue 68. At the rule's own margin
+    the default stays k3 (the test above)."""
     from dataclasses import replace
 
     rule = replace(DEV_RULES["batch"], margin=-0.05)
     verdict = rule_verdict(REPO / "research/results/distill", rule, resamples=1000)
     assert verdict["dev_choice"] == "k3b"
     test = verdict["test"]
-    holds = all(test["k3b"][key] >= test["k3"][key] for key in ("raw", "applied_100", "applied_200"))
-    assert holds and verdict["default"] == "k3b" and verdict["batch_size"] == 128
+    assert test["k3b"]["raw"] >= test["k3"]["raw"] and test["k3b"]["applied_100"] >= test["k3"]["applied_100"]
+    assert test["k3b"]["applied_200"] < test["k3"]["applied_200"]
+    assert verdict["default"] == "k3" and verdict["batch_size"] == 64

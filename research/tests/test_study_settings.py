@@ -21,6 +21,6 @@ def test_a_study_made_before_settings_were_recorded_or_at_another_limit_is_stale
     assert stale(path, {"sizes": [50], "cells": []}, "dev_size_power") == (
         f"{path}: records no settings (made before studies recorded them), but the product's defaults are "
         f"{product_settings()}; re-run it: python -m research.experiments.dev_size_power --study")
-    older = {**product_settings(), "max_risk": 0.2}
+    older = {**product_settings(), "max_risk": 0.1}  # issue 68's limit of one look
     assert stale(path, {"settings": older}, "dev_size_power").startswith(f"{path}: ran with {older}, but")
     assert stale(path, {"settings": product_settings()}, "dev_size_power") is None

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sentadapt.config.schema import DEFAULT_DECISION, DEFAULT_RISK, LABEL_CAP
-from sentadapt.decision.sequential import FUTILITY_RISK, MORE, USE, Look, look_of
+from sentadapt.decision.sequential import FUTILITY_RISK, KEEP, MORE, USE, Look, look_of
 from sentadapt.errors import ConfigError
 from sentadapt.evaluation.evidence import Evidence
 
@@ -106,7 +106,7 @@ def decide(dev_change: float | None, interval: Sequence[float] | None, dev_name:
     shown = f"Δ {dev_change:+.2f}" + (f" [{interval[0]:+.2f}, {interval[1]:+.2f}]" if interval else "")
     on = f" on {dev_name}" if dev_name else ""
     if rule.name == RISK and evidence is not None and risk is not None:
-        return _by_look(evidence, rule, look_of([*earlier, evidence.units], rule.risk), on, shown, no_gain)
+        return _by_look(evidence, rule, look_of([*earlier, evidence.units], rule.risk), on, shown, no_gain, dev_change)
     if dev_change <= 0:
         return Decision(KEEP_BASE, f"{no_gain}{on} ({shown})", rule.name, risk)
     if rule.name == POSITIVE:
@@ -133,12 +133,15 @@ def describe_risk(evidence: Evidence, rule: DecisionRule, look: Look | None = No
             "every look)")
 
 
-def _by_look(evidence: Evidence, rule: DecisionRule, look: Look, on: str, shown: str, no_gain: str) -> Decision:
+def _by_look(evidence: Evidence, rule: DecisionRule, look: Look, on: str, shown: str, no_gain: str,
+             dev_change: float) -> Decision:
     """The look's verdict (decision/sequential.Look): use, keep, or inconclusive — the base for now, more labels
-    asked for."""
+    asked for. A model at or below the base on these labels is never used, whatever its risk says."""
     risk = evidence.risk
     measured = describe_risk(evidence, rule, look)
     verdict = look.verdict(risk)
+    if verdict == USE and dev_change <= 0:
+        verdict = KEEP if look.last or risk > FUTILITY_RISK else MORE
     if verdict == USE:
         return Decision(USE_ADAPTED, f"the adapted model beats the base model{on} ({shown}; {measured})",
                         rule.name, risk, look, verdict)
@@ -146,8 +149,8 @@ def _by_look(evidence: Evidence, rule: DecisionRule, look: Look, on: str, shown:
         return Decision(KEEP_BASE, f"inconclusive{on} ({shown}; {measured}): keep the base model for now and "
                                    f"label {look.next_size - look.sizes[-1] if look.next_size else 0} more pairs "
                                    f"(the next look: {look.next_size} labels)", rule.name, risk, look, verdict)
-    if evidence.change <= 0 or risk > FUTILITY_RISK:
-        why = no_gain if evidence.change <= 0 else "a gain is implausible"
+    if dev_change <= 0 or risk > FUTILITY_RISK:
+        why = no_gain if dev_change <= 0 else "a gain is implausible"
         return Decision(KEEP_BASE, f"{why}{on} ({shown}; {measured})", rule.name, risk, look, verdict)
     return Decision(KEEP_BASE, f"not enough evidence{on} ({shown}; {measured})", rule.name, risk, look, verdict)
 
