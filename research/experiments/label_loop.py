@@ -220,8 +220,24 @@ def run_loop(path: list[dict[str, Any]], spending: str, alpha: float, loop: bool
     return False, sizes[-1] if sizes else 0
 
 
+_MEMO: dict[tuple[Any, ...], tuple[Any, Any]] = {}  # (what was asked, the result's id) → (the result, its answer):
+# a table reads each plan's loops several times, and a plan is 2,400 + 6,000 loops decided in Python
+
+
+def _remembered(asked: tuple[Any, ...], result: dict[str, Any], compute: Any) -> Any:
+    """The answer for this very result (held with it, so another result at the same id is never given it)."""
+    key = (*asked, id(result))
+    if key not in _MEMO or _MEMO[key][0] is not result:
+        _MEMO[key] = (result, compute())
+    return _MEMO[key][1]
+
+
 def outcomes(result: dict[str, Any], spending: str, alpha: float, loop: bool = True) -> list[dict[str, Any]]:
     """Every stored loop under the plan: used, labels, its pool Δ."""
+    return _remembered(("outcomes", spending, alpha, loop), result, lambda: _outcomes(result, spending, alpha, loop))
+
+
+def _outcomes(result: dict[str, Any], spending: str, alpha: float, loop: bool) -> list[dict[str, Any]]:
     truth = result["truth"]
     out = []
     for entry in result["stored"]:
@@ -243,6 +259,11 @@ def summary(rows: list[dict[str, Any]]) -> dict[str, float]:
 
 
 def synthetic_use(result: dict[str, Any], spending: str, alpha: float) -> dict[str, dict[str, float]]:
+    """Per synthetic domain Δ: the share of its loops that used the model, its Monte-Carlo SE, the mean labels."""
+    return _remembered(("synthetic", spending, alpha), result, lambda: _synthetic_use(result, spending, alpha))
+
+
+def _synthetic_use(result: dict[str, Any], spending: str, alpha: float) -> dict[str, dict[str, float]]:
     out = {}
     for target in SYNTHETIC_DELTAS:
         loops = [entry for entry in result["synthetic"] if entry["target"] == target]
@@ -279,15 +300,10 @@ def chosen_rows(result: dict[str, Any], spending: str, alpha: float) -> list[dic
     return [row for row in outcomes(result, spending, alpha) if row["arm"] == "chosen"]
 
 
-_VERDICTS: dict[int, dict[str, Any]] = {}
-
-
 def verdict(result: dict[str, Any]) -> dict[str, Any]:
     """The rule's pick, its stability over bootstrap resamples of the stored loops, and the figures read after
     (computed once per stored result)."""
-    if id(result) not in _VERDICTS:
-        _VERDICTS[id(result)] = _verdict(result)
-    return _VERDICTS[id(result)]
+    return _remembered(("verdict",), result, lambda: _verdict(result))
 
 
 def _verdict(result: dict[str, Any]) -> dict[str, Any]:
