@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sentadapt.decision.rule import KEEP_BASE, POSITIVE, STRICT, USE_ADAPTED, DecisionRule, describe_risk
+from sentadapt.decision.sequential import look_of
 from sentadapt.evaluation import bootstrap
 from sentadapt.evaluation.evaluator import dev_evidence
 from sentadapt.evaluation.evidence import Evidence
@@ -182,9 +183,12 @@ def _choose_by_evidence(scores: Sequence[CandidateScore], dev_name: str | None, 
                           f"off), so the choice among {k} candidates is not protected against a noise win", None)
     passed: list[tuple[CandidateScore, Evidence]] = []
     stopped: tuple[CandidateScore, Evidence | None] | None = None
+    # the run's dev set is the first look of the label-more loop (decision/sequential.py): each candidate is held to
+    # that look's limit, as `adapt --recipe NAME` holds it
+    first = look_of([next(weighed.units for weighed in evidence if weighed is not None)], rule.risk)
     for index, (score, weighed) in enumerate(zip(scores, evidence)):  # each tested only if all before it passed
         risks[index] = weighed.risk if weighed is not None else None  # a Δ ≤ 0 has its risk too (≥ 0.5)
-        if score.change <= 0 or weighed is None or weighed.risk > rule.risk:
+        if score.change <= 0 or weighed is None or weighed.risk > first.limit:
             stopped = (score, weighed)
             break
         passed.append((score, weighed))
@@ -192,11 +196,11 @@ def _choose_by_evidence(scores: Sequence[CandidateScore], dev_name: str | None, 
     if passed:
         chosen, weighed = max(passed, key=lambda pair: pair[0].change)
         return made(chosen, f"{chosen.name} beats the base model{on} ({_plain(chosen)}; "
-                            f"{describe_risk(weighed, rule)}; {order})", weighed)
+                            f"{describe_risk(weighed, rule, first)}; {order})", weighed)
     assert stopped is not None
     score, weighed = stopped
     why = "did not beat the base model" if score.change <= 0 else "has not enough evidence"
-    risk = f"; {describe_risk(weighed, rule)}" if weighed is not None and score.change > 0 else ""
+    risk = f"; {describe_risk(weighed, rule, first)}" if weighed is not None and score.change > 0 else ""
     later = "; the candidates after it are not tested" if k > 1 else ""
     return made(None, f"the first candidate, {score.name}, {why}{on} ({_plain(score)}{risk}){later}", weighed)
 

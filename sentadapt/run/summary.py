@@ -354,8 +354,8 @@ def auto_table(record: dict[str, Any]) -> TextTable:
         how = f"decision rule: strict, {weighed} = Bonferroni over the candidates"
     elif rule == "risk":
         weighed = "risk"
-        how = (f"decision rule: risk ≤ {record.get('risk_limit', DEFAULT_RISK):g}, candidates tested in order (fixed "
-               "sequence), each one's risk max-T over its own checkpoints")
+        how = (f"decision rule: risk ≤ the first look's share of --risk {record.get('risk_limit', DEFAULT_RISK):g}, "
+               "candidates tested in order (fixed sequence), each one's risk max-T over its own checkpoints")
     else:
         weighed, how = None, "decision rule: positive (any dev Δ > 0)"
     table = TextTable(f"sentadapt adapt --recipe auto — {len(record['candidates'])} candidates, "

@@ -393,16 +393,28 @@ def test_a_diverging_candidate_is_left_out_and_the_others_still_decide(
 # ---------------------------------------------------------------- the risk rule's choice (the default)
 
 
-def _risk_evidence(risk: float, options: int = 4):
+def _risk_evidence(risk: float, options: int = 4, units: int = 400):
     from sentadapt.evaluation.evidence import Evidence
 
-    return Evidence(1.2, 0.6, 1 - risk, options, 100, "pairs")
+    # 400 dev pairs: one look at the label-more loop's cap is held to the limit itself
+    return Evidence(1.2, 0.6, 1 - risk, options, units, "pairs")
 
 
 def _three() -> list[CandidateScore]:
     return [_score("consert", +0.8, (-0.3, +1.9), (-0.6, +2.2)),
             _score("sg-opt", +1.2, (+0.1, +2.3), (-0.2, +2.6)),
             _score("clsr", -0.5, (-1.0, +0.0), (-1.2, +0.2))]
+
+
+def test_the_walk_holds_each_candidate_to_the_first_looks_limit_as_a_single_run() -> None:
+    """Issue 83: on 100 dev pairs a run's decision is the first look of the label-more loop, held to 0.2 · √(100/400)
+    = 0.10; the walk holds each candidate to it too (at the full 0.2 it would use a candidate at 0.15)."""
+    from sentadapt.decision.rule import DecisionRule
+
+    choice = choose(_three(), "dev.tsv", DecisionRule("risk", 0.2),
+                    [_risk_evidence(0.15, units=100), _risk_evidence(0.05, units=100), None])
+    assert (choice.chosen, choice.decision) == (None, "keep-base")
+    assert "limit 0.100 at look 1 of the label-more loop (100 of 400 labels; 0.20 over every look)" in choice.reason
 
 
 def test_the_risk_rule_walks_the_candidates_in_order_and_uses_the_largest_delta_that_passed() -> None:
