@@ -800,7 +800,8 @@ def test_the_auto_summary_names_its_columns_after_the_rule_and_keeps_every_numbe
     assert [c.header for c in table.columns] == ["candidate", "dev", "Δ, 95 % CI", column, "step", "time"]
     assert [row.cells[3].text for row in table.rows] == cells
     assert ("Bonferroni" in table.title) == (rule == "strict")
-    assert ("fixed sequence" in table.title and "risk ≤ 0.2" in table.title) == (rule == "risk")
+    assert ("fixed sequence" in table.title and "risk ≤ the first look's share of --risk 0.2" in table.title) == (
+        rule == "risk")
     console = Console(width=80, record=True, file=open(os.devnull, "w"))  # noqa: SIM115
     console.print(draw(table, width=80))
     text = console.export_text()
