@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sentadapt.config.schema import DEFAULT_DECISION, DEFAULT_RISK, LABEL_CAP
-from sentadapt.decision.sequential import FUTILITY_RISK, KEEP, MORE, USE, Look, look_of
+from sentadapt.decision.sequential import FUTILITY_RISK, MORE, USE, Look, look_of
 from sentadapt.errors import ConfigError
 from sentadapt.evaluation.evidence import Evidence
 
@@ -136,12 +136,10 @@ def describe_risk(evidence: Evidence, rule: DecisionRule, look: Look | None = No
 def _by_look(evidence: Evidence, rule: DecisionRule, look: Look, on: str, shown: str, no_gain: str,
              dev_change: float) -> Decision:
     """The look's verdict (decision/sequential.Look): use, keep, or inconclusive — the base for now, more labels
-    asked for. A model at or below the base on these labels is never used, whatever its risk says."""
+    asked for."""
     risk = evidence.risk
     measured = describe_risk(evidence, rule, look)
-    verdict = look.verdict(risk)
-    if verdict == USE and dev_change <= 0:
-        verdict = KEEP if look.last or risk > FUTILITY_RISK else MORE
+    verdict = look.verdict(risk, dev_change)
     if verdict == USE:
         return Decision(USE_ADAPTED, f"the adapted model beats the base model{on} ({shown}; {measured})",
                         rule.name, risk, look, verdict)

@@ -132,9 +132,10 @@ class Look:
     def next_size(self) -> int | None:
         return next_size(self.sizes[-1])
 
-    def verdict(self, risk: float) -> str:
-        """USE | KEEP | MORE: what this look's risk decides."""
-        if risk <= self.limit:
+    def verdict(self, risk: float, change: float) -> str:
+        """USE | KEEP | MORE: what this look's risk decides; a model at or below the base on these labels (`change`,
+        its Δ) is never used, whatever its risk says."""
+        if risk <= self.limit and change > 0:
             return USE
         if self.last or risk > FUTILITY_RISK:
             return KEEP

@@ -111,9 +111,8 @@ class EvalResult:
         82: the third model's Δ read `[77.33, 95`)."""
         from sentadapt.text_tables import least_width
 
-        tables = self.tables(subsets)
         if self.forms or len(self.models) <= 2:
-            return list(zip(tables, self.protocols(), strict=True))
+            return list(zip(self.tables(subsets), self.protocols(), strict=True))
         out: list[tuple[TextTable, str]] = []
         for e, (evaluator, line) in enumerate(zip(self.evaluators, self.protocols(), strict=True)):
             reports, comparisons = [row[e] for row in self.reports], [row[e] for row in self.comparisons]

@@ -370,11 +370,9 @@ class Evaluator:
         (run/looks.py). None when a task type does not list its rows."""
         import hashlib
 
-        rows = [task.labelled_rows() for task in self.tasks]
-        if any(task_rows is None for task_rows in rows):
-            return None
-        return sorted(hashlib.sha256("\x1f".join(row[:4]).encode()).hexdigest()[:16]
-                      for task_rows in rows for row in task_rows or [])
+        rows = self._labelled_rows()
+        return None if rows is None else sorted(hashlib.sha256("\x1f".join(row[:4]).encode()).hexdigest()[:16]
+                                                for row in rows)
 
     def labels_digest(self) -> str | None:
         """The SHA-256 of every task's labelled rows (EvalTask.labelled_rows): the same labels in any file or
@@ -382,11 +380,18 @@ class Evaluator:
         import hashlib
         import json
 
-        rows = [task.labelled_rows() for task in self.tasks]
-        if any(task_rows is None for task_rows in rows):
-            return None
-        return hashlib.sha256(json.dumps(sorted(row for task_rows in rows for row in task_rows or [])).encode()
-                              ).hexdigest()
+        rows = self._labelled_rows()
+        return None if rows is None else hashlib.sha256(json.dumps(sorted(rows)).encode()).hexdigest()
+
+    def _labelled_rows(self) -> list[tuple[str, ...]] | None:
+        """Every task's labelled rows together, None when a task type does not list them."""
+        rows: list[tuple[str, ...]] = []
+        for task in self.tasks:
+            task_rows = task.labelled_rows()
+            if task_rows is None:
+                return None
+            rows += task_rows
+        return rows
 
     def unit_name(self) -> str:
         names = sorted({task.unit_name for task in self.tasks})

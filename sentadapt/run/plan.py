@@ -13,7 +13,6 @@ differ after a mere copy to another node)."""
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -25,6 +24,7 @@ from sentadapt.config.schema import FLAT_KEYS, RunConfig
 from sentadapt.errors import ConfigError
 from sentadapt.events import Note, Progress, no_progress, quiet
 from sentadapt.model.resolve import DEFAULT_BASE_MODEL, ResolvedModel, check_has_weights, resolve_model
+from sentadapt.storage.durable import file_sha256
 from sentadapt.storage.ownership import check_replaceable, foreign_in_run
 from sentadapt.storage.run_folder import RunDir, holds_anything, is_run_folder
 from sentadapt.train.compute import is_main_process
@@ -479,9 +479,6 @@ def _check_free_space(config: RunConfig, resolved: ResolvedModel, output: Path, 
 # --------------------------------------------------------------------- what identifies its input files
 
 
-CHUNK = 1 << 20  # 1 MiB reads: hashing runs at disk speed (≈ 1 s per GB) without holding the file in memory
-
-
 def absolute(value: str | None) -> str | None:
     """A path that exists, made absolute (`~` expanded, `..` folded); anything else (a Hub id, `stsb`, `none`) as
     given."""
@@ -489,14 +486,6 @@ def absolute(value: str | None) -> str | None:
         return None
     path = Path(value).expanduser()
     return os.path.abspath(path) if path.exists() else value
-
-
-def file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        while chunk := handle.read(CHUNK):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def fingerprints(sources: Sequence[str]) -> list[str | None]:

@@ -82,8 +82,8 @@ class DecideResult:
                       if self.design else "weighted by the file's 'weight' column" if self.weighted
                       else "the pairs themselves")
         deleted = f"; {self.deleted} of the design's pairs were deleted" if self.deleted else ""
-        verdict = ("keep the base model" if self.decision.keep_base else "use the adapted model") if (
-            self.next_round is None and self.decision.label_more is None) else "label more"
+        verdict = "label more" if self.decision.label_more is not None else (
+            "keep the base model" if self.decision.keep_base else "use the adapted model")
         replaced = f", replacing {self.replaces}" if self.replaces else ""
         return [Cell(f"{self.pairs} labelled pairs in {self.dev}: {population}{deleted}"),
                 Cell(f"base {self.base_model}: {self.base_score:.2f}; the run's model: {self.adapted_score:.2f}; "
@@ -123,7 +123,8 @@ def decide_again(run: Path, dev: Path, decision: str = DEFAULT_RULE, risk: float
     name, factory = resolve_dev_set(str(dev), None)
     assert factory is not None
     evaluator = factory()
-    check_not_shopping(metrics, dev, evaluator.labels_digest(), rule, redecide)
+    digest = evaluator.labels_digest()
+    check_not_shopping(metrics, dev, digest, rule, redecide)
     keys = evaluator.row_keys()
     earlier = earlier_looks(metrics, keys, rule, dev, redecide)
     score = functools.partial(scored, evaluator, batch_size=batch_size, max_length=max_length, device=device,
@@ -149,7 +150,7 @@ def decide_again(run: Path, dev: Path, decision: str = DEFAULT_RULE, risk: float
         choice_paid=stored is not None, deleted=max(0, design.pairs - evaluator.units()) if design else 0,
         notes=notes, replaces=describe_current(metrics), next_round=next_round)
     try:
-        record(folder, metrics, result, rule, evaluator.describe_metric(), evaluator.labels_digest(), keys)
+        record(folder, metrics, result, rule, evaluator.describe_metric(), digest, keys)
     except OSError as error:  # a read-only or full disk: the decision is still said, with what was not written
         from sentadapt.errors import StorageError
         from sentadapt.storage.durable import describe_write_failure

@@ -85,7 +85,9 @@ def write_json_file(path: str | Path, data: object) -> Path:
     return path
 
 
-def _sha256(path: Path) -> str:
+def file_sha256(path: Path) -> str:
+    """The SHA-256 of a file's bytes, read a MiB at a time: disk speed (≈ 1 s per GB) without holding the file in
+    memory (manifests, what --overwrite may replace, a corpus's fingerprint for --resume)."""
     digest = hashlib.sha256()
     with path.open("rb") as handle:
         for block in iter(lambda: handle.read(1 << 20), b""):
@@ -112,7 +114,7 @@ def write_folder_atomically(target: Path, write: Callable[[Path], None], manifes
     try:
         write(tmp)
         _default_modes(tmp)
-        files = {str(p.relative_to(tmp)): _sha256(p) for p in sorted(tmp.rglob("*")) if p.is_file()}
+        files = {str(p.relative_to(tmp)): file_sha256(p) for p in sorted(tmp.rglob("*")) if p.is_file()}
         (tmp / MANIFEST).write_text(json.dumps({"files": files, **(manifest_extra or {})}, indent=1) + "\n")
         _fsync_tree(tmp)
         if target.exists():
@@ -155,7 +157,7 @@ def verify_folder(folder: Path) -> dict[str, Any]:
         path = folder / name
         if not path.is_file():
             raise CheckpointError(f"{path}: missing from the checkpoint")
-        if _sha256(path) != expected:
+        if file_sha256(path) != expected:
             raise CheckpointError(f"{path}: checksum mismatch (truncated or corrupted)")
     return manifest
 

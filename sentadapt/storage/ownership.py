@@ -12,13 +12,12 @@ written — and `--overwrite` refuses to delete it, naming it (a folder holding 
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Callable
 from pathlib import Path
 
 from sentadapt.errors import ConfigError
-from sentadapt.storage.durable import MANIFEST, OLD_PREFIX, TMP_PREFIX
+from sentadapt.storage.durable import MANIFEST, OLD_PREFIX, TMP_PREFIX, file_sha256
 from sentadapt.storage.run_folder import (
     BEST_DIR,
     CANDIDATES_DIR,
@@ -107,25 +106,26 @@ def _foreign_in_run(folder: Path, prefix: str) -> list[str]:
 
 
 def _foreign_in_checkpoints(folder: Path, prefix: str) -> list[str]:
-    foreign: list[str] = []
-    for path in sorted(folder.iterdir()):
-        if _transient(path.name):
-            continue
-        if path.is_dir() and path.name.startswith(CHECKPOINT_PREFIX):
-            foreign += _foreign_in_written_folder(path, f"{prefix}{path.name}/")
-        else:
-            foreign.append(f"{prefix}{path.name}")
-    return foreign
+    """checkpoints/: one atomically written folder per step."""
+    return _foreign_in_children(folder, prefix, lambda path: path.name.startswith(CHECKPOINT_PREFIX),
+                                _foreign_in_written_folder)
 
 
 def _foreign_in_runs(folder: Path, prefix: str) -> list[str]:
     """--recipe auto's candidates/: one run folder per candidate."""
+    return _foreign_in_children(folder, prefix, lambda path: RunDir(path).has_config(), _foreign_in_run)
+
+
+def _foreign_in_children(folder: Path, prefix: str, written: Callable[[Path], bool],
+                         inside: Callable[[Path, str], list[str]]) -> list[str]:
+    """A folder whose children sentadapt writes as folders of one kind (`written` knows them; `inside` walks one):
+    anything else in it is named whole."""
     foreign: list[str] = []
     for path in sorted(folder.iterdir()):
         if _transient(path.name):
             continue
-        if path.is_dir() and RunDir(path).has_config():
-            foreign += _foreign_in_run(path, f"{prefix}{path.name}/")
+        if path.is_dir() and written(path):
+            foreign += inside(path, f"{prefix}{path.name}/")
         else:
             foreign.append(f"{prefix}{path.name}")
     return foreign
@@ -236,15 +236,7 @@ def _manifest_sums(folder: Path) -> dict[str, str | None] | None:
 
 def _same_bytes(path: Path, digest: str | None) -> bool:
     """Whether `path` holds the bytes recorded (always, where only its name was recorded)."""
-    return digest is None or _sha256(path) == digest
-
-
-def _sha256(path: Path) -> str:
-    hashed = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            hashed.update(block)
-    return hashed.hexdigest()
+    return digest is None or file_sha256(path) == digest
 
 
 def _transient(name: str) -> bool:

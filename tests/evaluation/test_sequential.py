@@ -65,11 +65,12 @@ def test_the_sqrt_plan_spends_half_the_limit_at_a_quarter_of_the_labels() -> Non
 def test_a_look_uses_keeps_or_asks_for_more_labels() -> None:
     look = look_of([100], 0.2, "sqrt")
     assert (look.number, look.limit, look.next_size, look.last) == (1, pytest.approx(0.1), 200, False)
-    assert look.verdict(0.05) == USE
-    assert look.verdict(0.3) == MORE  # inconclusive: 100 more labels
-    assert look.verdict(FUTILITY_RISK + 0.01) == KEEP  # a gain is implausible: stop early
+    assert look.verdict(0.05, 1.2) == USE
+    assert look.verdict(0.05, -0.1) == MORE  # below the base on these labels: never used, whatever the risk
+    assert look.verdict(0.3, 0.5) == MORE  # inconclusive: 100 more labels
+    assert look.verdict(FUTILITY_RISK + 0.01, -1.0) == KEEP  # a gain is implausible: stop early
     last = look_of([100, 200, 400], 0.2, "sqrt")
-    assert last.last and last.next_size is None and last.verdict(0.3) == KEEP
+    assert last.last and last.next_size is None and last.verdict(0.3, 0.5) == KEEP
     assert (next_size(50), next_size(300), next_size(400)) == (100, 400, None)
 
 

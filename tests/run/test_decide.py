@@ -295,14 +295,20 @@ def test_weights_without_a_design_that_no_estimate_survives_are_refused(weights:
     assert read_user_scored_pairs(path).weights[:2] == [3.0 if weights[0] == "1e308" else 1.0] * 2
 
 
+def _decided_run(model: Path, dev: Path, folder: Path) -> Path:
+    """A run that chose its checkpoint on `dev` and decided on it (the risk rule at its default)."""
+    corpus = folder / "corpus.txt"
+    corpus.write_text("".join(f"the printer {i} is jammed\n" for i in range(40)))
+    run = folder / "run"
+    done = run_adapt(str(corpus), "--base", str(model), "--output", str(run), "--dev", str(dev), "--eval-every", "2",
+                     *TRAIN)
+    assert done.exit_code == 0, done.output
+    return run
+
+
 def test_a_decision_on_labels_decided_on_is_not_shopped_for_and_each_decide_says_what_it_replaces(
         tiny_model_dir: Path, pairs_tsv: Path, tmp_path: Path) -> None:
-    corpus = tmp_path / "corpus.txt"
-    corpus.write_text("".join(f"the printer {i} is jammed\n" for i in range(40)))
-    run = tmp_path / "run"
-    done = run_adapt(str(corpus), "--base", str(tiny_model_dir), "--output", str(run), "--dev", str(pairs_tsv),
-                     "--eval-every", "2", *TRAIN)
-    assert done.exit_code == 0, done.output
+    run = _decided_run(tiny_model_dir, pairs_tsv, tmp_path)
     trained = strict_metrics(run)
     before = (run / "metrics.json").read_text()
     shopped = invoke("decide", str(run), "--dev", str(pairs_tsv), "--decision", "positive")
@@ -451,12 +457,7 @@ def test_the_same_labels_in_another_file_or_format_are_not_decided_on_again_unde
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    corpus = tmp_path / "corpus.txt"
-    corpus.write_text("".join(f"the printer {i} is jammed\n" for i in range(40)))
-    run = tmp_path / "run"
-    done = run_adapt(str(corpus), "--base", str(tiny_model_dir), "--output", str(run), "--dev", str(pairs_tsv),
-                     "--eval-every", "2", *TRAIN)
-    assert done.exit_code == 0, done.output
+    run = _decided_run(tiny_model_dir, pairs_tsv, tmp_path)
     header, *rows = pairs_tsv.read_text().splitlines()
     if form == "parquet":
         again = tmp_path / "again.parquet"
