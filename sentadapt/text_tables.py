@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 GOOD, BAD, DIM, STRONG, BEST, WARN = "good", "bad", "dim", "strong", "best", "warn"  # the tones a cell may carry
@@ -26,6 +27,7 @@ class Column:
     right: bool = False  # numbers are right-aligned
     fold: bool = False  # a long value (a path) folds onto the next line on a narrow terminal instead of ending in …
     whole: bool = False  # never wrapped or cut (a name the user types back): the other columns give way
+    name: bool = False  # a model's name: shortened by `shorten_name` to the room left (fit), never broken mid-word
 
 
 @dataclass
@@ -43,8 +45,9 @@ class TextTable:
     caption: str | None = None
     show_header: bool = True
 
-    def column(self, header: str, right: bool = False, fold: bool = False, whole: bool = False) -> None:
-        self.columns.append(Column(header, right, fold, whole))
+    def column(self, header: str, right: bool = False, fold: bool = False, whole: bool = False,
+               name: bool = False) -> None:
+        self.columns.append(Column(header, right, fold, whole, name))
 
     def row(self, *cells: str | Cell, tone: str = "", section_end: bool = False) -> None:
         self.rows.append(Row([c if isinstance(c, Cell) else Cell(c) for c in cells], tone, section_end))
@@ -87,9 +90,34 @@ def fit(table: TextTable, width: int) -> TextTable:
             for row in table.rows]
     fitted = dataclasses.replace(table, rows=rows)
     share = _name_share(fitted, width)
-    fitted.columns = [dataclasses.replace(column, header=_shorten_header(column.header, max(widest(fitted, i), share)))
-                      if column.right else column for i, column in enumerate(table.columns)]
-    return fitted
+    limits = {i: max(widest(fitted, i), share, *(len(line) for line in column.header.split("\n")[1:]))
+              for i, column in enumerate(table.columns) if column.right}
+    for pick in (max, min):  # a name shortened alike in every column it heads: the widest room when it fits
+        by_name: dict[str, list[int]] = {}
+        for i in limits:
+            by_name.setdefault(table.columns[i].header.split("\n")[0], []).append(limits[i])
+        fitted.columns = [dataclasses.replace(column, header=_shorten_header(column.header, pick(
+            by_name[column.header.split("\n")[0]]))) if i in limits else column for i, column in enumerate(
+            table.columns)]
+        if _natural_width(fitted) <= width:
+            break
+    return _shorten_name_cells(fitted, width)
+
+
+def _shorten_name_cells(table: TextTable, width: int) -> TextTable:
+    """Name columns (a model's name in each row) shortened by `shorten_name` to the room the other columns leave
+    (labels counted at LABEL_FLOOR or their header's longest word), then drawn whole: a name is never broken."""
+    names = [index for index, column in enumerate(table.columns) if column.name]
+    if not names:
+        return table
+    others = sum(min_width(table, index, True) or max(min(widest(table, index), LABEL_FLOOR), *(
+        len(word) for word in column.header.split())) for index, column in enumerate(table.columns)
+        if index not in names)
+    room = max(NAME_FLOOR, (width - 3 * len(table.columns) - 1 - others) // len(names))
+    rows = [dataclasses.replace(row, cells=[Cell(shorten_name(cell.text, room), cell.tone) if index in names else cell
+                                            for index, cell in enumerate(row.cells)]) for row in table.rows]
+    columns = [dataclasses.replace(column, whole=True) if column.name else column for column in table.columns]
+    return dataclasses.replace(table, rows=rows, columns=columns)
 
 
 LABEL_FLOOR = 8  # a label column wraps: counted at most this wide when a table's least width is reckoned
@@ -151,6 +179,37 @@ def _shorten_header(header: str, limit: int) -> str:
     whole."""
     name, *labels = header.split("\n")
     return "\n".join([shorten_name(name, limit), *labels])
+
+
+SHORT_NAME = 24  # a model's name longer than this is shown by its last path components (the lines above the table
+# name each model in full)
+
+
+def short_names(names: Sequence[str]) -> dict[str, str]:
+    """Each model's name as a table row shows it: whole when short, else its last path components, as few as keep
+    the names apart ("/work/models/paraphrase-minilm-l3-v2" → "paraphrase-minilm-l3-v2"), so a narrow column shows
+    the folder's own name, not the path's first characters."""
+    distinct = list(dict.fromkeys(names))
+    parts = {name: [part for part in name.replace("\\", "/").split("/") if part] or [name] for name in distinct}
+    shown: dict[str, str] = {}
+    for name in distinct:
+        count = 1
+        while True:
+            tail = "/".join(parts[name][-count:])
+            clash = any(other != name and "/".join(parts[other][-count:]) == tail for other in distinct)
+            if len(name) <= SHORT_NAME or count >= len(parts[name]):
+                shown[name] = name
+                break
+            if not clash:
+                shown[name] = tail
+                break
+            count += 1
+    return shown
+
+
+def model_label(name: str) -> str:
+    """One model's name as a line or a cell shows it: `short_names` of it alone (a local folder by its own name)."""
+    return short_names([name])[name]
 
 
 def shorten_name(name: str, limit: int) -> str:

@@ -55,7 +55,7 @@ from sentadapt.data.corpus import (
     settle_statuses,
     text_hashes,
 )
-from sentadapt.errors import ConfigError, DataError
+from sentadapt.errors import ConfigError, DataError, StorageError
 from sentadapt.events import Progress, no_progress
 from sentadapt.options import DEFAULT_ENCODING_ERRORS
 from sentadapt.storage.durable import fsync
@@ -77,6 +77,20 @@ def cache_dir() -> Path:
 
 def corpora_dir() -> Path:
     return cache_dir() / "corpora"
+
+
+def writable_cache_folder(folder: Path) -> Path:
+    """`folder` inside the cache, created; a cache the user cannot write (read-only, a file in its place, no
+    permission) is one line naming it and the two ways out, before any work is done."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        if not os.access(folder, os.W_OK):
+            raise PermissionError(13, "not writable", str(folder))
+    except OSError as error:
+        reason = (error.strerror or str(error)).lower()
+        raise StorageError(f"the cache folder {cache_dir()} cannot be written ({reason}: {error.filename or folder});"
+                           " point $SENTADAPT_CACHE at a writable folder, or make this one writable") from error
+    return folder
 
 
 def default_num_proc() -> int:
@@ -288,6 +302,8 @@ def _token_entry(text_dir: Path, text_key: str, columns: list[str], tokenizer: A
     with _building(folder, key) as tmp:
         meta = _tokenize(text_dir, tmp, columns, TokenizeColumns(tokenizer, limit, columns, prompt), procs,
                          progress or no_progress, key)
+        meta["holds"] = {"text": text_dir.name, "tokenizer": getattr(tokenizer, "name_or_path", "") or "?",
+                         "max_length": limit}  # what `sentadapt cache info` says the entry is
         (tmp / "meta.json").write_text(json.dumps(meta))
     return folder, meta, False
 
@@ -409,9 +425,9 @@ def _building(folder: Path, key: str) -> Iterator[Path]:
     """A `.tmp-*` folder to build an entry in; on success the COMPLETE marker is fsynced and the folder renamed
     into place; on any failure (or a kill) nothing named like an entry is left."""
     root = folder.parent
-    root.mkdir(parents=True, exist_ok=True)
-    remove_stale_temporaries(root)
     tmp = root / f"{TMP_PREFIX}{os.getpid()}-{uuid.uuid4().hex[:8]}-{folder.name}"
+    writable_cache_folder(root)
+    remove_stale_temporaries(root)
     tmp.mkdir()
     try:
         yield tmp

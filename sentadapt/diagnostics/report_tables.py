@@ -5,11 +5,10 @@ draws them."""
 from __future__ import annotations
 
 import math
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from sentadapt.diagnostics import LAYER_MIXES
-from sentadapt.text_tables import BAD, BEST, GOOD, Cell, TextTable
+from sentadapt.text_tables import BAD, BEST, GOOD, Cell, TextTable, short_names, shorten_name
 
 if TYPE_CHECKING:
     from sentadapt.diagnostics.report import Diagnosis
@@ -17,6 +16,9 @@ if TYPE_CHECKING:
 SPARK = "▁▂▃▄▅▆▇█"
 BAR_WIDTH = 20
 TOPK_SHOWN = (0, 1, 2, 3, 5, 10, 20, 30, 40, 50, 75, 100)
+SPECTRUM_SHOWN = 40  # directions in the spectrum's sparkline
+SPARK_NAME = 24  # a model's name beside its sparkline: 2 + 24 + 2 + 40 = 68 of 80 columns
+CURVE_POINTS_COMPARED = 24  # two top-k curves side by side: a 51-point sparkline each would wrap at 80 columns
 
 FIGURE_LABELS = {  # headline key → (label, format, better: "low" | "high" | "")
     "sentence_cosine": ("random sentence pairs, mean cosine", "{:.3f}", "low"),
@@ -50,8 +52,13 @@ def report_tables(diagnoses: list[Diagnosis]) -> dict[str, TextTable]:
 def spectrum_lines(diagnoses: list[Diagnosis]) -> list[str]:
     if not diagnoses[0].spectrum:
         return []
-    return [f"spectrum, top 40 directions: {sparkline((d.spectrum or {}).get('variance_shares', [])[:40])} "
-            f"{_short(d)}" for d in diagnoses]
+    sparks = [sparkline((d.spectrum or {}).get("variance_shares", [])[:SPECTRUM_SHOWN]) for d in diagnoses]
+    if len(diagnoses) == 1:
+        return [f"spectrum, top {SPECTRUM_SHOWN} directions: {sparks[0]}"]
+    names = [shorten_name(_short(d, diagnoses), SPARK_NAME) for d in diagnoses]  # 2 + 24 + 2 + 40 ≤ 80 columns
+    width = max(len(name) for name in names)
+    return [f"spectrum, top {SPECTRUM_SHOWN} directions:"] + [f"  {name:<{width}}  {spark}"
+                                                              for name, spark in zip(names, sparks)]
 
 
 def summary_table(diagnoses: list[Diagnosis]) -> TextTable:
@@ -92,7 +99,7 @@ def frequency_table(diagnoses: list[Diagnosis]) -> TextTable:
     buckets = [(d.frequency or {})["buckets"] for d in diagnoses]
     for index, bucket in enumerate(buckets[0]):
         rows = [b[index] if index < len(b) else {} for b in buckets]
-        table.row(f"{bucket['ranks']} ({bucket['tokens']})",
+        table.row(bucket["ranks"],  # "1–10": its count of tokens is the range's
                       *_cells([r.get("mean_norm") for r in rows], "{:.3f}", ""),
                       *_cells([r.get("mean_knn_distance") for r in rows], "{:.3f}", ""))
     return table
@@ -113,7 +120,9 @@ def topk_table(diagnoses: list[Diagnosis]) -> TextTable:
             if k == best[index]:
                 cells[index] = Cell(f"{cells[index].text} ★", BEST)
         table.row(str(k), *cells)
-    table.row("curve", *(sparkline(c) for c in curves), *([""] if len(curves) == 2 else []))
+    step = 1 if len(curves) == 1 else -(-len(curves[0]) // CURVE_POINTS_COMPARED)
+    table.row("curve" if step == 1 else f"curve\n(k by {step})", *(sparkline(c[::step]) for c in curves),
+              *([""] if len(curves) == 2 else []))
     return table
 
 
@@ -121,7 +130,8 @@ def layers_table(diagnoses: list[Diagnosis]) -> TextTable:
     """One model: a row per layer, a column per pooling. Two: a row per layer and pooling, with the two models and
     their Δ (3 poolings × 3 columns would not fit 80 columns)."""
     data = [(d.layers or {}) for d in diagnoses]
-    table = TextTable(f"Layer × pooling, Spearman × 100 on {data[0]['source']} (SG-OPT Fig. 1); ★ = best")
+    table = TextTable(f"Layer × pooling, Spearman × 100 on {data[0]['source']} (SG-OPT Fig. 1)",
+                      caption="★ = each model's best layer × pooling")
     table.column("layer", right=True)
     poolings = data[0]["token_poolings"]
     rows: list[tuple[str, list[list[float | None]], list[str]]] = []
@@ -166,13 +176,15 @@ def _starred(cells: list[Cell], data: list[dict], name: str) -> list[Cell]:
     return cells
 
 
-def _short(diagnosis: Diagnosis) -> str:
-    return Path(diagnosis.model).name or diagnosis.model
+def _short(diagnosis: Diagnosis, diagnoses: list[Diagnosis]) -> str:
+    """The model's name by the tables' one rule (`short_names`: as few path components as keep the models apart)."""
+    return short_names([d.model for d in diagnoses])[diagnosis.model]
 
 
 def _model_columns(table: TextTable, diagnoses: list[Diagnosis], prefix: str = "") -> None:
     for index, diagnosis in enumerate(diagnoses):
-        name = _short(diagnosis) if not prefix else f"{_short(diagnosis)}\n[{prefix}]" if len(diagnoses) > 1 else prefix
+        short = _short(diagnosis, diagnoses)
+        name = short if not prefix else f"{short}\n[{prefix}]" if len(diagnoses) > 1 else prefix
         table.column(name, right=True)
         if index > 0:
             table.column("Δ", right=True)
@@ -220,6 +232,6 @@ def verdict_lines(diagnoses: list[Diagnosis]) -> list[tuple[str, str]]:
     """(name, verdict) per model and report, the plain-words reading of the figures."""
     lines = []
     for diagnosis in diagnoses:
-        prefix = f"{_short(diagnosis)} · " if len(diagnoses) > 1 else ""
+        prefix = f"{_short(diagnosis, diagnoses)} · " if len(diagnoses) > 1 else ""
         lines += [(f"{prefix}{name}", line) for name, line in diagnosis.verdicts().items()]
     return lines

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from sentadapt.evaluation.evaluator import Comparison, Delta, EvalReport, Evaluator
-from sentadapt.text_tables import BAD, DIM, GOOD, STRONG, Cell, TextTable, signed
+from sentadapt.text_tables import BAD, DIM, GOOD, STRONG, Cell, TextTable, short_names, signed
 
 
 def result_table(evaluator: Evaluator, reports: Sequence[EvalReport], comparisons: Sequence[Comparison | None],
@@ -37,7 +37,7 @@ def forms_table(evaluator: Evaluator, rows: Sequence[str], forms: Sequence[dict[
     table = TextTable(first.title)
     for header, right in (("model", False), ("dims", True), ("precision", False), ("bytes", True),
                           (first.metric or _main_metrics(first), True), ("Δ vs first", True)):
-        table.column(header, right=right, fold=header == "model")
+        table.column(header, right=right, name=header == "model")
     model_of = [str(form["model"]) for form in forms]  # each row's model as eval named it (a name may hold " @ ")
     shown = short_names(model_of)
     for i, (report, form, comparison) in enumerate(zip(reports, forms, comparisons)):
@@ -48,32 +48,6 @@ def forms_table(evaluator: Evaluator, rows: Sequence[str], forms: Sequence[dict[
                   "" if comparison is None or comparison.average is None else delta_cell(comparison.average),
                   section_end=i + 1 < len(rows) and model_of[i + 1] != model_of[i])
     return table
-
-
-SHORT_NAME = 24  # a model's name longer than this is shown by its last path components (the lines above the table
-# name each model in full)
-
-
-def short_names(names: Sequence[str]) -> dict[str, str]:
-    """Each model's name as a table row shows it: whole when short, else its last path components, as few as keep
-    the names apart ("/work/models/paraphrase-minilm-l3-v2" → "paraphrase-minilm-l3-v2"), so a narrow column shows
-    the folder's own name, not the path's first characters."""
-    distinct = list(dict.fromkeys(names))
-    parts = {name: [part for part in name.replace("\\", "/").split("/") if part] or [name] for name in distinct}
-    shown: dict[str, str] = {}
-    for name in distinct:
-        count = 1
-        while True:
-            tail = "/".join(parts[name][-count:])
-            clash = any(other != name and "/".join(parts[other][-count:]) == tail for other in distinct)
-            if len(name) <= SHORT_NAME or count >= len(parts[name]):
-                shown[name] = name
-                break
-            if not clash:
-                shown[name] = tail
-                break
-            count += 1
-    return shown
 
 
 def _main_metrics(report: EvalReport) -> str:

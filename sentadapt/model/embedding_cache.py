@@ -22,11 +22,14 @@ import numpy as np
 import torch
 from safetensors.torch import load_file, save_file
 
+from sentadapt.data.cache_contents import HOLDS, described_by
+from sentadapt.data.prepare import cache_dir, writable_cache_folder
 from sentadapt.events import Advance, Note, no_progress, quiet
 from sentadapt.options import ENCODE_BATCH_SIZE, VECTOR_DTYPE
-from sentadapt.storage.durable import replace_durably
+from sentadapt.storage.durable import replace_durably, write_text_atomically
 from sentadapt.storage.memory import release_freed_memory
 from sentadapt.storage.rowfile import RowFile, write_rows
+from sentadapt.text_tables import model_label
 
 if TYPE_CHECKING:
     from sentadapt.data.vectors import TextVectors
@@ -34,10 +37,7 @@ if TYPE_CHECKING:
 
 
 def cache_root() -> Path:
-    if os.environ.get("SENTADAPT_CACHE"):
-        return Path(os.environ["SENTADAPT_CACHE"]) / "embeddings"
-    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    return base / "sentadapt" / "embeddings"
+    return cache_dir() / "embeddings"
 
 
 def frozen_fingerprint(encoder: Encoder, max_length: int, head_layers: int | None = None) -> str:
@@ -82,7 +82,7 @@ def cached_frozen_vectors(
     vectors = encoder.encode_frozen_part(list(texts), batch_size=batch_size, max_length=max_length,
                                          progress=progress, prompt=prompt)
     note(f"encoded {len(texts)} sentences in {time.perf_counter() - started:.1f} s")
-    _store(path, vectors)
+    _store(path, vectors, f"frozen vectors of {model_label(encoder.name)}")
     return vectors
 
 
@@ -109,7 +109,7 @@ def cached_vectors(
         return vectors
     vectors = encoder.encode(list(texts), batch_size=batch_size, max_length=length, dtype=dtype, progress=progress,
                              prompt=prompt)
-    _store(path, vectors)
+    _store(path, vectors, f"vectors of {model_label(encoder.name)}")
     note(f"embedding cache: {len(texts)} vectors stored in {path}")
     return vectors
 
@@ -154,7 +154,7 @@ def cached_table(encoder: Encoder, texts: Callable[[int, int], list[str]], rows:
     digest = _whole_model_digest(encoder, max_length, "fp32", prompt)
     return _table(digest, texts, rows, encoder.embedding_dim, ENCODE_CHUNK, lambda block, advance: encoder.encode(
         block, batch_size=batch_size, max_length=max_length, progress=advance, prompt=prompt).numpy(), progress,
-        processes or Processes())
+        processes or Processes(), holds=f"vectors of {model_label(encoder.name)}")
 
 
 def file_table(vectors: TextVectors, texts: Callable[[int, int], list[str]], rows: int) -> CachedTable:
@@ -162,12 +162,13 @@ def file_table(vectors: TextVectors, texts: Callable[[int, int], list[str]], row
     cache table keyed by the file (path, size, modification time) and the texts."""
     stat = vectors.path.stat()
     digest = hashlib.sha256(f"vectors-file {vectors.path.resolve()} {stat.st_size} {stat.st_mtime_ns}".encode())
-    return _table(digest, texts, rows, vectors.dim, TEXT_CHUNK, lambda block, _advance: vectors.lookup(block))
+    return _table(digest, texts, rows, vectors.dim, TEXT_CHUNK, lambda block, _advance: vectors.lookup(block),
+                  holds=f"vectors from {vectors.path.name}")
 
 
 def _table(digest: Any, texts: Callable[[int, int], list[str]], rows: int, dim: int, chunk: int,
            vectors_of: Callable[[list[str], Advance], Any], progress: Callable[[int], Any] | None = None,
-           processes: Processes | None = None) -> CachedTable:
+           processes: Processes | None = None, holds: str = "") -> CachedTable:
     """The table of `digest` (its source) and the texts: read back from the cache, or `vectors_of(block,
     advance)` of each block of `chunk` texts appended to a new file, each block's freed memory handed back before
     the next; the `progress(rows)` bar is opened only then. Several processes share the work (`_table_together`)."""
@@ -179,6 +180,9 @@ def _table(digest: Any, texts: Callable[[int, int], list[str]], rows: int, dim: 
     if found is not None:
         return CachedTable(found, True, 0.0, path)
     started = time.perf_counter()
+    writable_cache_folder(path.parent)
+    if processes.rank == 0:  # what `sentadapt cache info` says the table is
+        write_text_atomically(described_by(path), json.dumps({HOLDS: holds, "rows": rows}))
     if processes.world > 1:
         _table_together(path, texts, rows, dim, chunk, vectors_of, processes, progress)
         return CachedTable(_written(path, rows), False, time.perf_counter() - started, path)
@@ -269,11 +273,11 @@ def _load_cached(path: Path, rows: int, note: Note) -> torch.Tensor | None:
     return vectors
 
 
-def _store(path: Path, vectors: torch.Tensor) -> None:
+def _store(path: Path, vectors: torch.Tensor, holds: str) -> None:
     """Write under a temporary name, then rename: a reader never sees half a file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".tmp-{os.getpid()}-{path.name}")
-    save_file({"vectors": vectors.contiguous()}, str(tmp))
+    writable_cache_folder(path.parent)
+    save_file({"vectors": vectors.contiguous()}, str(tmp), metadata={HOLDS: holds})
     replace_durably(tmp, path)
 
 

@@ -263,7 +263,20 @@ def test_a_comparison_at_80_columns_draws_every_table_whole(
     lines = result.stdout.splitlines()
     assert max(len(line) for line in lines) <= 80
     text = " ".join(result.stdout.split())
-    assert "Layer × pooling, Spearman × 100 on pairs.tsv (SG-OPT Fig. 1); ★ = best" in text
+    assert "Layer × pooling, Spearman × 100 on pairs.tsv (SG-OPT Fig. 1)" in text
+    # issue 82: the legend on its own line, not "★ =⏎ best"
+    assert "★ = each model's best layer × pooling" in [line.strip() for line in lines]
+    # issue 82: each spectrum on one line after its model's name; no sparkline wraps onto the next line
+    spectrum = lines.index("spectrum, top 40 directions:")
+    assert lines[spectrum + 1].startswith("  paraphrase-minilm-l3-v2  █")
+    assert lines[spectrum + 2].startswith(f"  {tiny_model_dir_3layers.name[:24]}") and "█" in lines[spectrum + 2]
+    # issue 82: a frequency bin's label on one line ("1–10", never "1–10" over "(10)")
+    bins = [line.split("│")[1].strip() for line in lines[lines.index(next(
+        line for line in lines if line.startswith("┃ ranks"))):] if line.startswith("│")]
+    assert bins and all(re.fullmatch(r"\d+–\d+", label) for label in bins[:2]), bins
+    # issue 82: the top-k curves side by side, each sparkline on one line
+    curve = next(i for i, line in enumerate(lines) if line.startswith("│ curve"))
+    assert not any(set("▁▂▃▄▅▆▇█") & set(cell) for cell in lines[curve + 1].split("│")[2:]), lines[curve + 1]
     assert "[norm]" in result.stdout and "[3-NN dist.]" in result.stdout
     start = next(i for i, line in enumerate(lines) if line.startswith("┃") and "pooling" in line)
     rows = [[cell.strip() for cell in line.strip("│").split("│")] for line in lines[start:] if line.startswith("│")]

@@ -163,7 +163,7 @@ def test_the_legend_explains_the_deltas_only_where_a_row_has_one(tiny_model_dir:
 
 
 def test_a_long_model_path_is_shown_by_its_folders_own_name() -> None:
-    from sentadapt.evaluation.result_tables import short_names
+    from sentadapt.text_tables import short_names
 
     assert short_names(["/work/shared/models/paraphrase-minilm-l3-v2", "runs/d"]) == {
         "/work/shared/models/paraphrase-minilm-l3-v2": "paraphrase-minilm-l3-v2", "runs/d": "runs/d"}
@@ -195,3 +195,28 @@ def test_three_models_and_every_task_type_fit_80_columns_whole(tiny_model_dir: P
     titles = [line.strip() for line in lines if " of 3" in line]
     assert len(titles) == 6 and sum("models 1, 3 of 3" in title for title in titles) == 3
     assert sum(line.lstrip("│┃ ").startswith(("spearman", "ap ", "map")) for line in lines) == 6  # labels shown
+
+
+def test_eval_dims_at_80_columns_shortens_each_model_name_by_one_rule_never_mid_word(
+        tiny_model_dir: Path, tiny_model_dir_3layers: Path, pairs_tsv: Path, tmp_path: Path) -> None:
+    """Issue 82: `eval --dims` broke a model's name mid-word ("paraphrase-m" over "inilm-l3-v2"); a name is now
+    shortened by `shorten_name` to the room left and drawn on one line (the lines above the table name it whole)."""
+    import os
+    import shutil
+
+    from sentadapt.text_tables import shorten_name
+
+    long_names = [tmp_path / "paraphrase-minilm-l3-v2", tmp_path / "all-minilm-l6-v2-domain"]
+    shutil.copytree(tiny_model_dir, long_names[0])
+    shutil.copytree(tiny_model_dir_3layers, long_names[1])
+    env = {**os.environ, "COLUMNS": "80", "LINES": "24"}
+    result = subprocess.run([sys.executable, "-m", "sentadapt", "eval", *map(str, long_names), str(tiny_model_dir),
+                             "--pairs", str(pairs_tsv), "--dims", "16", "--device", "cpu", "--bootstrap", "200"],
+                            env=env, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert max(len(line) for line in lines) <= 80
+    shown = [line.split("│")[1].strip() for line in lines if line.startswith("│") and line.split("│")[1].strip()]
+    assert len(shown) == 3, shown  # one line per model: no name continues on the next line
+    assert shown[:2] == [shorten_name(path.name, len(shown[0])) for path in long_names]
+    assert all("…" in name for name in shown[:2])

@@ -385,6 +385,10 @@ def test_cache_info_and_clear(tiny_encoder: Encoder, tmp_path: Path, own_cache: 
     info = CliRunner().invoke(app, ["cache", "info"], catch_exceptions=False)
     assert info.exit_code == 0
     assert info.stdout.count("text-") == 1 and info.stdout.count("tokens-") == 1
+    # issue 82: each entry says what it holds (the corpus file, its count, the tokenizer and max length)
+    text = " ".join(info.stdout.replace("│", " ").split())
+    assert "sentences of c.txt (" in text
+    assert "token ids of the sentences of c.txt by " in text and ", max 16" in text
     assert " 2 entries, " in " " + info.stdout.replace("\n", " ")
     cleared = CliRunner().invoke(app, ["cache", "clear"], catch_exceptions=False)
     assert cleared.exit_code == 0
@@ -433,3 +437,32 @@ def test_a_batch_across_chunks_keeps_its_order() -> None:
     got = examples.collate(np.array(indices), 0)
     assert got["input_ids"].tolist() == expected["input_ids"].tolist()
     assert got["attention_mask"].tolist() == expected["attention_mask"].tolist()
+
+
+def test_a_cache_folder_that_cannot_be_written_is_one_line_naming_it(tiny_model_dir: Path, tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 82: a read-only cache folder ended in a traceback from data/prepare.py; now one line naming the folder
+    and the way out, before anything is read (a file where the folder should be stands in for a read-only one:
+    tests may run as root, whom no permission bit stops)."""
+    from tests.conftest import run_adapt
+
+    blocked = tmp_path / "cache-is-a-file"
+    blocked.write_text("")
+    monkeypatch.setenv("SENTADAPT_CACHE", str(blocked))
+    result = run_adapt(str(corpus_file(tmp_path / "c.txt", 40)), "--base", str(tiny_model_dir), "--dev", "none",
+                       "--output", str(tmp_path / "run"), "--max-steps", "1", "--batch-size", "4")
+    assert result.exit_code == 1
+    assert " ".join(result.output.split()).endswith(
+        f"Error: the cache folder {blocked} cannot be written (not a directory: {blocked / 'corpora'}); point "
+        "$SENTADAPT_CACHE at a writable folder, or make this one writable")
+
+
+def test_embedding_cache_entries_say_whose_vectors_they_hold(tiny_encoder: Encoder, own_cache: Path) -> None:
+    """Issue 82: `cache info` listed embedding files by hash alone; each now names its model and count."""
+    from sentadapt.data.cache_contents import cache_entries
+    from sentadapt.model.embedding_cache import cached_vectors
+    from sentadapt.text_tables import model_label
+
+    cached_vectors(tiny_encoder, ["a printer", "a server"], max_length=16)
+    [entry] = [entry for entry in cache_entries() if entry.kind == "embeddings"]
+    assert entry.holds == f"vectors of {model_label(tiny_encoder.name)} (2 texts)"
