@@ -235,3 +235,19 @@ def some_of(names: list[str], noun: str = "files", shown: int = 3) -> str:
     if len(names) <= shown + 1:
         return ", ".join(names)
     return f"{', '.join(names[:shown])} and {len(names) - shown} more {noun}"
+
+
+def unwrapped(text: str) -> str:
+    """A docstring's paragraphs each on one line (a line starting with a space or a list mark stays its own): rich
+    keeps a help paragraph's line breaks after the first, so a docstring line that ends before the terminal's width
+    ended the help line there, mid-sentence ("… disagree, each⏎with its weight")."""
+    paragraphs = []
+    for paragraph in text.split("\n\n"):
+        lines: list[str] = []
+        for line in paragraph.split("\n"):
+            if lines and line.strip() and not line.startswith((" ", "-", "*", "•")):
+                lines[-1] = f"{lines[-1].rstrip()} {line.strip()}"
+            else:
+                lines.append(line)
+        paragraphs.append("\n".join(lines))
+    return "\n\n".join(paragraphs)

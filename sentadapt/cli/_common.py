@@ -33,7 +33,7 @@ from typer.core import TyperCommand, TyperGroup
 from sentadapt.errors import ResultNotWritten, SentadaptError
 from sentadapt.options import FALSE_WORDS, TRUE_WORDS
 from sentadapt.stopping.process import interrupted_line, received_signal, told
-from sentadapt.text_tables import Cell, TextTable, fit, min_width, only_numbers
+from sentadapt.text_tables import Cell, TextTable, fit, min_width, only_numbers, unwrapped
 from sentadapt.train.status_line import clock_text
 
 # ------------------------------------------------------------ consoles, one-line errors, progress bars
@@ -213,6 +213,7 @@ class PlainFlags:
     """Flags (--help, --version, --dry-run) shown without a type."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs["help"] = unwrapped(kwargs["help"]) if kwargs.get("help") else kwargs.get("help")
         super().__init__(*args, **kwargs)  # type: ignore[call-arg]
         for param in self.params:  # type: ignore[attr-defined]
             _shown_plain(param)

@@ -110,8 +110,8 @@ def _print_dry_runs(outcome: Any) -> None:
             note(escape(line))
         sys.stdout.write(document.text)
         sys.stdout.flush()
-        for line in document.after:
-            note(escape(line))
+        for line in [""] * bool(document.after) + document.after:  # a blank line first: with 2>&1 the first note
+            note(escape(line))  # ("preset: tuned-base (…)") read as one more key of the YAML
 
 
 def _print_summary(result: Any, config: Any = None) -> None:

@@ -14,11 +14,10 @@ app = typer.Typer(help="The on-disk cache of prepared corpora and frozen embeddi
 @app.command("info", cls=SentadaptCommand)
 @friendly_errors
 def info() -> None:
-    """Where the cache is, each entry and its size."""
+    """Where the cache is, each entry, what it holds and its size."""
     from sentadapt.data.cache_contents import cache_entries, cache_summary, cache_table
 
-    entries = cache_entries()
-    if entries:
+    if entries := cache_entries():
         console.print(draw(cache_table(entries)))
     console.print(escape(cache_summary(entries)), highlight=False)
 

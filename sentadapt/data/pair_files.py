@@ -24,6 +24,7 @@ from sentadapt.data.textfile import (
     PARQUET,
     TSV,
     Utf8Lines,
+    at,
     json_objects,
     parquet_file,
     parquet_records,
@@ -116,7 +117,7 @@ def pair_records(path: Path, columns: tuple[str, ...] = PAIR_COLUMNS) -> Iterato
             if len(row) == len(header) - 1 and header[-1] == "label":
                 row = [*row, ""]
             if len(row) != len(header):
-                raise DataError(f"{path}:{number}: expected {len(header)} columns, found {len(row)}")
+                raise DataError(f"{at(path, number)}: expected {len(header)} columns, found {len(row)}")
             yield number, dict(zip(header, row))
     except csv.Error as error:
         raise table_error(f"{path}:{comments + reader.line_num}", fmt, error) from None
@@ -145,7 +146,7 @@ def read_scored_pairs(path: str | Path, score_range: tuple[float, float] | None 
     for number, s1, s2, record in _labelled_rows(path, score_column, weights):
         score = _parse_score(record[score_column], path, number, score_column)
         if score_range is not None and not score_range[0] <= score <= score_range[1]:
-            raise DataError(f"{path}:{number}: score {score:g} is outside [{score_range[0]:g}, {score_range[1]:g}]")
+            raise DataError(f"{at(path, number)}: score {score:g} is outside [{score_range[0]:g}, {score_range[1]:g}]")
         pairs.append(s1, s2, score, str(record.get("subset", "") or ""), number)
     pairs.weights = weights.finish()
     pairs.design = weights.is_design
@@ -161,10 +162,10 @@ def _labelled_rows(path: Path, column: str, weights: DesignWeights,
     for number, record in pair_records(path, columns):
         missing = [name for name in columns if name not in record]
         if missing:
-            raise DataError(f"{path}:{number}: missing field(s) {', '.join(missing)}")
+            raise DataError(f"{at(path, number)}: missing field(s) {', '.join(missing)}")
         s1, s2 = record["sentence1"], record["sentence2"]
         if not isinstance(s1, str) or not isinstance(s2, str) or not s1.strip() or not s2.strip():
-            raise DataError(f"{path}:{number}: sentence1 and sentence2 must be non-empty text")
+            raise DataError(f"{at(path, number)}: sentence1 and sentence2 must be non-empty text")
         _check_labelled(record[column], column, s1, s2, path, number)
         yield number, s1, s2, record
         weights.read(record, number)
@@ -203,7 +204,7 @@ def sniff_columns(path: str | Path) -> set[str]:
         if fmt != JSONL:
             return {cell.strip() for cell in line.rstrip("\r").split("\t" if fmt == TSV else ",")}
         if starts_json_array(line):  # a .json file saved as one array: say so, not "no pairs"
-            raise DataError(f"{path}:{number}: {JSON_ARRAY}")
+            raise DataError(f"{at(path, number)}: {JSON_ARRAY}")
         try:
             record = json.loads(line)
         except (ValueError, RecursionError):
@@ -282,7 +283,7 @@ def read_labelled_pairs(path: str | Path, label_column: str = "label") -> Labell
         value = record[label_column]
         label = _binary(value)
         if label is None:
-            raise DataError(f"{path}:{number}: {label_column} '{value}' is not 0 or 1; pair classification needs "
+            raise DataError(f"{at(path, number)}: {label_column} '{value}' is not 0 or 1; pair classification needs "
                             "0/1 labels (a file of graded labels and no 'score' column is scored as STS when "
                             "--task pair-classification is not given)")
         pairs.sentence1.append(s1)
@@ -409,9 +410,9 @@ def _parse_score(value: object, path: Path, number: int, column: str = "score") 
     try:
         score = float(value)  # type: ignore[arg-type]
     except (TypeError, ValueError):
-        raise DataError(f"{path}:{number}: {column} '{value}' is not a number") from None
+        raise DataError(f"{at(path, number)}: {column} '{value}' is not a number") from None
     if not math.isfinite(score):
-        raise DataError(f"{path}:{number}: {column} '{value}' is not finite")
+        raise DataError(f"{at(path, number)}: {column} '{value}' is not finite")
     return score
 
 
@@ -435,7 +436,7 @@ def _check_labelled(value: object, column: str, s1: str, s2: str, path: Path, nu
     if _is_blank(value):
         what = "0/1 or a score" if column == "label" else "a number"
         raise DataError(
-            f"{path}:{number}: no {column} for the pair '{_quoted(s1)}' / '{_quoted(s2)}'; fill in the {column} "
+            f"{at(path, number)}: no {column} for the pair '{_quoted(s1)}' / '{_quoted(s2)}'; fill in the {column} "
             f"column ({what}) for every row, or delete the rows you do not label"
         )
 

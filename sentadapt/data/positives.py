@@ -13,7 +13,7 @@ from pathlib import Path
 
 from sentadapt.data.nli import LABEL_FIELDS, entailment_pairs, read_nli
 from sentadapt.data.pair_files import PAIR_COLUMNS, pair_records, read_scored_pairs, sniff_columns
-from sentadapt.data.textfile import TEXT, format_of, open_binary
+from sentadapt.data.textfile import TEXT, at, format_of, open_binary
 from sentadapt.errors import DataError
 
 RECIPES_FOR_SENTENCES = "consert or --recipe sg-opt"  # what suits one-sentence-per-line corpora
@@ -98,5 +98,5 @@ def read_scored_pairs_without_score(path: Path, names: tuple[str, ...] = PAIR_CO
 def _pair(record: dict[str, object], path: Path, number: int, names: tuple[str, ...]) -> tuple[str, str]:
     first, second = record.get(names[0]), record.get(names[1])
     if not isinstance(first, str) or not isinstance(second, str) or not first.strip() or not second.strip():
-        raise DataError(f"{path}:{number}: {names[0]} and {names[1]} must be non-empty text")
+        raise DataError(f"{at(path, number)}: {names[0]} and {names[1]} must be non-empty text")
     return first.strip(), second.strip()

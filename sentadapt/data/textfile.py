@@ -231,9 +231,15 @@ def parquet_file(path: Path) -> Any:
         raise DataError(f"{path}: not a readable Parquet file ({str(error).splitlines()[0]})") from None
 
 
+def at(path: Path, number: int) -> str:
+    """Where a record is, as a message names it: `FILE:LINE` in a text file, `FILE row N` in a Parquet file (which
+    has no lines: "file.parquet:4" sent users to a line of a binary file)."""
+    return f"{path} row {number}" if Path(path).suffix == ".parquet" else f"{path}:{number}"
+
+
 def parquet_records(path: Path, columns: Sequence[str]) -> Iterator[tuple[int, dict[str, Any]]]:
     """(1-based row number, record) of a Parquet file, a row group at a time; every one of `columns` must be
-    there (an error names the file and the columns it has). A message about a row names it as FILE:ROW."""
+    there (an error names the file and the columns it has). A message about a row names it with `at`: FILE row N."""
     parquet = parquet_file(path)
     names = parquet.schema_arrow.names
     missing = [column for column in columns if column not in names]

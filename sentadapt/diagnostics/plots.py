@@ -52,14 +52,16 @@ def write_plots(diagnoses: list[Diagnosis], folder: Path) -> list[Path]:
     return written
 
 
-def _figure(width: float = 6.4, height: float = 4.0, columns: int = 1) -> tuple[Any, Any]:
+def figure_with_axes(width: float = 6.4, height: float = 4.0, columns: int = 1, rows: int = 1) -> tuple[Any, Any]:
+    """A figure on the Agg canvas (no pyplot) and its axes: one, or a row (`columns`) or a column (`rows`) of them."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
     figure = Figure(figsize=(width, height), layout="constrained")  # titles, legends and colorbars never overlap
     FigureCanvasAgg(figure)
-    axes = figure.subplots(1, columns, squeeze=False)[0]
-    return figure, axes if columns > 1 else axes[0]
+    axes = figure.subplots(rows, columns, squeeze=False, sharex=rows > 1)
+    flat = axes[:, 0] if rows > 1 else axes[0]
+    return figure, flat if rows > 1 or columns > 1 else flat[0]
 
 
 def _label(diagnosis: Diagnosis) -> str:
@@ -67,7 +69,7 @@ def _label(diagnosis: Diagnosis) -> str:
 
 
 def _anisotropy(diagnoses: list[Diagnosis]) -> Any:
-    figure, axis = _figure()
+    figure, axis = figure_with_axes()
     for color, diagnosis in zip(COLORS, diagnoses):
         data = diagnosis.anisotropy or {}
         layers = range(len(data["sentence_cosine_per_layer"]))
@@ -84,7 +86,7 @@ def _anisotropy(diagnoses: list[Diagnosis]) -> Any:
 
 
 def _spectrum(diagnoses: list[Diagnosis]) -> Any:
-    figure, axis = _figure()
+    figure, axis = figure_with_axes()
     for color, diagnosis in zip(COLORS, diagnoses):
         data = diagnosis.spectrum or {}
         # centring removes one direction (rank ≤ min(N − 1, D)): drop numerical zeros, they would squash the axis
@@ -100,7 +102,7 @@ def _spectrum(diagnoses: list[Diagnosis]) -> Any:
 
 
 def _frequency(diagnoses: list[Diagnosis]) -> Any:
-    figure, axes = _figure(9.0, 3.6, columns=2)
+    figure, axes = figure_with_axes(9.0, 3.6, columns=2)
     width = 0.8 / len(diagnoses)
     for index, (color, diagnosis) in enumerate(zip(COLORS, diagnoses)):
         buckets = (diagnosis.frequency or {})["buckets"]
@@ -118,7 +120,7 @@ def _frequency(diagnoses: list[Diagnosis]) -> Any:
 
 
 def _topk(diagnoses: list[Diagnosis]) -> Any:
-    figure, axis = _figure()
+    figure, axis = figure_with_axes()
     for color, diagnosis in zip(COLORS, diagnoses):
         data = diagnosis.topk or {}
         curve = data["curves"][data["headline"]]
@@ -132,7 +134,7 @@ def _topk(diagnoses: list[Diagnosis]) -> Any:
 
 
 def _layers(diagnoses: list[Diagnosis]) -> Any:
-    figure, axes = _figure(4.2 * len(diagnoses), 5.0, columns=len(diagnoses))
+    figure, axes = figure_with_axes(4.2 * len(diagnoses), 5.0, columns=len(diagnoses))
     axes = axes if len(diagnoses) > 1 else [axes]
     grids = [(d.layers or {})["grid"] for d in diagnoses]
     finite = [v for grid in grids for row in grid for v in row if v is not None and not math.isnan(v)]

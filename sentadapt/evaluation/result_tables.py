@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from sentadapt.evaluation.bootstrap import few_labels_note
 from sentadapt.evaluation.evaluator import Comparison, Delta, EvalReport, Evaluator
 from sentadapt.text_tables import BAD, DIM, GOOD, STRONG, Cell, TextTable, short_names, signed
 
@@ -64,7 +65,8 @@ def protocol(evaluator: Evaluator, aggregate: str) -> str:
     weighted = sorted(task.name for task in evaluator.tasks if task.weights is not None)
     chosen = (f"; {', '.join(weighted)}: pairs weighted by their 'weight' column, so each figure and its CI estimate "
               "the candidates they were chosen from (docs/decision.md)") if weighted else ""
-    return "data: " + "; ".join(sources) + f" — {how}{chosen}"
+    few = [note for task in evaluator.tasks if (note := few_labels_note(task.source, task.units, task.unit_name))]
+    return "data: " + "; ".join(sources) + f" — {how}{chosen}" + "".join(f"; {note}" for note in few)
 
 
 def _task_rows(table: TextTable, reports: Sequence[EvalReport], comparisons: Sequence[Comparison | None],

@@ -22,6 +22,7 @@ import numpy as np
 
 from sentadapt.data.corpus import corpus_files
 from sentadapt.data.pair_files import WEIGHT, pair_records
+from sentadapt.data.textfile import at
 from sentadapt.errors import ConfigError, DataError
 from sentadapt.events import Progress
 from sentadapt.pairs.design import (
@@ -119,10 +120,10 @@ def read_candidates(path: Path) -> Candidates:
                                 "rename it (the file `pairs` writes has its own label and weight columns)")
         s1, s2 = record.get("sentence1"), record.get("sentence2")
         if not isinstance(s1, str) or not isinstance(s2, str) or not s1.strip() or not s2.strip():
-            raise DataError(f"{path}:{number}: sentence1 and sentence2 must be non-empty text")
+            raise DataError(f"{at(path, number)}: sentence1 and sentence2 must be non-empty text")
         key = (s1.strip(), s2.strip()) if s1.strip() <= s2.strip() else (s2.strip(), s1.strip())
         if key in seen:
-            raise DataError(f"{path}:{number}: the pair of line {seen[key]} again; keep each candidate once (a "
+            raise DataError(f"{at(path, number)}: the pair of line {seen[key]} again; keep each candidate once (a "
                             "repeated one would be twice as likely to be chosen)")
         seen[key] = number
         first.append(s1)

@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from sentadapt.data.pair_files import WEIGHT, pair_records
+from sentadapt.data.textfile import at
 from sentadapt.errors import DataError
 from sentadapt.pairs.design import (
     DesignCandidates,
@@ -70,7 +71,7 @@ def write_next_round(label_file: Path, total: int, next_command: Callable[[Path]
     for number, record in pair_records(label_file, ("sentence1", "sentence2")):
         index = where.get((str(record.get("sentence1")), str(record.get("sentence2"))))
         if index is None:
-            raise DataError(f"{label_file}:{number}: a pair that is not among the candidates its design drew from; "
+            raise DataError(f"{at(label_file, number)}: a pair that is not among the candidates its design drew from; "
                             "the next round continues that design: restore the pair `sentadapt pairs` wrote, or "
                             "delete the row")
         label = next((record.get(name) for name in LABEL_COLUMNS if record.get(name) not in (None, "")), "")

@@ -207,6 +207,8 @@ ADAPT_OPTIONS: tuple[AdaptOption, ...] = (
     _option("require_improvement", "--require-improvement", "Exit with code 3 when the decision is keep-base: no "
             "checkpoint beats the base model on the dev set, or the evidence does not pass the --decision rule. "
             "For pipelines.", annotation=bool, default=False),
+    _option("plot", "--plot", "Write RUN/curve.png: the dev score at each evaluation with its Δ's 95 % CI over the "
+            "base, and the training loss (needs matplotlib).", annotation=bool, default=False),
 )
 OPTIONS_BY_NAME = {option.name: option for option in ADAPT_OPTIONS}
 # RunConfig fields that `adapt` fills itself rather than from an option of the same name

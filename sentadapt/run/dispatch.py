@@ -11,12 +11,15 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, TypeVar
 
+from sentadapt.config.schema import RunConfig, flat_values
+from sentadapt.diagnostics.plots import require_matplotlib
 from sentadapt.errors import ConfigError, NoImprovement
 from sentadapt.events import Note, Progress
 from sentadapt.model.lora import lora_flags
 from sentadapt.options import check_at_least, checked
 from sentadapt.run.adapt_options import ADAPT_OPTIONS, OPTIONS_BY_NAME, route
-from sentadapt.run.execute import held_by_another, recover, train_run
+from sentadapt.run.curve import write_curve_plot
+from sentadapt.run.execute import held_by_another, recover, refuse_if_held, train_run
 from sentadapt.run.plan import (
     FINISHED,
     RESTART,
@@ -52,6 +55,7 @@ class AdaptRequest:
     trust_remote_code: bool = False
     allow_pickle: bool = False
     require_improvement: bool = False
+    plot: bool = False  # RUN/curve.png at the end (run/curve.py)
 
 
 @dataclass
@@ -90,6 +94,8 @@ def run(request: AdaptRequest, events: Events | None = None) -> AdaptOutcome:
     output = Path(settings.output)
     if not request.dry_run and is_main_process() and aside_path(output).is_dir() and not held_by_another(output):
         recover(output, events.note)  # a run an earlier, killed --overwrite set aside: back before anything reads
+    if request.resume and not request.dry_run and is_main_process():
+        refuse_if_held(output)  # a live run's folder: name it, not the checkpoint it has not written yet
     mode = resume_auto_mode(output, events.for_process().note) if request.resume == AUTO else request.resume
     if mode == FINISHED:
         return AdaptOutcome(output, FINISHED)
@@ -113,6 +119,7 @@ def run(request: AdaptRequest, events: Events | None = None) -> AdaptOutcome:
     if resume:
         config = resumed_config(output, settings.num_proc)
         _note_ignored(request, events, CONFIG_FILE)
+        _note_changed_on_auto_resume(request, events, config)
     else:
         config, base = new_config_and_base(settings)
     if restart and not request.dry_run and not held_by_another(output):  # a live run: the lock refuses it below
@@ -126,7 +133,11 @@ def run(request: AdaptRequest, events: Events | None = None) -> AdaptOutcome:
     if request.dry_run:
         plans = planned_steps(resolved, events.for_process().progress)
         return AdaptOutcome(output, "dry-run", [config], resolved=[resolved], plans=[plans])
+    if request.plot:
+        require_matplotlib()  # said before training, not after it
     result = train_run(resolved, resume, overwrite, request.trust_remote_code, request.allow_pickle, events)
+    if request.plot and result is not None:
+        events.note(f"curve: {write_curve_plot(output, resolved.dev.evaluator)}")
     if request.require_improvement and result is not None and result.decision.keep_base:
         raise NoImprovement(f"--require-improvement: keep the base model: {result.decision.reason}; "
                             f"{result.output} holds what the run trained")
@@ -143,6 +154,20 @@ def _note_ignored(request: AdaptRequest, events: Events, saved: str, extra: tupl
     ignored = ignored_on_resume(request.settings, extra)
     if (ignored or request.settings.corpus) and request.resume != AUTO:  # --resume auto said it already
         events.for_process().note(f"--resume uses the run's saved {saved}; ignoring {', '.join(ignored) or 'CORPUS'}")
+
+
+def _note_changed_on_auto_resume(request: AdaptRequest, events: Events, config: RunConfig) -> None:
+    """`--resume auto` takes the command typed again: its flags are no news where they equal the saved run's; one
+    that differs (`--max-steps 10` on a run saved with 4) is said to be ignored, with the way to change it."""
+    if request.resume != AUTO:
+        return
+    saved = flat_values(config.train)
+    changed = [f"{'--lora' if key.startswith('lora_') else OPTIONS_BY_NAME[key].flag} {value} (saved: {saved[key]})"
+               for key, value in request.settings.train_flags().items() if key in saved and saved[key] != value]
+    if changed:
+        events.for_process().note(f"--resume auto: the run goes on with its saved config.yaml; ignoring "
+                                  f"{', '.join(changed)}: start a new run (--overwrite or another --output) to change "
+                                  "them")
 
 
 def _adapt_auto(request: AdaptRequest, events: Events, resume: bool, overwrite: bool) -> AdaptOutcome:
@@ -167,8 +192,14 @@ def _adapt_auto(request: AdaptRequest, events: Events, resume: bool, overwrite: 
     if request.dry_run:
         return AdaptOutcome(output, "dry-run", configs, candidates=specs, resolved=resolved,
                             plans=[planned_steps(run, events.for_process().progress) for run in resolved])
+    if request.plot:
+        require_matplotlib()
     outcome = run_auto(runs, resolved, output, not resume, overwrite, request.trust_remote_code,
                        request.allow_pickle, events)
+    if request.plot and outcome is not None:  # each candidate's curve in its own folder
+        for candidate in resolved:
+            if RunDir(candidate.config.output).is_finished():
+                events.note(f"curve: {write_curve_plot(Path(candidate.config.output), candidate.dev.evaluator)}")
     if request.require_improvement and outcome is not None and outcome.choice.chosen is None:
         raise NoImprovement(f"--require-improvement: keep the base model: {outcome.choice.reason}; "
                             f"{RunDir(output).candidates} holds what each candidate trained")
@@ -284,7 +315,7 @@ def request_from(options: dict[str, Any], config_keys: dict[str, Any] | None = N
                         list(own.get("set_options") or ()), own.get("preset"), flags, dict(config_keys or {}))
     return AdaptRequest(settings, list(own.get("candidates") or ()), RESUME_LAST if resume is True else resume or None,
                         bool(own.get("overwrite")), bool(own.get("dry_run")), bool(own.get("trust_remote_code")),
-                        bool(own.get("allow_pickle")), bool(own.get("require_improvement")))
+                        bool(own.get("allow_pickle")), bool(own.get("require_improvement")), bool(own.get("plot")))
 
 
 def _check_config_keys(config_keys: dict[str, Any]) -> None:

@@ -212,9 +212,7 @@ def acquire_lock(output: Path, note: Note = quiet) -> Path:
                 lock.unlink(missing_ok=True)
                 continue
             if pid is None or _process_alive(pid):
-                holder = f"pid {pid}" if pid is not None else "starting, the lock has no pid yet"
-                raise ConfigError(f"--output {output}: another sentadapt run ({holder}) is writing here; wait for "
-                                  f"it or remove {lock} if that process is not sentadapt") from None
+                raise _held(output, pid) from None
             note(f"--output {output}: taking over a stale lock (pid {pid} is not running; that run was killed)")
             lock.unlink(missing_ok=True)
             continue
@@ -236,6 +234,19 @@ def _create_lock(lock: Path) -> None:
             raise
         finally:
             os.close(descriptor)
+
+
+def refuse_if_held(output: Path) -> None:
+    """Raise what claiming the folder would when a live process other than this one holds its lock: said before
+    `--resume` reads the folder, which that run is still writing (its missing checkpoint is no news)."""
+    if held_by_another(output):
+        raise _held(output, _lock_pid(RunDir(output).lock_file))
+
+
+def _held(output: Path, pid: int | None) -> ConfigError:
+    holder = f"pid {pid}" if pid is not None else "starting, the lock has no pid yet"
+    return ConfigError(f"--output {output}: another sentadapt run ({holder}) is writing here; wait for it or remove "
+                       f"{RunDir(output).lock_file} if that process is not sentadapt")
 
 
 def held_by_another(output: Path) -> bool:

@@ -36,6 +36,7 @@ from sentadapt.decision.rule import (
     small_dev_note,
 )
 from sentadapt.errors import ConfigError
+from sentadapt.evaluation.bootstrap import few_labels_note
 from sentadapt.evaluation.evaluator import Delta, Evaluator, dev_evidence
 from sentadapt.evaluation.evidence import Evidence
 from sentadapt.events import Progress
@@ -85,7 +86,9 @@ class DecideResult:
         verdict = "label more" if self.decision.label_more is not None else (
             "keep the base model" if self.decision.keep_base else "use the adapted model")
         replaced = f", replacing {self.replaces}" if self.replaces else ""
+        few = few_labels_note(f"--dev {self.dev}", self.pairs, "pairs")
         return [Cell(f"{self.pairs} labelled pairs in {self.dev}: {population}{deleted}"),
+                *([Cell(few, "warn")] if few else []),
                 Cell(f"base {self.base_model}: {self.base_score:.2f}; the run's model: {self.adapted_score:.2f}; "
                      f"Δ {self.delta}"),
                 *([Cell("these are the pairs the run chose its checkpoint on: the risk pays for that choice again")]

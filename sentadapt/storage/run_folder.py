@@ -6,6 +6,7 @@
       README.md             the run's card, the decision first (run/folder_card.py), rewritten by each `decide`
       dev_outputs.json      per-pair dev outputs of the base and of every evaluated step (the decision's input)
       train.log             one JSON line per logged step
+      curve.png             `adapt --plot`: the dev curve with its CIs over the loss (run/curve.py)
       tensorboard/          --report-to tensorboard
       checkpoints/step-NNNNNNN/   exact-resume checkpoints (train/checkpoint.py writes their contents)
       best/                 the best model on dev so far, until it is published
@@ -33,6 +34,7 @@ CONFIG_FILE = "config.yaml"
 METRICS_FILE = "metrics.json"
 DEV_OUTPUTS_FILE = "dev_outputs.json"
 TRAIN_LOG_FILE = "train.log"
+CURVE_FILE = "curve.png"
 TENSORBOARD_DIR = "tensorboard"
 CHECKPOINTS_DIR = "checkpoints"
 BEST_DIR = "best"
@@ -51,7 +53,7 @@ BEFORE_FIRST_CHECKPOINT = frozenset({CONFIG_FILE, TRAIN_LOG_FILE, DEV_OUTPUTS_FI
                                      LOCK_FILE})
 # the run's own records (the layout above): with the published model's files, all that `adapt --overwrite` replaces
 RUN_RECORDS = BEFORE_FIRST_CHECKPOINT | {METRICS_FILE, BEST_DIR, AUTO_PLAN_FILE, CANDIDATES_DIR, BASE_DEV_FILE,
-                                         OUTCOME_FILE, CHOSEN_STAGING_DIR}
+                                         OUTCOME_FILE, CHOSEN_STAGING_DIR, CURVE_FILE}
 # a published model's files in a run finished before metrics.json listed them (`model_files`): the names
 # Encoder.save writes (transformers' weights, config and tokenizer files, sentence-transformers' descriptions)
 MODEL_FILE_NAMES = frozenset({
@@ -122,6 +124,10 @@ class RunDir:
     @property
     def dev_outputs_file(self) -> Path:
         return self.path / DEV_OUTPUTS_FILE
+
+    @property
+    def curve_file(self) -> Path:
+        return self.path / CURVE_FILE
 
     @property
     def train_log(self) -> Path:

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from sentadapt.decision.rule import Decision
+from sentadapt.evaluation.bootstrap import few_labels_note
 from sentadapt.evaluation.evaluator import Evaluator
 from sentadapt.teacher.table import TeacherTable
 from sentadapt.train.tracking import Reporter, RunRecords
@@ -138,6 +139,10 @@ class DevSelection:
         self.records.log({"step": 0, "dev": state.base_score})
         if self.base_dev is None:  # a score handed in was said where it was made (auto's shared one, a teacher's)
             self.reporter.message(f"base model on {self.dev_name}: {state.base_score:.2f}")
+            few = self.evaluator and few_labels_note(f"--dev {self.dev_name}", self.evaluator.units(),
+                                                     self.evaluator.tasks[0].unit_name)
+            if few:
+                self.reporter.message(few)
 
     def missed(self, state: TrainState, every: int) -> bool:
         """The step a run resumes from is an evaluation step it did not evaluate: a stop lands at a step boundary

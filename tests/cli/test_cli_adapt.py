@@ -187,6 +187,25 @@ def test_a_running_lock_is_respected(corpus: Path, tiny_model_dir: Path, tmp_pat
     assert _acquire_lock(tmp_path).read_text() == str(os.getpid())
 
 
+def test_resume_auto_on_a_folder_a_live_run_holds_names_that_run_not_its_missing_checkpoint(
+        corpus: Path, tiny_model_dir: Path, tmp_path: Path) -> None:
+    """Issue 82: `--resume auto` on a folder another run is writing (config.yaml written, no checkpoint yet) said
+    "holds no checkpoint yet; starting the run again from the beginning" before the lock refused it."""
+    import os
+
+    output = tmp_path / "run"
+    output.mkdir()
+    (output / "config.yaml").write_text("recipe: consert\n")  # what a run writes first, before any checkpoint
+    (output / ".lock").write_text(str(os.getppid()))  # a live process that is not us, writing this run
+    for resume in (["--resume", "auto"], ["--resume"]):
+        result = _adapt(str(corpus), "--base", str(tiny_model_dir), "--output", str(output), "--dev", "none",
+                        *resume)
+        assert result.exit_code == 2, result.output
+        assert result.stderr.strip() == (f"Error: --output {output}: another sentadapt run (pid {os.getppid()}) is "
+                                         f"writing here; wait for it or remove {output / '.lock'} if that process "
+                                         "is not sentadapt"), resume
+
+
 def test_end_to_end_adapt_then_eval(corpus: Path, tiny_model_dir: Path, pairs_tsv: Path, tmp_path: Path) -> None:
     output = tmp_path / "run"
     result = _adapt(str(corpus), "--base", str(tiny_model_dir), "--output", str(output), "--dev", str(pairs_tsv),
@@ -382,6 +401,24 @@ def test_resume_names_every_option_it_ignores_lora_prompt_and_dev_included(tmp_p
     assert ignored_on_resume(settings) == ["--lr", "--lora", "--dev", "--prompt", "--decision"]
     settings.set_values["temperature"] = 0.05  # an API keyword beyond the options: --set's
     assert ignored_on_resume(settings)[-1] == "--set"
+
+
+def test_resume_auto_says_a_flag_that_differs_from_the_saved_run_is_ignored(corpus: Path, tiny_model_dir: Path,
+                                                                            tmp_path: Path) -> None:
+    """Issue 82: `--resume auto --max-steps 10 --dry-run` on a run saved with 2 steps planned 2 steps without a word
+    of the 10; the flags typed again alike are no news."""
+    output = tmp_path / "run"
+    common = [str(corpus), "--base", str(tiny_model_dir), "--output", str(output), "--dev", "none", "--batch-size",
+              "8", "--max-length", "16"]
+    first = _adapt(*common, "--max-steps", "2", "--checkpoint-every", "1")
+    assert first.exit_code == 0, first.output
+    (output / "metrics.json").unlink()  # a run stopped after its checkpoints
+    again = _adapt(*common, "--max-steps", "10", "--resume", "auto", "--dry-run")
+    assert again.exit_code == 0, again.output
+    said = " ".join(again.stderr.split())
+    assert ("--resume auto: the run goes on with its saved config.yaml; ignoring --max-steps 10 (saved: 2): start a "
+            "new run (--overwrite or another --output) to change them") in said
+    assert "--batch-size" not in said and "planned: 2 steps" in said
 
 
 def test_an_empty_lock_is_a_run_starting_until_it_is_older_than_a_start_takes(tmp_path: Path) -> None:

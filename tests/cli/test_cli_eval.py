@@ -220,3 +220,15 @@ def test_eval_dims_at_80_columns_shortens_each_model_name_by_one_rule_never_mid_
     assert len(shown) == 3, shown  # one line per model: no name continues on the next line
     assert shown[:2] == [shorten_name(path.name, len(shown[0])) for path in long_names]
     assert all("…" in name for name in shown[:2])
+
+
+def test_two_labelled_pairs_are_said_to_be_too_few_for_their_interval(tiny_model_dir: Path, tmp_path: Path) -> None:
+    """Issue 82: a 2-pair `eval` printed `100.00 [100.00, 100.00]` as if it were certain."""
+    two = tmp_path / "two.tsv"
+    two.write_text("sentence1\tsentence2\tscore\nthe server is down\tthe server is not running\t4.5\n"
+                   "dns timeout on the cluster\tthe red car is big\t0.0\n")
+    result = runner.invoke(app, ["eval", str(tiny_model_dir), "--pairs", str(two), "--device", "cpu"])
+    assert result.exit_code == 0, result.output
+    said = (f"{two}: 2 labelled pairs, too few for its intervals or a decision to mean much (at least 30; 100 or "
+            "more from your domain to decide on: sentadapt pairs)")
+    assert "".join(said.split()) in "".join(result.stdout.split())  # the path may wrap anywhere

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 from typer.testing import CliRunner
 
@@ -44,3 +46,16 @@ def test_adapt_help_states_each_default_once_and_says_where_the_recipes_are_show
         described = plain.split(f" {flag} ", 1)[1].split("--dry-run", 1)[0]  # its text, up to --dry-run
         assert "Default:" in described and len(described) < 200, described
     assert "in-batch negatives + 1" not in plain
+
+
+@pytest.mark.parametrize("command", ["adapt", "eval", "diagnose", "export", "pairs", "decide", "cache"])
+def test_no_help_paragraph_breaks_mid_sentence_at_80_columns(command: str) -> None:
+    """Issue 82: `pairs --help` broke a paragraph after "each" (a docstring's line break kept by rich): above the
+    option panels, a line well short of the width is the end of a paragraph (a blank line follows)."""
+    result = CliRunner().invoke(app, [command, "--help"], env={"COLUMNS": "80", "TERMINAL_WIDTH": "80"})
+    assert result.exit_code == 0, result.output
+    lines = [line.rstrip() for line in result.stdout.splitlines()]
+    lines = lines[:next(i for i, line in enumerate(lines) if line.startswith("╭"))]
+    short = [line for line, after in itertools.pairwise(lines) if line.strip() and after.strip() and len(line) < 60
+             and not line.lstrip().startswith("Usage:")]
+    assert not short, short

@@ -120,6 +120,18 @@ def test_malformed_pairs_name_file_and_line(tmp_path: Path, name: str, content: 
     assert str(error.value).startswith(f"{tmp_path}/{message}")
 
 
+def test_a_bad_parquet_row_is_named_by_its_row_not_a_line(tmp_path: Path) -> None:
+    """Issue 82: a Parquet row was cited as `file.parquet:2`, a line of a binary file."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path = tmp_path / "dev.parquet"
+    pq.write_table(pa.table({"sentence1": ["a", "c"], "sentence2": ["b", "d"], "score": ["1", "five"]}), path)
+    with pytest.raises(DataError) as error:
+        read_scored_pairs(path)
+    assert str(error.value) == f"{path} row 2: score 'five' is not a number"
+
+
 def test_score_out_of_range(tmp_path: Path) -> None:
     path = tmp_path / "sickr.test.jsonl"
     path.write_text(json.dumps({"sentence1": "a", "sentence2": "b", "score": 7}) + "\n")

@@ -123,8 +123,9 @@ def test_the_table_footnote_says_which_files_are_weighted(tmp_path: Path, pairs_
 
     weighted, _, _ = expanded_task(tmp_path, [1, 3, 2, 1, 4, 2])
     plain = ScoredPairsTask("pairs.tsv", read_user_scored_pairs(pairs_tsv))
-    assert protocol(Evaluator([plain]), "all").endswith("aggregate 'all'")
-    assert protocol(Evaluator([plain, weighted]), "all").endswith(
+    few = f"; {pairs_tsv}: 8 labelled pairs, too few for its intervals or a decision to mean much"  # issue 82
+    assert protocol(Evaluator([plain]), "all").split(few)[0].endswith("aggregate 'all'")
+    assert protocol(Evaluator([plain, weighted]), "all").split(few)[0].endswith(
         "aggregate 'all'; dev.tsv: pairs weighted by their 'weight' column, so each figure and its CI estimate the "
         "candidates they were chosen from (docs/decision.md)")
 

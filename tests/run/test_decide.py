@@ -115,6 +115,11 @@ def test_deciding_on_the_pairs_the_run_chose_on_pays_for_that_choice(tiny_model_
     result = invoke("decide", str(tmp_path / "run"), "--dev", str(pairs_tsv))
     assert result.exit_code == 0, result.output
     assert "these are the pairs the run chose its checkpoint on" in " ".join(result.output.split())
+    # issue 82: 8 labelled pairs are said to be too few, by `adapt --dev` (it took them silently) and by `decide`
+    few = (f"--dev {pairs_tsv}: 8 labelled pairs, too few for its intervals or a decision to mean much (at "
+           "least 30; 100 or more from your domain to decide on: sentadapt pairs)")
+    assert few in " ".join(result.output.split())
+    assert few.replace(str(pairs_tsv), pairs_tsv.name) in " ".join(done.stderr.split())
     metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
     first, again = metrics["decisions"]
     assert first["by"] == "sentadapt adapt" and first["decision"] == trained["decision"]

@@ -220,3 +220,21 @@ def test_a_value_an_environment_variable_gave_is_its_not_a_flags(corpus: Path, t
     args = (str(corpus), "--base", str(tiny_model_dir), "--output", str(tmp_path / "run"), "--dev", "none")
     assert _sources(_dry_run(120, *args))["data_dir"] == "$SENTADAPT_DATA_DIR"
     assert _sources(_dry_run(120, *args, "--data-dir", str(tmp_path)))["data_dir"] == "flag"
+
+
+def test_with_stderr_merged_the_notes_after_the_config_are_set_apart_from_it(corpus: Path, tiny_model_dir: Path,
+                                                                            tmp_path: Path) -> None:
+    """Issue 82: `--dry-run 2>&1` ran the config into the next message ("preset: tuned-base (…)" read as one more
+    key of the YAML); a blank line now ends the document before the notes."""
+    import shutil
+
+    tuned = tmp_path / "tuned"  # a sentence-transformers folder: a preset note follows the config
+    shutil.copytree(tiny_model_dir, tuned)
+    env = {**os.environ, "COLUMNS": "80", "LINES": "24"}
+    result = subprocess.run(f"{sys.executable} -m sentadapt adapt {corpus} --base {tuned} --output {tmp_path / 'run'} "
+                            "--dev none --dry-run 2>&1", shell=True, env=env, capture_output=True, text=True,
+                            timeout=120)
+    assert result.returncode == 0, result.stdout
+    lines = result.stdout.splitlines()
+    last = max(i for i, line in enumerate(lines) if line.startswith("  ") and "# " in line)  # the config's last line
+    assert lines[last + 1] == "" and lines[last + 2].startswith(("preset:", "planned:")), lines[last:last + 3]
