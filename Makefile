@@ -26,7 +26,7 @@ install: $(STAMP)
 demo: $(STAMP)
 	$(BIN)/sentadapt adapt examples/it-support-corpus.txt --recipe consert \
 		--base sentence-transformers/all-MiniLM-L6-v2 --dev examples/it-support-dev.tsv \
-		--output runs/demo --batch-size 32 --max-steps 30 --eval-every 10 --overwrite
+		--output runs/demo --batch-size 32 --max-steps 30 --eval-every 10 --overwrite --plot
 	$(BIN)/sentadapt eval sentence-transformers/all-MiniLM-L6-v2 runs/demo --pairs examples/it-support-test.tsv
 
 # The parity tests (float32 results of two code paths) run a second time on ATen's portable kernels

@@ -493,7 +493,7 @@ def usage_passages() -> list[str]:
     from sentadapt.config.schema import RunConfig
     from sentadapt.decision.sequential import look_of
     from sentadapt.errors import NoImprovement
-    from sentadapt.evaluation.bootstrap import CONFIDENCE
+    from sentadapt.evaluation.bootstrap import CONFIDENCE, FEW_LABELS
     from sentadapt.evaluation.retrieval import CORPUS_BLOCK, QUERY_BLOCK
     from sentadapt.evaluation.sts import spearman100
     from sentadapt.evaluation.tasks import TASKS
@@ -541,6 +541,8 @@ def usage_passages() -> list[str]:
         f"at 1 − {1 - CONFIDENCE:g}/K ({100 * (1 - (1 - CONFIDENCE) / candidates):.2f} % for {words(candidates)}, "
         "Bonferroni)",
         f"cosine range into {BINS} equal-width bins",
+        f"A dev set of fewer than {FEW_LABELS} labelled pairs",
+        f"step's paired {100 * CONFIDENCE:.0f} % CI of Δ",
         f"and the {len(TASKS)}-task average",
         f"(a {QUERY_BLOCK:,}-query × {CORPUS_BLOCK:,}-document block",
         f"Every number carries a **{100 * CONFIDENCE:.0f} % percentile bootstrap",

@@ -6,10 +6,12 @@ from __future__ import annotations
 import dataclasses
 import os
 import time
+from pathlib import Path
 from typing import Any
 
 from sentadapt.config.schema import DEFAULT_RISK, flat_values
 from sentadapt.decision.sizes import walk_order
+from sentadapt.run.folder_card import CARD_FILE
 from sentadapt.text_tables import BAD, GOOD, WARN, Cell, TextTable, some_of
 from sentadapt.train.steps import StepPlan
 
@@ -118,6 +120,7 @@ def adapt_summary_table(result: Any, config: Any = None) -> TextTable:
         table.row("model kept", f"last step ({result.published_step}); no dev data, selection was blind")
         table.row("decision", Cell("unknown: nothing measured whether this beats the base model; --dev FILE with "
                                    "~100 labelled pairs from your domain would measure it", WARN))
+        table.row("card", CARD_ROW.format(card=Path(result.output) / CARD_FILE))
         table.row("next", what_next(result, config))
         return table
     table.row("dev set", result.dev_name)
@@ -132,8 +135,12 @@ def adapt_summary_table(result: Any, config: Any = None) -> TextTable:
         table.row("smallest size", sizes_text(result.sizes, kept_base=result.decision.decision == "keep-base"))
     if result.decision_note:
         table.row("dev set", Cell(result.decision_note, WARN))  # its weights, and whether it is too small
+    table.row("card", CARD_ROW.format(card=Path(result.output) / CARD_FILE))
     table.row("next", what_next(result, config))
     return table
+
+
+CARD_ROW = "{card}: the decision first, how to use the model, what was measured (each decide rewrites it)"
 
 
 def what_next(result: Any, config: Any) -> str:

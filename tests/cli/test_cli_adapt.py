@@ -309,10 +309,11 @@ def test_blind_selection_says_so(corpus: Path, tiny_model_dir: Path, tmp_path: P
     assert result.exit_code == 0, result.output
     assert ("no labelled dev data: checkpoint selection is blind, the last step is kept. A file of ~100 labelled "
             "pairs from your domain (--dev FILE) fixes this.") in " ".join(result.stderr.split())
-    assert (  # the whole sentence, then the summary's last row: what to do next (issue 82)
+    assert (  # the whole sentence, then the summary's last rows: the card and what to do next (issue 82)
         "decision unknown: nothing measured whether this beats the base model; --dev FILE with ~100 labelled "
-        "pairs from your domain would measure it next label 100 pairs where the run moved: sentadapt pairs") in (
-        _flat(result.stdout))
+        "pairs from your domain would measure it card ") in _flat(result.stdout)
+    assert ("the decision first, how to use the model, what was measured (each decide rewrites it) next label 100 "
+            "pairs where the run moved: sentadapt pairs") in _flat(result.stdout)
     assert _flat(result.stdout).replace(" ", "").endswith(
         f"--run{run}-n100--outputto-label.tsv;oncelabelled:sentadaptdecide{run}--devto-label.tsv")
     assert "…" not in result.stdout and str(run) in _flat(result.stdout).replace(" ", "")  # folded, not cut

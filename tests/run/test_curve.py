@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from sentadapt.evaluation.bootstrap import CONFIDENCE
 from sentadapt.evaluation.sts import StsEvaluator
 from sentadapt.run.curve import read_curve
 from tests.conftest import run_adapt
@@ -24,11 +25,16 @@ def test_plot_draws_the_dev_curve_with_each_steps_interval_and_the_loss(corpus: 
     assert result.exit_code == 0, result.output
     assert (output / "curve.png").read_bytes().startswith(PNG)
     assert f"curve: {output / 'curve.png'}" in " ".join(result.stderr.split())
+    # the three things a run ends with (issue 82): the curve (above), the card and the next step, in the summary
+    summary = "".join(result.stdout.replace("│", "").split())
+    assert "".join(f"card {output / 'README.md'}: the decision first, how to use the model".split()) in summary
+    assert (output / "README.md").is_file() and "next" in summary
     metrics = json.loads((output / "metrics.json").read_text())
     curve = read_curve(output, StsEvaluator.from_pairs_file(pairs_tsv))
     assert curve.steps == [2, 4, 6] and curve.dev == [point["dev"] for point in metrics["history"][1:]]
     assert curve.base == metrics["base_score"] and curve.published == metrics["published_step"]
-    # each band is base + the paired Δ's interval: it holds that step's score, and the last one is the decision's
+    # each band is base + the paired Δ's 95 % interval: it holds that step's score, and the last one is the decision's
+    assert CONFIDENCE == 0.95
     assert all(band is not None and band[0] <= dev <= band[1] for band, dev in zip(curve.bands, curve.dev))
     if metrics["published_step"] == 6:
         last = curve.bands[-1]
