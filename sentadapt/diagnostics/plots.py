@@ -12,6 +12,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from sentadapt.errors import ConfigError
+from sentadapt.text_tables import short_names
 
 if TYPE_CHECKING:
     from sentadapt.diagnostics.report import Diagnosis
@@ -64,8 +65,9 @@ def figure_with_axes(width: float = 6.4, height: float = 4.0, columns: int = 1, 
     return figure, flat if rows > 1 or columns > 1 else flat[0]
 
 
-def _label(diagnosis: Diagnosis) -> str:
-    return Path(diagnosis.model).name or diagnosis.model
+def _label(diagnosis: Diagnosis, diagnoses: list[Diagnosis]) -> str:
+    """The model's name by the tables' one rule (text_tables.short_names): the plots name a model as they do."""
+    return short_names([d.model for d in diagnoses])[diagnosis.model]
 
 
 def _anisotropy(diagnoses: list[Diagnosis]) -> Any:
@@ -74,9 +76,9 @@ def _anisotropy(diagnoses: list[Diagnosis]) -> Any:
         data = diagnosis.anisotropy or {}
         layers = range(len(data["sentence_cosine_per_layer"]))
         axis.plot(layers, data["sentence_cosine_per_layer"], "o-", color=color,
-                  label=f"{_label(diagnosis)}: sentences (mean pooling)")
+                  label=f"{_label(diagnosis, diagnoses)}: sentences (mean pooling)")
         axis.plot(layers, data["token_cosine_per_layer"], "s--", color=color,
-                  label=f"{_label(diagnosis)}: tokens of different sentences")
+                  label=f"{_label(diagnosis, diagnoses)}: tokens of different sentences")
     axis.set(xlabel="layer (0 = embedding layer)", ylabel="mean cosine of random pairs",
              title="Anisotropy per layer (0 = isotropic, 1 = collapsed)", ylim=(min(0.0, axis.get_ylim()[0]), 1.03))
     axis.xaxis.get_major_locator().set_params(integer=True)
@@ -92,7 +94,7 @@ def _spectrum(diagnoses: list[Diagnosis]) -> Any:
         # centring removes one direction (rank ≤ min(N − 1, D)): drop numerical zeros, they would squash the axis
         shares = [share for share in data["variance_shares"][:SPECTRUM_SHOWN] if share > NUMERICAL_ZERO]
         axis.semilogy(range(1, len(shares) + 1), shares, "o-", markersize=3, color=color,
-                      label=f"{_label(diagnosis)}: top-1 {data['top1_share']:.1%}, "
+                      label=f"{_label(diagnosis, diagnoses)}: top-1 {data['top1_share']:.1%}, "
                             f"effective rank {data['effective_rank']:.0f}")
     axis.set(xlabel="principal direction", ylabel="share of variance (log)",
              title="Spectrum of the centred sentence embeddings")
@@ -108,7 +110,7 @@ def _frequency(diagnoses: list[Diagnosis]) -> Any:
         buckets = (diagnosis.frequency or {})["buckets"]
         positions = [i + (index - (len(diagnoses) - 1) / 2) * width for i in range(len(buckets))]
         for axis, key in zip(axes, ("mean_norm", "mean_knn_distance")):
-            axis.bar(positions, [b[key] for b in buckets], width, color=color, label=_label(diagnosis))
+            axis.bar(positions, [b[key] for b in buckets], width, color=color, label=_label(diagnosis, diagnoses))
     first = (diagnoses[0].frequency or {})["buckets"]  # labels of the first model, as in the terminal table
     for axis in axes:
         axis.set_xticks(range(len(first)), [b["ranks"] for b in first], fontsize=7)
@@ -124,7 +126,7 @@ def _topk(diagnoses: list[Diagnosis]) -> Any:
     for color, diagnosis in zip(COLORS, diagnoses):
         data = diagnosis.topk or {}
         curve = data["curves"][data["headline"]]
-        axis.plot(data["k"], curve, "-", color=color, label=f"{_label(diagnosis)} ({data['headline']})")
+        axis.plot(data["k"], curve, "-", color=color, label=f"{_label(diagnosis, diagnoses)} ({data['headline']})")
         axis.plot([data["best_k"]], [data["best"]], "*", color=color, markersize=12)
     axis.set(xlabel="top-k most frequent tokens removed from mean pooling ([CLS], [SEP] counted)",
              ylabel="Spearman × 100", title="Frequent-token removal (ConSERT Fig. 4); ★ = best k")
@@ -156,7 +158,7 @@ def _layers(diagnoses: list[Diagnosis]) -> Any:
                           fontweight="bold" if is_best else "normal")
         named = data["named"]
         axis.set(xlabel="pooling", ylabel="layer (0 = embedding layer)")
-        axis.set_title(f"{_label(diagnosis)}\nbest {best}: {data['best']['spearman']:.2f}\n"
+        axis.set_title(f"{_label(diagnosis, diagnoses)}\nbest {best}: {data['best']['spearman']:.2f}\n"
                        f"last2avg {named['last2avg']:.1f}, firstlast {named['firstlast']:.1f}", fontsize=9)
     figure.colorbar(image, ax=list(axes), label=f"Spearman × 100 ({(diagnoses[0].layers or {})['source']})")
     figure.suptitle("Layer × pooling (SG-OPT Fig. 1)")
