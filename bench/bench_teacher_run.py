@@ -115,7 +115,10 @@ def commands(inputs: Path, old: Path | None, work: Path, isa: str | None = None,
 
     here = Path.cwd()
     found = {"default": (ours("default"), env("default"), here),
-             "views": (ours("views", tuple(VIEWS)), env("views"), here)}
+             "views": (ours("views", tuple(VIEWS)), env("views"), here),
+             # each precision named (issue 84): the default is `auto`, so one of these is the default's twin
+             "fp32": (ours("fp32", ("--mixed-precision", "no")), env("fp32"), here),
+             "bf16": (ours("bf16", ("--mixed-precision", "bf16")), env("bf16"), here)}
     if old is not None:
         found["old"] = (ours("old"), env("old", PYTHONPATH=str(old.resolve())), old.resolve())
     for precision in ("fp32", "bf16"):
@@ -123,6 +126,22 @@ def commands(inputs: Path, old: Path | None, work: Path, isa: str | None = None,
                 "--output", str(work / f"st-{precision}")]
         found[f"st {precision}"] = (argv, env("st"), here)
     return found
+
+
+def machine(isa: str | None = None) -> dict[str, Any]:
+    """The CPU the figures come from (a stand-in's kernels named: a stand-in is not the CPU), the instruction sets
+    that decide the matmuls, and what `--mixed-precision auto` picks on it."""
+    import torch
+
+    from sentadapt.train.compute import resolve_mixed_precision
+
+    info = Path("/proc/cpuinfo").read_text() if Path("/proc/cpuinfo").exists() else ""
+    model = next((line.split(":", 1)[1].strip() for line in info.splitlines() if line.startswith("model name")), "?")
+    flags = set(next((line.split(":", 1)[1].split() for line in info.splitlines() if line.startswith("flags")), []))
+    return {"cpu": model, "cores": os.cpu_count(), "torch": torch.__version__, "threads": torch.get_num_threads(),
+            "isa": {flag: flag in flags for flag in ("avx2", "avx512f", "avx512_bf16", "amx_tile")},
+            "kernels": isa_environment(isa) if isa else "native",
+            "auto": resolve_mixed_precision("auto", on_gpu=False)}
 
 
 def timed(argv: list[str], env: dict[str, str], cwd: Path) -> dict[str, Any]:
@@ -191,7 +210,8 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=Path("bench/out/teacher-run.json"))
     parser.add_argument("--isa", choices=["avx2", "avx512"],
                         help="kernels of this instruction set alone (PyTorch's, MKL's, oneDNN's), ours in fp32")
-    parser.add_argument("--only", help="comma-separated commands besides default (views, old, st fp32, st bf16)")
+    parser.add_argument("--only", help="comma-separated commands besides default (views, fp32, bf16, old, st fp32, "
+                        "st bf16)")
     parser.add_argument("--peer", choices=["fp32", "bf16"], help=argparse.SUPPRESS)
     parser.add_argument("--output", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -201,11 +221,15 @@ def main() -> None:
     if args.peer:
         peer(args.inputs, args.peer == "bf16", args.output)
         return
+    here = machine(args.isa)
+    print(f"machine: {here['cpu']}, {here['cores']} cores, torch {here['torch']} ({here['threads']} threads), "
+          f"{', '.join(flag for flag, has in here['isa'].items() if has)}; kernels {here['kernels']}; "
+          f"`--mixed-precision auto` picks {here['auto']}", flush=True)
     figures = measure(args.inputs, args.old, args.rounds, args.work, args.isa,
                       args.only.split(",") if args.only else None)
     print("\n".join(report(figures)))
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(figures, indent=1) + "\n")
+    args.out.write_text(json.dumps({**figures, "machine": here}, indent=1) + "\n")
     print(f"wrote {args.out}")
 
 
