@@ -65,7 +65,7 @@ def sizes_passages() -> list[str]:
     from sentadapt.evaluation.bootstrap import CONFIDENCE
     from sentadapt.evaluation.evaluate import CALIBRATION_LIMIT
     from sentadapt.evaluation.forms import PRECISIONS
-    from sentadapt.recipes.base import Matryoshka
+    from sentadapt.recipes.matryoshka import Matryoshka
 
     from research.experiments.sizes_suite import (
         DOMAINS,
@@ -298,7 +298,9 @@ def teacher_passages() -> list[str]:
 
 # bench_teacher_run's paired rounds (issue 70): AVX2 kernels alone in fp32 against a62588b; bf16 against 1b114f6
 SPEED_ROUNDS = {"avx2": "bench/results/teacher-run-avx2-2026-11-29/rounds.json",
-                "bf16": "bench/results/teacher-run-bf16-2026-11-29/rounds.json"}
+                "bf16": "bench/results/teacher-run-bf16-2026-11-29/rounds.json",
+                # issue 84: an AMD EPYC with AVX2 alone, native kernels (`auto` → fp32), against a62588b
+                "epyc-avx2": "bench/results/teacher-run-epyc-avx2-2026-12-07/rounds.json"}
 PADDING = "bench/results/length-chunks-2026-11-29/padding.txt"  # bench_length_chunks --padding
 
 
@@ -327,6 +329,7 @@ def _speed_passages() -> list[str]:
             f"the whole process) took {ratio('avx2'):.2f}× of the time it took at commit a62588b in fp32 with AVX2 "
             "kernels alone",
             f"and {ratio('bf16'):.2f}× of the time the default took before these changes",
+            f"AVX2 alone (fp32, what `auto` picks there) it took {ratio('epyc-avx2'):.2f}× of a62588b's time",
             f"distillation term's student) but cost all-MiniLM-L6-v2 ← all-mpnet-base-v2 "
             f"{falls[0]:.2f} to {falls[-1]:.2f} of raw Δ per domain"]
 

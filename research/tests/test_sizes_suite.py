@@ -105,7 +105,7 @@ def test_the_social_figures_quoted_in_teacher_md_are_the_stored_study_s() -> Non
 def test_matryoshka_s_default_weights_are_what_the_weighting_rule_reads_from_the_stored_study(stored: dict) -> None:
     """research/findings.md, "Weighting the full size": the rule, committed before the teacher-mw runs, is applied by
     sizes_suite.weighting to the stored study; `--matryoshka` without weights follows its verdict."""
-    from sentadapt.recipes.base import Matryoshka
+    from sentadapt.recipes.matryoshka import Matryoshka
 
     from research.experiments.sizes_suite import weighting
 

@@ -23,7 +23,7 @@ causal model has read the whole sentence into.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from sentadapt.errors import ConfigError
 from sentadapt.registry import unknown_name_message
@@ -131,3 +131,12 @@ def pool_tokens(tokens: torch.Tensor, attention_mask: torch.Tensor, mode: str, p
         last = attention_mask.shape[1] - 1 - attention_mask.to(torch.int).flip(1).argmax(dim=1)
         return tokens[torch.arange(tokens.shape[0], device=tokens.device), last]
     raise ConfigError(unknown_name_message("token pooling", mode, list(TOKEN_POOLINGS)))
+
+
+def resolve_export_pooling(setting: str, encoder: Any, paper: str) -> str:
+    """`export_pooling: auto` → the base model's own pooling when its folder declares one (sentence-transformers
+    modules.json), else the paper's `paper` pooling; any other setting is a pooling name, kept as is."""
+    if setting != "auto":
+        return setting
+    declared = getattr(encoder, "pooling_source", "default") == "modules.json"
+    return encoder.pooling_name if declared else paper

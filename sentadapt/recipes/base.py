@@ -15,9 +15,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from sentadapt.config.schema import RecipeConfig
-from sentadapt.errors import ConfigError, DataError
+from sentadapt.errors import DataError
 from sentadapt.events import Progress, no_progress
-from sentadapt.options import DEFAULT_ENCODING_ERRORS
+from sentadapt.recipes.matryoshka import WHOLE, Matryoshka
+from sentadapt.recipes.readers import TrainingData, sentence_examples
 from sentadapt.registry import Registry
 
 if TYPE_CHECKING:  # recipes import torch where they compute, so `adapt` validates options in well under a second
@@ -56,88 +57,6 @@ class LossOutput:
     # under the export pooling). The distillation term then reads them instead of a pass of its own: with a
     # teacher, two encoder passes per step instead of three (bench/README.md, "Where a teacher step's time goes").
     exported: Tensor | None = None
-
-
-@dataclass(frozen=True)
-class TrainingData:
-    """What a recipe reads its training examples from: the run's inputs and reading options (not the whole
-    run config). Built by `sentadapt.run.inputs.training_data` from the RunConfig; defaults as TrainConfig's."""
-
-    sources: tuple[str, ...]  # adapt's positional inputs: files or Hub datasets (`trains_on` says which kind)
-    max_length: int  # --max-length (capped by the model's position table where token ids are made)
-    text_column: str | None = None
-    dedup: bool = True
-    encoding_errors: str = DEFAULT_ENCODING_ERRORS
-    streaming: bool = False
-    num_proc: int | None = None
-    encode_batch_size: int = 128  # --eval-batch-size: batches for encoding with a frozen model (CLSR)
-    prompt: str = ""  # --prompt's text, prepended to every training sentence before it is tokenized or encoded
-
-
-
-Cut = Callable[["Tensor"], "Tensor"]  # what a Matryoshka term applies to every vector of the space it trains
-
-
-@dataclass(frozen=True)
-class Matryoshka:
-    """`--matryoshka 384,192,96`: a loss term summed over prefixes of the vectors, Σ_k w_k · L(v[:, :d_k]), as
-    sentence-transformers' MatryoshkaLoss sums its wrapped loss over `matryoshka_dims`, so each prefix is itself an
-    embedding. Default weights: the first (largest) size 2, each other 1 — sentence-transformers weighs all 1; with
-    equal weights the full size lost 0.23–0.24 on news against a run without Matryoshka, with 2,1,1 0.15–0.18
-    and the small sizes kept their gains (research/findings.md, "Weighting the full size"). Empty `dims`: the term on
-    the whole vectors, exactly as without it. Every recipe's loss and the distillation term go through `total`."""
-
-    dims: tuple[int, ...] = ()
-    weights: tuple[float, ...] = ()
-
-    @classmethod
-    def of(cls, dims: Sequence[int], weights: Sequence[float]) -> Matryoshka:
-        """TrainConfig's `matryoshka` and `matryoshka_weights` (validated there; none: default_weights)."""
-        return cls(tuple(dims), tuple(weights) or default_weights(len(dims)))
-
-    def total(self, term: Callable[[Cut], Tensor]) -> Tensor:
-        """`term(cut)`: the loss with `cut` applied to the vectors it compares (the identity when off)."""
-        if not self.dims:
-            return term(_whole)
-        from functools import partial
-
-        from sentadapt.recipes.losses import keep_prefix
-
-        total: Tensor | None = None
-        for dim, weight in zip(self.dims, self.weights, strict=True):
-            value = term(partial(keep_prefix, dim=dim))
-            value = value if weight == 1 else weight * value
-            total = value if total is None else total + value
-        assert total is not None
-        return total
-
-    def check_width(self, width: int) -> None:
-        """Each listed size must fit the exported vectors (a one-line ConfigError otherwise)."""
-        if self.dims and self.dims[0] > width:
-            raise ConfigError(f"--matryoshka: {self.dims[0]} is above this model's embedding width {width}; list "
-                              f"sizes up to {width}, e.g. {_example_sizes(width)}")
-
-
-FULL_SIZE_WEIGHT = 2.0  # the first --matryoshka size's default weight; each other size weighs 1
-
-
-def default_weights(sizes: int) -> tuple[float, ...]:
-    """`--matryoshka` without `matryoshka_weights`: the largest size FULL_SIZE_WEIGHT, each other 1 (one size: 1,
-    the loss as without Matryoshka)."""
-    if sizes <= 1:
-        return (1.0,) * sizes
-    return (FULL_SIZE_WEIGHT,) + (1.0,) * (sizes - 1)
-
-
-def _whole(vectors: Tensor) -> Tensor:
-    return vectors
-
-
-def _example_sizes(width: int) -> str:
-    return ",".join(str(size) for size in (width, width // 2, width // 4) if size >= 1)
-
-
-WHOLE = Matryoshka()  # off
 
 
 class RecipeBase(abc.ABC):
@@ -308,55 +227,3 @@ def check_recipe_class(name: str, recipe_class: Any) -> None:
     abstract = sorted(recipe_class.__abstractmethods__)
     if abstract:
         raise TypeError(f"{where} does not implement {', '.join(abstract)}")
-
-
-def resolve_export_pooling(setting: str, encoder: Encoder, paper: str) -> str:
-    """`export_pooling: auto` → the base model's own pooling when its folder declares one (sentence-transformers
-    modules.json), else the paper's `paper` pooling; any other setting is a pooling name, kept as is."""
-    if setting != "auto":
-        return setting
-    declared = getattr(encoder, "pooling_source", "default") == "modules.json"
-    return encoder.pooling_name if declared else paper
-
-
-# ---------------------------------------------------------------------- readers for load_examples
-
-
-def counted_sentences(config: Any, progress: Progress = no_progress) -> int | None:
-    """`sentence_examples`' count for a RunConfig, read without tokenizing (`count_examples` of the recipes that
-    train on the corpus's sentences); None for a Hub dataset."""
-    from sentadapt.data.corpus import count_sentences
-
-    return count_sentences(config.corpus, config.text_column, config.encoding_errors, config.train.dedup, progress)
-
-
-def token_limit(encoder: Encoder, max_length: int) -> int:
-    """The length `Encoder.tokenize_ids` truncates to: --max-length, capped by the position table."""
-    limit = encoder.position_limit
-    return min(max_length, limit) if limit is not None else max_length
-
-
-def sentence_examples(data: TrainingData, encoder: Encoder, note: Callable[[str], None],
-                      progress: Progress | None = None) -> TokenizedExamples:
-    """The inputs as one sentence per line → memory-mapped token ids, read and tokenized once (data/prepare.py)."""
-    from sentadapt.data.prepare import prepare_sentences
-
-    prepared = prepare_sentences(data.sources, encoder.tokenizer, token_limit(encoder, data.max_length),
-                                 text_column=data.text_column, dedup=data.dedup, encoding_errors=data.encoding_errors,
-                                 streaming=data.streaming, num_proc=data.num_proc, progress=progress,
-                                 prompt=data.prompt)
-    for line in prepared.notes:
-        note(line)
-    return prepared.examples
-
-
-def nli_examples(files: Sequence[str], data: TrainingData, encoder: Encoder, note: Callable[[str], None],
-                 progress: Progress | None = None) -> TokenizedExamples:
-    """Labelled NLI files → token ids of premises and hypotheses, and labels (data/prepare.py)."""
-    from sentadapt.data.prepare import prepare_nli
-
-    prepared = prepare_nli(list(files), encoder.tokenizer, token_limit(encoder, data.max_length),
-                           num_proc=data.num_proc, progress=progress, prompt=data.prompt)
-    for line in prepared.notes:
-        note(line)
-    return prepared.examples

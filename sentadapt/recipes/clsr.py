@@ -22,17 +22,9 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from sentadapt.config.schema import RecipeConfig, check_choice, check_range
 from sentadapt.events import Progress, no_progress
 from sentadapt.model.pooling import POOLING_NAMES, Pooling
-from sentadapt.recipes.base import (
-    CONTRASTIVE_TEMPERATURE,
-    PAIRS,
-    WHOLE,
-    Cut,
-    LossOutput,
-    Matryoshka,
-    RecipeBase,
-    TrainingData,
-    register_recipe,
-)
+from sentadapt.recipes.base import CONTRASTIVE_TEMPERATURE, PAIRS, LossOutput, RecipeBase, register_recipe
+from sentadapt.recipes.matryoshka import WHOLE, Cut, Matryoshka
+from sentadapt.recipes.readers import TrainingData
 
 if TYPE_CHECKING:
     from torch import Tensor, nn

@@ -11,7 +11,7 @@ Supervised (`mode: joint`, on an NLI file): softmax classification of [r1, r2, |
 α·NT-Xent over views of the premises and hypotheses; the `adversarial` view adds the normalised
 gradient of the classification loss to the embedding output (FGV), so it exists only here.
 `sup-unsup` and `joint-unsup` run that supervised stage first, then the unsupervised stage on the
-corpus (see sentadapt.train.pipeline).
+corpus (run/execute.py trains each stage; recipes/base.py's `stages_for`).
 """
 
 from __future__ import annotations
@@ -25,23 +25,11 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from sentadapt.config.schema import PATHS, RecipeConfig, check_choice, check_range
 from sentadapt.errors import ConfigError
 from sentadapt.events import Progress, no_progress
-from sentadapt.model.pooling import POOLING_NAMES, TOKEN_POOLINGS, Pooling
+from sentadapt.model.pooling import POOLING_NAMES, TOKEN_POOLINGS, Pooling, resolve_export_pooling
 from sentadapt.recipes.augment import AUGMENTATIONS, ViewInputs, make_view, stack_views
-from sentadapt.recipes.base import (
-    CONTRASTIVE_TEMPERATURE,
-    TEXT,
-    WHOLE,
-    Cut,
-    LossOutput,
-    Matryoshka,
-    RecipeBase,
-    TrainingData,
-    counted_sentences,
-    nli_examples,
-    register_recipe,
-    resolve_export_pooling,
-    sentence_examples,
-)
+from sentadapt.recipes.base import CONTRASTIVE_TEMPERATURE, TEXT, LossOutput, RecipeBase, register_recipe
+from sentadapt.recipes.matryoshka import WHOLE, Cut, Matryoshka
+from sentadapt.recipes.readers import TrainingData, counted_sentences, nli_examples, sentence_examples
 
 if TYPE_CHECKING:
     from torch import Tensor, nn

@@ -29,14 +29,12 @@ TUNED_BASE = "tuned-base"
 PRESET_CHOICES = ("auto", PAPER, TUNED_BASE)  # --preset
 
 # `--teacher` with a recipe that trains the encoder: the distillation defaults, chosen on the domain suite's dev
-# sets alone (research/findings.md, "Distillation defaults"). They sit above the recipe's and the preset's values and
-# below the YAML, the flags and --set. The objective is the mechanism's own (the recipe's loss + KL between the
-# in-batch cosine distributions, T 0.05: it beat the vector kinds and the teacher alone on dev by a wide margin);
-# what the teacher changes is the length, which follows the corpus: enough passes to train on 20,000 examples, at
-# most 4, one dev evaluation per pass (each one costs the decision some power) and a stop after 2 without a gain;
-# and the batches: half of each batch beside one of its 8 nearest sentences under the teacher, so the in-batch KL
-# sees pairs the teacher ranks close (on dev-200, decision applied: +1.09 vs +0.98 for random batches with
-# all-mpnet-base-v2 → all-MiniLM-L6-v2, +0.61 vs +0.46 with all-MiniLM-L6-v2 → paraphrase-MiniLM-L3-v2).
+# sets alone (why and by how much: research/findings.md, "Distillation defaults"). They sit above the recipe's and the
+# preset's values and below the YAML, the flags and --set. The objective is the mechanism's own (the recipe's loss +
+# KL between the in-batch cosine distributions); what the teacher changes is the length, which follows the corpus:
+# enough passes to train on 20,000 examples, at most 4, one dev evaluation per pass (each one costs the decision some
+# power) and a stop after 2 without a gain; and the batches: half of each batch beside one of its 8 nearest sentences
+# under the teacher, so the in-batch KL sees pairs the teacher ranks close.
 TEACHER_DEFAULTS: dict[str, Any] = {
     "min_examples": 20_000, "max_epochs": 4.0, "evals_per_pass": 1.0, "patience": 2, "batch_size": 64,
     "distill": 0.0,  # the teacher replaces the frozen base as the target

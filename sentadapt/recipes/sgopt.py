@@ -47,18 +47,10 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from sentadapt.config.schema import RecipeConfig, check_choice, check_range
 from sentadapt.errors import ConfigError
 from sentadapt.events import Progress, no_progress
-from sentadapt.model.pooling import POOLING_NAMES, Pooling
-from sentadapt.recipes.base import (
-    TEXT,
-    WHOLE,
-    Cut,
-    LossOutput,
-    Matryoshka,
-    RecipeBase,
-    counted_sentences,
-    register_recipe,
-    resolve_export_pooling,
-)
+from sentadapt.model.pooling import POOLING_NAMES, Pooling, resolve_export_pooling
+from sentadapt.recipes.base import TEXT, LossOutput, RecipeBase, register_recipe
+from sentadapt.recipes.matryoshka import WHOLE, Cut, Matryoshka
+from sentadapt.recipes.readers import counted_sentences
 
 if TYPE_CHECKING:
     from torch import Tensor, nn

@@ -173,7 +173,7 @@ def with_blend(table: Any, config: RunConfig, weigh: Weighing, examples: Any, st
     if alpha >= 1 or student is None:
         return dataclasses.replace(table, blend_scores=scores)
     from sentadapt.model.embedding_cache import cached_table
-    from sentadapt.recipes.base import token_limit
+    from sentadapt.recipes.readers import token_limit
 
     base = cached_table(student, examples.example_texts, len(examples), token_limit(student, config.train.max_length),
                         config.train.evaluation.eval_batch_size,
@@ -289,7 +289,7 @@ def _model_table(config: RunConfig, resolved: ResolvedModel, examples: Any, devi
     vectors of every example's text (cached), and let the teacher go."""
     from sentadapt.model.embedding_cache import cached_table
     from sentadapt.model.encoder import Encoder
-    from sentadapt.recipes.base import token_limit
+    from sentadapt.recipes.readers import token_limit
 
     teacher = Encoder.load(resolved, device=device, trust_remote_code=trust_remote_code, allow_pickle=allow_pickle)
     limit = token_limit(teacher, config.train.max_length)

@@ -34,8 +34,9 @@ from torch import Tensor, nn
 
 from sentadapt.config.schema import VECTOR_KINDS, DistillationSettings, TrainConfig, distill_terms
 from sentadapt.errors import ConfigError
-from sentadapt.recipes.base import WHOLE, LossOutput, Matryoshka, RecipeBase
+from sentadapt.recipes.base import LossOutput, RecipeBase
 from sentadapt.recipes.losses import blended_cosines, distillation_loss, gather_across_processes
+from sentadapt.recipes.matryoshka import WHOLE, Matryoshka
 from sentadapt.storage.rowfile import RowFile
 
 if TYPE_CHECKING:

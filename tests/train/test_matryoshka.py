@@ -9,10 +9,10 @@ import torch
 
 from sentadapt.config.merging import train_config
 from sentadapt.model.encoder import Encoder
-from sentadapt.recipes.base import WHOLE, Matryoshka
 from sentadapt.recipes.clsr import ClsrConfig, ClsrRecipe
 from sentadapt.recipes.consert import ConsertConfig, ConsertRecipe
 from sentadapt.recipes.losses import distillation_kl, keep_prefix, nt_xent
+from sentadapt.recipes.matryoshka import WHOLE, Matryoshka
 from sentadapt.recipes.sgopt import SgOptConfig, SgOptRecipe
 from sentadapt.train.distill import build_distillation
 from sentadapt.train.loop import TrainingModule
