@@ -58,12 +58,12 @@ def friendly_errors(command: F) -> F:
                 return command(*args, **kwargs)
         except SentadaptError as error:
             # escaped: messages quote user text and names like [CLS] or 'sentadapt[plot]', which are not markup
+            told(error.exit_code)
             err_console.print(f"[bold red]Error:[/] {escape(str(error))}", highlight=False, soft_wrap=True)
-            told()
             raise typer.Exit(code=error.exit_code) from None
         except KeyboardInterrupt:  # a stop signal outside what the library handles itself: one line, not "Aborted!"
+            told(128 + received_signal())
             err_console.print(f"[bold red]Error:[/] {escape(interrupted_line())}", highlight=False, soft_wrap=True)
-            told()
             raise typer.Exit(code=128 + received_signal()) from None
 
     return wrapper  # type: ignore[return-value]

@@ -160,9 +160,15 @@ def interrupted_line() -> str:
             "run it again")
 
 
-def told() -> None:
-    """The command has printed its one error line: nothing more is to be said on the way out."""
+def told(code: int = 1) -> None:
+    """The command prints its one error line now and exits with `code`: nothing more is to be said on the way out.
+    Ending for a stop signal (128 + N), it ignores any later one: a third Ctrl-C while it exits changes nothing
+    (without this, one landing after the line killed the interpreter mid-exit: exit status -2 instead of 130).
+    Handlers: the main thread's only."""
     _told.append(True)
+    if stopped_by_signal(code) and threading.current_thread() is threading.main_thread():
+        for signum in STOP_SIGNALS:
+            signal.signal(signum, signal.SIG_IGN)
 
 
 def was_told() -> bool:

@@ -654,3 +654,22 @@ def test_ctrl_c_twice_or_thrice_mid_step_rewrites_no_checkpoint_and_the_resumed_
     assert ours["dev_evidence"]["risk"] == pytest.approx(reference["dev_evidence"]["risk"], abs=0.02)
     assert (ours["decision"], ours["best_step"]) == (reference["decision"], reference["best_step"])
     assert_same_as_straight(run, straight_with_dev)
+
+
+def test_a_command_ending_for_a_stop_signal_ignores_the_next_one_and_any_other_ending_does_not() -> None:
+    """Issue 82: a third Ctrl-C landing after "Error: interrupted; …" killed the interpreter mid-exit (status -2, not
+    130; seen once in CI). Once the line is being said for a stop, later stop signals are ignored; after any other
+    error line Ctrl-C still stops a slow exit."""
+    from sentadapt.stopping import process
+
+    saved = {signum: signal.getsignal(signum) for signum in process.STOP_SIGNALS}
+    try:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        process.told(2)  # a bad option: not a stop
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+        process.told(128 + signal.SIGINT)
+        assert all(signal.getsignal(signum) is signal.SIG_IGN for signum in process.STOP_SIGNALS)
+    finally:
+        for signum, handler in saved.items():
+            signal.signal(signum, handler)
+        process._told.clear()
