@@ -85,20 +85,30 @@ def fit(table: TextTable, width: int) -> TextTable:
     shortened — names give way, numbers are never cut (label columns wrap where they are drawn)."""
     if _natural_width(table) <= width:
         return table
-    rows = [dataclasses.replace(row, cells=[Cell(_interval_below(cell.text), cell.tone) if column.right else cell
-                                            for cell, column in zip(row.cells, table.columns)])
+    starred = [any(line.endswith(("*", "★")) for row in table.rows if index < len(row.cells)
+                   for line in row.cells[index].text.split("\n")) for index in range(len(table.columns))]
+    rows = [dataclasses.replace(row, cells=[Cell(_interval_below(cell.text, keep_room=starred[index]), cell.tone)
+                                            if column.right else cell
+                                            for index, (cell, column) in enumerate(zip(row.cells, table.columns))])
             for row in table.rows]
     fitted = dataclasses.replace(table, rows=rows)
+    # the one rule for a model's name: first the fewest path components that tell the table's models apart
+    # (short_names), then, where even that is too wide, `shorten_name` to the room below
+    named = short_names([column.header.split("\n")[0] for column in table.columns if column.right])
+    fitted.columns = [dataclasses.replace(column, header="\n".join([named[column.header.split("\n")[0]],
+                                                                     *column.header.split("\n")[1:]]))
+                      if column.right else column for column in table.columns]
     share = _name_share(fitted, width)
+    headers = list(fitted.columns)
     limits = {i: max(widest(fitted, i), share, *(len(line) for line in column.header.split("\n")[1:]))
-              for i, column in enumerate(table.columns) if column.right}
+              for i, column in enumerate(headers) if column.right}
     for pick in (max, min):  # a name shortened alike in every column it heads: the widest room when it fits
         by_name: dict[str, list[int]] = {}
         for i in limits:
-            by_name.setdefault(table.columns[i].header.split("\n")[0], []).append(limits[i])
+            by_name.setdefault(headers[i].header.split("\n")[0], []).append(limits[i])
         fitted.columns = [dataclasses.replace(column, header=_shorten_header(column.header, pick(
             by_name[column.header.split("\n")[0]]))) if i in limits else column for i, column in enumerate(
-            table.columns)]
+            headers)]
         if _natural_width(fitted) <= width:
             break
     return _shorten_name_cells(fitted, width)
@@ -161,9 +171,12 @@ def _natural_width(table: TextTable) -> int:
     return sum(widths) + 3 * len(widths) + 1
 
 
-def _interval_below(text: str) -> str:
+def _interval_below(text: str, keep_room: bool = True) -> str:
+    """An interval under its value; without `keep_room` (no row of the column is starred) the two spaces that keep an
+    unstarred Δ's bracket under a starred one's go: they cost a narrow table its last column."""
     value, sep, interval = text.partition(" [")
-    return f"{value}\n[{interval}" if sep else text
+    moved = f"{value}\n[{interval}" if sep else text
+    return moved if keep_room else "\n".join(line.rstrip() for line in moved.split("\n"))
 
 
 def _name_share(table: TextTable, width: int) -> int:

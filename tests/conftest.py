@@ -175,6 +175,19 @@ def _fresh_accelerate_state() -> Iterator[None]:
         state.GradientState._reset_state()
 
 
+@pytest.fixture(autouse=True)
+def _stop_signal_handlers_restored() -> Iterator[None]:
+    """A command that ends for a stop signal ignores later ones until its process exits (stopping/process.told); run
+    in-process by CliRunner, the process is pytest's, which goes on: each test gets its handlers back."""
+    from sentadapt.stopping.process import STOP_SIGNALS
+
+    saved = {signum: signal.getsignal(signum) for signum in STOP_SIGNALS}
+    yield
+    for signum, handler in saved.items():
+        if handler is not None:
+            signal.signal(signum, handler)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Tests marked `gpu` (fp16/bf16 steps, eval dtypes, the fused optimizer) skip where torch sees no CUDA device."""
     if torch.cuda.is_available():

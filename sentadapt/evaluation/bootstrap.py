@@ -75,8 +75,9 @@ def few_labels_note(source: str, units: int, unit_name: str) -> str | None:
     FEW_LABELS or more."""
     if units >= FEW_LABELS:
         return None
+    proposes = ": sentadapt pairs" if unit_name == "pairs" else ""  # it proposes pairs to label, not queries
     return (f"{source}: {units} labelled {unit_name}, too few for its intervals or a decision to mean much (at "
-            f"least {FEW_LABELS}; 100 or more from your domain to decide on: sentadapt pairs)")
+            f"least {FEW_LABELS}; 100 or more from your domain to decide on{proposes})")
 
 
 def interval(replicates: np.ndarray, confidence: float = CONFIDENCE) -> tuple[float, float]:

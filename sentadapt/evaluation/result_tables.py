@@ -14,10 +14,14 @@ from sentadapt.text_tables import BAD, DIM, GOOD, STRONG, Cell, TextTable, short
 def result_table(evaluator: Evaluator, reports: Sequence[EvalReport], comparisons: Sequence[Comparison | None],
                  subsets: bool = False) -> TextTable:
     first = reports[0]
-    table = TextTable(first.title)
-    table.column("task" if len(first.tasks) > 1 else "metric")
-    units = {t.unit_name for t in first.tasks}
-    table.column(first.tasks[0].unit_name if len(units) == 1 else "units", right=True)
+    single = first.tasks[0] if len(first.tasks) == 1 else None
+    # one task: its count in the title (a column repeating it on every metric's row cost a narrow table its metric
+    # names: `recall@1…`); several: a column, each task its own count
+    table = TextTable(first.title if single is None else f"{first.title}, {single.units} {single.unit_name}")
+    table.column("task" if single is None else "metric")
+    if single is None:
+        units = {t.unit_name for t in first.tasks}
+        table.column(first.tasks[0].unit_name if len(units) == 1 else "units", right=True)
     for i, report in enumerate(reports):
         table.column(f"{report.model}\n[{report.pooling}]", right=True)
         if i > 0:
@@ -95,8 +99,7 @@ def _metric_rows(table: TextTable, evaluator: Evaluator, reports: Sequence[EvalR
                  comparisons: Sequence[Comparison | None], subsets: bool) -> None:
     result = reports[0].tasks[0]
     for metric in evaluator.tasks[0].metric_names:
-        cells: list[str | Cell] = [Cell(metric, STRONG if metric == reports[0].selected(result) else ""),
-                                   str(result.units)]
+        cells: list[str | Cell] = [Cell(metric, STRONG if metric == reports[0].selected(result) else "")]
         for i, report in enumerate(reports):
             task = report.tasks[0]
             cells.append(_value(task.metrics[metric], task.intervals.get(metric)))
@@ -105,17 +108,17 @@ def _metric_rows(table: TextTable, evaluator: Evaluator, reports: Sequence[EvalR
         table.row(*cells)
     for extra in ("f1_threshold", "accuracy_threshold"):
         if extra in result.extras:
-            cells = [f"  {extra.replace('_', ' ')}", ""]
+            cells = [f"  {extra.replace('_', ' ')}"]
             for i, report in enumerate(reports):
                 cells += [f"{report.tasks[0].extras[extra]:.4f}"] + ([""] if i > 0 else [])
             table.row(*cells, tone=DIM)
     if subsets:
-        _subset_rows(table, reports, 0)
+        _subset_rows(table, reports, 0, units_column=False)
 
 
-def _subset_rows(table: TextTable, reports: Sequence[EvalReport], row: int) -> None:
+def _subset_rows(table: TextTable, reports: Sequence[EvalReport], row: int, units_column: bool = True) -> None:
     for subset, score in (reports[0].tasks[row].extras.get("subsets") or {}).items():
-        cells: list[str | Cell] = [f"  {subset}", ""]
+        cells: list[str | Cell] = [f"  {subset}", *([""] if units_column else [])]
         for i, report in enumerate(reports):
             value = report.tasks[row].extras["subsets"].get(subset, float("nan"))
             cells += [f"{value:.2f}"] + ([signed(value - score)] if i > 0 else [])
