@@ -118,7 +118,7 @@ def draw(table: TextTable, width: int | None = None) -> Table:
     column of numbers never wraps, so rich narrows the labels, not every column evenly, which cut a Δ's bracket)."""
     fitted = fit(table, width or console.width)
     drawn = Table(title=escape(table.title), caption=escape(table.caption) if table.caption else None,
-                  show_header=table.show_header)
+                  show_header=table.show_header, min_width=min(len(table.title), width or console.width))  # title whole
     for index, column in enumerate(fitted.columns):
         drawn.add_column(escape(column.header), justify="right" if column.right else "left",
                          overflow="fold" if column.fold or column.right else "ellipsis",

@@ -275,7 +275,7 @@ def test_a_comparison_at_80_columns_draws_every_table_whole(
         line for line in lines if line.startswith("┃ ranks"))):] if line.startswith("│")]
     assert bins and all(re.fullmatch(r"\d+–\d+", label) for label in bins[:2]), bins
     # issue 82: the top-k curves side by side, each sparkline on one line
-    curve = next(i for i, line in enumerate(lines) if line.startswith("│ curve"))
+    curve = next(i for i, line in enumerate(lines) if line.startswith("│") and line.split("│")[1].strip() == "curve")
     assert not any(set("▁▂▃▄▅▆▇█") & set(cell) for cell in lines[curve + 1].split("│")[2:]), lines[curve + 1]
     assert "[norm]" in result.stdout and "[3-NN dist.]" in result.stdout
     start = next(i for i, line in enumerate(lines) if line.startswith("┃") and "pooling" in line)
