@@ -181,16 +181,16 @@ def _table(digest: Any, texts: Callable[[int, int], list[str]], rows: int, dim: 
         return CachedTable(found, True, 0.0, path)
     started = time.perf_counter()
     writable_cache_folder(path.parent)
-    if processes.rank == 0:  # what `sentadapt cache info` says the table is
-        write_text_atomically(described_by(path), json.dumps({HOLDS: holds, "rows": rows}))
     if processes.world > 1:
         _table_together(path, texts, rows, dim, chunk, vectors_of, processes, progress)
-        return CachedTable(_written(path, rows), False, time.perf_counter() - started, path)
-    bar = progress(rows) if progress else no_progress("", rows)
-    with write_rows(path, rows, dim) as table, bar as advance:
-        for start in range(0, rows, chunk):
-            table.append(vectors_of(texts(start, min(start + chunk, rows)), advance))
-            release_freed_memory()
+    else:
+        bar = progress(rows) if progress else no_progress("", rows)
+        with write_rows(path, rows, dim) as table, bar as advance:
+            for start in range(0, rows, chunk):
+                table.append(vectors_of(texts(start, min(start + chunk, rows)), advance))
+                release_freed_memory()
+    if processes.rank == 0:  # once the table is whole: what `sentadapt cache info` says it holds (no sidecar orphan)
+        write_text_atomically(described_by(path), json.dumps({HOLDS: holds, "rows": rows}))
     return CachedTable(_written(path, rows), False, time.perf_counter() - started, path)
 
 

@@ -35,6 +35,7 @@ from sentadapt.run.plan import (
     recipe_of,
     resume_auto_mode,
     resumed_config,
+    train_flag,
 )
 from sentadapt.storage.run_folder import CONFIG_FILE, RunDir, aside_path
 from sentadapt.text_tables import TextTable
@@ -162,7 +163,7 @@ def _note_changed_on_auto_resume(request: AdaptRequest, events: Events, config: 
     if request.resume != AUTO:
         return
     saved = flat_values(config.train)
-    changed = [f"{'--lora' if key.startswith('lora_') else OPTIONS_BY_NAME[key].flag} {value} (saved: {saved[key]})"
+    changed = [f"{train_flag(key)} {value} (saved: {saved[key]})"
                for key, value in request.settings.train_flags().items() if key in saved and saved[key] != value]
     if changed:
         events.for_process().note(f"--resume auto: the run goes on with its saved config.yaml; ignoring "

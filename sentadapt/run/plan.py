@@ -284,14 +284,19 @@ def resumed_config(output: Path, num_proc: int | None = None) -> RunConfig:
     return config
 
 
+def train_flag(key: str) -> str:
+    """How the command line spells the flag that set a training key (the LoRA keys all come from --lora)."""
+    from sentadapt.run.adapt_options import OPTIONS_BY_NAME
+
+    return "--lora" if key.startswith("lora_") else OPTIONS_BY_NAME[key].flag
+
+
 def ignored_on_resume(settings: Settings, extra: Sequence[str] = ()) -> list[str]:
     """The options a resumed run does not apply (its saved config is authoritative; only --num-proc, a setting of
     the machine, applies), as the command line spells them."""
     from sentadapt.run.adapt_options import OPTIONS_BY_NAME
 
-    ignored: list[str] = []
-    for key in settings.train_flags():
-        ignored.append("--lora" if key.startswith("lora_") else OPTIONS_BY_NAME[key].flag)
+    ignored = [train_flag(key) for key in settings.train_flags()]
     for key, value in settings.run_flags().items():
         envvar = OPTIONS_BY_NAME[key].envvar
         from_environment = envvar is not None and str(value) == os.environ.get(envvar)

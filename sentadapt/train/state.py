@@ -140,7 +140,7 @@ class DevSelection:
         if self.base_dev is None:  # a score handed in was said where it was made (auto's shared one, a teacher's)
             self.reporter.message(f"base model on {self.dev_name}: {state.base_score:.2f}")
             few = self.evaluator and few_labels_note(f"--dev {self.dev_name}", self.evaluator.units(),
-                                                     self.evaluator.tasks[0].unit_name)
+                                                     self.evaluator.unit_name())
             if few:
                 self.reporter.message(few)
 
