@@ -295,21 +295,32 @@ def adapt_imports_torch(*args: str) -> tuple[int, bool]:
 
 def poison(inputs, at_calls: set[int], how: str = "loss") -> None:
     """Make the recipe's loss NaN ("loss"), or its gradient infinite with a finite loss ("gradient"), at the
-    given calls of `compute_loss` (1-based): the non-finite paths of the training loop, on demand."""
-    original = inputs.recipe.compute_loss
+    given calls of `embed` (1-based): the non-finite paths of the training loop, on demand."""
+    original = inputs.recipe.embed
     calls = {"n": 0}
 
-    def compute_loss(encoder, heads, batch):
+    def embed(encoder, heads, batch, exported):
         calls["n"] += 1
-        output = original(encoder, heads, batch)
+        embedded = original(encoder, heads, batch, exported)
         if calls["n"] in at_calls:
-            if how == "loss":
-                output.total = output.total * float("nan")
-            else:  # a finite loss whose gradient is infinite
-                output.total.register_hook(lambda grad: grad + float("inf"))
-        return output
+            embedded.terms[0] = poisoned(embedded.terms[0], how)
+        return embedded
 
-    inputs.recipe.compute_loss = compute_loss
+    inputs.recipe.embed = embed
+
+
+def poisoned(term, how: str = "loss"):
+    """`term` with a NaN value ("loss") or a finite value whose gradient is infinite ("gradient")."""
+    import dataclasses
+
+    def loss(cut):
+        value = term.loss(cut)
+        if how == "loss":
+            return value * float("nan")
+        value.register_hook(lambda grad: grad + float("inf"))
+        return value
+
+    return dataclasses.replace(term, loss=loss)
 
 
 def count_tensor_calls(monkeypatch: pytest.MonkeyPatch, *names: str) -> dict[str, int]:

@@ -517,4 +517,4 @@ def test_the_teachers_way_from_the_command_to_the_loss_is_read_in_at_most_12_fil
     order, way = walk(PACKAGE)
     assert {"cli/adapt.py", "teacher/table.py", "train/distill.py"} <= way
     assert len(way) <= 12, sorted(way)
-    assert ("train/distill.py", "Distillation.term") in order  # the walked run trained with the teacher's term
+    assert ("train/distill.py", "Distillation.terms") in order  # the walked run trained with the teacher's term

@@ -12,6 +12,7 @@ import torch
 from sentadapt.errors import ConfigError, ExportError, ModelError
 from sentadapt.model.encoder import Encoder
 from sentadapt.recipes.consert import ConsertConfig, ConsertRecipe
+from sentadapt.train.objective import Objective
 from tests.conftest import tiny_tokenizer, tiny_vocabulary_size
 
 
@@ -78,7 +79,7 @@ def test_consert_on_t5_edits_its_token_embeddings_and_refuses_the_shuffle_view(t
     plain = encoder(batch.input_ids, batch.attention_mask)
     zeroed = encoder(batch.input_ids, batch.attention_mask, embedding_transform=torch.zeros_like)
     assert not torch.allclose(plain, zeroed)  # the transform reached the embedding layer
-    loss = recipe.compute_loss(encoder, recipe.trainable_heads(),
+    loss = Objective(recipe)(encoder, recipe.trainable_heads(),
                                {"input_ids": batch.input_ids, "attention_mask": batch.attention_mask}).total
     assert torch.isfinite(loss)
 
@@ -162,7 +163,7 @@ def test_every_family_trains_a_consert_step_through_its_embedding_layer(family: 
     recipe = ConsertRecipe(ConsertConfig(views=views), encoder)
     batch = encoder.collate(encoder.tokenize_ids(["the server is down", "a man plays the guitar", "red car",
                                                   "dns timeout on the cluster"]))
-    loss = recipe.compute_loss(encoder, recipe.trainable_heads(),
+    loss = Objective(recipe)(encoder, recipe.trainable_heads(),
                                {"input_ids": batch.input_ids, "attention_mask": batch.attention_mask}).total
     loss.backward()
     assert torch.isfinite(loss)
@@ -246,7 +247,7 @@ def test_sg_opt_on_a_last_token_decoder_pulls_the_last_token_not_the_first(tmp_p
                                       batch.attention_mask)
     assert not torch.allclose(vectors[0], changed[0]) and torch.allclose(vectors[1], changed[1])
     encoder.train()
-    loss = recipe.compute_loss(encoder, recipe.trainable_heads(),
+    loss = Objective(recipe)(encoder, recipe.trainable_heads(),
                                {"input_ids": batch.input_ids, "attention_mask": batch.attention_mask}).total
     assert torch.isfinite(loss)
     assert SgOptRecipe(SgOptConfig(head_hidden=8), Encoder(_qwen3(tiny_vocabulary_size()), encoder.tokenizer,

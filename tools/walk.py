@@ -38,7 +38,7 @@ PAIRS = [("the server is down", "the server is not running", 4.5), ("the backup 
 # teacher's way (issue 69: readable in at most 12 files)
 TEACHER_STOPS = {("recipes/presets.py", "with_teacher"), ("teacher/table.py", "resolve_source"),
                  ("teacher/table.py", "teacher_table"), ("teacher/table.py", "with_blend"),
-                 ("train/distill.py", "build_distillation"), ("train/distill.py", "Distillation.term")}
+                 ("train/distill.py", "build_distillation"), ("train/distill.py", "Distillation.terms")}
 
 
 def import_every_module(package: Path) -> None:

@@ -10,7 +10,7 @@ from sentadapt.recipes import (
     consert,  # noqa: F401  (registers "consert")
     sgopt,  # noqa: F401  (registers "sg-opt")
 )
-from sentadapt.recipes.base import RECIPES, LossOutput, Recipe, RecipeBase, register_recipe
+from sentadapt.recipes.base import RECIPES, Embedded, Recipe, RecipeBase, Term, register_recipe
 from sentadapt.recipes.readers import TrainingData
 
-__all__ = ["RECIPES", "LossOutput", "Recipe", "RecipeBase", "TrainingData", "register_recipe"]
+__all__ = ["RECIPES", "Embedded", "Recipe", "RecipeBase", "Term", "TrainingData", "register_recipe"]

@@ -1,4 +1,5 @@
-"""The recipe contract: a recipe supplies views and a loss; the training loop owns everything else.
+"""The recipe contract: a recipe embeds a batch as its views and names its loss terms; train/objective.py weighs
+and sums them (with distillation and `--matryoshka`), and the training loop owns everything else.
 
 A recipe never calls backward, steps an optimizer or touches accelerate. It subclasses `RecipeBase`, which
 declares every hook the loop and the run lifecycle call: the class variables and methods below marked
@@ -11,13 +12,13 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from sentadapt.config.schema import RecipeConfig
 from sentadapt.errors import DataError
 from sentadapt.events import Progress, no_progress
-from sentadapt.recipes.matryoshka import WHOLE, Matryoshka
+from sentadapt.recipes.matryoshka import Cut
 from sentadapt.recipes.readers import TrainingData, sentence_examples
 from sentadapt.registry import Registry
 
@@ -43,30 +44,43 @@ CONTRASTIVE_TEMPERATURE = 0.1
 REQUIRED_CLASS_VARIABLES = ("name", "Config", "trains_on", "train_defaults", "tuned_base_defaults")
 
 
+@dataclass(frozen=True)
+class Term:
+    """One named part of a recipe's loss: `loss(cut)` with `cut` applied to the vectors it compares. The objective
+    (train/objective.py) sums the terms, each over the `--matryoshka` sizes when `sized`, and logs each by name."""
+
+    name: str
+    loss: Callable[[Cut], Tensor]
+    factor: float = 1.0  # what it is multiplied by in the total (the logged part is the term before it)
+    # a mean over this process's rows alone, not gathered (ConSERT's classification): divided by the process count,
+    # since the loop scales every loss by it (right for gathered terms), or its gradient would be P× too large
+    local: bool = False
+    sized: bool = True  # False: a term that reads no vectors (SG-OPT's regulariser), taken once
+
+
 @dataclass
-class LossOutput:
-    """The loss to back-propagate and its named parts, for the progress line and train.log.
+class Embedded:
+    """What a recipe's `embed` returns for one (local) batch: its loss terms, and what a distillation term reuses."""
 
-    The parts are detached 0-dim tensors on the loss's device, never Python floats: reading a value back
-    (`.item()`) waits for the GPU to finish the step, so the loop reads them once per `log_every` steps."""
-
-    total: Tensor
-    parts: dict[str, Tensor] = field(default_factory=dict)
+    terms: list[Term]
     # This process's rows of each example's first text as the model is exported (its pooling and head, dropout
-    # off), with the gradient, when one of the recipe's views is exactly that encoding (ConSERT's `none` view
-    # under the export pooling). The distillation term then reads them instead of a pass of its own: with a
-    # teacher, two encoder passes per step instead of three (bench/README.md, "Where a teacher step's time goes").
+    # off), with the gradient, when the recipe's own pass encoded them (ConSERT stacks them with its views when
+    # asked): the distillation term then reads them instead of a pass of its own, two encoder passes per step
+    # instead of three (bench/README.md, "Where a teacher step's time goes").
     exported: Tensor | None = None
+    # When the batch's examples are rows of a table of frozen vectors (CLSR): their first texts' rows, the base's
+    # vectors, which the exported head turns into the student's
+    frozen_rows: Tensor | None = None
 
 
 class RecipeBase(abc.ABC):
     """Every registered recipe subclasses this (`@register_recipe(NAME)` checks it).
 
     Required: the class variables `name`, `Config`, `trains_on`, `train_defaults`, `tuned_base_defaults`, and the
-    methods `needs`, `trainable_heads`, `compute_loss`, `prepare_export`: a recipe declares its data, its heads,
-    its loss and how it is exported. Defaulted: `stage_name`/`stages_for` (one stage), `use_stage` (nothing to
-    switch), `check_corpus` (accept), `load_examples` (the tokenized corpus, for `needs == "sentences"`), and the
-    two hooks distillation may use (`frozen_backbone`, `frozen_vectors`; train/distill.py does the rest).
+    methods `needs`, `trainable_heads`, `embed`, `prepare_export`: a recipe declares its data, its heads, its views
+    and loss terms, and how it is exported. Defaulted: `stage_name`/`stages_for` (one stage), `use_stage` (nothing
+    to switch), `check_corpus` (accept), `load_examples` (the tokenized corpus, for `needs == "sentences"`), and the
+    hook distillation may use (`frozen_backbone`; train/distill.py does the rest).
     """
 
     # ------------------------------------------------------------------ required class variables
@@ -87,13 +101,10 @@ class RecipeBase(abc.ABC):
 
     config: Any  # the recipe's settings (an instance of Config; subclasses narrow the type)
 
-    def __init__(self, config: Any, encoder: Encoder, matryoshka: Matryoshka = WHOLE) -> None:
+    def __init__(self, config: Any, encoder: Encoder) -> None:
         """`config`: an instance of `Config`, validated. A recipe builds its heads (and any frozen copies it keeps
-        outside the trained module) here; the loop moves the encoder to its device later. `matryoshka`: the
-        prefix sizes its loss is summed over (`--matryoshka`; off by default)."""
+        outside the trained module) here; the loop moves the encoder to its device later."""
         self.config = config
-        self.matryoshka = matryoshka
-        self.exported_rows_wanted = False  # want_exported_rows(): a distillation term reads LossOutput.exported
 
     def exported_width(self, encoder: Encoder) -> int:
         """The width of the vectors the model will export (what `--matryoshka` sizes are prefixes of). Default: the
@@ -155,8 +166,10 @@ class RecipeBase(abc.ABC):
         """Extra modules trained with the encoder (projection heads, classifiers); may be empty."""
 
     @abc.abstractmethod
-    def compute_loss(self, encoder: Encoder, heads: nn.ModuleDict, batch: dict[str, Tensor]) -> LossOutput:
-        """The loss of one (local) batch; gather across processes where negatives are in-batch."""
+    def embed(self, encoder: Encoder, heads: nn.ModuleDict, batch: dict[str, Tensor], exported: bool) -> Embedded:
+        """One (local) batch through the encoder as the recipe's views, and its loss terms on them (gathered across
+        processes where negatives are in-batch). `exported`: a distillation term will compare the examples' first
+        texts as exported; a recipe whose pass can encode them too returns them (`Embedded.exported`)."""
 
     @abc.abstractmethod
     def prepare_export(self, encoder: Encoder, heads: nn.ModuleDict) -> Encoder:
@@ -166,22 +179,11 @@ class RecipeBase(abc.ABC):
     # ------------------------------------------------------------------ distillation (defaulted)
     # `--set distill=W` or `--teacher MODEL`: train/distill.py compares each example's first text as the model is
     # exported (with the gradient) with the frozen base's or the teacher's vectors of it, for every recipe, from the
-    # batch's tokens. Two hooks for recipes that hold something distillation can reuse:
+    # batch's tokens (or the recipe's Embedded.exported / frozen_rows). A recipe that keeps a frozen copy shares it:
     def frozen_backbone(self, encoder: Encoder) -> nn.Module | None:
         """A frozen copy of the base's backbone the recipe already keeps (SG-OPT's guide; CLSR never trains its
         backbone), so distillation's base side shares it instead of copying the backbone. Called once, before
         any step or resumed weights. Default None: distillation copies it."""
-        return None
-
-    def want_exported_rows(self) -> None:
-        """A distillation term will compare the batch's sentences as exported: a recipe whose own pass can encode
-        them too (ConSERT stacks them with its views) returns them as LossOutput.exported, which saves the term a
-        pass of its own. Recipes that cannot ignore it."""
-        self.exported_rows_wanted = True
-
-    def frozen_vectors(self, batch: dict[str, Tensor]) -> Tensor | None:
-        """When the batch's examples are rows of a table of frozen vectors (CLSR), their first texts' rows: the
-        base's vectors, which the exported head turns into the student's. Default None: token batches."""
         return None
 
 

@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from sentadapt.config.schema import RecipeConfig, check_choice, check_range
 from sentadapt.events import Progress, no_progress
 from sentadapt.model.pooling import POOLING_NAMES, Pooling
-from sentadapt.recipes.base import CONTRASTIVE_TEMPERATURE, PAIRS, LossOutput, RecipeBase, register_recipe
-from sentadapt.recipes.matryoshka import WHOLE, Cut, Matryoshka
+from sentadapt.recipes.base import CONTRASTIVE_TEMPERATURE, PAIRS, Embedded, RecipeBase, Term, register_recipe
+from sentadapt.recipes.matryoshka import Cut
 from sentadapt.recipes.readers import TrainingData
 
 if TYPE_CHECKING:
@@ -82,13 +82,13 @@ class ClsrRecipe(RecipeBase):
     stage_name: ClassVar[str] = "pairs"  # its one stage
     config: ClsrConfig
 
-    def __init__(self, config: ClsrConfig, encoder: Encoder, matryoshka: Matryoshka = WHOLE) -> None:
+    def __init__(self, config: ClsrConfig, encoder: Encoder) -> None:
         import torch
         from torch import nn
 
         from sentadapt.model.st_format import DenseLayer
 
-        super().__init__(config, encoder, matryoshka)
+        super().__init__(config, encoder)
         encoder.backbone.requires_grad_(False)  # the encoder is frozen: only the MLP and projection train
         for layer in encoder.head:
             layer.requires_grad_(False)
@@ -170,22 +170,16 @@ class ClsrRecipe(RecipeBase):
         """CLSR never trains the backbone: it is its own frozen copy."""
         return encoder.backbone
 
-    def frozen_vectors(self, batch: dict[str, Tensor]) -> Tensor:
-        """The frozen table IS the base model's output: the rows of each pair's first sentence."""
-        return self._table_on(batch["a_rows"].device)[batch["a_rows"]]
-
     def _table_on(self, device: Any) -> Tensor:
         assert self.table is not None, "load_examples() builds the embedding table before training"
         if self.table.device != device:
             self.table = self.table.to(device)
         return self.table
 
-    def compute_loss(self, encoder: Encoder, heads: nn.ModuleDict, batch: dict[str, Tensor]) -> LossOutput:
+    def embed(self, encoder: Encoder, heads: nn.ModuleDict, batch: dict[str, Tensor], exported: bool) -> Embedded:
         from sentadapt.recipes.losses import gather_across_processes
 
-        self._table_on(batch["a_rows"].device)
-        table = self.table
-        assert table is not None  # _table_on moved it onto the batch's device
+        table = self._table_on(batch["a_rows"].device)
         outputs = [encoder.apply_head(table[batch[side]], start=encoder.frozen_head_layers, normalize=False)
                    for side in ("a_rows", "b_rows")]  # the exported vectors (the MLP's output)
         ids = [gather_across_processes(batch[side]) for side in ("a_rows", "b_rows")]
@@ -195,8 +189,8 @@ class ClsrRecipe(RecipeBase):
             first, second = (gather_across_processes(project(cut(vectors))) for vectors in outputs)
             return nt_xent_without_duplicates(first, second, ids[0], ids[1], self.config.temperature)
 
-        loss = self.matryoshka.total(contrastive)
-        return LossOutput(loss, {"contrastive": loss.detach()})
+        # the frozen table IS the base model's output: the rows of each pair's first sentence
+        return Embedded([Term("contrastive", contrastive)], frozen_rows=table[batch["a_rows"]] if exported else None)
 
     def exported_width(self, encoder: Encoder) -> int:
         return int(self.mlp[-1].linear.out_features)

@@ -16,6 +16,7 @@ corpus (run/execute.py trains each stage; recipes/base.py's `stages_for`).
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -27,8 +28,8 @@ from sentadapt.errors import ConfigError
 from sentadapt.events import Progress, no_progress
 from sentadapt.model.pooling import POOLING_NAMES, TOKEN_POOLINGS, Pooling, resolve_export_pooling
 from sentadapt.recipes.augment import AUGMENTATIONS, ViewInputs, make_view, stack_views
-from sentadapt.recipes.base import CONTRASTIVE_TEMPERATURE, TEXT, LossOutput, RecipeBase, register_recipe
-from sentadapt.recipes.matryoshka import WHOLE, Cut, Matryoshka
+from sentadapt.recipes.base import CONTRASTIVE_TEMPERATURE, TEXT, Embedded, RecipeBase, Term, register_recipe
+from sentadapt.recipes.matryoshka import Cut
 from sentadapt.recipes.readers import TrainingData, counted_sentences, nli_examples, sentence_examples
 
 if TYPE_CHECKING:
@@ -110,11 +111,11 @@ class ConsertRecipe(RecipeBase):
     teacher_defaults: ClassVar[dict[str, Any]] = {"mixed_precision": "auto"}
     config: ConsertConfig
 
-    def __init__(self, config: ConsertConfig, encoder: Encoder, matryoshka: Matryoshka = WHOLE) -> None:
+    def __init__(self, config: ConsertConfig, encoder: Encoder) -> None:
         import torch
         from torch import nn
 
-        super().__init__(config, encoder, matryoshka)
+        super().__init__(config, encoder)
         self.stage_mode = "unsup" if config.mode == "unsup" else config.mode.split("-")[0]
         self.train_pooling = Pooling.from_name(config.train_pooling, encoder.num_layers)
         self.position_offset = self._position_offset(encoder)
@@ -194,29 +195,34 @@ class ConsertRecipe(RecipeBase):
         encoder.use_pooling(Pooling.from_name(name, encoder.num_layers))
         return encoder
 
-    # ------------------------------------------------------------------ loss
-    def compute_loss(self, encoder: Encoder, heads: nn.ModuleDict, batch: dict[str, Tensor]) -> LossOutput:
+    # ------------------------------------------------------------------ views and terms
+    def embed(self, encoder: Encoder, heads: nn.ModuleDict, batch: dict[str, Tensor], exported: bool) -> Embedded:
         if self.stage_mode == "unsup":
-            return self._unsupervised_loss(encoder, batch["input_ids"], batch["attention_mask"])
-        return self._supervised_loss(encoder, heads, batch)
+            return self._unsupervised(encoder, batch["input_ids"], batch["attention_mask"], exported)
+        return self._supervised(encoder, heads, batch)
 
-    def _unsupervised_loss(self, encoder: Encoder, input_ids: Tensor, attention_mask: Tensor) -> LossOutput:
-        from sentadapt.recipes.losses import gather_across_processes, nt_xent
+    def _unsupervised(self, encoder: Encoder, input_ids: Tensor, attention_mask: Tensor, exported: bool) -> Embedded:
+        from sentadapt.recipes.losses import gather_across_processes
 
         first_view, second_view = (self._view(name, input_ids, attention_mask) for name in self.config.views)
-        first, second, clean = self._encode_pair(encoder, first_view, second_view,
-                                                 self._clean_view(encoder, input_ids, attention_mask))
-        exported = clean if clean is not None else self._exported_rows(encoder, first, second)
+        clean_view = self._clean_view(encoder, input_ids, attention_mask) if exported else None
+        first, second, clean = self._encode_pair(encoder, first_view, second_view, clean_view)
+        rows = clean if clean is not None else self._exported_rows(encoder, first, second)
         first, second = gather_across_processes(first), gather_across_processes(second)
-        loss = self.matryoshka.total(lambda cut: nt_xent(cut(first), cut(second), self.config.temperature))
-        return LossOutput(loss, {"contrastive": loss.detach()}, exported)
+        return Embedded([self._contrastive(first, second)], exported=rows)
+
+    def _contrastive(self, first: Tensor, second: Tensor) -> Term:
+        from sentadapt.recipes.losses import nt_xent
+
+        temperature = self.config.temperature
+        return Term("contrastive", lambda cut: nt_xent(cut(first), cut(second), temperature))
 
     def _clean_view(self, encoder: Encoder, input_ids: Tensor, attention_mask: Tensor) -> ViewInputs | None:
-        """The sentences as exported, to stack with the views, when a distillation term wants them
-        (want_exported_rows), no view already is them, and training pools as the model is exported. One pass of
-        3 × batch rows instead of the views' 2 × batch and the term's own of the batch: fewer, larger length chunks
-        on a CPU, fewer kernel launches on a GPU (bench/README.md, "The teacher run on every CPU")."""
-        if not self.exported_rows_wanted or "none" in self.config.views or self.train_pooling != encoder.pooling:
+        """The sentences as exported, to stack with the views (a distillation term wants them) when no view already
+        is them and training pools as the model is exported. One pass of 3 × batch rows instead of the views'
+        2 × batch and the term's own of the batch: fewer, larger length chunks on a CPU, fewer kernel launches on a
+        GPU (bench/README.md, "The teacher run on every CPU")."""
+        if "none" in self.config.views or self.train_pooling != encoder.pooling:
             return None
         return ViewInputs(input_ids, attention_mask, None, None, False)
 
@@ -229,11 +235,11 @@ class ConsertRecipe(RecipeBase):
             return None
         return first if self.config.views[0] == "none" else second
 
-    def _supervised_loss(self, encoder: Encoder, heads: nn.ModuleDict, batch: dict[str, Tensor]) -> LossOutput:
+    def _supervised(self, encoder: Encoder, heads: nn.ModuleDict, batch: dict[str, Tensor]) -> Embedded:
         import torch
         import torch.nn.functional as F
 
-        from sentadapt.recipes.losses import gather_across_processes, nt_xent, world_size
+        from sentadapt.recipes.losses import gather_across_processes
 
         recorded: list[Tensor] = []
 
@@ -250,17 +256,14 @@ class ConsertRecipe(RecipeBase):
             logits = heads["classifier"](torch.cat([u, v, (u - v).abs()], dim=-1))
             return F.cross_entropy(logits.float(), batch["labels"])
 
-        classification = self.matryoshka.total(classify)
-        parts = {"classification": classification.detach()}
-        # The loop scales every loss by the process count (right for gathered views); a mean over this
-        # process's shard alone must be divided back, or its gradient would be P× too large.
-        classification = classification / world_size()
+        classification = Term("classification", classify, local=True)
         if self.stage_mode == "sup":
-            return LossOutput(classification, parts)
+            return Embedded([classification])
         # contrastive term over the premises and hypotheses of the batch
         ids = _stack_padded(batch["a_input_ids"], batch["b_input_ids"])
         mask = _stack_padded(batch["a_attention_mask"], batch["b_attention_mask"])
-        gradients = (torch.autograd.grad(classification, recorded, retain_graph=True)
+        # FGV: the gradient of the classification loss on the whole vectors (a direction: its scale does not count)
+        gradients = (torch.autograd.grad(classify(lambda vectors: vectors), recorded, retain_graph=True)
                      if wants_adversarial else None)
         inputs = []
         for name in self.config.views:
@@ -273,9 +276,8 @@ class ConsertRecipe(RecipeBase):
             else:
                 inputs.append(self._view(name, ids, mask))
         first, second = (gather_across_processes(view) for view in self._encode_pair(encoder, *inputs)[:2])
-        contrastive = self.matryoshka.total(lambda cut: nt_xent(cut(first), cut(second), self.config.temperature))
-        parts["contrastive"] = contrastive.detach()
-        return LossOutput(classification + self.config.alpha * contrastive, parts)
+        contrastive = dataclasses.replace(self._contrastive(first, second), factor=self.config.alpha)
+        return Embedded([classification, contrastive])
 
     # ------------------------------------------------------------------ views
     def _view(self, name: str, input_ids: Tensor, attention_mask: Tensor) -> ViewInputs:

@@ -1,5 +1,5 @@
-"""`--matryoshka 384,192,96`: a loss term summed over prefixes of the vectors (sentence-transformers' MatryoshkaLoss);
-every recipe's loss and the distillation term go through `Matryoshka.total`."""
+"""`--matryoshka 384,192,96`: the prefix sizes (and their weights) every loss term is summed over; the objective
+(train/objective.py) does the summing, for each recipe's terms and the distillation term alike."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ class Matryoshka:
     sentence-transformers' MatryoshkaLoss sums its wrapped loss over `matryoshka_dims`, so each prefix is itself an
     embedding. Default weights: the first (largest) size 2, each other 1 — sentence-transformers weighs all 1; why:
     research/findings.md, "Weighting the full size". Empty `dims`: the term on the whole vectors, exactly as without
-    it. Every recipe's loss and the distillation term go through `total`."""
+    it. `Objective.sized` sums a term over them."""
 
     dims: tuple[int, ...] = ()
     weights: tuple[float, ...] = ()
@@ -30,22 +30,6 @@ class Matryoshka:
     def of(cls, dims: Sequence[int], weights: Sequence[float]) -> Matryoshka:
         """TrainConfig's `matryoshka` and `matryoshka_weights` (validated there; none: default_weights)."""
         return cls(tuple(dims), tuple(weights) or default_weights(len(dims)))
-
-    def total(self, term: Callable[[Cut], Tensor]) -> Tensor:
-        """`term(cut)`: the loss with `cut` applied to the vectors it compares (the identity when off)."""
-        if not self.dims:
-            return term(_whole)
-        from functools import partial
-
-        from sentadapt.recipes.losses import keep_prefix
-
-        total: Tensor | None = None
-        for dim, weight in zip(self.dims, self.weights, strict=True):
-            value = term(partial(keep_prefix, dim=dim))
-            value = value if weight == 1 else weight * value
-            total = value if total is None else total + value
-        assert total is not None
-        return total
 
     def check_width(self, width: int) -> None:
         """Each listed size must fit the exported vectors (a one-line ConfigError otherwise)."""
@@ -63,10 +47,6 @@ def default_weights(sizes: int) -> tuple[float, ...]:
     if sizes <= 1:
         return (1.0,) * sizes
     return (FULL_SIZE_WEIGHT,) + (1.0,) * (sizes - 1)
-
-
-def _whole(vectors: Tensor) -> Tensor:
-    return vectors
 
 
 def _example_sizes(width: int) -> str:

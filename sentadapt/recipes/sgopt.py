@@ -48,8 +48,8 @@ from sentadapt.config.schema import RecipeConfig, check_choice, check_range
 from sentadapt.errors import ConfigError
 from sentadapt.events import Progress, no_progress
 from sentadapt.model.pooling import POOLING_NAMES, Pooling, resolve_export_pooling
-from sentadapt.recipes.base import TEXT, LossOutput, RecipeBase, register_recipe
-from sentadapt.recipes.matryoshka import WHOLE, Cut, Matryoshka
+from sentadapt.recipes.base import TEXT, Embedded, RecipeBase, Term, register_recipe
+from sentadapt.recipes.matryoshka import Cut
 from sentadapt.recipes.readers import counted_sentences
 
 if TYPE_CHECKING:
@@ -112,13 +112,13 @@ class SgOptRecipe(RecipeBase):
     stage_name: ClassVar[str] = "unsup"  # its one stage
     config: SgOptConfig
 
-    def __init__(self, config: SgOptConfig, encoder: Encoder, matryoshka: Matryoshka = WHOLE) -> None:
+    def __init__(self, config: SgOptConfig, encoder: Encoder) -> None:
         import copy
 
         import torch
         from torch import nn
 
-        super().__init__(config, encoder, matryoshka)
+        super().__init__(config, encoder)
         self.layers = self._layer_range(config, encoder.num_layers)
         backbone = encoder.backbone
         if config.freeze_embeddings:
@@ -179,18 +179,11 @@ class SgOptRecipe(RecipeBase):
         """The base's vectors come from the guide (BERT_F is the base model, frozen): no second copy."""
         return self.guide
 
-    # ------------------------------------------------------------------ loss
-    def compute_loss(self, encoder: Encoder, heads: nn.ModuleDict, batch: dict[str, Tensor]) -> LossOutput:
+    # ------------------------------------------------------------------ views and terms
+    def embed(self, encoder: Encoder, heads: nn.ModuleDict, batch: dict[str, Tensor], exported: bool) -> Embedded:
         import torch
 
-        from sentadapt.recipes.losses import (
-            gather_across_processes,
-            nt_xent,
-            opt1_loss,
-            opt2_loss,
-            opt3_loss,
-            world_size,
-        )
+        from sentadapt.recipes.losses import gather_across_processes, nt_xent, opt1_loss, opt2_loss, opt3_loss
 
         input_ids, attention_mask = batch["input_ids"], batch["attention_mask"]
         views = self.guide_views(input_ids, attention_mask, encoder.device)  # (B, K, H), no gradient
@@ -210,16 +203,12 @@ class SgOptRecipe(RecipeBase):
         def pulled(cut: Cut) -> Tensor:  # (a --matryoshka prefix of) c_i pulled toward the guide's whole views
             return loss(gather_across_processes(project(cut(vectors))), targets, self.config.temperature)
 
-        contrastive = self.matryoshka.total(pulled)
-        parts = {"contrastive": contrastive.detach()}
-        if self.config.regularizer == 0:  # λ = 0: skip the pass over every parameter
-            return LossOutput(contrastive, {**parts, "regularizer": torch.zeros((), device=contrastive.device)})
-        regularizer = self.config.regularizer * self.distance_to_guide(encoder)
-        parts["regularizer"] = regularizer.detach()
-        # The loop scales the loss by the process count (right for the gathered contrastive term); the
-        # regulariser is the same on every process, so its share is divided back (as ConSERT does for its
-        # local classification loss). The logged total thus shows it / P; the `regularizer` part is exact.
-        return LossOutput(contrastive + regularizer / world_size(), parts)
+        # λ Σ‖θ_T − θ_F‖², the same on every process: a local term (the logged part is λ·distance). λ = 0 skips
+        # the pass over every parameter.
+        regularizer = self.config.regularizer
+        distance = ((lambda cut: torch.zeros((), device=vectors.device)) if regularizer == 0
+                    else (lambda cut: regularizer * self.distance_to_guide(encoder)))
+        return Embedded([Term("contrastive", pulled), Term("regularizer", distance, local=True, sized=False)])
 
     def sentence_vectors(self, encoder: Encoder, input_ids: Tensor, attention_mask: Tensor) -> Tensor:
         """c_i: the tuned copy's last-layer [CLS] hidden state (dropout as the module's mode: on in training)."""

@@ -55,10 +55,9 @@ def build_inputs(run: ResolvedRun | RunConfig, note: Note, device: str | None = 
     adapters = lora.settings_of(config.train)
     if adapters is not None:  # a target that names no layer fails now, not after the corpus and the base score
         lora.target_modules(encoder.backbone, adapters.targets)
-    recipe = run.recipe_class(config.recipe_args, encoder,
-                              Matryoshka.of(config.train.dims.matryoshka, config.train.dims.matryoshka_weights))
+    recipe = run.recipe_class(config.recipe_args, encoder)
     width = recipe.exported_width(encoder)
-    recipe.matryoshka.check_width(width)
+    Matryoshka.of(config.train.dims.matryoshka, config.train.dims.matryoshka_weights).check_width(width)
     sizes = config.train.dims.matryoshka
     if sizes and sizes[0] < width:  # the loss then weighs prefixes only: the whole vector is not trained as such
         note(f"--matryoshka {','.join(map(str, sizes))}: the loss weighs these sizes only, so the model's whole "

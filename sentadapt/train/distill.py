@@ -1,18 +1,18 @@
 """Distillation for every recipe: toward the frozen base (`--set distill=W`) or a teacher (`--teacher MODEL`).
 
-One mechanism, the same for every recipe: the student is each example's first text (the sentence, an NLI
-premise, a pair's first sentence) as the model is exported — the encoder's pooling and head, dropout off, with the
-gradient (`student_vectors`); a target source supplies vectors of the same texts — the frozen base (`BaseTargets`:
-a `FrozenBase` copied before any step) or the teacher's vectors cached before training (`TeacherTargets`: the
-batch's rows of the table, which the batch builder copied into the batch). A recipe whose examples are rows of a
-frozen-vector table (CLSR) gives those rows (`frozen_vectors`): they are the base's vectors, and the exported head
-on them the student's. This adds
-W · D(student, target) to the recipe's loss and logs it as the `distill` part. D is `distillation_loss`: kl or
-sim-mse compare the N × N in-batch similarities (any two widths); mse or cosine compare each vector with its
-target, through a training-only projection when a teacher is of another width; distill_kind may weigh several
-kinds, and D is then their weighted sum (each kind on the same batch's vectors). A teacher replaces the base as
-the target (W = teacher_weight). `recipe_weight` scales the recipe's own loss (0: the term alone, and the
-recipe's views are not computed). Off (no teacher and W = 0): nothing is built and no pass runs.
+One mechanism, the same for every recipe: the student is each example's first text (the sentence, an NLI premise, a
+pair's first sentence) as the model is exported — the encoder's pooling and head, dropout off, with the gradient
+(`student_vectors`); a target source supplies vectors of the same texts — the frozen base (`BaseTargets`: a
+`FrozenBase` copied before any step) or the teacher's vectors cached before training (`TeacherTargets`: the batch's
+rows of the table, which the batch builder copied into the batch). A recipe whose examples are rows of a frozen-
+vector table (CLSR) gives those rows (`Embedded.frozen_rows`): they are the base's vectors, and the exported head on
+them the student's. The objective (train/objective.py) adds W · D(student, target) to the recipe's loss and logs it
+as the `distill` part. D is `distillation_loss`: kl or sim-mse compare the N × N in-batch similarities (any two
+widths); mse or cosine compare each vector with its target, through a training-only projection when a teacher is of
+another width; distill_kind may weigh several kinds, and D is then their weighted sum (each kind on the same batch's
+vectors). A teacher replaces the base as the target (W = teacher_weight). `recipe_weight` scales the recipe's own
+loss (0: the term alone, and the recipe's views are not computed). Off (no teacher and W = 0): nothing is built and
+no pass runs.
 
 `FrozenBase` (at the end): the base model as it was before training, frozen, what `--set distill=W` compares against.
 
@@ -34,9 +34,8 @@ from torch import Tensor, nn
 
 from sentadapt.config.schema import VECTOR_KINDS, DistillationSettings, TrainConfig, distill_terms
 from sentadapt.errors import ConfigError
-from sentadapt.recipes.base import LossOutput, RecipeBase
+from sentadapt.recipes.base import RecipeBase, Term
 from sentadapt.recipes.losses import blended_cosines, distillation_loss, gather_across_processes
-from sentadapt.recipes.matryoshka import WHOLE, Matryoshka
 from sentadapt.storage.rowfile import RowFile
 
 if TYPE_CHECKING:
@@ -55,7 +54,7 @@ def distilled_tokens(batch: dict[str, Tensor]) -> tuple[Tensor, Tensor]:
 
 def student_vectors(encoder: Any, batch: dict[str, Tensor], frozen_rows: Tensor | None) -> Tensor:
     """Each example's first text as the model is exported, with the gradient, shape (N, D), in the batch's order.
-    `frozen_rows`: the recipe's frozen vectors of those texts (Recipe.frozen_vectors), when its examples are rows."""
+    `frozen_rows`: the recipe's frozen vectors of those texts (Embedded.frozen_rows), when its examples are rows."""
     if frozen_rows is not None:  # the frozen part's output is given: the trained head on it
         return encoder.apply_head(frozen_rows, start=encoder.frozen_head_layers)
     return clean_embeddings(encoder, *distilled_tokens(batch))
@@ -111,13 +110,10 @@ def _rows(table: RowFile | Tensor, rows: Sequence[int] | np.ndarray) -> Tensor:
 
 class Distillation:
     def __init__(self, weight: float, kind: str, temperature: float, targets: BaseTargets | TeacherTargets,
-                 recipe_weight: float = DistillationSettings.recipe_weight, projection: nn.Linear | None = None,
-                 matryoshka: Matryoshka = WHOLE) -> None:
+                 recipe_weight: float = DistillationSettings.recipe_weight,
+                 projection: nn.Linear | None = None) -> None:
         self.weight, self.temperature = weight, temperature
-        self.terms = distill_terms(kind)  # (kind, weight) pairs: D is their weighted sum
-        # --matryoshka: the term summed over prefixes of the student's vectors, each against the whole target
-        # (structure kinds only: a prefix's in-batch similarities can match the target's, its coordinates cannot)
-        self.matryoshka = matryoshka
+        self.kinds = distill_terms(kind)  # (kind, weight) pairs: D is their weighted sum
         self.targets = targets
         self.recipe_weight = recipe_weight  # 0: the distillation term alone
         # student width → teacher width, for mse/cosine against a teacher of another width: trained with the
@@ -128,55 +124,41 @@ class Distillation:
         """What the batch of examples `rows` must carry for the target side (the teacher's rows; nothing else)."""
         return self.targets.batch_fields(rows)
 
-    def term(self, recipe: RecipeBase, encoder: Any, batch: dict[str, Tensor],
-             exported: Tensor | None = None) -> Tensor:
-        """D(student, target) over the global batch, unweighted: both sides gathered from every process (this
-        rank's student rows keep their gradient), so the in-batch similarity structure a kl or sim-mse term
-        compares is the whole batch's, as in one process. `exported`: the student's rows when the recipe's own
-        pass already encoded them as exported (LossOutput.exported); no pass of the term's own then runs."""
-        frozen_rows = recipe.frozen_vectors(batch)  # once: the student's input and the base's vectors alike
+    def terms(self, encoder: Any, batch: dict[str, Tensor], exported: Tensor | None = None,
+              frozen_rows: Tensor | None = None) -> list[Term]:
+        """D(student, target) over the global batch, one Term per kind (the objective weighs and sums them): both
+        sides gathered from every process (this rank's student rows keep their gradient), so the in-batch similarity
+        structure a kl or sim-mse term compares is the whole batch's, as in one process. `exported`: the student's
+        rows when the recipe's own pass already encoded them as exported (Embedded.exported); no pass of the term's
+        own then runs. `frozen_rows`: the recipe's frozen vectors of the first texts (Embedded.frozen_rows)."""
         local = exported if exported is not None else student_vectors(encoder, batch, frozen_rows)
         target = gather_across_processes(self.targets.vectors(encoder, batch, frozen_rows))
         similarities = None
         if BASE_VECTORS in batch:  # a blend target: α · the teacher's cosines + (1 − α) · the base's
             alpha = self.targets.alpha  # type: ignore[union-attr]
             similarities = blended_cosines(target, gather_across_processes(batch[BASE_VECTORS]), alpha)
-        vector_kinds = any(kind in VECTOR_KINDS for kind, _ in self.terms)
-        structure_kinds = any(kind not in VECTOR_KINDS for kind, _ in self.terms)
+        vector_kinds = any(kind in VECTOR_KINDS for kind, _ in self.kinds)
+        structure_kinds = any(kind not in VECTOR_KINDS for kind, _ in self.kinds)
         student = gather_across_processes(local) if structure_kinds else None
         projected = student  # the vector kinds' side: the student's own vectors when no projection is needed
         if vector_kinds and (self.projection is not None or student is None):
             # projected before the gather: the projection's gradient then comes from this rank's rows alone, as the
             # student's does, which DDP's averaging expects
             projected = gather_across_processes(local if self.projection is None else self.projection(local))
-        total: Tensor | None = None
-        for kind, weight in self.terms:
+        terms = []
+        for kind, weight in self.kinds:
             if kind in VECTOR_KINDS:  # each coordinate against the target's: whole vectors (no --matryoshka)
-                value = distillation_loss(kind, projected, target, self.temperature)  # type: ignore[arg-type]
-            else:
-                value = self.matryoshka.total(lambda cut, kind=kind: distillation_loss(  # type: ignore[misc]
-                    kind, cut(student), target, self.temperature, similarities))
-            value = value if weight == 1 else weight * value
-            total = value if total is None else total + value
-        assert total is not None  # distill_terms keeps at least one term
-        return total
+                terms.append(Term(kind, lambda cut, kind=kind: distillation_loss(  # type: ignore[misc]
+                    kind, projected, target, self.temperature), factor=weight, sized=False))
+            else:  # --matryoshka: a prefix's in-batch similarities against the whole target's
+                terms.append(Term(kind, lambda cut, kind=kind: distillation_loss(  # type: ignore[misc]
+                    kind, cut(student), target, self.temperature, similarities), factor=weight))
+        return terms
 
     def needs_recipe_loss(self, heads: nn.ModuleDict) -> bool:
         """recipe_weight 0 skips the recipe's views (two encoder passes for ConSERT) unless the recipe trains heads
         of its own: they would get no gradient, and DDP expects every trained parameter to get one."""
         return self.recipe_weight > 0 or any(p.requires_grad for p in heads.parameters())
-
-    def add_to(self, output: LossOutput | None, recipe: RecipeBase, encoder: Any, heads: nn.ModuleDict,
-               batch: dict[str, Tensor]) -> LossOutput:
-        """The recipe's `output` (None: skipped, recipe_weight 0) plus W · D on this process's sentences."""
-        weighted = self.weight * self.term(recipe, encoder, batch, output.exported if output is not None else None)
-        # The term is the global batch's, gathered like the recipe's contrastive terms: the loop multiplies the
-        # loss by the process count P before backward and DDP averages the gradients, which gives each rank's
-        # rows their share of the global term's gradient. Every rank logs the same, one process's, value.
-        if output is None:
-            return LossOutput(weighted, {"distill": weighted.detach()})
-        total = output.total if self.recipe_weight == 1 else self.recipe_weight * output.total
-        return LossOutput(total + weighted, {**output.parts, "distill": weighted.detach()})
 
 
 PROJECTION_SAMPLE = 4096  # examples the projection's starting point is fitted on: 4096 × 384 floats, one encode
@@ -190,8 +172,6 @@ def build_distillation(config: TrainConfig, recipe: RecipeBase, encoder: Any,
     base be copied (before any step or resumed weights load). `student_sample(n)`: the student's vectors
     of the first n examples, which a projection is fitted on before training."""
     settings = config.distillation
-    if teacher is not None or settings.distill != 0:
-        recipe.want_exported_rows()
     if teacher is not None:
         targets = TeacherTargets(teacher) if blend is None else TeacherTargets(teacher, *blend)
         projection = None
@@ -203,12 +183,12 @@ def build_distillation(config: TrainConfig, recipe: RecipeBase, encoder: Any,
                                   "vectors to fit a projection on; use distill_kind=kl or sim-mse")
             projection = fitted_projection(student_sample, targets, encoder.embedding_dim)
         return Distillation(config.teacher.weight, settings.distill_kind, settings.distill_temperature, targets,
-                            settings.recipe_weight, projection, recipe.matryoshka)
+                            settings.recipe_weight, projection)
     if settings.distill == 0:
         return None
     base_targets = BaseTargets(FrozenBase(encoder, backbone=recipe.frozen_backbone(encoder)))
     return Distillation(settings.distill, settings.distill_kind, settings.distill_temperature, base_targets,
-                        settings.recipe_weight, matryoshka=recipe.matryoshka)
+                        settings.recipe_weight)
 
 
 def fitted_projection(student_sample: Callable[[int], Tensor], targets: TeacherTargets, width: int) -> nn.Linear:

@@ -48,9 +48,9 @@ from sentadapt.train.checkpoint import (
     write_training_checkpoint,
 )
 from sentadapt.train.compute import hand_back_an_earlier_precision, resolve_mixed_precision, use_tf32
-from sentadapt.train.distill import Distillation, build_distillation
 from sentadapt.train.feed import BatchPrefetcher, MicroBatches, neighbour_batches, pad_multiple
 from sentadapt.train.guard import GuardedUpdate, NanRule, ReadStep, StepGuard, StepRecords
+from sentadapt.train.objective import LossOutput, Objective, build_objective
 from sentadapt.train.optim import build_optimizer, lr_multiplier, rewind_schedule
 from sentadapt.train.state import DevSelection, Training, TrainResult, TrainState
 from sentadapt.train.steps import eval_interval, total_steps_for
@@ -76,23 +76,18 @@ class TrainingDiverged(SentadaptError):
 class TrainingModule(nn.Module):
     """Encoder + recipe heads as one module, so DDP wraps (and syncs) both; forward returns the loss."""
 
-    def __init__(self, encoder: Encoder, heads: nn.ModuleDict, recipe: Recipe,
-                 distillation: Distillation | None = None) -> None:
+    def __init__(self, encoder: Encoder, heads: nn.ModuleDict, objective: Objective) -> None:
         super().__init__()
         self.encoder = encoder
         self.heads = heads
-        self._recipe = [recipe]  # a list: the recipe is not a module and must not be registered
-        self._distillation = [distillation]  # its frozen base stays out of state_dict, optimizer and DDP
+        # a list: the objective (the recipe, a frozen base) is not a module: out of state_dict, optimizer and DDP
+        self._objective = [objective]
         # a teacher of another width's training-only projection: optimised and checkpointed, never exported
+        distillation = objective.distillation
         self.projection = distillation.projection if distillation is not None else None
 
-    def forward(self, batch: dict[str, torch.Tensor]) -> Any:
-        distillation, recipe = self._distillation[0], self._recipe[0]
-        if distillation is None:
-            return recipe.compute_loss(self.encoder, self.heads, batch)
-        output = recipe.compute_loss(self.encoder, self.heads, batch) if distillation.needs_recipe_loss(
-            self.heads) else None
-        return distillation.add_to(output, recipe, self.encoder, self.heads, batch)
+    def forward(self, batch: dict[str, torch.Tensor]) -> LossOutput:
+        return self._objective[0](self.encoder, self.heads, batch)
 
 
 @dataclass
@@ -196,15 +191,12 @@ class Trainer:
             self.selection.score_base(self.state, self.is_main)  # the base model as the user has it (its pooling)
         inputs.recipe.prepare_export(inputs.encoder, heads)  # checkpoints are scored with the pooling they keep
         table = inputs.teacher_table
-        teacher = table.vectors if table is not None else None
-        # teacher_blend α < 1: the base's table and α
-        blend = (table.base_vectors, table.blend) if table is not None and table.base_vectors is not None else None
-        # before resumed weights load (the frozen base is the base)
-        distillation = build_distillation(cfg, inputs.recipe, inputs.encoder, teacher, self._student_sample, blend)
+        # before resumed weights load (a frozen base is the base)
+        objective = build_objective(cfg, inputs.recipe, inputs.encoder, table, self._student_sample)
         adapters = lora.settings_of(cfg)  # peft and the recipe were checked before loading
         if adapters is not None:  # after the frozen base is copied: it stays a plain model
             lora.attach(inputs.encoder, adapters)
-        self.module = TrainingModule(inputs.encoder, heads, inputs.recipe, distillation).to(self.accelerator.device)
+        self.module = TrainingModule(inputs.encoder, heads, objective).to(self.accelerator.device)
         if cfg.gradient_checkpointing:
             inputs.encoder.enable_gradient_checkpointing()
         optimizer = build_optimizer(cfg.optim.optimizer, parameter_groups(self.module, cfg.optim.weight_decay), cfg.lr,
@@ -214,8 +206,9 @@ class Trainer:
         self.model, self.optimizer = self.accelerator.prepare(self.module, optimizer)
         self.micro_batches = MicroBatches(inputs.examples, cfg, inputs.encoder.tokenizer.pad_token_id,
                                           pad_multiple(cfg, self.accelerator.device),
-                                          neighbour_batches(teacher, cfg, self.reporter.message),
-                                          distillation, self.accelerator.process_index,
+                                          neighbour_batches(table.vectors if table is not None else None, cfg,
+                                                            self.reporter.message),
+                                          objective.distillation, self.accelerator.process_index,
                                           self.accelerator.num_processes)
 
     def _student_sample(self, rows: int) -> torch.Tensor:

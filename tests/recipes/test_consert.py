@@ -13,6 +13,7 @@ from sentadapt.errors import ConfigError
 from sentadapt.model.encoder import Encoder
 from sentadapt.recipes import RECIPES
 from sentadapt.recipes.consert import ConsertConfig, ConsertRecipe
+from sentadapt.train.objective import Objective
 
 NLI_ROWS = [
     ("a man is playing a guitar", "a man is playing music", "entailment"),
@@ -50,7 +51,7 @@ def test_joint_loss_combines_classification_and_contrastive(tiny_encoder: Encode
     assert recipe.needs == "nli" and heads["classifier"].out_features == 3
     tiny_encoder.train()
     torch.manual_seed(0)
-    output = recipe.compute_loss(tiny_encoder, heads, _batch(tiny_encoder, NLI_ROWS))
+    output = Objective(recipe)(tiny_encoder, heads, _batch(tiny_encoder, NLI_ROWS))
     assert set(output.parts) == {"classification", "contrastive"}
     expected = (output.parts["classification"] + config.alpha * output.parts["contrastive"]).item()
     assert output.total.item() == pytest.approx(expected, rel=1e-5)
@@ -64,9 +65,9 @@ def test_adversarial_view_moves_along_the_classification_gradient(tiny_encoder: 
     config = ConsertConfig(mode="joint", views=("adversarial", "none"), nli=("x",), adversarial_norm=0.0)
     recipe = ConsertRecipe(config, tiny_encoder)
     batch = _batch(tiny_encoder, NLI_ROWS)
-    same = recipe.compute_loss(tiny_encoder, recipe.trainable_heads(), batch).parts["contrastive"]
+    same = Objective(recipe)(tiny_encoder, recipe.trainable_heads(), batch).parts["contrastive"]
     config.adversarial_norm = 5.0
-    moved = recipe.compute_loss(tiny_encoder, recipe.trainable_heads(), batch).parts["contrastive"]
+    moved = Objective(recipe)(tiny_encoder, recipe.trainable_heads(), batch).parts["contrastive"]
     assert moved > same
 
 
@@ -75,7 +76,7 @@ def test_unsupervised_views_run_without_internal_dropout(tiny_encoder: Encoder) 
     recipe = ConsertRecipe(ConsertConfig(views=("none", "none")), tiny_encoder)
     tiny_encoder.train()
     batch = tiny_encoder.collate(tiny_encoder.tokenize_ids(["the server is down", "a man is playing", "red car"]))
-    losses = {recipe.compute_loss(tiny_encoder, recipe.trainable_heads(),
+    losses = {Objective(recipe)(tiny_encoder, recipe.trainable_heads(),
                                   {"input_ids": batch.input_ids, "attention_mask": batch.attention_mask}).total.item()
               for _ in range(3)}
     assert len(losses) == 1
@@ -216,7 +217,7 @@ def test_distilbert_takes_every_view() -> None:
     batch = {"input_ids": ids, "attention_mask": (ids != 0).long()}
     for views in (("shuffle", "token-cutoff"), ("feature-cutoff", "span-cutoff")):
         recipe = ConsertRecipe(ConsertConfig(views=views), encoder)
-        assert torch.isfinite(recipe.compute_loss(encoder, recipe.trainable_heads(), batch).total)
+        assert torch.isfinite(Objective(recipe)(encoder, recipe.trainable_heads(), batch).total)
 
 
 def test_shuffle_is_refused_where_the_model_ignores_its_position_ids() -> None:
@@ -272,7 +273,7 @@ def test_both_views_go_through_one_forward_pass_and_equal_two_passes(
     calls = []
     original = type(tiny_encoder).forward
     monkeypatch.setattr(type(tiny_encoder), "forward", lambda self, *a, **k: calls.append(1) or original(self, *a, **k))
-    recipe.compute_loss(tiny_encoder, recipe.trainable_heads(), {"input_ids": ids, "attention_mask": mask})
+    Objective(recipe)(tiny_encoder, recipe.trainable_heads(), {"input_ids": ids, "attention_mask": mask})
     assert len(calls) == (2 if "encoder-dropout" in views else 1)
 
 

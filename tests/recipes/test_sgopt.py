@@ -21,6 +21,7 @@ from sentadapt.recipes.sgopt import SgOptConfig, SgOptRecipe
 from sentadapt.run.execute import train_stage, write_config
 from sentadapt.run.inputs import build_inputs
 from sentadapt.train.loop import Trainer, TrainingInterrupted, TrainingModule
+from sentadapt.train.objective import Objective
 from tests.conftest import adapt_imports_torch, cpu_state, run_checked, run_config
 from tests.conftest import run_adapt as _adapt
 from tests.train.test_train import Recorder
@@ -191,7 +192,7 @@ def test_each_objective_is_wired_to_its_equation(tiny_encoder: Encoder, objectiv
     batch = _batch(tiny_encoder)
     tiny_encoder.eval()
     torch.manual_seed(7)
-    output = recipe.compute_loss(tiny_encoder, heads, batch)
+    output = Objective(recipe)(tiny_encoder, heads, batch)
     assert output.parts["regularizer"].item() == 0.0
     assert output.total.item() == pytest.approx(output.parts["contrastive"].item(), abs=1e-6)
 
@@ -213,7 +214,7 @@ def test_guide_and_frozen_embeddings_get_no_gradient_head_does(tiny_encoder: Enc
     recipe = SgOptRecipe(SgOptConfig(head_hidden=16), tiny_encoder)
     heads = recipe.trainable_heads()
     tiny_encoder.train()
-    recipe.compute_loss(tiny_encoder, heads, _batch(tiny_encoder)).total.backward()
+    Objective(recipe)(tiny_encoder, heads, _batch(tiny_encoder)).total.backward()
     assert all(p.grad is None and not p.requires_grad for p in recipe.guide.parameters())
     assert all(p.grad is None and not p.requires_grad for p in tiny_encoder.backbone.embeddings.parameters())
     assert tiny_encoder.backbone.encoder.layer[0].attention.self.query.weight.grad.abs().sum() > 0
@@ -225,7 +226,7 @@ def test_guide_and_frozen_embeddings_get_no_gradient_head_does(tiny_encoder: Enc
 
 def test_guide_is_outside_the_trained_module_tree(tiny_encoder: Encoder) -> None:
     recipe = SgOptRecipe(SgOptConfig(head_hidden=16), tiny_encoder)
-    module = TrainingModule(tiny_encoder, recipe.trainable_heads(), recipe)
+    module = TrainingModule(tiny_encoder, recipe.trainable_heads(), Objective(recipe))
     assert all(sub is not recipe.guide for sub in module.modules())
     guide_ids = {id(p) for p in recipe.guide.parameters()}
     assert not guide_ids & {id(p) for p in module.parameters()}
@@ -245,7 +246,7 @@ def test_regulariser_sums_squared_differences_of_the_trainable_parameters(tiny_e
     expected = layer.weight.numel() * 0.01**2 + layer.bias.numel() * 0.02**2
     assert recipe.distance_to_guide(tiny_encoder).item() == pytest.approx(expected, rel=1e-4)
     tiny_encoder.eval()
-    output = recipe.compute_loss(tiny_encoder, recipe.trainable_heads(), _batch(tiny_encoder))
+    output = Objective(recipe)(tiny_encoder, recipe.trainable_heads(), _batch(tiny_encoder))
     assert output.parts["regularizer"].item() == pytest.approx(0.5 * expected, rel=1e-4)
     assert output.total.item() == pytest.approx(output.parts["contrastive"].item() + 0.5 * expected, rel=1e-5)
 

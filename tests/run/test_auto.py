@@ -365,15 +365,16 @@ def test_a_diverging_candidate_is_left_out_and_the_others_still_decide(
         corpus: Path, pairs_tsv: Path, train_pairs: Path, tiny_model_dir: Path, tmp_path: Path,
         monkeypatch: pytest.MonkeyPatch) -> None:
     from sentadapt.recipes.clsr import ClsrRecipe
+    from tests.conftest import poisoned
 
-    real = ClsrRecipe.compute_loss
+    real = ClsrRecipe.embed
 
-    def nan_loss(self, encoder, heads, batch):
-        output = real(self, encoder, heads, batch)
-        output.total = output.total * float("nan")
-        return output
+    def nan_loss(self, encoder, heads, batch, exported):
+        embedded = real(self, encoder, heads, batch, exported)
+        embedded.terms[0] = poisoned(embedded.terms[0])
+        return embedded
 
-    monkeypatch.setattr(ClsrRecipe, "compute_loss", nan_loss)
+    monkeypatch.setattr(ClsrRecipe, "embed", nan_loss)
     output = tmp_path / "run"
     result = _auto(corpus, train_pairs, tiny_model_dir, pairs_tsv, output)
     assert result.exit_code == 0, result.output
@@ -383,7 +384,7 @@ def test_a_diverging_candidate_is_left_out_and_the_others_still_decide(
     assert failed["failed"].startswith("loss is nan at step 1") and failed["dev_score"] is None
     assert metrics["adjustment"]["candidates"] == 1  # K counts the candidates compared with the base
     assert "clsr-batch_size=8 failed" in _flat(result.stdout)
-    monkeypatch.setattr(ClsrRecipe, "compute_loss", real)
+    monkeypatch.setattr(ClsrRecipe, "embed", real)
     (output / "metrics.json").unlink()  # as if stopped before the choice: a resume does not train clsr again
     resumed = run_adapt("--resume", "--output", str(output))
     assert resumed.exit_code == 0, resumed.output

@@ -19,6 +19,7 @@ from sentadapt.recipes.sgopt import SgOptConfig, SgOptRecipe
 from sentadapt.storage.run_folder import checkpoint_name
 from sentadapt.train.distill import build_distillation
 from sentadapt.train.loop import TrainingModule
+from sentadapt.train.objective import Objective
 from tests.conftest import TINY_SENTENCES, run_adapt, run_config
 from tests.train.test_train import make_config, train
 
@@ -148,17 +149,17 @@ def _prepared(name: str, encoder: Encoder):
     heads = recipe.trainable_heads()
     recipe.prepare_export(encoder, heads)
     distillation = build_distillation(train_config(distill=1.0), recipe, encoder)
-    module = TrainingModule(encoder, heads, recipe, distillation).train()
+    module = TrainingModule(encoder, heads, Objective(recipe, distillation=distillation)).train()
     return recipe, module, distillation, batch
 
 
 @pytest.mark.parametrize("name", ["consert", "consert-joint", "sg-opt", "clsr"])
 def test_the_term_is_zero_at_step_0_and_grows_when_weights_move(tiny_encoder: Encoder, name: str) -> None:
-    recipe, module, distillation, batch = _prepared(name, tiny_encoder)
+    _recipe, module, distillation, batch = _prepared(name, tiny_encoder)
     # exactly 0: both sides run the same kernels on the same weights (the frozen side under no_grad)
     for kind in ("kl", "sim-mse", "mse", "cosine"):
-        distillation.distill_kind = kind
-        assert distillation.term(recipe, module.encoder, batch).item() == 0.0, kind
+        distillation.kinds = ((kind, 1.0),)
+        assert _term(module, batch).item() == 0.0, kind
     output = module(batch)
     assert output.parts["distill"].item() == 0.0
     # the adapted side carries the gradient; moving the trained weights moves the term
@@ -167,8 +168,16 @@ def test_the_term_is_zero_at_step_0_and_grows_when_weights_move(tiny_encoder: En
         for parameter in trained:
             parameter.add_(0.3 * torch.randn_like(parameter))
     for kind in ("kl", "sim-mse", "mse", "cosine"):
-        distillation.distill_kind = kind
-        assert distillation.term(recipe, module.encoder, batch).item() > 1e-4, kind
+        distillation.kinds = ((kind, 1.0),)
+        assert _term(module, batch).item() > 1e-4, kind
+
+
+def _term(module: TrainingModule, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+    """D as the objective sums it, from the term's own pass (with the recipe's frozen rows, CLSR's)."""
+    objective = module._objective[0]
+    assert objective.distillation is not None
+    frozen_rows = objective.recipe.embed(module.encoder, module.heads, batch, exported=True).frozen_rows
+    return objective.summed(objective.distillation.terms(module.encoder, batch, frozen_rows=frozen_rows))
 
 
 def test_sgopt_reuses_its_guide_and_consert_copies_once(tiny_encoder: Encoder) -> None:
@@ -182,7 +191,7 @@ def test_sgopt_reuses_its_guide_and_consert_copies_once(tiny_encoder: Encoder) -
 
 def test_the_frozen_copy_is_not_part_of_the_trained_module(tiny_encoder: Encoder) -> None:
     recipe, module, distillation, _batch = _prepared("consert", tiny_encoder)
-    plain = TrainingModule(module.encoder, module.heads, recipe)
+    plain = TrainingModule(module.encoder, module.heads, Objective(recipe))
     assert module.state_dict().keys() == plain.state_dict().keys()
     assert sum(p.numel() for p in module.parameters()) == sum(p.numel() for p in plain.parameters())
     frozen = {id(p) for p in distillation.targets.frozen.encoder.parameters()}
@@ -256,7 +265,7 @@ def test_a_recipe_of_the_four_required_methods_gets_distillation(tiny_encoder: E
         def trainable_heads(self):  # type: ignore[override]
             return torch.nn.ModuleDict()
 
-        def compute_loss(self, encoder, heads, batch):  # type: ignore[override]
+        def embed(self, encoder, heads, batch, exported):  # type: ignore[override]
             raise NotImplementedError
 
         def prepare_export(self, encoder, heads):  # type: ignore[override]
@@ -270,11 +279,11 @@ def test_a_recipe_of_the_four_required_methods_gets_distillation(tiny_encoder: E
         assert distillation is not None
         tokens = tiny_encoder.collate(tiny_encoder.tokenize_ids(list(TINY_SENTENCES[:4])))
         batch = {"input_ids": tokens.input_ids, "attention_mask": tokens.attention_mask}
-        term = distillation.term(Bare(ConsertConfig(), tiny_encoder), tiny_encoder, batch)
-        assert term.item() == pytest.approx(0.0, abs=1e-10)
+        objective = Objective(Bare(ConsertConfig(), tiny_encoder), distillation=distillation)
+        assert objective.summed(distillation.terms(tiny_encoder, batch)).item() == pytest.approx(0.0, abs=1e-10)
         with torch.no_grad():  # a trained weight moves the student away from the frozen copy
             tiny_encoder.backbone.embeddings.word_embeddings.weight.mul_(1.5)
-        assert distillation.term(Bare(ConsertConfig(), tiny_encoder), tiny_encoder, batch).item() > 1e-4
+        assert objective.summed(distillation.terms(tiny_encoder, batch)).item() > 1e-4
     finally:
         RECIPES._items.pop("bare", None)  # type: ignore[attr-defined]
 
@@ -291,7 +300,7 @@ def _one_pass_parts(encoder: Encoder, views: tuple[str, ...], train_pooling: str
     recipe = ConsertRecipe(ConsertConfig(views=views, train_pooling=train_pooling), encoder)
     targets = TeacherTargets(torch.randn(len(TINY_SENTENCES), 24, generator=torch.Generator().manual_seed(0)))
     distillation = Distillation(1.0, "kl", 0.05, targets)
-    module = TrainingModule(encoder, recipe.trainable_heads(), recipe, distillation).train()
+    module = TrainingModule(encoder, recipe.trainable_heads(), Objective(recipe, distillation=distillation)).train()
     batch = {**_sentence_batch(encoder), TEACHER_VECTORS: targets.table}
     passes: list[int] = []
     encoder.register_forward_pre_hook(lambda _module, _args: passes.append(1))
@@ -313,9 +322,11 @@ def test_a_none_view_under_the_export_pooling_serves_the_distillation_term(tiny_
     one_pass = module(batch)
     assert len(passes) == 1
     torch.manual_seed(3)
-    recipe_output = recipe.compute_loss(module.encoder, module.heads, batch)
-    separate = distillation.term(recipe, module.encoder, batch)  # the term's own clean pass
-    assert len(passes) == 3 and recipe_output.exported is not None
+    embedded = recipe.embed(module.encoder, module.heads, batch, exported=False)
+    torch.manual_seed(3)
+    recipe_output = Objective(recipe)(module.encoder, module.heads, batch)
+    separate = Objective(recipe).summed(distillation.terms(module.encoder, batch))  # the term's own clean pass
+    assert len(passes) == 4 and embedded.exported is not None
     assert one_pass.parts["distill"].item() == pytest.approx(separate.item(), rel=1e-5) and separate.item() > 1e-3
     for ours, theirs in zip(_gradients(module, one_pass.total), _gradients(module, recipe_output.total + separate),
                             strict=True):
@@ -327,15 +338,15 @@ def test_the_clean_rows_ride_in_the_views_pass_when_the_term_wants_them(tiny_enc
     stacks the clean sentences with its two views, one pass of 3 × batch rows, and the term and the gradient equal
     those of the views' pass and the term's own clean pass."""
     recipe, module, distillation, batch, passes = _one_pass_parts(tiny_encoder, ("shuffle", "feature-cutoff"))
-    recipe.want_exported_rows()
     torch.manual_seed(3)  # the shuffle and the cutoff mask
     one_pass = module(batch)
     assert len(passes) == 1
-    recipe.exported_rows_wanted = False
     torch.manual_seed(3)
-    recipe_output = recipe.compute_loss(module.encoder, module.heads, batch)
-    separate = distillation.term(recipe, module.encoder, batch)
-    assert len(passes) == 3 and recipe_output.exported is None
+    embedded = recipe.embed(module.encoder, module.heads, batch, exported=False)
+    torch.manual_seed(3)
+    recipe_output = Objective(recipe)(module.encoder, module.heads, batch)
+    separate = Objective(recipe).summed(distillation.terms(module.encoder, batch))
+    assert len(passes) == 4 and embedded.exported is None
     assert one_pass.parts["distill"].item() == pytest.approx(separate.item(), rel=1e-5) and separate.item() > 1e-3
     assert one_pass.parts["contrastive"].item() == pytest.approx(recipe_output.parts["contrastive"].item(), rel=1e-5)
     for ours, theirs in zip(_gradients(module, one_pass.total), _gradients(module, recipe_output.total + separate),
@@ -343,25 +354,14 @@ def test_the_clean_rows_ride_in_the_views_pass_when_the_term_wants_them(tiny_enc
         torch.testing.assert_close(ours, theirs, rtol=1e-4, atol=1e-6)
 
 
-def test_build_distillation_asks_the_recipe_for_its_exported_rows(tiny_encoder: Encoder) -> None:
-    from sentadapt.train.distill import build_distillation
-
-    recipe = ConsertRecipe(ConsertConfig(), tiny_encoder)
-    assert build_distillation(TrainConfig(), recipe, tiny_encoder) is None and not recipe.exported_rows_wanted
-    build_distillation(TrainConfig(), recipe, tiny_encoder, teacher=torch.zeros(4, 8))
-    assert recipe.exported_rows_wanted
-
-
-@pytest.mark.parametrize(("views", "train_pooling"), [(("shuffle", "feature-cutoff"), "mean"),
-                                                      (("none", "feature-cutoff"), "cls")])
+@pytest.mark.parametrize(("views", "train_pooling", "passes"), [(("shuffle", "encoder-dropout"), "mean", 3),
+                                                                (("none", "feature-cutoff"), "cls", 2)])
 def test_without_an_exported_view_the_term_runs_its_own_pass(tiny_encoder: Encoder, views: tuple[str, ...],
-                                                             train_pooling: str) -> None:
-    """A view that edits the input, or training pooled other than the export (a paper-preset BERT: [CLS] exported,
-    mean trained), is not the student's encoding: unless the term asks for the rows (it does when
-    build_distillation makes it, above) and training pools as exported, the term encodes the batch itself."""
-    recipe, module, _distillation, batch, passes = _one_pass_parts(tiny_encoder, views, train_pooling)
-    if train_pooling == "cls":
-        recipe.want_exported_rows()  # asked, but [CLS]-pooled views are not the exported encoding
+                                                             train_pooling: str, passes: int) -> None:
+    """A view that runs the model's own dropout (a pass of its own, so nothing to stack the clean rows with), or
+    training pooled other than the export (a paper-preset BERT: [CLS] exported, mean trained), gives no rows of the
+    student's encoding although the objective asks for them: the term encodes the batch itself."""
+    recipe, module, _distillation, batch, counted = _one_pass_parts(tiny_encoder, views, train_pooling)
     module(batch)
-    assert len(passes) == 2
-    assert recipe.compute_loss(module.encoder, module.heads, batch).exported is None
+    assert len(counted) == passes
+    assert recipe.embed(module.encoder, module.heads, batch, exported=True).exported is None

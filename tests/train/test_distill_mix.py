@@ -14,6 +14,7 @@ from sentadapt.model.encoder import Encoder
 from sentadapt.recipes.consert import ConsertConfig, ConsertRecipe
 from sentadapt.recipes.losses import distillation_loss
 from sentadapt.train.distill import TEACHER_VECTORS, Distillation, TeacherTargets, clean_embeddings
+from sentadapt.train.objective import Objective
 from tests.conftest import TINY_SENTENCES, run_adapt
 
 TEACHER_WIDTH = 48
@@ -55,14 +56,15 @@ def test_the_sum_is_each_kind_weighted_with_the_vector_kinds_through_the_project
     torch.manual_seed(0)
     projection = torch.nn.Linear(tiny_encoder.embedding_dim, TEACHER_WIDTH, bias=False)
     mixed = Distillation(1.0, "kl:1,sim-mse:10,cosine:0.5", 0.05, TeacherTargets(teacher), projection=projection)
-    value = mixed.term(recipe, tiny_encoder, batch)
+    value = Objective(recipe).summed(mixed.terms(tiny_encoder, batch))
     student = clean_embeddings(tiny_encoder, tokens.input_ids, tokens.attention_mask)
     expected = (distillation_loss("kl", student, teacher, 0.05)
                 + 10 * distillation_loss("sim-mse", student, teacher, 0.05)
                 + 0.5 * distillation_loss("cosine", projection(student), teacher, 0.05))
     torch.testing.assert_close(value, expected, rtol=1e-5, atol=1e-6)
-    alone = Distillation(1.0, "kl", 0.05, TeacherTargets(teacher)).term(recipe, tiny_encoder, batch)
-    off = Distillation(1.0, "kl:1,cosine:0", 0.05, TeacherTargets(teacher)).term(recipe, tiny_encoder, batch)
+    alone = Objective(recipe).summed(Distillation(1.0, "kl", 0.05, TeacherTargets(teacher)).terms(tiny_encoder, batch))
+    off = Objective(recipe).summed(Distillation(1.0, "kl:1,cosine:0", 0.05, TeacherTargets(teacher)).terms(
+        tiny_encoder, batch))
     assert off.item() == alone.item()  # a weight 0 adds nothing, not even a rounding
     value.backward()  # the projection learns from the cosine term
     assert projection.weight.grad is not None and projection.weight.grad.abs().sum() > 0

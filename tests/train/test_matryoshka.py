@@ -9,6 +9,7 @@ import torch
 
 from sentadapt.config.merging import train_config
 from sentadapt.model.encoder import Encoder
+from sentadapt.recipes.base import Term
 from sentadapt.recipes.clsr import ClsrConfig, ClsrRecipe
 from sentadapt.recipes.consert import ConsertConfig, ConsertRecipe
 from sentadapt.recipes.losses import distillation_kl, keep_prefix, nt_xent
@@ -16,6 +17,7 @@ from sentadapt.recipes.matryoshka import WHOLE, Matryoshka
 from sentadapt.recipes.sgopt import SgOptConfig, SgOptRecipe
 from sentadapt.train.distill import build_distillation
 from sentadapt.train.loop import TrainingModule
+from sentadapt.train.objective import Objective
 from tests.conftest import TINY_SENTENCES, run_adapt
 
 
@@ -37,14 +39,16 @@ def test_the_total_is_the_weighted_sum_over_the_prefixes() -> None:
     def term(cut):
         return cut(vectors).pow(2).sum()
 
-    sizes = Matryoshka.of((16, 8, 4), (1.0, 0.5, 2.0))
+    sizes = Objective(None, Matryoshka.of((16, 8, 4), (1.0, 0.5, 2.0)))  # type: ignore[arg-type]
     expected = vectors.pow(2).sum() + 0.5 * vectors[:, :8].pow(2).sum() + 2.0 * vectors[:, :4].pow(2).sum()
-    assert sizes.total(term).item() == pytest.approx(expected.item(), rel=1e-6)
+    assert sizes.sized(Term("squares", term)).item() == pytest.approx(expected.item(), rel=1e-6)
     # no weights given: the largest size 2, each other 1 (research/findings.md, "Weighting the full size"); one size
     # alone is the plain loss
     assert Matryoshka.of((16, 8, 4), ()).weights == (2.0, 1.0, 1.0)
     assert Matryoshka.of((16,), ()).weights == (1.0,)
-    assert WHOLE.total(term).item() == vectors.pow(2).sum().item()
+    assert Objective(None, WHOLE).sized(Term("squares", term)).item() == vectors.pow(2).sum().item()  # type: ignore[arg-type]
+    # a term that reads no vectors is taken once, whatever the sizes
+    assert sizes.summed([Term("once", term, sized=False)]).item() == vectors.pow(2).sum().item()
 
 
 def _sentence_batch(encoder: Encoder) -> dict[str, torch.Tensor]:
@@ -56,10 +60,10 @@ def _loss(name: str, model: Path, sizes: Matryoshka, distill: bool) -> float:
     """The loss of one batch at step 0 for a fresh recipe with `sizes`, under a fixed seed (the same views)."""
     encoder = Encoder.load(model, device="cpu")
     recipe = {
-        "consert": lambda: ConsertRecipe(ConsertConfig(), encoder, sizes),
-        "consert-joint": lambda: ConsertRecipe(ConsertConfig(mode="joint", nli=("x",)), encoder, sizes),
-        "sg-opt": lambda: SgOptRecipe(SgOptConfig(head_hidden=32), encoder, sizes),
-        "clsr": lambda: ClsrRecipe(ClsrConfig(init="random"), encoder, sizes),
+        "consert": lambda: ConsertRecipe(ConsertConfig(), encoder),
+        "consert-joint": lambda: ConsertRecipe(ConsertConfig(mode="joint", nli=("x",)), encoder),
+        "sg-opt": lambda: SgOptRecipe(SgOptConfig(head_hidden=32), encoder),
+        "clsr": lambda: ClsrRecipe(ClsrConfig(init="random"), encoder),
     }[name]()
     if name == "clsr":
         recipe.table = encoder.encode(TINY_SENTENCES)
@@ -76,7 +80,7 @@ def _loss(name: str, model: Path, sizes: Matryoshka, distill: bool) -> float:
     heads = recipe.trainable_heads()
     recipe.prepare_export(encoder, heads)
     distillation = build_distillation(train_config(distill=1.0), recipe, encoder) if distill else None
-    module = TrainingModule(encoder, heads, recipe, distillation).train()
+    module = TrainingModule(encoder, heads, Objective(recipe, sizes, distillation)).train()
     if distill:  # move the weights, or the term is 0 at step 0 whatever its sizes
         with torch.no_grad(), torch.random.fork_rng(devices=[]):
             torch.manual_seed(7)
