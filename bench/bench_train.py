@@ -28,7 +28,7 @@ def run_sentadapt(args: argparse.Namespace) -> dict[str, float]:
 
     flags = {"batch_size": args.batch_size, "max_length": args.max_length, "max_steps": args.steps,
              "eval_every": 0, "checkpoint_every": 0, "mixed_precision": "bf16" if args.precision == "bf16" else "no",
-             "lr": RECIPES.get(args.recipe).train_defaults.get("lr", 2e-5)}
+             "lr": RECIPES.get(args.recipe).spec.train_defaults.get("lr", 2e-5)}
     run = timed_run(args.recipe, flags, base=args.model, corpus=[args.corpus], output=args.output)
     return {"seconds": run.train_seconds}
 

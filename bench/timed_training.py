@@ -35,7 +35,7 @@ def timed_run(recipe_name: str, flags: dict[str, Any], *, base: str, corpus: lis
             self.seconds = time.perf_counter() - self.started
 
     recipe = RECIPES.get(recipe_name)
-    config = build_config(recipe_name, recipe.Config, recipe.train_defaults, None, flags, [], base=base,
+    config = build_config(recipe_name, recipe.spec.settings, recipe.spec.train_defaults, None, flags, [], base=base,
                           corpus=corpus, output=output, dev="none")
     Path(output).mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()

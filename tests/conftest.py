@@ -249,7 +249,7 @@ def run_config(recipe_name: str, model: Path, corpus: Path, output: Path, flags:
     from sentadapt.recipes import RECIPES
 
     recipe = RECIPES.get(recipe_name)
-    return build_config(recipe_name, recipe.Config, recipe.train_defaults, None, flags, sets,
+    return build_config(recipe_name, recipe.spec.settings, recipe.spec.train_defaults, None, flags, sets,
                         base=str(model), corpus=[str(corpus)], output=str(output), dev=dev)
 
 

@@ -292,7 +292,7 @@ _VALUES = st.one_of(st.text(max_size=12), st.integers(-5, 10**6).map(str), st.fl
 def test_property_config_parser_gives_a_config_or_one_line_error(items: list[str], raw: list[str]) -> None:
     recipe = RECIPES.get("consert")
     try:
-        config = build_config("consert", recipe.Config, recipe.train_defaults, None, {}, [*items, *raw],
+        config = build_config("consert", recipe.spec.settings, recipe.spec.train_defaults, None, {}, [*items, *raw],
                               base="m", corpus=["c.txt"], output="o")
     except ConfigError as error:
         assert "\n" not in str(error) and str(error)
@@ -307,7 +307,7 @@ def test_property_in_range_values_are_always_accepted(temperature: float, lr: fl
                                                       rate: float) -> None:
     recipe = RECIPES.get("consert")
     config = build_config(
-        "consert", recipe.Config, recipe.train_defaults, None, {"lr": lr, "batch_size": batch},
+        "consert", recipe.spec.settings, recipe.spec.train_defaults, None, {"lr": lr, "batch_size": batch},
         [f"temperature={temperature!r}", f"warmup_ratio={warmup!r}", f"dropout_rate={rate!r}"],
         base="m", corpus=["c.txt"], output="o",
     )

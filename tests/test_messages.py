@@ -198,11 +198,11 @@ def test_a_saved_run_with_a_removed_option_at_its_neutral_value_resumes(tmp_path
     saved = tmp_path / "config.yaml"
     saved.write_text("recipe: consert\nbase: b\ncorpus: [c]\noutput: o\ntrain:\n  teacher_evidence: 'off'\n"
                      "  agreement_holdout: 1000\n  mask_neighbours: false\n  teacher_risk: null\n")
-    config = load_run_config(saved, {name: RECIPES.get(name).Config for name in RECIPES})
+    config = load_run_config(saved, {name: RECIPES.get(name).spec.settings for name in RECIPES})
     assert config.recipe == "consert"
     saved.write_text(saved.read_text().replace("mask_neighbours: false", "mask_neighbours: true"))
     with pytest.raises(ConfigError) as error:
-        load_run_config(saved, {name: RECIPES.get(name).Config for name in RECIPES})
+        load_run_config(saved, {name: RECIPES.get(name).spec.settings for name in RECIPES})
     assert str(error.value).startswith(f"{saved}: train: mask_neighbours: mask_neighbours was removed")
 
 

@@ -199,7 +199,7 @@ def test_adapt_records_the_prompt_and_refuses_an_unknown_one(prompted_dir: Path,
                                 "pass none or leave --prompt out")
     saved = tmp_path / "old.yaml"  # a run saved before prompts existed resumes without one
     saved.write_text(yaml.safe_dump({"recipe": "consert", "base": "b", "corpus": ["c"], "output": "o"}))
-    assert load_run_config(saved, {"consert": RECIPES.get("consert").Config}).prompt == "none"
+    assert load_run_config(saved, {"consert": RECIPES.get("consert").spec.settings}).prompt == "none"
 
 
 def test_adapt_then_export_keeps_the_prompts_for_sentence_transformers(prompted_dir: Path, corpus: Path,

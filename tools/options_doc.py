@@ -209,7 +209,7 @@ def set_key_sections() -> list[str]:
                 + _table(header, training_rows())]
     for name in sorted(RECIPES.names()):
         recipe = RECIPES.get(name)
-        sections.append(f"### Recipe `{name}`\n\n" + _table(header, config_rows(recipe.Config)))
+        sections.append(f"### Recipe `{name}`\n\n" + _table(header, config_rows(recipe.spec.settings)))
     return sections
 
 

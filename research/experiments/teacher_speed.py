@@ -12,7 +12,7 @@ The levers: ConSERT's views `none,feature-cutoff`, whose `none` view is the stud
 distillation term (two encoder passes per step instead of three), and `mixed_precision: auto` (bf16 autocast on a
 CPU with native bf16 matmuls; the suite's machine has AVX-512 BF16, so its runs trained in bf16). Both together
 (k3f) fell: not adopted. bf16 alone (`--candidate k3bf`, its rule written before its runs) held in all 8 cells: a
-ConSERT teacher run's default since (ConsertRecipe.teacher_defaults; research/tests/test_teacher_defaults.py).
+ConSERT teacher run's default since (ConsertRecipe.spec.teacher_defaults; research/tests/test_teacher_defaults.py).
 """
 
 from __future__ import annotations

@@ -49,13 +49,13 @@ def test_the_faster_teacher_run_s_defaults_are_what_its_rules_say() -> None:
     assert len(both["cells"]) == 8 and not both["adopt"]
     assert sorted(cell["domain"] for cell in both["cells"] if not cell["held"]) == ["captions", "forums", "glosses",
                                                                                     "news"]
-    for defaults in (TEACHER_DEFAULTS, ConsertRecipe.tuned_base_defaults, ConsertRecipe.train_defaults,
-                     ConsertRecipe.teacher_defaults):
+    for defaults in (TEACHER_DEFAULTS, ConsertRecipe.spec.tuned_base_defaults, ConsertRecipe.spec.train_defaults,
+                     ConsertRecipe.spec.teacher_defaults):
         assert "views" not in defaults
     assert ConsertConfig().views == ("shuffle", "feature-cutoff") and TrainConfig().mixed_precision == "no"
 
     bf16 = verdict(RESULTS, candidate="k3bf")
     assert len(bf16["cells"]) == 8 and all(cell["held"] for cell in bf16["cells"]) and bf16["adopt"]
-    assert ConsertRecipe.teacher_defaults == {"mixed_precision": "auto"}
+    assert ConsertRecipe.spec.teacher_defaults == {"mixed_precision": "auto"}
     assert "mixed_precision" not in TEACHER_DEFAULTS
-    assert all(not RECIPES.get(name).teacher_defaults for name in RECIPES.names() if name != "consert")
+    assert all(not RECIPES.get(name).spec.teacher_defaults for name in RECIPES.names() if name != "consert")

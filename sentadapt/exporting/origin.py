@@ -160,17 +160,16 @@ def _encoder_as_trained(run: Path, request: ExportRequest, note: Note, why: str)
     from sentadapt.recipes import RECIPES
 
     run_dir = RunDir(run)  # its own path: the directory may have moved since config.yaml was written
-    config = load_run_config(run_dir.config_file, {name: RECIPES.get(name).Config for name in RECIPES})
+    config = load_run_config(run_dir.config_file, {name: RECIPES.get(name).spec.settings for name in RECIPES})
     recipe_class = RECIPES.get(config.recipe)
-    stages = recipe_class.stages_for(config.recipe_args)
+    stages = tuple(stage.name for stage in recipe_class.stages(config.recipe_args))
     folders = run_dir.stages(stages)
     base = str(folders[-2].path) if len(folders) > 1 else config.base  # a later stage starts from the one before
     stage = stages[-1]
     note(f"{run}: {why}; rebuilding the model layout from config.yaml ({config.recipe} on {base})")
     encoder = Encoder.load(base, device="cpu", trust_remote_code=request.trust_remote_code,
                            allow_pickle=request.allow_pickle)  # the base as training loaded it: its own pooling
-    recipe = recipe_class(config.recipe_args, encoder)
-    recipe.use_stage(stage)
+    recipe = recipe_class(config.recipe_args, encoder, stage)
     recipe.prepare_export(encoder, recipe.trainable_heads())
     if request.pooling is not None:  # --pooling overrides the recipe's choice, as it does a saved layout's
         encoder.use_pooling(Pooling.from_name(request.pooling, encoder.num_layers))

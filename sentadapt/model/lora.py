@@ -84,8 +84,8 @@ def check_lora_request(train: TrainConfig, recipe: Any) -> None:
         return
     if importlib.util.find_spec("peft") is None:
         raise ConfigError(MISSING_PEFT)
-    if not recipe.trains_encoder:
-        raise ConfigError(FROZEN_ENCODER.format(recipe=recipe.name))
+    if not recipe.spec.trains_encoder:
+        raise ConfigError(FROZEN_ENCODER.format(recipe=recipe.spec.name))
 
 
 def require_peft() -> Any:

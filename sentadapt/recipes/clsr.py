@@ -20,9 +20,18 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from sentadapt.config.schema import RecipeConfig, check_choice, check_range
-from sentadapt.events import Progress, no_progress
+from sentadapt.events import Progress
 from sentadapt.model.pooling import POOLING_NAMES, Pooling
-from sentadapt.recipes.base import CONTRASTIVE_TEMPERATURE, PAIRS, Embedded, RecipeBase, Term, register_recipe
+from sentadapt.recipes.base import (
+    CONTRASTIVE_TEMPERATURE,
+    PAIRS,
+    Embedded,
+    RecipeBase,
+    RecipeSpec,
+    Stage,
+    Term,
+    register_recipe,
+)
 from sentadapt.recipes.matryoshka import Cut
 from sentadapt.recipes.readers import TrainingData
 
@@ -61,34 +70,42 @@ class ClsrConfig(RecipeConfig):
         check_range("temperature", self.temperature, 0, None, low_open=True)
 
 
+def _count_pairs(config: Any, progress: Progress) -> int | None:
+    from sentadapt.data.positives import read_positive_pairs
+
+    return len(read_positive_pairs(config.corpus, config.recipe_args.min_score))
+
+
+def _check_pair_files(paths: Sequence[str], config: ClsrConfig) -> None:
+    from sentadapt.data.positives import check_pair_files
+
+    check_pair_files(paths)
+
+
 @register_recipe("clsr")
 class ClsrRecipe(RecipeBase):
-    name: ClassVar[str] = "clsr"
-    Config: ClassVar[type] = ClsrConfig
-    trains_on: ClassVar[str] = PAIRS  # what --recipe auto gives it of the inputs (run/auto/candidates.py)
-    trains_encoder: ClassVar[bool] = False  # an MLP on frozen embeddings
-    # Paper: batch 512, temperature 0.1, LARS at lr 0.5 with weight decay 1e-4, linear warm-up then cosine
-    # decay, 2000 epochs. LARS measured better than AdamW here (research/findings.md); fewer epochs fit a CPU.
-    train_defaults: ClassVar[dict[str, Any]] = {
-        "batch_size": 512, "max_length": 128, "optimizer": "lars", "lr": 0.5, "weight_decay": 1e-4,
-        "schedule": "cosine", "warmup_ratio": 0.05, "epochs": 100, "eval_every": 150, "checkpoint_every": 1000,
-        "patience": 10, "length_grouping": False,
-    }
-    # Sentence-tuned bases (presets.py), measured in research/findings.md ("Levers on tuned bases"): a randomly
-    # initialised MLP scrambles a space that is already good (test -1.33 on average over the four domains
-    # of research/experiments/domain_suite.py, paraphrase-MiniLM-L3-v2); starting at the identity and distilling
-    # towards the base keeps the run within a tenth of the base (-0.05) while dev can still pick a gain.
-    tuned_base_defaults: ClassVar[dict[str, Any]] = {"init": "identity", "distill": 1.0}
-    stage_name: ClassVar[str] = "pairs"  # its one stage
+    spec: ClassVar[RecipeSpec] = RecipeSpec(
+        "clsr", ClsrConfig, PAIRS,
+        # Paper: batch 512, temperature 0.1, LARS at lr 0.5 with weight decay 1e-4, linear warm-up then cosine decay,
+        # 2000 epochs. LARS measured better than AdamW here (research/findings.md); fewer epochs fit a CPU.
+        train_defaults={"batch_size": 512, "max_length": 128, "optimizer": "lars", "lr": 0.5, "weight_decay": 1e-4,
+                        "schedule": "cosine", "warmup_ratio": 0.05, "epochs": 100, "eval_every": 150,
+                        "checkpoint_every": 1000, "patience": 10, "length_grouping": False},
+        # sentence-tuned bases (presets.py): a random MLP scrambles a space that is already good; starting at the
+        # identity and distilling towards the base keeps the run near it (research/findings.md, "Levers on tuned
+        # bases")
+        tuned_base_defaults={"init": "identity", "distill": 1.0},
+        trains_encoder=False,  # an MLP on frozen embeddings
+    )
     config: ClsrConfig
 
-    def __init__(self, config: ClsrConfig, encoder: Encoder) -> None:
+    def __init__(self, config: ClsrConfig, encoder: Encoder, stage: str | None = None) -> None:
         import torch
         from torch import nn
 
         from sentadapt.model.st_format import DenseLayer
 
-        super().__init__(config, encoder)
+        super().__init__(config, encoder, stage)
         encoder.backbone.requires_grad_(False)  # the encoder is frozen: only the MLP and projection train
         for layer in encoder.head:
             layer.requires_grad_(False)
@@ -117,24 +134,13 @@ class ClsrRecipe(RecipeBase):
         self.table: Tensor | None = None
 
     @classmethod
-    def check_corpus(cls, paths: Sequence[str], config: ClsrConfig) -> None:
-        """Before weights load: every file must hold pairs (a plain sentence list gets a pointed message)."""
-        from sentadapt.data.positives import check_pair_files
-
-        check_pair_files(paths)
-
-    @property
-    def needs(self) -> str:
-        return "pairs"
+    def stages(cls, config: ClsrConfig) -> tuple[Stage, ...]:
+        """One stage on the positive pairs; every input file must hold pairs (a plain sentence list gets a pointed
+        message before weights load)."""
+        return (Stage("pairs", "pair", _count_pairs, _check_pair_files),)
 
     def trainable_heads(self) -> nn.ModuleDict:
         return self._heads
-
-    @classmethod
-    def count_examples(cls, config: Any, stage: str, progress: Progress = no_progress) -> int | None:
-        from sentadapt.data.positives import read_positive_pairs
-
-        return len(read_positive_pairs(config.corpus, config.recipe_args.min_score))
 
     def load_examples(self, data: TrainingData, encoder: Encoder, note: Callable[[str], None],
                       progress: Progress) -> RowPairs:

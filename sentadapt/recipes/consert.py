@@ -11,7 +11,7 @@ Supervised (`mode: joint`, on an NLI file): softmax classification of [r1, r2, |
 α·NT-Xent over views of the premises and hypotheses; the `adversarial` view adds the normalised
 gradient of the classification loss to the embedding output (FGV), so it exists only here.
 `sup-unsup` and `joint-unsup` run that supervised stage first, then the unsupervised stage on the
-corpus (run/execute.py trains each stage; recipes/base.py's `stages_for`).
+corpus (run/execute.py trains each stage; recipes/base.py's `stages`).
 """
 
 from __future__ import annotations
@@ -25,10 +25,19 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from sentadapt.config.schema import PATHS, RecipeConfig, check_choice, check_range
 from sentadapt.errors import ConfigError
-from sentadapt.events import Progress, no_progress
+from sentadapt.events import Progress
 from sentadapt.model.pooling import POOLING_NAMES, TOKEN_POOLINGS, Pooling, resolve_export_pooling
 from sentadapt.recipes.augment import AUGMENTATIONS, ViewInputs, make_view, stack_views
-from sentadapt.recipes.base import CONTRASTIVE_TEMPERATURE, TEXT, Embedded, RecipeBase, Term, register_recipe
+from sentadapt.recipes.base import (
+    CONTRASTIVE_TEMPERATURE,
+    TEXT,
+    Embedded,
+    RecipeBase,
+    RecipeSpec,
+    Stage,
+    Term,
+    register_recipe,
+)
 from sentadapt.recipes.matryoshka import Cut
 from sentadapt.recipes.readers import TrainingData, counted_sentences, nli_examples, sentence_examples
 
@@ -87,39 +96,47 @@ class ConsertConfig(RecipeConfig):
             raise ConfigError(f"mode {self.mode}: needs labelled NLI pairs; pass --set nli=FILE")
 
 
+def _check_nli_files(paths: Sequence[str], config: ConsertConfig) -> None:
+    """Before weights load (and in a dry run, which counts them): each NLI file of `--set nli=FILE` must exist."""
+    for path in config.nli:
+        if not Path(path).expanduser().is_file():
+            raise ConfigError(f"--set nli={path}: no such file; pass .jsonl/.tsv/.csv/.parquet files of premise, "
+                              "hypothesis and label")
+
+
+def _count_nli_pairs(config: Any, progress: Progress) -> int | None:
+    from sentadapt.data.nli import count_nli_pairs
+
+    return count_nli_pairs(config.recipe_args.nli)
+
+
 @register_recipe("consert")
 class ConsertRecipe(RecipeBase):
-    name: ClassVar[str] = "consert"
-    Config: ClassVar[type] = ConsertConfig
-    trains_on: ClassVar[str] = TEXT  # what --recipe auto gives it of the inputs (run/auto/candidates.py)
-    # paper §4.1 (unsupervised): batch 96, max length 64, eval every 200 steps, patience 10, 10 % warm-up.
-    # lr: the paper's 5e-7 was later called too low by its author; see recipes/consert.yaml for what we measured.
-    train_defaults: ClassVar[dict[str, Any]] = {
-        "batch_size": 96, "max_length": 64, "lr": 2e-5, "eval_every": 200, "checkpoint_every": 200,
-        "patience": 10, "warmup_ratio": 0.1,
-    }
-    # Sentence-tuned bases (presets.py), chosen on the dev sets of research/experiments/domain_suite.py
-    # (research/findings.md, "Levers on tuned bases"): distillation towards the frozen base (kl of in-batch
-    # similarities) lets a higher lr learn the domain without drifting: dev +0.30 vs +0.00 for the paper's settings
-    # (lr 2e-5), test +0.19 with no domain significantly below the base, vs +0.35 with one domain significantly
-    # below it.
-    tuned_base_defaults: ClassVar[dict[str, Any]] = {"lr": 5e-5, "distill": 1.0}
-    # A teacher run trains in bf16 where the CPU multiplies it natively (fp32 elsewhere, and on a GPU): by the rule
-    # written before its runs (research/findings.md, "A faster teacher run"), every pairing × domain of the suite
-    # kept its raw Δ within 0.1 (the largest change 0.08, L3 ← L6 news); the issue's 30-step run took 0.81× of the
-    # fp32 run's time at a62588b (bench/README.md, "The teacher run's default in bf16")
-    teacher_defaults: ClassVar[dict[str, Any]] = {"mixed_precision": "auto"}
+    spec: ClassVar[RecipeSpec] = RecipeSpec(
+        "consert", ConsertConfig, TEXT,
+        # paper §4.1 (unsupervised): batch 96, max length 64, eval every 200 steps, patience 10, 10 % warm-up. lr: the
+        # paper's 5e-7 was later called too low by its author; recipes/consert.yaml says what we measured.
+        train_defaults={"batch_size": 96, "max_length": 64, "lr": 2e-5, "eval_every": 200, "checkpoint_every": 200,
+                        "patience": 10, "warmup_ratio": 0.1},
+        # sentence-tuned bases (presets.py): distillation towards the frozen base lets a higher lr learn the domain
+        # without drifting (research/findings.md, "Levers on tuned bases")
+        tuned_base_defaults={"lr": 5e-5, "distill": 1.0},
+        # bf16 where the CPU multiplies it natively, by a rule written before its runs (research/findings.md, "A faster
+        # teacher run"; bench/README.md, "The teacher run's default in bf16")
+        teacher_defaults={"mixed_precision": "auto"},
+    )
     config: ConsertConfig
 
-    def __init__(self, config: ConsertConfig, encoder: Encoder) -> None:
+    def __init__(self, config: ConsertConfig, encoder: Encoder, stage: str | None = None) -> None:
         import torch
         from torch import nn
 
-        super().__init__(config, encoder)
-        self.stage_mode = "unsup" if config.mode == "unsup" else config.mode.split("-")[0]
+        super().__init__(config, encoder, stage)
+        self.stage_mode = stage or self.stages(config)[0].name
         self.train_pooling = Pooling.from_name(config.train_pooling, encoder.num_layers)
         self.position_offset = self._position_offset(encoder)
         self._check_model_supports_views(encoder)
+        # an unused classifier would be a parameter without gradient under DDP: none in the unsupervised stage
         self._heads = nn.ModuleDict()
         if self.stage_mode in ("joint", "sup"):
             # softmax classifier over [r1, r2, |r1 − r2|] (Sentence-BERT's NLI head), 3 labels
@@ -128,41 +145,14 @@ class ConsertRecipe(RecipeBase):
                 self._heads["classifier"] = nn.Linear(3 * encoder.hidden_size, 3)
 
     @classmethod
-    def check_corpus(cls, paths: Sequence[str], config: ConsertConfig) -> None:
-        """Before weights load (and in a dry run, which counts them): each NLI file must exist."""
-        for path in config.nli:
-            if not Path(path).expanduser().is_file():
-                raise ConfigError(f"--set nli={path}: no such file; pass .jsonl/.tsv/.csv/.parquet files of premise, "
-                                  "hypothesis and label")
-
-    @classmethod
-    def stages_for(cls, config: ConsertConfig) -> tuple[str, ...]:
-        """sup-unsup / joint-unsup: a supervised stage on NLI, then the unsupervised stage on the corpus."""
-        if config.mode in ("sup-unsup", "joint-unsup"):
-            return (config.mode.split("-")[0], "unsup")
-        return (config.mode,)
-
-    @classmethod
-    def count_examples(cls, config: Any, stage: str, progress: Progress = no_progress) -> int | None:
-        from sentadapt.data.nli import count_nli_pairs
-
-        # the supervised and joint stages read the NLI files of `--set nli=FILE`: their labelled pairs
-        return counted_sentences(config, progress) if stage == "unsup" else count_nli_pairs(config.recipe_args.nli)
-
-    @classmethod
-    def example_noun(cls, stage: str) -> str:
-        return "sentence" if stage == "unsup" else "NLI pair"
-
-    def use_stage(self, mode: str) -> None:
-        from torch import nn
-
-        self.stage_mode = mode
-        if mode == "unsup":
-            self._heads = nn.ModuleDict()  # an unused classifier would be a parameter without gradient under DDP
-
-    @property
-    def needs(self) -> str:
-        return "sentences" if self.stage_mode == "unsup" else "nli"
+    def stages(cls, config: ConsertConfig) -> tuple[Stage, ...]:
+        """sup-unsup / joint-unsup: a supervised stage on the NLI files of `--set nli=FILE` (their labelled pairs),
+        then the unsupervised stage on the corpus."""
+        unsupervised = Stage("unsup", "sentence", counted_sentences)
+        if config.mode == "unsup":
+            return (unsupervised,)
+        supervised = Stage(config.mode.split("-")[0], "NLI pair", _count_nli_pairs, _check_nli_files)
+        return (supervised, unsupervised) if config.mode.endswith("-unsup") else (supervised,)
 
     def load_examples(self, data: TrainingData, encoder: Encoder, note: Callable[[str], None],
                       progress: Progress) -> TokenizedExamples:
@@ -170,7 +160,7 @@ class ConsertRecipe(RecipeBase):
         mismatch = self._pooling_mismatch(encoder)
         if mismatch is not None:
             note(mismatch)
-        if self.needs == "nli":
+        if self.stage_mode != "unsup":
             return nli_examples(self.config.nli, data, encoder, note, progress)
         return sentence_examples(data, encoder, note, progress)
 

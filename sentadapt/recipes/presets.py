@@ -109,7 +109,7 @@ def choose_preset(option: str | None, resolve: Callable[[], ResolvedModel], reci
         name, reason = detect_preset(resolve())
     else:
         name, reason = option, f"chosen with --preset {option}"
-    values = dict(recipe_class.tuned_base_defaults) if name == TUNED_BASE else {}
+    values = dict(recipe_class.spec.tuned_base_defaults) if name == TUNED_BASE else {}
     preset = Preset(name, reason, values)
     return with_teacher(preset, recipe_class) if teacher else preset
 
@@ -117,17 +117,17 @@ def choose_preset(option: str | None, resolve: Callable[[], ResolvedModel], reci
 def with_teacher(preset: Preset, recipe_class: Any) -> Preset:
     """The preset with TEACHER_DEFAULTS and the recipe's own teacher_defaults on top, for a recipe that trains the
     encoder (CLSR keeps its own)."""
-    if not getattr(recipe_class, "trains_encoder", True):
+    if not recipe_class.spec.trains_encoder:
         return preset
     return Preset(preset.name, f"{preset.reason}; --teacher: the distillation defaults",
-                  {**preset.values, **TEACHER_DEFAULTS, **recipe_class.teacher_defaults})
+                  {**preset.values, **TEACHER_DEFAULTS, **recipe_class.spec.teacher_defaults})
 
 
 def paper_values(recipe_class: Any) -> dict[str, Any]:
     """Every training and recipe field as it is before a preset applies (TrainConfig < the recipe's defaults)."""
-    train = with_overrides(TrainConfig(), recipe_class.train_defaults, f"recipe {recipe_class.name} defaults")
+    train = with_overrides(TrainConfig(), recipe_class.spec.train_defaults, f"recipe {recipe_class.spec.name} defaults")
     values = flat_values(train)
-    values.update(dataclasses.asdict(recipe_class.Config()))  # recipe fields win, as `--set` routes them
+    values.update(dataclasses.asdict(recipe_class.spec.settings()))  # recipe fields win, as `--set` routes them
     return values
 
 

@@ -31,7 +31,7 @@ class TrainingData:
 
 
 def counted_sentences(config: Any, progress: Progress = no_progress) -> int | None:
-    """`sentence_examples`' count for a RunConfig, read without tokenizing (`count_examples` of the recipes that
+    """`sentence_examples`' count for a RunConfig, read without tokenizing (`Stage.count` of the recipes that
     train on the corpus's sentences); None for a Hub dataset."""
     from sentadapt.data.corpus import count_sentences
 

@@ -46,9 +46,8 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from sentadapt.config.schema import RecipeConfig, check_choice, check_range
 from sentadapt.errors import ConfigError
-from sentadapt.events import Progress, no_progress
 from sentadapt.model.pooling import POOLING_NAMES, Pooling, resolve_export_pooling
-from sentadapt.recipes.base import TEXT, Embedded, RecipeBase, Term, register_recipe
+from sentadapt.recipes.base import TEXT, Embedded, RecipeBase, RecipeSpec, Stage, Term, register_recipe
 from sentadapt.recipes.matryoshka import Cut
 from sentadapt.recipes.readers import counted_sentences
 
@@ -94,31 +93,28 @@ class SgOptConfig(RecipeConfig):
 
 @register_recipe("sg-opt")
 class SgOptRecipe(RecipeBase):
-    name: ClassVar[str] = "sg-opt"
-    Config: ClassVar[type] = SgOptConfig
-    trains_on: ClassVar[str] = TEXT  # what --recipe auto gives it of the inputs (run/auto/candidates.py)
-    # paper Appendix A.1 and the official script: AdamW betas (0.9, 0.9), lr 5e-5, batch 16, 1 epoch,
-    # no weight decay, 10 % warm-up, STS-B dev every 50 steps, stop after 10 evaluations without gain,
-    # max length 128 (sentence-transformers' default there). Gradient clipping 1.0 is the loop's default.
-    train_defaults: ClassVar[dict[str, Any]] = {
-        "lr": 5e-5, "batch_size": 16, "epochs": 1, "eval_every": 50, "patience": 10, "adam_beta1": 0.9,
-        "adam_beta2": 0.9, "weight_decay": 0.0, "warmup_ratio": 0.1, "max_length": 128,
-    }
-    # Sentence-tuned bases (presets.py): export with the base's own pooling (a mean-trained base loses
-    # 1.2-5 points when read through [CLS], research/results.md) and distil towards the frozen base, which is
-    # the guide SG-OPT already holds (no second copy). Checked against the paper's settings on the dev sets
-    # of research/experiments/domain_suite.py in research/findings.md ("Levers on tuned bases").
-    tuned_base_defaults: ClassVar[dict[str, Any]] = {"export_pooling": "auto", "distill": 1.0}
-    stage_name: ClassVar[str] = "unsup"  # its one stage
+    spec: ClassVar[RecipeSpec] = RecipeSpec(
+        "sg-opt", SgOptConfig, TEXT,
+        # paper Appendix A.1 and the official script: AdamW betas (0.9, 0.9), lr 5e-5, batch 16, 1 epoch, no weight
+        # decay, 10 % warm-up, STS-B dev every 50 steps, stop after 10 evaluations without gain, max length 128
+        # (sentence-transformers' default there). Gradient clipping 1.0 is the loop's default.
+        train_defaults={"lr": 5e-5, "batch_size": 16, "epochs": 1, "eval_every": 50, "patience": 10,
+                        "adam_beta1": 0.9, "adam_beta2": 0.9, "weight_decay": 0.0, "warmup_ratio": 0.1,
+                        "max_length": 128},
+        # sentence-tuned bases (presets.py): the base's own pooling (a mean-trained base read through [CLS] loses,
+        # research/results.md) and distillation towards the frozen base, the guide SG-OPT already holds
+        # (research/findings.md, "Levers on tuned bases")
+        tuned_base_defaults={"export_pooling": "auto", "distill": 1.0},
+    )
     config: SgOptConfig
 
-    def __init__(self, config: SgOptConfig, encoder: Encoder) -> None:
+    def __init__(self, config: SgOptConfig, encoder: Encoder, stage: str | None = None) -> None:
         import copy
 
         import torch
         from torch import nn
 
-        super().__init__(config, encoder)
+        super().__init__(config, encoder, stage)
         self.layers = self._layer_range(config, encoder.num_layers)
         backbone = encoder.backbone
         if config.freeze_embeddings:
@@ -153,12 +149,8 @@ class SgOptRecipe(RecipeBase):
 
     # ------------------------------------------------------------------ contract
     @classmethod
-    def count_examples(cls, config: Any, stage: str, progress: Progress = no_progress) -> int | None:
-        return counted_sentences(config, progress)
-
-    @property
-    def needs(self) -> str:
-        return "sentences"
+    def stages(cls, config: SgOptConfig) -> tuple[Stage, ...]:
+        return (Stage("unsup", "sentence", counted_sentences),)
 
     @property
     def guide(self) -> nn.Module:

@@ -325,7 +325,7 @@ def _check_config_keys(config_keys: dict[str, Any]) -> None:
     from sentadapt.registry import unknown_name_message
     from sentadapt.run.adapt_options import config_keys as train_keys
 
-    known = set(train_keys()) | {f.name for name in RECIPES for f in fields(RECIPES.get(name).Config)}
+    known = set(train_keys()) | {f.name for name in RECIPES for f in fields(RECIPES.get(name).spec.settings)}
     for key in config_keys:
         if key not in known:
             raise ConfigError("adapt(): " + unknown_name_message("keyword", key, sorted(known | set(OPTIONS_BY_NAME))))

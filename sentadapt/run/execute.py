@@ -78,7 +78,7 @@ def train_run(run: ResolvedRun, resume: bool, overwrite: bool, trust_remote_code
     stop = StopAtOnce()
     try:
         stop.__enter__()  # a signal while loading stops at once (the loop handles its own while it trains)
-        stages = stage_outputs(config, run.recipe_class.stages_for(config.recipe_args))
+        stages = stage_outputs(config, tuple(stage.name for stage in run.recipe_class.stages(config.recipe_args)))
         for number, (stage, stage_config) in enumerate(stages, start=1):
             stage_dir = RunDir(stage_config.output)
             # only a resumed run skips finished stages (with --overwrite, rank 0 may not have deleted them yet)

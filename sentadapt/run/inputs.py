@@ -55,7 +55,7 @@ def build_inputs(run: ResolvedRun | RunConfig, note: Note, device: str | None = 
     adapters = lora.settings_of(config.train)
     if adapters is not None:  # a target that names no layer fails now, not after the corpus and the base score
         lora.target_modules(encoder.backbone, adapters.targets)
-    recipe = run.recipe_class(config.recipe_args, encoder)
+    recipe = run.recipe_class(config.recipe_args, encoder, stage)
     width = recipe.exported_width(encoder)
     Matryoshka.of(config.train.dims.matryoshka, config.train.dims.matryoshka_weights).check_width(width)
     sizes = config.train.dims.matryoshka
@@ -67,8 +67,6 @@ def build_inputs(run: ResolvedRun | RunConfig, note: Note, device: str | None = 
     if dev_sizes and max(dev_sizes) > width:
         raise ConfigError(f"--sizes: {max(dev_sizes)} is above this model's embedding width {width}; list sizes up to "
                           f"{width}")
-    if stage is not None:
-        recipe.use_stage(stage)
     data = training_data(config, training_prompt(config, encoder, note))
     examples = recipe.load_examples(data, encoder, note, progress or no_progress)
     table = None

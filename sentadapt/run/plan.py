@@ -135,7 +135,8 @@ def assemble(recipe_name: str, settings: Settings, resolve_base: Callable[[], Re
     recipe_class = RECIPES.get(recipe_name)
     # the preset: the tuned-base defaults when the base is sentence-tuned, and the teacher-run defaults on top
     preset = choose_preset(settings.preset, resolve_base, recipe_class, settings.flags.get("teacher") is not None)
-    config = build_config(recipe_name, recipe_class.Config, recipe_class.train_defaults, settings.config_file,
+    spec = recipe_class.spec
+    config = build_config(recipe_name, spec.settings, spec.train_defaults, settings.config_file,
                           settings.train_flags(), list(settings.set_options), set_values=settings.set_values,
                           yaml_train=yaml_train, candidate_values=candidate_values,
                           preset_values=preset.values, preset=preset.to_dict(),
@@ -229,16 +230,15 @@ def resolve_run(config: RunConfig) -> ResolvedRun:
 
 def planned_steps(run: ResolvedRun, progress: Progress | None = None) -> list[StepPlan]:
     """The steps each stage of a run will train, from its examples counted as the run will read them (`adapt
-    --dry-run`); where the recipe cannot count a stage's before training (`count_examples`: a Hub dataset), a plan
+    --dry-run`); where the recipe cannot count a stage's before training (`Stage.count`: a Hub dataset), a plan
     that says so (`StepPlan.uncounted`). `progress`: a bar while they are read."""
-    recipe = run.recipe_class
-    stages = recipe.stages_for(run.config.recipe_args)
+    stages = run.recipe_class.stages(run.config.recipe_args)
     plans = []
     for stage in stages:
-        examples = recipe.count_examples(run.config, stage, progress or no_progress)
-        name, noun = stage if len(stages) > 1 else "", recipe.example_noun(stage)
-        plans.append(StepPlan.of(examples, run.config, noun, name) if examples is not None
-                     else StepPlan.uncounted(run.config, noun, name))
+        examples = stage.count(run.config, progress or no_progress)
+        name = stage.name if len(stages) > 1 else ""
+        plans.append(StepPlan.of(examples, run.config, stage.noun, name) if examples is not None
+                     else StepPlan.uncounted(run.config, stage.noun, name))
     return plans
 
 
@@ -278,7 +278,7 @@ def resumed_config(output: Path, num_proc: int | None = None) -> RunConfig:
     if staged is not None:  # resumed alone, a stage would train on as a run of its own, inside itself
         raise ConfigError(f"--output {output}: is an earlier stage of the run in {staged.path}; resume the whole run: "
                           f"sentadapt adapt --resume --output {staged.path}")
-    config = load_run_config(RunDir(output).config_file, {name: RECIPES.get(name).Config for name in RECIPES})
+    config = load_run_config(RunDir(output).config_file, {name: RECIPES.get(name).spec.settings for name in RECIPES})
     # the directory may have been moved since it was written; num_proc is the machine's, not the run's
     config = dataclasses.replace(config, output=os.path.abspath(output), num_proc=num_proc or config.num_proc)
     return config
@@ -348,8 +348,9 @@ def check_run(config: RunConfig, resume: bool, overwrite: bool, dry_run: bool, r
     check_sources(config.corpus)  # a missing file, a directory, a fake .gz, an unreachable Hub dataset
     config = with_absolute_paths(config)  # config.yaml names them so: --resume works from any directory
     config = _with_corpus_fingerprints(config, resume)
-    recipe_class.check_corpus(config.corpus, config.recipe_args)  # e.g. CLSR: pairs, not sentences
-    if recipe_class.trains_on == TEXT:  # an empty corpus is found now, not after the model loaded
+    for stage in recipe_class.stages(config.recipe_args):  # e.g. CLSR: pairs, not sentences
+        stage.check(config.corpus, config.recipe_args)
+    if recipe_class.spec.trains_on == TEXT:  # an empty corpus is found now, not after the model loaded
         check_has_sentences(config.corpus, config.text_column, config.encoding_errors)
     dev = dev if dev is not None else DevSet.of(config)
     if not dry_run:

@@ -7,14 +7,13 @@ process group released when the command ends.
 
 The arithmetic a training step runs in: mixed precision (`mixed_precision`) and TF32 matmuls (`tf32`).
 
-`mixed_precision: auto` (the default of a ConSERT teacher run: ConsertRecipe.teacher_defaults) is bf16 autocast on a
-CPU whose cores multiply bf16 natively (AVX-512 BF16 or AMX), fp32 elsewhere — on a CPU without them bf16 is emulated
-and slower than fp32 — and fp32 (TF32 matmuls where `tf32` allows) on a GPU, where the step is bound by kernel
-launches more than by arithmetic at the batches a run uses (bench/README.md). On the suite it kept every pairing ×
-domain's raw Δ within 0.1 (research/findings.md, "A faster teacher run"); its speed: bench/README.md.
-The weights and the optimizer stay fp32 (autocast casts each matmul's inputs), and dev scoring and every encode
-run in fp32 whatever training uses.
-Imports no torch at its top: run/ reads the ranks before the CLI has loaded it."""
+`mixed_precision: auto` (the default of a ConSERT teacher run: ConsertRecipe.spec.teacher_defaults) is bf16 autocast
+on a CPU whose cores multiply bf16 natively (AVX-512 BF16 or AMX), fp32 elsewhere — on a CPU without them bf16 is
+emulated and slower than fp32 — and fp32 (TF32 matmuls where `tf32` allows) on a GPU, where the step is bound by
+kernel launches more than by arithmetic at the batches a run uses (bench/README.md). On the suite it kept every
+pairing × domain's raw Δ within 0.1 (research/findings.md, "A faster teacher run"); its speed: bench/README.md. The
+weights and the optimizer stay fp32 (autocast casts each matmul's inputs), and dev scoring and every encode run in
+fp32 whatever training uses. Imports no torch at its top: run/ reads the ranks before the CLI has loaded it."""
 
 from __future__ import annotations
 

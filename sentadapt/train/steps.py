@@ -20,7 +20,7 @@ class StepPlan:
     steps: int
     passes: float
     eval_every: int
-    noun: str = "sentence"  # what an example is (Recipe.example_noun)
+    noun: str = "sentence"  # what an example is (Stage.noun)
     problem: str | None = None  # why the run would stop before its first step (then steps is 0)
     stage: str = ""  # the stage's name, in a run of several (ConSERT's sup-unsup)
     counted: bool = True  # False: the examples are counted only when the run reads them (a Hub dataset)

@@ -48,7 +48,7 @@ def test_joint_loss_combines_classification_and_contrastive(tiny_encoder: Encode
     config.validate()
     recipe = ConsertRecipe(config, tiny_encoder)
     heads = recipe.trainable_heads()
-    assert recipe.needs == "nli" and heads["classifier"].out_features == 3
+    assert recipe.stage_mode == "joint" and heads["classifier"].out_features == 3
     tiny_encoder.train()
     torch.manual_seed(0)
     output = Objective(recipe)(tiny_encoder, heads, _batch(tiny_encoder, NLI_ROWS))
@@ -119,9 +119,10 @@ def test_models_without_position_ids_refuse_shuffle_clearly(tiny_encoder: Encode
 def test_recipe_is_registered_with_paper_defaults() -> None:
     recipe = RECIPES.get("consert")
     assert recipe is ConsertRecipe
-    assert recipe.train_defaults["batch_size"] == 96 and recipe.train_defaults["max_length"] == 64
+    assert recipe.spec.train_defaults["batch_size"] == 96 and recipe.spec.train_defaults["max_length"] == 64
     assert ConsertConfig().temperature == 0.1 and ConsertConfig().views == ("shuffle", "feature-cutoff")
-    assert ConsertRecipe.stages_for(ConsertConfig(mode="sup-unsup")) == ("sup", "unsup")
+    staged = ConsertRecipe.stages(ConsertConfig(mode="sup-unsup", nli=("x",)))
+    assert [(stage.name, stage.noun) for stage in staged] == [("sup", "NLI pair"), ("unsup", "sentence")]
 
 
 def test_sup_unsup_runs_two_stages(tiny_model_dir: Path, nli_file: Path, tmp_path: Path) -> None:

@@ -119,8 +119,8 @@ def test_every_recipes_tuned_base_defaults_name_real_fields(recipe: str, tiny_st
                                                            tmp_path: Path) -> None:
     recipe_class = RECIPES.get(recipe)
     preset = choose_preset("auto", lambda: resolve_model(tiny_st_dir), recipe_class)
-    assert preset.name == "tuned-base" and preset.values == recipe_class.tuned_base_defaults
-    config = build_config(recipe, recipe_class.Config, recipe_class.train_defaults, None, {}, [],
+    assert preset.name == "tuned-base" and preset.values == recipe_class.spec.tuned_base_defaults
+    config = build_config(recipe, recipe_class.spec.settings, recipe_class.spec.train_defaults, None, {}, [],
                           preset_values=preset.values, base=str(tiny_st_dir), corpus=[str(corpus)],
                           output=str(tmp_path))
     merged = {**flat_values(config.train), **vars(config.recipe_args)}
@@ -132,11 +132,11 @@ def test_config_yaml_keeps_the_preset_and_old_files_still_load(tiny_st_dir: Path
                                                               tmp_path: Path) -> None:
     recipe_class = RECIPES.get("consert")
     preset = choose_preset("auto", lambda: resolve_model(tiny_st_dir), recipe_class)
-    config = build_config("consert", recipe_class.Config, recipe_class.train_defaults, None, {}, [],
+    config = build_config("consert", recipe_class.spec.settings, recipe_class.spec.train_defaults, None, {}, [],
                           preset_values=preset.values, preset=preset.to_dict(), base=str(tiny_st_dir),
                           corpus=[str(corpus)], output=str(tmp_path))
     save_run_config(config, tmp_path / "config.yaml")
-    recipes = {name: RECIPES.get(name).Config for name in RECIPES}
+    recipes = {name: RECIPES.get(name).spec.settings for name in RECIPES}
     loaded = load_run_config(tmp_path / "config.yaml", recipes)
     assert loaded.preset == preset.to_dict() and loaded.train.lr == 5e-5 and loaded.train.distillation.distill == 1.0
     assert loaded.to_dict() == config.to_dict()

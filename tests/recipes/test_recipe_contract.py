@@ -25,7 +25,7 @@ from sentadapt.config.schema import RecipeConfig
 from sentadapt.model.encoder import Encoder
 from sentadapt.model.st_format import read_layout
 from sentadapt.recipes import RECIPES
-from sentadapt.recipes.base import RecipeBase, register_recipe
+from sentadapt.recipes.base import RecipeBase, RecipeSpec, register_recipe
 from sentadapt.train.loop import TrainingInterrupted
 from tests.conftest import FLOAT32_RTOL, TINY_SENTENCES, run_adapt, run_config
 from tests.train.test_train import Recorder, train
@@ -51,7 +51,7 @@ GOLDEN_RTOL = 1e-4
 
 def _cli_arguments(name: str, inputs: dict[str, Path], model: Path, output: Path, steps: int) -> list[str]:
     flags = {**FLAGS, "max_steps": steps}
-    arguments = [str(inputs[RECIPES.get(name).trains_on]), "--recipe", name, "--base", str(model),
+    arguments = [str(inputs[RECIPES.get(name).spec.trains_on]), "--recipe", name, "--base", str(model),
                  "--output", str(output), "--dev", "none", "--batch-size", str(flags["batch_size"]),
                  "--max-length", str(flags["max_length"]), "--lr", str(flags["lr"]),
                  "--eval-every", str(flags["eval_every"]), "--max-steps", str(steps),
@@ -99,12 +99,28 @@ def test_every_registered_recipe_subclasses_the_contract() -> None:
     for name in NAMES:
         recipe_class = RECIPES.get(name)
         assert issubclass(recipe_class, RecipeBase), name
-        assert recipe_class.name == name
-        assert recipe_class.trains_on in ("text", "pairs"), name
+        assert recipe_class.spec.name == name
+        assert recipe_class.spec.trains_on in ("text", "pairs"), name
 
 
-def _complete_recipe() -> dict[str, object]:
-    return {"name": "x", "Config": RecipeConfig, "trains_on": "text", "train_defaults": {}, "tuned_base_defaults": {}}
+def _recipe(name: str, **spec: object) -> type:
+    """A recipe class named `name` whose spec has `spec`'s fields (the others those of a complete one), and whose
+    required methods are all there."""
+    fields = {"name": name.lower(), "settings": RecipeConfig, "trains_on": "text", "train_defaults": {},
+              "tuned_base_defaults": {}, **spec}
+    return type(name, (RecipeBase,), {"spec": RecipeSpec(**fields), "embed": lambda *args: None,  # type: ignore[arg-type]
+                                      "prepare_export": lambda *args: None})
+
+
+def test_the_contract_is_eight_members() -> None:
+    """Issue 85: a recipe is its spec, its stages, what it reads, its heads, its views and terms, its export, its
+    exported width and a frozen copy it may share; nothing else is declared on RecipeBase (aside from the constructor
+    and the settings it keeps, `config`)."""
+    declared = {name for name, kind in RecipeBase.__annotations__.items() if "ClassVar" in str(kind)}
+    members = declared | {name for name in vars(RecipeBase) if not name.startswith("_")}
+    assert members == {"spec", "stages", "load_examples", "trainable_heads", "embed", "prepare_export",
+                       "exported_width", "frozen_backbone"}, members
+    assert RecipeBase.__abstractmethods__ == {"embed", "prepare_export"}
 
 
 def test_registration_refuses_a_class_outside_the_contract() -> None:
@@ -116,32 +132,34 @@ def test_registration_refuses_a_class_outside_the_contract() -> None:
     assert "loose" not in RECIPES
 
 
-@pytest.mark.parametrize("missing", ["name", "Config", "trains_on", "train_defaults", "tuned_base_defaults"])
-def test_registration_names_the_missing_class_variable(missing: str) -> None:
-    body = {key: value for key, value in _complete_recipe().items() if key != missing}
-    incomplete = type("Incomplete", (RecipeBase,), body)
-    with pytest.raises(TypeError, match=rf"recipe 'incomplete': Incomplete does not define {missing}"):
-        register_recipe("incomplete")(incomplete)
-    assert "incomplete" not in RECIPES
+def test_registration_names_what_is_missing() -> None:
+    no_spec = type("NoSpec", (RecipeBase,), {"embed": lambda *args: None, "prepare_export": lambda *args: None})
+    with pytest.raises(TypeError, match=r"recipe 'nospec': NoSpec does not define spec, a "
+                                        r"sentadapt.recipes.base.RecipeSpec"):
+        register_recipe("nospec")(no_spec)
+    no_export = type("NoExport", (RecipeBase,), {"spec": _recipe("NoExport").spec, "embed": lambda *args: None})
+    with pytest.raises(TypeError, match=r"recipe 'noexport': NoExport does not implement prepare_export"):
+        register_recipe("noexport")(no_export)
+    assert "nospec" not in RECIPES and "noexport" not in RECIPES
 
 
 @pytest.mark.parametrize("defaults", ["train_defaults", "tuned_base_defaults", "teacher_defaults"])
 def test_registration_refuses_defaults_that_are_not_a_dict(defaults: str) -> None:
-    listed = type("Listed", (RecipeBase,), {**_complete_recipe(), "name": "listed", defaults: [("lr", 1e-5)]})
-    with pytest.raises(TypeError, match=rf"recipe 'listed': Listed.{defaults} must be a dict of settings"):
+    listed = _recipe("Listed", **{defaults: [("lr", 1e-5)]})
+    with pytest.raises(TypeError, match=rf"recipe 'listed': Listed.spec.{defaults} must be a dict of settings"):
         register_recipe("listed")(listed)
     assert "listed" not in RECIPES
 
 
 def test_registration_refuses_a_wrong_trains_on_and_a_mismatched_name() -> None:
-    wrong = type("Wrong", (RecipeBase,), {**_complete_recipe(), "name": "wrong", "trains_on": "sentences"})
-    with pytest.raises(TypeError, match=r"recipe 'wrong': Wrong.trains_on is 'sentences'; one of text, pairs"):
+    wrong = _recipe("Wrong", trains_on="sentences")
+    with pytest.raises(TypeError, match=r"recipe 'wrong': Wrong.spec.trains_on is 'sentences'; one of text, pairs"):
         register_recipe("wrong")(wrong)
-    other = type("Other", (RecipeBase,), {**_complete_recipe(), "name": "other"})
-    with pytest.raises(TypeError, match=r"recipe 'renamed': Other.name is 'other'"):
+    other = _recipe("Other")
+    with pytest.raises(TypeError, match=r"recipe 'renamed': Other.spec.name is 'other'"):
         register_recipe("renamed")(other)
-    untyped = type("Untyped", (RecipeBase,), {**_complete_recipe(), "name": "untyped", "Config": dict})
-    with pytest.raises(TypeError, match=r"recipe 'untyped': Untyped.Config must be a dataclass subclassing "
+    untyped = _recipe("Untyped", settings=dict)
+    with pytest.raises(TypeError, match=r"recipe 'untyped': Untyped.spec.settings must be a dataclass subclassing "
                                         r"sentadapt.config.RecipeConfig"):
         register_recipe("untyped")(untyped)
     assert "wrong" not in RECIPES and "renamed" not in RECIPES and "untyped" not in RECIPES
@@ -172,7 +190,7 @@ def test_golden_losses(two_step_runs: dict[str, Path], name: str) -> None:
 @pytest.mark.parametrize("name", NAMES)
 def test_checkpoint_and_resume_reproduce_the_uninterrupted_run(inputs: dict[str, Path], tiny_model_dir: Path,
                                                               tmp_path: Path, name: str) -> None:
-    data = inputs[RECIPES.get(name).trains_on]
+    data = inputs[RECIPES.get(name).spec.trains_on]
 
     def config(output: Path):
         return run_config(name, tiny_model_dir, data, output, {**FLAGS, "max_steps": 4}, list(SETTINGS.get(name, ())))

@@ -160,11 +160,11 @@ def test_recipe_is_registered_with_paper_defaults() -> None:
     assert (config.objective, config.temperature, config.regularizer, config.view_pooling) == ("sg-opt", 0.01, 0.1,
                                                                                                "max")
     assert (config.layer_min, config.layer_max, config.freeze_embeddings, config.head_hidden) == (0, -1, True, 4096)
-    assert SgOptRecipe.train_defaults == {
+    assert SgOptRecipe.spec.train_defaults == {
         "lr": 5e-5, "batch_size": 16, "epochs": 1, "eval_every": 50, "patience": 10, "adam_beta1": 0.9,
         "adam_beta2": 0.9, "weight_decay": 0.0, "warmup_ratio": 0.1, "max_length": 128,
     }
-    assert SgOptRecipe.stages_for(config) == ("unsup",)
+    assert [stage.name for stage in SgOptRecipe.stages(config)] == ["unsup"]
 
 
 def test_views_are_per_layer_pooled_hidden_states_of_the_frozen_guide(tiny_encoder: Encoder) -> None:

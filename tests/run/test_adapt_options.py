@@ -111,7 +111,7 @@ def test_config_yaml_reads_back_every_field_it_wrote(corpus: Path, tiny_model_di
                       decision="strict", risk=0.1, streaming=True, num_proc=2, distill_kind="mse").configs
     path = tmp_path / "config.yaml"
     save_run_config(config, path)
-    again = load_run_config(path, {name: RECIPES.get(name).Config for name in RECIPES})
+    again = load_run_config(path, {name: RECIPES.get(name).spec.settings for name in RECIPES})
     assert again.to_dict() == config.to_dict()
 
 

@@ -66,14 +66,14 @@ def test_config_yaml_keeps_its_flat_train_section_and_an_old_one_resumes(tmp_pat
     recipe = RECIPES.get("consert")
     config = RunConfig(recipe="consert", base="m", corpus=["c.txt"], output="o",
                        train=train_config(lora_r=8, distill=0.5, matryoshka="384,192", teacher_blend="auto"),
-                       recipe_args=recipe.Config())
+                       recipe_args=recipe.spec.settings())
     path = tmp_path / "config.yaml"
     save_run_config(config, path)
     train = yaml.safe_load(path.read_text())["train"]
     assert sorted(train) == sorted(KEYS_BEFORE) and train["lora_r"] == 8 and train["matryoshka"] == [384, 192]
-    assert load_run_config(path, {"consert": recipe.Config}) == config
+    assert load_run_config(path, {"consert": recipe.spec.settings}) == config
     # a config.yaml from before the groups: the same flat section, keys in the old order
     old = yaml.safe_load(path.read_text())
     old["train"] = {name: old["train"][name] for name in KEYS_BEFORE}
     path.write_text(yaml.safe_dump(old, sort_keys=False))
-    assert load_run_config(path, {"consert": recipe.Config}).train == config.train
+    assert load_run_config(path, {"consert": recipe.spec.settings}).train == config.train

@@ -137,9 +137,9 @@ def test_a_resumed_run_says_its_values_come_from_its_config_yaml(tmp_path: Path)
 
     recipe = RECIPES.get("consert")
     saved = RunConfig(recipe="consert", base="m", corpus=["c.txt"], output="o", train=train_config(lr=3e-5),
-                      recipe_args=recipe.Config(), sources={"train.lr": "flag"})
+                      recipe_args=recipe.spec.settings(), sources={"train.lr": "flag"})
     save_run_config(saved, tmp_path / "config.yaml")
-    loaded = load_run_config(tmp_path / "config.yaml", {"consert": recipe.Config})
+    loaded = load_run_config(tmp_path / "config.yaml", {"consert": recipe.spec.settings})
     text = dry_run_yaml(loaded)
     assert set(_sources(text).values()) == {"config.yaml"}
     assert yaml.safe_load(text) == saved.to_dict() and loaded == saved  # sources are not saved nor compared
@@ -155,7 +155,8 @@ def test_a_value_with_a_line_break_or_a_hash_keeps_the_dry_run_valid_yaml() -> N
     recipe = RECIPES.get("consert")
     config = RunConfig(recipe="consert", base="m", corpus=["c.txt"], output="o",
                        train=train_config(lora_targets="query\nkey", teacher_text_field="a # b"),
-                       recipe_args=recipe.Config(), sources={"train.lora_targets": "flag", "train.distill": "--set"})
+                       recipe_args=recipe.spec.settings(),
+                       sources={"train.lora_targets": "flag", "train.distill": "--set"})
     text = dry_run_yaml(config)
     assert yaml.safe_load(text) == config.to_dict()
     sources = _sources(text)

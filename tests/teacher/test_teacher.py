@@ -467,7 +467,7 @@ def test_a_teacher_brings_its_defaults_above_the_preset_and_below_the_flags(tiny
         assert flat_values(defaults.train)[key] == value, key
     assert defaults.preset["reason"].endswith("; --teacher: the distillation defaults")
     assert config(lr=3e-4).train.lr == 3e-4  # a flag still wins
-    # ConSERT's own teacher default (ConsertRecipe.teacher_defaults), above TEACHER_DEFAULTS and below a flag
+    # ConSERT's own teacher default (ConsertRecipe.spec.teacher_defaults), above TEACHER_DEFAULTS and below a flag
     assert defaults.train.mixed_precision == "auto" and defaults.preset["values"]["mixed_precision"] == "auto"
     assert config(mixed_precision="no").train.mixed_precision == "no"
 

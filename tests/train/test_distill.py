@@ -253,17 +253,13 @@ def test_bad_values_fail_with_one_line(corpus: Path, tiny_model_dir: Path, tmp_p
     assert result.stderr.strip() == message
 
 
-def test_a_recipe_of_the_four_required_methods_gets_distillation(tiny_encoder: Encoder) -> None:
-    """Distillation is outside the recipe contract: a recipe that declares only its data, heads, loss and export
+def test_a_recipe_of_the_required_members_alone_gets_distillation(tiny_encoder: Encoder) -> None:
+    """Distillation is outside the recipe contract: a recipe that declares only its spec, views and export
     registers, and distillation compares its exported vectors with the frozen base's (equal before any step)."""
-    from sentadapt.recipes.base import RECIPES, RecipeBase, register_recipe
+    from sentadapt.recipes.base import RECIPES, RecipeBase, RecipeSpec, register_recipe
 
     class Bare(RecipeBase):
-        name, Config, trains_on, train_defaults, tuned_base_defaults = "bare", ConsertConfig, "text", {}, {}
-        needs = "sentences"
-
-        def trainable_heads(self):  # type: ignore[override]
-            return torch.nn.ModuleDict()
+        spec = RecipeSpec("bare", ConsertConfig, "text", {}, {})
 
         def embed(self, encoder, heads, batch, exported):  # type: ignore[override]
             raise NotImplementedError

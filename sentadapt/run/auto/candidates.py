@@ -67,7 +67,7 @@ class Inputs:
 
 def trains_on(recipe: str) -> str:
     """TEXT or PAIRS: the recipe's declared `trains_on`."""
-    return RECIPES.get(recipe).trains_on
+    return RECIPES.get(recipe).spec.trains_on
 
 
 def _entries(value: str) -> list[str]:
@@ -197,7 +197,7 @@ def check_budget(configs: dict[str, RunConfig]) -> None:
     for spec, config in configs.items():
         # a staged recipe (ConSERT's sup-unsup, joint-unsup) trains --max-steps in each of its stages: 2 stages of
         # 10 steps are 20 steps against the others' 10, a budget the comparison would not say it gave
-        stages = RECIPES.get(config.recipe).stages_for(config.recipe_args)
+        stages = [stage.name for stage in RECIPES.get(config.recipe).stages(config.recipe_args)]
         if len(stages) > 1:
             steps = config.train.max_steps
             raise ConfigError(

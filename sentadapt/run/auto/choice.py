@@ -71,7 +71,7 @@ def read_plan(output: Path) -> list[CandidateRun]:
     runs = []
     for candidate in parse_candidates(plan.get("candidates") or [], where=str(run_dir.auto_plan)):
         config_file = run_dir.candidate(candidate.name).config_file
-        config = load_run_config(config_file, {name: RECIPES.get(name).Config for name in RECIPES})
+        config = load_run_config(config_file, {name: RECIPES.get(name).spec.settings for name in RECIPES})
         config = dataclasses.replace(config, output=str(config_file.parent))  # the directory may have moved since
         runs.append(CandidateRun(candidate, config))
     if not runs:
