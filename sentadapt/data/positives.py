@@ -16,7 +16,6 @@ from sentadapt.data.pair_files import PAIR_COLUMNS, pair_records, read_scored_pa
 from sentadapt.data.textfile import TEXT, at, format_of, open_binary
 from sentadapt.errors import DataError
 
-RECIPES_FOR_SENTENCES = "consert or --recipe sg-opt"  # what suits one-sentence-per-line corpora
 # the two columns of a file of positive pairs: ours, and sentence-transformers' datasets' (all-nli's "pair" subset,
 # most of its training sets; a "negative" column beside them is left unread)
 PAIR_NAMES = (PAIR_COLUMNS[:2], ("anchor", "positive"))
@@ -51,16 +50,17 @@ def _pair_names(fields: set[str]) -> tuple[str, ...] | None:
     return next((names for names in PAIR_NAMES if set(names) <= fields), None)
 
 
-def check_pair_files(paths: Sequence[str | Path]) -> None:
-    """Every file holds pairs (`is_pair_file`), checked before any model loads."""
+def check_pair_files(paths: Sequence[str | Path], alternatives: str) -> None:
+    """Every file holds pairs (`is_pair_file`), checked before any model loads; `alternatives`: the recipes the
+    message suggests for one sentence per line."""
     for source in paths:
         if not is_pair_file(Path(source)):
-            raise DataError(_NOT_PAIRS.format(path=source))
+            raise DataError(_NOT_PAIRS.format(path=source, alternatives=alternatives))
 
 
 _NOT_PAIRS = ("{path}: CLSR trains on sentence pairs (an NLI file with labels, scored pairs with sentence1, "
               "sentence2, score, or two columns sentence1, sentence2 or anchor, positive); for one sentence per line "
-              "use --recipe " + RECIPES_FOR_SENTENCES)
+              "use --recipe {alternatives}")
 
 
 def read_positive_pairs(paths: Sequence[str | Path], min_score: float) -> PositivePairs:

@@ -13,4 +13,6 @@ from sentadapt.recipes import (
 from sentadapt.recipes.base import RECIPES, Embedded, Recipe, RecipeBase, Term, register_recipe
 from sentadapt.recipes.readers import TrainingData
 
-__all__ = ["RECIPES", "Embedded", "Recipe", "RecipeBase", "Term", "TrainingData", "register_recipe"]
+DEFAULT_RECIPE = "consert"  # --recipe's default, when no --config file names one
+
+__all__ = ["DEFAULT_RECIPE", "RECIPES", "Embedded", "Recipe", "RecipeBase", "Term", "TrainingData", "register_recipe"]

@@ -78,8 +78,11 @@ def _count_pairs(config: Any, progress: Progress) -> int | None:
 
 def _check_pair_files(paths: Sequence[str], config: ClsrConfig) -> None:
     from sentadapt.data.positives import check_pair_files
+    from sentadapt.recipes.base import RECIPES, TEXT
 
-    check_pair_files(paths)
+    # a plain sentence list is pointed to the recipes that train on text
+    on_text = [name for name in RECIPES if RECIPES.get(name).spec.trains_on == TEXT]
+    check_pair_files(paths, " or --recipe ".join(on_text))
 
 
 @register_recipe("clsr")

@@ -115,12 +115,20 @@ def _run(name: str, flag: str, help: str, **settings: Any) -> AdaptOption:
     return AdaptOption(name, flag, help, target=RUN, **settings)
 
 
+def _recipe_choices() -> str:
+    """--recipe's choices as its help lists them: every registered recipe, the default first."""
+    from sentadapt.recipes import DEFAULT_RECIPE, RECIPES
+
+    others = [name for name in RECIPES.names() if name != DEFAULT_RECIPE]
+    return " | ".join([f"{DEFAULT_RECIPE} (default, or the --config file's recipe)", *others])
+
+
 ADAPT_OPTIONS: tuple[AdaptOption, ...] = (
     _option("corpus", "", "Text files (one sentence per line; .gz, .jsonl .csv .tsv .parquet with --text-column), "
             "folders of them or a Hub dataset id. Not needed with --resume.",
             annotation=str | Path | Sequence[str | Path], cli_type=list[str], default=()),
-    _option("recipe", "--recipe", "consert (default, or the --config file's recipe) | sg-opt | clsr | auto (train "
-            "every recipe the inputs allow, keep one only if the dev set proves it; needs --dev and --max-steps).",
+    _option("recipe", "--recipe", f"{_recipe_choices()} | auto (train every recipe the inputs allow, keep one only if "
+            "the dev set proves it; needs --dev and --max-steps).",
             annotation=str | None),
     _option("candidates", "--candidates", "--recipe auto: the candidates, comma-separated; each a recipe name, "
             "optionally with settings after colons (e.g. consert, consert:lr=1e-5, sg-opt written without spaces). "

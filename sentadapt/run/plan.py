@@ -24,6 +24,7 @@ from sentadapt.config.schema import FLAT_KEYS, RunConfig
 from sentadapt.errors import ConfigError
 from sentadapt.events import Note, Progress, no_progress, quiet
 from sentadapt.model.resolve import DEFAULT_BASE_MODEL, ResolvedModel, check_has_weights, resolve_model
+from sentadapt.recipes import DEFAULT_RECIPE
 from sentadapt.storage.durable import file_sha256
 from sentadapt.storage.ownership import check_replaceable, foreign_in_run
 from sentadapt.storage.run_folder import RunDir, holds_anything, is_run_folder
@@ -109,7 +110,7 @@ def new_config_and_base(settings: Settings) -> tuple[RunConfig, ResolvedModel | 
     `check_run` so that the base is resolved once."""
     if not settings.corpus:
         raise ConfigError("CORPUS: give at least one corpus file (or --resume to continue a run)")
-    recipe_name = settings.recipe or recipe_of(settings.config_file) or "consert"
+    recipe_name = settings.recipe or recipe_of(settings.config_file) or DEFAULT_RECIPE
     base_name = settings.base or DEFAULT_BASE_MODEL
     resolved: list[ResolvedModel] = []
 
