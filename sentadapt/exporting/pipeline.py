@@ -41,7 +41,7 @@ def run_export(request: ExportRequest, note: Note, sentences: Sequence[str] | No
     from sentadapt.exporting.card import model_card
     from sentadapt.exporting.origin import load_source
     from sentadapt.exporting.verify import SAMPLE_SENTENCES
-    from sentadapt.storage.durable import write_folder_atomically
+    from sentadapt.storage.durable import atomic_folder
 
     source = load_source(request, note)
     encoder = source.encoder
@@ -56,13 +56,10 @@ def run_export(request: ExportRequest, note: Note, sentences: Sequence[str] | No
     result = ExportResult(output, request.format, request.dtype, source.description, encoder.pooling_name,
                           encoder.embedding_dim)
     write = _writer(request)
-
-    def build(folder: Path) -> None:
+    manifest = {"format": "lora-adapters" if request.adapters_only else request.format, "dtype": request.dtype,
+                "source": source.description}
+    with atomic_folder(output, manifest) as folder:
         result.checks = write(encoder, folder, request, texts, reference, note)
         (folder / "README.md").write_text(model_card(request, source, encoder), encoding="utf-8")
-
-    write_folder_atomically(output, build, {"format": "lora-adapters" if request.adapters_only else request.format,
-                                            "dtype": request.dtype,
-                                            "source": source.description})
     result.files = sorted(str(p.relative_to(output)) for p in output.rglob("*") if p.is_file())
     return result

@@ -43,6 +43,20 @@ class ResolvedModel:
         return self.source != "hub"
 
 
+class LazyModel:
+    """A model argument resolved on its first call, then kept (`resolved`): preset detection resolves the base only
+    when it looks at it (`--preset auto`), and check_run reuses what it found. A plain object, not a closure, so the
+    recipes' preset code calls down into model/, never back into run/."""
+
+    def __init__(self, name: str | os.PathLike[str], resolved: ResolvedModel | None = None) -> None:
+        self.name, self.resolved = name, resolved
+
+    def __call__(self) -> ResolvedModel:
+        if self.resolved is None:
+            self.resolved = resolve_model(self.name)
+        return self.resolved
+
+
 def _looks_like_model_folder(path: Path) -> bool:
     return (path / "config.json").is_file() or (path / "modules.json").is_file()
 

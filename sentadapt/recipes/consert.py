@@ -38,7 +38,7 @@ from sentadapt.recipes.base import (
     Term,
     register_recipe,
 )
-from sentadapt.recipes.matryoshka import Cut
+from sentadapt.recipes.matryoshka import Cut, whole
 from sentadapt.recipes.readers import TrainingData, counted_sentences, nli_examples, sentence_examples
 
 if TYPE_CHECKING:
@@ -253,7 +253,7 @@ class ConsertRecipe(RecipeBase):
         ids = _stack_padded(batch["a_input_ids"], batch["b_input_ids"])
         mask = _stack_padded(batch["a_attention_mask"], batch["b_attention_mask"])
         # FGV: the gradient of the classification loss on the whole vectors (a direction: its scale does not count)
-        gradients = (torch.autograd.grad(classify(lambda vectors: vectors), recorded, retain_graph=True)
+        gradients = (torch.autograd.grad(classify(whole), recorded, retain_graph=True)
                      if wants_adversarial else None)
         inputs = []
         for name in self.config.views:

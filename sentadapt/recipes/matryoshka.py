@@ -15,6 +15,11 @@ if TYPE_CHECKING:
 Cut = Callable[["Tensor"], "Tensor"]  # what a Matryoshka term applies to every vector of the space it trains
 
 
+def whole(vectors: Tensor) -> Tensor:
+    """The cut of a term taken on the whole vectors (no --matryoshka, or a term that reads no vectors)."""
+    return vectors
+
+
 @dataclass(frozen=True)
 class Matryoshka:
     """`--matryoshka 384,192,96`: a loss term summed over prefixes of the vectors, Σ_k w_k · L(v[:, :d_k]), as

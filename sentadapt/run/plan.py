@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from sentadapt.config.schema import FLAT_KEYS, RunConfig
 from sentadapt.errors import ConfigError
 from sentadapt.events import Note, Progress, no_progress, quiet
-from sentadapt.model.resolve import DEFAULT_BASE_MODEL, ResolvedModel, check_has_weights, resolve_model
+from sentadapt.model.resolve import DEFAULT_BASE_MODEL, LazyModel, ResolvedModel, check_has_weights, resolve_model
 from sentadapt.recipes import DEFAULT_RECIPE
 from sentadapt.storage.durable import file_sha256
 from sentadapt.storage.ownership import check_replaceable, foreign_in_run
@@ -111,15 +111,9 @@ def new_config_and_base(settings: Settings) -> tuple[RunConfig, ResolvedModel | 
     if not settings.corpus:
         raise ConfigError("CORPUS: give at least one corpus file (or --resume to continue a run)")
     recipe_name = settings.recipe or recipe_of(settings.config_file) or DEFAULT_RECIPE
-    base_name = settings.base or DEFAULT_BASE_MODEL
-    resolved: list[ResolvedModel] = []
-
-    def resolve_base() -> ResolvedModel:
-        resolved.append(resolve_model(base_name))
-        return resolved[0]
-
-    config = assemble(recipe_name, settings, resolve_base, corpus=list(settings.corpus), output=str(settings.output))
-    return config, resolved[0] if resolved else None
+    base = LazyModel(settings.base or DEFAULT_BASE_MODEL)
+    config = assemble(recipe_name, settings, base, corpus=list(settings.corpus), output=str(settings.output))
+    return config, base.resolved
 
 
 def assemble(recipe_name: str, settings: Settings, resolve_base: Callable[[], ResolvedModel], *, corpus: list[str],

@@ -18,7 +18,8 @@ import json
 import math
 import os
 import shutil
-from collections.abc import Callable
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -102,9 +103,11 @@ def _fsync_tree(folder: Path) -> None:
     fsync(folder)
 
 
-def write_folder_atomically(target: Path, write: Callable[[Path], None], manifest_extra: dict[str, Any] | None = None,
-                            ) -> None:
-    """Run `write(tmp)` into a temporary sibling folder, add a manifest, then swap it into `target`."""
+@contextmanager
+def atomic_folder(target: Path, manifest_extra: dict[str, Any] | None = None) -> Iterator[Path]:
+    """`with atomic_folder(target) as folder:` write into `folder`, a temporary sibling; at the block's end a manifest
+    is added and the folder swapped into `target` (the previous version kept if the block or the swap fails). A
+    context manager rather than a callback, so the writer (a model, a checkpoint) is called by its owner."""
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.parent / f".tmp-{target.name}-{os.getpid()}"
     if tmp.exists():
@@ -112,7 +115,7 @@ def write_folder_atomically(target: Path, write: Callable[[Path], None], manifes
     tmp.mkdir()
     old = target.parent / f".old-{target.name}-{os.getpid()}"
     try:
-        write(tmp)
+        yield tmp
         _default_modes(tmp)
         files = {str(p.relative_to(tmp)): file_sha256(p) for p in sorted(tmp.rglob("*")) if p.is_file()}
         (tmp / MANIFEST).write_text(json.dumps({"files": files, **(manifest_extra or {})}, indent=1) + "\n")

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -304,7 +305,7 @@ def _model_table(config: RunConfig, resolved: ResolvedModel, examples: Any, devi
             timing = dev_encode_seconds(student, teacher, list(evaluator.sentences)[:TIMED_SENTENCES],
                                         config.train.evaluation.eval_batch_size, limit)
     table = cached_table(teacher, examples.example_texts, len(examples), limit, config.train.evaluation.eval_batch_size,
-                         lambda total: progress(ENCODING, total), processes)
+                         partial(progress, ENCODING), processes)
     rows = len(table.vectors)
     note(f"teacher embeddings: cache hit ({rows} sentences)" if table.hit else
          f"teacher embeddings: computed {rows} sentences in {table.seconds:.1f} s")

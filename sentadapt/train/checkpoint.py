@@ -2,7 +2,7 @@
 
 A checkpoint holds the TrainingModule's weights (safetensors), optimizer, scheduler and (fp16) grad-scaler state,
 every process's RNG state and the trainer state (JSON). It is written as an atomic, verified folder
-(durable.write_folder_atomically); resume takes the newest one that verifies (a truncated or corrupted one is
+(durable.atomic_folder); resume takes the newest one that verifies (a truncated or corrupted one is
 skipped). The loop decides when to write one and which process does what; the run directory's layout (where
 checkpoints live, their names) is run_folder.py's.
 """
@@ -20,7 +20,7 @@ import torch
 from safetensors.torch import load_file, save_file
 
 from sentadapt.errors import CheckpointError
-from sentadapt.storage.durable import verify_folder, write_folder_atomically
+from sentadapt.storage.durable import atomic_folder, verify_folder
 from sentadapt.storage.run_folder import CHECKPOINT_WEIGHTS_FILE, checkpoint_name, list_checkpoints
 
 
@@ -65,8 +65,7 @@ def write_training_checkpoint(checkpoints: Path, step: int, module: torch.nn.Mod
     """Write checkpoint `step` atomically (with the staged RNG states of every process), then keep the newest
     `keep`. Main process only, after every process ran `stage_rng_state`."""
     path = checkpoints / checkpoint_name(step)
-
-    def write(folder: Path) -> None:
+    with atomic_folder(path, {"step": step}) as folder:
         state = {k: v.detach().cpu().contiguous() for k, v in module.state_dict().items()}
         save_file(state, str(folder / CHECKPOINT_WEIGHTS_FILE))
         torch.save(optimizer.state_dict(), folder / "optimizer.pt")
@@ -76,8 +75,6 @@ def write_training_checkpoint(checkpoints: Path, step: int, module: torch.nn.Mod
         for rank_file in checkpoints.glob(".rng-rank*.pt"):
             os.replace(rank_file, folder / rank_file.name[1:])
         (folder / "trainer_state.json").write_text(json.dumps(trainer_state, indent=1) + "\n")
-
-    write_folder_atomically(path, write, {"step": step})
     prune_checkpoints(checkpoints, keep)
     return path
 

@@ -38,7 +38,7 @@ from sentadapt.model.compiling import compiled_training, step_marker
 from sentadapt.model.encoder import Encoder
 from sentadapt.recipes.base import Recipe
 from sentadapt.stopping.training import StopAtStepBoundary, StopPoll, StopRequest, TrainingInterrupted, stopped_by
-from sentadapt.storage.durable import recover_interrupted_writes, write_folder_atomically
+from sentadapt.storage.durable import atomic_folder, recover_interrupted_writes
 from sentadapt.storage.run_folder import RunDir
 from sentadapt.teacher.table import TeacherTable
 from sentadapt.train.checkpoint import (
@@ -169,7 +169,7 @@ class Trainer:
         self.lr_at = lr_multiplier(cfg.optim.schedule, self.state.total_steps, cfg.optim.warmup_ratio)
         self.selection = DevSelection(inputs.evaluator, inputs.dev_name, inputs.base_dev, inputs.encoder,
                                       cfg.evaluation.eval_batch_size, cfg.evaluation.patience, self.reporter,
-                                      self.records, lambda: self._save_model(self.run_dir.best))
+                                      self.records)
         self.stop = StopPoll(StopRequest(self.reporter.message), self.accelerator.num_processes,
                              self._max_over_processes, cfg.records.log_every)
         self.nan_rule = NanRule(cfg.records.on_nan, cfg.records.max_nan_skips, self.reporter.message)
@@ -320,13 +320,15 @@ class Trainer:
         self._read_back()  # a run that must stop does so before scoring (and saving) its frozen weights
         stop = torch.zeros(1, device=self.accelerator.device)
         if self.is_main:
-            stop[0] = float(self.selection.evaluate(self.state))
+            best, stop[0] = self.selection.evaluate(self.state)
+            if best:  # saved before the next step changes the weights
+                self._save_model(self.run_dir.best)
         self.model.train()
         return bool(broadcast(stop).item())
 
     def _save_model(self, folder: Path) -> None:
-        encoder = self.accelerator.unwrap_model(self.model).encoder
-        write_folder_atomically(folder, encoder.save, {"step": self.state.step})
+        with atomic_folder(folder, {"step": self.state.step}) as written:
+            self.accelerator.unwrap_model(self.model).encoder.save(written)
 
     def _save_checkpoint(self) -> Path:
         """Every process stages its RNG state; the main process writes the checkpoint; all wait for it.

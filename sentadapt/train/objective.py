@@ -22,7 +22,7 @@ from torch import Tensor, nn
 
 from sentadapt.recipes.base import Recipe, Term
 from sentadapt.recipes.losses import keep_prefix, world_size
-from sentadapt.recipes.matryoshka import WHOLE, Matryoshka
+from sentadapt.recipes.matryoshka import WHOLE, Matryoshka, whole
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -77,7 +77,7 @@ class Objective:
         """Σ_t f_t · S(t) (S: over the Matryoshka sizes for a sized term), each term's S(t) logged in `parts`."""
         total: Tensor | None = None
         for term in terms:
-            value = self.sized(term) if term.sized else term.loss(_whole)
+            value = self.sized(term) if term.sized else term.loss(whole)
             if parts is not None:
                 parts[term.name] = value.detach()
             if term.local:
@@ -90,7 +90,7 @@ class Objective:
     def sized(self, term: Term) -> Tensor:
         """Σ_k w_k · L(v[:, :d_k]) over the `--matryoshka` sizes (each prefix is itself an embedding); L(v) off."""
         if not self.matryoshka.dims:
-            return term.loss(_whole)
+            return term.loss(whole)
         total: Tensor | None = None
         for dim, weight in zip(self.matryoshka.dims, self.matryoshka.weights, strict=True):
             value = term.loss(partial(keep_prefix, dim=dim))
@@ -113,8 +113,3 @@ def build_objective(config: TrainConfig, recipe: Recipe, encoder: Encoder, table
     blend = (table.base_vectors, table.blend) if table is not None and table.base_vectors is not None else None
     distillation = build_distillation(config, recipe, encoder, teacher, student_sample, blend)
     return Objective(recipe, Matryoshka.of(config.dims.matryoshka, config.dims.matryoshka_weights), distillation)
-
-
-def _whole(vectors: Tensor) -> Tensor:
-    return vectors
-

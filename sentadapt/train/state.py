@@ -8,7 +8,6 @@ main process (the trainer shares the verdict with the others); without a dev set
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -111,10 +110,10 @@ class TrainResult:
 class DevSelection:
     def __init__(self, evaluator: Evaluator | None, dev_name: str | None,
                  base_dev: tuple[float, dict[str, Any]] | None, encoder: Any, batch_size: int, patience: int,
-                 reporter: Reporter, records: RunRecords, keep_best: Callable[[], None]) -> None:
+                 reporter: Reporter, records: RunRecords) -> None:
         self.evaluator, self.dev_name, self.base_dev = evaluator, dev_name, base_dev
         self.encoder, self.batch_size, self.patience = encoder, batch_size, patience
-        self.reporter, self.records, self.keep_best = reporter, records, keep_best
+        self.reporter, self.records = reporter, records
 
     @property
     def blind(self) -> bool:
@@ -153,8 +152,9 @@ class DevSelection:
         return (not self.blind and bool(every) and step > 0 and step % every == 0
                 and all(entry.get("step") != step for entry in state.history))
 
-    def evaluate(self, state: TrainState) -> bool:
-        """Score the model at `state.step`, keep it when it is the best so far; True: stop early (patience)."""
+    def evaluate(self, state: TrainState) -> tuple[bool, bool]:
+        """Score the model at `state.step`: (whether it is the best so far, which the caller keeps; whether to stop
+        early, by the patience)."""
         score, outputs = self.score()
         state.dev_evaluations[str(state.step)] = outputs
         state.history.append({"step": state.step, "dev": score})
@@ -165,10 +165,9 @@ class DevSelection:
             state.best_score, state.best_step = score, state.step
             state.dev_outputs["best"] = outputs
             state.evals_without_improvement = 0
-            self.keep_best()
         else:
             state.evals_without_improvement += 1
         if state.best_score is not None:
             self.records.trackers.log({"dev/best": state.best_score}, state.step)
         self.reporter.evaluation(state.step, score, state.best_score or score, improved)
-        return bool(self.patience) and state.evals_without_improvement >= self.patience
+        return improved, bool(self.patience) and state.evals_without_improvement >= self.patience

@@ -17,7 +17,7 @@ from sentadapt.cli import app
 from sentadapt.errors import ExportError
 from sentadapt.exporting import ExportRequest, export_model
 from sentadapt.model.encoder import Encoder
-from sentadapt.storage.durable import write_folder_atomically
+from sentadapt.storage.durable import atomic_folder
 from tests.conftest import (
     FLOAT32_RTOL,
     SHARED_MODELS,
@@ -323,7 +323,8 @@ def _unfinished_copy(run: Path, target: Path, with_best: bool = False) -> Path:
         shutil.copy(run / name, target / name)
     shutil.copytree(run / "checkpoints", target / "checkpoints")
     if with_best:
-        write_folder_atomically(target / "best", Encoder.load(run, device="cpu").save, {"step": 4})
+        with atomic_folder(target / "best", {"step": 4}) as folder:
+            Encoder.load(run, device="cpu").save(folder)
     return target
 
 

@@ -499,9 +499,10 @@ def test_infinite_gradients_with_a_finite_loss_stop_before_the_weights_change(
 
 def test_recovery_puts_back_a_folder_caught_between_its_two_renames(tmp_path: Path) -> None:
     """kill -9 after `best` was renamed to `.old-best-PID` and before the new one was renamed into place."""
-    from sentadapt.storage.durable import recover_interrupted_writes, write_folder_atomically
+    from sentadapt.storage.durable import atomic_folder, recover_interrupted_writes
 
-    write_folder_atomically(tmp_path / "best", lambda folder: (folder / "weights").write_text("good"))
+    with atomic_folder(tmp_path / "best") as folder:
+        (folder / "weights").write_text("good")
     (tmp_path / "best").rename(tmp_path / ".old-best-4242")
     (tmp_path / ".tmp-best-4242").mkdir()
     (tmp_path / ".tmp-best-4242" / "weights").write_text("half")

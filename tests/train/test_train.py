@@ -281,17 +281,14 @@ def test_fp16_without_cuda_is_refused(tiny_model_dir: Path, toy_corpus: Path, tm
 
 
 def test_atomic_folder_write_keeps_the_previous_version_on_failure(tmp_path: Path) -> None:
-    from sentadapt.storage.durable import verify_folder, write_folder_atomically
+    from sentadapt.storage.durable import atomic_folder, verify_folder
 
     target = tmp_path / "best"
-    write_folder_atomically(target, lambda folder: (folder / "weights").write_text("good"))
-
-    def crash(folder: Path) -> None:
+    with atomic_folder(target) as folder:
+        (folder / "weights").write_text("good")
+    with pytest.raises(KeyboardInterrupt), atomic_folder(target) as folder:
         (folder / "weights").write_text("half")
         raise KeyboardInterrupt
-
-    with pytest.raises(KeyboardInterrupt):
-        write_folder_atomically(target, crash)
     assert (target / "weights").read_text() == "good"
     verify_folder(target)
     assert [p.name for p in tmp_path.iterdir()] == ["best"]  # no temporary folders left behind

@@ -27,7 +27,7 @@ from sentadapt.errors import ConfigError
 from sentadapt.recipes import RECIPES
 from sentadapt.run.auto.candidates import AUTO, Candidate, parse_candidates
 from sentadapt.run.execute import write_config
-from sentadapt.storage.durable import publish_model, write_folder_atomically, write_text_atomically
+from sentadapt.storage.durable import atomic_folder, publish_model, write_text_atomically
 from sentadapt.storage.run_folder import OUTCOME_FILE, RunDir, candidate_folder
 
 NEW, RESUME, FINISHED = "new", "resume", "finished"
@@ -137,7 +137,8 @@ def publish_choice(output: Path, choice: Choice, runs: Sequence[CandidateRun], l
     metrics = run.run_dir.read_metrics() or {}
     encoder = load_encoder(str(run.folder))
     staging = RunDir(output).chosen_staging
-    write_folder_atomically(staging, encoder.save, {"candidate": choice.chosen})
+    with atomic_folder(staging, {"candidate": choice.chosen}) as folder:
+        encoder.save(folder)
     model_files = publish_model(staging, output)
     shutil.rmtree(staging)
     return metrics.get("published_step"), model_files

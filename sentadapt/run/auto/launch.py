@@ -30,7 +30,7 @@ class AutoOutcome:
 def plan_auto(settings: Settings, candidates_option: list[str]) -> tuple[list[auto.CandidateRun], ResolvedModel]:
     """The candidate runs of a new auto run (configs built and checked as `adapt --recipe NAME` would), and the
     base model, resolved once for all of them."""
-    from sentadapt.model.resolve import DEFAULT_BASE_MODEL, resolve_model
+    from sentadapt.model.resolve import DEFAULT_BASE_MODEL, LazyModel, resolve_model
     from sentadapt.run.auto.candidates import (
         auto_yaml_settings,
         candidate_config,
@@ -49,7 +49,7 @@ def plan_auto(settings: Settings, candidates_option: list[str]) -> tuple[list[au
     candidates = plan_candidates(requested, inputs)
     resolved = resolve_model(settings.base or DEFAULT_BASE_MODEL)
     runs = [auto.CandidateRun(candidate, candidate_config(candidate, inputs, settings.output, settings,
-                                                          lambda: resolved, yaml_train))
+                                                          LazyModel(resolved.name, resolved), yaml_train))
             for candidate in candidates]
     check_budget({run.candidate.spec: run.config for run in runs})
     return runs, resolved
