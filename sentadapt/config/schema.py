@@ -11,6 +11,7 @@ the Matryoshka sizes, each failing with one line that names the setting and what
 from __future__ import annotations
 
 import dataclasses
+import functools
 import itertools
 import math
 import typing
@@ -63,9 +64,31 @@ def check_blend(value: str) -> None:
     check_range("teacher_blend", alpha, 0, 1)
 
 
-def distill_terms(value: str) -> tuple[tuple[str, float], ...]:
-    """distill_kind as (kind, weight) terms with a weight above 0: "kl" is (("kl", 1.0),); "kl:1,sim-mse:10,cosine:0"
-    is (("kl", 1.0), ("sim-mse", 10.0)), the distillation term their weighted sum. One-line errors name the part."""
+@dataclass(frozen=True)
+class DistillMix:
+    """distill_kind, parsed: the (kind, weight) terms with a weight above 0; the distillation term D is their weighted
+    sum. "kl" is (("kl", 1.0),); "kl:1,sim-mse:10,cosine:0" is (("kl", 1.0), ("sim-mse", 10.0))."""
+
+    terms: tuple[tuple[str, float], ...]
+
+    @classmethod
+    def parse(cls, value: str) -> DistillMix:
+        """distill_kind's text → its terms; one-line errors name the part."""
+        return cls(_distill_terms(value))
+
+    @property
+    def vector_kind(self) -> str | None:
+        """The first kind that compares coordinates (mse, cosine), which a --matryoshka prefix or a blend of
+        similarities cannot serve; None when every kind compares in-batch similarities."""
+        return next((kind for kind, _ in self.terms if kind in VECTOR_KINDS), None)
+
+    @property
+    def compares_structure(self) -> bool:
+        """Whether a kind compares the in-batch similarities (kl, sim-mse)."""
+        return any(kind not in VECTOR_KINDS for kind, _ in self.terms)
+
+
+def _distill_terms(value: str) -> tuple[tuple[str, float], ...]:
     text = one_line(str(value))
     if ":" not in text and "," not in text:
         check_choice("distill_kind", text, DISTILL_KINDS)
@@ -224,7 +247,7 @@ class DistillationSettings:
     distill: float = 0.0
     # kl: in-batch similarity distributions | sim-mse: in-batch cosine values | mse: the vectors' squared distance
     # (not normalised) | cosine: 1 − cos of each vector with its target; or a weighted sum of them,
-    # "kl:1,sim-mse:10,cosine:1" (a weight 0 = that term off): `distill_terms`
+    # "kl:1,sim-mse:10,cosine:1" (a weight 0 = that term off)
     distill_kind: str = "kl"
     # softmax temperature of the kl kind
     distill_temperature: float = 0.05
@@ -235,6 +258,11 @@ class DistillationSettings:
     # The weight of the recipe's own loss: 0 = the distillation term alone (the recipe's views are then not
     # computed at all, unless the recipe trains heads of its own: they keep a gradient of 0 for DDP)
     recipe_weight: float = 1.0
+
+    @functools.cached_property
+    def mix(self) -> DistillMix:
+        """distill_kind as its typed terms, parsed on first use (check_distillation's) and kept."""
+        return DistillMix.parse(self.distill_kind)
 
 
 @dataclass(frozen=True)
@@ -416,12 +444,11 @@ def check_distillation(distillation: DistillationSettings, teacher: TeacherSetti
     """The distillation and teacher settings; returns the first vector kind distill_kind weighs (or None), which
     Matryoshka and blends cannot be combined with."""
     check_range("distill", distillation.distill, 0, None, hint="0 = off")
-    terms = distill_terms(distillation.distill_kind)
+    vector_kind = distillation.mix.vector_kind
     check_range("distill_temperature", distillation.distill_temperature, 0, None, low_open=True)
     check_range("teacher_weight", teacher.weight, 0, None, low_open=True)
     check_choice("teacher_check", teacher.check, ("on", "off"))
     check_blend(teacher.blend)
-    vector_kind = next((kind for kind, _ in terms if kind in VECTOR_KINDS), None)
     if str(teacher.blend) not in ("1", "1.0") and vector_kind is not None:
         raise ConfigError(f"teacher_blend: blends the teacher's and the base's similarities, which distill_kind "
                           f"{vector_kind} does not compare; use distill_kind=kl or sim-mse, or drop "

@@ -32,7 +32,7 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
-from sentadapt.config.schema import VECTOR_KINDS, DistillationSettings, TrainConfig, distill_terms
+from sentadapt.config.schema import VECTOR_KINDS, DistillationSettings, DistillMix, TrainConfig
 from sentadapt.errors import ConfigError
 from sentadapt.recipes.base import RecipeBase, Term
 from sentadapt.recipes.losses import blended_cosines, distillation_loss, gather_across_processes
@@ -109,11 +109,11 @@ def _rows(table: RowFile | Tensor, rows: Sequence[int] | np.ndarray) -> Tensor:
 
 
 class Distillation:
-    def __init__(self, weight: float, kind: str, temperature: float, targets: BaseTargets | TeacherTargets,
+    def __init__(self, weight: float, mix: DistillMix, temperature: float, targets: BaseTargets | TeacherTargets,
                  recipe_weight: float = DistillationSettings.recipe_weight,
                  projection: nn.Linear | None = None) -> None:
         self.weight, self.temperature = weight, temperature
-        self.kinds = distill_terms(kind)  # (kind, weight) pairs: D is their weighted sum
+        self.mix = mix  # (kind, weight) terms: D is their weighted sum
         self.targets = targets
         self.recipe_weight = recipe_weight  # 0: the distillation term alone
         # student width → teacher width, for mse/cosine against a teacher of another width: trained with the
@@ -137,16 +137,14 @@ class Distillation:
         if BASE_VECTORS in batch:  # a blend target: α · the teacher's cosines + (1 − α) · the base's
             alpha = self.targets.alpha  # type: ignore[union-attr]
             similarities = blended_cosines(target, gather_across_processes(batch[BASE_VECTORS]), alpha)
-        vector_kinds = any(kind in VECTOR_KINDS for kind, _ in self.kinds)
-        structure_kinds = any(kind not in VECTOR_KINDS for kind, _ in self.kinds)
-        student = gather_across_processes(local) if structure_kinds else None
+        student = gather_across_processes(local) if self.mix.compares_structure else None
         projected = student  # the vector kinds' side: the student's own vectors when no projection is needed
-        if vector_kinds and (self.projection is not None or student is None):
+        if self.mix.vector_kind is not None and (self.projection is not None or student is None):
             # projected before the gather: the projection's gradient then comes from this rank's rows alone, as the
             # student's does, which DDP's averaging expects
             projected = gather_across_processes(local if self.projection is None else self.projection(local))
         terms = []
-        for kind, weight in self.kinds:
+        for kind, weight in self.mix.terms:
             if kind in VECTOR_KINDS:  # each coordinate against the target's: whole vectors (no --matryoshka)
                 terms.append(Term(kind, lambda cut, kind=kind: distillation_loss(  # type: ignore[misc]
                     kind, projected, target, self.temperature), factor=weight, sized=False))
@@ -175,19 +173,19 @@ def build_distillation(config: TrainConfig, recipe: RecipeBase, encoder: Any,
     if teacher is not None:
         targets = TeacherTargets(teacher) if blend is None else TeacherTargets(teacher, *blend)
         projection = None
-        vector_kind = next((kind for kind, _ in distill_terms(settings.distill_kind) if kind in VECTOR_KINDS), None)
+        vector_kind = settings.mix.vector_kind
         if vector_kind is not None and targets.dim != encoder.embedding_dim:
             if student_sample is None:
                 raise ConfigError(f"distill_kind: {vector_kind} against a teacher of another width "
                                   f"(student {encoder.embedding_dim}, teacher {targets.dim}) needs the student's "
                                   "vectors to fit a projection on; use distill_kind=kl or sim-mse")
             projection = fitted_projection(student_sample, targets, encoder.embedding_dim)
-        return Distillation(config.teacher.weight, settings.distill_kind, settings.distill_temperature, targets,
+        return Distillation(config.teacher.weight, settings.mix, settings.distill_temperature, targets,
                             settings.recipe_weight, projection)
     if settings.distill == 0:
         return None
     base_targets = BaseTargets(FrozenBase(encoder, backbone=recipe.frozen_backbone(encoder)))
-    return Distillation(settings.distill, settings.distill_kind, settings.distill_temperature, base_targets,
+    return Distillation(settings.distill, settings.mix, settings.distill_temperature, base_targets,
                         settings.recipe_weight)
 
 

@@ -10,7 +10,7 @@ import torch
 from safetensors.torch import load_file
 
 from sentadapt.config.merging import train_config
-from sentadapt.config.schema import TrainConfig
+from sentadapt.config.schema import DistillMix, TrainConfig
 from sentadapt.model.encoder import Encoder
 from sentadapt.recipes.clsr import ClsrConfig, ClsrRecipe
 from sentadapt.recipes.consert import ConsertConfig, ConsertRecipe
@@ -158,7 +158,7 @@ def test_the_term_is_zero_at_step_0_and_grows_when_weights_move(tiny_encoder: En
     _recipe, module, distillation, batch = _prepared(name, tiny_encoder)
     # exactly 0: both sides run the same kernels on the same weights (the frozen side under no_grad)
     for kind in ("kl", "sim-mse", "mse", "cosine"):
-        distillation.kinds = ((kind, 1.0),)
+        distillation.mix = DistillMix.parse(kind)
         assert _term(module, batch).item() == 0.0, kind
     output = module(batch)
     assert output.parts["distill"].item() == 0.0
@@ -168,7 +168,7 @@ def test_the_term_is_zero_at_step_0_and_grows_when_weights_move(tiny_encoder: En
         for parameter in trained:
             parameter.add_(0.3 * torch.randn_like(parameter))
     for kind in ("kl", "sim-mse", "mse", "cosine"):
-        distillation.kinds = ((kind, 1.0),)
+        distillation.mix = DistillMix.parse(kind)
         assert _term(module, batch).item() > 1e-4, kind
 
 
@@ -295,7 +295,7 @@ def _one_pass_parts(encoder: Encoder, views: tuple[str, ...], train_pooling: str
     encoder.use_pooling(Pooling.from_name("mean", encoder.num_layers))
     recipe = ConsertRecipe(ConsertConfig(views=views, train_pooling=train_pooling), encoder)
     targets = TeacherTargets(torch.randn(len(TINY_SENTENCES), 24, generator=torch.Generator().manual_seed(0)))
-    distillation = Distillation(1.0, "kl", 0.05, targets)
+    distillation = Distillation(1.0, DistillMix.parse("kl"), 0.05, targets)
     module = TrainingModule(encoder, recipe.trainable_heads(), Objective(recipe, distillation=distillation)).train()
     batch = {**_sentence_batch(encoder), TEACHER_VECTORS: targets.table}
     passes: list[int] = []

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from sentadapt.config.schema import distill_terms
+from sentadapt.config.schema import DistillMix
 from sentadapt.errors import ConfigError
 from sentadapt.model.encoder import Encoder
 from sentadapt.recipes.consert import ConsertConfig, ConsertRecipe
@@ -27,7 +27,7 @@ TEACHER_WIDTH = 48
     ("mse:2", (("mse", 2.0),)),
 ])
 def test_distill_kind_reads_one_kind_or_a_weighted_sum(value: str, terms: tuple[tuple[str, float], ...]) -> None:
-    assert distill_terms(value) == terms
+    assert DistillMix.parse(value).terms == terms
 
 
 @pytest.mark.parametrize(("value", "message"), [
@@ -42,7 +42,7 @@ def test_distill_kind_reads_one_kind_or_a_weighted_sum(value: str, terms: tuple[
 ])
 def test_a_bad_sum_is_one_line_naming_the_part(value: str, message: str) -> None:
     with pytest.raises(ConfigError) as caught:
-        distill_terms(value)
+        DistillMix.parse(value)
     assert str(caught.value) == message
 
 
@@ -55,16 +55,17 @@ def test_the_sum_is_each_kind_weighted_with_the_vector_kinds_through_the_project
     batch = {"input_ids": tokens.input_ids, "attention_mask": tokens.attention_mask, TEACHER_VECTORS: teacher}
     torch.manual_seed(0)
     projection = torch.nn.Linear(tiny_encoder.embedding_dim, TEACHER_WIDTH, bias=False)
-    mixed = Distillation(1.0, "kl:1,sim-mse:10,cosine:0.5", 0.05, TeacherTargets(teacher), projection=projection)
-    value = Objective(recipe).summed(mixed.terms(tiny_encoder, batch))
+    def distilled(kind: str, projection: torch.nn.Linear | None = None) -> torch.Tensor:
+        term = Distillation(1.0, DistillMix.parse(kind), 0.05, TeacherTargets(teacher), projection=projection)
+        return Objective(recipe).summed(term.terms(tiny_encoder, batch))
+
+    value = distilled("kl:1,sim-mse:10,cosine:0.5", projection)
     student = clean_embeddings(tiny_encoder, tokens.input_ids, tokens.attention_mask)
     expected = (distillation_loss("kl", student, teacher, 0.05)
                 + 10 * distillation_loss("sim-mse", student, teacher, 0.05)
                 + 0.5 * distillation_loss("cosine", projection(student), teacher, 0.05))
     torch.testing.assert_close(value, expected, rtol=1e-5, atol=1e-6)
-    alone = Objective(recipe).summed(Distillation(1.0, "kl", 0.05, TeacherTargets(teacher)).terms(tiny_encoder, batch))
-    off = Objective(recipe).summed(Distillation(1.0, "kl:1,cosine:0", 0.05, TeacherTargets(teacher)).terms(
-        tiny_encoder, batch))
+    alone, off = distilled("kl"), distilled("kl:1,cosine:0")
     assert off.item() == alone.item()  # a weight 0 adds nothing, not even a rounding
     value.backward()  # the projection learns from the cosine term
     assert projection.weight.grad is not None and projection.weight.grad.abs().sum() > 0
