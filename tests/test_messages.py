@@ -132,8 +132,8 @@ def test_a_folder_that_is_no_beir_collection_says_what_to_pass(tiny_model_dir: P
     folder = tmp_path / "labels"
     folder.mkdir()
     result = run_cli("eval", str(tiny_model_dir), "--pairs", str(folder))
-    assert result.stderr.strip() == (f"Error: {folder}: is a folder, and not a BEIR retrieval collection "
-                                     "(corpus.jsonl, queries.jsonl, qrels/SPLIT.tsv); pass a labelled pairs file "
+    assert result.stderr.strip() == (f"Error: {folder}: is a folder, and not a retrieval collection (a BEIR folder: "
+                                     "corpus.jsonl, queries.jsonl, qrels/SPLIT.tsv); pass a labelled pairs file "
                                      "(.tsv/.csv/.jsonl/.parquet) or such a folder")
 
 

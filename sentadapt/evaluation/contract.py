@@ -113,6 +113,11 @@ class EvalTask(ABC):
     metric_names: ClassVar[tuple[str, ...]]  # main metric first; all carry bootstrap intervals
     unit_name: ClassVar[str]  # "pairs" | "queries"
     description: ClassVar[str]  # the file layout, for errors and --help
+    # Detection (evaluation/task_types.detect_task_type) sniffs the types in this order, lowest first: the most
+    # specific layouts before the general ones (a reranking row has "query"; 0/1 labels before graded scores). A
+    # new layout is specific by nature: 0.
+    detection_rank: ClassVar[int] = 0
+    reads_folders: ClassVar[bool] = False  # its data is a folder (BEIR), not a file
 
     def __init__(self, name: str, source: str) -> None:
         self.name = name

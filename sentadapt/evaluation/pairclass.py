@@ -27,6 +27,7 @@ class PairClassificationTask(CosinePairTask):
     title = "pair classification"
     metric_names = ("ap", "f1", "accuracy")
     description = "sentence1, sentence2, label (1 = similar, 0 = not)"
+    detection_rank = 20  # before STS: the same columns, 0/1 labels
 
     def __init__(self, name: str, pairs: LabelledPairs) -> None:
         super().__init__(name, pairs.source)

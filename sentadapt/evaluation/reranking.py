@@ -29,6 +29,7 @@ class RerankingTask(EvalTask):
     metric_names = ("map", f"mrr@{AT_K}", f"ndcg@{AT_K}")
     unit_name = "queries"
     description = 'JSON Lines {"query": ..., "positive": [...], "negative": [...]} (or "candidates" + "positive")'
+    detection_rank = 10  # before the pair types: its rows have a query
 
     def __init__(self, name: str, rows: RerankRows) -> None:
         super().__init__(name, rows.source)

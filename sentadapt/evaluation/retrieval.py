@@ -73,6 +73,7 @@ class RetrievalTask(EvalTask):
     metric_names = ("ndcg@10", "mrr@10", "recall@10", "recall@100", "map@100")
     unit_name = "queries"
     description = "a BEIR folder: corpus.jsonl, queries.jsonl, qrels/SPLIT.tsv"
+    reads_folders = True
 
     def __init__(self, name: str, collection: BeirCollection, ignore_identical_ids: bool = True) -> None:
         super().__init__(name, collection.source)

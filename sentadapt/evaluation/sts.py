@@ -77,6 +77,7 @@ class ScoredPairsTask(CosinePairTask):
     title = "STS (scored pairs)"
     metric_names = ("spearman", "pearson")
     description = "sentence1, sentence2, score (a number, e.g. 0–5)"
+    detection_rank = 30  # scored pairs: the most general layout, tried last
 
     def __init__(self, name: str, pairs: ScoredPairs, aggregate: str = STS_AGGREGATE) -> None:
         super().__init__(name, pairs.source)

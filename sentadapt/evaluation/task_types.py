@@ -1,8 +1,9 @@
 """Every registered task type, format detection, and the dev set that training selects checkpoints on.
 
-Importing this module registers the task types (one module each); adding a type (clustering,
-classification) is one module with `@TASK_TYPES.register(name)` and one import line here. No torch
-at import time, so `adapt` checks --dev and --dev-metric before torch loads.
+Importing this module registers the task types (one module each); adding a type (clustering, triplets) is one module
+with `@TASK_TYPES.register(name)` and one import line here: detection, reading and the messages that list the layouts
+read the registry (tests/evaluation/test_task_type_fixture.py registers one that touches nothing else). No torch at
+import time, so `adapt` checks --dev and --dev-metric before torch loads.
 """
 
 from __future__ import annotations
@@ -19,9 +20,17 @@ from sentadapt.evaluation.evaluator import Evaluator
 from sentadapt.evaluation.tasks import TASKS, resolve_data_dir
 from sentadapt.options import TEST_SPLIT
 
-# most specific first: a reranking row has 'query'; a pairs file with 0/1 'label's is classification, 'score' (or a
-# 'label' column of graded scores) STS
-DETECTION_ORDER = ("retrieval", "reranking", "pair-classification", "sts")
+
+def detection_order(folders: bool = False) -> list[type[EvalTask]]:
+    """The task types that read files (`folders`: folders), in the order detection sniffs them: most specific
+    first (EvalTask.detection_rank)."""
+    types = [TASK_TYPES.get(name) for name in TASK_TYPES.names()]
+    return sorted((kind for kind in types if kind.reads_folders == folders), key=lambda kind: kind.detection_rank)
+
+
+def _layouts(types: list[type[EvalTask]]) -> str:
+    """The file layouts a message lists: each type's title and layout, in detection order."""
+    return " | ".join(f"{kind.title}: {kind.description}" for kind in types)
 
 
 def detect_task_type(path: str | Path, task_option: bool = True) -> str:
@@ -31,18 +40,21 @@ def detect_task_type(path: str | Path, task_option: bool = True) -> str:
     if not path.exists():
         raise DataError(f"{path}: no such file or directory")
     if path.is_dir():
-        if TASK_TYPES.get("retrieval").sniff(path):
-            return "retrieval"
-        raise DataError(f"{path}: is a folder, and not a BEIR retrieval collection (corpus.jsonl, queries.jsonl, "
-                        "qrels/SPLIT.tsv); pass a labelled pairs file (.tsv/.csv/.jsonl/.parquet) or such a folder")
+        folder_types = detection_order(folders=True)
+        for kind in folder_types:
+            if kind.sniff(path):
+                return kind.kind
+        collections = " or ".join(f"a {kind.title} collection ({kind.description})" for kind in folder_types)
+        raise DataError(f"{path}: is a folder, and not {collections}; pass a labelled pairs file "
+                        "(.tsv/.csv/.jsonl/.parquet) or such a folder")
     if path.stat().st_size == 0:
         raise DataError(f"{path}: the file is empty")
-    for name in DETECTION_ORDER:
-        if TASK_TYPES.get(name).sniff(path):
-            return name
+    file_types = detection_order()
+    for kind in file_types:
+        if kind.sniff(path):
+            return kind.kind
     columns = sorted(sniff_columns(path))
-    expected = ("expected sentence1, sentence2 and score (STS) or label (pair classification), or query with "
-                "positive/negative (reranking)")
+    expected = f"expected {_layouts(file_types)}"
     if not columns:
         raise DataError(f"{path}: no sentence pairs (only blank lines or comments); {expected}")
     raise DataError(f"{path}: cannot tell the task type (found {', '.join(columns)}); {expected}"

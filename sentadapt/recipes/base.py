@@ -54,22 +54,18 @@ class Embedded:
     """What a recipe's `embed` returns for one (local) batch: its loss terms, and what a distillation term reuses."""
 
     terms: list[Term]
-    # This process's rows of each example's first text as the model is exported (its pooling and head, dropout
-    # off), with the gradient, when the recipe's own pass encoded them (ConSERT stacks them with its views when
-    # asked): the distillation term then reads them instead of a pass of its own, two encoder passes per step
-    # instead of three (bench/README.md, "Where a teacher step's time goes").
+    # This process's rows of each example's first text as exported (pooling and head, dropout off, with the
+    # gradient) when the recipe's own pass encoded them: distillation reads them instead of a pass of its own
+    # (bench/README.md, "Where a teacher step's time goes")
     exported: Tensor | None = None
-    # When the batch's examples are rows of a table of frozen vectors (CLSR): their first texts' rows, the base's
-    # vectors, which the exported head turns into the student's
+    # Examples that are rows of a frozen-vector table (CLSR): the first texts' rows, the base's vectors
     frozen_rows: Tensor | None = None
 
 
-def _accept(paths: Sequence[str], config: Any) -> None:
-    return None
+def _accept(paths: Sequence[str], config: Any) -> None: ...
 
 
-def _uncounted(config: Any, progress: Progress) -> int | None:
-    return None
+def _uncounted(config: Any, progress: Progress) -> int | None: ...
 
 
 @dataclass(frozen=True)
@@ -95,13 +91,11 @@ class Stage:
 
     name: str  # a stage of several writes to OUTPUT/stage-K-NAME
     noun: str  # what one example is, as `adapt --dry-run`'s plan counts them
-    # The examples a RunConfig's stage trains on, counted as `load_examples` will read them but without a model
-    # (`adapt --dry-run` plans the steps from it; Progress: a bar while a large corpus is read). None where that cannot
-    # be known before training (a Hub dataset).
+    # The examples a RunConfig's stage trains on, counted without a model (`adapt --dry-run` plans the steps from
+    # it; Progress: a bar while a large corpus is read); None where unknown before training (a Hub dataset)
     count: Callable[[Any, Progress], int | None] = _uncounted
-    # Refuse unusable inputs (adapt's positional paths, the recipe's settings) before any weights load, with a
-    # SentadaptError of one line, e.g. CLSR refuses a one-sentence-per-line corpus. Default: accept (the readers
-    # check every file they read).
+    # Refuse unusable inputs (adapt's paths, the recipe's settings) before any weights load with a one-line
+    # SentadaptError (CLSR: a one-sentence-per-line corpus). Default: accept (the readers check what they read).
     check: Callable[[Sequence[str], Any], None] = _accept
 
 

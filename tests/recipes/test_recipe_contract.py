@@ -121,6 +121,9 @@ def test_the_contract_is_eight_members() -> None:
     assert members == {"spec", "stages", "load_examples", "trainable_heads", "embed", "prepare_export",
                        "exported_width", "frozen_backbone"}, members
     assert RecipeBase.__abstractmethods__ == {"embed", "prepare_export"}
+    import sentadapt.recipes.base as contract
+
+    assert len(Path(contract.__file__).read_text(encoding="utf-8").splitlines()) <= 200  # the contract alone
 
 
 def test_registration_refuses_a_class_outside_the_contract() -> None:

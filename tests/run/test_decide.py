@@ -414,8 +414,10 @@ def test_messages_name_what_helps(finished: Path, tiny_model_dir: Path, tmp_path
     decided = invoke("decide", str(finished), "--dev", str(blank))
     assert decided.exit_code == 1
     assert " ".join(decided.output.split()) == (
-        f"Error: {blank}: no sentence pairs (only blank lines or comments); expected sentence1, sentence2 and score "
-        "(STS) or label (pair classification), or query with positive/negative (reranking)")
+        f"Error: {blank}: no sentence pairs (only blank lines or comments); expected reranking: JSON Lines "
+        '{"query": ..., "positive": [...], "negative": [...]} (or "candidates" + "positive") | pair classification: '
+        "sentence1, sentence2, label (1 = similar, 0 = not) | STS (scored pairs): sentence1, sentence2, score (a "
+        "number, e.g. 0–5)")
     one = tmp_path / "one.txt"
     one.write_text("the printer is jammed\n")
     adapted = run_adapt(str(one), "--base", str(tiny_model_dir), "--output", str(tmp_path / "run"), "--dev", "none",
