@@ -46,3 +46,18 @@ def test_offline_hub_id_fails_fast_with_what_to_pass() -> None:
 def test_hub_probe_honours_hf_hub_offline(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     assert hub_is_reachable() is False
+
+
+def test_a_lazy_model_is_resolved_on_its_first_call_and_kept(tiny_model_dir: Path,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """Preset detection asks for the base only when it looks at it; check_run reuses what it found."""
+    from sentadapt.model import resolve
+
+    asked: list[object] = []
+    real = resolve.resolve_model
+    monkeypatch.setattr(resolve, "resolve_model", lambda name: asked.append(name) or real(name))
+    lazy = resolve.LazyModel(tiny_model_dir)
+    assert lazy.resolved is None and asked == []
+    first = lazy()
+    assert lazy() is first and lazy.resolved is first and asked == [tiny_model_dir]
+    assert first.location == str(tiny_model_dir) and first.source == "local"
