@@ -67,8 +67,8 @@ class ConsertConfig(RecipeConfig):
     temperature: float = CONTRASTIVE_TEMPERATURE
     train_pooling: str = "mean"  # paper: mean of the last layer in training ...
     # ... and at evaluation the last-two-layer average, unless the base model declares its own pooling
-    # (a sentence-transformers folder): "auto" keeps that one, since switching a mean-trained model to
-    # last2avg cost 0.9 points of 7-task average here (research/findings.md). Set last2avg to force the paper's.
+    # (a sentence-transformers folder): "auto" keeps that one, since switching a mean-trained model to last2avg
+    # cost points here (research/findings.md). Set last2avg to force the paper's.
     export_pooling: str = "auto"
     alpha: float = 0.15  # weight of the contrastive loss in the joint mode
     adversarial_norm: float = 0.1  # ‖perturbation‖ per token for the adversarial view
@@ -167,8 +167,9 @@ class ConsertRecipe(RecipeBase):
     def _pooling_mismatch(self, encoder: Encoder) -> str | None:
         """A base that declares a token pooling other than the one trained (a [CLS] model: BGE, GTE; a decoder
         embedder's last token) is exported with its own, so the loss trains a vector the user does not get. The mean
-        stays the default by research/findings.md's rule ("ConSERT's training pooling on a base that declares
-        [CLS]": training [CLS] won 7 of 8 cells, +1.62 on average, but lost 0.63 in one); the user is told."""
+        stays the default by a rule written before its runs (research/findings.md, "ConSERT's training pooling on a
+        base that declares [CLS]": [CLS] gained more on average but lost past the rule's bound in one cell); the user
+        is told."""
         declared = resolve_export_pooling("auto", encoder, paper="")
         trained = self.train_pooling.name(encoder.num_layers)
         exported = resolve_export_pooling(self.config.export_pooling, encoder, paper="last2avg")
