@@ -117,17 +117,17 @@ def draw(population: Population, design: str, size: int, seed: int) -> tuple[np.
 def intervals(population: Population, rows: np.ndarray, weights: np.ndarray, inclusion: np.ndarray,
               seed: int) -> dict[str, Any]:
     """The weighted Δ (× 100) and each candidate's 95 % interval."""
-    from sentadapt.evaluation import bootstrap
+    from sentadapt.evaluation import bootstrap, weighted_stats
     from sentadapt.evaluation.variance import influence_se, influence_values
 
     gold, base, adapted = population.gold[rows], population.base[rows], population.adapted[rows]
-    groups = bootstrap.TieGroups(gold)
-    base_groups, adapted_groups = bootstrap.TieGroups(base), bootstrap.TieGroups(adapted)
+    groups = weighted_stats.TieGroups(gold)
+    base_groups, adapted_groups = weighted_stats.TieGroups(base), weighted_stats.TieGroups(adapted)
 
     def delta(counts: np.ndarray) -> np.ndarray:
         weighted = counts * weights
-        return 100 * (bootstrap.weighted_spearman(weighted, adapted_groups, groups)
-                      - bootstrap.weighted_spearman(weighted, base_groups, groups))
+        return 100 * (weighted_stats.weighted_spearman(weighted, adapted_groups, groups)
+                      - weighted_stats.weighted_spearman(weighted, base_groups, groups))
 
     size = len(rows)
     value = float(delta(np.ones((1, size)))[0])

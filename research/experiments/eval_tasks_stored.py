@@ -26,7 +26,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 from sentadapt.data.pair_files import LabelledPairs
-from sentadapt.evaluation import bootstrap
+from sentadapt.evaluation import weighted_stats
 from sentadapt.evaluation.contract import EvalTask, Outputs
 from sentadapt.evaluation.evaluator import Evaluator
 from sentadapt.evaluation.pairclass import PairClassificationTask
@@ -95,7 +95,7 @@ class StoredTask(EvalTask):
     def resampled(self, outputs: Outputs) -> dict[str, Callable[[np.ndarray], np.ndarray]]:
         if self.pairs is not None:
             return self.pairs.resampled(outputs)
-        return {name: (lambda counts, values=outputs[name]: 100 * bootstrap.weighted_mean(counts, values))
+        return {name: (lambda counts, values=outputs[name]: 100 * weighted_stats.weighted_mean(counts, values))
                 for name in self.metric_names}
 
 

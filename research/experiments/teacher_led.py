@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 from sentadapt.decision.rule import KEEP_BASE, RISK, USE_ADAPTED, Decision, DecisionRule
-from sentadapt.evaluation import bootstrap
+from sentadapt.evaluation import bootstrap, weighted_stats
 from sentadapt.evaluation.sts import spearman100
 
 SEED = 7  # the agreement pairs' own resampling seed (bootstrap.task_seed would key it by a task name)
@@ -67,10 +67,10 @@ def agreement(teacher: Sequence[float] | np.ndarray, base: Sequence[float] | np.
     base_value, student_value = spearman100(first, gold), spearman100(other, gold)
     interval = None
     if resamples > 0:
-        groups = bootstrap.TieGroups(gold), bootstrap.TieGroups(first), bootstrap.TieGroups(other)
+        groups = weighted_stats.TieGroups(gold), weighted_stats.TieGroups(first), weighted_stats.TieGroups(other)
         change = bootstrap.replicate(len(gold), resamples, seed, {
-            "change": lambda counts: 100 * (bootstrap.weighted_spearman(counts, groups[2], groups[0])
-                                            - bootstrap.weighted_spearman(counts, groups[1], groups[0]))})["change"]
+            "change": lambda counts: 100 * (weighted_stats.weighted_spearman(counts, groups[2], groups[0])
+                                            - weighted_stats.weighted_spearman(counts, groups[1], groups[0]))})["change"]
         interval = bootstrap.interval(change)
     return Agreement(base_value, student_value, interval, len(gold), source)
 

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from sentadapt.data.pair_files import LabelledPairs, labels_are_graded, read_labelled_pairs, sniff_columns
-from sentadapt.evaluation import bootstrap
+from sentadapt.evaluation import weighted_stats
 from sentadapt.evaluation.contract import TASK_TYPES, CosinePairTask, Outputs
 from sentadapt.options import TEST_SPLIT
 
@@ -49,10 +49,10 @@ class PairClassificationTask(CosinePairTask):
 
     def metrics(self, outputs: Outputs) -> tuple[dict[str, float], dict[str, Any]]:
         cosines = outputs["cosine"]
-        groups = bootstrap.TieGroups(cosines, descending=True)
+        groups = weighted_stats.TieGroups(cosines, descending=True)
         counts = np.ones((1, len(cosines)), dtype=np.int32) if self.weights is None else self.weights[None, :]
-        positives, negatives = bootstrap.threshold_sweep(counts, self.labels, groups)
-        ap = bootstrap.average_precision_rows(positives, negatives)[0]
+        positives, negatives = weighted_stats.threshold_sweep(counts, self.labels, groups)
+        ap = weighted_stats.average_precision_rows(positives, negatives)[0]
         accuracy, accuracy_threshold = _best_accuracy(positives[0], negatives[0], groups.values)
         f1, f1_threshold = _best_f1(positives[0], negatives[0], groups.values)
         metrics = {"ap": 100 * float(ap), "f1": 100 * f1, "accuracy": 100 * accuracy}
@@ -61,13 +61,13 @@ class PairClassificationTask(CosinePairTask):
         return metrics, extras if self.weights is None else {**extras, "weighted": True}
 
     def resampled(self, outputs: Outputs) -> dict[str, Callable[[np.ndarray], np.ndarray]]:
-        groups = bootstrap.TieGroups(outputs["cosine"], descending=True)
+        groups = weighted_stats.TieGroups(outputs["cosine"], descending=True)
 
         def metric(rows: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> Callable[[np.ndarray], np.ndarray]:
-            return lambda counts: 100 * rows(*bootstrap.threshold_sweep(counts, self.labels, groups))
+            return lambda counts: 100 * rows(*weighted_stats.threshold_sweep(counts, self.labels, groups))
 
-        return {"ap": metric(bootstrap.average_precision_rows), "f1": metric(bootstrap.best_f1_rows),
-                "accuracy": metric(bootstrap.best_accuracy_rows)}
+        return {"ap": metric(weighted_stats.average_precision_rows), "f1": metric(weighted_stats.best_f1_rows),
+                "accuracy": metric(weighted_stats.best_accuracy_rows)}
 
 
 def _threshold(values: np.ndarray, group: int) -> float:

@@ -14,7 +14,7 @@ import numpy as np
 
 from sentadapt.data.pair_files import sniff_columns
 from sentadapt.data.rerank_files import RerankRows, read_rerank
-from sentadapt.evaluation import bootstrap, ranking
+from sentadapt.evaluation import ranking, weighted_stats
 from sentadapt.evaluation.contract import TASK_TYPES, EmbeddingTable, EvalTask, Outputs
 from sentadapt.model.prompts import DOCUMENT, QUERY
 from sentadapt.options import TEST_SPLIT
@@ -86,5 +86,5 @@ class RerankingTask(EvalTask):
                 {"candidates": int(self.valid.sum())})
 
     def resampled(self, outputs: Outputs) -> dict[str, Callable[[np.ndarray], np.ndarray]]:
-        return {name: (lambda counts, values=outputs[name]: 100 * bootstrap.weighted_mean(counts, values))  # type: ignore[misc]
+        return {name: (lambda counts, values=outputs[name]: 100 * weighted_stats.weighted_mean(counts, values))  # type: ignore[misc]
                 for name in self.metric_names}

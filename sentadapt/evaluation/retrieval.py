@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from sentadapt.data.beir import BeirCollection, is_beir_folder, read_beir
-from sentadapt.evaluation import bootstrap, ranking
+from sentadapt.evaluation import ranking, weighted_stats
 from sentadapt.evaluation.contract import TASK_TYPES, EmbeddingTable, EvalTask, Outputs
 from sentadapt.model.prompts import DOCUMENT, QUERY
 from sentadapt.options import TEST_SPLIT
@@ -135,5 +135,5 @@ class RetrievalTask(EvalTask):
                  "ignore_identical_ids": self.ignore_identical_ids})
 
     def resampled(self, outputs: Outputs) -> dict[str, Callable[[np.ndarray], np.ndarray]]:
-        return {name: (lambda counts, values=outputs[name]: 100 * bootstrap.weighted_mean(counts, values))  # type: ignore[misc]
+        return {name: (lambda counts, values=outputs[name]: 100 * weighted_stats.weighted_mean(counts, values))  # type: ignore[misc]
                 for name in self.metric_names}

@@ -24,10 +24,11 @@ from sentadapt.data.pair_files import (
     sniff_columns,
 )
 from sentadapt.errors import ConfigError, DataError
-from sentadapt.evaluation import STS_AGGREGATE, bootstrap
+from sentadapt.evaluation import STS_AGGREGATE
 from sentadapt.evaluation.contract import TASK_TYPES, CosinePairTask, Outputs, TaskResult, cosine_scores
 from sentadapt.evaluation.evaluator import Evaluator
 from sentadapt.evaluation.tasks import AGGREGATIONS, DATA_DIR_ENV, TASKS, StsTask
+from sentadapt.evaluation.weighted_stats import TieGroups, weighted_pearson, weighted_spearman
 from sentadapt.options import TEST_SPLIT
 
 
@@ -135,7 +136,7 @@ class ScoredPairsTask(CosinePairTask):
         def spearman_all(counts: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray:
             x, y = (cosines, self.gold) if rows is None else (cosines[rows], self.gold[rows])
             block = counts if rows is None else counts[:, rows]
-            return 100 * bootstrap.weighted_spearman(block, bootstrap.TieGroups(x), bootstrap.TieGroups(y))
+            return 100 * weighted_spearman(block, TieGroups(x), TieGroups(y))
 
         def spearman(counts: np.ndarray) -> np.ndarray:
             if self.aggregate == "all":
@@ -148,7 +149,7 @@ class ScoredPairsTask(CosinePairTask):
             return (per_subset * sizes).sum(axis=0) / sizes.sum()
 
         return {"spearman": spearman,
-                "pearson": lambda counts: 100 * bootstrap.weighted_pearson(counts, cosines, self.gold)}
+                "pearson": lambda counts: 100 * weighted_pearson(counts, cosines, self.gold)}
 
 
 def score_task(name: str, pairs: ScoredPairs, cosines: np.ndarray, aggregate: str) -> TaskResult:

@@ -18,7 +18,7 @@ from sentadapt.data.beir import read_beir
 from sentadapt.data.pair_files import LabelledPairs, ScoredPairs, read_labelled_pairs
 from sentadapt.data.rerank_files import RerankRows, read_rerank
 from sentadapt.errors import ConfigError, DataError
-from sentadapt.evaluation import bootstrap
+from sentadapt.evaluation import bootstrap, weighted_stats
 from sentadapt.evaluation.evaluator import Evaluator
 from sentadapt.evaluation.pairclass import PairClassificationTask
 from sentadapt.evaluation.reranking import RerankingTask
@@ -170,10 +170,10 @@ def test_resampled_statistics_equal_the_statistic_of_the_resampled_rows() -> Non
     x, y = np.round(rng.normal(size=80), 1), np.round(rng.normal(size=80), 0)  # ties in both
     labels = (y > 0).astype(float)
     counts = bootstrap.resample_counts(80, 6, seed=3)
-    spearman = bootstrap.weighted_spearman(counts, bootstrap.TieGroups(x), bootstrap.TieGroups(y))
-    pearson = bootstrap.weighted_pearson(counts, x, y)
-    positives, negatives = bootstrap.threshold_sweep(counts, labels, bootstrap.TieGroups(x, descending=True))
-    ap = bootstrap.average_precision_rows(positives, negatives)
+    spearman = weighted_stats.weighted_spearman(counts, weighted_stats.TieGroups(x), weighted_stats.TieGroups(y))
+    pearson = weighted_stats.weighted_pearson(counts, x, y)
+    positives, negatives = weighted_stats.threshold_sweep(counts, labels, weighted_stats.TieGroups(x, descending=True))
+    ap = weighted_stats.average_precision_rows(positives, negatives)
     for row in range(6):
         drawn = np.repeat(np.arange(80), counts[row].astype(int))
         assert spearman[row] == pytest.approx(spearmanr(x[drawn], y[drawn]).statistic, abs=1e-12)

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy.stats import spearmanr
 
-from sentadapt.evaluation import bootstrap
+from sentadapt.evaluation import bootstrap, weighted_stats
 from sentadapt.evaluation.variance import groups_of, influence_se, influence_values, normal_interval
 from sentadapt.pairs.design import disagreement, draw_sample
 
@@ -27,12 +27,12 @@ def pool(size: int = 600, seed: int = 7) -> tuple[np.ndarray, np.ndarray, np.nda
 
 def delta_statistic(gold: np.ndarray, base: np.ndarray, adapted: np.ndarray, weights: np.ndarray | None = None):
     """Δ Spearman × 100 of a count block, weighted as the evaluator weighs a chosen dev set."""
-    groups, base_groups, adapted_groups = (bootstrap.TieGroups(v) for v in (gold, base, adapted))
+    groups, base_groups, adapted_groups = (weighted_stats.TieGroups(v) for v in (gold, base, adapted))
 
     def statistic(counts: np.ndarray) -> np.ndarray:
         weighted = counts if weights is None else counts * weights
-        return 100 * (bootstrap.weighted_spearman(weighted, adapted_groups, groups)
-                      - bootstrap.weighted_spearman(weighted, base_groups, groups))
+        return 100 * (weighted_stats.weighted_spearman(weighted, adapted_groups, groups)
+                      - weighted_stats.weighted_spearman(weighted, base_groups, groups))
     return statistic
 
 
@@ -137,11 +137,11 @@ def test_a_studentised_max_t_uses_no_better_models_at_most_at_the_risk_limits_ra
     used = 0
     for draw in range(400):
         rows = np.sort(rng.permutation(size_pool)[:size])
-        groups = bootstrap.TieGroups(gold[rows])
+        groups = weighted_stats.TieGroups(gold[rows])
 
-        def spearman(values: np.ndarray, rows: np.ndarray = rows, groups: bootstrap.TieGroups = groups) -> object:
-            value_groups = bootstrap.TieGroups(values[rows])
-            return lambda counts: 100 * bootstrap.weighted_spearman(counts, value_groups, groups)
+        def spearman(values: np.ndarray, rows: np.ndarray = rows, groups: weighted_stats.TieGroups = groups) -> object:
+            value_groups = weighted_stats.TieGroups(values[rows])
+            return lambda counts: 100 * weighted_stats.weighted_spearman(counts, value_groups, groups)
 
         statistics = {"base": spearman(base), **{f"o{k}": spearman(option) for k, option in enumerate(options)}}
         replicates = bootstrap.replicate(size, 300, draw, statistics)

@@ -100,6 +100,7 @@ def test_the_bootstrap_resamples_the_weighted_draws(tmp_path: Path) -> None:
     """Each replicate is the weighted statistic of the resampled rows: counts × weights, for base and model alike
     (paired); an unweighted file draws exactly the replicates it drew before weights existed."""
     from sentadapt.evaluation import bootstrap
+    from sentadapt.evaluation.weighted_stats import TieGroups, weighted_spearman
 
     weights = [1, 3, 2, 1, 4, 2]
     weighted, _, _ = expanded_task(tmp_path, weights)
@@ -108,13 +109,13 @@ def test_the_bootstrap_resamples_the_weighted_draws(tmp_path: Path) -> None:
     result = weighted.result({"cosine": cosines})
     replicates = evaluator.replicates(weighted, result)["spearman"]
     counts = bootstrap.resample_counts(6, 50, bootstrap.task_seed("dev.tsv"))
-    expected = 100 * bootstrap.weighted_spearman(counts * np.array(weights, dtype=float),
-                                                 bootstrap.TieGroups(cosines), bootstrap.TieGroups(weighted.gold))
+    expected = 100 * weighted_spearman(counts * np.array(weights, dtype=float),
+                                                 TieGroups(cosines), TieGroups(weighted.gold))
     np.testing.assert_allclose(replicates, expected, rtol=0, atol=1e-9)
     plain = ScoredPairsTask("dev.tsv", weighted.pairs.__class__(
         weighted.pairs.sentence1, weighted.pairs.sentence2, weighted.pairs.scores, weighted.pairs.subsets))
     unweighted = Evaluator([plain], resamples=50).replicates(plain, plain.result({"cosine": cosines}))["spearman"]
-    expected = 100 * bootstrap.weighted_spearman(counts, bootstrap.TieGroups(cosines), bootstrap.TieGroups(plain.gold))
+    expected = 100 * weighted_spearman(counts, TieGroups(cosines), TieGroups(plain.gold))
     assert np.array_equal(unweighted, expected)
 
 

@@ -15,7 +15,7 @@ import numpy as np
 
 from sentadapt.data.pair_files import sniff_columns
 from sentadapt.errors import DataError
-from sentadapt.evaluation import bootstrap
+from sentadapt.evaluation import weighted_stats
 from sentadapt.evaluation.contract import EmbeddingTable, EvalTask, Outputs, cosine_scores
 from sentadapt.options import TEST_SPLIT
 
@@ -66,4 +66,4 @@ class TripletTask(EvalTask):
         return {"accuracy": 100 * float(np.mean(outputs["accuracy"]))}, {}
 
     def resampled(self, outputs: Outputs) -> dict[str, Callable[[np.ndarray], np.ndarray]]:
-        return {"accuracy": lambda counts: 100 * bootstrap.weighted_mean(counts, outputs["accuracy"])}
+        return {"accuracy": lambda counts: 100 * weighted_stats.weighted_mean(counts, outputs["accuracy"])}
