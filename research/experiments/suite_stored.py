@@ -68,7 +68,7 @@ def score(model: str, data_dir: Path, tasks: list[str], with_dev: bool) -> dict[
 
 def gold_scores(data_dir: Path, tasks: list[str]) -> dict[str, list[float]]:
     """The gold score of every pair, in the order the tasks score them (test sets, then STS-B dev)."""
-    from sentadapt.evaluation.sts import load_task
+    from sentadapt.evaluation.tasks import load_task
 
     gold = {task: list(load_task(task, "test", data_dir).scores) for task in tasks}
     gold[f"{DEV_TASK}-dev"] = list(load_task(DEV_TASK, "dev", data_dir).scores)

@@ -158,7 +158,7 @@ def _choose_labelled(
 
 
 def _load_sts(name: str, split: str, data_dir: Path) -> ScoredPairs:
-    from sentadapt.evaluation.sts import load_task
+    from sentadapt.evaluation.tasks import load_task
 
     return load_task(name, split, data_dir)
 

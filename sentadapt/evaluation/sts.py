@@ -19,51 +19,16 @@ from sentadapt.data.pair_files import (
     PAIR_COLUMNS,
     ScoredPairs,
     labels_are_graded,
-    read_scored_pairs,
     read_user_scored_pairs,
     sniff_columns,
 )
-from sentadapt.errors import ConfigError, DataError
+from sentadapt.errors import ConfigError
 from sentadapt.evaluation import STS_AGGREGATE
 from sentadapt.evaluation.contract import TASK_TYPES, CosinePairTask, Outputs, TaskResult, cosine_scores
 from sentadapt.evaluation.evaluator import Evaluator
-from sentadapt.evaluation.tasks import AGGREGATIONS, DATA_DIR_ENV, TASKS, StsTask
+from sentadapt.evaluation.tasks import AGGREGATIONS, load_task
 from sentadapt.evaluation.weighted_stats import TieGroups, weighted_pearson, weighted_spearman
 from sentadapt.options import TEST_SPLIT
-
-
-def load_task(name: str, split: str, data_dir: Path | None) -> ScoredPairs:
-    task = TASKS[name]
-    if data_dir is not None:
-        path = data_dir / f"{name}.{split}.jsonl"
-        if not path.is_file():
-            raise DataError(f"{path}: missing; the data directory needs {name}.{split}.jsonl (JSON Lines: "
-                            "sentence1, sentence2, score)")
-        pairs = read_scored_pairs(path, score_range=task.score_range)
-        pairs.source = f"{path} (SentEval pairs)"
-    else:
-        pairs = _load_from_hub(task, split)
-    pairs.check_usable()
-    return pairs
-
-
-def _load_from_hub(task: StsTask, split: str) -> ScoredPairs:
-    from sentadapt.storage.hub import hub_is_reachable
-
-    if split not in task.hub_splits:
-        raise DataError(f"{task.name}: the hub dataset {task.hub_dataset} has no '{split}' split; use --data-dir")
-    if not hub_is_reachable():
-        raise DataError(
-            f"no STS data for {task.name}: pass --data-dir DIR (or set ${DATA_DIR_ENV}) with files such as "
-            f"{task.name}.{split}.jsonl; the Hugging Face Hub ({task.hub_dataset}) is unreachable"
-        )
-    from datasets import load_dataset
-
-    dataset = load_dataset(task.hub_dataset, split=task.hub_splits[split])
-    pairs = ScoredPairs(source=f"hub:{task.hub_dataset}[{task.hub_splits[split]}] (MTEB pairs)")
-    for row in dataset:
-        pairs.append(row["sentence1"], row["sentence2"], float(row["score"]), task.name)
-    return pairs
 
 
 def spearman100(predicted: Sequence[float] | np.ndarray, gold: Sequence[float]) -> float:
@@ -177,5 +142,4 @@ class StsEvaluator(Evaluator):
                    **options)
 
 
-__all__ = ["PAIR_COLUMNS", "ScoredPairsTask", "StsEvaluator", "cosine_scores", "load_task", "score_task",
-           "spearman100"]
+__all__ = ["PAIR_COLUMNS", "ScoredPairsTask", "StsEvaluator", "cosine_scores", "score_task", "spearman100"]

@@ -1,4 +1,5 @@
-"""The STS task table and data-source resolution — no torch, numpy or scipy, so option checks stay fast.
+"""The STS task table, data-source resolution and loading (a data directory's files, or the Hub's datasets) — no
+torch, numpy or scipy at import, so option checks stay fast.
 
 Imported by evaluation/sts.py and evaluation/task_types.py; it imports neither (imports point one way)."""
 
@@ -7,10 +8,14 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from sentadapt.errors import ConfigError, DataError
 from sentadapt.options import TEST_SPLIT
 from sentadapt.registry import unknown_name_message
+
+if TYPE_CHECKING:
+    from sentadapt.data.pair_files import ScoredPairs
 
 DATA_DIR_ENV = "SENTADAPT_DATA_DIR"
 AGGREGATIONS = ("all", "mean", "wmean")
@@ -68,3 +73,41 @@ def resolve_data_dir(data_dir: str | Path | None) -> Path | None:
         raise DataError(f"{origin}: {path} is not a directory of STS files (e.g. stsb.test.jsonl)")
     return path
 
+
+def load_task(name: str, split: str, data_dir: Path | None) -> ScoredPairs:
+    """STS task `name`'s `split`: DATA_DIR/NAME.SPLIT.jsonl when a data directory is given, else the Hub's
+    dataset (MTEB's copy); the pairs checked usable."""
+    from sentadapt.data.pair_files import read_scored_pairs
+
+    task = TASKS[name]
+    if data_dir is not None:
+        path = data_dir / f"{name}.{split}.jsonl"
+        if not path.is_file():
+            raise DataError(f"{path}: missing; the data directory needs {name}.{split}.jsonl (JSON Lines: "
+                            "sentence1, sentence2, score)")
+        pairs = read_scored_pairs(path, score_range=task.score_range)
+        pairs.source = f"{path} (SentEval pairs)"
+    else:
+        pairs = _load_from_hub(task, split)
+    pairs.check_usable()
+    return pairs
+
+
+def _load_from_hub(task: StsTask, split: str) -> ScoredPairs:
+    from sentadapt.data.pair_files import ScoredPairs
+    from sentadapt.storage.hub import hub_is_reachable
+
+    if split not in task.hub_splits:
+        raise DataError(f"{task.name}: the hub dataset {task.hub_dataset} has no '{split}' split; use --data-dir")
+    if not hub_is_reachable():
+        raise DataError(
+            f"no STS data for {task.name}: pass --data-dir DIR (or set ${DATA_DIR_ENV}) with files such as "
+            f"{task.name}.{split}.jsonl; the Hugging Face Hub ({task.hub_dataset}) is unreachable"
+        )
+    from datasets import load_dataset
+
+    dataset = load_dataset(task.hub_dataset, split=task.hub_splits[split])
+    pairs = ScoredPairs(source=f"hub:{task.hub_dataset}[{task.hub_splits[split]}] (MTEB pairs)")
+    for row in dataset:
+        pairs.append(row["sentence1"], row["sentence2"], float(row["score"]), task.name)
+    return pairs
