@@ -39,7 +39,7 @@ class LossOutput:
 
     The parts are detached 0-dim tensors on the loss's device, never Python floats: reading a value back
     (`.item()`) waits for the GPU to finish the step, so the loop reads them once per `log_every` steps. A recipe
-    term's part is its value before its weight; the distillation part is W · D."""
+    term's part is its value before its factor; the distillation part is W · D."""
 
     total: Tensor
     parts: dict[str, Tensor] = field(default_factory=dict)
