@@ -178,7 +178,7 @@ def with_blend(table: Any, config: RunConfig, weigh: Weighing, examples: Any, st
 
     base = cached_table(student, examples.example_texts, len(examples), token_limit(student, config.train.max_length),
                         config.train.evaluation.eval_batch_size,
-                        lambda total: progress("encoding with the base (once)", total), processes)
+                        partial(progress, "encoding with the base (once)"), processes)
     note(f"blend target: α {alpha:g}; the base's vectors of {len(base.vectors)} sentences "
          + ("from the cache" if base.hit else f"computed in {base.seconds:.1f} s"))
     return dataclasses.replace(table, blend=alpha, base_vectors=base.vectors, blend_scores=scores)
