@@ -34,22 +34,22 @@ from sentadapt.text_tables import model_label
 if TYPE_CHECKING:
     from sentadapt.data.vectors import TextVectors
     from sentadapt.model.encoder import Encoder
+    from sentadapt.model.frozen_part import FrozenPart
 
 
 def cache_root() -> Path:
     return cache_dir() / "embeddings"
 
 
-def frozen_fingerprint(encoder: Encoder, max_length: int, head_layers: int | None = None) -> str:
-    """Hash of the frozen part's weights and settings (backbone, pooling, first frozen head layers; with
-    `head_layers` given, that many head layers — all of them for a whole-model key)."""
+def frozen_fingerprint(encoder: Encoder, max_length: int, head_layers: int) -> str:
+    """Hash of the weights and settings of the backbone, the pooling and the first `head_layers` head layers (all of
+    them for a whole-model key)."""
     digest = hashlib.sha256()
     digest.update(json.dumps(encoder.backbone.config.to_dict(), sort_keys=True, default=str).encode())
     digest.update(repr(encoder.pooling.canonical(encoder.num_layers)).encode())
     digest.update(f"max_length={max_length}".encode())
     frozen = list(encoder.backbone.state_dict().items())
-    kept = encoder.frozen_head_layers if head_layers is None else head_layers
-    for index, layer in enumerate(list(encoder.head)[:kept]):
+    for index, layer in enumerate(list(encoder.head)[:head_layers]):
         frozen += [(f"head.{index}.{k}", v) for k, v in layer.state_dict().items()]
     for name, tensor in frozen:
         digest.update(name.encode())
@@ -58,7 +58,7 @@ def frozen_fingerprint(encoder: Encoder, max_length: int, head_layers: int | Non
 
 
 def cached_frozen_vectors(
-    encoder: Encoder,
+    frozen: FrozenPart,
     texts: Sequence[str],
     max_length: int,
     batch_size: int = ENCODE_BATCH_SIZE,
@@ -66,21 +66,22 @@ def cached_frozen_vectors(
     note: Note = quiet,
     prompt: str = "",
 ) -> torch.Tensor:
-    """Vectors of the encoder's frozen part for `texts` (unique), each after `prompt`, from the cache or computed
-    and stored."""
-    digest = hashlib.sha256(frozen_fingerprint(encoder, max_length).encode())
+    """Vectors of a model's frozen part for `texts` (unique), each after `prompt`, from the cache or computed and
+    stored; the frozen part remembers them."""
+    encoder = frozen.encoder
+    digest = hashlib.sha256(frozen_fingerprint(encoder, max_length, frozen.layers).encode())
     _add_prompt(digest, encoder, prompt)
     for text in texts:
         digest.update(text.encode("utf-8") + b"\0")
     path = cache_root() / f"{digest.hexdigest()[:40]}.safetensors"
     vectors = _load_cached(path, len(texts), note)
     if vectors is not None:
-        _remember(encoder, texts, vectors, prompt)
+        frozen.remember(texts, vectors, prompt)
         return vectors
     note(f"encoding {len(texts)} unique sentences once with the frozen encoder (cached in {path.parent})")
     started = time.perf_counter()
-    vectors = encoder.encode_frozen_part(list(texts), batch_size=batch_size, max_length=max_length,
-                                         progress=progress, prompt=prompt)
+    vectors = frozen.vectors(list(texts), batch_size=batch_size, max_length=max_length, progress=progress,
+                             prompt=prompt)
     note(f"encoded {len(texts)} sentences in {time.perf_counter() - started:.1f} s")
     _store(path, vectors, f"frozen vectors of {model_label(encoder.name)}")
     return vectors
@@ -280,7 +281,3 @@ def _store(path: Path, vectors: torch.Tensor, holds: str) -> None:
     save_file({"vectors": vectors.contiguous()}, str(tmp), metadata={HOLDS: holds})
     replace_durably(tmp, path)
 
-
-def _remember(encoder: Encoder, texts: Sequence[str], vectors: torch.Tensor, prompt: str) -> None:
-    if encoder.frozen_memo is not None:
-        encoder.frozen_memo.update(((prompt, text), vector) for text, vector in zip(texts, vectors))

@@ -207,10 +207,6 @@ class Encoder(nn.Module):
         # Tokens of the prompt every training sequence starts with (the corpus is tokenized with it): what
         # forward() leaves out of pooling when the model's Pooling says include_prompt: false.
         self.train_prompt_length = 0
-        # Set by recipes that never train the backbone: (prompt, text) → output of the frozen part
-        # (backbone, pooling, first `frozen_head_layers` head layers); see encode_frozen_part.
-        self.frozen_memo: dict[tuple[str, str], torch.Tensor] | None = None
-        self.frozen_head_layers = 0
         # Half-precision encoding (see _embed): the cast backbone kept by `keep_cast_copy`, outside the module
         # tree (a plain attribute, not a submodule: never in state_dict, parameters() or .to()).
         self._cast_copy: _CastCopy | None = None
@@ -485,18 +481,6 @@ class Encoder(nn.Module):
         """The LoRA settings of the adapters in the backbone (sentadapt/model/lora.py), or None once they are merged."""
         self.lora = settings
 
-    def freeze_head(self) -> None:
-        """The head as it is now is the frozen part (CLSR): its outputs may be memoised, and layers added later
-        (`extend_head`) are the trained ones."""
-        self.frozen_memo = {}
-        self.frozen_head_layers = len(self.head)
-
-    def extend_head(self, layers: Sequence[nn.Module]) -> None:
-        """Append trained layers (CLSR's MLP) to the frozen head, once (a second call with the same count is a
-        no-op: `prepare_export` runs again at export)."""
-        if len(self.head) == self.frozen_head_layers:
-            self.head = nn.ModuleList([*self.head, *layers]).to(self.device)
-
     def follow(self, encoder: Encoder) -> None:
         """Pool, normalise and leave out the prompt as `encoder` does (a frozen copy of the base kept in step)."""
         self.pooling, self.normalize = encoder.pooling, encoder.normalize
@@ -566,12 +550,13 @@ class Encoder(nn.Module):
         progress: Callable[[int], None] | None = None,
         prompt: str | None = None,
         prompt_name: str | None = None,
+        head_layers: int | None = None,
     ) -> torch.Tensor:
         """Embed texts → float32 CPU tensor (len(texts), dim), rows in input order.
 
         Each unique text is encoded once; batches are sorted by token length so padding is minimal.
-        With `frozen_memo` set (a recipe that never trains the backbone, e.g. CLSR), the frozen part's
-        output is remembered per (prompt, text), so repeated dev evaluations only run the trainable head.
+        `head_layers`: stop after that many head layers, without normalisation (a frozen part's output,
+        sentadapt/model/frozen_part.py).
 
         Prompts as sentence-transformers' `encode`: `prompt` (a text; "" for none) or `prompt_name` (one of
         `self.prompts`) is prepended to every text; with neither, the model's default prompt, if it has one.
@@ -583,40 +568,10 @@ class Encoder(nn.Module):
         unique_texts = list(unique_index)
         if not unique_texts:
             return torch.empty((0, self.embedding_dim))
-        if self.frozen_memo is None or pooling is not None:
-            vectors = self._embed(unique_texts, batch_size, max_length, dtype, pooling, progress, prompt=prompt)
-        else:
-            prefix = self.encode_frozen_part(unique_texts, batch_size, max_length, dtype, progress, prompt)
-            was_training = self.training
-            self.eval()
-            vectors = self.apply_head(prefix.to(self.device), start=self.frozen_head_layers).float().cpu()
-            self.train(was_training)
+        vectors = self._embed(unique_texts, batch_size, max_length, dtype, pooling, progress, head_layers, prompt)
         if len(unique_texts) == len(texts):  # no repeats: positions is 0..n-1, and a gather would copy the matrix
             return vectors
         return vectors[torch.as_tensor(positions)]
-
-    @torch.inference_mode()
-    def encode_frozen_part(
-        self,
-        texts: Sequence[str],
-        batch_size: int = ENCODE_BATCH_SIZE,
-        max_length: int | None = None,
-        dtype: str = VECTOR_DTYPE,
-        progress: Callable[[int], None] | None = None,
-        prompt: str = "",
-    ) -> torch.Tensor:
-        """Backbone + pooling + the first `frozen_head_layers` head layers, memoised per (prompt, text) (float32,
-        CPU); `prompt` is prepended to each text ("" for none)."""
-        memo = self.frozen_memo if self.frozen_memo is not None else {}
-        unique = list(dict.fromkeys(texts))
-        missing = [text for text in unique if (prompt, text) not in memo]
-        if missing:
-            computed = self._embed(missing, batch_size, max_length, dtype, None, progress,
-                                   head_layers=self.frozen_head_layers, prompt=prompt)
-            memo.update(((prompt, text), vector) for text, vector in zip(missing, computed))
-        if not texts:
-            return torch.empty((0, self.embedding_dim))
-        return torch.stack([memo[(prompt, text)] for text in texts])
 
     def _embed(
         self,

@@ -25,6 +25,7 @@ if TYPE_CHECKING:  # recipes import torch where they compute, so `adapt` validat
 
     from sentadapt.data.batching import RowPairs, TokenizedExamples
     from sentadapt.model.encoder import Encoder
+    from sentadapt.model.frozen_part import OnFrozenPart
 
 # What a recipe is given of `adapt`'s inputs (`trains_on`; --recipe auto splits the inputs by it):
 # one-sentence-per-line text, or labelled pairs files (NLI, scored or two-column pairs).
@@ -63,8 +64,6 @@ class Embedded:
 
 
 def _accept(paths: Sequence[str], config: Any) -> None: ...
-
-
 def _uncounted(config: Any, progress: Progress) -> int | None: ...
 
 
@@ -143,9 +142,10 @@ class RecipeBase(abc.ABC):
         texts as exported; a recipe whose pass can encode them too returns them (`Embedded.exported`)."""
 
     @abc.abstractmethod
-    def prepare_export(self, encoder: Encoder, heads: nn.ModuleDict) -> Encoder:
-        """The encoder as it will be evaluated and saved (pooling set; training-only heads left out). Called once
-        the base model has been scored, before any step, and again when `export` rebuilds a run's layout."""
+    def prepare_export(self, encoder: Encoder, heads: nn.ModuleDict) -> Encoder | OnFrozenPart:
+        """Make the encoder the model to save (pooling set; training-only heads left out); return what dev evaluations
+        score (it, or CLSR's view of it). Called once the base model has been scored, before any step, and again when
+        `export` rebuilds a run's layout."""
 
     def exported_width(self, encoder: Encoder) -> int:
         """The width of the vectors the model will export (what `--matryoshka` sizes are prefixes of), before

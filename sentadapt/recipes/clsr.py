@@ -40,6 +40,7 @@ if TYPE_CHECKING:
 
     from sentadapt.data.batching import RowPairs
     from sentadapt.model.encoder import Encoder
+    from sentadapt.model.frozen_part import OnFrozenPart
 
 RELU = "torch.nn.modules.activation.ReLU"
 IDENTITY = "torch.nn.modules.linear.Identity"
@@ -106,6 +107,7 @@ class ClsrRecipe(RecipeBase):
         import torch
         from torch import nn
 
+        from sentadapt.model.frozen_part import FrozenPart
         from sentadapt.model.st_format import DenseLayer
 
         super().__init__(config, encoder, stage)
@@ -113,7 +115,7 @@ class ClsrRecipe(RecipeBase):
         for layer in encoder.head:
             layer.requires_grad_(False)
         encoder.use_pooling(Pooling.from_name(config.pooling, encoder.num_layers))
-        encoder.freeze_head()
+        self.frozen = FrozenPart(encoder, len(encoder.head))  # the base's own Dense layers stay frozen too
         base_dim = encoder.embedding_dim
         identity = config.init == "identity"
         if identity:
@@ -161,18 +163,21 @@ class ClsrRecipe(RecipeBase):
         b_rows = [row_of.setdefault(text, len(row_of)) for text in pairs.second]
         texts = list(row_of)
         with progress("encoding (frozen, once)", len(texts)) as advance:
-            self.table = cached_frozen_vectors(encoder, texts, data.max_length, batch_size=data.encode_batch_size,
+            self.table = cached_frozen_vectors(self.frozen, texts, data.max_length, batch_size=data.encode_batch_size,
                                                progress=advance, note=note, prompt=data.prompt)
         note(f"{len(pairs)} positive pairs over {len(texts)} unique sentences")
         return RowPairs(a_rows, b_rows, texts)
 
-    def prepare_export(self, encoder: Encoder, heads: nn.ModuleDict) -> Encoder:
-        """Attach the MLP (after the base model has been scored without it); it is trained and exported."""
+    def prepare_export(self, encoder: Encoder, heads: nn.ModuleDict) -> OnFrozenPart:
+        """Attach the MLP (after the base model has been scored without it), once: it is trained and exported. Dev
+        evaluations run it over the frozen part's remembered vectors."""
+        from sentadapt.model.frozen_part import OnFrozenPart
 
-        encoder.extend_head(self.mlp)
+        if not any(layer is self.mlp[0] for layer in encoder.head):
+            encoder.head.extend(layer.to(encoder.device) for layer in self.mlp)
         # the MLP's input is the un-normalised frozen output, in training and in the saved pipeline alike
         encoder.use_normalize(False)
-        return encoder
+        return OnFrozenPart(self.frozen)
 
     # ------------------------------------------------------------------ distillation (--set distill=W)
     def frozen_backbone(self, encoder: Encoder) -> nn.Module:
@@ -189,8 +194,7 @@ class ClsrRecipe(RecipeBase):
         from sentadapt.recipes.losses import gather_across_processes
 
         table = self._table_on(batch["a_rows"].device)
-        outputs = [encoder.apply_head(table[batch[side]], start=encoder.frozen_head_layers, normalize=False)
-                   for side in ("a_rows", "b_rows")]  # the exported vectors (the MLP's output)
+        outputs = [self._mlp(table[batch[side]]) for side in ("a_rows", "b_rows")]  # the exported vectors
         ids = [gather_across_processes(batch[side]) for side in ("a_rows", "b_rows")]
         project = heads["projection"]
 
@@ -199,7 +203,13 @@ class ClsrRecipe(RecipeBase):
             return nt_xent_without_duplicates(first, second, ids[0], ids[1], self.config.temperature)
 
         # the frozen table IS the base model's output: the rows of each pair's first sentence
-        return Embedded([Term("contrastive", contrastive)], frozen_rows=table[batch["a_rows"]] if exported else None)
+        return Embedded([Term("contrastive", contrastive)], exported=outputs[0] if exported else None,
+                        frozen_rows=table[batch["a_rows"]] if exported else None)
+
+    def _mlp(self, frozen: Tensor) -> Tensor:
+        for layer in self.mlp:
+            frozen = layer(frozen)
+        return frozen
 
     def exported_width(self, encoder: Encoder) -> int:
         return int(self.mlp[-1].linear.out_features)

@@ -5,8 +5,8 @@ pair's first sentence) as the model is exported — the encoder's pooling and he
 (`student_vectors`); a target source supplies vectors of the same texts — the frozen base (`BaseTargets`: a
 `FrozenBase` copied before any step) or the teacher's vectors cached before training (`TeacherTargets`: the batch's
 rows of the table, which the batch builder copied into the batch). A recipe whose examples are rows of a frozen-
-vector table (CLSR) gives those rows (`Embedded.frozen_rows`): they are the base's vectors, and the exported head on
-them the student's. The objective (train/objective.py) adds W · D(student, target) to the recipe's loss and logs it
+vector table (CLSR) gives those rows (`Embedded.frozen_rows`): they are the base's vectors, and its exported ones the
+student's. The objective (train/objective.py) adds W · D(student, target) to the recipe's loss and logs it
 as the `distill` part. D is `distillation_loss`: kl or sim-mse compare the N × N in-batch similarities (any two
 widths); mse or cosine compare each vector with its target, through a training-only projection when a teacher is of
 another width; distill_kind may weigh several kinds, and D is then their weighted sum (each kind on the same batch's
@@ -52,11 +52,8 @@ def distilled_tokens(batch: dict[str, Tensor]) -> tuple[Tensor, Tensor]:
     return batch[f"{prefix}input_ids"], batch[f"{prefix}attention_mask"]
 
 
-def student_vectors(encoder: Any, batch: dict[str, Tensor], frozen_rows: Tensor | None) -> Tensor:
-    """Each example's first text as the model is exported, with the gradient, shape (N, D), in the batch's order.
-    `frozen_rows`: the recipe's frozen vectors of those texts (Embedded.frozen_rows), when its examples are rows."""
-    if frozen_rows is not None:  # the frozen part's output is given: the trained head on it
-        return encoder.apply_head(frozen_rows, start=encoder.frozen_head_layers)
+def student_vectors(encoder: Any, batch: dict[str, Tensor]) -> Tensor:
+    """Each example's first text as the model is exported, with the gradient, shape (N, D), in the batch's order."""
     return clean_embeddings(encoder, *distilled_tokens(batch))
 
 
@@ -131,7 +128,7 @@ class Distillation:
         structure a kl or sim-mse term compares is the whole batch's, as in one process. `exported`: the student's
         rows when the recipe's own pass already encoded them as exported (Embedded.exported); no pass of the term's
         own then runs. `frozen_rows`: the recipe's frozen vectors of the first texts (Embedded.frozen_rows)."""
-        local = exported if exported is not None else student_vectors(encoder, batch, frozen_rows)
+        local = exported if exported is not None else student_vectors(encoder, batch)
         target = gather_across_processes(self.targets.vectors(encoder, batch, frozen_rows))
         similarities = None
         if BASE_VECTORS in batch:  # a blend target: α · the teacher's cosines + (1 − α) · the base's

@@ -189,7 +189,7 @@ class Trainer:
         heads = inputs.recipe.trainable_heads()
         if not resume:
             self.selection.score_base(self.state, self.is_main)  # the base model as the user has it (its pooling)
-        inputs.recipe.prepare_export(inputs.encoder, heads)  # checkpoints are scored with the pooling they keep
+        self.selection.encoder = inputs.recipe.prepare_export(inputs.encoder, heads)  # scored as they are kept
         table = inputs.teacher_table
         # before resumed weights load (a frozen base is the base)
         objective = build_objective(cfg, inputs.recipe, inputs.encoder, table, self._student_sample)

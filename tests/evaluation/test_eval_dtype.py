@@ -20,6 +20,7 @@ from sentadapt.evaluation.sts import StsEvaluator
 from sentadapt.evaluation.tasks import TASKS
 from sentadapt.model import encoder as encoder_module
 from sentadapt.model.encoder import FP16_ON_CPU, DenseLayer, Encoder
+from sentadapt.model.frozen_part import FrozenPart
 from sentadapt.model.pooling import Pooling
 from tests.conftest import ASSETS, SHARED_MODELS, SHARED_STS, TINY_SENTENCES, needs_shared
 
@@ -149,8 +150,7 @@ def test_bf16_override_pooling_and_frozen_part(tiny_encoder: Encoder) -> None:
                                                   tiny_encoder.encode(TINY_SENTENCES, pooling=mixed))
     assert close.min() > 0.99
     tiny_encoder.head = torch.nn.ModuleList([DenseLayer(32, 32), DenseLayer(32, 8)])
-    tiny_encoder.frozen_head_layers = 1
-    frozen = tiny_encoder.encode_frozen_part(TINY_SENTENCES, dtype="bf16")
+    frozen = FrozenPart(tiny_encoder, 1).vectors(TINY_SENTENCES, dtype="bf16")
     assert frozen.dtype == torch.float32 and frozen.shape == (len(TINY_SENTENCES), 32)
 
 

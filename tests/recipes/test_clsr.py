@@ -164,6 +164,26 @@ def test_identity_init_reproduces_the_base_bit_for_bit(tiny_model_dir: Path) -> 
     assert recipe.mlp[0].linear.weight[64:].abs().sum() > 0
 
 
+def test_dev_evaluations_run_the_backbone_once_per_sentence_and_the_mlp_as_trained(tiny_model_dir: Path) -> None:
+    from sentadapt.recipes.clsr import ClsrConfig, ClsrRecipe
+
+    sentences = ["the server is down", "a man is playing a guitar", "dns timeout on the cluster", "red car"]
+    encoder = Encoder.load(tiny_model_dir, device="cpu")
+    recipe = ClsrRecipe(ClsrConfig(), encoder)
+    evaluated = recipe.prepare_export(encoder, recipe.trainable_heads())  # what the loop's dev selection scores
+    passes: list[int] = []
+    encoder.backbone.register_forward_hook(lambda *_: passes.append(1))
+    before = evaluated.encode(sentences)
+    assert len(passes) == 1
+    with torch.no_grad():  # a step moves the MLP
+        recipe.mlp[0].linear.weight.neg_()
+    after = evaluated.encode([*sentences, sentences[0]])
+    assert len(passes) == 1  # the frozen part's vectors were remembered
+    assert not torch.allclose(after[:4], before) and torch.allclose(after[4], after[0], rtol=FLOAT32_RTOL, atol=1e-6)
+    whole = encoder.encode(sentences)  # the saved model's own pass: backbone, pooling, the MLP
+    assert len(passes) == 2 and torch.allclose(after[:4], whole, rtol=FLOAT32_RTOL, atol=1e-6)
+
+
 @pytest.mark.parametrize(("option", "message"), [
     ("hidden_dim=63", "hidden_dim: init=identity needs at least 2 × the base dimension (64), got 63; pass "
                       "--set hidden_dim=0 or --set init=random"),

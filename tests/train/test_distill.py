@@ -173,11 +173,12 @@ def test_the_term_is_zero_at_step_0_and_grows_when_weights_move(tiny_encoder: En
 
 
 def _term(module: TrainingModule, batch: dict[str, torch.Tensor]) -> torch.Tensor:
-    """D as the objective sums it, from the term's own pass (with the recipe's frozen rows, CLSR's)."""
+    """D as the objective sums it, from the term's own pass (CLSR's examples are rows: its frozen and exported rows)."""
     objective = module._objective[0]
     assert objective.distillation is not None
-    frozen_rows = objective.recipe.embed(module.encoder, module.heads, batch, exported=True).frozen_rows
-    return objective.summed(objective.distillation.terms(module.encoder, batch, frozen_rows=frozen_rows))
+    embedded = objective.recipe.embed(module.encoder, module.heads, batch, exported=True)
+    rows = (embedded.exported, embedded.frozen_rows) if embedded.frozen_rows is not None else (None, None)
+    return objective.summed(objective.distillation.terms(module.encoder, batch, *rows))
 
 
 def test_sgopt_reuses_its_guide_and_consert_copies_once(tiny_encoder: Encoder) -> None:
