@@ -4,7 +4,6 @@ reporter that keeps it live while the loop trains."""
 
 from __future__ import annotations
 
-import inspect
 import sys
 import time
 from collections.abc import Callable
@@ -12,7 +11,6 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Any, ClassVar
 
-import typer
 from rich.cells import cell_len
 from rich.console import Console, ConsoleOptions, RenderResult
 from rich.live import Live
@@ -30,6 +28,7 @@ from sentadapt.cli._common import (
     progress_bar,
     say,
 )
+from sentadapt.cli.shared_options import Option, signature
 from sentadapt.run.adapt_options import ADAPT_OPTIONS, AdaptOption, from_command_line, resume_folder_as_output
 from sentadapt.train.status_line import StatusLine
 
@@ -49,17 +48,12 @@ class AdaptCommand(SentadaptCommand):
         return super().parse_args(ctx, resume_folder_as_output(args))
 
 
-def _parameter(option: AdaptOption) -> inspect.Parameter:
-    """One run-spec option as the typer parameter of the `adapt` command (type, default, flag, help)."""
+def _option(option: AdaptOption) -> Option:
+    """One run-spec option as a row of the command's table (type, default, flag, help)."""
     cli_type = option.cli_type or option.value_type
-    if not option.flag:  # the corpus: a positional argument
-        info: Any = typer.Argument(None, help=option.help)
-    else:
-        default = False if cli_type is bool and option.default is None else option.default
-        default = [] if isinstance(default, tuple) else default  # typer's lists are lists
-        names = (option.flag, option.short) if option.short else (option.flag,)
-        info = typer.Option(default, *names, help=option.help, metavar=option.metavar, envvar=option.envvar)
-    return inspect.Parameter(option.name, inspect.Parameter.KEYWORD_ONLY, default=info, annotation=cli_type)
+    default = False if cli_type is bool and option.default is None else option.default
+    return Option(option.name, cli_type, default, option.help, tuple(f for f in (option.flag, option.short) if f),
+                  argument=not option.flag, typer={"metavar": option.metavar, "envvar": option.envvar})
 
 
 @friendly_errors
@@ -82,7 +76,7 @@ def adapt_command(**options: Any) -> None:
 
 
 # the command's options are the run spec's (sentadapt/run/adapt_options.py): typer reads them from this signature
-adapt_command.__signature__ = inspect.Signature([_parameter(option) for option in ADAPT_OPTIONS])  # type: ignore[attr-defined]
+adapt_command.__signature__ = signature([_option(option) for option in ADAPT_OPTIONS])  # type: ignore[attr-defined]
 
 
 def cli_events() -> Any:

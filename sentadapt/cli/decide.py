@@ -3,40 +3,41 @@
 from __future__ import annotations
 
 from pathlib import Path
-
-import typer
+from typing import Any
 
 from sentadapt.cli import shared_options as shared
 from sentadapt.cli._common import friendly_errors, progress_bar, say
+from sentadapt.cli.shared_options import Option
 from sentadapt.config.schema import DEFAULT_DECISION, DEFAULT_RISK
 from sentadapt.errors import NoImprovement
 
+OPTIONS = (  # sentadapt.decide_again's keywords, and --require-improvement's exit code
+    Option("run", Path, ..., "A finished run directory (sentadapt adapt --output).", argument=True),
+    Option("dev", Path, ..., "Labelled pairs (.tsv .csv .jsonl .parquet; a 'weight' column from `pairs --teacher/"
+           "--run` is the design's)."),
+    Option("decision", str, DEFAULT_DECISION, "The use/keep rule: risk | strict | positive (as `adapt --decision`)."),
+    Option("risk", float, DEFAULT_RISK, "The risk rule's limit over every look (as adapt's)."),
+    Option("require_improvement", bool, False, "Exit with code 3 when the decision is keep-base.", renders=True),
+    Option("redecide", bool, False, "Decide again on labels already decided on, under another rule or limit "
+           "(refused without it)."),
+    shared.batch_size(),
+    shared.MAX_LENGTH,
+    shared.DEVICE,
+    *shared.SAFETY,
+)
+
 
 @friendly_errors
-def decide_command(
-    run: Path = typer.Argument(..., help="A finished run directory (sentadapt adapt --output)."),
-    dev: Path = typer.Option(..., "--dev", help="Labelled pairs (.tsv .csv .jsonl .parquet; a 'weight' column "
-                                                "from `pairs --teacher/--run` is the design's)."),
-    decision: str = typer.Option(DEFAULT_DECISION, "--decision", help="The use/keep rule: risk | strict | positive "
-                                                            "(as `adapt --decision`)."),
-    risk: float = typer.Option(DEFAULT_RISK, "--risk", help="The risk rule's limit over every look (as adapt's)."),
-    require_improvement: bool = typer.Option(False, "--require-improvement",
-                                             help="Exit with code 3 when the decision is keep-base."),
-    redecide: bool = typer.Option(False, "--redecide", help="Decide again on labels already decided on, under "
-                                                            "another rule or limit (refused without it)."),
-    batch_size: int = shared.batch_size(),
-    max_length: int | None = shared.max_length(),
-    device: str | None = shared.device(),
-    trust_remote_code: bool = shared.trust_remote_code(),
-    allow_pickle: bool = shared.allow_pickle(),
-) -> None:
+def decide_command(**options: Any) -> None:
     """Decide again whether to use the run's model, on new labels, without training: pairs chosen by `sentadapt
     pairs --run RUN` or any labelled pairs; the decision is recorded in RUN/metrics.json."""
     from sentadapt.api import decide_again
 
-    result = decide_again(run, dev, decision=decision, risk=risk, batch_size=batch_size, max_length=max_length,
-                          device=device, trust_remote_code=trust_remote_code, allow_pickle=allow_pickle,
-                          progress=progress_bar, redecide=redecide)
+    keywords, rendering = shared.split(options, OPTIONS)
+    result = decide_again(**keywords, progress=progress_bar)
     say(result.lines())
-    if require_improvement and result.decision.keep_base:
+    if rendering["require_improvement"] and result.decision.keep_base:
         raise NoImprovement(f"--require-improvement: keep the base model: {result.decision.reason}")
+
+
+decide_command.__signature__ = shared.signature(OPTIONS)  # type: ignore[attr-defined]

@@ -3,60 +3,57 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-import typer
 from rich.markup import escape
 
 from sentadapt.cli import shared_options as shared
 from sentadapt.cli._common import console, draw, friendly_errors, note, progress_bar, render_even_if_unsaved
+from sentadapt.cli.shared_options import Option
 from sentadapt.diagnostics import DIAGNOSE_BATCH_SIZE, SAMPLE_SEED, SAMPLE_SENTENCES, TOPK_MAX, TOPK_STS
 from sentadapt.model.resolve import DEFAULT_BASE_MODEL
 
 if TYPE_CHECKING:
     from sentadapt.diagnostics.analysis import DiagnoseResult
 
+OPTIONS = (  # sentadapt.diagnose's keywords
+    Option("model", str, DEFAULT_BASE_MODEL, "Model folder, `sentadapt adapt` run directory or Hub id (default: "
+           "named above).", argument=True, typer={"show_default": False}),
+    Option("compare", str | None, None, "A second model: every figure side by side, with Δ."),
+    Option("corpus", Path | None, None, "Your text, one sentence per line: a file or a folder."),
+    Option("pairs", Path | None, None, "Labelled pairs (.tsv .csv .jsonl .parquet: sentence1, sentence2, score); "
+           "instead of STS."),
+    Option("sample", int, SAMPLE_SENTENCES, "Sentences drawn from the corpus (seeded)."),
+    Option("data_dir", Path | None, None, "Folder of STS JSON Lines files: STS-B test (top-k), STS-B dev (layers, "
+           "alignment).", typer={"envvar": "SENTADAPT_DATA_DIR"}),
+    Option("sts", str, TOPK_STS, "Top-k on STS-B test only (stsb) or all 7 STS test sets (all)."),
+    Option("report", str | None, None, "Comma list of anisotropy, spectrum, alignment, frequency, topk, layers. "
+           "Default: all that have their data."),
+    Option("max_k", int, TOPK_MAX, "Top-k curve: remove up to this many frequent tokens.", typer={"min": 1}),
+    Option("json_out", Path | None, None, "Write every figure as JSON (docs/diagnostics.md).", ("--json",)),
+    Option("plot", Path | None, None, "Write PNG plots into this folder (needs matplotlib)."),
+    Option("seed", int, SAMPLE_SEED, "Seed of the sentence sample and the k-NN token sample."),
+    shared.batch_size(DIAGNOSE_BATCH_SIZE),
+    shared.MAX_LENGTH,
+    shared.DEVICE,
+    *shared.SAFETY,
+)
+
 
 @friendly_errors
-def diagnose_command(
-    model: str = typer.Argument(DEFAULT_BASE_MODEL, show_default=False,
-                                help="Model folder, `sentadapt adapt` run directory or Hub id (default: "
-                                     "named above)."),
-    compare: str | None = typer.Option(None, "--compare", help="A second model: every figure side by side, with Δ."),
-    corpus: Path | None = typer.Option(None, "--corpus", help="Your text, one sentence per line: a file or a folder."),
-    pairs: Path | None = typer.Option(
-        None, "--pairs", help="Labelled pairs (.tsv .csv .jsonl .parquet: sentence1, sentence2, score); instead of STS."
-    ),
-    sample: int = typer.Option(SAMPLE_SENTENCES, "--sample", help="Sentences drawn from the corpus (seeded)."),
-    data_dir: Path | None = typer.Option(
-        None, "--data-dir", envvar="SENTADAPT_DATA_DIR",
-        help="Folder of STS JSON Lines files: STS-B test (top-k), STS-B dev (layers, alignment).",
-    ),
-    sts: str = typer.Option(TOPK_STS, "--sts", help="Top-k on STS-B test only (stsb) or all 7 STS test sets (all)."),
-    report: str | None = typer.Option(
-        None, "--report", help="Comma list of anisotropy, spectrum, alignment, frequency, topk, layers. Default: all "
-        "that have their data.",
-    ),
-    max_k: int = typer.Option(TOPK_MAX, "--max-k", min=1, help="Top-k curve: remove up to this many frequent tokens."),
-    json_out: Path | None = typer.Option(None, "--json", help="Write every figure as JSON (docs/diagnostics.md)."),
-    plot: Path | None = typer.Option(None, "--plot", help="Write PNG plots into this folder (needs matplotlib)."),
-    seed: int = typer.Option(SAMPLE_SEED, "--seed", help="Seed of the sentence sample and the k-NN token sample."),
-    batch_size: int = shared.batch_size(DIAGNOSE_BATCH_SIZE),
-    max_length: int | None = shared.max_length(),
-    device: str | None = shared.device(),
-    trust_remote_code: bool = shared.trust_remote_code(),
-    allow_pickle: bool = shared.allow_pickle(),
-) -> None:
+def diagnose_command(**options: Any) -> None:
     """Anisotropy, isotropy, spectrum, alignment/uniformity, frequency bias, top-k token removal, layer sweep.
 
     MODEL defaults to sentence-transformers/all-MiniLM-L6-v2, the default base model of `adapt`.
 
     With no --corpus, --pairs or STS data, a small sample shipped with sentadapt (IT-support text) is used.
     """
-    options = dict(locals())  # the parameters: diagnose()'s keywords, one spelling
-    from sentadapt.api import diagnose as run_diagnose
+    from sentadapt.api import diagnose
 
-    render_even_if_unsaved(lambda: run_diagnose(**options, progress=progress_bar, note=note), _render)
+    render_even_if_unsaved(lambda: diagnose(**options, progress=progress_bar, note=note), _render)
+
+
+diagnose_command.__signature__ = shared.signature(OPTIONS)  # type: ignore[attr-defined]
 
 
 def _render(result: DiagnoseResult) -> None:

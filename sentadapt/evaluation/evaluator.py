@@ -200,10 +200,8 @@ class Evaluator:
     def _encoded(self, encoder: Any, batch_size: int, max_length: int | None, dtype: str, pooling: object | None,
                  progress: Callable[[int], None] | None, note: Note, prompts: PromptChoice | None,
                  ) -> tuple[dict[str, str], EmbeddingTable]:
-        """Every unique (prompt, text) encoded once: (side → its prompt, the table of their vectors)."""
-        from sentadapt.model.encoder import Encoder
-
-        assert isinstance(encoder, Encoder)
+        """Every unique (prompt, text) encoded once: (side → its prompt, the table of their vectors). `encoder`: an
+        Encoder, or what a recipe's dev evaluations score (model/frozen_part.OnFrozenPart)."""
         side_prompts, groups = self.prompt_groups(encoder, prompts)
         blocks = {prompt: self._vectors(encoder, texts, prompt, batch_size, max_length, dtype, pooling, progress,
                                         note) for prompt, texts in groups.items()}
