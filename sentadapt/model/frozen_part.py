@@ -59,9 +59,13 @@ class OnFrozenPart:
         if pooling is not None or not texts:
             return encoder.encode(texts, batch_size, max_length, dtype, pooling, progress, prompt, prompt_name)
         prompt = encoder.prompts.resolve(prompt, prompt_name, encoder.name)
-        frozen = self.frozen.vectors(texts, batch_size, max_length, dtype, progress, prompt)
+        unique = list(dict.fromkeys(texts))  # the head runs once per text, as Encoder.encode does
+        frozen = self.frozen.vectors(unique, batch_size, max_length, dtype, progress, prompt)
         was_training = encoder.training
         encoder.eval()
         vectors = encoder.apply_head(frozen.to(encoder.device), start=self.frozen.layers).float().cpu()
         encoder.train(was_training)
-        return vectors
+        if len(unique) == len(texts):
+            return vectors
+        row = {text: index for index, text in enumerate(unique)}
+        return vectors[torch.as_tensor([row[text] for text in texts])]
