@@ -470,7 +470,7 @@ class Encoder(nn.Module):
 
     def use_max_length(self, max_length: int) -> None:
         """Truncate every text to `max_length` tokens (capped by the position table) from now on."""
-        self.max_length = min(max_length, self.position_limit or max_length)
+        self.max_length = self.token_limit(max_length)
 
     def use_train_prompt(self, length: int) -> None:
         """The training prompt's token count, left out of pooling when the base's Pooling says include_prompt:
@@ -514,13 +514,15 @@ class Encoder(nn.Module):
         return pooled
 
     # ------------------------------------------------------------------ tokenization
+    def token_limit(self, max_length: int) -> int:
+        """The length token ids are cut to: `max_length`, capped by the position table (a longer sequence would
+        index past it)."""
+        return min(max_length, self.position_limit) if self.position_limit is not None else max_length
+
     def tokenize_ids(self, texts: Sequence[str], max_length: int | None = None) -> list[list[int]]:
         """Token ids with special tokens, truncated to max_length, unpadded."""
-        limit = max_length or self.max_length
-        if self.position_limit is not None:
-            limit = min(limit, self.position_limit)  # a longer sequence would index past the position table
         encoded = self.tokenizer(
-            list(texts), truncation=True, max_length=limit,
+            list(texts), truncation=True, max_length=self.token_limit(max_length or self.max_length),
             padding=False, return_attention_mask=False, return_token_type_ids=False,
         )
         return encoded["input_ids"]

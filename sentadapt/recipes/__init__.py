@@ -5,13 +5,13 @@ below, plus its YAML under recipes/. Imported by name, not discovered: the helpe
 torch, which option checking must not load.
 """
 
+from sentadapt.data.readers import TrainingData
 from sentadapt.recipes import (
     clsr,  # noqa: F401  (registers "clsr")
     consert,  # noqa: F401  (registers "consert")
     sgopt,  # noqa: F401  (registers "sg-opt")
 )
 from sentadapt.recipes.base import RECIPES, Embedded, Recipe, RecipeBase, Term, register_recipe
-from sentadapt.recipes.readers import TrainingData
 
 DEFAULT_RECIPE = "consert"  # --recipe's default, when no --config file names one
 

@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from sentadapt.config.schema import RecipeConfig
+from sentadapt.data.readers import TrainingData, sentence_examples
 from sentadapt.events import Progress
 from sentadapt.recipes.matryoshka import Cut
-from sentadapt.recipes.readers import TrainingData, sentence_examples
 from sentadapt.registry import Registry
 
 if TYPE_CHECKING:  # recipes import torch where they compute, so `adapt` validates options in well under a second

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from sentadapt.config.schema import RecipeConfig, check_choice, check_range
+from sentadapt.data.readers import TrainingData
 from sentadapt.events import Progress
 from sentadapt.model.pooling import POOLING_NAMES, Pooling
 from sentadapt.recipes.base import (
@@ -33,7 +34,6 @@ from sentadapt.recipes.base import (
     register_recipe,
 )
 from sentadapt.recipes.matryoshka import Cut
-from sentadapt.recipes.readers import TrainingData
 
 if TYPE_CHECKING:
     from torch import Tensor, nn

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from sentadapt.config.schema import PATHS, RecipeConfig, check_choice, check_range
+from sentadapt.data.readers import TrainingData, counted_sentences, nli_examples, sentence_examples
 from sentadapt.errors import ConfigError
 from sentadapt.events import Progress
 from sentadapt.model.pooling import POOLING_NAMES, TOKEN_POOLINGS, Pooling, resolve_export_pooling
@@ -39,7 +40,6 @@ from sentadapt.recipes.base import (
     register_recipe,
 )
 from sentadapt.recipes.matryoshka import Cut, whole
-from sentadapt.recipes.readers import TrainingData, counted_sentences, nli_examples, sentence_examples
 
 if TYPE_CHECKING:
     from torch import Tensor, nn

@@ -45,11 +45,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from sentadapt.config.schema import RecipeConfig, check_choice, check_range
+from sentadapt.data.readers import counted_sentences
 from sentadapt.errors import ConfigError
 from sentadapt.model.pooling import POOLING_NAMES, Pooling, resolve_export_pooling
 from sentadapt.recipes.base import TEXT, Embedded, RecipeBase, RecipeSpec, Stage, Term, register_recipe
 from sentadapt.recipes.matryoshka import Cut
-from sentadapt.recipes.readers import counted_sentences
 
 if TYPE_CHECKING:
     from torch import Tensor, nn

@@ -5,13 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 from sentadapt.config.schema import RunConfig
+from sentadapt.data.readers import TrainingData
 from sentadapt.errors import ConfigError
 from sentadapt.events import Note, Progress, no_progress
 from sentadapt.model import lora
 from sentadapt.model.encoder import Encoder
 from sentadapt.model.prompts import PAIR
 from sentadapt.recipes.matryoshka import Matryoshka
-from sentadapt.recipes.readers import TrainingData
 from sentadapt.run.plan import ResolvedRun, resolve_run
 from sentadapt.storage.run_folder import RunDir
 from sentadapt.teacher import teacher_table

@@ -174,9 +174,8 @@ def with_blend(table: Any, config: RunConfig, weigh: Weighing, examples: Any, st
     if alpha >= 1 or student is None:
         return dataclasses.replace(table, blend_scores=scores)
     from sentadapt.model.embedding_cache import cached_table
-    from sentadapt.recipes.readers import token_limit
 
-    base = cached_table(student, examples.example_texts, len(examples), token_limit(student, config.train.max_length),
+    base = cached_table(student, examples.example_texts, len(examples), student.token_limit(config.train.max_length),
                         config.train.evaluation.eval_batch_size,
                         partial(progress, "encoding with the base (once)"), processes)
     note(f"blend target: α {alpha:g}; the base's vectors of {len(base.vectors)} sentences "
@@ -290,10 +289,9 @@ def _model_table(config: RunConfig, resolved: ResolvedModel, examples: Any, devi
     vectors of every example's text (cached), and let the teacher go."""
     from sentadapt.model.embedding_cache import cached_table
     from sentadapt.model.encoder import Encoder
-    from sentadapt.recipes.readers import token_limit
 
     teacher = Encoder.load(resolved, device=device, trust_remote_code=trust_remote_code, allow_pickle=allow_pickle)
-    limit = token_limit(teacher, config.train.max_length)
+    limit = teacher.token_limit(config.train.max_length)
     note(f"teacher: {resolved.name} → {resolved.location} ({teacher.embedding_dim} dims, {teacher.pooling_name} "
          f"pooling, max length {limit})")
     score, lead, timing = None, None, None

@@ -12,9 +12,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from sentadapt.config.schema import RecipeConfig, check_range
+from sentadapt.data.readers import counted_sentences
 from sentadapt.recipes.base import TEXT, Embedded, RecipeBase, RecipeSpec, Stage, Term
 from sentadapt.recipes.losses import gather_across_processes, nt_xent
-from sentadapt.recipes.readers import counted_sentences
 
 if TYPE_CHECKING:
     from torch import Tensor, nn

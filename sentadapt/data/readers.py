@@ -1,18 +1,27 @@
 """What a recipe's `load_examples` reads: the corpus's sentences or NLI files as memory-mapped token ids (read and
-tokenized once: data/prepare.py), their count without tokenizing, and the length token ids are cut to."""
+tokenized once: data/prepare.py), and their count without tokenizing."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from sentadapt.events import Progress, no_progress
 from sentadapt.options import DEFAULT_ENCODING_ERRORS
 
 if TYPE_CHECKING:
     from sentadapt.data.batching import TokenizedExamples
-    from sentadapt.model.encoder import Encoder
+
+
+class Tokenizes(Protocol):
+    """What the readers use of the encoder (model/encoder.py, a floor above): its tokenizer and the length it cuts
+    token ids to."""
+
+    tokenizer: Any
+
+    def token_limit(self, max_length: int) -> int: ...
+
 
 @dataclass(frozen=True)
 class TrainingData:
@@ -38,18 +47,12 @@ def counted_sentences(config: Any, progress: Progress = no_progress) -> int | No
     return count_sentences(config.corpus, config.text_column, config.encoding_errors, config.train.dedup, progress)
 
 
-def token_limit(encoder: Encoder, max_length: int) -> int:
-    """The length `Encoder.tokenize_ids` truncates to: --max-length, capped by the position table."""
-    limit = encoder.position_limit
-    return min(max_length, limit) if limit is not None else max_length
-
-
-def sentence_examples(data: TrainingData, encoder: Encoder, note: Callable[[str], None],
+def sentence_examples(data: TrainingData, encoder: Tokenizes, note: Callable[[str], None],
                       progress: Progress | None = None) -> TokenizedExamples:
     """The inputs as one sentence per line → memory-mapped token ids, read and tokenized once (data/prepare.py)."""
     from sentadapt.data.prepare import prepare_sentences
 
-    prepared = prepare_sentences(data.sources, encoder.tokenizer, token_limit(encoder, data.max_length),
+    prepared = prepare_sentences(data.sources, encoder.tokenizer, encoder.token_limit(data.max_length),
                                  text_column=data.text_column, dedup=data.dedup, encoding_errors=data.encoding_errors,
                                  streaming=data.streaming, num_proc=data.num_proc, progress=progress,
                                  prompt=data.prompt)
@@ -58,12 +61,12 @@ def sentence_examples(data: TrainingData, encoder: Encoder, note: Callable[[str]
     return prepared.examples
 
 
-def nli_examples(files: Sequence[str], data: TrainingData, encoder: Encoder, note: Callable[[str], None],
+def nli_examples(files: Sequence[str], data: TrainingData, encoder: Tokenizes, note: Callable[[str], None],
                  progress: Progress | None = None) -> TokenizedExamples:
     """Labelled NLI files → token ids of premises and hypotheses, and labels (data/prepare.py)."""
     from sentadapt.data.prepare import prepare_nli
 
-    prepared = prepare_nli(list(files), encoder.tokenizer, token_limit(encoder, data.max_length),
+    prepared = prepare_nli(list(files), encoder.tokenizer, encoder.token_limit(data.max_length),
                            num_proc=data.num_proc, progress=progress, prompt=data.prompt)
     for line in prepared.notes:
         note(line)
