@@ -47,7 +47,9 @@ class OnFrozenPart:
     def __init__(self, frozen: FrozenPart) -> None:
         self.frozen = frozen
 
-    def __getattr__(self, name: str) -> Any:
+    def __getattr__(self, name: str) -> Any:  # only what the view does not define itself
+        if name == "frozen":  # not set yet (a copy being built): no lookup through itself
+            raise AttributeError(name)
         return getattr(self.frozen.encoder, name)
 
     @torch.inference_mode()

@@ -231,3 +231,16 @@ def test_the_dry_run_plans_the_steps_from_the_positive_pairs(tiny_model_dir: Pat
     trained = run_adapt(*args)
     assert trained.exit_code == 0, trained.output
     assert " 3 / 3 (completed)" in trained.stdout
+
+
+def test_the_view_dev_evaluations_score_is_the_encoder_in_all_but_encode(tiny_model_dir: Path) -> None:
+    import copy
+
+    from sentadapt.recipes.clsr import ClsrConfig, ClsrRecipe
+
+    encoder = Encoder.load(tiny_model_dir, device="cpu")
+    recipe = ClsrRecipe(ClsrConfig(), encoder)
+    evaluated = recipe.prepare_export(encoder, recipe.trainable_heads())
+    assert (evaluated.name, evaluated.pooling_name, evaluated.embedding_dim) == (encoder.name, "mean", 32)
+    assert copy.copy(evaluated).encode(["red car"]).shape == (1, 32)  # a copy is built without recursing
+    assert evaluated.encode([]).shape == (0, 32)
