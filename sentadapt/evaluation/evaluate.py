@@ -254,7 +254,8 @@ def _check_options(*, bootstrap: int, batch_size: int, max_length: int | None, s
                    device: str | None, json_out: str | Path | None, calibration: str | Path | None,
                    quantize: str | Sequence[str] | None, task: str | None) -> None:
     """The options that need no file read, each failing with the line the CLI prints."""
-    from sentadapt.model.encoder import check_dtype, default_device
+    from sentadapt.model.encoder import default_device
+    from sentadapt.model.half_precision import check_dtype
 
     check_at_least("--bootstrap", bootstrap, 0)
     check_at_least("--batch-size", batch_size, 1)

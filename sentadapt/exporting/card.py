@@ -199,7 +199,7 @@ def _st_usage() -> str:
 
 
 def _transformers_usage(encoder: Encoder, with_head_note: bool = False) -> str:
-    from sentadapt.model.encoder import loader_name
+    from sentadapt.model.backbone import loader_name
 
     pooling = encoder.pooling
     if pooling.layers:

@@ -26,7 +26,8 @@ def write_hf(encoder: Encoder, folder: Path, request: ExportRequest, texts: list
              note: Note) -> list[Check]:
     import torch
 
-    from sentadapt.model.encoder import Encoder, loader_name
+    from sentadapt.model.backbone import loader_name
+    from sentadapt.model.encoder import Encoder
 
     if len(encoder.head):
         layers = f"{len(encoder.head)} layer" + ("s" if len(encoder.head) > 1 else "")

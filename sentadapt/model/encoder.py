@@ -9,12 +9,10 @@ saves the sentence-transformers layout that `SentenceTransformer(path)` loads wi
 from __future__ import annotations
 
 import contextlib
-import copy
 import os
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from itertools import chain
 from pathlib import Path
 from typing import Any, cast
 
@@ -22,61 +20,17 @@ import torch
 from torch import nn
 
 from sentadapt.errors import ConfigError, ModelError
-from sentadapt.model.compiling import eager_only, release
+from sentadapt.model.backbone import load_backbone, usable_positions
+from sentadapt.model.compiling import eager_only
+from sentadapt.model.half_precision import DTYPES, CastCopy, cast_copy, check_dtype, weight_versions
 from sentadapt.model.length_chunks import chunk_transform, plan_chunks, real_lengths
 from sentadapt.model.pooling import POOLING_NAMES, Pooling
 from sentadapt.model.prompts import Prompts, read_prompts
 from sentadapt.model.resolve import ResolvedModel, check_has_weights, resolve_model
 from sentadapt.model.st_format import DenseLayer, FolderLayout, read_layout, write_sentence_transformers_folder
-from sentadapt.options import ALLOW_PICKLE, ENCODE_BATCH_SIZE, TRUST_REMOTE_CODE, VECTOR_DTYPE
+from sentadapt.options import ENCODE_BATCH_SIZE, VECTOR_DTYPE
 
-DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 DEFAULT_MAX_LENGTH = 128
-FP16_ON_CPU = "--dtype fp16 needs a CUDA GPU (on the CPU fp16 is slower than fp32); use --dtype bf16 or fp32 on the CPU"
-
-
-def check_dtype(dtype: str, device_type: str) -> None:
-    """An encode dtype that exists and suits the device: fp16 only on CUDA. bf16 casts the same way on every
-    device (measured on a CPU with AVX-512 BF16, torch 2.13, L3 model: bf16 weights encode 1.9x faster than
-    fp32, fp16 weights 2.4x slower)."""
-    from sentadapt.errors import ConfigError
-
-    if dtype not in DTYPES:
-        raise ConfigError(f"--dtype: '{dtype}' is not one of {', '.join(DTYPES)}")
-    if dtype == "fp16" and device_type == "cpu":
-        raise ConfigError(FP16_ON_CPU)
-
-
-def cast_copy(module: nn.Module, dtype: torch.dtype) -> nn.Module:
-    """A deep copy of `module` in eval mode whose floating-point parameters and buffers are `dtype`.
-
-    deepcopy's memo maps each original tensor straight to its cast, so the full-precision weights are
-    never duplicated on the way (peak memory: the original plus the cast). Tied weights stay tied;
-    gradients are off; the original is not touched.
-    """
-    with torch.inference_mode(False), torch.no_grad():
-        memo: dict[int, Any] = {}
-        for tensor in chain(module.parameters(), module.buffers()):
-            if tensor.is_floating_point():
-                cast = tensor.detach().to(dtype)
-                memo[id(tensor)] = nn.Parameter(cast, requires_grad=False) if isinstance(tensor, nn.Parameter) else cast
-        copied = copy.deepcopy(module, memo).eval()
-    release(copied)  # a compiled layer's callable is bound to the original layer (compiling.release)
-    return copied
-
-
-@dataclass
-class _CastCopy:
-    """The backbone cast to `dtype`, with what it was made from: a changed weight makes it stale."""
-
-    dtype: str
-    source: int  # id() of the backbone it copies
-    versions: tuple[int, ...]  # the source tensors' version counters (an in-place update bumps them)
-    module: nn.Module
-
-
-def _weight_versions(module: nn.Module) -> tuple[int, ...]:
-    return tuple(tensor._version for tensor in chain(module.parameters(), module.buffers()))
 
 
 @dataclass(frozen=True)
@@ -162,19 +116,6 @@ def default_device() -> torch.device:
     return torch.device("cuda" if torch.cuda.is_available() else "cpu")
 
 
-def usable_positions(backbone: nn.Module) -> int | None:
-    """How many tokens the backbone's absolute position table can take; None when it has none.
-
-    RoBERTa-style tables number positions from padding_idx + 1 (514 rows → 512 tokens); BERT's from 0.
-    """
-    limit = getattr(backbone.config, "max_position_embeddings", None)
-    if limit is None:
-        return None
-    table = getattr(getattr(backbone, "embeddings", None), "position_embeddings", None)
-    padding_idx = getattr(table, "padding_idx", None)
-    return int(limit) - (padding_idx + 1 if padding_idx is not None else 0)
-
-
 class Encoder(nn.Module):
     """Transformer backbone + pooling + optional Dense head (+ optional L2 normalisation)."""
 
@@ -209,7 +150,7 @@ class Encoder(nn.Module):
         self.train_prompt_length = 0
         # Half-precision encoding (see _embed): the cast backbone kept by `keep_cast_copy`, outside the module
         # tree (a plain attribute, not a submodule: never in state_dict, parameters() or .to()).
-        self._cast_copy: _CastCopy | None = None
+        self._cast_copy: CastCopy | None = None
         self._keep_cast_copies = 0
         # adapt --lora: the adapters' settings once lora.attach injected them into the backbone (None: plain)
         self.lora: Any = None
@@ -271,7 +212,7 @@ class Encoder(nn.Module):
             raise ConfigError(unknown_name_message("pooling", pooling, list(POOLING_NAMES)))
         check_has_weights(resolved)  # a folder of config.json alone: say so, not "allow pickle weights"
         layout = read_layout(Path(resolved.location)) if resolved.is_local else FolderLayout()
-        backbone, tokenizer = _load_backbone(resolved, layout.transformer_path, trust_remote_code, allow_pickle)
+        backbone, tokenizer = load_backbone(resolved, layout.transformer_path, trust_remote_code, allow_pickle)
         num_layers = int(backbone.config.num_hidden_layers)  # type: ignore[union-attr, arg-type]
         folder_pooling = layout.pooling or Pooling("mean")
         encoder = cls(
@@ -650,14 +591,14 @@ class Encoder(nn.Module):
     def _cast_backbone(self, dtype: str) -> nn.Module:
         """The backbone cast to `dtype`: the kept copy if it is still current, else a new one (kept inside a
         `keep_cast_copy` block)."""
-        versions = _weight_versions(self.backbone)
+        versions = weight_versions(self.backbone)
         kept = self._cast_copy
         if kept is not None and (kept.dtype, kept.source, kept.versions) == (dtype, id(self.backbone), versions):
             return kept.module
         self._cast_copy = None  # a stale copy goes before the new one is made
         module = cast_copy(self.backbone, DTYPES[dtype])
         if self._keep_cast_copies:
-            self._cast_copy = _CastCopy(dtype, id(self.backbone), versions, module)
+            self._cast_copy = CastCopy(dtype, id(self.backbone), versions, module)
         return module
 
     @contextmanager
@@ -697,108 +638,6 @@ def _output_replaced(module: nn.Module, output: torch.Tensor) -> Iterator[None]:
         yield
     finally:
         handle.remove()
-
-
-# Ordinary words every vocabulary holds: a tokenizer that maps all of them to its unknown token has no vocabulary (a
-# model folder copied without its tokenizer files), and would score every sentence as a row of [UNK]
-_PROBE_TEXT = "the quick brown fox jumps over the lazy dog"
-
-
-def _check_tokenizer(name: str, tokenizer: Any) -> None:
-    unknown = getattr(tokenizer, "unk_token_id", None)
-    if unknown is None:
-        return
-    ids = tokenizer(_PROBE_TEXT, add_special_tokens=False)["input_ids"]
-    if ids and all(token == unknown for token in ids):
-        raise ModelError(f"{name}: its tokenizer knows no words (every one becomes {tokenizer.unk_token}): the "
-                         "folder lacks its tokenizer files (tokenizer.json, vocab.txt, …); copy them from the model "
-                         "it was trained from")
-
-
-def _load_backbone(
-    resolved: ResolvedModel, subfolder: str, trust_remote_code: bool, allow_pickle: bool
-) -> tuple[nn.Module, Any]:
-    from transformers import AutoConfig, AutoTokenizer
-    from transformers.utils import logging as hf_logging
-
-    hf_logging.disable_progress_bar()  # per-tensor "Loading weights" bars are noise next to our own progress
-
-    location = str(Path(resolved.location) / subfolder) if resolved.is_local and subfolder else resolved.location
-    kwargs: dict[str, Any] = {"trust_remote_code": trust_remote_code}
-    if resolved.is_local:
-        kwargs["local_files_only"] = True
-    try:
-        config = AutoConfig.from_pretrained(location, **kwargs)
-        tokenizer = AutoTokenizer.from_pretrained(location, **kwargs)
-        model_kwargs = dict(kwargs)
-        if not allow_pickle:
-            model_kwargs["use_safetensors"] = True
-        verbosity = hf_logging.get_verbosity()
-        hf_logging.set_verbosity_error()  # "weights not used" notices about the pooler are noise here
-        try:
-            backbone = _model_class(resolved.name, config).from_pretrained(location, config=config, **model_kwargs)
-        finally:
-            hf_logging.set_verbosity(verbosity)
-        # transformers 5 loads weights in the dtype they were stored in: a folder exported with --dtype fp16
-        # would train with fp16 master weights and `eval --dtype fp32` would run in fp16. The encoder's weights
-        # are float32; half precision is a decision of training (autocast) or eval (--dtype), not of the file.
-        if any(parameter.is_floating_point() and parameter.dtype != torch.float32
-               for parameter in backbone.parameters()):
-            backbone = backbone.float()
-    except (OSError, ValueError) as error:
-        message = str(error).splitlines()[0] if str(error) else type(error).__name__
-        if not trust_remote_code and "contains custom code" in message:
-            raise ModelError(
-                f"{resolved.name}: the model ships its own Python code (auto_map in config.json), which would run "
-                f"when loaded; read it, then pass {TRUST_REMOTE_CODE} if you trust it"
-            ) from None
-        if not allow_pickle and ("safetensors" in message.lower() or "model.safetensors" in message):
-            raise ModelError(
-                f"{resolved.name}: no safetensors weights; pickle checkpoints (.bin) can run code when "
-                f"loaded — convert the model to safetensors, or pass {ALLOW_PICKLE} if you trust it"
-            ) from None
-        raise ModelError(f"{resolved.name}: cannot load model: {message}") from None
-    except Exception as error:
-        if type(error).__name__ != "SafetensorError":  # safetensors' own error: a truncated or corrupted file
-            raise
-        raise ModelError(f"{resolved.name}: its weights are not a complete safetensors file ({error}); copy or "
-                         "export the model again") from None
-    _check_tokenizer(resolved.name, tokenizer)
-    if tokenizer.pad_token_id is None:
-        # decoder models often ship without one (GPT-2, Llama); padding is masked out of attention and pooling, so
-        # any id serves, and the end-of-sequence token is the convention (the saved tokenizer then pads with it)
-        if tokenizer.eos_token is None:
-            raise ModelError(f"{resolved.name}: tokenizer has neither a padding nor an end-of-sequence token; "
-                             "sentadapt needs one to batch: set pad_token in its tokenizer_config.json")
-        tokenizer.pad_token = tokenizer.eos_token
-    if getattr(backbone, "pooler", None) is not None:
-        # The pooler MLP (BERT/RoBERTa/MPNet) never feeds sentence vectors; kept, it would be a parameter with
-        # no gradient, which DDP rejects, and some sentence models ship without its weights anyway.
-        backbone.pooler = None
-    return backbone, tokenizer
-
-
-# Encoder-decoder families whose encoder alone is a sentence encoder (sentence-T5, GTR): loaded as that encoder, as
-# sentence-transformers does; AutoModel would build the decoder too, and its forward would need decoder inputs
-ENCODER_OF = {"t5": "T5EncoderModel", "mt5": "MT5EncoderModel", "umt5": "UMT5EncoderModel"}
-
-
-def loader_name(config: Any) -> str:
-    """The name of the transformers class that loads a backbone of this config (what a model card tells users)."""
-    return ENCODER_OF.get(getattr(config, "model_type", ""), "AutoModel")
-
-
-def _model_class(name: str, config: Any) -> Any:
-    """The transformers class that loads the backbone: AutoModel, or an encoder-decoder family's encoder."""
-    import transformers
-
-    model_type = getattr(config, "model_type", "?")
-    if model_type in ENCODER_OF:
-        return getattr(transformers, loader_name(config))
-    if getattr(config, "is_encoder_decoder", False):
-        raise ModelError(f"{name}: a {model_type} encoder-decoder model; sentadapt encodes sentences with an "
-                         f"encoder: pass an encoder model (BERT, RoBERTa, MPNet, ...) or a {'/'.join(ENCODER_OF)} one")
-    return transformers.AutoModel
 
 
 def _forward_modes_replayed(backbone: nn.Module) -> Callable[[], tuple[Any, Any]]:

@@ -19,8 +19,9 @@ from sentadapt.errors import ConfigError
 from sentadapt.evaluation.sts import StsEvaluator
 from sentadapt.evaluation.tasks import TASKS
 from sentadapt.model import encoder as encoder_module
-from sentadapt.model.encoder import FP16_ON_CPU, DenseLayer, Encoder
+from sentadapt.model.encoder import DenseLayer, Encoder
 from sentadapt.model.frozen_part import FrozenPart
+from sentadapt.model.half_precision import FP16_ON_CPU
 from sentadapt.model.pooling import Pooling
 from tests.conftest import ASSETS, SHARED_MODELS, SHARED_STS, TINY_SENTENCES, needs_shared
 

@@ -12,7 +12,8 @@ from torch import nn
 from sentadapt.config.merging import coerce
 from sentadapt.errors import ConfigError
 from sentadapt.model.compiling import compile_layers, eager_only, release, repeated_layers
-from sentadapt.model.encoder import Encoder, cast_copy
+from sentadapt.model.encoder import Encoder
+from sentadapt.model.half_precision import cast_copy
 from sentadapt.run.execute import train_stage, write_config
 from sentadapt.run.inputs import build_inputs
 from sentadapt.train.loop import Trainer
