@@ -5,22 +5,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from sentadapt.events import Progress, no_progress
 from sentadapt.options import DEFAULT_ENCODING_ERRORS
 
 if TYPE_CHECKING:
     from sentadapt.data.batching import TokenizedExamples
-
-
-class Tokenizes(Protocol):
-    """What the readers use of the encoder (model/encoder.py, a floor above): its tokenizer and the length it cuts
-    token ids to."""
-
-    tokenizer: Any
-
-    def token_limit(self, max_length: int) -> int: ...
 
 
 @dataclass(frozen=True)
@@ -47,12 +38,13 @@ def counted_sentences(config: Any, progress: Progress = no_progress) -> int | No
     return count_sentences(config.corpus, config.text_column, config.encoding_errors, config.train.dedup, progress)
 
 
-def sentence_examples(data: TrainingData, encoder: Tokenizes, note: Callable[[str], None],
+def sentence_examples(data: TrainingData, tokenizer: Any, limit: int, note: Callable[[str], None],
                       progress: Progress | None = None) -> TokenizedExamples:
-    """The inputs as one sentence per line → memory-mapped token ids, read and tokenized once (data/prepare.py)."""
+    """The inputs as one sentence per line → memory-mapped token ids cut to `limit` (`Encoder.token_limit`), read
+    and tokenized once (data/prepare.py)."""
     from sentadapt.data.prepare import prepare_sentences
 
-    prepared = prepare_sentences(data.sources, encoder.tokenizer, encoder.token_limit(data.max_length),
+    prepared = prepare_sentences(data.sources, tokenizer, limit,
                                  text_column=data.text_column, dedup=data.dedup, encoding_errors=data.encoding_errors,
                                  streaming=data.streaming, num_proc=data.num_proc, progress=progress,
                                  prompt=data.prompt)
@@ -61,12 +53,12 @@ def sentence_examples(data: TrainingData, encoder: Tokenizes, note: Callable[[st
     return prepared.examples
 
 
-def nli_examples(files: Sequence[str], data: TrainingData, encoder: Tokenizes, note: Callable[[str], None],
+def nli_examples(files: Sequence[str], data: TrainingData, tokenizer: Any, limit: int, note: Callable[[str], None],
                  progress: Progress | None = None) -> TokenizedExamples:
-    """Labelled NLI files → token ids of premises and hypotheses, and labels (data/prepare.py)."""
+    """Labelled NLI files → token ids of premises and hypotheses, cut to `limit`, and labels (data/prepare.py)."""
     from sentadapt.data.prepare import prepare_nli
 
-    prepared = prepare_nli(list(files), encoder.tokenizer, encoder.token_limit(data.max_length),
+    prepared = prepare_nli(list(files), tokenizer, limit,
                            num_proc=data.num_proc, progress=progress, prompt=data.prompt)
     for line in prepared.notes:
         note(line)

@@ -127,7 +127,7 @@ class RecipeBase(abc.ABC):
         """The training examples of the stage; `note` reports what reading found, `progress` follows it. Default:
         the inputs as one sentence per line, read and tokenized once into the memory-mapped corpus cache
         (`sentadapt.data.prepare`); ConSERT's NLI stage and CLSR's rows of a frozen-vector table read their own."""
-        return sentence_examples(data, encoder, note, progress)
+        return sentence_examples(data, encoder.tokenizer, encoder.token_limit(data.max_length), note, progress)
 
     def trainable_heads(self) -> nn.ModuleDict:
         """Extra modules trained with the encoder (projection heads, classifiers). Default: none."""

@@ -160,9 +160,10 @@ class ConsertRecipe(RecipeBase):
         mismatch = self._pooling_mismatch(encoder)
         if mismatch is not None:
             note(mismatch)
+        tokenizer, limit = encoder.tokenizer, encoder.token_limit(data.max_length)
         if self.stage_mode != "unsup":
-            return nli_examples(self.config.nli, data, encoder, note, progress)
-        return sentence_examples(data, encoder, note, progress)
+            return nli_examples(self.config.nli, data, tokenizer, limit, note, progress)
+        return sentence_examples(data, tokenizer, limit, note, progress)
 
     def _pooling_mismatch(self, encoder: Encoder) -> str | None:
         """A base that declares a token pooling other than the one trained (a [CLS] model: BGE, GTE; a decoder
