@@ -454,7 +454,8 @@ def _outside_assignments(path: Path, names: set[str]) -> list[str]:
 @pytest.mark.parametrize("path", [p for p in SOURCES if p.name != "encoder.py"],
                          ids=lambda p: str(p.relative_to(PACKAGE)))
 def test_only_the_encoder_assigns_its_attributes(path: Path) -> None:
-    """The Encoder owns its state (issue 43): other modules change it through its methods (use_pooling, ...)."""
+    """The Encoder owns its state (issue 43): other modules change it through its methods (configure, use_lora,
+    keep_prefix)."""
     assert not _outside_assignments(path, _encoder_attributes()), path.relative_to(PACKAGE)
 
 

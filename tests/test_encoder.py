@@ -91,7 +91,7 @@ def test_head_and_normalize_are_saved_and_reloaded(tiny_model_dir: Path, tmp_pat
     encoder.head = torch.nn.ModuleList([
         DenseLayer(32, 48, "torch.nn.modules.activation.ReLU"), DenseLayer(48, 32),
     ])
-    encoder.normalize = True
+    encoder.configure(normalize=True)
     encoder.save(tmp_path / "out")
     modules = json.loads((tmp_path / "out" / "modules.json").read_text())
     assert [m["type"].rsplit(".", 1)[-1] for m in modules] == ["Transformer", "Pooling", "Dense", "Dense", "Normalize"]

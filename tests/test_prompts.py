@@ -71,7 +71,7 @@ def test_prompt_length_is_counted_as_sentence_transformers_counts_it(prompted_di
 def test_training_forward_leaves_the_training_prompt_out_of_pooling(tiny_model_dir: Path, tmp_path: Path) -> None:
     """Token ids made with the prompt (as the corpus cache makes them) pool like encode(prompt_name=...)."""
     encoder = Encoder.load(build_prompted_model(tiny_model_dir, tmp_path / "m", include_prompt=False), device="cpu")
-    encoder.train_prompt_length = encoder.prompt_length("query: ")
+    encoder.configure(train_prompt_length=encoder.prompt_length("query: "))
     batch = encoder.collate(encoder.tokenize_ids([f"query: {text}" for text in TINY_SENTENCES]))
     with torch.no_grad():
         trained_view = encoder(batch.input_ids, batch.attention_mask)

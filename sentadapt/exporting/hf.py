@@ -41,8 +41,7 @@ def write_hf(encoder: Encoder, folder: Path, request: ExportRequest, texts: list
     loader = loader_name(backbone.config)
     note(f"verifying on {len(texts)} sentences: {loader}(OUT) + the card's pooling against the source")
     reread = Encoder.load(folder, device="cpu")  # the same class and AutoTokenizer under the hood
-    reread.use_pooling(encoder.pooling)
-    reread.use_normalize(encoder.normalize)
+    reread.configure(pooling=encoder.pooling, normalize=encoder.normalize)
     reread.float()
     limit = COSINE_LIMIT if request.dtype == "fp32" else FP16_COSINE_LIMIT
     return [compare(f"{loader}(OUT) + pooling from the card", reference, reread.encode(texts), min_cosine=limit)]

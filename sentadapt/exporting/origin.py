@@ -69,7 +69,7 @@ def _load_encoder(model: Any, request: ExportRequest) -> Encoder:
 
     encoder = Encoder.load(model, pooling=request.pooling, device="cpu", trust_remote_code=request.trust_remote_code,
                            allow_pickle=request.allow_pickle)
-    encoder.use_normalize(encoder.normalize or request.normalize)
+    encoder.configure(normalize=encoder.normalize or request.normalize)
     return encoder
 
 
@@ -172,8 +172,8 @@ def _encoder_as_trained(run: Path, request: ExportRequest, note: Note, why: str)
     recipe = recipe_class(config.recipe_args, encoder, stage)
     recipe.prepare_export(encoder, recipe.trainable_heads())
     if request.pooling is not None:  # --pooling overrides the recipe's choice, as it does a saved layout's
-        encoder.use_pooling(Pooling.from_name(request.pooling, encoder.num_layers))
-    encoder.use_normalize(encoder.normalize or request.normalize)
+        encoder.configure(pooling=Pooling.from_name(request.pooling, encoder.num_layers))
+    encoder.configure(normalize=encoder.normalize or request.normalize)
     return encoder
 
 

@@ -12,7 +12,7 @@ import contextlib
 import os
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, cast
 
@@ -116,6 +116,19 @@ def default_device() -> torch.device:
     return torch.device("cuda" if torch.cuda.is_available() else "cpu")
 
 
+@dataclass(frozen=True)
+class EncoderSettings:
+    """How the encoder reads a text into a vector, beside its weights: one value, changed whole by
+    `Encoder.configure` (a recipe's export pooling, `export --pooling/--normalize`, CLSR's un-normalised MLP input)."""
+
+    pooling: Pooling
+    normalize: bool = False  # L2-normalise the output
+    max_length: int = DEFAULT_MAX_LENGTH  # tokens a text is cut to (capped by the position table)
+    # Tokens of the prompt every training sequence starts with (the corpus is tokenized with it): what forward()
+    # leaves out of pooling when the model's Pooling says include_prompt: false (as sentence-transformers does)
+    train_prompt_length: int = 0
+
+
 class Encoder(nn.Module):
     """Transformer backbone + pooling + optional Dense head (+ optional L2 normalisation)."""
 
@@ -137,17 +150,12 @@ class Encoder(nn.Module):
         super().__init__()
         self.backbone = backbone
         self.tokenizer = tokenizer
-        self.pooling = pooling
         self.head = nn.ModuleList(head)
-        self.normalize = normalize
         self.position_limit = usable_positions(backbone)
-        self.use_max_length(max_length)
+        self.settings = EncoderSettings(pooling, normalize, self.token_limit(max_length))
         self.name = name or getattr(backbone.config, "_name_or_path", "model")
         # The model's prompts (sentadapt/model/prompts.py): applied by encode(), saved back by save().
         self.prompts = prompts or Prompts()
-        # Tokens of the prompt every training sequence starts with (the corpus is tokenized with it): what
-        # forward() leaves out of pooling when the model's Pooling says include_prompt: false.
-        self.train_prompt_length = 0
         # Half-precision encoding (see _embed): the cast backbone kept by `keep_cast_copy`, outside the module
         # tree (a plain attribute, not a submodule: never in state_dict, parameters() or .to()).
         self._cast_copy: CastCopy | None = None
@@ -168,6 +176,22 @@ class Encoder(nn.Module):
     @property
     def embedding_dim(self) -> int:
         return int(cast(DenseLayer, self.head[-1]).linear.out_features) if len(self.head) else self.hidden_size
+
+    @property
+    def pooling(self) -> Pooling:
+        return self.settings.pooling
+
+    @property
+    def normalize(self) -> bool:
+        return self.settings.normalize
+
+    @property
+    def max_length(self) -> int:
+        return self.settings.max_length
+
+    @property
+    def train_prompt_length(self) -> int:
+        return self.settings.train_prompt_length
 
     @property
     def pooling_name(self) -> str:
@@ -401,31 +425,18 @@ class Encoder(nn.Module):
 
     # ------------------------------------------------------------------ changed through its own methods
     # Other modules never assign the encoder's attributes (tests/test_architecture.py): these say what changes.
-    def use_pooling(self, pooling: Pooling) -> None:
-        """Pool with `pooling` from now on (a recipe's export pooling, `export --pooling`)."""
-        self.pooling = pooling
-
-    def use_normalize(self, normalize: bool) -> None:
-        """L2-normalise the output (or not) from now on (CLSR's MLP reads the un-normalised output)."""
-        self.normalize = normalize
-
-    def use_max_length(self, max_length: int) -> None:
-        """Truncate every text to `max_length` tokens (capped by the position table) from now on."""
-        self.max_length = self.token_limit(max_length)
-
-    def use_train_prompt(self, length: int) -> None:
-        """The training prompt's token count, left out of pooling when the base's Pooling says include_prompt:
-        false (as sentence-transformers trains and encodes)."""
-        self.train_prompt_length = length
+    def configure(self, pooling: Pooling | None = None, normalize: bool | None = None, max_length: int | None = None,
+                  train_prompt_length: int | None = None) -> None:
+        """Read texts with these settings from now on (None: unchanged); `max_length` is capped by the position
+        table."""
+        changes: dict[str, Any] = {"pooling": pooling, "normalize": normalize,
+                                   "max_length": None if max_length is None else self.token_limit(max_length),
+                                   "train_prompt_length": train_prompt_length}
+        self.settings = replace(self.settings, **{key: value for key, value in changes.items() if value is not None})
 
     def use_lora(self, settings: Any) -> None:
         """The LoRA settings of the adapters in the backbone (sentadapt/model/lora.py), or None once they are merged."""
         self.lora = settings
-
-    def follow(self, encoder: Encoder) -> None:
-        """Pool, normalise and leave out the prompt as `encoder` does (a frozen copy of the base kept in step)."""
-        self.pooling, self.normalize = encoder.pooling, encoder.normalize
-        self.train_prompt_length = encoder.train_prompt_length
 
     def keep_prefix(self, dim: int) -> None:
         """From now on output each vector's first `dim` coordinates (`export --dim`): a Dense layer of weight

@@ -114,7 +114,7 @@ class ClsrRecipe(RecipeBase):
         encoder.backbone.requires_grad_(False)  # the encoder is frozen: only the MLP and projection train
         for layer in encoder.head:
             layer.requires_grad_(False)
-        encoder.use_pooling(Pooling.from_name(config.pooling, encoder.num_layers))
+        encoder.configure(pooling=Pooling.from_name(config.pooling, encoder.num_layers))
         self.frozen = FrozenPart(encoder, len(encoder.head))  # the base's own Dense layers stay frozen too
         base_dim = encoder.embedding_dim
         identity = config.init == "identity"
@@ -157,7 +157,7 @@ class ClsrRecipe(RecipeBase):
         pairs = read_positive_pairs(data.sources, self.config.min_score)
         for line in pairs.notes:
             note(line)
-        encoder.use_max_length(data.max_length)  # one max length for cache, dev scores and export
+        encoder.configure(max_length=data.max_length)  # one max length for cache, dev scores and export
         row_of: dict[str, int] = {}
         a_rows = [row_of.setdefault(text, len(row_of)) for text in pairs.first]
         b_rows = [row_of.setdefault(text, len(row_of)) for text in pairs.second]
@@ -176,7 +176,7 @@ class ClsrRecipe(RecipeBase):
         if not any(layer is self.mlp[0] for layer in encoder.head):
             encoder.head.extend(layer.to(encoder.device) for layer in self.mlp)
         # the MLP's input is the un-normalised frozen output, in training and in the saved pipeline alike
-        encoder.use_normalize(False)
+        encoder.configure(normalize=False)
         return OnFrozenPart(self.frozen)
 
     # ------------------------------------------------------------------ distillation (--set distill=W)

@@ -184,7 +184,7 @@ class ConsertRecipe(RecipeBase):
 
     def prepare_export(self, encoder: Encoder, heads: nn.ModuleDict) -> Encoder:
         name = resolve_export_pooling(self.config.export_pooling, encoder, paper="last2avg")
-        encoder.use_pooling(Pooling.from_name(name, encoder.num_layers))
+        encoder.configure(pooling=Pooling.from_name(name, encoder.num_layers))
         return encoder
 
     # ------------------------------------------------------------------ views and terms

@@ -163,7 +163,7 @@ class SgOptRecipe(RecipeBase):
     def prepare_export(self, encoder: Encoder, heads: nn.ModuleDict) -> Encoder:
         """CLS pooling (the paper's sentence vector) unless set otherwise; the projection head is not saved."""
         name = resolve_export_pooling(self.config.export_pooling, encoder, paper="cls")
-        encoder.use_pooling(Pooling.from_name(name, encoder.num_layers))
+        encoder.configure(pooling=Pooling.from_name(name, encoder.num_layers))
         return encoder
 
     # ------------------------------------------------------------------ distillation (--set distill=W)

@@ -32,7 +32,7 @@ def training_prompt(config: RunConfig, encoder: Encoder, note: Note) -> str:
     pooling when the base's Pooling says include_prompt: false (as sentence-transformers trains and encodes)."""
     name = encoder.prompts.name_for(PAIR, config.prompt, encoder.name)
     prompt = encoder.prompts.for_side(PAIR, name, encoder.name)
-    encoder.use_train_prompt(encoder.prompt_length(prompt, config.train.max_length))
+    encoder.configure(train_prompt_length=encoder.prompt_length(prompt, config.train.max_length))
     if prompt:
         pooled = "pooled" if encoder.prompts.include_prompt else "not pooled (include_prompt: false)"
         note(f"prompt: every training sentence starts with {name} {prompt!r}, {pooled}")

@@ -226,7 +226,7 @@ class FrozenBase:
         frozen = self._frozen[0]
         if frozen.device != input_ids.device:
             frozen.to(input_ids.device)
-        frozen.follow(encoder)  # the same pooling, normalisation and prompt tokens left out of pooling
+        frozen.configure(encoder.pooling, encoder.normalize, train_prompt_length=encoder.train_prompt_length)  # in step
         with torch.no_grad():
             return frozen(input_ids, attention_mask)
 

@@ -135,7 +135,7 @@ def test_bf16_with_head_layer_pooling_and_normalisation(tiny_model_dir_3layers: 
     encoder = Encoder.load(tiny_model_dir_3layers, pooling=pooling, device="cpu")
     torch.manual_seed(0)
     encoder.head = torch.nn.ModuleList([DenseLayer(32, 16, "torch.nn.modules.activation.Tanh")])
-    encoder.normalize = True
+    encoder.configure(normalize=True)
     before = _weights(encoder)
     bf16 = encoder.encode(TINY_SENTENCES, dtype="bf16")
     assert bf16.dtype == torch.float32 and bf16.shape == (len(TINY_SENTENCES), 16)

@@ -177,7 +177,7 @@ def test_onnx_export_matches_torch_and_reports_int8_drift(runs: dict[str, Path],
     description = json.loads((output / "sentadapt_onnx.json").read_text())
     assert description["files"] == {"fp32": "model.onnx", "int8": "model_int8.onnx"}
     encoder = Encoder.load(runs["clsr"], device="cpu")
-    encoder.normalize = True
+    encoder.configure(normalize=True)
     reference = encoder.encode(SENTENCES)
     onnx_vectors = onnx_encode(session(output / "model.onnx"), encoder, SENTENCES)
     assert (onnx_vectors - reference).abs().max() <= 1e-4

@@ -293,7 +293,7 @@ def _one_pass_parts(encoder: Encoder, views: tuple[str, ...], train_pooling: str
     from sentadapt.model.pooling import Pooling
     from sentadapt.train.distill import TEACHER_VECTORS, Distillation, TeacherTargets
 
-    encoder.use_pooling(Pooling.from_name("mean", encoder.num_layers))
+    encoder.configure(pooling=Pooling.from_name("mean", encoder.num_layers))
     recipe = ConsertRecipe(ConsertConfig(views=views, train_pooling=train_pooling), encoder)
     targets = TeacherTargets(torch.randn(len(TINY_SENTENCES), 24, generator=torch.Generator().manual_seed(0)))
     distillation = Distillation(1.0, DistillMix.parse("kl"), 0.05, targets)
