@@ -171,9 +171,9 @@ def _encoder_as_trained(run: Path, request: ExportRequest, note: Note, why: str)
                            allow_pickle=request.allow_pickle)  # the base as training loaded it: its own pooling
     recipe = recipe_class(config.recipe_args, encoder, stage)
     recipe.prepare_export(encoder, recipe.trainable_heads())
-    if request.pooling is not None:  # --pooling overrides the recipe's choice, as it does a saved layout's
-        encoder.configure(pooling=Pooling.from_name(request.pooling, encoder.num_layers))
-    encoder.configure(normalize=encoder.normalize or request.normalize)
+    # --pooling overrides the recipe's choice, as it does a saved layout's
+    pooling = None if request.pooling is None else Pooling.from_name(request.pooling, encoder.num_layers)
+    encoder.configure(pooling=pooling, normalize=encoder.normalize or request.normalize)
     return encoder
 
 

@@ -112,6 +112,16 @@ class _Placed:
         return self.out
 
 
+def each_text_once(texts: Sequence[str], embed: Callable[[list[str]], torch.Tensor]) -> torch.Tensor:
+    """`embed` of the distinct texts (in first-seen order), then a row per text of `texts`, in its order."""
+    unique_index: dict[str, int] = {}
+    positions = [unique_index.setdefault(text, len(unique_index)) for text in texts]
+    vectors = embed(list(unique_index))
+    if len(unique_index) == len(texts):  # no repeats: positions is 0..n-1, and a gather would copy the matrix
+        return vectors
+    return vectors[torch.as_tensor(positions)]
+
+
 def default_device() -> torch.device:
     return torch.device("cuda" if torch.cuda.is_available() else "cpu")
 
@@ -517,15 +527,10 @@ class Encoder(nn.Module):
         """
         check_dtype(dtype, self.device.type)
         prompt = self.prompts.resolve(prompt, prompt_name, self.name)
-        unique_index: dict[str, int] = {}
-        positions = [unique_index.setdefault(text, len(unique_index)) for text in texts]
-        unique_texts = list(unique_index)
-        if not unique_texts:
+        if not texts:
             return torch.empty((0, self.embedding_dim))
-        vectors = self._embed(unique_texts, batch_size, max_length, dtype, pooling, progress, head_layers, prompt)
-        if len(unique_texts) == len(texts):  # no repeats: positions is 0..n-1, and a gather would copy the matrix
-            return vectors
-        return vectors[torch.as_tensor(positions)]
+        return each_text_once(texts, lambda unique: self._embed(unique, batch_size, max_length, dtype, pooling,
+                                                                progress, head_layers, prompt))
 
     def _embed(
         self,

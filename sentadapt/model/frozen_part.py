@@ -9,7 +9,7 @@ from typing import Any
 
 import torch
 
-from sentadapt.model.encoder import Encoder
+from sentadapt.model.encoder import Encoder, each_text_once
 from sentadapt.options import ENCODE_BATCH_SIZE, VECTOR_DTYPE
 
 
@@ -61,13 +61,13 @@ class OnFrozenPart:
         if pooling is not None or not texts:
             return encoder.encode(texts, batch_size, max_length, dtype, pooling, progress, prompt, prompt_name)
         prompt = encoder.prompts.resolve(prompt, prompt_name, encoder.name)
-        unique = list(dict.fromkeys(texts))  # the head runs once per text, as Encoder.encode does
-        frozen = self.frozen.vectors(unique, batch_size, max_length, dtype, progress, prompt)
+        return each_text_once(texts, lambda unique: self._trained_layers(
+            self.frozen.vectors(unique, batch_size, max_length, dtype, progress, prompt)))
+
+    def _trained_layers(self, frozen: torch.Tensor) -> torch.Tensor:
+        encoder = self.frozen.encoder
         was_training = encoder.training
         encoder.eval()
         vectors = encoder.apply_head(frozen.to(encoder.device), start=self.frozen.layers).float().cpu()
         encoder.train(was_training)
-        if len(unique) == len(texts):
-            return vectors
-        row = {text: index for index, text in enumerate(unique)}
-        return vectors[torch.as_tensor([row[text] for text in texts])]
+        return vectors
