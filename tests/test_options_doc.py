@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sentadapt.config.schema import FLAT_KEYS
+from sentadapt.config.schema import FLAT_KEYS, setting
 from tools import options_doc
 
 
@@ -25,15 +25,24 @@ def test_reference_names_every_command_option_and_set_key() -> None:
     assert "| `optim` |" not in text  # a group is not a key
 
 
-def test_a_fields_comment_is_its_help() -> None:
+def test_a_fields_help_is_its_row() -> None:
     @dataclass
     class Sample:
-        # the comment above,
-        # on two lines
-        width: int = 3  # and the one beside
+        width: int = setting(3, "How wide.")
+        # a comment is for whoever reads the code, not the reference
         plain: str = "x"
 
-    assert options_doc.field_comments(Sample) == {"width": "the comment above, on two lines and the one beside",
-                                                  "plain": ""}
     rows = options_doc.config_rows(Sample)
-    assert [(row.name, row.type, row.default) for row in rows] == [("`width`", "int", "`3`"), ("`plain`", "str", "`x`")]
+    assert [(row.name, row.type, row.default, row.help) for row in rows] == [("`width`", "int", "`3`", "How wide."),
+                                                                             ("`plain`", "str", "`x`", "")]
+
+
+def test_every_setting_is_described() -> None:
+    """Each --set key and recipe setting has its help (the one place its description is written)."""
+    from sentadapt.recipes import RECIPES
+
+    blank = [row.name for row in options_doc.training_rows() if not row.help]
+    for name in ("consert", "sg-opt", "clsr"):
+        blank += [f"{name}.{row.name}" for row in options_doc.config_rows(RECIPES.get(name).spec.settings)
+                  if not row.help]
+    assert blank == []

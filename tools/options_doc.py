@@ -1,6 +1,6 @@
 """Generate docs/options.md, the options reference, from the code: every command's arguments and options as the
 Typer app declares them (name, type, default, help), then the `--set` keys (the fields of TrainConfig and of each
-registered recipe's Config, with their defaults and the comments beside them in the source).
+registered recipe's Config, with their defaults and their help: config/schema.py's `setting`).
 
     python -m tools.options_doc           # rewrite docs/options.md
     python -m tools.options_doc --check   # exit 1 when docs/options.md is stale (tests/test_options_doc.py)
@@ -12,13 +12,8 @@ is documented by running this script. Lives in tools/ because it reads the CLI (
 from __future__ import annotations
 
 import argparse
-import ast
 import dataclasses
-import inspect
-import io
 import sys
-import textwrap
-import tokenize
 import typing
 from pathlib import Path
 from typing import Any
@@ -94,28 +89,22 @@ def _cell(text: str) -> str:
     return " ".join(text.split()).replace("|", "\\|")
 
 
-def _param_row(param: Any, training_keys: set[str]) -> Row:
+def _param_row(param: Any) -> Row:
     if param.param_type_name == "argument":
         name = (param.metavar or param.name).upper()
     else:
         name = ", ".join(f"`{opt}`" for opt in [*param.opts, *param.secondary_opts])
-    help_text = param.help or ""
-    if not help_text and param.name in training_keys:  # a flag for a training key: its comment is there
-        help_text = f"Sets the training key `{param.name}` ([below](#training-every-recipe))."
-    return Row(name, _type(param), _default(param), help_text)
+    return Row(name, _type(param), _default(param), param.help or "")
 
 
 def command_sections() -> list[str]:
     import typer.main
 
     from sentadapt.cli import app
-    from sentadapt.config.schema import FLAT_KEYS
 
-    training_keys = set(FLAT_KEYS)
     sections = []
     for name, command in _commands(typer.main.get_command(app), "sentadapt"):
-        keys = training_keys if name == "sentadapt adapt" else set()  # the other commands do not train
-        rows = [_param_row(param, keys) for param in command.params if not getattr(param, "hidden", False)]
+        rows = [_param_row(param) for param in command.params if not getattr(param, "hidden", False)]
         summary = " ".join((command.help or "").strip().split("\n\n")[0].split())
         table = _table(("option", "type", "default", "what it does"), rows) if rows else "No options."
         sections.append(f"## `{name}`\n\n{summary}\n\n{table}")
@@ -125,26 +114,9 @@ def command_sections() -> list[str]:
 # ------------------------------------------------------------------------------------------------ --set keys
 
 
-def field_comments(cls: type) -> dict[str, str]:
-    """The comment of each field in `cls`'s source: the comment lines right above it and the one beside it."""
-    source = textwrap.dedent(inspect.getsource(cls))
-    lines = source.splitlines()
-    comments = {token.start[0]: token.string.lstrip("#").strip()
-                for token in tokenize.generate_tokens(io.StringIO(source).readline)
-                if token.type == tokenize.COMMENT}
-    found: dict[str, str] = {}
-    for node in ast.parse(source).body[0].body:  # type: ignore[attr-defined]
-        if not (isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name)):
-            continue
-        above = []
-        number = node.lineno - 1
-        while number in comments and lines[number - 1].lstrip().startswith("#"):
-            above.insert(0, comments[number])
-            number -= 1
-        beside = comments.get(node.lineno, "")
-        text = " ".join([*above, beside]).strip()
-        found[node.target.id] = text.removeprefix("...").removesuffix("...").strip()
-    return found
+def field_help(field: dataclasses.Field[Any]) -> str:
+    """A setting's description: its `help` (config/schema.py's `setting`), which its adapt flag shows too."""
+    return str(field.metadata.get("help", ""))
 
 
 def _type_name(annotation: Any) -> str:
@@ -174,24 +146,23 @@ def _field_default(field: dataclasses.Field[Any]) -> str:
 
 def config_rows(cls: type) -> list[Row]:
     hints = typing.get_type_hints(cls)
-    comments = field_comments(cls)
-    return [Row(f"`{field.name}`", _type_name(hints[field.name]), _field_default(field), comments.get(field.name, ""))
+    return [Row(f"`{field.name}`", _type_name(hints[field.name]), _field_default(field), field_help(field))
             for field in dataclasses.fields(cls)]
 
 
 def training_rows() -> list[Row]:
     """One row per training key: the flat key of each TrainConfig field and of each field of its groups, with the
-    comment written at that field (a group's first field: its group's docstring first)."""
+    field's help (a group's first field: its group's docstring first)."""
     from sentadapt.config.schema import FLAT_KEYS, GROUPS, TrainConfig, key_field
 
     owners = {None: TrainConfig, **GROUPS}
     rows = []
     for name, (group, field_name) in FLAT_KEYS.items():
         owner = owners[group]
-        comment = field_comments(owner).get(field_name, "")
-        if group is not None and field_name == dataclasses.fields(owner)[0].name:
-            comment = " ".join([*(owner.__doc__ or "").split(), comment[:1].upper() + comment[1:]]).strip()
         field = key_field(name)
+        comment = field_help(field)
+        if group is not None and field_name == dataclasses.fields(owner)[0].name:
+            comment = " ".join([*(owner.__doc__ or "").split(), comment]).strip()
         rows.append(Row(f"`{name}`", _type_name(typing.get_type_hints(owner)[field_name]), _field_default(field),
                         comment))
     return rows

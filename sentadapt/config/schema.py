@@ -159,6 +159,12 @@ DEFAULT_SPENDING = "sqrt"
 DEFAULT_DECISION = "risk"  # the use/keep rule (decision/rule.py: risk | strict | positive)
 
 
+def setting(default: Any, help: str, **metadata: Any) -> Any:
+    """A config field with its description, written once: `help` is what the option reference (docs/options.md)
+    says of its `--set` key and what its `adapt` flag's --help says (run/adapt_options.py reads it)."""
+    return field(default=default, metadata={"help": help, **metadata})
+
+
 PATHS = {"paths": True}  # a RecipeConfig field's metadata: a tuple of local files
 RECORDED = {"recorded": True}  # a RunConfig field's metadata: what the run fills in, not an option a user gives
 
@@ -177,57 +183,52 @@ class RecipeConfig:
 class OptimizerSettings:
     """The optimizer and its learning-rate schedule."""
 
-    # adamw | lars (SimCLR-style, for large learning rates on small heads)
-    optimizer: str = "adamw"
-    weight_decay: float = 0.01
-    # linear warm-up over this share of the steps, then linear decay to 0
-    warmup_ratio: float = 0.1
-    schedule: str = "linear"  # decay after warm-up: linear | cosine
-    max_grad_norm: float = 1.0  # 0 = no clipping
-    adam_beta1: float = 0.9
-    adam_beta2: float = 0.999
-    adam_eps: float = 1e-6
+    optimizer: str = setting("adamw", "adamw | lars (SimCLR-style, for large learning rates on small heads).")
+    weight_decay: float = setting(0.01, "The optimizer's decoupled weight decay (not on biases and LayerNorms).")
+    warmup_ratio: float = setting(0.1, "Linear warm-up over this share of the steps, then the decay.")
+    schedule: str = setting("linear", "The decay after warm-up, to 0: linear | cosine.")
+    max_grad_norm: float = setting(1.0, "Clip the gradients' global norm to this (0: no clipping).")
+    adam_beta1: float = setting(0.9, "AdamW's β1 (the gradient's moving average).")
+    adam_beta2: float = setting(0.999, "AdamW's β2 (the squared gradient's moving average).")
+    adam_eps: float = setting(1e-6, "AdamW's ε.")
 
 
 @dataclass(frozen=True)
 class EvaluationSettings:
     """When the dev set is scored during training, and when training stops for want of a better score."""
 
-    # dev evaluation every N optimizer steps (0 = only at the end)
-    eval_every: int = 200
-    # > 0: evaluate this many times per pass over the data instead of every eval_every
-    evals_per_pass: float = 0.0
-    # stop after N evaluations without improvement (0 = never stop early)
-    patience: int = 10
-    eval_batch_size: int = ENCODE_BATCH_SIZE
+    eval_every: int = setting(200, "Dev evaluation every N optimizer steps (0: only at the end). Default: the "
+                              "recipe's (`--dry-run` shows it).")
+    evals_per_pass: float = setting(0.0, "> 0: evaluate this many times per pass over the data instead of every "
+                                    "eval_every.")
+    patience: int = setting(10, "Stop after N evaluations without improvement (0: never stop early).")
+    eval_batch_size: int = setting(ENCODE_BATCH_SIZE, "Sentences per batch when the dev set is encoded.")
 
 
 @dataclass(frozen=True)
 class RecordSettings:
     """What a run writes as it goes: checkpoints to resume from and log lines."""
 
-    # resumable checkpoint every N steps (0 = only on interrupt)
-    checkpoint_every: int = 200
-    keep_checkpoints: int = 2
-    # steps between lines of train.log (and points sent to the --report-to trackers)
-    log_every: int = 10
-    # none | tensorboard | wandb | mlflow | all (Accelerate's experiment trackers)
-    report_to: str = "none"
-    # stop | skip (skip the step, stop after `max_nan_skips`)
-    on_nan: str = "stop"
-    max_nan_skips: int = 10
+    checkpoint_every: int = setting(200, "A resumable checkpoint every N steps (0: only on an interrupt).")
+    keep_checkpoints: int = setting(2, "The newest resumable checkpoints kept on disk.")
+    log_every: int = setting(10, "Steps between lines of train.log (and points sent to the --report-to trackers).")
+    report_to: str = setting("none", "Experiment tracking through Accelerate: none | tensorboard | wandb | mlflow | "
+                             "all (every installed one). Events of tensorboard: OUTPUT/tensorboard/.")
+    on_nan: str = setting("stop", "A non-finite loss: stop (name the step) | skip (the step, and stop after "
+                          "max_nan_skips).")
+    max_nan_skips: int = setting(10, "With on_nan=skip: the steps skipped before the run stops.")
 
 
 @dataclass(frozen=True)
 class LoraSettings:
-    """LoRA (sentadapt/model/lora.py, `--lora r=16`): train rank-r adapters on the encoder's linear layers, base frozen.
-    r 0 = off (every weight trains). alpha 0 = 2 × r; targets: attention | all-linear | names joined by '+'."""
+    """LoRA (sentadapt/model/lora.py, `--lora r=16`): rank-r adapters on the encoder's linear layers, base frozen."""
 
     KEY_PREFIX: ClassVar[str] = "lora_"  # its settings' flat keys: lora_r, lora_alpha, ...
-    r: int = 0
-    alpha: float = 0.0
-    dropout: float = 0.0
-    targets: str = "attention"
+    r: int = setting(0, "The adapters' rank (0: off, every weight trains).")
+    alpha: float = setting(0.0, "The adapters' scale numerator, update × alpha / r (0: 2 × r).")
+    dropout: float = setting(0.0, "Dropout on the adapters' input.")
+    targets: str = setting("attention", "The linear layers adapted: attention | all-linear | names joined by '+' "
+                           "(query+value).")
 
     def resolved(self) -> LoraSettings:
         """The settings as the adapters are built (sentadapt/model/lora.py): alpha 0 made 2 × r."""
@@ -243,21 +244,21 @@ class LoraSettings:
 class DistillationSettings:
     """Distillation toward the frozen base model or a teacher, for every recipe (sentadapt/train/distill.py)."""
 
-    # the loss gains distill × D(adapted, base) on each batch's sentences. 0 = off (no frozen copy, no extra pass).
-    distill: float = 0.0
-    # kl: in-batch similarity distributions | sim-mse: in-batch cosine values | mse: the vectors' squared distance
-    # (not normalised) | cosine: 1 − cos of each vector with its target; or a weighted sum of them,
-    # "kl:1,sim-mse:10,cosine:1" (a weight 0 = that term off)
-    distill_kind: str = "kl"
-    # softmax temperature of the kl kind
-    distill_temperature: float = 0.05
-    # random | neighbours: with a teacher, half of each batch random anchors and half one of each anchor's
-    # `distill_neighbours` nearest examples under the teacher (pairs it ranks close, not only unrelated ones)
-    distill_batches: str = "random"
-    distill_neighbours: int = 8
-    # The weight of the recipe's own loss: 0 = the distillation term alone (the recipe's views are then not
-    # computed at all, unless the recipe trains heads of its own: they keep a gradient of 0 for DDP)
-    recipe_weight: float = 1.0
+    distill: float = setting(0.0, "The loss gains distill × D(adapted, base) on each batch's sentences (0: off, no "
+                             "frozen copy, no extra pass).")
+    distill_kind: str = setting("kl", "kl: in-batch similarity distributions | sim-mse: in-batch cosine values | "
+                                "mse: the vectors' squared distance (not normalised) | cosine: 1 − cos of each vector "
+                                "with its target; or a weighted sum of them, \"kl:1,sim-mse:10,cosine:1\" (a weight 0 "
+                                "turns its term off).")
+    distill_temperature: float = setting(0.05, "The softmax temperature of the kl kind.")
+    distill_batches: str = setting("random", "random | neighbours: with a teacher, half of each batch random "
+                                   "anchors and half one of each anchor's distill_neighbours nearest examples under "
+                                   "the teacher (pairs it ranks close, not only unrelated ones).")
+    distill_neighbours: int = setting(8, "With distill_batches=neighbours: the nearest examples a partner is drawn "
+                                      "from.")
+    # a recipe that trains heads of its own still runs them at weight 0: they keep a gradient of 0 for DDP
+    recipe_weight: float = setting(1.0, "The weight of the recipe's own loss (0: the distillation term alone; the "
+                                   "recipe's views are then not computed).")
 
     @functools.cached_property
     def mix(self) -> DistillMix:
@@ -271,30 +272,32 @@ class TeacherSettings:
     base; distill_kind and distill_temperature are shared (kl: any two widths)."""
 
     KEY_PREFIX: ClassVar[str] = "teacher_"  # its settings' flat keys: teacher_weight, teacher_check, ...
-    # the distillation term's weight with a teacher
-    weight: float = 1.0
-    # on: a teacher that trails the base on the dev set (the CI of its lead below 0) stops the run before training
-    check: str = "on"
-    # the distillation target's similarities: α · the teacher's cosines + (1 − α) · the base's (docs/teacher.md,
-    # "Blend targets"); "1" the teacher alone, a number in [0, 1], or "auto": α weighed on the dev set by its rule
-    blend: str = "1"
-    # the fields of a --teacher vectors file (.jsonl keys, .parquet columns): what embeddings APIs return
-    text_field: str = TEXT_FIELD
-    vector_field: str = VECTOR_FIELD
+    weight: float = setting(1.0, "The distillation term's weight with a teacher.")
+    check: str = setting("on", "on: a teacher that trails the base on the dev set (the CI of its lead below 0) stops "
+                         "the run before training | off.")
+    blend: str = setting("1", "The distillation target's similarities: α · the teacher's cosines + (1 − α) · the "
+                         "base's (docs/teacher.md, \"Blend targets\"): 1, the teacher alone, a number in [0, 1], or "
+                         "auto: α weighed on the dev set by its rule.")
+    text_field: str = setting(TEXT_FIELD, "The text's field in a --teacher vectors file (.jsonl key, .parquet "
+                              "column).")
+    vector_field: str = setting(VECTOR_FIELD, "The vector's field in a --teacher vectors file (what embeddings APIs "
+                                "return).")
 
 
 @dataclass(frozen=True)
 class SizeSettings:
     """The sizes a run trains (Matryoshka) and weighs on dev (decision/sizes.py)."""
 
-    # Matryoshka (`--matryoshka 384,192,96`): every loss term, the recipe's and distillation's, summed over these
-    # prefix widths of the exported vectors, largest first (sentence-transformers' MatryoshkaLoss), so each prefix
-    # is an embedding of its own; () = off
-    matryoshka: tuple[int, ...] = ()
-    # the weight of each --matryoshka width's term, in its order; () = 2 for the first (largest), 1 for each other
-    matryoshka_weights: tuple[float, ...] = ()
-    # --sizes: the sizes the finished run's dev table weighs (decision/sizes.py); () = matryoshka's, if any
-    sizes: tuple[int, ...] = ()
+    matryoshka: tuple[int, ...] = setting((), "Train prefixes of the vectors as embeddings too (MatryoshkaLoss): "
+                                          "every loss term, the recipe's and distillation's, summed over these "
+                                          "sizes, largest first, e.g. 384,192,96, weighted by matryoshka_weights. "
+                                          "Then eval --dims 192 scores a prefix.")
+    matryoshka_weights: tuple[float, ...] = setting((), "The weight of each --matryoshka size's term, in its order "
+                                                    "(default: 2 for the largest, 1 for each other; 1,1,1 weighs "
+                                                    "them equally).")
+    sizes: tuple[int, ...] = setting((), "After training, score the kept model on the dev set at these sizes (fp32, "
+                                     "int8, binary) against the base's whole vectors and name the smallest that "
+                                     "keeps the gain at --risk. Default: the --matryoshka sizes.")
 
 
 @dataclass(frozen=True)
@@ -304,36 +307,41 @@ class TrainConfig:
     field holding a frozen dataclass); every setting, grouped or not, has one flat key (`--set KEY=VALUE`, YAML,
     config.yaml): `flat_keys()`."""
 
-    max_steps: int = 0  # optimizer steps; 0 = derived from `epochs`
-    epochs: float = 1.0
-    # With min_examples > 0 (and max_steps 0): as many passes as it takes to train on that many examples, at
-    # least `epochs` and at most `max_epochs` — a small corpus gets several passes, a large one `epochs`.
-    min_examples: int = 0
-    max_epochs: float = 4.0
-    batch_size: int = 64  # GLOBAL batch (all processes together) = the in-batch negatives per step
-    lr: float = 2e-5
-    grad_accum: int = 1  # micro-batches per optimizer step (does not add negatives)
-    max_length: int = 64  # tokens per sentence in training
-    mixed_precision: str = "no"
-    # fp32 matmuls on TensorFloat-32 tensor cores (CUDA, Ampere and newer): 10-bit mantissa products, fp32
-    # accumulation, ~2× the speed of strict fp32 on an A100/H100. False: strict fp32 (reproducibility).
-    tf32: bool = True
-    seed: int = 42
-    length_grouping: bool = True  # random batches, less padding by grouping similar lengths (research/results.md)
-    # A training batch's padded length is rounded up to a multiple of this. 0 = 8 on a GPU (tensor-core tiles, and
-    # with max_length 64 at most 8 padded lengths for its kernels to warm up to instead of 64), 1 on the CPU
-    # (there every padded position is paid for, and nothing warms up per shape)
-    pad_multiple: int = 0
-    # Keep only each transformer layer's input in the forward pass and recompute the layer in backward: activation
-    # memory ~1/L of the layers' (L layers), for about one more forward pass of time (docs/internals.md). In
-    # contrastive training the batch is the number of negatives, so the memory saved buys a larger batch.
-    gradient_checkpointing: bool = False
-    # torch.compile of the encoder's transformer layers while training on a CUDA GPU (sentadapt/model/compiling.py; dev
-    # scoring and every encode stay eager; on other devices a note, and the run trains uncompiled): off | on
-    # (inductor's fused kernels) | graphs (also CUDA graphs, mode "reduce-overhead"). A step at batch 64-128 is
-    # bound by kernel launches; ~25 s of compiling first, recovered after ~1,800 steps (bench/README.md).
-    compile: str = "off"
-    dedup: bool = True  # repeated corpus lines would be false negatives in a batch
+    max_steps: int = setting(0, "Optimizer steps (overrides --epochs). Default: 0, from --epochs and the corpus size "
+                             "(`--dry-run` counts the corpus and shows them).")
+    epochs: float = setting(1.0, "Passes over the corpus (--max-steps wins).")
+    min_examples: int = setting(0, "> 0 (and max_steps 0): as many passes as it takes to train on that many "
+                                "examples, at least --epochs and at most max_epochs (a small corpus gets several "
+                                "passes, a large one --epochs).")
+    max_epochs: float = setting(4.0, "The most passes min_examples may ask for.")
+    batch_size: int = setting(64, "Sentences per optimizer step, all processes together; each one's negatives are "
+                              "the others in its batch, so larger is harder. Default: the recipe's (`--dry-run` "
+                              "shows it).")
+    lr: float = setting(2e-5, "Peak learning rate. Default: the recipe's or preset's (`--dry-run` shows it).")
+    grad_accum: int = setting(1, "Micro-batches per optimizer step (they add no negatives).")
+    max_length: int = setting(64, "Tokens per training sentence.")
+    mixed_precision: str = setting("no", "no | fp16 | bf16 | auto (bf16 on a CPU with native bf16 matmuls, else no; "
+                                   "a ConSERT teacher run's default).")
+    tf32: bool = setting(True, "on (default) | off: fp32 matmuls on TensorFloat-32 tensor cores (CUDA, Ampere and "
+                         "newer: 10-bit mantissa products, fp32 accumulation, ~2× strict fp32's speed on an "
+                         "A100/H100); off is strict fp32 (reproducible).")
+    seed: int = setting(42, "Seed of data order and augmentations.")
+    length_grouping: bool = setting(True, "Random batches of similar lengths, so less padding (research/results.md).")
+    # 8 on a GPU: tensor-core tiles, and with max_length 64 at most 8 padded lengths for its kernels to warm up to
+    # instead of 64; 1 on the CPU, where every padded position is paid for and nothing warms up per shape
+    pad_multiple: int = setting(0, "A training batch's padded length is rounded up to a multiple of this (0: 8 on a "
+                                "GPU, 1 on the CPU).")
+    # in contrastive training the batch is the number of negatives, so the memory saved buys a larger batch
+    gradient_checkpointing: bool = setting(False, "Recompute activations in backward: activation memory ~1/L of the "
+                                           "layers' (L layers; a larger batch, more negatives) for about one more "
+                                           "forward pass of time (docs/internals.md).")
+    # a step at batch 64-128 is bound by kernel launches; ~25 s of compiling first, recovered after ~1,800 steps
+    # (bench/README.md)
+    compile: str = setting("off", "torch.compile of the encoder's transformer layers while training on a CUDA GPU "
+                           "(dev scoring and every encode stay eager; elsewhere a note, and the run trains "
+                           "uncompiled): off | on (inductor's fused kernels) | graphs (also CUDA graphs).")
+    dedup: bool = setting(True, "Train on each distinct corpus line once (a repeat would be its own false negative "
+                          "in a batch).")
     optim: OptimizerSettings = field(default_factory=OptimizerSettings)
     evaluation: EvaluationSettings = field(default_factory=EvaluationSettings)
     records: RecordSettings = field(default_factory=RecordSettings)
@@ -468,22 +476,33 @@ class RunConfig:
     base: str
     corpus: list[str]
     output: str
-    dev: str | None = None  # "stsb", "sickr", a task file or BEIR folder, or None (blind: keep the last step)
-    dev_metric: str | None = None  # the dev task's metric that selects checkpoints (None: its main metric)
-    data_dir: str | None = None
-    text_column: str | None = None
-    encoding_errors: str = DEFAULT_ENCODING_ERRORS  # strict | replace | skip (invalid UTF-8 lines in the corpus)
-    streaming: bool = False  # stream Hub datasets instead of downloading them whole first
-    num_proc: int | None = None  # corpus preparation workers; None: one per available core
+    dev: str | None = setting(None, "stsb | sickr | a task FILE (scored or 0/1-labelled pairs, reranking .jsonl) | a "
+                              "BEIR retrieval DIR | none. Default: STS-B dev when STS data is available.")
+    dev_metric: str | None = setting(None, "Dev metric that selects checkpoints (e.g. f1, mrr@10). Default: the "
+                                     "task's main metric (spearman, ap, map, ndcg@10).")
+    data_dir: str | None = setting(None, "Folder of STS JSON Lines files (for --dev stsb|sickr).")
+    text_column: str | None = setting(None, "Column of .jsonl .csv .tsv .parquet corpora.")
+    encoding_errors: str = setting(DEFAULT_ENCODING_ERRORS, "Invalid UTF-8 in the corpus: strict (stop, name the "
+                                   "line) | replace | skip.")
+    streaming: bool = setting(False, "Stream a Hub dataset corpus (no full download).")
+    num_proc: int | None = setting(None, "Processes tokenizing the corpus (default: cores).")
     # {name, reason, values}: the defaults the run started from (presets.py)
     preset: dict[str, Any] | None = field(default=None, metadata=RECORDED)
-    # the use/keep rule (decision/rule.py): risk | strict | positive, and the risk rule's limit
-    decision: str = DEFAULT_DECISION
-    risk: float = DEFAULT_RISK
-    teacher: str | None = None  # --teacher MODEL: a model whose similarity structure the student distils
-    # the base's prompt (a name, or "none") prepended to every training sentence; None: the base's
-    # default_prompt_name, resolved into a name before the run is saved (sentadapt/model/prompts.py)
-    prompt: str | None = None
+    decision: str = setting(DEFAULT_DECISION, "The use/keep rule: risk (use the adapted model when the risk that it "
+                            "is no better than the base, the choice of checkpoint paid for, is at most --risk) | "
+                            "strict (the dev Δ's paired 95 % CI excludes 0) | positive (any dev Δ > 0).")
+    risk: float = setting(DEFAULT_RISK, "The risk rule's limit: the largest accepted chance, over every look of the "
+                          "label-more loop, that the adapted model is no better than the base (a look with fewer "
+                          f"than {LABEL_CAP} labels is held to a share of it).")
+    teacher: str | None = setting(None, "A stronger model (folder or Hub id, any width) whose in-batch similarities "
+                                  "the student learns (kl, weight --set teacher_weight=W, default 1); it encodes the "
+                                  "corpus once before training (cached) and replaces the base as distill's target. "
+                                  "Or a file of vectors you already have: .jsonl/.json ({text, embedding} objects, "
+                                  "also .gz), .parquet, or .npy with a .txt of its sentences.")
+    # resolved into a name before the run is saved (sentadapt/model/prompts.py)
+    prompt: str | None = setting(None, "The base's prompt (e.g. query) prepended to every training sentence, or "
+                                 "none. Default: the base's default_prompt_name, else none. Dev scores use the "
+                                 "prompts eval uses.")
     # each corpus file's sha256 when the run started (None: a Hub dataset): a resumed run refuses a changed corpus
     corpus_sha256: list[str | None] | None = field(default=None, metadata=RECORDED)
     train: TrainConfig = field(default_factory=TrainConfig)

@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from sentadapt.config.schema import RecipeConfig, check_choice, check_range
+from sentadapt.config.schema import RecipeConfig, check_choice, check_range, setting
 from sentadapt.data.readers import TrainingData
 from sentadapt.events import Progress
 from sentadapt.model.pooling import POOLING_NAMES, Pooling
@@ -53,15 +53,16 @@ INIT_SEED = 0
 
 @dataclass
 class ClsrConfig(RecipeConfig):
-    pooling: str = "mean"  # paper Table 4: mean 76.74 vs CLS 61.34 on STS-B dev (BERT-base)
-    hidden_dim: int = 0  # MLP hidden size; 0 = the base model's dimension
-    output_dim: int = 0  # exported embedding size; 0 = the base model's dimension (paper: 768 for BERT-base)
-    projection_dim: int = 0  # training-only projection; 0 = output_dim (paper: same dimension)
-    temperature: float = CONTRASTIVE_TEMPERATURE
-    min_score: float = 4.0  # scored pairs kept for training (paper: STS-B pairs scoring above 4)
-    # random: nn.Linear's default init (the paper's) | identity: the MLP starts as the identity map, so step 0
-    # is the base model bit for bit (hidden_dim 0 → 2 × the base dimension; see identity_mlp)
-    init: str = "random"
+    # the paper's Table 4: mean 76.74 vs CLS 61.34 on STS-B dev (BERT-base)
+    pooling: str = setting("mean", "The frozen backbone's pooling, under the MLP.")
+    hidden_dim: int = setting(0, "The MLP's hidden size (0: the base model's dimension).")
+    output_dim: int = setting(0, "The exported embedding's size (0: the base model's dimension, as in the paper).")
+    projection_dim: int = setting(0, "The training-only projection's size (0: output_dim, as in the paper).")
+    temperature: float = setting(CONTRASTIVE_TEMPERATURE, "The NT-Xent temperature τ.")
+    min_score: float = setting(4.0, "Scored pairs at or above this are positives (the paper: STS-B pairs above 4).")
+    init: str = setting("random", "random: nn.Linear's default init (the paper's) | identity: the MLP starts as the "
+                        "identity map, so step 0 is the base model bit for bit (hidden_dim 0 → 2 × the base "
+                        "dimension).")
 
     def validate(self) -> None:
         check_choice("pooling", self.pooling, POOLING_NAMES)

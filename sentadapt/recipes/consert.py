@@ -19,11 +19,11 @@ from __future__ import annotations
 import dataclasses
 import inspect
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from sentadapt.config.schema import PATHS, RecipeConfig, check_choice, check_range
+from sentadapt.config.schema import PATHS, RecipeConfig, check_choice, check_range, setting
 from sentadapt.data.readers import TrainingData, counted_sentences, nli_examples, sentence_examples
 from sentadapt.errors import ConfigError
 from sentadapt.events import Progress
@@ -58,21 +58,26 @@ CLASSIFIER_INIT_SEED = 0
 
 @dataclass
 class ConsertConfig(RecipeConfig):
-    mode: str = "unsup"
-    views: tuple[str, ...] = ("shuffle", "feature-cutoff")  # paper Fig. 5: the best pair
-    token_cutoff_rate: float = 0.15
-    feature_cutoff_rate: float = 0.2
-    dropout_rate: float = 0.2
-    span_cutoff_rate: float = 0.2
-    temperature: float = CONTRASTIVE_TEMPERATURE
-    train_pooling: str = "mean"  # paper: mean of the last layer in training ...
-    # ... and at evaluation the last-two-layer average, unless the base model declares its own pooling
-    # (a sentence-transformers folder): "auto" keeps that one, since switching a mean-trained model to last2avg
-    # cost points here (research/findings.md). Set last2avg to force the paper's.
-    export_pooling: str = "auto"
-    alpha: float = 0.15  # weight of the contrastive loss in the joint mode
-    adversarial_norm: float = 0.1  # ‖perturbation‖ per token for the adversarial view
-    nli: tuple[str, ...] = field(default=(), metadata=PATHS)  # NLI file(s) for the supervised modes
+    mode: str = setting("unsup", "unsup: two views of each corpus sentence | joint: NLI classification + alpha × "
+                        "NT-Xent over views of its pairs (needs nli) | sup: NLI classification alone | sup-unsup, "
+                        "joint-unsup: that stage first, then unsup on the corpus.")
+    views: tuple[str, ...] = setting(("shuffle", "feature-cutoff"), "The two views: none, shuffle, token-cutoff, "
+                                     "feature-cutoff, dropout, span-cutoff, encoder-dropout; adversarial in the "
+                                     "supervised modes (default: the paper's best pair, Fig. 5).")
+    token_cutoff_rate: float = setting(0.15, "The share of tokens token-cutoff zeroes.")
+    feature_cutoff_rate: float = setting(0.2, "The share of embedding columns feature-cutoff zeroes.")
+    dropout_rate: float = setting(0.2, "The share of embedding values the dropout view zeroes.")
+    span_cutoff_rate: float = setting(0.2, "The share of tokens span-cutoff masks (it keeps one contiguous span of "
+                                      "the rest).")
+    temperature: float = setting(CONTRASTIVE_TEMPERATURE, "NT-Xent's temperature τ.")
+    train_pooling: str = setting("mean", "The pooling in training (the paper's: mean of the last layer).")
+    # switching a mean-trained model to last2avg cost points here (research/findings.md)
+    export_pooling: str = setting("auto", "The pooling the model is evaluated and saved with: auto, the base "
+                                  "model's own when its folder declares one (sentence-transformers), else the "
+                                  "paper's last2avg (the mean of the last two layers); or a pooling name.")
+    alpha: float = setting(0.15, "The contrastive loss's weight in the joint modes.")
+    adversarial_norm: float = setting(0.1, "‖perturbation‖ per token of the adversarial view.")
+    nli: tuple[str, ...] = setting((), "NLI file(s) for the supervised modes.", **PATHS)
 
     def validate(self) -> None:
         check_choice("mode", self.mode, MODES)

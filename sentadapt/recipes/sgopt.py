@@ -44,7 +44,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from sentadapt.config.schema import RecipeConfig, check_choice, check_range
+from sentadapt.config.schema import RecipeConfig, check_choice, check_range, setting
 from sentadapt.data.readers import counted_sentences
 from sentadapt.errors import ConfigError
 from sentadapt.model.pooling import POOLING_NAMES, Pooling, resolve_export_pooling
@@ -65,17 +65,19 @@ HEAD_INIT_SEED = 0
 
 @dataclass
 class SgOptConfig(RecipeConfig):
-    objective: str = "sg-opt"  # sg | opt1 | opt2 | sg-opt (paper Table 6: sg-opt best)
-    temperature: float = 0.01  # τ (paper A.1; τ = 0.1 costs 4.2 points, Table 6)
-    regularizer: float = 0.1  # λ, weight of Σ‖θ_F − θ_T‖²
-    view_pooling: str = "max"  # pooling of the guide's layers into views; the official code's default is mean
-    layer_min: int = 0  # first guide hidden state used as a view (0 = the embedding layer)
-    layer_max: int = -1  # last one, inclusive; -1 = the last layer L
-    freeze_embeddings: bool = True  # the tuned copy's embedding layer (paper: "layer 0") stays fixed
-    head_hidden: int = 4096  # width of the projection head f (both layers)
-    # how the trained model is evaluated and saved: a pooling name (paper: last-layer [CLS]), or "auto": the
-    # base model's own pooling when its folder declares one (sentence-transformers), else cls
-    export_pooling: str = "cls"
+    # paper Table 6: sg-opt best; τ = 0.1 costs 4.2 points there (the paper's τ is A.1's)
+    objective: str = setting("sg-opt", "The loss: sg | opt1 | opt2 | sg-opt (the paper's Table 6).")
+    temperature: float = setting(0.01, "The NT-Xent temperature τ.")
+    regularizer: float = setting(0.1, "λ, the weight of Σ‖θ_F − θ_T‖² (the tuned copy kept near the frozen one).")
+    view_pooling: str = setting("max", "The pooling of the guide's layers into views (the official code's default "
+                                "is mean).")
+    layer_min: int = setting(0, "The first guide hidden state used as a view (0: the embedding layer).")
+    layer_max: int = setting(-1, "The last one, inclusive (-1: the last layer).")
+    freeze_embeddings: bool = setting(True, "Keep the tuned copy's embedding layer (the paper's \"layer 0\") fixed.")
+    head_hidden: int = setting(4096, "The width of the projection head f (both layers).")
+    export_pooling: str = setting("cls", "The pooling the model is evaluated and saved with: a pooling name (the "
+                                  "paper's: last-layer [CLS]), or auto: the base model's own when its folder "
+                                  "declares one (sentence-transformers), else cls.")
 
     def validate(self) -> None:
         check_choice("objective", self.objective, OBJECTIVES)

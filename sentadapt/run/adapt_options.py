@@ -1,9 +1,9 @@
 """The `adapt` command's options, declared once: what `sentadapt adapt` offers as flags, what `sentadapt.adapt()`
 takes as keywords, and where each value lands in the run's config.
 
-A flag that sets a config field names the field (`target` "train" → `TrainConfig`, "run" → `RunConfig`): its type
-and its default come from that field, so they are written once, in `config/schema.py`; the command line's default is
-None ("the config decides": defaults < the recipe's paper settings < the preset < `--config` < flags < `--set`),
+A flag that sets a config field names the field (`target` "train" → `TrainConfig`, "run" → `RunConfig`): its type,
+default and help come from that field, so they are written once, in `config/schema.py`; the command line's default
+is None ("the config decides": defaults < the recipe's paper settings < the preset < `--config` < flags < `--set`),
 except for the run fields whose default the command shows (`--decision`; `CONFIG_DEFAULT`: the field's). The other
 options steer the request (`--resume`, `--dry-run`, ...) and are declared here with their type and default. From
 this one table:
@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sentadapt.config.schema import FLAT_KEYS, RunConfig, key_type
+from sentadapt.config.schema import FLAT_KEYS, RunConfig, key_field, key_type
 from sentadapt.errors import ConfigError
 from sentadapt.options import ALLOW_PICKLE, ALLOW_PICKLE_HELP, TRUST_REMOTE_CODE, TRUST_REMOTE_CODE_HELP
 
@@ -107,12 +107,20 @@ def _option(name: str, flag: str, help: str, **settings: Any) -> AdaptOption:
     return AdaptOption(name, flag, help, **settings)
 
 
-def _train(name: str, flag: str, help: str, **settings: Any) -> AdaptOption:
-    return AdaptOption(name, flag, help, target=TRAIN, **settings)
+def _train(name: str, flag: str, **settings: Any) -> AdaptOption:
+    """A flag for a training setting: its help is the setting's (config/schema.py's `setting`)."""
+    return AdaptOption(name, flag, _config_field(TRAIN, name).metadata["help"], target=TRAIN, **settings)
 
 
-def _run(name: str, flag: str, help: str, **settings: Any) -> AdaptOption:
-    return AdaptOption(name, flag, help, target=RUN, **settings)
+def _run(name: str, flag: str, **settings: Any) -> AdaptOption:
+    """A flag for a RunConfig field: its help is the field's."""
+    return AdaptOption(name, flag, _config_field(RUN, name).metadata["help"], target=RUN, **settings)
+
+
+def _config_field(target: str, name: str) -> dataclasses.Field[Any]:
+    if target == TRAIN:
+        return key_field(name)
+    return next(item for item in dataclasses.fields(RunConfig) if item.name == name)
 
 
 def _recipe_choices() -> str:
@@ -135,66 +143,44 @@ ADAPT_OPTIONS: tuple[AdaptOption, ...] = (
             "Default: every recipe the inputs allow.", annotation=Sequence[str], cli_type=list[str], default=(),
             metavar="<spec>"),
     _option("base", "--base", "Base model: folder or Hub id (default: named above).", annotation=str | None),
-    _run("teacher", "--teacher", "A stronger model (folder or Hub id, any width) whose in-batch similarities the "
-         "student learns (kl, weight --set teacher_weight=W, default 1); it encodes the corpus once before training "
-         "(cached) and replaces the base as distill's target. Or a file of vectors you already have: .jsonl/.json "
-         "({text, embedding} objects, also .gz), .parquet, or .npy with a .txt of its sentences.", names_a_path=True),
+    _run("teacher", "--teacher", names_a_path=True),
     _option("output", "--output", "Run directory (becomes a sentence-transformers model).", short="-o",
             annotation=str | Path, cli_type=Path, default=...),
     _option("config", "--config", "Recipe YAML, e.g. recipes/consert.yaml.", annotation=str | Path | None,
             cli_type=Path | None),
     _option("set_options", "--set", "Override any config key: --set temperature=0.05", annotation=Sequence[str],
-            cli_type=list[str],
-            default=(), metavar="<k=v>"),
+            cli_type=list[str], default=(), metavar="<k=v>"),
     _option("preset", "--preset", "Which defaults apply: auto (default: tuned-base when --base is a "
             "sentence-transformers model, else paper) | paper | tuned-base.", annotation=str | None),
-    _run("dev", "--dev", "stsb | sickr | a task FILE (scored or 0/1-labelled pairs, reranking .jsonl) | a BEIR "
-         "retrieval DIR | none. Default: STS-B dev when STS data is available.", names_a_path=True),
-    _run("dev_metric", "--dev-metric", "Dev metric that selects checkpoints (e.g. f1, mrr@10). Default: the task's "
-         "main metric (spearman, ap, map, ndcg@10)."),
-    _run("data_dir", "--data-dir", "Folder of STS JSON Lines files (for --dev stsb|sickr).",
-         envvar="SENTADAPT_DATA_DIR", cli_type=Path | None, names_a_path=True),
-    _run("text_column", "--text-column", "Column of .jsonl .csv .tsv .parquet corpora."),
-    _run("prompt", "--prompt", "The base's prompt (e.g. query) prepended to every training sentence, or none. "
-         "Default: the base's default_prompt_name, else none. Dev scores use the prompts eval uses."),
-    _run("encoding_errors", "--encoding-errors", "Invalid UTF-8 in the corpus: strict (stop, name the line) | "
-         "replace | skip.", default=CONFIG_DEFAULT),
-    _run("num_proc", "--num-proc", "Processes tokenizing the corpus (default: cores)."),
-    _run("streaming", "--streaming", "Stream a Hub dataset corpus (no full download).", default=CONFIG_DEFAULT),
-    _train("max_steps", "--max-steps", "Optimizer steps (overrides --epochs). Default: from --epochs and the corpus "
-           "size (`--dry-run` counts the corpus and shows them)."),
-    _train("epochs", "--epochs", "Passes over the corpus (--max-steps wins)."),
-    _train("batch_size", "--batch-size", "Sentences per optimizer step, all processes together; each one's "
-           "negatives are the others in its batch, so larger is harder. Default: the recipe's (`--dry-run` shows "
-           "it)."),
-    _train("lr", "--lr", "Peak learning rate. Default: the recipe's or preset's (`--dry-run` shows it)."),
-    _train("max_length", "--max-length", "Tokens per training sentence."),
-    _train("grad_accum", "--grad-accum", "Micro-batches per optimizer step."),
-    _train("mixed_precision", "--mixed-precision", "no | fp16 | bf16 | auto (bf16 on a CPU with native bf16 "
-           "matmuls, else no; a ConSERT teacher run's default)."),
-    _train("tf32", "--tf32", "on (default) | off: fp32 matmuls on TF32 tensor cores (CUDA, Ampere and newer); off is "
-           "strict fp32.", cli_type=str | None, from_cli=on_off),
+    _run("dev", "--dev", names_a_path=True),
+    _run("dev_metric", "--dev-metric"),
+    _run("data_dir", "--data-dir", envvar="SENTADAPT_DATA_DIR", cli_type=Path | None, names_a_path=True),
+    _run("text_column", "--text-column"),
+    _run("prompt", "--prompt"),
+    _run("encoding_errors", "--encoding-errors", default=CONFIG_DEFAULT),
+    _run("num_proc", "--num-proc"),
+    _run("streaming", "--streaming", default=CONFIG_DEFAULT),
+    _train("max_steps", "--max-steps"),
+    _train("epochs", "--epochs"),
+    _train("batch_size", "--batch-size"),
+    _train("lr", "--lr"),
+    _train("max_length", "--max-length"),
+    _train("grad_accum", "--grad-accum"),
+    _train("mixed_precision", "--mixed-precision"),
+    _train("tf32", "--tf32", cli_type=str | None, from_cli=on_off),
     # named like --grad-accum (HF: gradient_checkpointing); a switch: absent means the config decides
-    _train("gradient_checkpointing", "--grad-checkpointing", "Recompute activations in backward: less memory (a "
-           "larger batch, more negatives) for about one more forward pass of time.", cli_type=bool,
+    _train("gradient_checkpointing", "--grad-checkpointing", cli_type=bool,
            from_cli=lambda _option, value: value or None),
     _option("lora", "--lora", "Train LoRA adapters, the base frozen (pip install peft): r=16, alpha=32, dropout=0, "
             "targets=attention | all-linear | query+value, comma-separated, any subset, or on. The model saved is "
             "merged; its lora-adapter/ folder holds the adapters alone.", annotation=str | None),
-    _train("matryoshka", "--matryoshka", "Train prefixes of the vectors as embeddings too (MatryoshkaLoss): every loss "
-           "term summed over these sizes, largest first, e.g. 384,192,96, weighted 2 for the largest and 1 each "
-           "other (--set matryoshka_weights=1,1,1 weighs them equally). Then eval --dims 192 scores a prefix.",
-           cli_type=str | None, from_cli=sizes, metavar="<sizes>"),
-    _train("sizes", "--sizes", "After training, score the kept model on the dev set at these sizes (fp32, int8, "
-         "binary) against the base's whole vectors and name the smallest that keeps the gain at --risk. Default: the "
-         "--matryoshka sizes.", cli_type=str | None, from_cli=sizes, metavar="<sizes>"),
-    _train("eval_every", "--eval-every", "Dev evaluation every N steps (0: only at the end). Default: the "
-           "recipe's (`--dry-run` shows it)."),
-    _train("checkpoint_every", "--checkpoint-every", "Checkpoint every N steps."),
-    _train("patience", "--patience", "Evaluations without gain before stopping."),
-    _train("seed", "--seed", "Seed of data order and augmentations (default 42)."),
-    _train("report_to", "--report-to", "Experiment tracking through Accelerate: none (default) | tensorboard | "
-           "wandb | mlflow | all (every installed one). Events of tensorboard: OUTPUT/tensorboard/."),
+    _train("matryoshka", "--matryoshka", cli_type=str | None, from_cli=sizes, metavar="<sizes>"),
+    _train("sizes", "--sizes", cli_type=str | None, from_cli=sizes, metavar="<sizes>"),
+    _train("eval_every", "--eval-every"),
+    _train("checkpoint_every", "--checkpoint-every"),
+    _train("patience", "--patience"),
+    _train("seed", "--seed"),
+    _train("report_to", "--report-to"),
     _option("resume", "--resume", "Continue the run in --output (or `--resume RUN_DIR`) from its last checkpoint. "
             "--resume auto: resume when --output holds a checkpoint, else start fresh; a finished run exits 0 "
             "(rerun the same command after preemption).", annotation=str | bool | None, cli_type=str | None,
@@ -202,16 +188,10 @@ ADAPT_OPTIONS: tuple[AdaptOption, ...] = (
     _option("overwrite", "--overwrite", "Replace an existing non-empty --output.", annotation=bool, default=False),
     _option("dry_run", "--dry-run", "Resolve and print the config, then exit (no weights).", annotation=bool,
             default=False),
-    _option("trust_remote_code", TRUST_REMOTE_CODE, TRUST_REMOTE_CODE_HELP, annotation=bool,
-            default=False),
-    _option("allow_pickle", ALLOW_PICKLE, ALLOW_PICKLE_HELP, annotation=bool,
-            default=False),
-    _run("decision", "--decision", "The use/keep rule: risk (default: use the adapted model when the risk that it "
-         "is no better than the base, the choice of checkpoint paid for, is at most --risk) | strict (the dev Δ's "
-         "paired 95 % CI excludes 0) | positive (any dev Δ > 0).", default=CONFIG_DEFAULT),
-    _run("risk", "--risk", "The risk rule's limit: the largest accepted chance, over every look of the label-more "
-         "loop, that the adapted model is no better than the base (a look with fewer than 400 labels is held to a "
-         "share of it).", default=CONFIG_DEFAULT),
+    _option("trust_remote_code", TRUST_REMOTE_CODE, TRUST_REMOTE_CODE_HELP, annotation=bool, default=False),
+    _option("allow_pickle", ALLOW_PICKLE, ALLOW_PICKLE_HELP, annotation=bool, default=False),
+    _run("decision", "--decision", default=CONFIG_DEFAULT),
+    _run("risk", "--risk", default=CONFIG_DEFAULT),
     _option("require_improvement", "--require-improvement", "Exit with code 3 when the decision is keep-base: no "
             "checkpoint beats the base model on the dev set, or the evidence does not pass the --decision rule. "
             "For pipelines.", annotation=bool, default=False),

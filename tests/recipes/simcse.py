@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from sentadapt.config.schema import RecipeConfig, check_range
+from sentadapt.config.schema import RecipeConfig, check_range, setting
 from sentadapt.data.readers import counted_sentences
 from sentadapt.recipes.base import TEXT, Embedded, RecipeBase, RecipeSpec, Stage, Term
 from sentadapt.recipes.losses import gather_across_processes, nt_xent
@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 
 @dataclass
 class SimcseConfig(RecipeConfig):
-    temperature: float = 0.05  # the paper's τ (§3, Table D.1)
+    temperature: float = setting(0.05, "NT-Xent's temperature τ (the paper's, §3 and Table D.1).")
 
     def validate(self) -> None:
         check_range("temperature", self.temperature, 0, None, low_open=True)

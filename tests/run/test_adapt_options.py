@@ -14,7 +14,7 @@ import yaml
 
 from sentadapt.cli import app
 from sentadapt.config.merging import load_run_config, save_run_config
-from sentadapt.config.schema import FLAT_KEYS, RunConfig
+from sentadapt.config.schema import FLAT_KEYS, RunConfig, key_field
 from sentadapt.errors import ConfigError
 from sentadapt.recipes import RECIPES
 from sentadapt.run.adapt_options import ADAPT_OPTIONS, REQUEST, RUN, TRAIN, run_fields_without_option
@@ -65,6 +65,14 @@ def test_every_config_option_is_a_field_of_its_config_and_every_run_field_is_fil
             assert option.name in (train_fields if option.target == TRAIN else run_fields), option.name
             assert option.value_type is not None
     assert run_fields_without_option() == []  # a new RunConfig field needs an option (or adapt fills it)
+
+
+def test_a_config_flags_help_is_its_fields_help_written_once() -> None:
+    run_fields = {f.name: f for f in dataclasses.fields(RunConfig)}
+    for option in ADAPT_OPTIONS:
+        if option.target != REQUEST:
+            field = key_field(option.name) if option.target == TRAIN else run_fields[option.name]
+            assert option.help == field.metadata["help"] and option.help.endswith("."), option.name
 
 
 def test_every_field_without_a_flag_is_an_api_keyword(corpus: Path, tiny_model_dir: Path, tmp_path: Path) -> None:
