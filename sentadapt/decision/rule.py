@@ -5,10 +5,10 @@ Three are offered (`adapt --decision`):
 
 - **risk** (default): use the adapted model when its dev Δ is positive and the risk that it is no better than
   the base, with the choice of the best of the run's dev evaluations paid for (evaluation/evidence.py), is at
-  most `--risk` (default 0.10, research/findings.md "Calibrated intervals and risk"). It weighs the evidence a dev
-  set can give instead of asking for a significance the dev set cannot provide: 100 pairs cannot confirm a gain
-  under ~1.5 at 95 %, and the gains adaptation makes on sentence-tuned bases are 0.2-1.2 (docs/evaluation.md has
-  the power table, research/findings.md the measurements behind the default).
+  most `--risk` (`DEFAULT_RISK`, spent over the looks of the label-more loop: decision/sequential.py). It weighs
+  the evidence a dev set can give instead of asking for a significance it cannot provide: 100 pairs cannot confirm
+  a gain under ~1.5 at 95 %, and the gains adaptation makes on sentence-tuned bases are 0.2-1.2 (docs/evaluation.md
+  has the power table, research/findings.md the measurements behind the default).
 - **strict**: the rule of earlier versions: Δ > 0 and its paired 95 % bootstrap CI excludes 0 (with `--recipe auto`,
   the Bonferroni-adjusted CI). Ships almost no loss and almost no gain on small dev sets.
 - **positive**: use whenever the dev Δ > 0 (the best dev score wins; no protection against noise).
@@ -34,8 +34,8 @@ KEEP_BASE = "keep-base"
 RISK, STRICT, POSITIVE = "risk", "strict", "positive"
 RULES = (RISK, STRICT, POSITIVE)
 DEFAULT_RULE = DEFAULT_DECISION
-# DEFAULT_RISK (sentadapt/config/schema.py): at a true gain of 0 the adapted model is used in about one run in ten (the
-# max-T risk is calibrated there); real losses less often.
+# At a true gain of 0 the adapted model is used in at most DEFAULT_RISK of the runs over every look (the max-T risk is
+# calibrated there); real losses less often.
 # A dev set that cannot call a gain of this size (points × 100 of the main metric) gets a note: the gains
 # adaptation makes on sentence-tuned bases are ~0.2-1.2 (research/results.md).
 GAIN_AT_STAKE = 0.5

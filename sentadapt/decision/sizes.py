@@ -5,7 +5,7 @@ A run trained with `--matryoshka` (or asked with `adapt --sizes`) scores its pub
 size × precision (evaluation/forms.py: fp32, int8 with ranges from the dev sentences, binary where the size packs
 into bytes), from one encoding. Each row is weighed against the base model's whole float32 vectors on the same dev
 units with the paired bootstrap the decision uses: its Δ, 95 % CI, and `risk` = the share of resamples in which the
-row scores below the base. A row keeps the gain when its Δ ≥ 0 and its risk ≤ the run's `--risk` (default 0.10).
+row scores below the base. A row keeps the gain when its Δ ≥ 0 and its risk ≤ the run's `--risk` limit at its look.
 
 Which row is named: **the rows are tested in a fixed order, the most bytes per vector first (a tie: the larger
 size first), and the walk stops at the first row that does not keep the gain; the smallest is the last row that

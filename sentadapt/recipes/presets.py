@@ -30,11 +30,9 @@ PRESET_CHOICES = ("auto", PAPER, TUNED_BASE)  # --preset
 
 # `--teacher` with a recipe that trains the encoder: the distillation defaults, chosen on the domain suite's dev
 # sets alone (why and by how much: research/findings.md, "Distillation defaults"). They sit above the recipe's and the
-# preset's values and below the YAML, the flags and --set. The objective is the mechanism's own (the recipe's loss +
-# KL between the in-batch cosine distributions); what the teacher changes is the length, which follows the corpus:
-# enough passes to train on 20,000 examples, at most 4, one dev evaluation per pass (each one costs the decision some
-# power) and a stop after 2 without a gain; and the batches: half of each batch beside one of its 8 nearest sentences
-# under the teacher, so the in-batch KL sees pairs the teacher ranks close.
+# preset's values and below the YAML, the flags and --set. The objective stays the mechanism's own; the teacher
+# changes the length, which follows the corpus (few dev evaluations: each costs the decision some power), and the
+# batches, composed from the teacher's neighbourhoods so the in-batch KL sees pairs the teacher ranks close.
 TEACHER_DEFAULTS: dict[str, Any] = {
     "min_examples": 20_000, "max_epochs": 4.0, "evals_per_pass": 1.0, "patience": 2, "batch_size": 64,
     "distill": 0.0,  # the teacher replaces the frozen base as the target

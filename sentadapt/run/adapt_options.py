@@ -109,18 +109,20 @@ def _option(name: str, flag: str, help: str, **settings: Any) -> AdaptOption:
 
 def _train(name: str, flag: str, **settings: Any) -> AdaptOption:
     """A flag for a training setting: its help is the setting's (config/schema.py's `setting`)."""
-    return AdaptOption(name, flag, _config_field(TRAIN, name).metadata["help"], target=TRAIN, **settings)
+    return AdaptOption(name, flag, _field_help(TRAIN, name), target=TRAIN, **settings)
 
 
 def _run(name: str, flag: str, **settings: Any) -> AdaptOption:
     """A flag for a RunConfig field: its help is the field's."""
-    return AdaptOption(name, flag, _config_field(RUN, name).metadata["help"], target=RUN, **settings)
+    return AdaptOption(name, flag, _field_help(RUN, name), target=RUN, **settings)
 
 
-def _config_field(target: str, name: str) -> dataclasses.Field[Any]:
-    if target == TRAIN:
-        return key_field(name)
-    return next(item for item in dataclasses.fields(RunConfig) if item.name == name)
+def _field_help(target: str, name: str) -> str:
+    field = key_field(name) if target == TRAIN else next(f for f in dataclasses.fields(RunConfig) if f.name == name)
+    if not field.metadata.get("help"):
+        raise TypeError(f"{name}: a flag's field needs its description; declare it as setting(default, help) in "
+                        "config/schema.py")
+    return str(field.metadata["help"])
 
 
 def _recipe_choices() -> str:
