@@ -234,11 +234,6 @@ class LoraSettings:
         """The settings as the adapters are built (sentadapt/model/lora.py): alpha 0 made 2 × r."""
         return dataclasses.replace(self, alpha=self.alpha or 2.0 * self.r)
 
-    @property
-    def scaling(self) -> float:
-        """peft's scale of the adapters' update: alpha / r (of resolved settings)."""
-        return self.alpha / self.r
-
 
 @dataclass(frozen=True)
 class DistillationSettings:
