@@ -77,6 +77,8 @@ def _default(param: Any) -> str:
     if param.required:
         return "required"
     value = param.default
+    if value is None and isinstance(param.show_default, str):  # adapt's training flag: its setting's default
+        return f"`{param.show_default}`"
     if value is None or value == [] or value == ():
         return "—"
     if isinstance(value, bool):

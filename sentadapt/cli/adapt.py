@@ -1,6 +1,5 @@
-"""`sentadapt adapt`: train a recipe on your corpus with the shared loop, keep the best model; and the training
-progress line it draws with rich at the terminal's width (its content and layout: train/status_line.py), with the
-reporter that keeps it live while the loop trains."""
+"""`sentadapt adapt`: train a recipe on your corpus with the shared loop, keep the best model; the progress line it
+draws with rich at the terminal's width (its content and layout: train/status_line.py), kept live while it trains."""
 
 from __future__ import annotations
 
@@ -53,7 +52,8 @@ def _option(option: AdaptOption) -> Option:
     cli_type = option.cli_type or option.value_type
     default = False if cli_type is bool and option.default is None else option.default
     return Option(option.name, cli_type, default, option.help, tuple(f for f in (option.flag, option.short) if f),
-                  argument=not option.flag, typer={"metavar": option.metavar, "envvar": option.envvar})
+                  argument=not option.flag, typer={"metavar": option.metavar, "envvar": option.envvar,
+                                                   "show_default": option.shown_default or True})
 
 
 @friendly_errors

@@ -71,6 +71,7 @@ class AdaptOption:
     cli_type: Any = None
     from_cli: Callable[[str, Any], Any] | None = None
     names_a_path: bool = False  # a RUN option naming a file or folder: the API takes a Path too
+    shown_default: str | None = None  # what --help shows as the default where the command line's is None
 
     def __post_init__(self) -> None:
         if self.default is CONFIG_DEFAULT:
@@ -109,7 +110,23 @@ def _option(name: str, flag: str, help: str, **settings: Any) -> AdaptOption:
 
 def _train(name: str, flag: str, **settings: Any) -> AdaptOption:
     """A flag for a training setting: its help is the setting's (config/schema.py's `setting`)."""
-    return AdaptOption(name, flag, _field_help(TRAIN, name), target=TRAIN, **settings)
+    help = _field_help(TRAIN, name)
+    return AdaptOption(name, flag, help, target=TRAIN, shown_default=_fixed_default(name, help), **settings)
+
+
+def _fixed_default(name: str, help: str) -> str | None:
+    """The default `--help` shows for a training flag: its field's, where no recipe's or preset's defaults set the key
+    (else the run's config decides, and the help says where it is shown) and the help does not state it itself."""
+    from sentadapt.recipes import RECIPES
+    from sentadapt.recipes.presets import TEACHER_DEFAULTS
+
+    specs = [RECIPES.get(recipe).spec for recipe in RECIPES.names()]
+    set_elsewhere = set(TEACHER_DEFAULTS).union(*(spec.train_defaults | spec.tuned_base_defaults
+                                                  | spec.teacher_defaults for spec in specs))
+    default = key_field(name).default
+    if name in set_elsewhere or "default" in help.lower() or isinstance(default, bool) or default in ((), None):
+        return None
+    return str(default)
 
 
 def _run(name: str, flag: str, **settings: Any) -> AdaptOption:

@@ -46,6 +46,9 @@ def test_adapt_help_states_each_default_once_and_says_where_the_recipes_are_show
         described = plain.split(f" {flag} ", 1)[1].split("--dry-run", 1)[0]  # its text, up to --dry-run
         assert "Default:" in described and len(described) < 200, described
     assert "in-batch negatives + 1" not in plain
+    # a training flag no recipe or preset sets shows its setting's default; one they set shows none (the config's)
+    assert "Seed of data order and augmentations. [default: (42)]" in plain
+    assert "(overrides --epochs). [default" not in plain and "[default: (1.0)]" not in plain  # --epochs: recipes'
 
 
 @pytest.mark.parametrize("command", ["adapt", "eval", "diagnose", "export", "pairs", "decide", "cache"])
