@@ -16,8 +16,8 @@ from sentadapt.pairs import DEFAULT_SAMPLE, PAIRS_SEED
 
 OPTIONS = (  # sentadapt.propose_pairs's keywords
     Option("corpus", list[str], None, "Text files (one sentence per line; .gz, .jsonl .csv .tsv .parquet with "
-           "--text-column), folders of them or a Hub dataset id: what `adapt` reads.", argument=True,
-           typer={"show_default": False}),
+           "--text-column), folders of them or a Hub dataset id: what `adapt` reads. With --run: the run's.",
+           argument=True, typer={"show_default": False}),
     Option("candidates", Path | None, None, "Choose among these pairs instead of a corpus (.tsv .csv .jsonl "
            ".parquet: sentence1, sentence2; others are kept)."),
     Option("teacher", str | None, None, "Before training: choose the pairs where this teacher and the base model "
@@ -50,7 +50,7 @@ def pairs_command(**options: Any) -> None:
     sentence-transformers/all-MiniLM-L6-v2, as for `adapt`."""
     from sentadapt.api import ChosenPairs, propose_pairs
 
-    if not options["corpus"] and options["candidates"] is None:
+    if not options["corpus"] and options["candidates"] is None and options["run"] is None:
         raise typer.BadParameter("pass a CORPUS, or --candidates FILE", param_hint="CORPUS")
     result = propose_pairs(**{**options, "corpus": options["corpus"] or []}, progress=progress_bar)
     if not isinstance(result, ChosenPairs):

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from sentadapt.data.corpus import corpus_files
+from sentadapt.data.corpus import corpus_files, is_hub_source
 from sentadapt.data.pair_files import WEIGHT, pair_records
 from sentadapt.data.textfile import at
 from sentadapt.errors import ConfigError, DataError
@@ -145,6 +145,20 @@ def run_base(run: Path, base: str | None) -> tuple[str, Path]:
     return run_base_model, folder.path
 
 
+def run_corpus(run: Path, text_column: str | None) -> tuple[list[str], str | None]:
+    """`pairs --run RUN` without a CORPUS: the corpus the run trained on, as its config.yaml records it (the files, or
+    a Hub dataset), and its text column unless one is given."""
+    import yaml
+
+    saved = yaml.safe_load(RunDir(run).config_file.read_text(encoding="utf-8")) or {}
+    corpus = [str(source) for source in saved.get("corpus") or []]
+    gone = [source for source in corpus if not Path(source).exists() and not is_hub_source(source)]
+    if gone:
+        raise ConfigError(f"--run {run}: the corpus it trained on is gone ({gone[0]}); pass the CORPUS to choose "
+                          "pairs from")
+    return corpus, text_column or saved.get("text_column")
+
+
 def same_model(first: str, second: str) -> bool:
     """Two names of one model: equal, or the same local folder."""
     if first == second:
@@ -177,13 +191,15 @@ def choose_pairs(
 
     if teacher is not None and run is not None:
         raise ConfigError("--teacher and --run: pass one (--teacher before training, --run after it)")
+    guide_folder = None
+    if run is not None:
+        base, guide_folder = run_base(run, base)
+        if not corpus and candidates_file is None:
+            corpus, text_column = run_corpus(run, text_column)
     if bool(corpus) == (candidates_file is not None):
         raise ConfigError("pass a CORPUS to propose pairs from, or --candidates FILE to choose among, not both"
                           if corpus else "pass a CORPUS or --candidates FILE")
     check_pairs_request(n, output, overwrite)
-    guide_folder = None
-    if run is not None:
-        base, guide_folder = run_base(run, base)
     base = base or default_base
     resolved = resolve_model(base)
     guide = guide_folder or teacher

@@ -610,3 +610,27 @@ def test_pairs_proposed_from_a_corpus_speak_for_the_corpus_not_for_their_candida
     said = " ".join(invoke("decide", str(finished), "--dev", str(out)).output.split())
     assert "20 labelled pairs in" in said and "estimated for your corpus's pairs (the domain: the 100 candidates " \
         "proposed from it, weighted)" in said
+
+
+def test_pairs_after_a_run_without_a_corpus_choose_from_the_corpus_it_trained_on(finished: Path,
+                                                                                  tmp_path: Path) -> None:
+    out = tmp_path / "to-label.tsv"
+    chosen = invoke("pairs", "--run", str(finished), "-n", "5", "-o", str(out))
+    assert chosen.exit_code == 0, chosen.output
+    said = " ".join(chosen.output.split())
+    assert f"chosen among 20 candidates ({finished.parent / 'corpus.txt'}) where the run {finished}" in said, said
+    assert json.loads((tmp_path / "to-label.tsv.design.json").read_text())["domain"] == "corpus"
+
+
+def test_a_runs_corpus_that_is_gone_is_named(tmp_path: Path) -> None:
+    from sentadapt.errors import ConfigError
+    from sentadapt.pairs.chosen import run_corpus
+
+    (tmp_path / "config.yaml").write_text(f"corpus: [{tmp_path / 'moved.txt'}]\ntext_column: body\n")
+    with pytest.raises(ConfigError) as raised:
+        run_corpus(tmp_path, None)
+    assert str(raised.value) == (f"--run {tmp_path}: the corpus it trained on is gone ({tmp_path / 'moved.txt'}); "
+                                 "pass the CORPUS to choose pairs from")
+    (tmp_path / "moved.txt").write_text("a line\n")
+    assert run_corpus(tmp_path, None) == ([str(tmp_path / "moved.txt")], "body")
+    assert run_corpus(tmp_path, "text") == ([str(tmp_path / "moved.txt")], "text")
