@@ -22,6 +22,7 @@ import numpy as np
 
 from sentadapt.data.corpus import corpus_files, is_hub_source
 from sentadapt.data.pair_files import WEIGHT, pair_records
+from sentadapt.data.positives import is_pair_file
 from sentadapt.data.textfile import at
 from sentadapt.errors import ConfigError, DataError
 from sentadapt.events import Progress
@@ -156,6 +157,10 @@ def run_corpus(run: Path, text_column: str | None) -> tuple[list[str], str | Non
     if gone:
         raise ConfigError(f"--run {run}: the corpus it trained on is gone ({gone[0]}); pass the CORPUS to choose "
                           "pairs from")
+    pairs = [source for source in corpus if Path(source).is_file() and is_pair_file(Path(source))]
+    if pairs:  # CLSR's: its sentences are not one per record
+        raise ConfigError(f"--run {run}: it trained on sentence pairs ({pairs[0]}); pass a CORPUS of your domain's "
+                          "sentences, or --candidates FILE (pairs still to label)")
     return corpus, text_column or saved.get("text_column")
 
 

@@ -622,7 +622,7 @@ def test_pairs_after_a_run_without_a_corpus_choose_from_the_corpus_it_trained_on
     assert json.loads((tmp_path / "to-label.tsv.design.json").read_text())["domain"] == "corpus"
 
 
-def test_a_runs_corpus_that_is_gone_is_named(tmp_path: Path) -> None:
+def test_a_runs_corpus_that_is_gone_or_of_pairs_is_refused_in_one_line(tmp_path: Path) -> None:
     from sentadapt.errors import ConfigError
     from sentadapt.pairs.chosen import run_corpus
 
@@ -634,3 +634,9 @@ def test_a_runs_corpus_that_is_gone_is_named(tmp_path: Path) -> None:
     (tmp_path / "moved.txt").write_text("a line\n")
     assert run_corpus(tmp_path, None) == ([str(tmp_path / "moved.txt")], "body")
     assert run_corpus(tmp_path, "text") == ([str(tmp_path / "moved.txt")], "text")
+    (tmp_path / "config.yaml").write_text(f"corpus: [{tmp_path / 'pairs.tsv'}]\n")  # what CLSR trains on
+    (tmp_path / "pairs.tsv").write_text("sentence1\tsentence2\tscore\na\tb\t4\n")
+    with pytest.raises(ConfigError) as raised:
+        run_corpus(tmp_path, None)
+    assert str(raised.value) == (f"--run {tmp_path}: it trained on sentence pairs ({tmp_path / 'pairs.tsv'}); pass a "
+                                 "CORPUS of your domain's sentences, or --candidates FILE (pairs still to label)")
