@@ -626,6 +626,15 @@ def test_a_runs_corpus_that_is_gone_or_of_pairs_is_refused_in_one_line(tmp_path:
     from sentadapt.errors import ConfigError
     from sentadapt.pairs.chosen import run_corpus
 
+    with pytest.raises(ConfigError) as raised:
+        run_corpus(tmp_path, None)
+    assert str(raised.value) == (f"--run {tmp_path}: no config.yaml names the corpus it trained on; pass the CORPUS "
+                                 "to choose pairs from")
+    (tmp_path / "candidates" / "consert").mkdir(parents=True)  # --recipe auto: the candidates' configs
+    (tmp_path / "candidates" / "consert" / "config.yaml").write_text(f"corpus: [{tmp_path / 'moved.txt'}]\n")
+    with pytest.raises(ConfigError) as raised:
+        run_corpus(tmp_path, None)
+    assert "the corpus it trained on is gone" in str(raised.value)
     (tmp_path / "config.yaml").write_text(f"corpus: [{tmp_path / 'moved.txt'}]\ntext_column: body\n")
     with pytest.raises(ConfigError) as raised:
         run_corpus(tmp_path, None)
