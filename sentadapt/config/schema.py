@@ -214,8 +214,8 @@ class RecordSettings:
     log_every: int = setting(10, "Steps between lines of train.log (and points sent to the --report-to trackers).")
     report_to: str = setting("none", "Experiment tracking through Accelerate: none | tensorboard | wandb | mlflow | "
                              "all (every installed one). Events of tensorboard: OUTPUT/tensorboard/.")
-    on_nan: str = setting("stop", "A non-finite loss: stop (name the step) | skip (the step, and stop after "
-                          "max_nan_skips).")
+    on_nan: str = setting("stop", "A non-finite loss or gradient norm: stop with the last good step's weights | "
+                          "skip the step (and stop after max_nan_skips).")
     max_nan_skips: int = setting(10, "With on_nan=skip: the steps skipped before the run stops.")
 
 
