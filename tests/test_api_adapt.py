@@ -112,3 +112,14 @@ def test_require_improvement_raises_no_improvement_through_the_api(corpus: Path,
                                 f"pairs.tsv (Δ +0.00 [+0.00, +0.00]); {output} holds what the run trained")
     again = adapt(corpus, output=output, resume="auto")  # finished: nothing to do, the recorded decision
     assert (again.status, again.decision) == ("finished", "keep-base")
+
+
+def test_help_of_adapt_describes_each_keyword_as_its_flag_is_described() -> None:
+    import inspect
+
+    import sentadapt
+    from sentadapt.run.adapt_options import ADAPT_OPTIONS
+
+    keywords = inspect.getdoc(sentadapt.adapt).split("\nKeywords:\n", 1)[1].splitlines()  # type: ignore[union-attr]
+    assert keywords == [f"{option.name} ({option.api_name}): {option.help}" for option in ADAPT_OPTIONS]
+    assert "seed (--seed): Seed of data order and augmentations." in keywords

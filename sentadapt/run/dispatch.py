@@ -260,6 +260,9 @@ def _from_the_option_table(function: F) -> F:
     a list of one."""
     signature = _api_signature()
     function.__signature__ = signature  # type: ignore[attr-defined]
+    # each keyword's description, as `sentadapt adapt --help` gives its flag's: written once, in the table or the field
+    function.__doc__ = f"{function.__doc__}\n\n    Keywords:\n" + "\n".join(
+        f"    {option.name} ({option.api_name}): {option.help}" for option in ADAPT_OPTIONS)
     # the options and the callbacks; not **config_keys (each a setting of its own type: build_config checks them)
     function.__annotations__ = {name: parameter.annotation for name, parameter in signature.parameters.items()
                                 if parameter.kind is not inspect.Parameter.VAR_KEYWORD}
