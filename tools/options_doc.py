@@ -116,11 +116,6 @@ def command_sections() -> list[str]:
 # ------------------------------------------------------------------------------------------------ --set keys
 
 
-def field_help(field: dataclasses.Field[Any]) -> str:
-    """A setting's description: its `help` (config/schema.py's `setting`), which its adapt flag shows too."""
-    return str(field.metadata.get("help", ""))
-
-
 def _type_name(annotation: Any) -> str:
     if isinstance(annotation, type):
         return annotation.__name__
@@ -147,22 +142,24 @@ def _field_default(field: dataclasses.Field[Any]) -> str:
 
 
 def config_rows(cls: type) -> list[Row]:
+    from sentadapt.config.schema import help_of
+
     hints = typing.get_type_hints(cls)
-    return [Row(f"`{field.name}`", _type_name(hints[field.name]), _field_default(field), field_help(field))
+    return [Row(f"`{field.name}`", _type_name(hints[field.name]), _field_default(field), help_of(field))
             for field in dataclasses.fields(cls)]
 
 
 def training_rows() -> list[Row]:
     """One row per training key: the flat key of each TrainConfig field and of each field of its groups, with the
     field's help (a group's first field: its group's docstring first)."""
-    from sentadapt.config.schema import FLAT_KEYS, GROUPS, TrainConfig, key_field
+    from sentadapt.config.schema import FLAT_KEYS, GROUPS, TrainConfig, help_of, key_field
 
     owners = {None: TrainConfig, **GROUPS}
     rows = []
     for name, (group, field_name) in FLAT_KEYS.items():
         owner = owners[group]
         field = key_field(name)
-        comment = field_help(field)
+        comment = help_of(field)
         if group is not None and field_name == dataclasses.fields(owner)[0].name:
             comment = " ".join([*(owner.__doc__ or "").split(), comment]).strip()
         rows.append(Row(f"`{name}`", _type_name(typing.get_type_hints(owner)[field_name]), _field_default(field),

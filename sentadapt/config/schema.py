@@ -165,6 +165,11 @@ def setting(default: Any, help: str, **metadata: Any) -> Any:
     return field(default=default, metadata={"help": help, **metadata})
 
 
+def help_of(setting_field: dataclasses.Field[Any]) -> str:
+    """A setting's description, as `setting` recorded it ("" for a field declared without one)."""
+    return str(setting_field.metadata.get("help", ""))
+
+
 PATHS = {"paths": True}  # a RecipeConfig field's metadata: a tuple of local files
 RECORDED = {"recorded": True}  # a RunConfig field's metadata: what the run fills in, not an option a user gives
 

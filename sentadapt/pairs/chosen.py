@@ -153,11 +153,11 @@ def run_corpus(run: Path, text_column: str | None) -> tuple[list[str], str | Non
 
     folder = RunDir(run)  # a --recipe auto run: its candidates' configs, which share the corpus
     places = [folder, *(RunDir(path) for path in sorted(folder.candidates.glob("*")))]
-    config_file = next((place.config_file for place in places if place.has_config()), None)
-    if config_file is None:
+    configured = next((place for place in places if place.has_config()), None)
+    if configured is None:
         raise ConfigError(f"--run {run}: no config.yaml names the corpus it trained on; pass the CORPUS to choose "
                           "pairs from")
-    saved = yaml.safe_load(config_file.read_text(encoding="utf-8")) or {}
+    saved = yaml.safe_load(configured.read_config_text()) or {}
     corpus = [str(source) for source in saved.get("corpus") or []]
     gone = [source for source in corpus if not Path(source).exists() and not is_hub_source(source)]
     if gone:

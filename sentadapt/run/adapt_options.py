@@ -24,13 +24,14 @@ for it is one `AdaptOption` here.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import typing
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sentadapt.config.schema import FLAT_KEYS, RunConfig, key_field, key_type
+from sentadapt.config.schema import FLAT_KEYS, RunConfig, help_of, key_field, key_type
 from sentadapt.errors import ConfigError
 from sentadapt.options import ALLOW_PICKLE, ALLOW_PICKLE_HELP, TRUST_REMOTE_CODE, TRUST_REMOTE_CODE_HELP
 
@@ -75,7 +76,7 @@ class AdaptOption:
 
     def __post_init__(self) -> None:
         if self.default is CONFIG_DEFAULT:
-            object.__setattr__(self, "default", _run_defaults()[self.name])
+            object.__setattr__(self, "default", _RUN_FIELDS[self.name].default)
 
     @property
     def value_type(self) -> Any:
@@ -100,8 +101,7 @@ class AdaptOption:
         return self.flag or "CORPUS"
 
 
-def _run_defaults() -> dict[str, Any]:
-    return {f.name: f.default for f in dataclasses.fields(RunConfig)}
+_RUN_FIELDS = {f.name: f for f in dataclasses.fields(RunConfig)}
 
 
 def _option(name: str, flag: str, help: str, **settings: Any) -> AdaptOption:
@@ -117,16 +117,20 @@ def _train(name: str, flag: str, **settings: Any) -> AdaptOption:
 def _fixed_default(name: str, help: str) -> str | None:
     """The default `--help` shows for a training flag: its field's, where no recipe's or preset's defaults set the key
     (else the run's config decides, and the help says where it is shown) and the help does not state it itself."""
+    default = key_field(name).default
+    nothing_to_add = "default" in help.lower() or isinstance(default, bool) or default in ((), None)
+    return None if nothing_to_add or name in _keys_set_by_recipes() else str(default)
+
+
+@functools.cache
+def _keys_set_by_recipes() -> frozenset[str]:
+    """The training keys a recipe's defaults (paper, tuned base, teacher run) or a teacher run's preset set."""
     from sentadapt.recipes import RECIPES
     from sentadapt.recipes.presets import TEACHER_DEFAULTS
 
     specs = [RECIPES.get(recipe).spec for recipe in RECIPES.names()]
-    set_elsewhere = set(TEACHER_DEFAULTS).union(*(spec.train_defaults | spec.tuned_base_defaults
-                                                  | spec.teacher_defaults for spec in specs))
-    default = key_field(name).default
-    if name in set_elsewhere or "default" in help.lower() or isinstance(default, bool) or default in ((), None):
-        return None
-    return str(default)
+    return frozenset(TEACHER_DEFAULTS).union(*(spec.train_defaults | spec.tuned_base_defaults | spec.teacher_defaults
+                                               for spec in specs))
 
 
 def _run(name: str, flag: str, **settings: Any) -> AdaptOption:
@@ -135,11 +139,11 @@ def _run(name: str, flag: str, **settings: Any) -> AdaptOption:
 
 
 def _field_help(target: str, name: str) -> str:
-    field = key_field(name) if target == TRAIN else next(f for f in dataclasses.fields(RunConfig) if f.name == name)
-    if not field.metadata.get("help"):
+    described = help_of(key_field(name) if target == TRAIN else _RUN_FIELDS[name])
+    if not described:
         raise TypeError(f"{name}: a flag's field needs its description; declare it as setting(default, help) in "
                         "config/schema.py")
-    return str(field.metadata["help"])
+    return described
 
 
 def _recipe_choices() -> str:
@@ -268,4 +272,4 @@ def resume_folder_as_output(args: list[str]) -> list[str]:
 def run_fields_without_option() -> list[str]:
     """RunConfig fields no option sets (checked by tests/run/test_adapt_options.py: each is filled by adapt itself)."""
     optioned = {option.name for option in ADAPT_OPTIONS if option.target == RUN}
-    return [f.name for f in dataclasses.fields(RunConfig) if f.name not in optioned | _FILLED_BY_ADAPT]
+    return [name for name in _RUN_FIELDS if name not in optioned | _FILLED_BY_ADAPT]
