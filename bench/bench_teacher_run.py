@@ -129,19 +129,24 @@ def commands(inputs: Path, old: Path | None, work: Path, isa: str | None = None,
 
 
 def machine(isa: str | None = None) -> dict[str, Any]:
-    """The CPU the figures come from (a stand-in's kernels named: a stand-in is not the CPU), the instruction sets
-    that decide the matmuls, and what `--mixed-precision auto` picks on it."""
+    """The CPU the figures come from (a stand-in's kernels named: a stand-in is not the CPU) and the instruction sets
+    that decide the matmuls."""
     import torch
-
-    from sentadapt.train.compute import resolve_mixed_precision
 
     info = Path("/proc/cpuinfo").read_text() if Path("/proc/cpuinfo").exists() else ""
     model = next((line.split(":", 1)[1].strip() for line in info.splitlines() if line.startswith("model name")), "?")
     flags = set(next((line.split(":", 1)[1].split() for line in info.splitlines() if line.startswith("flags")), []))
     return {"cpu": model, "cores": os.cpu_count(), "torch": torch.__version__, "threads": torch.get_num_threads(),
             "isa": {flag: flag in flags for flag in ("avx2", "avx512f", "avx512_bf16", "amx_tile")},
-            "kernels": isa_environment(isa) if isa else "native",
-            "auto": resolve_mixed_precision("auto", on_gpu=False)}
+            "kernels": isa_environment(isa) if isa else "native"}
+
+
+def chosen_arithmetic(work: Path) -> dict[str, Any]:
+    """What the default run's `--mixed-precision auto` chose on this CPU, why, and the pass cost its timing gave
+    the length chunks (its metrics.json: the run decides, timed once per CPU in its warm-up; issue 84)."""
+    env = json.loads((work.resolve() / "default" / "metrics.json").read_text())["environment"]
+    return {"precision": env["mixed_precision"], "reason": env.get("precision_reason"),
+            "pass_cost": env.get("pass_cost")}
 
 
 def timed(argv: list[str], env: dict[str, str], cwd: Path) -> dict[str, Any]:
@@ -223,10 +228,12 @@ def main() -> None:
         return
     here = machine(args.isa)
     print(f"machine: {here['cpu']}, {here['cores']} cores, torch {here['torch']} ({here['threads']} threads), "
-          f"{', '.join(flag for flag, has in here['isa'].items() if has)}; kernels {here['kernels']}; "
-          f"`--mixed-precision auto` picks {here['auto']}", flush=True)
+          f"{', '.join(flag for flag, has in here['isa'].items() if has)}; kernels {here['kernels']}", flush=True)
     figures = measure(args.inputs, args.old, args.rounds, args.work, args.isa,
                       args.only.split(",") if args.only else None)
+    here["auto"] = chosen = chosen_arithmetic(args.work)
+    print(f"the default run trained in {chosen['precision']} ({chosen['reason'] or 'as given'}), length chunks where "
+          f"they save over {chosen['pass_cost']} tokens")
     print("\n".join(report(figures)))
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps({**figures, "machine": here}, indent=1) + "\n")

@@ -157,10 +157,16 @@ def _fp32_on_every_cpu(monkeypatch: pytest.MonkeyPatch) -> None:
     """A ConSERT teacher run's default `mixed_precision: auto` trains in bf16 on a CPU with native bf16 matmuls and
     in fp32 elsewhere. The detection answers "no" in every test, so an in-process run computes the same float32
     losses on every CPU (the golden losses, the parity tests); tests/train/test_precision.py fakes both answers and
-    calls the real check. A test that starts sentadapt in a subprocess passes `--mixed-precision` itself."""
-    from sentadapt.train import compute
+    calls the real check. A test that starts sentadapt in a subprocess passes `--mixed-precision` itself.
+
+    Likewise the timing of a training pass (train/pass_costs.py) gives the same figures in every in-process run:
+    a pass that costs the 100 tokens the length chunks used before they were timed, bf16 in half fp32's time, so
+    `auto` is still bf16 where the detection says native (tests/train/test_pass_costs.py times real passes)."""
+    from sentadapt.train import compute, pass_costs
 
     monkeypatch.setattr(compute, "cpu_multiplies_bf16", lambda: False)
+    monkeypatch.setattr(pass_costs, "time_passes", lambda encoder, bf16: [
+        (0.0005 if bf16 else 0.001) * (100 + rows * length) for rows, length in pass_costs.SHAPES])
 
 
 @pytest.fixture(autouse=True)

@@ -86,7 +86,7 @@ def test_a_chunked_pass_gives_the_whole_batch_vectors_and_gradients(tiny_encoder
                         lambda *args: calls.append(args[0].input_ids.shape[1]) or pooled(*args))
     whole, whole_grads = _views_pass(tiny_encoder, whole_batch=True, cutoff=cutoff)
     assert len(calls) == 1
-    monkeypatch.setattr("sentadapt.model.encoder.plan_chunks", lambda lengths: plan_chunks(lengths, overhead=8))
+    tiny_encoder.cost_passes_at(8)
     chunked, chunked_grads = _views_pass(tiny_encoder, whole_batch=False, cutoff=cutoff, opaque=opaque)
     assert len(calls) > 2 and max(calls[1:]) == calls[0] and min(calls[1:]) < calls[0] / 3  # trimmed chunks
     # float32 sums in other orders (other matmul shapes): agreement to a few ulps of the values' scale
@@ -103,7 +103,7 @@ def test_passes_with_the_model_dropout_without_gradient_or_on_request_run_whole(
     pooled = tiny_encoder._pooled
     monkeypatch.setattr(tiny_encoder, "_pooled",
                         lambda *args: widths.append(args[0].input_ids.shape[1]) or pooled(*args))
-    monkeypatch.setattr("sentadapt.model.encoder.plan_chunks", lambda lengths: plan_chunks(lengths, overhead=0))
+    tiny_encoder.cost_passes_at(0)
     batch = tiny_encoder.collate(tiny_encoder.tokenize_ids(SENTENCES))
     with tiny_encoder.dropout(True):  # the model's dropout draws masks over the batch's shape: never chunked
         tiny_encoder(batch.input_ids, batch.attention_mask)

@@ -320,8 +320,8 @@ class TrainConfig:
     lr: float = setting(2e-5, "Peak learning rate. Default: the recipe's or preset's (`--dry-run` shows it).")
     grad_accum: int = setting(1, "Micro-batches per optimizer step (they add no negatives).")
     max_length: int = setting(64, "Tokens per training sentence.")
-    mixed_precision: str = setting("no", "no | fp16 | bf16 | auto (bf16 on a CPU with native bf16 matmuls, else no; "
-                                   "a ConSERT teacher run's default).")
+    mixed_precision: str = setting("no", "no | fp16 | bf16 | auto (bf16 on a CPU with native bf16 matmuls where its "
+                                   "training pass timed ≤ 0.9× fp32's, else no; a ConSERT teacher run's default).")
     tf32: bool = setting(True, "on (default) | off: fp32 matmuls on TensorFloat-32 tensor cores (CUDA, Ampere and "
                          "newer: 10-bit mantissa products, fp32 accumulation, ~2× strict fp32's speed on an "
                          "A100/H100); off is strict fp32 (reproducible).")

@@ -1,5 +1,5 @@
-"""What the cache folder holds ($SENTADAPT_CACHE: prepared corpora, frozen encoders' embeddings, incomplete
-temporaries), how big, and removing it: `sentadapt cache info|clear`."""
+"""What the cache folder holds ($SENTADAPT_CACHE: prepared corpora, frozen encoders' embeddings, this CPU's timings
+of a training pass, incomplete temporaries), how big, and removing it: `sentadapt cache info|clear`."""
 
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ from typing import Any
 
 from safetensors import safe_open
 
-from sentadapt.data.prepare import COMPLETE, TMP_PREFIX, cache_dir, corpora_dir
+from sentadapt.data.prepare import COMPLETE, TMP_PREFIX, corpora_dir
+from sentadapt.storage.cache_folder import cache_dir
 from sentadapt.storage.space import bytes_on_disk, size_text
 from sentadapt.text_tables import TextTable, model_label, some_of
 
@@ -26,7 +27,7 @@ def described_by(table: Path) -> Path:
 @dataclass
 class CacheEntry:
     path: Path
-    kind: str  # text | tokens | embeddings | incomplete
+    kind: str  # text | tokens | embeddings | timings | incomplete
     bytes: int
     holds: str = ""  # what the entry is made of, for a person: "sentences of c.txt (200)"
 
@@ -49,7 +50,22 @@ def cache_entries() -> list[CacheEntry]:
                 continue  # counted with its table
             size = bytes_on_disk(path) + (bytes_on_disk(sidecar) if path.suffix == ".npy" and sidecar.exists() else 0)
             entries.append(CacheEntry(path, "embeddings", size, _embeddings_holds(path)))
+    timings = cache_dir() / "pass-costs"  # train/pass_costs.py: a training pass timed on this CPU, per model
+    if timings.is_dir():
+        for path in sorted(timings.glob("*.json")):
+            entries.append(CacheEntry(path, "timings", bytes_on_disk(path), _timings_holds(path)))
     return entries
+
+
+def _timings_holds(path: Path) -> str:
+    record = _read_json(path)
+    key, seconds = record.get("key"), record.get("seconds")
+    if not isinstance(key, dict) or not isinstance(seconds, dict) or not isinstance(key.get("model"), dict):
+        return "a file sentadapt did not write"
+    model = key["model"]
+    precisions = " and ".join("fp32" if name == "no" else str(name) for name in seconds)
+    return (f"{precisions} training passes of a {model.get('num_hidden_layers')}-layer {model.get('hidden_size')}-wide "
+            f"{model.get('model_type')} on {key.get('cpu')} (torch {key.get('torch')})")
 
 
 def _read_json(path: Path) -> dict[str, Any]:
@@ -103,7 +119,7 @@ def _sources(files: list[str]) -> str:
 
 
 def clear_cache() -> tuple[int, int]:
-    """Remove every corpus and embedding cache entry; returns (entries, bytes) removed."""
+    """Remove every corpus, embedding and timing cache entry; returns (entries, bytes) removed."""
     entries = cache_entries()
     for entry in entries:
         if entry.path.is_dir():

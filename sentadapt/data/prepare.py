@@ -55,9 +55,10 @@ from sentadapt.data.corpus import (
     settle_statuses,
     text_hashes,
 )
-from sentadapt.errors import ConfigError, DataError, StorageError
+from sentadapt.errors import ConfigError, DataError
 from sentadapt.events import Progress, no_progress
 from sentadapt.options import DEFAULT_ENCODING_ERRORS
+from sentadapt.storage.cache_folder import cache_dir, writable_cache_folder
 from sentadapt.storage.durable import fsync
 
 FORMAT_VERSION = 1  # bump when the layout or the reading rules change: old entries are then misses
@@ -68,29 +69,8 @@ CHUNK_ROWS_MIN = 100_000  # tokenization runs in chunks of at least this many ro
 CHUNK_COUNT = 20  # and at most about this many chunks
 
 
-def cache_dir() -> Path:
-    """$SENTADAPT_CACHE, else $XDG_CACHE_HOME/sentadapt, else ~/.cache/sentadapt."""
-    if os.environ.get("SENTADAPT_CACHE"):
-        return Path(os.environ["SENTADAPT_CACHE"]).expanduser()
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "sentadapt"
-
-
 def corpora_dir() -> Path:
     return cache_dir() / "corpora"
-
-
-def writable_cache_folder(folder: Path) -> Path:
-    """`folder` inside the cache, created; a cache the user cannot write (read-only, a file in its place, no
-    permission) is one line naming it and the two ways out, before any work is done."""
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-        if not os.access(folder, os.W_OK):
-            raise PermissionError(13, "not writable", str(folder))
-    except OSError as error:
-        reason = (error.strerror or str(error)).lower()
-        raise StorageError(f"the cache folder {cache_dir()} cannot be written ({reason}: {error.filename or folder});"
-                           " point $SENTADAPT_CACHE at a writable folder, or make this one writable") from error
-    return folder
 
 
 def default_num_proc() -> int:

@@ -23,9 +23,9 @@ import torch
 from safetensors.torch import load_file, save_file
 
 from sentadapt.data.cache_contents import HOLDS, described_by
-from sentadapt.data.prepare import cache_dir, writable_cache_folder
 from sentadapt.events import Advance, Note, no_progress, quiet
 from sentadapt.options import ENCODE_BATCH_SIZE, VECTOR_DTYPE
+from sentadapt.storage.cache_folder import cache_dir, writable_cache_folder
 from sentadapt.storage.durable import replace_durably, write_text_atomically
 from sentadapt.storage.memory import release_freed_memory
 from sentadapt.storage.rowfile import RowFile, write_rows

@@ -23,7 +23,7 @@ from sentadapt.errors import ConfigError, ModelError
 from sentadapt.model.backbone import load_backbone, usable_positions
 from sentadapt.model.compiling import eager_only
 from sentadapt.model.half_precision import DTYPES, CastCopy, cast_copy, check_dtype, weight_versions
-from sentadapt.model.length_chunks import chunk_transform, plan_chunks, real_lengths
+from sentadapt.model.length_chunks import PASS_OVERHEAD_TOKENS, chunk_transform, plan_chunks, real_lengths
 from sentadapt.model.pooling import POOLING_NAMES, Pooling
 from sentadapt.model.prompts import Prompts, read_prompts
 from sentadapt.model.resolve import ResolvedModel, check_has_weights, resolve_model
@@ -173,6 +173,7 @@ class Encoder(nn.Module):
         # adapt --lora: the adapters' settings once lora.attach injected them into the backbone (None: plain)
         self.lora: Any = None
         self.location = self.name  # Encoder.load sets the absolute folder (or the Hub id)
+        self.pass_cost = PASS_OVERHEAD_TOKENS  # tokens one more CPU training pass costs (length_chunks.plan_chunks)
 
     # ------------------------------------------------------------------ properties
     @property
@@ -323,7 +324,7 @@ class Encoder(nn.Module):
                 or torch.compiler.is_compiling() or torch.compiler.is_exporting()):
             return None
         lengths = real_lengths(attention_mask)
-        chunks = plan_chunks(lengths)
+        chunks = plan_chunks(lengths, self.pass_cost)
         if len(chunks) == 1:
             return None
         return [(torch.from_numpy(rows), int(lengths[rows].max())) for rows in chunks]
@@ -443,6 +444,11 @@ class Encoder(nn.Module):
                                    "max_length": None if max_length is None else self.token_limit(max_length),
                                    "train_prompt_length": train_prompt_length}
         self.settings = replace(self.settings, **{key: value for key, value in changes.items() if value is not None})
+
+    def cost_passes_at(self, tokens: int) -> None:
+        """One more CPU training pass costs this many tokens' work from now on: the length chunks add a pass only
+        where it saves more padded tokens (what the run timed on this CPU: train/pass_costs.py)."""
+        self.pass_cost = tokens
 
     def use_lora(self, settings: Any) -> None:
         """The LoRA settings of the adapters in the backbone (sentadapt/model/lora.py), or None once they are merged."""

@@ -28,6 +28,7 @@ from sentadapt.run.plan import (
     Events,
     ResolvedRun,
     Settings,
+    arithmetic_line,
     check_run,
     ignored_on_resume,
     new_config_and_base,
@@ -72,6 +73,7 @@ class AdaptOutcome:
     candidates: list[str] = field(default_factory=list)  # --recipe auto: each candidate's spec, in config order
     resolved: list[ResolvedRun] = field(default_factory=list)  # each config's run as check_run resolved it
     plans: list[list[StepPlan]] = field(default_factory=list)  # dry run: each config's stages' steps (planned_steps)
+    arithmetic: list[str] = field(default_factory=list)  # dry run: each config's planned_arithmetic line
 
     @property
     def decision(self) -> Any:
@@ -133,7 +135,8 @@ def run(request: AdaptRequest, events: Events | None = None) -> AdaptOutcome:
     config = resolved.config  # as checked: the prompt resolved to a name
     if request.dry_run:
         plans = planned_steps(resolved, events.for_process().progress)
-        return AdaptOutcome(output, "dry-run", [config], resolved=[resolved], plans=[plans])
+        return AdaptOutcome(output, "dry-run", [config], resolved=[resolved], plans=[plans],
+                            arithmetic=[arithmetic_line(resolved)])
     if request.plot:
         require_matplotlib()  # said before training, not after it
     result = train_run(resolved, resume, overwrite, request.trust_remote_code, request.allow_pickle, events)
@@ -192,7 +195,8 @@ def _adapt_auto(request: AdaptRequest, events: Events, resume: bool, overwrite: 
     specs = [run.candidate.spec for run in runs]
     if request.dry_run:
         return AdaptOutcome(output, "dry-run", configs, candidates=specs, resolved=resolved,
-                            plans=[planned_steps(run, events.for_process().progress) for run in resolved])
+                            plans=[planned_steps(run, events.for_process().progress) for run in resolved],
+                            arithmetic=[arithmetic_line(run) for run in resolved])
     if request.plot:
         require_matplotlib()
     outcome = run_auto(runs, resolved, output, not resume, overwrite, request.trust_remote_code,

@@ -12,7 +12,9 @@ differ after a mere copy to another node)."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import json
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -235,6 +237,19 @@ def planned_steps(run: ResolvedRun, progress: Progress | None = None) -> list[St
         plans.append(StepPlan.of(examples, run.config, stage.noun, name) if examples is not None
                      else StepPlan.uncounted(run.config, stage.noun, name))
     return plans
+
+
+def arithmetic_line(run: ResolvedRun) -> str:
+    """What `adapt --dry-run` says of the run's precision and length chunks on this CPU (train/pass_costs.py), the
+    base's architecture read from its config.json (a Hub id not yet downloaded has none: the run times it)."""
+    from sentadapt.train.pass_costs import planned_arithmetic
+
+    architecture = None
+    if run.base.is_local:
+        with contextlib.suppress(OSError, ValueError):
+            architecture = json.loads((Path(run.base.location) / "config.json").read_text(encoding="utf-8"))
+    return planned_arithmetic(run.config.train.mixed_precision, architecture if isinstance(architecture, dict)
+                              else None)
 
 
 # ---------------------------------------------------------------------------------------------- resume

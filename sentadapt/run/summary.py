@@ -63,7 +63,8 @@ def dry_run_documents(outcome: Any) -> list[DryRunDocument]:
         planned = [planned_line(plan, config, run.dev.name is not None,
                                 f"stage {number}/{len(plans)} ({plan.stage}): " if plan.stage else "")
                    for number, plan in enumerate(plans, start=1)]
-        after = [*preset_lines(config), *planned,
+        arithmetic = outcome.arithmetic[index] if outcome.arithmetic else ""
+        after = [*preset_lines(config), *planned, *([arithmetic] if arithmetic else []),
                  f"model: {base.name} → {base.location} ({base.source}); nothing loaded (--dry-run)"]
         separator = "---\n" if index and outcome.candidates else ""  # YAML's documents, one per candidate
         documents.append(DryRunDocument(before, separator + dry_run_yaml(config), after))
@@ -336,9 +337,11 @@ def environment_rows(env: dict[str, Any]) -> list[tuple[str, str]]:
     processes = f"{env['processes']} process" + ("es" if env["processes"] > 1 else "")
     backend = f", {env['distributed']}/{env['backend']}" if env["backend"] else ""
     versions = ", ".join(f"{name} {version}" for name, version in env["versions"].items())
+    reason = f" ({env['precision_reason']})" if env.get("precision_reason") else ""
+    chunks = "" if env.get("pass_cost") is None else f", length chunks where they save over {env['pass_cost']} tokens"
     return [
-        ("ran on", f"{processes} on {env['device']}{backend}, mixed precision {env['mixed_precision']}"
-                   + ("" if env.get("tf32") is None else f", TF32 {'on' if env['tf32'] else 'off'}")),
+        ("ran on", f"{processes} on {env['device']}{backend}, mixed precision {env['mixed_precision']}{reason}"
+                   + ("" if env.get("tf32") is None else f", TF32 {'on' if env['tf32'] else 'off'}") + chunks),
         ("batch", f"{env['global_batch']} global ({env['per_process_batch']} per process) × grad_accum "
                   f"{env['grad_accum']}, seed {env['seed']}"),
         ("versions", versions),

@@ -8,9 +8,10 @@ process group released when the command ends.
 The arithmetic a training step runs in: mixed precision (`mixed_precision`) and TF32 matmuls (`tf32`).
 
 `mixed_precision: auto` (the default of a ConSERT teacher run: ConsertRecipe.spec.teacher_defaults) is bf16 autocast
-on a CPU whose cores multiply bf16 natively (AVX-512 BF16 or AMX), fp32 elsewhere — on a CPU without them bf16 is
-emulated and slower than fp32 — and fp32 (TF32 matmuls where `tf32` allows) on a GPU, where the step is bound by
-kernel launches more than by arithmetic at the batches a run uses (bench/README.md). On the suite it kept every
+on a CPU whose cores multiply bf16 natively (AVX-512 BF16 or AMX) where its training pass times faster than fp32's
+(train/pass_costs.py), fp32 elsewhere — on a CPU without them bf16 is emulated and slower than fp32 — and fp32 (TF32
+matmuls where `tf32` allows) on a GPU, where the step is bound by kernel launches more than by arithmetic at the
+batches a run uses (bench/README.md). On the suite it kept every
 pairing × domain's raw Δ within 0.1 (research/findings.md, "A faster teacher run"); its speed: bench/README.md. The
 weights and the optimizer stay fp32 (autocast casts each matmul's inputs), and dev scoring and every encode run in
 fp32 whatever training uses. Imports no torch at its top: run/ reads the ranks before the CLI has loaded it."""
@@ -85,7 +86,8 @@ def cpu_multiplies_bf16() -> bool:
 
 
 def resolve_mixed_precision(option: str, on_gpu: bool) -> str:
-    """The precision accelerate is given: `auto` → bf16 on a CPU that multiplies bf16 natively, else no; an explicit
+    """The precision accelerate is given before any timing: `auto` → bf16 on a CPU that multiplies bf16 natively,
+    else no (train/pass_costs.py times the CPU's passes where it can, several processes take this); an explicit
     no | fp16 | bf16 as given (fp16 only on a GPU)."""
     if option == "fp16" and not on_gpu:
         raise ConfigError("mixed_precision: fp16 needs a CUDA GPU (accelerate would silently train in fp32 on CPU); "

@@ -47,11 +47,12 @@ from sentadapt.train.checkpoint import (
     stage_rng_state,
     write_training_checkpoint,
 )
-from sentadapt.train.compute import hand_back_an_earlier_precision, resolve_mixed_precision, use_tf32
+from sentadapt.train.compute import hand_back_an_earlier_precision, use_tf32
 from sentadapt.train.feed import BatchPrefetcher, MicroBatches, neighbour_batches, pad_multiple
 from sentadapt.train.guard import GuardedUpdate, NanRule, ReadStep, StepGuard, StepRecords
 from sentadapt.train.objective import LossOutput, Objective, build_objective
 from sentadapt.train.optim import build_optimizer, lr_multiplier, rewind_schedule
+from sentadapt.train.pass_costs import set_up_arithmetic
 from sentadapt.train.state import DevSelection, Training, TrainResult, TrainState
 from sentadapt.train.steps import eval_interval, total_steps_for
 from sentadapt.train.tracking import (
@@ -142,14 +143,14 @@ class Trainer:
         self.run_dir = RunDir(self.output)
         self.checkpoints = self.run_dir.checkpoints
         use_tf32(cfg.tf32)
-        precision = resolve_mixed_precision(cfg.mixed_precision, on_gpu=torch.cuda.is_available())
-        hand_back_an_earlier_precision(precision)
+        arithmetic = set_up_arithmetic(cfg.mixed_precision, inputs.encoder, self.reporter.message)  # timed here
+        hand_back_an_earlier_precision(arithmetic.precision)
         tracker_names = resolve_trackers(cfg.records.report_to)
         self.accelerator = Accelerator(
             log_with=tracker_names or None,
             project_config=ProjectConfiguration(project_dir=str(self.output),
                                                 logging_dir=str(self.run_dir.tensorboard)),
-            mixed_precision=precision,
+            mixed_precision=arithmetic.precision,
             gradient_accumulation_steps=cfg.grad_accum,
             # without CUDA, accelerate only sets up multi-process (gloo) training when told it runs on CPU
             cpu=not torch.cuda.is_available(),
@@ -160,7 +161,7 @@ class Trainer:
         # per-process seeds: otherwise every rank draws the same augmentation masks for its local examples
         set_seed(cfg.seed, device_specific=True)
         self.is_main = self.accelerator.is_main_process
-        self.environment = describe_run(self.accelerator, cfg)
+        self.environment = describe_run(self.accelerator, cfg, arithmetic)
         self.trackers = Trackers(self.accelerator, tracker_names, run_name=self.output.name)
         self.records = RunRecords(TrainLog(self.run_dir.train_log), self.trackers, self.reporter, cfg.records.log_every,
                                   self.is_main)

@@ -238,8 +238,9 @@ class Throughput:
         self.started, self.examples = time.perf_counter(), 0
 
 
-def describe_run(accelerator: Any, train_config: Any) -> dict[str, Any]:
-    """Where and how a run trained (an Accelerator and a TrainConfig), for metrics.json and the summary."""
+def describe_run(accelerator: Any, train_config: Any, arithmetic: Any = None) -> dict[str, Any]:
+    """Where and how a run trained (an Accelerator, a TrainConfig and pass_costs' Arithmetic), for metrics.json and
+    the summary."""
     import torch.distributed as dist
 
     initialized = dist.is_available() and dist.is_initialized()
@@ -248,7 +249,9 @@ def describe_run(accelerator: Any, train_config: Any) -> dict[str, Any]:
         distributed_type=str(accelerator.distributed_type.value), backend=dist.get_backend() if initialized else None,
         mixed_precision=str(accelerator.mixed_precision), batch_size=train_config.batch_size,
         grad_accum=train_config.grad_accum, seed=train_config.seed, tf32=tf32_applies(accelerator.device,
-                                                                                      train_config.tf32))
+                                                                                      train_config.tf32),
+        precision_reason=getattr(arithmetic, "reason", "") or None,
+        pass_cost=getattr(arithmetic, "pass_cost", None) if accelerator.device.type == "cpu" else None)
 
 
 def tf32_applies(device: Any, wanted: bool) -> bool | None:
@@ -262,7 +265,7 @@ def tf32_applies(device: Any, wanted: bool) -> bool | None:
 
 def run_environment(*, processes: int, device: Any, distributed_type: str, backend: str | None,
                     mixed_precision: str, batch_size: int, grad_accum: int, seed: int, tf32: bool | None = None,
-                    ) -> dict[str, Any]:
+                    precision_reason: str | None = None, pass_cost: int | None = None) -> dict[str, Any]:
     """The run record's `environment`: two runs that trained differently have different records."""
     from importlib.metadata import PackageNotFoundError, version
 
@@ -286,6 +289,8 @@ def run_environment(*, processes: int, device: Any, distributed_type: str, backe
         "backend": backend,  # torch.distributed backend (gloo, nccl), None for one process
         "mixed_precision": mixed_precision,
         "tf32": tf32,  # fp32 matmuls on TF32 tensor cores (None: not a device that has them)
+        "precision_reason": precision_reason,  # why `auto` chose it, or why nothing was timed (None: given)
+        "pass_cost": pass_cost,  # tokens one more CPU pass costs: the length chunks' plan (None: not on a CPU)
         "per_process_batch": batch_size // processes,
         "global_batch": batch_size,  # sentences per forward over all processes: the in-batch negatives
         "grad_accum": grad_accum,

@@ -466,3 +466,17 @@ def test_embedding_cache_entries_say_whose_vectors_they_hold(tiny_encoder: Encod
     cached_vectors(tiny_encoder, ["a printer", "a server"], max_length=16)
     [entry] = [entry for entry in cache_entries() if entry.kind == "embeddings"]
     assert entry.holds == f"vectors of {model_label(tiny_encoder.name)} (2 texts)"
+
+
+def test_a_cpus_timings_are_cache_entries_that_say_what_they_timed(tiny_encoder: Encoder, own_cache: Path) -> None:
+    """Issue 84: the training pass timed on this CPU (train/pass_costs.py) is listed and cleared like the rest."""
+    from sentadapt.data.cache_contents import cache_entries, clear_cache
+    from sentadapt.train.pass_costs import choose_arithmetic, cpu_model
+
+    choose_arithmetic("no", tiny_encoder, on_gpu=False, processes=1, message=lambda text: None)
+    [entry] = cache_entries()
+    config = tiny_encoder.backbone.config
+    assert (entry.kind, entry.path.parent.name) == ("timings", "pass-costs")
+    assert entry.holds == (f"fp32 training passes of a {config.num_hidden_layers}-layer {config.hidden_size}-wide bert "
+                           f"on {cpu_model()} (torch {torch.__version__})")
+    assert clear_cache()[0] == 1 and cache_entries() == []
