@@ -13,7 +13,9 @@ raw Δ per domain on the suite (research/findings.md, "A faster teacher run").
 The vectors are paraphrase-MiniLM-L3-v2's (384 wide) of the same
 sentences, so both students see the same targets. `--old` runs the same command with an older checkout first on
 PYTHONPATH (e.g. `git worktree add ../old a62588b`); each process gets its own corpus cache, warmed by one
-unmeasured run, so every measured run reads its tokens and teacher table from the cache as a user's second run does.
+unmeasured run, so every measured run reads its tokens and teacher table from the cache as a user's second run does
+(and, since issue 84, this CPU's timing of the training pass: the default's choice of precision and pass cost is
+printed and recorded). `--today` runs a second older checkout the same way (the commit before a change measured).
 
 The peer (`st`): sentence-transformers' distillation as its docs train it — MSELoss between the student's vector
 and the teacher's (the "model distillation" example: the teacher's embeddings as labels), through
@@ -94,7 +96,7 @@ def peer(inputs: Path, bf16: bool, output: Path) -> None:
     print("RESULT " + json.dumps({"examples_per_s": BATCH * STEPS / timer.seconds}))
 
 
-def commands(inputs: Path, old: Path | None, work: Path, isa: str | None = None,
+def commands(inputs: Path, old: Path | None, work: Path, isa: str | None = None, today: Path | None = None,
              ) -> dict[str, tuple[list[str], dict[str, str], Path]]:
     """Each measured command, its environment (offline; its own cache folder) and the folder it runs in: `python -m`
     puts that folder first on sys.path, so the old checkout's runs start in it. `isa` (e.g. avx2): every command runs
@@ -119,8 +121,9 @@ def commands(inputs: Path, old: Path | None, work: Path, isa: str | None = None,
              # each precision named (issue 84): the default is `auto`, so one of these is the default's twin
              "fp32": (ours("fp32", ("--mixed-precision", "no")), env("fp32"), here),
              "bf16": (ours("bf16", ("--mixed-precision", "bf16")), env("bf16"), here)}
-    if old is not None:
-        found["old"] = (ours("old"), env("old", PYTHONPATH=str(old.resolve())), old.resolve())
+    for name, checkout in (("old", old), ("today", today)):  # a62588b; the commit before a change measured
+        if checkout is not None:
+            found[name] = (ours(name), env(name, PYTHONPATH=str(checkout.resolve())), checkout.resolve())
     for precision in ("fp32", "bf16"):
         argv = [sys.executable, "-m", "bench.bench_teacher_run", "--peer", precision, "--inputs", str(inputs),
                 "--output", str(work / f"st-{precision}")]
@@ -171,8 +174,8 @@ def loop_rate(name: str, result: dict[str, Any], work: Path) -> float:
 
 
 def measure(inputs: Path, old: Path | None, rounds: int, work: Path, isa: str | None = None,
-            only: list[str] | None = None) -> dict[str, Any]:
-    runs = commands(inputs, old, work, isa)
+            only: list[str] | None = None, today: Path | None = None) -> dict[str, Any]:
+    runs = commands(inputs, old, work, isa, today)
     if only:
         unknown = sorted(set(only) - set(runs))
         if unknown:
@@ -210,13 +213,14 @@ def main() -> None:
     parser.add_argument("--prepare", type=Path, metavar="FOLDER")
     parser.add_argument("--inputs", type=Path, default=Path("runs/teacher-run"))
     parser.add_argument("--old", type=Path, help="an older checkout of sentadapt, run the same way")
+    parser.add_argument("--today", type=Path, help="a second older checkout (the commit before the change measured)")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--work", type=Path, default=Path("bench/out/teacher-run"))
     parser.add_argument("--out", type=Path, default=Path("bench/out/teacher-run.json"))
     parser.add_argument("--isa", choices=["avx2", "avx512"],
                         help="kernels of this instruction set alone (PyTorch's, MKL's, oneDNN's), ours in fp32")
-    parser.add_argument("--only", help="comma-separated commands besides default (views, fp32, bf16, old, st fp32, "
-                        "st bf16)")
+    parser.add_argument("--only", help="comma-separated commands besides default (views, fp32, bf16, old, today, "
+                        "st fp32, st bf16)")
     parser.add_argument("--peer", choices=["fp32", "bf16"], help=argparse.SUPPRESS)
     parser.add_argument("--output", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -230,7 +234,7 @@ def main() -> None:
     print(f"machine: {here['cpu']}, {here['cores']} cores, torch {here['torch']} ({here['threads']} threads), "
           f"{', '.join(flag for flag, has in here['isa'].items() if has)}; kernels {here['kernels']}", flush=True)
     figures = measure(args.inputs, args.old, args.rounds, args.work, args.isa,
-                      args.only.split(",") if args.only else None)
+                      args.only.split(",") if args.only else None, args.today)
     here["auto"] = chosen = chosen_arithmetic(args.work)
     print(f"the default run trained in {chosen['precision']} ({chosen['reason'] or 'as given'}), length chunks where "
           f"they save over {chosen['pass_cost']} tokens")
