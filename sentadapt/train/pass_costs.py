@@ -29,6 +29,7 @@ from sentadapt.train import compute
 from sentadapt.train.compute import AUTO, resolve_mixed_precision
 
 SHAPES = ((8, 16), (32, 16), (8, 48), (32, 48))  # rows × tokens: the range of a teacher run's length chunks
+TIMING_ROUNDS = 2  # each shape's time is the faster of this many (time_passes says why)
 BF16_AT_MOST = 0.9  # bf16 rounds every matmul's inputs: worth it only past the ~5 % two timings of a pass differ by
 MAX_PASS_COST = 10_000  # tokens: more than any preset's batch pads, so such a CPU keeps one padded pass
 FIXED_PASS_COST = 100  # tokens, fitted on an Intel machine (model/length_chunks.py): where nothing is timed
@@ -171,22 +172,26 @@ def _timings(encoder: Any, precisions: list[str], message: Callable[[str], None]
 
 def time_passes(encoder: Any, bf16: bool) -> list[float]:
     """Seconds of the encoder's training pass (forward + backward, its dropout off, one padded pass of random token
-    ids) at each of SHAPES, after one warm-up pass; the gradients are dropped after."""
+    ids) at each of SHAPES: the faster of two rounds over them, after one warm-up pass; the gradients are dropped
+    after. One round's fitted pass cost spread 26-230 tokens over five timings of all-MiniLM-L6-v2 on a 2-core
+    machine, the faster of two 48-90 (a pass is ~30 ms of a 0.1-1 s pass: a small share for noise to swamp)."""
     import torch
 
     generator = torch.Generator().manual_seed(0)
     vocabulary = int(encoder.backbone.config.vocab_size)
-    seconds = []
+    batches = [torch.randint(vocabulary // 4, vocabulary, (rows, min(length, encoder.position_limit)),
+                             generator=generator) for rows, length in SHAPES]
+    rounds: list[list[float]] = []
     with encoder.dropout(False), torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
-        for index, (rows, length) in enumerate([SHAPES[0], *SHAPES]):
-            length = min(length, encoder.position_limit)
-            ids = torch.randint(vocabulary // 4, vocabulary, (rows, length), generator=generator)
-            started = time.perf_counter()
-            encoder(ids, torch.ones_like(ids), whole_batch=True).sum().backward()
-            if index:  # the first is the warm-up
-                seconds.append(time.perf_counter() - started)
+        encoder(batches[0], torch.ones_like(batches[0]), whole_batch=True).sum().backward()  # the warm-up
+        for _ in range(TIMING_ROUNDS):
+            rounds.append([])
+            for ids in batches:
+                started = time.perf_counter()
+                encoder(ids, torch.ones_like(ids), whole_batch=True).sum().backward()
+                rounds[-1].append(time.perf_counter() - started)
     encoder.zero_grad(set_to_none=True)
-    return seconds
+    return [min(times) for times in zip(*rounds, strict=True)]
 
 
 # ------------------------------------------------------------------------------------------ --dry-run
@@ -209,7 +214,8 @@ def planned_arithmetic(option: str, architecture: Mapping[str, Any] | None) -> s
                 f"{arithmetic.pass_cost} tokens (this CPU's timing of {record.get('timed', '?')}, in the cache)")
     names = " and ".join(PRECISION_NAMES[precision] for precision in wanted)
     each = " each" if len(wanted) > 1 else ""
-    return (f"arithmetic: the run first times its training pass on this CPU in {names} ({len(SHAPES) + 1} passes"
+    passes = TIMING_ROUNDS * len(SHAPES) + 1
+    return (f"arithmetic: the run first times its training pass on this CPU in {names} ({passes} passes"
             f"{each}, kept in the cache)" + (f", then trains in bf16 where it takes ≤ {BF16_AT_MOST}× fp32's time"
                                              if each else ""))
 

@@ -120,10 +120,10 @@ def test_the_dry_run_says_what_will_be_timed_or_what_the_cache_holds(monkeypatch
     architecture = {"model_type": "bert", "hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 2,
                     "intermediate_size": 64}
     assert planned_arithmetic("auto", architecture) == (
-        "arithmetic: the run first times its training pass on this CPU in fp32 and bf16 (5 passes each, kept in the "
+        "arithmetic: the run first times its training pass on this CPU in fp32 and bf16 (9 passes each, kept in the "
         "cache), then trains in bf16 where it takes ≤ 0.9× fp32's time")
     assert planned_arithmetic("no", None) == (
-        "arithmetic: the run first times its training pass on this CPU in fp32 (5 passes, kept in the cache)")
+        "arithmetic: the run first times its training pass on this CPU in fp32 (9 passes, kept in the cache)")
     assert planned_arithmetic("fp16", architecture) == ""  # a CPU run refuses it
     key = pass_costs.machine_key(architecture)
     pass_costs.write_json_file(pass_costs.timings_file(key), {
