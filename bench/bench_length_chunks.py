@@ -101,7 +101,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--padding", type=Path, nargs="+", metavar="CORPUS")
     parser.add_argument("--fit", action="store_true")
-    parser.add_argument("--isa", choices=["avx2", "avx512"])
+    parser.add_argument("--isa", choices=["avx2", "avx512", "default"])
     args = parser.parse_args()
     if args.isa and os.environ.get("ATEN_CPU_CAPABILITY") != args.isa:
         argv = [sys.executable, "-m", "bench.bench_length_chunks", *sys.argv[1:]]

@@ -217,7 +217,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--work", type=Path, default=Path("bench/out/teacher-run"))
     parser.add_argument("--out", type=Path, default=Path("bench/out/teacher-run.json"))
-    parser.add_argument("--isa", choices=["avx2", "avx512"],
+    parser.add_argument("--isa", choices=["avx2", "avx512", "default"],
                         help="kernels of this instruction set alone (PyTorch's, MKL's, oneDNN's), ours in fp32")
     parser.add_argument("--only", help="comma-separated commands besides default (views, fp32, bf16, old, today, "
                         "st fp32, st bf16)")

@@ -174,8 +174,10 @@ if __name__ == "__main__":
 
 
 def isa_environment(isa: str) -> dict[str, str]:
-    """The environment that keeps a process's CPU kernels to one instruction set (avx2, avx512): PyTorch's own
-    (ATEN_CPU_CAPABILITY) and its matrix libraries', MKL and oneDNN, which pick their kernels themselves — with only
-    the first, the matmuls still ran AVX-512 code here (fp32 1024×384 · 384×1536: 356 GFLOP/s, 224 with all three)."""
-    return {"ATEN_CPU_CAPABILITY": isa, "MKL_ENABLE_INSTRUCTIONS": isa.upper(),
-            "ONEDNN_MAX_CPU_ISA": {"avx2": "AVX2", "avx512": "AVX512_CORE"}[isa]}
+    """The environment that keeps a process's CPU kernels to one instruction set (avx2, avx512, or default: no
+    vector instructions beyond SSE4): PyTorch's own (ATEN_CPU_CAPABILITY) and its matrix libraries', MKL and oneDNN,
+    which pick their kernels themselves — with only the first, the matmuls still ran AVX-512 code on an Intel machine
+    (fp32 1024×384 · 384×1536: 356 GFLOP/s, 224 with all three). MKL on an AMD CPU ignores its variable (157 GFLOP/s
+    either way on an AVX2 EPYC), so there `default` slows PyTorch's own kernels alone."""
+    return {"ATEN_CPU_CAPABILITY": isa, "MKL_ENABLE_INSTRUCTIONS": {"default": "SSE4_2"}.get(isa, isa.upper()),
+            "ONEDNN_MAX_CPU_ISA": {"avx2": "AVX2", "avx512": "AVX512_CORE", "default": "SSE41"}[isa]}
