@@ -29,6 +29,10 @@ ENCODE_BATCH_SIZE = 128  # sentences encoded at once: eval, the dev set, decide,
 VECTOR_DTYPE = "fp32"  # the vectors' precision: eval --dtype, export --dtype, Encoder.encode
 TEST_SPLIT = "test"  # the split scored when none is named (STS, BEIR folders, task files)
 DEFAULT_ENCODING_ERRORS = "strict"  # invalid UTF-8 in a text file: stop and name the line (adapt --encoding-errors)
+# Tokens' work one more CPU training pass costs (model/length_chunks.py) where a run times nothing (several
+# processes): a / b of `seconds = a + b · tokens` fitted on an Intel machine (bench/bench_length_chunks.py --fit: 85-120
+# with AVX-512 kernels, 51-61 with AVX2 alone); one process times its own CPU since issue 84 (train/pass_costs.py).
+PASS_OVERHEAD_TOKENS = 100
 # a vectors file's fields (.jsonl keys, .parquet columns): what embeddings APIs return (--set teacher_text_field)
 TEXT_FIELD, VECTOR_FIELD = "text", "embedding"
 # the words a yes/no value may be written with (--set lora=yes, a YAML string, `--flag off`)

@@ -23,12 +23,12 @@ from sentadapt.errors import ConfigError, ModelError
 from sentadapt.model.backbone import load_backbone, usable_positions
 from sentadapt.model.compiling import eager_only
 from sentadapt.model.half_precision import DTYPES, CastCopy, cast_copy, check_dtype, weight_versions
-from sentadapt.model.length_chunks import PASS_OVERHEAD_TOKENS, chunk_transform, plan_chunks, real_lengths
+from sentadapt.model.length_chunks import chunk_transform, plan_chunks, real_lengths
 from sentadapt.model.pooling import POOLING_NAMES, Pooling
 from sentadapt.model.prompts import Prompts, read_prompts
 from sentadapt.model.resolve import ResolvedModel, check_has_weights, resolve_model
 from sentadapt.model.st_format import DenseLayer, FolderLayout, read_layout, write_sentence_transformers_folder
-from sentadapt.options import ENCODE_BATCH_SIZE, VECTOR_DTYPE
+from sentadapt.options import ENCODE_BATCH_SIZE, PASS_OVERHEAD_TOKENS, VECTOR_DTYPE
 
 DEFAULT_MAX_LENGTH = 128
 

@@ -21,12 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-# What one more pass costs on the CPU, in tokens of all-MiniLM-L6-v2's forward + backward (the fixed cost of a pass:
-# Python, dispatch, smaller matmuls), fitted as `seconds = a + b · rows · length` on 11 shapes (4-128 rows × 16-48
-# tokens) on this project's 2-core machine (bench/bench_length_chunks.py --fit): a / b came out 85-120 tokens with its
-# AVX-512 kernels and 51-61 with AVX2 kernels alone (two sessions' fits; bench/results/length-chunks-2026-11-29). The
-# plan adds a chunk only where it saves more padded tokens than this.
-PASS_OVERHEAD_TOKENS = 100
+from sentadapt.options import PASS_OVERHEAD_TOKENS
 
 
 def real_lengths(attention_mask: torch.Tensor) -> np.ndarray:

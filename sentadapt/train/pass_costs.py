@@ -23,6 +23,7 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
+from sentadapt.options import PASS_OVERHEAD_TOKENS
 from sentadapt.storage.cache_folder import cache_dir
 from sentadapt.storage.durable import write_json_file
 from sentadapt.train import compute
@@ -32,7 +33,6 @@ SHAPES = ((8, 16), (32, 16), (8, 48), (32, 48))  # rows × tokens: the range of 
 TIMING_ROUNDS = 2  # each shape's time is the faster of this many (time_passes says why)
 BF16_AT_MOST = 0.9  # bf16 rounds every matmul's inputs: worth it only past the ~5 % two timings of a pass differ by
 MAX_PASS_COST = 10_000  # tokens: more than any preset's batch pads, so such a CPU keeps one padded pass
-FIXED_PASS_COST = 100  # tokens, fitted on an Intel machine (model/length_chunks.py): where nothing is timed
 # Variables that change which kernels run, or on how many threads: a timing holds for one setting of them.
 KERNEL_VARIABLES = ("ATEN_CPU_CAPABILITY", "MKL_ENABLE_INSTRUCTIONS", "ONEDNN_MAX_CPU_ISA", "DNNL_MAX_CPU_ISA",
                     "OMP_NUM_THREADS", "MKL_NUM_THREADS")
@@ -55,9 +55,9 @@ def choose_arithmetic(option: str, encoder: Any, on_gpu: bool, processes: int,
     """The precision and pass cost of a run whose `--mixed-precision` is `option`, by the rule above."""
     precision = resolve_mixed_precision(option, on_gpu)  # refuses fp16 on a CPU
     if on_gpu:
-        return Arithmetic(precision, FIXED_PASS_COST, "auto: fp32 on a GPU" if option == AUTO else "")
+        return Arithmetic(precision, PASS_OVERHEAD_TOKENS, "auto: fp32 on a GPU" if option == AUTO else "")
     if processes > 1 or not any(parameter.requires_grad for parameter in encoder.backbone.parameters()):
-        return Arithmetic(precision, FIXED_PASS_COST, "several processes time nothing" if processes > 1 else "")
+        return Arithmetic(precision, PASS_OVERHEAD_TOKENS, "several processes time nothing" if processes > 1 else "")
     native = compute.cpu_multiplies_bf16()
     timings = _timings(encoder, precisions_to_time(option, native), message)
     return arithmetic_from_timings(option, native, timings)

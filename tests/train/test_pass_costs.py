@@ -10,10 +10,10 @@ import pytest
 import torch
 
 from sentadapt.model.encoder import Encoder
+from sentadapt.options import PASS_OVERHEAD_TOKENS
 from sentadapt.run.summary import environment_rows
 from sentadapt.train import compute, pass_costs
 from sentadapt.train.pass_costs import (
-    FIXED_PASS_COST,
     MAX_PASS_COST,
     SHAPES,
     Arithmetic,
@@ -86,9 +86,9 @@ def test_a_run_times_each_precision_once_per_cpu_and_model_and_keeps_it(tiny_enc
 def test_a_gpu_or_several_processes_time_nothing(tiny_encoder: Encoder, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(pass_costs, "time_passes", lambda encoder, bf16: pytest.fail("timed"))
     assert choose_arithmetic("auto", tiny_encoder, on_gpu=True, processes=1, message=print) == Arithmetic(
-        "no", FIXED_PASS_COST, "auto: fp32 on a GPU")
+        "no", PASS_OVERHEAD_TOKENS, "auto: fp32 on a GPU")
     assert choose_arithmetic("no", tiny_encoder, on_gpu=False, processes=2, message=print) == Arithmetic(
-        "no", FIXED_PASS_COST, "several processes time nothing")
+        "no", PASS_OVERHEAD_TOKENS, "several processes time nothing")
 
 
 def test_the_timing_runs_real_passes_and_leaves_no_gradient_behind(tiny_encoder: Encoder) -> None:
