@@ -7,7 +7,7 @@ from rich.markup import escape
 
 from sentadapt.cli._common import SentadaptCommand, SentadaptGroup, console, draw, friendly_errors, note
 
-app = typer.Typer(help="The on-disk cache of prepared corpora and frozen embeddings ($SENTADAPT_CACHE).",
+app = typer.Typer(help="The on-disk cache: prepared corpora, frozen embeddings, CPU timings ($SENTADAPT_CACHE).",
                   no_args_is_help=True, cls=SentadaptGroup)
 
 
@@ -25,7 +25,7 @@ def info() -> None:
 @app.command("clear", cls=SentadaptCommand)
 @friendly_errors
 def clear() -> None:
-    """Remove every prepared corpus and cached embedding (they are rebuilt when next needed)."""
+    """Remove every prepared corpus, cached embedding and CPU timing (they are rebuilt when next needed)."""
     from sentadapt.data.cache_contents import clear_cache, cleared_line
 
     note(cleared_line(*clear_cache()))
