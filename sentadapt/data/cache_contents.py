@@ -63,9 +63,11 @@ def _timings_holds(path: Path) -> str:
     if not isinstance(key, dict) or not isinstance(seconds, dict) or not isinstance(key.get("model"), dict):
         return "a file sentadapt did not write"
     model = key["model"]
+    layers = next((model[name] for name in ("num_hidden_layers", "n_layers", "num_layers") if name in model), "?")
+    width = next((model[name] for name in ("hidden_size", "dim", "d_model") if name in model), "?")
     precisions = " and ".join("fp32" if name == "no" else str(name) for name in seconds)
-    return (f"{precisions} training passes of a {model.get('num_hidden_layers')}-layer {model.get('hidden_size')}-wide "
-            f"{model.get('model_type')} on {key.get('cpu')} (torch {key.get('torch')})")
+    return (f"{precisions} training passes of a {layers}-layer {width}-wide {model.get('model_type')} on "
+            f"{key.get('cpu')} (torch {key.get('torch')})")
 
 
 def _read_json(path: Path) -> dict[str, Any]:

@@ -36,7 +36,9 @@ MAX_PASS_COST = 10_000  # tokens: more than any preset's batch pads, so such a C
 # Variables that change which kernels run, or on how many threads: a timing holds for one setting of them.
 KERNEL_VARIABLES = ("ATEN_CPU_CAPABILITY", "MKL_ENABLE_INSTRUCTIONS", "ONEDNN_MAX_CPU_ISA", "DNNL_MAX_CPU_ISA",
                     "OMP_NUM_THREADS", "MKL_NUM_THREADS")
-ARCHITECTURE = ("model_type", "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size")
+# A model's size as config.json spells it: BERT-likes', DistilBERT's, T5's names (a name a model lacks is left out)
+ARCHITECTURE = ("model_type", "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size", "dim",
+                "n_layers", "n_heads", "hidden_dim", "d_model", "num_layers", "d_ff")
 PRECISION_NAMES = {"no": "fp32", "bf16": "bf16"}
 
 
@@ -122,7 +124,7 @@ def machine_key(architecture: Mapping[str, Any]) -> dict[str, Any]:
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     return {"cpu": cpu_model(), "cpus": cpus, "torch": torch_version,
             "kernels": {name: os.environ[name] for name in KERNEL_VARIABLES if name in os.environ},
-            "model": {name: architecture.get(name) for name in ARCHITECTURE}}
+            "model": {name: architecture[name] for name in ARCHITECTURE if name in architecture}}
 
 
 def cpu_model() -> str:
