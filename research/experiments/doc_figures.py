@@ -293,6 +293,7 @@ def teacher_passages() -> list[str]:
         "sentences in the same runs)",
         *_asserted_tolerance("tests/teacher/test_teacher.py", "rel=1e-5", "(tested to rel 1e-5)"),
         *_dev_power_passage(),
+        *_pass_cost_passages(),
     ]
 
 
@@ -333,6 +334,17 @@ def _speed_passages() -> list[str]:
             f"AVX2 alone (fp32, what `auto` picks there) it took {ratio('epyc-avx2'):.2f}× of a62588b's time",
             f"distillation term's student) but cost all-MiniLM-L6-v2 ← all-mpnet-base-v2 "
             f"{falls[0]:.2f} to {falls[-1]:.2f} of raw Δ per domain"]
+
+
+def _pass_cost_passages() -> list[str]:
+    """docs/teacher.md's "What this CPU decides": the rule's shapes and thresholds, as train/pass_costs.py has them."""
+    from sentadapt.options import PASS_OVERHEAD_TOKENS
+    from sentadapt.train.pass_costs import BF16_AT_MOST, MAX_PASS_COST, SHAPES
+
+    shapes = [f"{rows} × {length}" for rows, length in SHAPES]
+    return [f"on four shapes — {', '.join(shapes[:-1])} and {shapes[-1]} rows × tokens",
+            f"take at most {BF16_AT_MOST}× the fp32 ones", f"times ≤ {BF16_AT_MOST}× fp32's there",
+            f"clamped to 0-{MAX_PASS_COST:,} tokens", f"and a pass costs {PASS_OVERHEAD_TOKENS} tokens, as before this rule"]
 
 
 def _dev_power_passage() -> list[str]:
