@@ -241,9 +241,12 @@ def planned_steps(run: ResolvedRun, progress: Progress | None = None) -> list[St
 
 def arithmetic_line(run: ResolvedRun) -> str:
     """What `adapt --dry-run` says of the run's precision and length chunks on this CPU (train/pass_costs.py), the
-    base's architecture read from its config.json (a Hub id not yet downloaded has none: the run times it)."""
+    base's architecture read from its config.json (a Hub id not yet downloaded has none: the run times it); nothing
+    for a recipe that keeps the encoder frozen (CLSR: no pass of it is trained, so none is timed)."""
     from sentadapt.train.pass_costs import planned_arithmetic
 
+    if not run.recipe_class.spec.trains_encoder:
+        return ""
     architecture = None
     if run.base.is_local:
         with contextlib.suppress(OSError, ValueError):

@@ -45,10 +45,11 @@ PRECISION_NAMES = {"no": "fp32", "bf16": "bf16"}
 @dataclass(frozen=True)
 class Arithmetic:
     """What a run's steps compute in: `precision` as accelerate takes it (no | fp16 | bf16), `pass_cost` the tokens
-    one more CPU pass costs (length_chunks.plan_chunks' overhead) and `reason`, why, in words for the summary."""
+    one more CPU pass costs (length_chunks.plan_chunks' overhead; None where no pass is chunked: on a GPU, with the
+    encoder frozen) and `reason`, why, in words for the summary."""
 
     precision: str
-    pass_cost: int
+    pass_cost: int | None
     reason: str
 
 
@@ -57,9 +58,11 @@ def choose_arithmetic(option: str, encoder: Any, on_gpu: bool, processes: int,
     """The precision and pass cost of a run whose `--mixed-precision` is `option`, by the rule above."""
     precision = resolve_mixed_precision(option, on_gpu)  # refuses fp16 on a CPU
     if on_gpu:
-        return Arithmetic(precision, PASS_OVERHEAD_TOKENS, "auto: fp32 on a GPU" if option == AUTO else "")
-    if processes > 1 or not any(parameter.requires_grad for parameter in encoder.backbone.parameters()):
-        return Arithmetic(precision, PASS_OVERHEAD_TOKENS, "several processes time nothing" if processes > 1 else "")
+        return Arithmetic(precision, None, "auto: fp32 on a GPU" if option == AUTO else "")
+    if not any(parameter.requires_grad for parameter in encoder.backbone.parameters()):
+        return Arithmetic(precision, None, "")
+    if processes > 1:
+        return Arithmetic(precision, PASS_OVERHEAD_TOKENS, "several processes time nothing")
     native = compute.cpu_multiplies_bf16()
     timings = _timings(encoder, precisions_to_time(option, native), message)
     return arithmetic_from_timings(option, native, timings)
@@ -72,7 +75,8 @@ def set_up_arithmetic(option: str, encoder: Any, message: Callable[[str], None])
 
     arithmetic = choose_arithmetic(option, encoder, torch.cuda.is_available(), int(os.environ.get("WORLD_SIZE", "1")),
                                    message)
-    encoder.cost_passes_at(arithmetic.pass_cost)
+    if arithmetic.pass_cost is not None:
+        encoder.cost_passes_at(arithmetic.pass_cost)
     return arithmetic
 
 

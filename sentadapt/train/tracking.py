@@ -251,7 +251,7 @@ def describe_run(accelerator: Any, train_config: Any, arithmetic: Any = None) ->
         grad_accum=train_config.grad_accum, seed=train_config.seed, tf32=tf32_applies(accelerator.device,
                                                                                       train_config.tf32),
         precision_reason=getattr(arithmetic, "reason", "") or None,
-        pass_cost=getattr(arithmetic, "pass_cost", None) if accelerator.device.type == "cpu" else None)
+        pass_cost=getattr(arithmetic, "pass_cost", None))
 
 
 def tf32_applies(device: Any, wanted: bool) -> bool | None:
@@ -290,7 +290,7 @@ def run_environment(*, processes: int, device: Any, distributed_type: str, backe
         "mixed_precision": mixed_precision,
         "tf32": tf32,  # fp32 matmuls on TF32 tensor cores (None: not a device that has them)
         "precision_reason": precision_reason,  # why `auto` chose it, or why nothing was timed (None: given)
-        "pass_cost": pass_cost,  # tokens one more CPU pass costs: the length chunks' plan (None: not on a CPU)
+        "pass_cost": pass_cost,  # tokens one more CPU pass costs: the length chunks' plan (None: nothing chunked)
         "per_process_batch": batch_size // processes,
         "global_batch": batch_size,  # sentences per forward over all processes: the in-batch negatives
         "grad_accum": grad_accum,

@@ -228,9 +228,11 @@ def test_the_dry_run_plans_the_steps_from_the_positive_pairs(tiny_model_dir: Pat
     planned = run_adapt(*args, "--dry-run")
     assert planned.exit_code == 0, planned.output
     assert "planned: 3 steps, 3 passes over 3 pairs (batch 2)\n" in planned.stderr  # 3 // 2 = 1 step a pass
+    assert "arithmetic:" not in planned.stderr  # the encoder stays frozen: no training pass of it is timed
     trained = run_adapt(*args)
     assert trained.exit_code == 0, trained.output
     assert " 3 / 3 (completed)" in trained.stdout
+    assert "timing the training pass" not in trained.output and "length chunks" not in trained.output
 
 
 def test_the_view_dev_evaluations_score_is_the_encoder_in_all_but_encode(tiny_model_dir: Path) -> None:

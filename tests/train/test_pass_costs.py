@@ -83,12 +83,16 @@ def test_a_run_times_each_precision_once_per_cpu_and_model_and_keeps_it(tiny_enc
     assert timed == [False, True, False]
 
 
-def test_a_gpu_or_several_processes_time_nothing(tiny_encoder: Encoder, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_gpu_a_frozen_encoder_or_several_processes_time_nothing(tiny_encoder: Encoder,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(pass_costs, "time_passes", lambda encoder, bf16: pytest.fail("timed"))
     assert choose_arithmetic("auto", tiny_encoder, on_gpu=True, processes=1, message=print) == Arithmetic(
-        "no", PASS_OVERHEAD_TOKENS, "auto: fp32 on a GPU")
+        "no", None, "auto: fp32 on a GPU")  # nothing is chunked on a GPU
     assert choose_arithmetic("no", tiny_encoder, on_gpu=False, processes=2, message=print) == Arithmetic(
         "no", PASS_OVERHEAD_TOKENS, "several processes time nothing")
+    tiny_encoder.backbone.requires_grad_(False)  # CLSR's: no pass of it is trained, none is chunked
+    assert choose_arithmetic("auto", tiny_encoder, on_gpu=False, processes=1, message=print) == Arithmetic(
+        "no", None, "")
 
 
 def test_the_timing_runs_real_passes_and_leaves_no_gradient_behind(tiny_encoder: Encoder) -> None:
@@ -140,3 +144,26 @@ def test_the_summary_says_why_and_the_pass_cost() -> None:
            "per_process_batch": 64, "grad_accum": 1, "seed": 42, "versions": {"torch": "2.13.0"}}
     assert environment_rows(env)[0] == ("ran on", "1 process on cpu, mixed precision no (auto: this CPU has no native "
                                                   "bf16 matmuls), length chunks where they save over 58 tokens")
+
+
+def test_a_cpu_run_says_what_it_times_before_and_what_it_chose_after(tiny_model_dir: Path, corpus: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch,
+                                                                     tmp_path: Path) -> None:
+    from tests.conftest import run_adapt
+
+    monkeypatch.setenv("SENTADAPT_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(pass_costs, "_gpu_visible", lambda: False)
+    args = [str(corpus), "--base", str(tiny_model_dir), "--output", str(tmp_path / "run"), "--max-steps", "1",
+            "--batch-size", "8", "--dev", "none"]
+    planned = run_adapt(*args, "--dry-run")
+    assert planned.exit_code == 0, planned.output
+    assert "arithmetic: the run first times its training pass on this CPU in fp32 (9 passes, kept in the cache)\n" \
+        in planned.stderr
+    trained = run_adapt(*args)
+    assert trained.exit_code == 0, trained.output
+    assert "timing the training pass on this CPU in fp32 (once per CPU, torch and model; kept in the cache)" \
+        in trained.output
+    environment = json.loads((tmp_path / "run" / "metrics.json").read_text())["environment"]
+    assert [environment[key] for key in ("mixed_precision", "precision_reason", "pass_cost")] == ["no", None, 100]
+    again = run_adapt(*args, "--dry-run")  # the cache now holds this CPU's timing (conftest's: 100 tokens)
+    assert "arithmetic: fp32, length chunks where they save over 100 tokens (this CPU's timing of " in again.stderr
