@@ -2,11 +2,11 @@
 length chunks' cost of one more pass (issue 84; the rule, written before its runs: docs/teacher.md, "What this CPU
 decides").
 
-Both were fixed from one Intel machine's timings (bf16 wherever the CPU multiplies it natively; a pass costs 100
-tokens), and an AVX-512 BF16 CPU without AMX then trained 1.46× slower in fp32 than before the chunks. So a run on a
-CPU, in one process, times the student's pass on a few shapes and decides from those, once per CPU, torch and model
-(the times are kept in the cache). Several processes time nothing: each would time its own and might choose another
-precision than its neighbours.
+Both were fixed from one Intel machine's timings (bf16 wherever the CPU multiplies it natively; a pass costs
+PASS_OVERHEAD_TOKENS), and an AVX-512 BF16 CPU without AMX then trained slower in fp32 than before the chunks (issue
+84). So a run on a CPU, in one process, times the student's pass on a few shapes and decides from those, once per CPU,
+torch and model (the times are kept in the cache). Several processes time nothing: each would time its own and might
+choose another precision than its neighbours.
 """
 
 from __future__ import annotations
