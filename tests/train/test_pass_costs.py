@@ -59,6 +59,8 @@ def test_a_run_times_each_precision_once_per_cpu_and_model_and_keeps_it(tiny_enc
                                                                         monkeypatch: pytest.MonkeyPatch,
                                                                         tmp_path: Path) -> None:
     monkeypatch.setenv("SENTADAPT_CACHE", str(tmp_path / "cache"))
+    for name in pass_costs.KERNEL_VARIABLES:  # the shell's own (ATEN_CPU_CAPABILITY=default, ...) set below
+        monkeypatch.delenv(name, raising=False)
     monkeypatch.setattr(compute, "cpu_multiplies_bf16", lambda: True)
     timed: list[bool] = []
     monkeypatch.setattr(pass_costs, "time_passes", lambda encoder, bf16: timed.append(bf16) or (
