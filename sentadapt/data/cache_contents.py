@@ -58,16 +58,8 @@ def cache_entries() -> list[CacheEntry]:
 
 
 def _timings_holds(path: Path) -> str:
-    record = _read_json(path)
-    key, seconds = record.get("key"), record.get("seconds")
-    if not isinstance(key, dict) or not isinstance(seconds, dict) or not isinstance(key.get("model"), dict):
-        return "a file sentadapt did not write"
-    model = key["model"]
-    layers = next((model[name] for name in ("num_hidden_layers", "n_layers", "num_layers") if name in model), "?")
-    width = next((model[name] for name in ("hidden_size", "dim", "d_model") if name in model), "?")
-    precisions = " and ".join("fp32" if name == "no" else str(name) for name in seconds)
-    return (f"{precisions} training passes of a {layers}-layer {width}-wide {model.get('model_type')} on "
-            f"{key.get('cpu')} (torch {key.get('torch')})")
+    holds = _read_json(path).get(HOLDS)  # written with the timings (train/pass_costs.py)
+    return str(holds) if holds else "a file sentadapt did not write"
 
 
 def _read_json(path: Path) -> dict[str, Any]:

@@ -22,7 +22,7 @@ from torch import nn
 
 from sentadapt.errors import ModelError
 from sentadapt.model.pooling import Pooling
-from sentadapt.model.st_modules import POOLING_FLAGS, UNSUPPORTED_POOLING_FLAGS, read_modules
+from sentadapt.model.st_modules import POOLING_FLAGS, UNSUPPORTED_POOLING_FLAGS, read_modules, transformer_config
 from sentadapt.model.st_modules import module_kind as _module_kind
 from sentadapt.model.st_modules import read_json as _read_json
 from sentadapt.model.st_modules import read_pooling_mode as _read_pooling
@@ -107,7 +107,7 @@ def layout_width(folder: Path) -> int | None:
     layout = read_layout(folder)
     if layout.head:
         return int(layout.head[-1].linear.out_features)
-    config = folder / layout.transformer_path / "config.json"
+    config = transformer_config(folder)
     try:
         record = json.loads(config.read_text(encoding="utf-8"))
     except (OSError, ValueError):

@@ -51,6 +51,16 @@ def read_modules(modules_file: Path) -> list[dict[str, Any]]:
     return sorted(modules, key=lambda m: m.get("idx", 0))
 
 
+def transformer_config(folder: Path) -> Path:
+    """The config.json of a local model folder's transformer: in the folder modules.json names for its Transformer
+    module (a sentence-transformers folder may keep it in a subfolder), else the folder's own."""
+    modules_file = folder / "modules.json"
+    modules = read_modules(modules_file) if modules_file.is_file() else []
+    path = next((str(module.get("path", "")) for module in modules
+                 if module_kind(module.get("type", "")) == "Transformer"), "")
+    return folder / path / "config.json"
+
+
 def module_kind(type_name: str) -> str:
     """'sentence_transformers.models.Pooling' and the v5+ module paths both map to 'Pooling'."""
     return type_name.rsplit(".", 1)[-1]

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sentadapt.config.schema import FLAT_KEYS, RunConfig
-from sentadapt.errors import ConfigError
+from sentadapt.errors import ConfigError, ModelError
 from sentadapt.events import Note, Progress, no_progress, quiet
 from sentadapt.model.resolve import DEFAULT_BASE_MODEL, LazyModel, ResolvedModel, check_has_weights, resolve_model
 from sentadapt.recipes import DEFAULT_RECIPE
@@ -243,14 +243,15 @@ def arithmetic_line(run: ResolvedRun) -> str:
     """What `adapt --dry-run` says of the run's precision and length chunks on this CPU (train/pass_costs.py), the
     base's architecture read from its config.json (a Hub id not yet downloaded has none: the run times it); nothing
     for a recipe that keeps the encoder frozen (CLSR: no pass of it is trained, so none is timed)."""
+    from sentadapt.model.st_modules import transformer_config
     from sentadapt.train.pass_costs import planned_arithmetic
 
     if not run.recipe_class.spec.trains_encoder:
         return ""
     architecture = None
-    if run.base.is_local:
-        with contextlib.suppress(OSError, ValueError):
-            architecture = json.loads((Path(run.base.location) / "config.json").read_text(encoding="utf-8"))
+    if run.base.is_local:  # a file the dry run cannot read only means no timing is found for it
+        with contextlib.suppress(OSError, ValueError, ModelError):
+            architecture = json.loads(transformer_config(Path(run.base.location)).read_text(encoding="utf-8"))
     return planned_arithmetic(run.config.train.mixed_precision, architecture if isinstance(architecture, dict)
                               else None)
 

@@ -12,6 +12,7 @@ choose another precision than its neighbours.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import json
 import os
@@ -133,15 +134,27 @@ def machine_key(architecture: Mapping[str, Any]) -> dict[str, Any]:
 
 def cpu_model() -> str:
     """The CPU's model name as /proc/cpuinfo gives it (Linux), else the platform's machine name."""
-    try:
-        for line in Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace").splitlines():
-            if line.startswith("model name"):
-                return line.partition(":")[2].strip()
-    except OSError:
-        pass
+    named = _cpuinfo().get("model name")
+    if named:
+        return named
     import platform
 
     return platform.processor() or platform.machine()
+
+
+@functools.cache
+def _cpuinfo() -> dict[str, str]:
+    """/proc/cpuinfo's fields of the first CPU ({} where there is none): read once a process, for the key and for
+    the dry run's look at the flags."""
+    try:
+        text = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return {}
+    fields: dict[str, str] = {}
+    for line in text.splitlines():
+        name, _, value = line.partition(":")
+        fields.setdefault(name.strip(), value.strip())
+    return fields
 
 
 def timings_file(key: Mapping[str, Any]) -> Path:
@@ -170,9 +183,14 @@ def _timings(encoder: Any, precisions: list[str], message: Callable[[str], None]
     message(f"timing the training pass on this CPU in {names} (once per CPU, torch and model; kept in the cache)")
     for precision in missing:
         seconds[precision] = time_passes(encoder, bf16=precision == "bf16")
+    from sentadapt.data.cache_contents import HOLDS  # imports torch: only here, where the run has it already
+
+    timed = " and ".join(PRECISION_NAMES[precision] for precision in seconds)
+    holds = (f"{timed} training passes of a {encoder.num_layers}-layer {encoder.hidden_size}-wide "
+             f"{key['model'].get('model_type')} on {key['cpu']} (torch {key['torch']})")
     with contextlib.suppress(OSError):  # a cache that cannot be written costs the next run the same timing
         write_json_file(timings_file(key), {"key": key, "shapes": [list(s) for s in SHAPES], "seconds": seconds,
-                                            "timed": date.today().isoformat()})
+                                            "timed": date.today().isoformat(), HOLDS: holds})
     return seconds
 
 
@@ -237,9 +255,5 @@ def _gpu_visible() -> bool:
 def _cpu_flags_name_bf16() -> bool:
     """Whether /proc/cpuinfo's flags name native bf16 matmuls (AVX-512 BF16 or AMX tiles): what
     compute.cpu_multiplies_bf16 asks PyTorch, read without it."""
-    try:
-        text = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return False
-    flags = next((line.partition(":")[2].split() for line in text.splitlines() if line.startswith("flags")), [])
+    flags = _cpuinfo().get("flags", "").split()
     return "avx512_bf16" in flags or "amx_tile" in flags

@@ -16,6 +16,7 @@ from typing import Any, Protocol
 from sentadapt.config.schema import REPORT_TO
 from sentadapt.decision.rule import decision_of
 from sentadapt.storage.durable import write_text_atomically
+from sentadapt.train.pass_costs import Arithmetic
 
 
 class Reporter(Protocol):
@@ -238,7 +239,7 @@ class Throughput:
         self.started, self.examples = time.perf_counter(), 0
 
 
-def describe_run(accelerator: Any, train_config: Any, arithmetic: Any = None) -> dict[str, Any]:
+def describe_run(accelerator: Any, train_config: Any, arithmetic: Arithmetic) -> dict[str, Any]:
     """Where and how a run trained (an Accelerator, a TrainConfig and pass_costs' Arithmetic), for metrics.json and
     the summary."""
     import torch.distributed as dist
@@ -250,8 +251,7 @@ def describe_run(accelerator: Any, train_config: Any, arithmetic: Any = None) ->
         mixed_precision=str(accelerator.mixed_precision), batch_size=train_config.batch_size,
         grad_accum=train_config.grad_accum, seed=train_config.seed, tf32=tf32_applies(accelerator.device,
                                                                                       train_config.tf32),
-        precision_reason=getattr(arithmetic, "reason", "") or None,
-        pass_cost=getattr(arithmetic, "pass_cost", None))
+        precision_reason=arithmetic.reason or None, pass_cost=arithmetic.pass_cost)
 
 
 def tf32_applies(device: Any, wanted: bool) -> bool | None:

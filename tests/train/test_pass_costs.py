@@ -169,3 +169,15 @@ def test_a_cpu_run_says_what_it_times_before_and_what_it_chose_after(tiny_model_
     assert [environment[key] for key in ("mixed_precision", "precision_reason", "pass_cost")] == ["no", None, 100]
     again = run_adapt(*args, "--dry-run")  # the cache now holds this CPU's timing (conftest's: 100 tokens)
     assert "arithmetic: fp32, length chunks where they save over 100 tokens (this CPU's timing of " in again.stderr
+
+
+def test_the_dry_run_reads_the_architecture_where_modules_json_keeps_the_transformer(tmp_path: Path) -> None:
+    """A sentence-transformers folder may keep its transformer in a subfolder: its config.json is the one the run's
+    timing is keyed by, not a file at the folder's root."""
+    from sentadapt.model.st_modules import transformer_config
+
+    (tmp_path / "modules.json").write_text(json.dumps([
+        {"idx": 0, "name": "0", "path": "0_Transformer", "type": "sentence_transformers.models.Transformer"},
+        {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"}]))
+    assert transformer_config(tmp_path) == tmp_path / "0_Transformer" / "config.json"
+    assert transformer_config(tmp_path / "plain") == tmp_path / "plain" / "config.json"
