@@ -342,7 +342,7 @@ def _pass_cost_passages() -> list[str]:
     from sentadapt.train.pass_costs import BF16_AT_MOST, MAX_PASS_COST, SHAPES
 
     shapes = [f"{rows} × {length}" for rows, length in SHAPES]
-    return [f"on four shapes — {', '.join(shapes[:-1])} and {shapes[-1]} rows × tokens",
+    return [f"on {COUNT_WORDS[len(SHAPES)]} shapes — {', '.join(shapes[:-1])} and {shapes[-1]} rows × tokens",
             f"take at most {BF16_AT_MOST}× the fp32 ones", f"times ≤ {BF16_AT_MOST}× fp32's there",
             f"clamped to 0-{MAX_PASS_COST:,} tokens", f"and a pass costs {PASS_OVERHEAD_TOKENS} tokens, as before this rule"]
 

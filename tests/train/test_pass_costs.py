@@ -36,7 +36,7 @@ def _line(intercept: float, per_token: float) -> list[float]:
     (_line(0.0, 0.001), 0),
     (_line(-0.02, 0.001), 0),  # noise tilting the line below zero: no pass is free, but none costs less than nothing
     (_line(30.0, 0.001), MAX_PASS_COST),  # a pass costs more than any batch pads: one padded pass
-    ([0.3, 0.2, 0.2, 0.1], MAX_PASS_COST),  # longer passes timed faster: nothing fits, one padded pass
+    ([0.3, 0.2, 0.2, 0.1, 0.05], MAX_PASS_COST),  # longer passes timed faster: nothing fits, one padded pass
 ])
 def test_the_pass_cost_is_the_fitted_lines_intercept_over_its_slope(seconds: list[float], cost: int) -> None:
     assert fitted_pass_cost(seconds) == cost
