@@ -300,9 +300,9 @@ def teacher_passages() -> list[str]:
 # bench_teacher_run's paired rounds (issue 70): AVX2 kernels alone in fp32 against a62588b; bf16 against 1b114f6
 SPEED_ROUNDS = {"avx2": "bench/results/teacher-run-avx2-2026-11-29/rounds.json",
                 "bf16": "bench/results/teacher-run-bf16-2026-11-29/rounds.json",
-                # issue 84: an AMD EPYC with AVX2 alone, native kernels (`auto` → fp32, the pass cost timed there),
-                # against a62588b
-                "epyc-avx2": "bench/results/teacher-run-epyc-timed-2026-12-07/rounds.json"}
+                # issue 84: an AMD EPYC with AVX2 alone, native kernels (`auto` → fp32, the pass cost timed there on
+                # five shapes), against a62588b
+                "epyc-avx2": "bench/results/teacher-run-epyc-five-shapes-2026-12-07/rounds.json"}
 PADDING = "bench/results/length-chunks-2026-11-29/padding.txt"  # bench_length_chunks --padding
 
 

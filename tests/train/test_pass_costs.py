@@ -48,7 +48,7 @@ def test_auto_is_bf16_only_where_its_passes_take_at_most_0_9_of_fp32s() -> None:
         "bf16", 50, "auto: bf16's passes took 0.88× fp32's time on this CPU")
     slower = {"no": fp32, "bf16": [0.95 * took for took in _line(0.2, 0.001)]}
     assert arithmetic_from_timings("auto", True, slower) == Arithmetic(
-        "no", 50, "auto: bf16's passes took 1.16× fp32's time on this CPU, above the 0.9× bf16 needs")
+        "no", 50, "auto: bf16's passes took 1.07× fp32's time on this CPU, above the 0.9× bf16 needs")
     assert arithmetic_from_timings("auto", False, {"no": fp32}) == Arithmetic(
         "no", 50, "auto: this CPU has no native bf16 matmuls")
     given = arithmetic_from_timings("bf16", False, {"bf16": _line(0.2, 0.001)})
@@ -67,7 +67,7 @@ def test_a_run_times_each_precision_once_per_cpu_and_model_and_keeps_it(tiny_enc
         [0.5 * took for took in _line(0.04, 0.001)] if bf16 else _line(0.05, 0.001)))
     said: list[str] = []
     chosen = choose_arithmetic("auto", tiny_encoder, on_gpu=False, processes=1, message=said.append)
-    assert chosen == Arithmetic("bf16", 40, "auto: bf16's passes took 0.49× fp32's time on this CPU")
+    assert chosen == Arithmetic("bf16", 40, "auto: bf16's passes took 0.50× fp32's time on this CPU")
     assert timed == [False, True]
     assert said == ["timing the training pass on this CPU in fp32 and bf16 (once per CPU, torch and model; kept in "
                     "the cache)"]
@@ -126,17 +126,17 @@ def test_the_dry_run_says_what_will_be_timed_or_what_the_cache_holds(monkeypatch
     architecture = {"model_type": "bert", "hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 2,
                     "intermediate_size": 64}
     assert planned_arithmetic("auto", architecture) == (
-        "arithmetic: the run first times its training pass on this CPU in fp32 and bf16 (9 passes each, kept in the "
+        "arithmetic: the run first times its training pass on this CPU in fp32 and bf16 (11 passes each, kept in the "
         "cache), then trains in bf16 where it takes ≤ 0.9× fp32's time")
     assert planned_arithmetic("no", None) == (
-        "arithmetic: the run first times its training pass on this CPU in fp32 (9 passes, kept in the cache)")
+        "arithmetic: the run first times its training pass on this CPU in fp32 (11 passes, kept in the cache)")
     assert planned_arithmetic("fp16", architecture) == ""  # a CPU run refuses it
     key = pass_costs.machine_key(architecture)
     pass_costs.write_json_file(pass_costs.timings_file(key), {
         "key": key, "shapes": [list(shape) for shape in SHAPES], "timed": "2026-12-07",
         "seconds": {"no": _line(0.05, 0.001), "bf16": _line(0.05, 0.002)}})
     assert planned_arithmetic("auto", architecture) == (
-        "arithmetic: fp32 (auto: bf16's passes took 1.93× fp32's time on this CPU, above the 0.9× bf16 needs), "
+        "arithmetic: fp32 (auto: bf16's passes took 1.96× fp32's time on this CPU, above the 0.9× bf16 needs), "
         "length chunks where they save over 50 tokens (this CPU's timing of 2026-12-07, in the cache)")
 
 
@@ -159,7 +159,7 @@ def test_a_cpu_run_says_what_it_times_before_and_what_it_chose_after(tiny_model_
             "--batch-size", "8", "--dev", "none"]
     planned = run_adapt(*args, "--dry-run")
     assert planned.exit_code == 0, planned.output
-    assert "arithmetic: the run first times its training pass on this CPU in fp32 (9 passes, kept in the cache)\n" \
+    assert "arithmetic: the run first times its training pass on this CPU in fp32 (11 passes, kept in the cache)\n" \
         in planned.stderr
     trained = run_adapt(*args)
     assert trained.exit_code == 0, trained.output
