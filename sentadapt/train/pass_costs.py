@@ -200,7 +200,7 @@ def time_passes(encoder: Any, bf16: bool) -> list[float]:
     """Seconds of the encoder's training pass (forward + backward, its dropout off, one padded pass of random token
     ids) at each of SHAPES: the faster of two rounds over them, after one warm-up pass; the gradients are dropped
     after. One round's fitted pass cost spread 26-230 tokens over five timings of all-MiniLM-L6-v2 on a 2-core
-    machine, the faster of two 48-90 (a pass is ~30 ms of a 0.1-1 s pass: a small share for noise to swamp)."""
+    machine, the faster of two 48-90 (a pass is ~30 ms of a 0.1-1.6 s pass: a small share for noise to swamp)."""
     import torch
 
     generator = torch.Generator().manual_seed(0)
