@@ -47,6 +47,9 @@ TEACHER = SHARED / "models/paraphrase-minilm-l3-v2"
 SENTENCES = 3000
 VIEWS = ["--set", "views=none,feature-cutoff"]  # the opt-in lever above the defaults
 SHORT_WORDS = 20  # the issue's "short sentences": at most 20 words (the STS sentences' median is 9)
+# glibc's largest mmap threshold (32 MiB on 64-bit: larger blocks are always mapped afresh) and a trim threshold of
+# 1 GiB (freed heap is kept for the next step instead of returned and faulted in again)
+MALLOC_THRESHOLDS = {"MALLOC_MMAP_THRESHOLD_": str(32 << 20), "MALLOC_TRIM_THRESHOLD_": str(1 << 30)}
 STEPS, BATCH, MAX_LENGTH, LR = 30, 64, 64, 5e-5  # the teacher run's batch, max length and tuned-base lr
 
 
@@ -122,7 +125,10 @@ def commands(inputs: Path, old: Path | None, work: Path, isa: str | None = None,
              "fp32": (ours("fp32", ("--mixed-precision", "no")), env("fp32"), here),
              "bf16": (ours("bf16", ("--mixed-precision", "bf16")), env("bf16"), here),
              # the default with one padded pass a step: what is left of a step's cost once the chunks are out
-             "one-pass": (ours("one-pass"), env("one-pass"), here)}
+             "one-pass": (ours("one-pass"), env("one-pass"), here),
+             # the default with glibc's allocator told to keep large blocks: the tensors of a pass reuse freed heap
+             # instead of new pages (bench/README.md, "glibc's allocator thresholds")
+             "malloc": (ours("malloc"), env("malloc", **MALLOC_THRESHOLDS), here)}
     for name, checkout in (("old", old), ("today", today)):  # a62588b; the commit before a change measured
         if checkout is not None:
             found[name] = (ours(name), env(name, PYTHONPATH=str(checkout.resolve())), checkout.resolve())
@@ -235,8 +241,8 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=Path("bench/out/teacher-run.json"))
     parser.add_argument("--isa", choices=["avx2", "avx512", "default"],
                         help="kernels of this instruction set alone (PyTorch's, MKL's, oneDNN's), ours in fp32")
-    parser.add_argument("--only", help="comma-separated commands besides default (views, fp32, bf16, one-pass, old, "
-                        "today, st fp32, st bf16)")
+    parser.add_argument("--only", help="comma-separated commands besides default (views, fp32, bf16, one-pass, malloc, "
+                        "old, today, st fp32, st bf16)")
     parser.add_argument("--peer", choices=["fp32", "bf16"], help=argparse.SUPPRESS)
     parser.add_argument("--output", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
