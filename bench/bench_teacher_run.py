@@ -16,6 +16,8 @@ PYTHONPATH (e.g. `git worktree add ../old a62588b`); each process gets its own c
 unmeasured run, so every measured run reads its tokens and teacher table from the cache as a user's second run does
 (and, since issue 84, this CPU's timing of the training pass: the default's choice of precision and pass cost is
 printed and recorded). `--today` runs a second older checkout the same way (the commit before a change measured).
+`one-pass` is the default with one padded pass a step (its cache's timings flattened: the length chunks out) and
+`malloc` the default with glibc's mmap and trim thresholds raised (bench/README.md, issue 84).
 
 The peer (`st`): sentence-transformers' distillation as its docs train it — MSELoss between the student's vector
 and the teacher's (the "model distillation" example: the teacher's embeddings as labels), through
