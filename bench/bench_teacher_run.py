@@ -165,8 +165,13 @@ def chosen_arithmetic(work: Path) -> dict[str, Any]:
 def one_pass_timings(default_cache: Path, cache: Path) -> None:
     """`one-pass`'s cache: the default's timings of the training pass (its warm-up ran first), each precision's
     flattened to its mean, so the fitted line is flat (a pass costs the most, one padded pass a step) while `auto`
-    compares the same sums and picks what the default picked."""
-    for record_file in (default_cache / "pass-costs").glob("pass-*.json"):
+    compares the same sums and picks what the default picked. A default that timed nothing (a GPU, several
+    processes) has no chunks to take out: the bench stops rather than measure the default twice."""
+    records = sorted((default_cache / "pass-costs").glob("pass-*.json"))
+    if not records:
+        sys.exit(f"one-pass: the default's run timed no training pass (nothing in {default_cache / 'pass-costs'}): "
+                 "on a GPU or with several processes nothing is chunked, so there is no one-pass run to compare")
+    for record_file in records:
         record = json.loads(record_file.read_text())
         record["seconds"] = {precision: [statistics.mean(seconds)] * len(seconds)
                              for precision, seconds in record["seconds"].items()}

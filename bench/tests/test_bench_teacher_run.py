@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from bench.bench_teacher_run import one_pass_timings
 from sentadapt.train.pass_costs import MAX_PASS_COST, arithmetic_from_timings
 
@@ -25,3 +27,10 @@ def test_one_pass_keeps_the_precision_and_costs_a_pass_the_most(tmp_path: Path) 
     one_pass = arithmetic_from_timings("auto", True, flat["seconds"])
     assert (default.precision, one_pass.precision) == ("bf16", "bf16")
     assert default.pass_cost < MAX_PASS_COST and one_pass.pass_cost == MAX_PASS_COST
+
+
+def test_one_pass_stops_where_the_default_timed_nothing(tmp_path: Path) -> None:
+    with pytest.raises(SystemExit, match=r"^one-pass: the default's run timed no training pass \(nothing in .*"
+                                         r"pass-costs\): on a GPU or with several processes nothing is chunked"):
+        one_pass_timings(tmp_path / "cache-default", tmp_path / "cache-one-pass")
+    assert not (tmp_path / "cache-one-pass").exists()

@@ -199,8 +199,8 @@ def _timings(encoder: Any, precisions: list[str], message: Callable[[str], None]
 def time_passes(encoder: Any, bf16: bool) -> list[float]:
     """Seconds of the encoder's training pass (forward + backward, its dropout off, one padded pass of random token
     ids) at each of SHAPES: the faster of two rounds over them, after one warm-up pass; the gradients are dropped
-    after. One round's fitted pass cost spread 26-230 tokens over five timings of all-MiniLM-L6-v2 on a 2-core
-    machine, the faster of two 48-90 (a pass is ~30 ms of a 0.1-1.6 s pass: a small share for noise to swamp)."""
+    after. The faster of two, because a pass's fixed cost is a small share of a pass for noise to swamp: one round's
+    fitted cost proved too noisy on a shared machine (bench/README.md, issue 84)."""
     import torch
 
     generator = torch.Generator().manual_seed(0)
