@@ -16,8 +16,11 @@ PYTHONPATH (e.g. `git worktree add ../old a62588b`); each process gets its own c
 unmeasured run, so every measured run reads its tokens and teacher table from the cache as a user's second run does
 (and, since issue 84, this CPU's timing of the training pass: the default's choice of precision and pass cost is
 printed and recorded). `--today` runs a second older checkout the same way (the commit before a change measured).
-`one-pass` is the default with one padded pass a step (its cache's timings flattened: the length chunks out) and
-`malloc` the default with glibc's mmap and trim thresholds raised (bench/README.md, issue 84).
+`one-pass` is the default with one padded pass a step (its cache's timings flattened: the length chunks out),
+`fixed-cost` the default with the pass cost fixed before issue 84 (100 tokens: its cache's timings put on that line)
+and `malloc` the default with glibc's mmap and trim thresholds raised (bench/README.md, issue 84). `--pass-penalty S`
+runs every command on a stand-in for a CPU where a pass costs more: each backbone forward first sleeps S seconds
+(bench/pass_penalty).
 
 The peer (`st`): sentence-transformers' distillation as its docs train it — MSELoss between the student's vector
 and the teacher's (the "model distillation" example: the teacher's embeddings as labels), through
@@ -42,6 +45,8 @@ from pathlib import Path
 from typing import Any
 
 from bench.peers import isa_environment
+from sentadapt.options import PASS_OVERHEAD_TOKENS
+from sentadapt.train.pass_costs import SHAPES
 
 SHARED = Path("../shared")
 STUDENT = SHARED / "models/all-minilm-l6-v2"
@@ -53,6 +58,7 @@ SHORT_WORDS = 20  # the issue's "short sentences": at most 20 words (the STS sen
 # 1 GiB (freed heap is kept for the next step instead of returned and faulted in again)
 MALLOC_THRESHOLDS = {"MALLOC_MMAP_THRESHOLD_": str(32 << 20), "MALLOC_TRIM_THRESHOLD_": str(1 << 30)}
 STEPS, BATCH, MAX_LENGTH, LR = 30, 64, 64, 5e-5  # the teacher run's batch, max length and tuned-base lr
+PASS_PENALTY = Path(__file__).resolve().parent / "pass_penalty"  # its sitecustomize sleeps before each pass
 
 
 def prepare(folder: Path) -> None:
@@ -102,11 +108,12 @@ def peer(inputs: Path, bf16: bool, output: Path) -> None:
 
 
 def commands(inputs: Path, old: Path | None, work: Path, isa: str | None = None, today: Path | None = None,
-             ) -> dict[str, tuple[list[str], dict[str, str], Path]]:
+             penalty: float | None = None) -> dict[str, tuple[list[str], dict[str, str], Path]]:
     """Each measured command, its environment (offline; its own cache folder) and the folder it runs in: `python -m`
     puts that folder first on sys.path, so the old checkout's runs start in it. `isa` (e.g. avx2): every command runs
     with kernels of that instruction set alone (bench.peers.isa_environment) and ours in fp32 (`--mixed-precision no`):
-    a CPU without native bf16, where `auto` is fp32, stood in for on one that has it (issue 70)."""
+    a CPU without native bf16, where `auto` is fp32, stood in for on one that has it (issue 70). `penalty` (seconds):
+    every command sleeps that long before each backbone forward (bench/pass_penalty)."""
     inputs, work = inputs.resolve(), work.resolve()
     precision = ("--mixed-precision", "no") if isa else ()
 
@@ -115,10 +122,17 @@ def commands(inputs: Path, old: Path | None, work: Path, isa: str | None = None,
                 "--teacher", str(inputs / "vectors.jsonl"), "--max-steps", str(STEPS), "--dev", "none",
                 "--output", str(work / name), "--overwrite", *precision, *extra]
 
-    def env(name: str, **extra: str) -> dict[str, str]:
+    def env(name: str, checkout: Path | None = None, **extra: str) -> dict[str, str]:
         kernels = isa_environment(isa) if isa else {}
-        return {**os.environ, "HF_HUB_OFFLINE": "1", "SENTADAPT_CACHE": str(work / f"cache-{name}"), **kernels,
-                **extra}
+        found = {**os.environ, "HF_HUB_OFFLINE": "1", "SENTADAPT_CACHE": str(work / f"cache-{name}"), **kernels,
+                 **extra}
+        paths = [str(checkout.resolve())] if checkout is not None else []
+        if penalty is not None:  # its sitecustomize first: python imports the first one on the path
+            found["PASS_PENALTY_S"] = str(penalty)
+            paths.insert(0, str(PASS_PENALTY))
+        if paths:
+            found["PYTHONPATH"] = os.pathsep.join(paths)
+        return found
 
     here = Path.cwd()
     found = {"default": (ours("default"), env("default"), here),
@@ -128,12 +142,14 @@ def commands(inputs: Path, old: Path | None, work: Path, isa: str | None = None,
              "bf16": (ours("bf16", ("--mixed-precision", "bf16")), env("bf16"), here),
              # the default with one padded pass a step: what is left of a step's cost once the chunks are out
              "one-pass": (ours("one-pass"), env("one-pass"), here),
+             # the default with the pass cost fixed before issue 84: what the timing changed, on this CPU
+             "fixed-cost": (ours("fixed-cost"), env("fixed-cost"), here),
              # the default with glibc's allocator told to keep large blocks: the tensors of a pass reuse freed heap
              # instead of new pages (bench/README.md, "glibc's allocator thresholds")
              "malloc": (ours("malloc"), env("malloc", **MALLOC_THRESHOLDS), here)}
     for name, checkout in (("old", old), ("today", today)):  # a62588b; the commit before a change measured
         if checkout is not None:
-            found[name] = (ours(name), env(name, PYTHONPATH=str(checkout.resolve())), checkout.resolve())
+            found[name] = (ours(name), env(name, checkout), checkout.resolve())
     for precision in ("fp32", "bf16"):
         argv = [sys.executable, "-m", "bench.bench_teacher_run", "--peer", precision, "--inputs", str(inputs),
                 "--output", str(work / f"st-{precision}")]
@@ -162,19 +178,35 @@ def chosen_arithmetic(work: Path) -> dict[str, Any]:
             "pass_cost": env.get("pass_cost")}
 
 
-def one_pass_timings(default_cache: Path, cache: Path) -> None:
-    """`one-pass`'s cache: the default's timings of the training pass (its warm-up ran first), each precision's
-    flattened to its mean, so the fitted line is flat (a pass costs the most, one padded pass a step) while `auto`
-    compares the same sums and picks what the default picked. A default that timed nothing (a GPU, several
-    processes) has no chunks to take out: the bench stops rather than measure the default twice."""
+def flat(seconds: list[float]) -> list[float]:
+    """`one-pass`'s timings: each shape the mean, so the fitted line is flat (a pass costs the most: one padded pass
+    a step)."""
+    return [statistics.mean(seconds)] * len(seconds)
+
+
+def on_fixed_cost(seconds: list[float]) -> list[float]:
+    """`fixed-cost`'s timings: on the line seconds = b · (tokens + PASS_OVERHEAD_TOKENS) through the same sum, so the
+    fitted cost is the one fixed before issue 84."""
+    tokens = [rows * length for rows, length in SHAPES]
+    per_token = sum(seconds) / sum(count + PASS_OVERHEAD_TOKENS for count in tokens)
+    return [per_token * (count + PASS_OVERHEAD_TOKENS) for count in tokens]
+
+
+RESHAPED = {"one-pass": flat, "fixed-cost": on_fixed_cost}  # the commands whose cache is the default's, reshaped
+
+
+def reshaped_timings(default_cache: Path, cache: Path, command: str) -> None:
+    """`command`'s cache: the default's timings of the training pass (its warm-up ran first), each precision's
+    reshaped by RESHAPED[command] with the same sum, so `auto` compares the same sums and picks what the default
+    picked while the length chunks get another pass cost. A default that timed nothing (a GPU, several processes)
+    chunks nothing: the bench stops rather than measure the default twice."""
     records = sorted((default_cache / "pass-costs").glob("pass-*.json"))
     if not records:
-        sys.exit(f"one-pass: the default's run timed no training pass (nothing in {default_cache / 'pass-costs'}): "
-                 "on a GPU or with several processes nothing is chunked, so there is no one-pass run to compare")
+        sys.exit(f"{command}: the default's run timed no training pass (nothing in {default_cache / 'pass-costs'}): "
+                 f"on a GPU or with several processes nothing is chunked, so there is no {command} run to compare")
     for record_file in records:
         record = json.loads(record_file.read_text())
-        record["seconds"] = {precision: [statistics.mean(seconds)] * len(seconds)
-                             for precision, seconds in record["seconds"].items()}
+        record["seconds"] = {precision: RESHAPED[command](seconds) for precision, seconds in record["seconds"].items()}
         (cache / "pass-costs").mkdir(parents=True, exist_ok=True)
         (cache / "pass-costs" / record_file.name).write_text(json.dumps(record))
 
@@ -201,16 +233,16 @@ def loop_rate(name: str, result: dict[str, Any], work: Path) -> float:
 
 
 def measure(inputs: Path, old: Path | None, rounds: int, work: Path, isa: str | None = None,
-            only: list[str] | None = None, today: Path | None = None) -> dict[str, Any]:
-    runs = commands(inputs, old, work, isa, today)
+            only: list[str] | None = None, today: Path | None = None, penalty: float | None = None) -> dict[str, Any]:
+    runs = commands(inputs, old, work, isa, today, penalty)
     if only:
         unknown = sorted(set(only) - set(runs))
         if unknown:
             sys.exit(f"--only: no command {', '.join(unknown)}; choose among {', '.join(runs)}")
         runs = {name: runs[name] for name in runs if name in only or name == "default"}
     for name, (argv, env, cwd) in runs.items():  # warm-up: caches filled, files read once
-        if name == "one-pass":
-            one_pass_timings(work / "cache-default", work / "cache-one-pass")
+        if name in RESHAPED:
+            reshaped_timings(work / "cache-default", work / f"cache-{name}", name)
         timed(argv, env, cwd)
     figures: dict[str, list[dict[str, float]]] = {name: [] for name in runs}
     for round_index in range(rounds):
@@ -248,8 +280,10 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=Path("bench/out/teacher-run.json"))
     parser.add_argument("--isa", choices=["avx2", "avx512", "default"],
                         help="kernels of this instruction set alone (PyTorch's, MKL's, oneDNN's), ours in fp32")
-    parser.add_argument("--only", help="comma-separated commands besides default (views, fp32, bf16, one-pass, malloc, "
-                        "old, today, st fp32, st bf16)")
+    parser.add_argument("--only", help="comma-separated commands besides default (views, fp32, bf16, one-pass, "
+                        "fixed-cost, malloc, old, today, st fp32, st bf16)")
+    parser.add_argument("--pass-penalty", type=float, metavar="SECONDS",
+                        help="every command sleeps this long before each backbone forward (passes cost more)")
     parser.add_argument("--peer", choices=["fp32", "bf16"], help=argparse.SUPPRESS)
     parser.add_argument("--output", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -260,10 +294,11 @@ def main() -> None:
         peer(args.inputs, args.peer == "bf16", args.output)
         return
     here = machine(args.isa)
+    here["pass_penalty_s"] = args.pass_penalty
     print(f"machine: {here['cpu']}, {here['cores']} cores, torch {here['torch']} ({here['threads']} threads), "
           f"{', '.join(flag for flag, has in here['isa'].items() if has)}; kernels {here['kernels']}", flush=True)
     figures = measure(args.inputs, args.old, args.rounds, args.work, args.isa,
-                      args.only.split(",") if args.only else None, args.today)
+                      args.only.split(",") if args.only else None, args.today, args.pass_penalty)
     here["auto"] = chosen = chosen_arithmetic(args.work)
     print(f"the default run trained in {chosen['precision']} ({chosen['reason'] or 'as given'}), length chunks where "
           f"they save over {chosen['pass_cost']} tokens")
