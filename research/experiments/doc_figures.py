@@ -302,7 +302,9 @@ SPEED_ROUNDS = {"avx2": "bench/results/teacher-run-avx2-2026-11-29/rounds.json",
                 "bf16": "bench/results/teacher-run-bf16-2026-11-29/rounds.json",
                 # issue 84: an AMD EPYC with AVX2 alone, native kernels (`auto` → fp32, the pass cost timed there on
                 # five shapes), against a62588b
-                "epyc-avx2": "bench/results/teacher-run-epyc-five-shapes-2026-12-07/rounds.json"}
+                "epyc-avx2": "bench/results/teacher-run-epyc-five-shapes-2026-12-07/rounds.json",
+                # the same EPYC, every backbone forward slowed by a sleep (--pass-penalty): a CPU whose passes cost more
+                "epyc-penalty": "bench/results/teacher-run-epyc-pass-penalty-2026-12-07/rounds.json"}
 PADDING = "bench/results/length-chunks-2026-11-29/padding.txt"  # bench_length_chunks --padding
 
 
@@ -311,9 +313,9 @@ def _speed_passages() -> list[str]:
     changes of each lever (the stored studies, as teacher_speed judges them)."""
     from research.experiments.teacher_speed import verdict
 
-    def ratio(kernels: str) -> float:  # the median over rounds of the default's wall time ÷ the older commit's
+    def ratio(kernels: str, command: str = "default") -> float:  # the median over rounds of its wall ÷ the old's
         rounds = _json(REPO / SPEED_ROUNDS[kernels])
-        return statistics.median(run["seconds"] / old["seconds"] for run, old in zip(rounds["default"], rounds["old"],
+        return statistics.median(run["seconds"] / old["seconds"] for run, old in zip(rounds[command], rounds["old"],
                                                                                       strict=True))
 
     shares = [int(line.split()[3].rstrip("%")) for line in (REPO / PADDING).read_text().splitlines()[2:]]
@@ -332,6 +334,9 @@ def _speed_passages() -> list[str]:
             "kernels alone",
             f"and {ratio('bf16'):.2f}× of the time the default took before these changes",
             f"AVX2 alone (fp32, what `auto` picks there) it took {ratio('epyc-avx2'):.2f}× of a62588b's time",
+            f"each backbone pass {_json(REPO / SPEED_ROUNDS['epyc-penalty'])['machine']['pass_penalty_s']} s slower, "
+            f"it took {ratio('epyc-penalty'):.2f}× of a62588b's time where the fixed 100 tokens took "
+            f"{ratio('epyc-penalty', 'fixed-cost'):.2f}×",
             f"distillation term's student) but cost all-MiniLM-L6-v2 ← all-mpnet-base-v2 "
             f"{falls[0]:.2f} to {falls[-1]:.2f} of raw Δ per domain"]
 
