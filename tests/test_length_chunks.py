@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 import torch
 
+from sentadapt.model import encoder as encoder_module
 from sentadapt.model.encoder import Encoder
 from sentadapt.model.length_chunks import plan_chunks, real_lengths
 from sentadapt.recipes.augment import make_view, stack_views
@@ -79,6 +80,7 @@ def _views_pass(encoder: Encoder, whole_batch: bool, cutoff: str, opaque: bool =
                                                ("token-cutoff", True)])
 def test_a_chunked_pass_gives_the_whole_batch_vectors_and_gradients(tiny_encoder: Encoder, cutoff: str, opaque: bool,
                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(encoder_module, "can_pack", lambda backbone: False)  # a backbone packed_pass cannot pack
     tiny_encoder.train()
     calls: list[int] = []
     pooled = tiny_encoder._pooled
@@ -98,6 +100,7 @@ def test_a_chunked_pass_gives_the_whole_batch_vectors_and_gradients(tiny_encoder
 
 def test_passes_with_the_model_dropout_without_gradient_or_on_request_run_whole(tiny_encoder: Encoder,
                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(encoder_module, "can_pack", lambda backbone: False)
     tiny_encoder.train()
     widths: list[int] = []
     pooled = tiny_encoder._pooled

@@ -24,6 +24,7 @@ from sentadapt.model.backbone import load_backbone, usable_positions
 from sentadapt.model.compiling import eager_only
 from sentadapt.model.half_precision import DTYPES, CastCopy, cast_copy, check_dtype, weight_versions
 from sentadapt.model.length_chunks import chunk_transform, plan_chunks, real_lengths
+from sentadapt.model.packed_pass import PackedRows, can_pack, packed_attention_on, packed_transform
 from sentadapt.model.pooling import POOLING_NAMES, Pooling
 from sentadapt.model.prompts import Prompts, read_prompts
 from sentadapt.model.resolve import ResolvedModel, check_has_weights, resolve_model
@@ -293,15 +294,18 @@ class Encoder(nn.Module):
         LayerNorm and dropout) for this forward only — how ConSERT's cutoff views are made,
         through a scoped forward hook rather than a patched model class.
 
-        On the CPU, a pass without the model's dropout runs in chunks of similar length, each padded to its own
-        longest row (sentadapt/model/length_chunks.py); `whole_batch` runs it as one pass (a transform that keeps what
-        it is given, as ConSERT's adversarial view records the embeddings, needs the whole batch at once).
+        On the CPU, a pass without the model's dropout runs packed (sentadapt/model/packed_pass.py: no padding but
+        attention's, one backbone pass) where the backbone allows, else in chunks of similar length, each padded to its
+        own longest row (sentadapt/model/length_chunks.py); `whole_batch` runs it as one padded pass (a transform that
+        keeps what it is given, as ConSERT's adversarial view records the embeddings, needs the whole batch at once).
         """
         tokens = TokenizedBatch(input_ids, attention_mask, token_type_ids, position_ids)
         pooling = pooling or self.pooling
         chunks = None if whole_batch else self._length_chunks(attention_mask)
         if chunks is None:
             pooled = self._pooled(tokens, embedding_transform, pooling, prompt_length)
+        elif self._packs(pooling):
+            pooled = self._pooled_packed(chunks, tokens, embedding_transform, pooling, prompt_length)
         else:
             pooled = self._pooled_in_chunks(chunks, tokens, embedding_transform, pooling, prompt_length)
         if head_layers is not None:
@@ -350,6 +354,27 @@ class Encoder(nn.Module):
             with _output_replaced(table, chunk_words.view(*part.input_ids.shape, -1)):
                 parts.append(self._pooled(part, transform, pooling, prompt_length))
         return torch.cat(parts)[torch.argsort(torch.cat([rows for rows, _ in chunks]))]
+
+    def _packs(self, pooling: Pooling) -> bool:
+        """Whether a chunked pass runs packed: a backbone packed_pass can pack, pooling the last layer alone."""
+        return can_pack(self.backbone) and not pooling.needs_hidden_states
+
+    def _pooled_packed(self, chunks: list[tuple[torch.Tensor, int]], tokens: TokenizedBatch,
+                       embedding_transform: Callable[[torch.Tensor], torch.Tensor] | None, pooling: Pooling,
+                       prompt_length: int | None) -> torch.Tensor:
+        """`_pooled` as one packed pass, attention in `chunks` (packed_pass.py); the last layer put back in its rows for
+        the pooling."""
+        rows = PackedRows.plan(tokens.attention_mask, chunks)
+        ids = tokens.input_ids
+        positions = torch.arange(ids.shape[1]).expand_as(ids) if tokens.position_ids is None else tokens.position_ids
+        types = torch.zeros_like(ids) if tokens.token_type_ids is None else tokens.token_type_ids
+        transform = (None if embedding_transform is None
+                     else packed_transform(embedding_transform, rows, chunks, (ids.shape[0], ids.shape[1])))
+        with self._embedding_hook(transform), packed_attention_on(self.backbone):
+            outputs = self.backbone(input_ids=rows.pack(ids), position_ids=rows.pack(positions),
+                                    token_type_ids=rows.pack(types), packed_rows=rows, return_dict=True)
+        return pooling(rows.unpack(outputs.last_hidden_state), tokens.attention_mask, None,
+                       self._pooled_prompt(prompt_length))
 
     def enable_gradient_checkpointing(self) -> None:
         """Recompute each transformer layer in backward instead of keeping its activations (transformers' own
