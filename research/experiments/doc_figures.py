@@ -300,11 +300,14 @@ def teacher_passages() -> list[str]:
 # bench_teacher_run's paired rounds (issue 70): AVX2 kernels alone in fp32 against a62588b; bf16 against 1b114f6
 SPEED_ROUNDS = {"avx2": "bench/results/teacher-run-avx2-2026-11-29/rounds.json",
                 "bf16": "bench/results/teacher-run-bf16-2026-11-29/rounds.json",
-                # issue 84: an AMD EPYC with AVX2 alone, native kernels (`auto` → fp32, the pass cost timed there on
-                # five shapes), against a62588b
-                "epyc-avx2": "bench/results/teacher-run-epyc-five-shapes-2026-12-07/rounds.json",
-                # the same EPYC, every backbone forward slowed by a sleep (--pass-penalty): a CPU whose passes cost more
-                "epyc-penalty": "bench/results/teacher-run-epyc-pass-penalty-2026-12-07/rounds.json"}
+                # issue 84: an AMD EPYC with AVX2 alone, native kernels (`auto` → fp32, the pass packed, its
+                # attention chunks planned at the cost timed there), against a62588b
+                "epyc-avx2": "bench/results/teacher-run-epyc-packed-2026-12-08/rounds.json",
+                # the same EPYC, every backbone forward slowed by a sleep (--pass-penalty): a CPU whose passes cost
+                # more; the packed default and the length chunks at the timed cost (today), and, the day before, the
+                # chunks at the fixed 100 tokens (fixed-cost)
+                "epyc-penalty": "bench/results/teacher-run-epyc-packed-penalty-2026-12-08/rounds.json",
+                "epyc-penalty-fixed": "bench/results/teacher-run-epyc-pass-penalty-2026-12-07/rounds.json"}
 PADDING = "bench/results/length-chunks-2026-11-29/padding.txt"  # bench_length_chunks --padding
 
 
@@ -335,8 +338,9 @@ def _speed_passages() -> list[str]:
             f"and {ratio('bf16'):.2f}× of the time the default took before these changes",
             f"AVX2 alone (fp32, what `auto` picks there) it took {ratio('epyc-avx2'):.2f}× of a62588b's time",
             f"each backbone pass {_json(REPO / SPEED_ROUNDS['epyc-penalty'])['machine']['pass_penalty_s']} s slower, "
-            f"it took {ratio('epyc-penalty'):.2f}× of a62588b's time where the fixed 100 tokens took "
-            f"{ratio('epyc-penalty', 'fixed-cost'):.2f}×",
+            f"packed it took {ratio('epyc-penalty'):.2f}× of a62588b's time, in length chunks at the timed cost "
+            f"{ratio('epyc-penalty', 'today'):.2f}× and at the fixed 100 tokens "
+            f"{ratio('epyc-penalty-fixed', 'fixed-cost'):.2f}×",
             f"distillation term's student) but cost all-MiniLM-L6-v2 ← all-mpnet-base-v2 "
             f"{falls[0]:.2f} to {falls[-1]:.2f} of raw Δ per domain"]
 
