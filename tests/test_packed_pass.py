@@ -90,7 +90,14 @@ def test_only_a_plain_bert_without_recomputation_is_packed(tiny_encoder: Encoder
     assert not can_pack(tiny_encoder.backbone)
 
 
+REFUSED = r"^sentadapt_packed attention called outside a packed pass without dropout$"
+
+
 def test_the_packed_attention_refuses_a_pass_that_is_not_packed() -> None:
     query = torch.zeros(1, 2, 3, 4)
-    with pytest.raises(RuntimeError, match=r"^sentadapt_packed attention called outside a packed pass$"):
+    with pytest.raises(RuntimeError, match=REFUSED):
         packed_attention(torch.nn.Module(), query, query, query, None)
+    rows = PackedRows.plan(torch.ones(1, 3, dtype=torch.long), [(torch.tensor([0]), 3)])
+    with pytest.raises(RuntimeError, match=REFUSED):
+        packed_attention(torch.nn.Module(), query, query, query, None, dropout=0.1, packed_rows=rows)
+    assert packed_attention(torch.nn.Module(), query, query, query, None, packed_rows=rows)[0].shape == (1, 3, 2, 4)

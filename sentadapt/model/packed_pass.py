@@ -67,9 +67,10 @@ def packed_attention(module: nn.Module, query: torch.Tensor, key: torch.Tensor, 
                      attention_mask: torch.Tensor | None, scaling: float | None = None, dropout: float = 0.0,
                      packed_rows: PackedRows | None = None, **kwargs: Any) -> tuple[torch.Tensor, None]:
     """Attention over a packed sequence (1 × heads × tokens × head size, as transformers hands it over), chunk by
-    chunk; returns 1 × tokens × heads × head size, as transformers' own attention functions do."""
-    if packed_rows is None:
-        raise RuntimeError(f"{PACKED_ATTENTION} attention called outside a packed pass")
+    chunk; returns 1 × tokens × heads × head size, as transformers' own attention functions do. No dropout: only
+    passes without the model's dropout are packed (its masks would be drawn over other shapes)."""
+    if packed_rows is None or dropout:
+        raise RuntimeError(f"{PACKED_ATTENTION} attention called outside a packed pass without dropout")
     by_token = [tensor[0].transpose(0, 1) for tensor in (query, key, value)]  # tokens × heads × head size
     output = torch.empty_like(by_token[0])
     for index, inside, keys in packed_rows.chunks:
@@ -81,8 +82,9 @@ def packed_attention(module: nn.Module, query: torch.Tensor, key: torch.Tensor, 
 
 
 def can_pack(backbone: nn.Module) -> bool:
-    """Whether this backbone's passes can be packed: PACKABLE, attention through transformers' interface, and no
-    recomputation in backward (it would run the layers again once the packed attention is switched off)."""
+    """Whether this backbone's passes can be packed: PACKABLE, attention through transformers' interface (the flag
+    transformers sets on such models), and no recomputation in backward (it would run the layers again once the
+    packed attention is switched off)."""
     config = getattr(backbone, "config", None)
     return (getattr(config, "model_type", None) in PACKABLE
             and bool(getattr(backbone, "_supports_attention_backend", False)) and not _recomputes(backbone))
@@ -97,19 +99,18 @@ def _recomputes(backbone: nn.Module) -> bool:
 
 
 @contextmanager
-def packed_attention_on(backbone: nn.Module) -> Iterator[None]:
-    """The backbone's attention is packed_attention for one forward (its config's implementation put back after;
-    a backward without recomputation does not call it again)."""
+def packed_attention_on(backbone: Any) -> Iterator[None]:
+    """The backbone's attention is packed_attention for one forward, its own put back after (a backward without
+    recomputation does not call attention again)."""
     from transformers import AttentionInterface
 
     AttentionInterface.register(PACKED_ATTENTION, packed_attention)
-    config: Any = backbone.config
-    before = config._attn_implementation
-    config._attn_implementation = PACKED_ATTENTION
+    before = backbone.config._attn_implementation
+    backbone.set_attn_implementation(PACKED_ATTENTION)
     try:
         yield
     finally:
-        config._attn_implementation = before
+        backbone.set_attn_implementation(before)
 
 
 def packed_transform(transform: Callable[[torch.Tensor], torch.Tensor], rows: PackedRows,
