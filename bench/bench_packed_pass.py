@@ -4,10 +4,11 @@ padded pass and the length chunks (one whole backbone pass per chunk, what senta
 
     python -m bench.bench_packed_pass [--steps 5] [--rounds 3]
 
-Attention is the one operation that needs rows apart: `packed_attention`, registered with transformers'
-AttentionInterface (its extension point for attention kernels: nothing patched), runs it per length chunk of the
-rows (each chunk padded to its own longest row, as the length chunks are), gathering its queries, keys and values
-from the packed tokens and putting the output back. Position ids restart at each row; a row's vector is the mean of
+Attention is the one operation that needs rows apart: sentadapt.model.packed_pass's attention, registered with
+transformers' AttentionInterface (its extension point for attention kernels: nothing patched), runs it per length
+chunk of the rows (each chunk padded to its own longest row, as the length chunks are), gathering its queries, keys
+and values from the packed tokens and putting the output back (the first look's figures were made with this
+script's own copy of it, before the product had one). Position ids restart at each row; a row's vector is the mean of
 its tokens (all-MiniLM-L6-v2's pooling). So the cost of one more pass that the length chunks trade against padding
 (`PASS_OVERHEAD_TOKENS`, timed per CPU since issue 84) buys only a smaller attention call here: on a CPU where a pass
 costs much, packing keeps its gain where the chunks lose theirs.
@@ -28,53 +29,21 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from torch.nn.functional import scaled_dot_product_attention
 
 from sentadapt.model.length_chunks import plan_chunks
+from sentadapt.model.packed_pass import PackedRows, packed_attention_on
 
 SHARED = Path("../shared")
 STUDENT = SHARED / "models/all-minilm-l6-v2"
 ROWS, MAX_LENGTH = 192, 64  # the stacked batch of a teacher run step (3 × 64) and its max length
-ATTENTION = "packed_chunks"
-
-
-class PackedRows:
-    """Where each row's tokens sit in the packed sequence, and the attention chunks over them: per chunk the packed
-    position of each (row, place) of the chunk padded to its longest row (0 where padding) and which are real."""
-
-    def __init__(self, lengths: torch.Tensor, overhead: int) -> None:
-        self.lengths = lengths
-        starts = torch.cumsum(lengths, 0) - lengths
-        self.chunks: list[tuple[torch.Tensor, torch.Tensor]] = []
-        for rows in plan_chunks(lengths.numpy(), overhead):
-            chunk_lengths = lengths[torch.as_tensor(rows)]
-            places = torch.arange(int(chunk_lengths.max()))
-            real = places[None, :] < chunk_lengths[:, None]
-            index = torch.where(real, starts[torch.as_tensor(rows)][:, None] + places[None, :], 0)
-            self.chunks.append((index, real))
-
-
-_PACKING: list[PackedRows] = []  # the rows of the pass running now (set by `packed`, read by the attention)
-
-
-def packed_attention(module: Any, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
-                     attention_mask: torch.Tensor | None, scaling: float | None = None, dropout: float = 0.0,
-                     **kwargs: Any) -> tuple[torch.Tensor, None]:
-    """Attention over a packed sequence ((1, heads, tokens, head size), as transformers hands it over), row by row
-    in length chunks; returns (1, tokens, heads, head size) as transformers' own attention functions do."""
-    by_token = [tensor[0].transpose(0, 1) for tensor in (query, key, value)]  # (tokens, heads, head size)
-    output = torch.empty_like(by_token[0])
-    for index, real in _PACKING[-1].chunks:
-        chunk_query, chunk_key, chunk_value = (tensor[index].transpose(1, 2) for tensor in by_token)
-        attended = scaled_dot_product_attention(chunk_query, chunk_key, chunk_value, attn_mask=real[:, None, None, :],
-                                                scale=scaling)
-        output[index[real]] = attended.transpose(1, 2)[real]
-    return output.unsqueeze(0), None
 
 
 def padded(model: Any, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     """One pass of the batch padded to its longest row; each row's mean token."""
-    hidden = model(input_ids=ids, attention_mask=mask).last_hidden_state
+    return padded_mean(model(input_ids=ids, attention_mask=mask).last_hidden_state, mask)
+
+
+def padded_mean(hidden: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     weights = mask.unsqueeze(-1).to(hidden.dtype)
     return (hidden * weights).sum(1) / weights.sum(1)
 
@@ -91,38 +60,24 @@ def chunked(model: Any, ids: torch.Tensor, mask: torch.Tensor, overhead: int) ->
 
 
 def packed(model: Any, ids: torch.Tensor, mask: torch.Tensor, overhead: int) -> torch.Tensor:
-    """One pass of the real tokens packed (`model` loaded with attn_implementation=ATTENTION), attention in length
+    """One pass of the real tokens packed (sentadapt.model.packed_pass, as the Encoder runs it), attention in length
     chunks at `overhead`; each row's mean token."""
     lengths = mask.sum(1)
-    real = mask.bool()
-    _PACKING.append(PackedRows(lengths, overhead))
-    try:
-        tokens = ids[real].unsqueeze(0)
-        positions = (torch.cumsum(mask, 1) - 1)[real].unsqueeze(0)
-        hidden = model(input_ids=tokens, position_ids=positions, token_type_ids=torch.zeros_like(tokens))
-    finally:
-        _PACKING.pop()
-    row_of_token = torch.repeat_interleave(torch.arange(len(lengths)), lengths)
-    sums = torch.zeros(len(lengths), hidden.last_hidden_state.shape[-1]).index_add(
-        0, row_of_token, hidden.last_hidden_state[0])
-    return sums / lengths[:, None].to(sums.dtype)
+    chunks = [(torch.as_tensor(rows), int(lengths[rows].max())) for rows in plan_chunks(lengths.numpy(), overhead)]
+    rows = PackedRows.plan(mask, chunks)
+    with packed_attention_on(model):
+        hidden = model(input_ids=rows.pack(ids), position_ids=rows.pack(torch.arange(ids.shape[1]).expand_as(ids)),
+                       token_type_ids=rows.pack(torch.zeros_like(ids)), packed_rows=rows).last_hidden_state
+    return padded_mean(rows.unpack(hidden), mask)
 
 
-def register() -> None:
-    from transformers import AttentionInterface
-
-    AttentionInterface.register(ATTENTION, packed_attention)
-
-
-def load_models(path: Path) -> tuple[Any, Any]:
-    """The model twice, with PyTorch's attention (padded, chunked) and with packed_attention; dropout off."""
+def load_model(path: Path) -> Any:
+    """The model with PyTorch's attention (packed passes switch it for theirs), dropout off."""
     from transformers import AutoModel
 
-    register()
-    models = [AutoModel.from_pretrained(str(path), attn_implementation=attention) for attention in ("sdpa", ATTENTION)]
-    for model in models:
-        model.eval()
-    return models[0], models[1]
+    model = AutoModel.from_pretrained(str(path), attn_implementation="sdpa")
+    model.eval()
+    return model
 
 
 def batches(corpus: Path, tokenizer_path: Path, steps: int) -> list[tuple[torch.Tensor, torch.Tensor]]:
@@ -139,12 +94,12 @@ def batches(corpus: Path, tokenizer_path: Path, steps: int) -> list[tuple[torch.
     return found
 
 
-def modes(padded_model: Any, packed_model: Any) -> dict[str, Callable[[torch.Tensor, torch.Tensor], torch.Tensor]]:
-    return {"padded": lambda ids, mask: padded(padded_model, ids, mask),
-            "chunked 100": lambda ids, mask: chunked(padded_model, ids, mask, 100),
-            "chunked 1000": lambda ids, mask: chunked(padded_model, ids, mask, 1000),
-            "packed 100": lambda ids, mask: packed(packed_model, ids, mask, 100),
-            "packed 1000": lambda ids, mask: packed(packed_model, ids, mask, 1000)}
+def modes(model: Any) -> dict[str, Callable[[torch.Tensor, torch.Tensor], torch.Tensor]]:
+    return {"padded": lambda ids, mask: padded(model, ids, mask),
+            "chunked 100": lambda ids, mask: chunked(model, ids, mask, 100),
+            "chunked 1000": lambda ids, mask: chunked(model, ids, mask, 1000),
+            "packed 100": lambda ids, mask: packed(model, ids, mask, 100),
+            "packed 1000": lambda ids, mask: packed(model, ids, mask, 1000)}
 
 
 def main() -> None:
@@ -153,13 +108,13 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=5)
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
-    padded_model, packed_model = load_models(STUDENT)
+    model = load_model(STUDENT)
     steps = batches(args.corpus, STUDENT, args.steps)
     real = sum(int(mask.sum()) for _, mask in steps)
     computed = sum(mask.numel() for _, mask in steps)
     print(f"{args.steps} batches of {ROWS} rows: {real} real tokens of {computed} padded ({1 - real / computed:.0%} "
           f"padding); torch {torch.__version__}, {torch.get_num_threads()} threads")
-    ways = modes(padded_model, packed_model)
+    ways = modes(model)
     with torch.no_grad():
         reference = [ways["padded"](ids, mask) for ids, mask in steps]
         for name, way in ways.items():
@@ -173,8 +128,7 @@ def main() -> None:
             for ids, mask in steps:
                 way(ids, mask).pow(2).sum().backward()
             best[name] = min(best[name], time.perf_counter() - started)
-            for model in (padded_model, packed_model):
-                model.zero_grad(set_to_none=True)
+            model.zero_grad(set_to_none=True)
     print(f"{'mode':<13} {'s (best)':>9} {'÷ padded':>9} {'÷ chunked 100':>14}")
     for name, seconds in best.items():
         print(f"{name:<13} {seconds:9.2f} {seconds / best['padded']:8.2f}× {seconds / best['chunked 100']:13.2f}×")

@@ -1,5 +1,5 @@
-"""bench_packed_pass: the packed pass (attention per length chunk through transformers' AttentionInterface) gives the
-padded pass's vectors and gradients, on a tiny BERT with rows of very different lengths."""
+"""bench_packed_pass: its three ways of running a batch (one padded pass, the length chunks, the packed pass) give the
+same vectors and gradients on a tiny BERT with rows of very different lengths, so its timings compare like with like."""
 
 from __future__ import annotations
 
@@ -8,24 +8,40 @@ from pathlib import Path
 import pytest
 import torch
 
-from bench.bench_packed_pass import chunked, load_models, packed, padded
+from bench.bench_packed_pass import load_model, modes
 from tests.conftest import build_tiny_bert
 
 
-@pytest.mark.parametrize("overhead", [0, 1000])  # a chunk per length, and one chunk of every row
-def test_the_packed_pass_gives_the_padded_pass_s_vectors_and_gradients(tmp_path: Path, overhead: int) -> None:
-    padded_model, packed_model = load_models(build_tiny_bert(tmp_path / "tiny"))
+def test_every_mode_gives_the_padded_pass_s_vectors_and_gradients(tmp_path: Path) -> None:
+    model = load_model(build_tiny_bert(tmp_path / "tiny"))
     lengths = torch.tensor([3, 17, 5, 5, 40, 9, 2, 28])
     mask = (torch.arange(40)[None, :] < lengths[:, None]).long()
     ids = torch.randint(5, 150, (8, 40), generator=torch.Generator().manual_seed(0)) * mask
+    results = {}
+    for name, way in modes(model).items():
+        model.zero_grad(set_to_none=True)
+        vectors = way(ids, mask)
+        vectors.pow(2).sum().backward()
+        results[name] = (vectors.detach(), {key: parameter.grad.clone() for key, parameter in model.named_parameters()
+                                            if parameter.grad is not None})
+    assert len(results) == 5
+    expected, expected_grads = results.pop("padded")
+    for name, (vectors, grads) in results.items():
+        torch.testing.assert_close(vectors, expected, rtol=1e-5, atol=1e-5, msg=name)
+        assert grads.keys() == expected_grads.keys() and len(grads) > 20
+        for key, grad in grads.items():
+            torch.testing.assert_close(grad, expected_grads[key], rtol=1e-4, atol=1e-5, msg=f"{name}: {key}")
+    assert model.config._attn_implementation == "sdpa"
 
-    expected = padded(padded_model, ids, mask)
-    expected.pow(2).sum().backward()
-    got = packed(packed_model, ids, mask, overhead)
-    got.pow(2).sum().backward()
 
-    torch.testing.assert_close(got, expected, rtol=1e-5, atol=1e-5)
-    torch.testing.assert_close(chunked(padded_model, ids, mask, overhead), expected.detach(), rtol=1e-5, atol=1e-5)
-    grads = {name: parameter.grad for name, parameter in padded_model.named_parameters()}
-    for name, parameter in packed_model.named_parameters():
-        torch.testing.assert_close(parameter.grad, grads[name], rtol=1e-4, atol=1e-5, msg=name)
+@pytest.mark.parametrize("overhead", [0, 1000])
+def test_a_packed_pass_runs_the_backbone_once(tmp_path: Path, overhead: int) -> None:
+    from bench.bench_packed_pass import packed
+
+    model = load_model(build_tiny_bert(tmp_path / "tiny"))
+    calls: list[tuple[int, ...]] = []
+    model.register_forward_pre_hook(lambda _module, _args, kwargs: calls.append(tuple(kwargs["input_ids"].shape)),
+                                    with_kwargs=True)
+    mask = (torch.arange(12)[None, :] < torch.tensor([2, 12, 7])[:, None]).long()
+    packed(model, torch.full((3, 12), 9) * mask, mask, overhead)
+    assert calls == [(1, 21)]
