@@ -20,7 +20,9 @@ printed and recorded). `--today` runs a second older checkout the same way (the 
 `fixed-cost` the default with the pass cost fixed before issue 84 (100 tokens: its cache's timings put on that line)
 and `malloc` the default with glibc's mmap and trim thresholds raised (bench/README.md, issue 84). `--pass-penalty S`
 runs every command on a stand-in for a CPU where a pass costs more: each backbone forward first sleeps S seconds
-(bench/pass_penalty).
+(bench/pass_penalty). Since the pass is packed (a BERT student's: sentadapt/model/packed_pass.py), a pass cost plans
+only its attention chunks: `fixed-cost` is then the packed pass with attention cut at 100 tokens, and `one-pass`
+still one padded pass (one chunk is never packed).
 
 The peer (`st`): sentence-transformers' distillation as its docs train it — MSELoss between the student's vector
 and the teacher's (the "model distillation" example: the teacher's embeddings as labels), through
