@@ -66,8 +66,7 @@ def packed(model: Any, ids: torch.Tensor, mask: torch.Tensor, overhead: int) -> 
     chunks = [(torch.as_tensor(rows), int(lengths[rows].max())) for rows in plan_chunks(lengths.numpy(), overhead)]
     rows = PackedRows.plan(mask, chunks)
     with packed_attention_on(model):
-        hidden = model(input_ids=rows.pack(ids), position_ids=rows.pack(torch.arange(ids.shape[1]).expand_as(ids)),
-                       token_type_ids=rows.pack(torch.zeros_like(ids)), packed_rows=rows).last_hidden_state
+        hidden = model(**rows.backbone_inputs(ids)).last_hidden_state
     return padded_mean(rows.unpack(hidden), mask)
 
 

@@ -365,14 +365,11 @@ class Encoder(nn.Module):
         """`_pooled` as one packed pass, attention in `chunks` (packed_pass.py); the last layer put back in its rows for
         the pooling."""
         rows = PackedRows.plan(tokens.attention_mask, chunks)
-        ids = tokens.input_ids
-        positions = torch.arange(ids.shape[1]).expand_as(ids) if tokens.position_ids is None else tokens.position_ids
-        types = torch.zeros_like(ids) if tokens.token_type_ids is None else tokens.token_type_ids
-        transform = (None if embedding_transform is None
-                     else packed_transform(embedding_transform, rows, chunks, (ids.shape[0], ids.shape[1])))
+        shape = (tokens.input_ids.shape[0], tokens.input_ids.shape[1])
+        transform = None if embedding_transform is None else packed_transform(embedding_transform, rows, chunks, shape)
+        inputs = rows.backbone_inputs(tokens.input_ids, tokens.position_ids, tokens.token_type_ids)
         with self._embedding_hook(transform), packed_attention_on(self.backbone):
-            outputs = self.backbone(input_ids=rows.pack(ids), position_ids=rows.pack(positions),
-                                    token_type_ids=rows.pack(types), packed_rows=rows, return_dict=True)
+            outputs = self.backbone(**inputs, return_dict=True)
         return pooling(rows.unpack(outputs.last_hidden_state), tokens.attention_mask, None,
                        self._pooled_prompt(prompt_length))
 

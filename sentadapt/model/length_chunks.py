@@ -24,11 +24,16 @@ import torch
 from sentadapt.options import PASS_OVERHEAD_TOKENS
 
 
-def real_lengths(attention_mask: torch.Tensor) -> np.ndarray:
+def last_attended(attention_mask: torch.Tensor) -> torch.Tensor:
     """Each row's length up to its last attended token (a span cutoff's mask has holes inside a row; padding is only
-    ever on the right), on the host."""
+    ever on the right)."""
     positions = torch.arange(1, attention_mask.shape[1] + 1, device=attention_mask.device)
-    return (attention_mask.ne(0) * positions).amax(dim=1).cpu().numpy()
+    return (attention_mask.ne(0) * positions).amax(dim=1)
+
+
+def real_lengths(attention_mask: torch.Tensor) -> np.ndarray:
+    """last_attended, on the host (for the plan)."""
+    return last_attended(attention_mask).cpu().numpy()
 
 
 def plan_chunks(lengths: np.ndarray, overhead: int = PASS_OVERHEAD_TOKENS) -> list[np.ndarray]:

@@ -24,7 +24,7 @@ import torch
 from torch import nn
 from torch.nn.functional import scaled_dot_product_attention
 
-from sentadapt.model.length_chunks import chunk_transform
+from sentadapt.model.length_chunks import chunk_transform, last_attended
 
 PACKED_ATTENTION = "sentadapt_packed"
 PACKABLE = ("bert",)  # model types checked against the padded pass (a RoBERTa's positions start after its pad id)
@@ -43,7 +43,7 @@ class PackedRows:
     @classmethod
     def plan(cls, attention_mask: torch.Tensor, chunks: list[tuple[torch.Tensor, int]]) -> PackedRows:
         places = torch.arange(attention_mask.shape[1])
-        lengths = attention_mask.ne(0).mul(places + 1).amax(dim=1)
+        lengths = last_attended(attention_mask)
         kept = places[None, :] < lengths[:, None]
         starts = torch.cumsum(lengths, 0) - lengths
         planned = []
@@ -57,10 +57,20 @@ class PackedRows:
         """A (rows × length …) tensor's kept places, as one sequence (1 × tokens …)."""
         return tensor[self.kept].unsqueeze(0)
 
+    def backbone_inputs(self, input_ids: torch.Tensor, position_ids: torch.Tensor | None = None,
+                        token_type_ids: torch.Tensor | None = None) -> dict[str, Any]:
+        """The backbone's keywords for the packed pass of a padded batch: its ids, positions (each row's own, `arange`
+        where none are given) and token types (0 where none are given) packed, and these rows for the attention."""
+        if position_ids is None:
+            position_ids = torch.arange(input_ids.shape[1]).expand_as(input_ids)
+        if token_type_ids is None:
+            token_type_ids = torch.zeros_like(input_ids)
+        return {"input_ids": self.pack(input_ids), "position_ids": self.pack(position_ids),
+                "token_type_ids": self.pack(token_type_ids), "packed_rows": self}
+
     def unpack(self, packed: torch.Tensor) -> torch.Tensor:
         """The packed sequence's vectors back in their rows (rows × length × width), zero where nothing was kept."""
-        whole = packed.new_zeros((*self.kept.shape, packed.shape[-1]))
-        return whole.index_put((*self.kept.nonzero(as_tuple=True),), packed[0])
+        return packed.new_zeros((*self.kept.shape, packed.shape[-1])).index_put((self.kept,), packed[0])
 
 
 def packed_attention(module: nn.Module, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
